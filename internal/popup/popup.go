@@ -1,0 +1,429 @@
+// Package popup holds the popup domain: configs, their validation, targeting, display rules and selection.
+package popup
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Status is the lifecycle state of a popup config. Only StatusActive popups are ever shown.
+type Status string
+
+// The statuses a popup config can be in.
+const (
+	StatusDraft    Status = "draft"
+	StatusActive   Status = "active"
+	StatusPaused   Status = "paused"
+	StatusArchived Status = "archived"
+)
+
+// Valid reports whether s is one of the four known statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusDraft, StatusActive, StatusPaused, StatusArchived:
+		return true
+	}
+	return false
+}
+
+// The platforms a popup can target and a request can come from.
+const (
+	PlatformIOS     = "ios"
+	PlatformAndroid = "android"
+	PlatformWeb     = "web"
+)
+
+// Defaults applied by Input.Build to omitted fields (SPEC §3).
+const (
+	DefaultReshowAfterSeconds int64 = 86400
+	DefaultRolloutPercent           = 100
+)
+
+// Limits enforced by Validate. They keep a single popup's JSON small, because it is sent on every
+// homepage open, and the uid allow-list small, because it is held in memory by every instance.
+const (
+	maxNameLen    = 200
+	maxTitleLen   = 200
+	maxContentLen = 4000
+	maxURLLen     = 2048
+	maxButtons    = 10
+	maxButtonText = 200
+	maxUIDs       = 1000
+	maxCodeLen    = 16 // region and language codes
+)
+
+// Button is one call-to-action button of a popup.
+type Button struct {
+	Text    string `json:"text"`
+	LinkURL string `json:"link_url"`
+}
+
+// Targeting decides which requests a popup may be shown to. Empty lists mean "all".
+type Targeting struct {
+	Platforms      []string `json:"platforms"`
+	MinAppVersion  string   `json:"min_app_version"` // inclusive; "" = no lower bound
+	MaxAppVersion  string   `json:"max_app_version"` // inclusive; "" = no upper bound
+	Regions        []string `json:"regions"`
+	Langs          []string `json:"langs"`
+	RolloutPercent int      `json:"rollout_percent"`
+	UIDs           []string `json:"uids"` // allow-list: these uids bypass RolloutPercent only
+}
+
+// Popup is a stored popup config exactly as the admin API reads and writes it (SPEC §4 JSON shape).
+type Popup struct {
+	ID        int64      `json:"id"`
+	Name      string     `json:"name"`
+	Status    Status     `json:"status"`
+	Priority  int        `json:"priority"` // higher wins; ties go to the lower id
+	StartAt   *time.Time `json:"start_at"` // nil = open; the window is [StartAt, EndAt)
+	EndAt     *time.Time `json:"end_at"`   // nil = open
+	Targeting Targeting  `json:"targeting"`
+
+	// ReshowAfterSeconds hides the popup from a user for this long after it was returned to them.
+	ReshowAfterSeconds int64 `json:"reshow_after_seconds"`
+	// ClickCooldownSeconds hides it for this long after a click; -1 = never again. 0 means a
+	// click hides it no longer than the impression that preceded it already did.
+	ClickCooldownSeconds int64 `json:"click_cooldown_seconds"`
+	// CloseCooldownSeconds hides it for this long after a close; -1 = never again.
+	CloseCooldownSeconds int64 `json:"close_cooldown_seconds"`
+	// MaxImpressions caps impressions per user over the popup's life; 0 = unlimited.
+	MaxImpressions int `json:"max_impressions"`
+
+	Title    string          `json:"title"`
+	Content  string          `json:"content"`
+	ImageURL string          `json:"image_url"`
+	LinkURL  string          `json:"link_url"`
+	Buttons  []Button        `json:"buttons"`
+	Ext      json.RawMessage `json:"ext"` // a JSON object passed through to the app; "{}" when empty
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// TargetingInput is the targeting part of an Input. Nil slices and "" mean "no limit".
+type TargetingInput struct {
+	Platforms      []string `json:"platforms"`
+	MinAppVersion  string   `json:"min_app_version"`
+	MaxAppVersion  string   `json:"max_app_version"`
+	Regions        []string `json:"regions"`
+	Langs          []string `json:"langs"`
+	RolloutPercent *int     `json:"rollout_percent"`
+	UIDs           []string `json:"uids"`
+}
+
+// Input is what a client POSTs/PUTs: every field is optional so that omitted fields get defaults.
+// Scalars whose zero value is a legitimate setting (priority 0, rollout 0, cooldown 0) are pointers
+// so "omitted" and "zero" stay distinguishable; strings are plain because "" is their default.
+type Input struct {
+	Name                 string          `json:"name"`
+	Status               *Status         `json:"status"`
+	Priority             *int            `json:"priority"`
+	StartAt              *time.Time      `json:"start_at"`
+	EndAt                *time.Time      `json:"end_at"`
+	Targeting            *TargetingInput `json:"targeting"`
+	ReshowAfterSeconds   *int64          `json:"reshow_after_seconds"`
+	ClickCooldownSeconds *int64          `json:"click_cooldown_seconds"`
+	CloseCooldownSeconds *int64          `json:"close_cooldown_seconds"`
+	MaxImpressions       *int            `json:"max_impressions"`
+	Title                string          `json:"title"`
+	Content              string          `json:"content"`
+	ImageURL             string          `json:"image_url"`
+	LinkURL              string          `json:"link_url"`
+	Buttons              []Button        `json:"buttons"`
+	Ext                  json.RawMessage `json:"ext"`
+}
+
+// Build validates in and applies the defaults of SPEC §3: status active, priority 0, open window,
+// no targeting limits, rollout 100, reshow 86400 s, click cooldown 0, close cooldown equal to the
+// (possibly supplied) reshow, max impressions 0 (unlimited), ext {}. Times are converted to UTC,
+// ext is compacted and nil slices become empty ones so the JSON shows [] rather than null.
+// ID, CreatedAt and UpdatedAt are left zero for the store to fill. The error is a *ValidationError.
+func (in Input) Build() (Popup, error) {
+	p := Popup{
+		Name:                 in.Name,
+		Status:               deref(in.Status, StatusActive),
+		Priority:             deref(in.Priority, 0),
+		StartAt:              utcPtr(in.StartAt),
+		EndAt:                utcPtr(in.EndAt),
+		ReshowAfterSeconds:   deref(in.ReshowAfterSeconds, DefaultReshowAfterSeconds),
+		ClickCooldownSeconds: deref(in.ClickCooldownSeconds, 0),
+		MaxImpressions:       deref(in.MaxImpressions, 0),
+		Title:                in.Title,
+		Content:              in.Content,
+		ImageURL:             in.ImageURL,
+		LinkURL:              in.LinkURL,
+		Buttons:              in.Buttons,
+		Ext:                  in.Ext,
+	}
+	// A close is a stronger "not now" than merely seeing the popup, so by default it hides the
+	// popup exactly as long as an impression does, whatever reshow interval was chosen.
+	p.CloseCooldownSeconds = deref(in.CloseCooldownSeconds, p.ReshowAfterSeconds)
+	p.Targeting.RolloutPercent = DefaultRolloutPercent
+	if t := in.Targeting; t != nil {
+		p.Targeting = Targeting{
+			Platforms:      t.Platforms,
+			MinAppVersion:  t.MinAppVersion,
+			MaxAppVersion:  t.MaxAppVersion,
+			Regions:        t.Regions,
+			Langs:          t.Langs,
+			RolloutPercent: deref(t.RolloutPercent, DefaultRolloutPercent),
+			UIDs:           t.UIDs,
+		}
+	}
+	p.normalize()
+	if err := p.Validate(); err != nil {
+		return Popup{}, err
+	}
+	return p, nil
+}
+
+// normalize gives p its canonical shape without changing its meaning: non-nil slices (JSON []),
+// ext "{}" when absent and compacted otherwise, so the encoded popup is the same wherever it came from.
+func (p *Popup) normalize() {
+	p.Buttons = nonNil(p.Buttons)
+	p.Targeting.Platforms = nonNil(p.Targeting.Platforms)
+	p.Targeting.Regions = nonNil(p.Targeting.Regions)
+	p.Targeting.Langs = nonNil(p.Targeting.Langs)
+	p.Targeting.UIDs = nonNil(p.Targeting.UIDs)
+	ext := bytes.TrimSpace(p.Ext)
+	if len(ext) == 0 || string(ext) == "null" {
+		p.Ext = json.RawMessage("{}")
+		return
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, ext) == nil {
+		p.Ext = buf.Bytes()
+	}
+	// Invalid JSON is left as it is for Validate to report.
+}
+
+// FieldError is one validation problem. Field is a JSON path such as "targeting.min_app_version"
+// or "buttons[1].text", so a client can point at the offending input.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every problem of a popup, in the order of the fields in the JSON shape.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid popup: ")
+	for i, f := range e.Fields {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.Field)
+		b.WriteString(": ")
+		b.WriteString(f.Message)
+	}
+	return b.String()
+}
+
+// Validate checks every rule of SPEC §3 and reports all problems at once, so an operator fixes a
+// form in one round trip. It returns a *ValidationError or nil.
+func (p Popup) Validate() error {
+	var v validator
+	v.text("name", strings.TrimSpace(p.Name), 1, maxNameLen)
+	if !p.Status.Valid() {
+		v.add("status", "must be one of draft, active, paused, archived")
+	}
+	if p.StartAt != nil && p.EndAt != nil && !p.EndAt.After(*p.StartAt) {
+		v.add("end_at", "must be after start_at")
+	}
+	p.Targeting.validate(&v)
+	if p.ReshowAfterSeconds < 0 {
+		v.add("reshow_after_seconds", "must be >= 0")
+	}
+	if p.ClickCooldownSeconds < -1 {
+		v.add("click_cooldown_seconds", "must be >= 0, or -1 for never again")
+	}
+	if p.CloseCooldownSeconds < -1 {
+		v.add("close_cooldown_seconds", "must be >= 0, or -1 for never again")
+	}
+	if p.MaxImpressions < 0 {
+		v.add("max_impressions", "must be >= 0 (0 = unlimited)")
+	}
+	v.text("title", p.Title, 0, maxTitleLen)
+	v.text("content", p.Content, 0, maxContentLen)
+	v.url("image_url", p.ImageURL)
+	v.url("link_url", p.LinkURL)
+	if len(p.Buttons) > maxButtons {
+		v.add("buttons", "must have at most "+strconv.Itoa(maxButtons)+" buttons")
+	}
+	for i, b := range p.Buttons {
+		prefix := "buttons[" + strconv.Itoa(i) + "]"
+		v.text(prefix+".text", strings.TrimSpace(b.Text), 1, maxButtonText)
+		v.url(prefix+".link_url", b.LinkURL)
+	}
+	if ext := bytes.TrimSpace(p.Ext); len(ext) > 0 && (ext[0] != '{' || !json.Valid(ext)) {
+		v.add("ext", "must be a JSON object")
+	}
+	return v.err()
+}
+
+func (t Targeting) validate(v *validator) {
+	for i, pl := range t.Platforms {
+		if platformBit(pl) == 0 || pl != strings.ToLower(pl) {
+			v.add("targeting.platforms["+strconv.Itoa(i)+"]", "must be one of ios, android, web")
+		}
+	}
+	minV, minErr := ParseVersion(t.MinAppVersion)
+	if t.MinAppVersion != "" && minErr != nil {
+		v.add("targeting.min_app_version", "must be a dotted numeric version such as 8.10.0")
+	}
+	maxV, maxErr := ParseVersion(t.MaxAppVersion)
+	if t.MaxAppVersion != "" && maxErr != nil {
+		v.add("targeting.max_app_version", "must be a dotted numeric version such as 8.10.0")
+	}
+	if minErr == nil && maxErr == nil && minV.Compare(maxV) > 0 {
+		v.add("targeting.min_app_version", "must not be greater than max_app_version")
+	}
+	v.codes("targeting.regions", t.Regions)
+	v.codes("targeting.langs", t.Langs)
+	if t.RolloutPercent < 0 || t.RolloutPercent > 100 {
+		v.add("targeting.rollout_percent", "must be between 0 and 100")
+	}
+	if len(t.UIDs) > maxUIDs {
+		v.add("targeting.uids", "must have at most "+strconv.Itoa(maxUIDs)+" uids")
+	}
+	for i, uid := range t.UIDs {
+		if !ValidUID(uid) {
+			v.add("targeting.uids["+strconv.Itoa(i)+"]", "must be 1-64 characters of A-Z a-z 0-9 _ . : -")
+		}
+	}
+}
+
+// ValidUID reports whether s is a well-formed user id: 1-64 characters of [A-Za-z0-9_.:-].
+// It is on the hot path of every homepage request, so it does not allocate.
+func ValidUID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && c != '_' && c != '.' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validCode reports whether s is a region or language code: 1-16 characters of [A-Za-z0-9_-].
+// The alphabet is deliberately loose ("cn", "CN", "zh-Hans", "en_US") because matching is by
+// case-insensitive equality, not by any standard's semantics.
+func validCode(s string) bool {
+	if len(s) == 0 || len(s) > maxCodeLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// validator collects FieldErrors in the order the checks run.
+type validator struct {
+	fields []FieldError
+}
+
+func (v *validator) add(field, msg string) {
+	v.fields = append(v.fields, FieldError{Field: field, Message: msg})
+}
+
+func (v *validator) err() error {
+	if len(v.fields) == 0 {
+		return nil // an untyped nil, never a nil *ValidationError inside an error
+	}
+	return &ValidationError{Fields: v.fields}
+}
+
+// text checks a length in characters (runes), which is what an operator counts, not bytes.
+func (v *validator) text(field, s string, minLen, maxLen int) {
+	n := utf8.RuneCountInString(s)
+	switch {
+	case n < minLen:
+		v.add(field, "is required")
+	case n > maxLen:
+		v.add(field, "must be at most "+strconv.Itoa(maxLen)+" characters")
+	}
+}
+
+func (v *validator) codes(field string, list []string) {
+	for i, s := range list {
+		if !validCode(s) {
+			v.add(field+"["+strconv.Itoa(i)+"]", "must be 1-16 characters of A-Z a-z 0-9 _ -")
+		}
+	}
+}
+
+// url accepts "", http(s) URLs and app deep links ("myapp://path"): the app opens whatever it is
+// given, so anything else (javascript:, relative paths, stray spaces) is an operator mistake.
+func (v *validator) url(field, s string) {
+	if s == "" {
+		return
+	}
+	if utf8.RuneCountInString(s) > maxURLLen {
+		v.add(field, "must be at most "+strconv.Itoa(maxURLLen)+" characters")
+		return
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			v.add(field, "must not contain spaces or control characters")
+			return
+		}
+	}
+	i := strings.Index(s, "://")
+	if i <= 0 || !validScheme(s[:i]) || i+3 == len(s) {
+		v.add(field, "must be an http:// or https:// URL or an app deep link such as app://path")
+	}
+}
+
+// validScheme follows RFC 3986: a letter, then letters, digits, "+", "-" or ".", so deep-link
+// schemes such as "fb123" or "com.example.app" pass.
+func validScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,411 @@
+package popup_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+)
+
+// now is the fixed instant every test runs at.
+var now = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+// input returns a minimal valid Input changed by mod.
+func input(mod func(*popup.Input)) popup.Input {
+	in := popup.Input{Name: "winter sale"}
+	mod(&in)
+	return in
+}
+
+func noChange(*popup.Input) {}
+
+// compiled builds a popup from a minimal valid Input changed by mod, gives it id, and compiles it.
+func compiled(t testing.TB, id int64, mod func(*popup.Input)) *popup.Compiled {
+	t.Helper()
+	p, err := input(mod).Build()
+	require.NoError(t, err)
+	p.ID = id
+	c, err := popup.Compile(p)
+	require.NoError(t, err)
+	return c
+}
+
+func fieldErrors(t *testing.T, err error) []popup.FieldError {
+	t.Helper()
+	var ve *popup.ValidationError
+	require.ErrorAs(t, err, &ve)
+	return ve.Fields
+}
+
+func TestBuildAppliesDefaults(t *testing.T) {
+	got, err := popup.Input{Name: "winter sale"}.Build()
+	require.NoError(t, err)
+
+	want := popup.Popup{
+		Name:     "winter sale",
+		Status:   popup.StatusActive,
+		Priority: 0,
+		Targeting: popup.Targeting{
+			Platforms:      []string{},
+			Regions:        []string{},
+			Langs:          []string{},
+			RolloutPercent: 100,
+			UIDs:           []string{},
+		},
+		ReshowAfterSeconds:   86400,
+		ClickCooldownSeconds: 0,
+		CloseCooldownSeconds: 86400,
+		MaxImpressions:       0,
+		Buttons:              []popup.Button{},
+		Ext:                  json.RawMessage("{}"),
+	}
+	assert.Equal(t, want, got)
+}
+
+func TestBuildDefaultsTargetingFieldsOmittedInsideTargeting(t *testing.T) {
+	got, err := input(func(in *popup.Input) {
+		in.Targeting = &popup.TargetingInput{Platforms: []string{"ios"}}
+	}).Build()
+	require.NoError(t, err)
+	assert.Equal(t, 100, got.Targeting.RolloutPercent)
+	assert.Equal(t, []string{}, got.Targeting.UIDs)
+}
+
+func TestBuildCloseCooldownDefaultsToReshow(t *testing.T) {
+	tests := []struct {
+		name string
+		give popup.Input
+		want int64
+	}{
+		{name: "default reshow", give: input(noChange), want: 86400},
+		{name: "supplied reshow", give: input(func(in *popup.Input) { in.ReshowAfterSeconds = ptr[int64](3600) }), want: 3600},
+		{name: "supplied zero reshow", give: input(func(in *popup.Input) { in.ReshowAfterSeconds = ptr[int64](0) }), want: 0},
+		{
+			name: "supplied close wins",
+			give: input(func(in *popup.Input) {
+				in.ReshowAfterSeconds = ptr[int64](3600)
+				in.CloseCooldownSeconds = ptr[int64](60)
+			}),
+			want: 60,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.give.Build()
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got.CloseCooldownSeconds)
+		})
+	}
+}
+
+func TestBuildKeepsSuppliedZeroValues(t *testing.T) {
+	// Pointers exist so that an explicit 0 (or -1) is not mistaken for "omitted".
+	var in popup.Input
+	require.NoError(t, json.Unmarshal([]byte(`{
+		"name": "x", "status": "paused", "priority": 0,
+		"targeting": {"rollout_percent": 0},
+		"reshow_after_seconds": 0, "click_cooldown_seconds": -1, "close_cooldown_seconds": -1,
+		"max_impressions": 0, "ext": null
+	}`), &in))
+
+	got, err := in.Build()
+	require.NoError(t, err)
+
+	assert.Equal(t, popup.StatusPaused, got.Status)
+	assert.Equal(t, 0, got.Targeting.RolloutPercent)
+	assert.Equal(t, int64(0), got.ReshowAfterSeconds)
+	assert.Equal(t, int64(-1), got.ClickCooldownSeconds)
+	assert.Equal(t, int64(-1), got.CloseCooldownSeconds)
+	assert.JSONEq(t, `{}`, string(got.Ext))
+}
+
+func TestBuildNormalizes(t *testing.T) {
+	shanghai := time.FixedZone("UTC+8", 8*3600)
+	start := time.Date(2026, 12, 1, 8, 0, 0, 0, shanghai)
+	got, err := input(func(in *popup.Input) {
+		in.StartAt = &start
+		in.Ext = json.RawMessage(" { \"theme\" : \"dark\" } ")
+	}).Build()
+	require.NoError(t, err)
+
+	assert.Equal(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), *got.StartAt)
+	assert.Equal(t, time.UTC, got.StartAt.Location())
+	assert.Equal(t, `{"theme":"dark"}`, string(got.Ext))
+}
+
+func TestBuiltPopupJSONShowsEmptyListsAndObjects(t *testing.T) {
+	p, err := input(noChange).Build()
+	require.NoError(t, err)
+
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+
+	for _, want := range []string{
+		`"platforms":[]`, `"regions":[]`, `"langs":[]`, `"uids":[]`, `"buttons":[]`,
+		`"ext":{}`, `"start_at":null`, `"end_at":null`, `"status":"active"`, `"rollout_percent":100`,
+	} {
+		assert.Contains(t, string(b), want)
+	}
+}
+
+func TestBuildAccepts(t *testing.T) {
+	start := now
+	tests := []struct {
+		name string
+		give func(*popup.Input)
+	}{
+		{name: "200 character name", give: func(in *popup.Input) { in.Name = strings.Repeat("é", 200) }},
+		{name: "every status", give: func(in *popup.Input) { in.Status = ptr(popup.StatusArchived) }},
+		{name: "negative priority", give: func(in *popup.Input) { in.Priority = ptr(-5) }},
+		{name: "only start_at", give: func(in *popup.Input) { in.StartAt = &start }},
+		{name: "only end_at", give: func(in *popup.Input) { in.EndAt = &start }},
+		{name: "end_at 1ns after start_at", give: func(in *popup.Input) {
+			in.StartAt, in.EndAt = &start, ptr(start.Add(time.Nanosecond))
+		}},
+		{name: "all platforms", give: func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Platforms: []string{"ios", "android", "web", "ios"}}
+		}},
+		{name: "min equals max version", give: func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{MinAppVersion: "8.10", MaxAppVersion: "8.10.0"}
+		}},
+		{name: "only min version", give: func(in *popup.Input) { in.Targeting = &popup.TargetingInput{MinAppVersion: "8"} }},
+		{name: "only max version", give: func(in *popup.Input) { in.Targeting = &popup.TargetingInput{MaxAppVersion: "1.2.3.4"} }},
+		{name: "region and lang codes", give: func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Regions: []string{"cn", "US", "abcdefghijklmnop"}, Langs: []string{"zh-Hans", "en_US"}}
+		}},
+		{name: "rollout 0", give: func(in *popup.Input) { in.Targeting = &popup.TargetingInput{RolloutPercent: ptr(0)} }},
+		{name: "rollout 100", give: func(in *popup.Input) { in.Targeting = &popup.TargetingInput{RolloutPercent: ptr(100)} }},
+		{name: "1000 uids", give: func(in *popup.Input) { in.Targeting = &popup.TargetingInput{UIDs: uids(1000)} }},
+		{name: "uid alphabet", give: func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{UIDs: []string{"qa-device_1.a:B", strings.Repeat("x", 64)}}
+		}},
+		{name: "zero durations", give: func(in *popup.Input) {
+			in.ReshowAfterSeconds, in.ClickCooldownSeconds, in.CloseCooldownSeconds = ptr[int64](0), ptr[int64](0), ptr[int64](0)
+		}},
+		{name: "never again", give: func(in *popup.Input) {
+			in.ClickCooldownSeconds, in.CloseCooldownSeconds = ptr[int64](-1), ptr[int64](-1)
+		}},
+		{name: "max impressions", give: func(in *popup.Input) { in.MaxImpressions = ptr(3) }},
+		{name: "longest title and content", give: func(in *popup.Input) {
+			in.Title, in.Content = strings.Repeat("标", 200), strings.Repeat("a", 4000)
+		}},
+		{name: "http and https", give: func(in *popup.Input) {
+			in.ImageURL, in.LinkURL = "http://cdn.example.com/a.png", "https://example.com/sale?x=1#top"
+		}},
+		{name: "deep links", give: func(in *popup.Input) {
+			in.LinkURL = "app://home"
+			in.Buttons = []popup.Button{
+				{Text: "Open", LinkURL: "fb123://page"},
+				{Text: "Shop", LinkURL: "com.example.app://shop"},
+				{Text: "Later"},
+			}
+		}},
+		{name: "2048 character URL", give: func(in *popup.Input) {
+			in.LinkURL = "https://e.com/" + strings.Repeat("a", 2048-len("https://e.com/"))
+		}},
+		{name: "10 buttons", give: func(in *popup.Input) { in.Buttons = buttons(10) }},
+		{name: "ext object", give: func(in *popup.Input) { in.Ext = json.RawMessage(`{"theme":"dark","n":[1,2]}`) }},
+		{name: "empty ext", give: func(in *popup.Input) { in.Ext = json.RawMessage(``) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := input(tt.give).Build()
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func TestBuildRejects(t *testing.T) {
+	start := now
+	tests := []struct {
+		name      string
+		give      func(*popup.Input)
+		wantField string
+		wantMsg   string
+	}{
+		{"empty name", func(in *popup.Input) { in.Name = "" }, "name", "is required"},
+		{"blank name", func(in *popup.Input) { in.Name = "   " }, "name", "is required"},
+		{"201 character name", func(in *popup.Input) { in.Name = strings.Repeat("é", 201) }, "name", "must be at most 200 characters"},
+		{"unknown status", func(in *popup.Input) { in.Status = ptr(popup.Status("live")) }, "status", "must be one of draft, active, paused, archived"},
+		{"empty status", func(in *popup.Input) { in.Status = ptr(popup.Status("")) }, "status", "must be one of draft, active, paused, archived"},
+		{"end_at equals start_at", func(in *popup.Input) { in.StartAt, in.EndAt = &start, &start }, "end_at", "must be after start_at"},
+		{"end_at before start_at", func(in *popup.Input) {
+			in.StartAt, in.EndAt = &start, ptr(start.Add(-time.Hour))
+		}, "end_at", "must be after start_at"},
+		{"unknown platform", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Platforms: []string{"ios", "linux"}}
+		}, "targeting.platforms[1]", "must be one of ios, android, web"},
+		{"upper-case platform", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Platforms: []string{"IOS"}}
+		}, "targeting.platforms[0]", "must be one of ios, android, web"},
+		{"bad min version", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{MinAppVersion: "8.x"}
+		}, "targeting.min_app_version", "must be a dotted numeric version such as 8.10.0"},
+		{"bad max version", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{MaxAppVersion: "1..2"}
+		}, "targeting.max_app_version", "must be a dotted numeric version such as 8.10.0"},
+		{"min above max numerically", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{MinAppVersion: "8.10", MaxAppVersion: "8.9.9"}
+		}, "targeting.min_app_version", "must not be greater than max_app_version"},
+		{"empty region", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Regions: []string{""}}
+		}, "targeting.regions[0]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		{"17 character region", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Regions: []string{"cn", "abcdefghijklmnopq"}}
+		}, "targeting.regions[1]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		{"region with space", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Regions: []string{"c n"}}
+		}, "targeting.regions[0]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		{"lang with symbol", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{Langs: []string{"zh*"}}
+		}, "targeting.langs[0]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		{"rollout below 0", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{RolloutPercent: ptr(-1)}
+		}, "targeting.rollout_percent", "must be between 0 and 100"},
+		{"rollout above 100", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{RolloutPercent: ptr(101)}
+		}, "targeting.rollout_percent", "must be between 0 and 100"},
+		{"1001 uids", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{UIDs: uids(1001)}
+		}, "targeting.uids", "must have at most 1000 uids"},
+		{"uid with space", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{UIDs: []string{"ok", "not ok"}}
+		}, "targeting.uids[1]", "must be 1-64 characters of A-Z a-z 0-9 _ . : -"},
+		{"65 character uid", func(in *popup.Input) {
+			in.Targeting = &popup.TargetingInput{UIDs: []string{strings.Repeat("x", 65)}}
+		}, "targeting.uids[0]", "must be 1-64 characters of A-Z a-z 0-9 _ . : -"},
+		{"negative reshow", func(in *popup.Input) { in.ReshowAfterSeconds = ptr[int64](-1) }, "reshow_after_seconds", "must be >= 0"},
+		{"click cooldown -2", func(in *popup.Input) { in.ClickCooldownSeconds = ptr[int64](-2) }, "click_cooldown_seconds", "must be >= 0, or -1 for never again"},
+		{"close cooldown -2", func(in *popup.Input) { in.CloseCooldownSeconds = ptr[int64](-2) }, "close_cooldown_seconds", "must be >= 0, or -1 for never again"},
+		{"negative max impressions", func(in *popup.Input) { in.MaxImpressions = ptr(-1) }, "max_impressions", "must be >= 0 (0 = unlimited)"},
+		{"201 character title", func(in *popup.Input) { in.Title = strings.Repeat("标", 201) }, "title", "must be at most 200 characters"},
+		{"4001 character content", func(in *popup.Input) { in.Content = strings.Repeat("a", 4001) }, "content", "must be at most 4000 characters"},
+		{"javascript URL", func(in *popup.Input) { in.LinkURL = "javascript:alert(1)" }, "link_url", badURL},
+		{"relative URL", func(in *popup.Input) { in.LinkURL = "/sale" }, "link_url", badURL},
+		{"scheme only", func(in *popup.Input) { in.LinkURL = "https://" }, "link_url", badURL},
+		{"missing scheme", func(in *popup.Input) { in.ImageURL = "://cdn/a.png" }, "image_url", badURL},
+		{"scheme starting with a digit", func(in *popup.Input) { in.ImageURL = "1app://x" }, "image_url", badURL},
+		{"URL with space", func(in *popup.Input) { in.LinkURL = "https://e.com/a b" }, "link_url", "must not contain spaces or control characters"},
+		{"2049 character URL", func(in *popup.Input) {
+			in.LinkURL = "https://e.com/" + strings.Repeat("a", 2049-len("https://e.com/"))
+		}, "link_url", "must be at most 2048 characters"},
+		{"11 buttons", func(in *popup.Input) { in.Buttons = buttons(11) }, "buttons", "must have at most 10 buttons"},
+		{"button without text", func(in *popup.Input) {
+			in.Buttons = []popup.Button{{Text: "Open"}, {Text: " "}}
+		}, "buttons[1].text", "is required"},
+		{"button with bad link", func(in *popup.Input) {
+			in.Buttons = []popup.Button{{Text: "Open", LinkURL: "www.example.com"}}
+		}, "buttons[0].link_url", badURL},
+		{"ext array", func(in *popup.Input) { in.Ext = json.RawMessage(`[1]`) }, "ext", "must be a JSON object"},
+		{"ext string", func(in *popup.Input) { in.Ext = json.RawMessage(`"x"`) }, "ext", "must be a JSON object"},
+		{"ext broken", func(in *popup.Input) { in.Ext = json.RawMessage(`{"a":`) }, "ext", "must be a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := input(tt.give).Build()
+			assert.Equal(t, []popup.FieldError{{Field: tt.wantField, Message: tt.wantMsg}}, fieldErrors(t, err))
+			assert.Zero(t, got)
+		})
+	}
+}
+
+const badURL = "must be an http:// or https:// URL or an app deep link such as app://path"
+
+func TestValidateReportsEveryProblemInFieldOrder(t *testing.T) {
+	p := popup.Popup{
+		Status:    "live",
+		Targeting: popup.Targeting{Platforms: []string{"tv"}, RolloutPercent: 200},
+		Buttons:   []popup.Button{{Text: ""}},
+		Ext:       json.RawMessage(`[]`),
+	}
+
+	err := p.Validate()
+
+	assert.Equal(t, []string{
+		"name", "status", "targeting.platforms[0]", "targeting.rollout_percent", "buttons[0].text", "ext",
+	}, fieldNames(fieldErrors(t, err)))
+	assert.EqualError(t, err, "invalid popup: name: is required; status: must be one of draft, active, paused, archived; "+
+		"targeting.platforms[0]: must be one of ios, android, web; targeting.rollout_percent: must be between 0 and 100; "+
+		"buttons[0].text: is required; ext: must be a JSON object")
+}
+
+func TestValidateReturnsUntypedNil(t *testing.T) {
+	p, err := input(noChange).Build()
+	require.NoError(t, err)
+
+	// A nil *ValidationError inside a non-nil error would make every caller's err != nil true.
+	assert.Nil(t, p.Validate())
+}
+
+func TestValidUID(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{give: "u", want: true},
+		{give: "user-123", want: true},
+		{give: "A.b:c_d-9", want: true},
+		{give: strings.Repeat("x", 64), want: true},
+		{give: "", want: false},
+		{give: strings.Repeat("x", 65), want: false},
+		{give: "a b", want: false},
+		{give: "a/b", want: false},
+		{give: "ü", want: false},
+		{give: "a\x00", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			assert.Equal(t, tt.want, popup.ValidUID(tt.give))
+		})
+	}
+}
+
+func TestStatusValid(t *testing.T) {
+	tests := []struct {
+		give popup.Status
+		want bool
+	}{
+		{give: popup.StatusDraft, want: true},
+		{give: popup.StatusActive, want: true},
+		{give: popup.StatusPaused, want: true},
+		{give: popup.StatusArchived, want: true},
+		{give: "Active", want: false},
+		{give: "", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.give), func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.give.Valid())
+		})
+	}
+}
+
+func uids(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "qa-" + strings.Repeat("x", i%10) + string(rune('a'+i%26))
+	}
+	return out
+}
+
+func buttons(n int) []popup.Button {
+	out := make([]popup.Button, n)
+	for i := range out {
+		out[i] = popup.Button{Text: "b", LinkURL: "app://b"}
+	}
+	return out
+}
+
+func fieldNames(fs []popup.FieldError) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Field
+	}
+	return out
+}

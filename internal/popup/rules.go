@@ -1,0 +1,179 @@
+package popup
+
+import "time"
+
+// Reason says why a popup was not chosen for a request. ReasonNone means it was (or could be).
+type Reason string
+
+// Reasons, in the order Select checks them: status, window, targeting, display rules, priority.
+const (
+	ReasonNone           Reason = ""
+	ReasonNotActive      Reason = "not_active"
+	ReasonNotStarted     Reason = "not_started"
+	ReasonEnded          Reason = "ended"
+	ReasonPlatform       Reason = "platform"
+	ReasonAppVersion     Reason = "app_version"
+	ReasonRegion         Reason = "region"
+	ReasonLang           Reason = "lang"
+	ReasonRollout        Reason = "rollout"
+	ReasonReshow         Reason = "reshow"
+	ReasonClickCooldown  Reason = "click_cooldown"
+	ReasonCloseCooldown  Reason = "close_cooldown"
+	ReasonMaxImpressions Reason = "max_impressions"
+	ReasonDailyCap       Reason = "daily_cap"
+	ReasonLowerPriority  Reason = "lower_priority"
+)
+
+// PopupState is one user's display state for one popup. Times are UTC; the zero time means never.
+type PopupState struct {
+	NextShowAt       time.Time // hidden while now < NextShowAt
+	Impressions      int
+	LastImpressionAt time.Time
+	LastClickAt      time.Time
+	LastCloseAt      time.Time
+}
+
+// Forever is the NextShowAt used for "never again" (click or close cooldown -1). It is a real,
+// far-future instant rather than a flag so that every store can keep it in a plain timestamp
+// column and "now < NextShowAt" needs no special case; 9999-12-31T23:59:59Z fits MySQL DATETIME.
+var Forever = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// UserState is all of one user's display state.
+type UserState struct {
+	Popups map[int64]PopupState // by popup id
+	// Day is the UTC day number (unix seconds / 86400, floored) that DayCount counts impressions
+	// of, for the service-wide daily cap. One counter suffices because only today matters.
+	Day      int32
+	DayCount int
+}
+
+// DayNumber is the UTC day number of t: unix seconds / 86400, floored. Stores that keep
+// UserState.Day use it so that every instance agrees on when a day starts.
+func DayNumber(t time.Time) int32 {
+	sec := t.Unix()
+	d := sec / 86400
+	if sec%86400 < 0 {
+		d--
+	}
+	return int32(d)
+}
+
+// ImpressionsOn returns how many popups the user was shown on now's UTC day. A nil state has none.
+func (s *UserState) ImpressionsOn(now time.Time) int {
+	if s == nil || s.Day != DayNumber(now) {
+		return 0
+	}
+	return s.DayCount
+}
+
+// Eligible applies the display rules (not status, window or targeting, which Select checks first)
+// for user state s at now. s may be nil for a user with no state. dailyCap 0 means no cap.
+// It checks, in order: the daily cap, max_impressions, and whether the popup is still hidden
+// (now < NextShowAt; at exactly NextShowAt it is shown again). A hidden popup is explained by its
+// cause, for the admin preview: a click whose cooldown still covers now, else a close whose
+// cooldown still covers now, else the reshow interval after an impression.
+func (c *Compiled) Eligible(s *UserState, now time.Time, dailyCap int) Reason {
+	if dailyCap > 0 && s.ImpressionsOn(now) >= dailyCap {
+		return ReasonDailyCap
+	}
+	var st PopupState
+	if s != nil {
+		st = s.Popups[c.Popup.ID]
+	}
+	if c.Popup.MaxImpressions > 0 && st.Impressions >= c.Popup.MaxImpressions {
+		return ReasonMaxImpressions
+	}
+	if !now.Before(st.NextShowAt) {
+		return ReasonNone
+	}
+	switch {
+	case !st.LastClickAt.IsZero() && now.Before(hideUntil(st.LastClickAt, c.Popup.ClickCooldownSeconds)):
+		return ReasonClickCooldown
+	case !st.LastCloseAt.IsZero() && now.Before(hideUntil(st.LastCloseAt, c.Popup.CloseCooldownSeconds)):
+		return ReasonCloseCooldown
+	}
+	return ReasonReshow
+}
+
+// ApplyImpression records that the popup was returned to the user at at: it is hidden for
+// reshow_after_seconds, its impression count and the user's count for at's UTC day go up.
+// The new state is stored in s (s must not be nil; its map is allocated if needed) and returned.
+// Like every transition it only extends hiding, so a replayed or reordered event is harmless;
+// an impression from an older day than s.Day leaves the daily counter alone.
+func (c *Compiled) ApplyImpression(s *UserState, at time.Time) PopupState {
+	at = at.UTC()
+	st := s.Popups[c.Popup.ID]
+	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.ReshowAfterSeconds))
+	st.Impressions++
+	st.LastImpressionAt = later(st.LastImpressionAt, at)
+	switch day := DayNumber(at); {
+	case day == s.Day:
+		s.DayCount++
+	case day > s.Day:
+		s.Day, s.DayCount = day, 1
+	}
+	return s.store(c.Popup.ID, st)
+}
+
+// ApplyClick records a click at at: the popup stays hidden for click_cooldown_seconds (Forever
+// for -1), or as long as it already was, whichever is later.
+func (c *Compiled) ApplyClick(s *UserState, at time.Time) PopupState {
+	at = at.UTC()
+	st := s.Popups[c.Popup.ID]
+	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.ClickCooldownSeconds))
+	st.LastClickAt = later(st.LastClickAt, at)
+	return s.store(c.Popup.ID, st)
+}
+
+// ApplyClose records a close (dismissal) at at: the popup stays hidden for close_cooldown_seconds
+// (Forever for -1), or as long as it already was, whichever is later.
+func (c *Compiled) ApplyClose(s *UserState, at time.Time) PopupState {
+	at = at.UTC()
+	st := s.Popups[c.Popup.ID]
+	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.CloseCooldownSeconds))
+	st.LastCloseAt = later(st.LastCloseAt, at)
+	return s.store(c.Popup.ID, st)
+}
+
+func (s *UserState) store(id int64, st PopupState) PopupState {
+	if s.Popups == nil {
+		s.Popups = make(map[int64]PopupState)
+	}
+	s.Popups[id] = st
+	return st
+}
+
+// MergeState is the max-merge of two states of one popup: every field is the larger of the two.
+// Because every transition only moves fields forward, merging is commutative, associative and
+// idempotent, so a store replaying events in any order, or twice, converges on the same state.
+func MergeState(a, b PopupState) PopupState {
+	return PopupState{
+		NextShowAt:       later(a.NextShowAt, b.NextShowAt),
+		Impressions:      max(a.Impressions, b.Impressions),
+		LastImpressionAt: later(a.LastImpressionAt, b.LastImpressionAt),
+		LastClickAt:      later(a.LastClickAt, b.LastClickAt),
+		LastCloseAt:      later(a.LastCloseAt, b.LastCloseAt),
+	}
+}
+
+// hideUntil is the instant a rule of secs seconds applied at at stops hiding the popup:
+// Forever for -1, and never past Forever however large secs is, so the arithmetic cannot
+// overflow time.Duration (about 292 years) or leave a store's timestamp range.
+func hideUntil(at time.Time, secs int64) time.Time {
+	switch {
+	case secs < 0:
+		return Forever
+	case secs == 0:
+		return at
+	case secs >= Forever.Unix()-at.Unix():
+		return Forever
+	}
+	return time.Unix(at.Unix()+secs, int64(at.Nanosecond())).UTC()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

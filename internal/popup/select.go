@@ -1,0 +1,92 @@
+package popup
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// SortForSelection puts candidates in selection order: priority descending, then id ascending,
+// so that equal priorities resolve the same way on every instance and every request.
+func SortForSelection(cs []*Compiled) {
+	slices.SortFunc(cs, func(a, b *Compiled) int {
+		if a.Popup.Priority != b.Popup.Priority {
+			return cmp.Compare(b.Popup.Priority, a.Popup.Priority)
+		}
+		return cmp.Compare(a.Popup.ID, b.Popup.ID)
+	})
+}
+
+// Select returns the highest-priority popup user state s may see at now: the first candidate, in
+// the given order (see SortForSelection), that is active, in its window, matches r and is eligible
+// by the display rules. A capped or cooling-down popup falls through to the next. It returns nil
+// if none qualifies. s may be nil (no state); dailyCap 0 means no cap. Select records nothing: the
+// caller applies the impression. It does not allocate.
+func Select(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int) *Compiled {
+	// The daily cap is the same for every candidate: when it is reached, nothing can be chosen.
+	if dailyCap > 0 && s.ImpressionsOn(now) >= dailyCap {
+		return nil
+	}
+	q := newQuery(&r)
+	sec, nsec := now.Unix(), int32(now.Nanosecond())
+	for _, c := range cs {
+		// The same checks as reason, with the cheap rejections written out so that the common
+		// case, a popup that does not apply, costs no call.
+		if !c.active || c.windowReason(sec, nsec) != ReasonNone || c.platforms != 0 && c.platforms&q.platform == 0 {
+			continue
+		}
+		if c.match(&q) == ReasonNone && c.Eligible(s, now, dailyCap) == ReasonNone {
+			return c
+		}
+	}
+	return nil
+}
+
+// Candidate is one popup's verdict in an Explain: the admin preview's answer to "why not this one?".
+// Eligible is true for the chosen popup only, so Eligible == (Reason == ReasonNone); a popup that
+// passed every rule but lost to a higher-priority one has Reason ReasonLowerPriority.
+type Candidate struct {
+	ID       int64  `json:"id"`
+	Name     string `json:"name"`
+	Priority int    `json:"priority"`
+	Eligible bool   `json:"eligible"`
+	Reason   Reason `json:"reason,omitempty"`
+}
+
+// Explain runs the same checks as Select and returns, besides the popup Select would choose,
+// a Candidate for every element of cs in the given order, with the first rule that rules it out.
+func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int) (chosen *Compiled, out []Candidate) {
+	out = make([]Candidate, 0, len(cs))
+	q := newQuery(&r)
+	for _, c := range cs {
+		reason := c.reason(&q, s, now, dailyCap)
+		switch {
+		case reason == ReasonNone && chosen == nil:
+			chosen = c
+		case reason == ReasonNone:
+			reason = ReasonLowerPriority
+		}
+		out = append(out, Candidate{
+			ID:       c.Popup.ID,
+			Name:     c.Popup.Name,
+			Priority: c.Popup.Priority,
+			Eligible: reason == ReasonNone,
+			Reason:   reason,
+		})
+	}
+	return chosen, out
+}
+
+// reason runs every check in selection order: status, window, targeting, display rules.
+func (c *Compiled) reason(q *query, s *UserState, now time.Time, dailyCap int) Reason {
+	if !c.active {
+		return ReasonNotActive
+	}
+	if reason := c.windowReason(now.Unix(), int32(now.Nanosecond())); reason != ReasonNone {
+		return reason
+	}
+	if reason := c.match(q); reason != ReasonNone {
+		return reason
+	}
+	return c.Eligible(s, now, dailyCap)
+}

@@ -1,0 +1,315 @@
+package popup
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Request is one homepage call, already validated by the HTTP layer.
+type Request struct {
+	UID        string
+	Platform   string // ios, android or web
+	AppVersion Version
+	Region     string // may be ""; compared case-insensitively
+	Lang       string // may be ""; compared case-insensitively
+}
+
+// Platform bits for Compiled.platforms; 0 means "all platforms".
+const (
+	platformBitIOS uint8 = 1 << iota
+	platformBitAndroid
+	platformBitWeb
+)
+
+// platformBit maps a platform name to its bit, case-insensitively; 0 for an unknown platform.
+func platformBit(s string) uint8 {
+	switch {
+	case strings.EqualFold(s, PlatformIOS):
+		return platformBitIOS
+	case strings.EqualFold(s, PlatformAndroid):
+		return platformBitAndroid
+	case strings.EqualFold(s, PlatformWeb):
+		return platformBitWeb
+	}
+	return 0
+}
+
+// FNV-1a 64-bit parameters (http://www.isthe.com/chongo/tech/comp/fnv/).
+const (
+	fnvOffset64 uint64 = 14695981039346656037
+	fnvPrime64  uint64 = 1099511628211
+)
+
+// RolloutBucket is the stable bucket 0..99 of (popup id, uid) used by rollout_percent: a user is
+// in a popup's rollout of N percent when RolloutBucket(id, uid) < N. Keying on the popup id as well
+// as the uid means different popups reach different slices of the users, and because the bucket
+// never changes, raising N only ever adds users.
+//
+// The bucket is FNV-1a 64-bit over the bytes of the decimal popup id (a leading '-' if negative),
+// one ':' byte and the uid bytes, taken mod 100 as an unsigned 64-bit integer. In Python:
+//
+//	h = 0xcbf29ce484222325
+//	for b in f"{popup_id}:{uid}".encode():
+//	    h = ((h ^ b) * 0x100000001b3) % 2**64
+//	bucket = h % 100
+//
+// Known answers, for other implementations to check against:
+//
+//	RolloutBucket(1, "u1")            == 40
+//	RolloutBucket(7, "qa-device-1")   == 73
+//	RolloutBucket(42, "user-1000")    == 90
+//	RolloutBucket(123456789, "a:b.c") == 38
+//	RolloutBucket(-5, "x")            == 65
+//
+// It does not allocate.
+func RolloutBucket(popupID int64, uid string) int {
+	return bucketOf(rolloutSeed(popupID), uid)
+}
+
+// rolloutSeed is the FNV-1a state after "<popupID>:". Compile stores it, so matching a request
+// hashes only the uid.
+func rolloutSeed(popupID int64) uint64 {
+	// Decimal digits of the id, written backwards into a stack buffer.
+	var digits [20]byte
+	i := len(digits)
+	n := uint64(popupID)
+	if popupID < 0 {
+		n = -n // two's complement: also right for math.MinInt64
+	}
+	for {
+		i--
+		digits[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	h := fnvOffset64
+	if popupID < 0 {
+		h = (h ^ '-') * fnvPrime64
+	}
+	for _, c := range digits[i:] {
+		h = (h ^ uint64(c)) * fnvPrime64
+	}
+	return (h ^ ':') * fnvPrime64
+}
+
+func bucketOf(seed uint64, uid string) int {
+	return int(bucketHash(seed, uid) % 100)
+}
+
+// bucketHash continues FNV-1a state h over the bytes of s.
+func bucketHash(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime64
+	}
+	return h
+}
+
+// code is a region or language code, lower-cased and zero-padded: codes are at most 16 bytes of
+// [a-z0-9_-], so two of them compare as two machine words, with no pointer to follow.
+type code [maxCodeLen]byte
+
+// toCode lower-cases s (ASCII only: configured codes are ASCII) into a code. Anything that cannot
+// equal a configured code ("", too long, containing NUL) becomes the zero code, which matches no list.
+func toCode(s string) code {
+	var c code
+	if len(s) > len(c) {
+		return code{}
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b == 0:
+			return code{}
+		case b >= 'A' && b <= 'Z':
+			b += 'a' - 'A'
+		}
+		c[i] = b
+	}
+	return c
+}
+
+// codeBit is the one bit of a 16-bit signature that a code sets. A popup keeps the OR of its
+// codes' bits next to its other hot fields: a request whose bit is not in it cannot match, and
+// most non-matching popups are rejected without reading the list itself.
+func codeBit(c code) uint16 {
+	h := fnvOffset64
+	for _, b := range c {
+		h = (h ^ uint64(b)) * fnvPrime64
+	}
+	return 1 << (h >> 60)
+}
+
+// uidHash is FNV-1a 64 of a uid: the allow-list is searched by it, so a request hashes its uid
+// once instead of once per popup as a map lookup would.
+func uidHash(uid string) uint64 {
+	return bucketHash(fnvOffset64, uid)
+}
+
+// Compiled is a popup prepared for fast matching: versions parsed, platforms as a bitmask,
+// regions and languages as lower-case codes, the uid allow-list sorted by hash. It is immutable
+// once built, so one Compiled may serve any number of concurrent requests, and it may be copied
+// (a snapshot may lay its Compiled values out in one array in selection order).
+type Compiled struct {
+	// Select reads these for every candidate. They come first and fit in 64 bytes, so rejecting a
+	// popup that is inactive, out of its window, or for another platform or version touches one
+	// cache line; with 10,000 configs that, not arithmetic, is what a scan costs.
+	startSec, endSec       int64 // the window [start, end) in unix seconds; math.MinInt64/MaxInt64 when open
+	startNsec, endNsec     int32
+	minVersion, maxVersion Version // Version{} / all ones when open, so no flags are needed
+	regionSig, langSig     uint16  // OR of codeBit over regions / langs; 0 = all
+	platforms              uint8   // platformBit* set; 0 = all
+	active                 bool
+	rollout                uint8 // 0..100
+
+	regions, langs []code // empty = all
+	rolloutSeed    uint64
+	allow          []allowed // the uid allow-list, sorted by hash
+
+	Popup Popup
+}
+
+// Compile validates p and prepares it for matching. The error is a *ValidationError, so a
+// snapshot builder can skip (and report) a bad stored row instead of serving it half-understood.
+// The Popup kept in the result is normalized as Input.Build does (non-nil slices, ext "{}").
+func Compile(p Popup) (*Compiled, error) {
+	p.normalize()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Compiled{
+		startSec:    math.MinInt64,
+		endSec:      math.MaxInt64,
+		maxVersion:  Version{math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint32},
+		active:      p.Status == StatusActive,
+		rollout:     uint8(p.Targeting.RolloutPercent),
+		rolloutSeed: rolloutSeed(p.ID),
+		Popup:       p,
+	}
+	if p.StartAt != nil {
+		c.startSec, c.startNsec = p.StartAt.Unix(), int32(p.StartAt.Nanosecond())
+	}
+	if p.EndAt != nil {
+		c.endSec, c.endNsec = p.EndAt.Unix(), int32(p.EndAt.Nanosecond())
+	}
+	for _, pl := range p.Targeting.Platforms {
+		c.platforms |= platformBit(pl)
+	}
+	// Validate has accepted both versions, so a parse error here only means "not set".
+	if v, err := ParseVersion(p.Targeting.MinAppVersion); err == nil {
+		c.minVersion = v
+	}
+	if v, err := ParseVersion(p.Targeting.MaxAppVersion); err == nil {
+		c.maxVersion = v
+	}
+	c.regions, c.regionSig = toCodes(p.Targeting.Regions)
+	c.langs, c.langSig = toCodes(p.Targeting.Langs)
+	c.allow = make([]allowed, len(p.Targeting.UIDs))
+	for i, uid := range p.Targeting.UIDs {
+		c.allow[i] = allowed{hash: uidHash(uid), uid: uid}
+	}
+	slices.SortFunc(c.allow, func(a, b allowed) int { return cmp.Compare(a.hash, b.hash) })
+	return c, nil
+}
+
+func toCodes(list []string) ([]code, uint16) {
+	out := make([]code, len(list))
+	var sig uint16
+	for i, s := range list {
+		out[i] = toCode(s)
+		sig |= codeBit(out[i])
+	}
+	return out, sig
+}
+
+// allowed is one uid of an allow-list with its uidHash.
+type allowed struct {
+	hash uint64
+	uid  string
+}
+
+// InWindow reports whether now is inside the popup's schedule, the half-open [start_at, end_at):
+// live from the instant it starts, gone at the instant it ends. A nil bound is open.
+func (c *Compiled) InWindow(now time.Time) bool {
+	return c.windowReason(now.Unix(), int32(now.Nanosecond())) == ReasonNone
+}
+
+func (c *Compiled) windowReason(sec int64, nsec int32) Reason {
+	switch {
+	case sec < c.startSec || sec == c.startSec && nsec < c.startNsec:
+		return ReasonNotStarted
+	case sec > c.endSec || sec == c.endSec && nsec >= c.endNsec:
+		return ReasonEnded
+	}
+	return ReasonNone
+}
+
+// query is a Request prepared once for matching against many popups.
+type query struct {
+	uid                string
+	uidHash            uint64
+	version            Version
+	region, lang       code
+	regionBit, langBit uint16
+	platform           uint8
+}
+
+func newQuery(r *Request) query {
+	q := query{
+		uid:      r.UID,
+		uidHash:  uidHash(r.UID),
+		version:  r.AppVersion,
+		region:   toCode(r.Region),
+		lang:     toCode(r.Lang),
+		platform: platformBit(r.Platform),
+	}
+	q.regionBit, q.langBit = codeBit(q.region), codeBit(q.lang)
+	return q
+}
+
+// Match checks targeting only (not status, window or display rules). It returns ReasonNone when
+// r matches, else the first failing check of platform, app version, region, lang, rollout.
+// Regions and languages compare case-insensitively (ASCII), and a request without a region or
+// language does not match a popup that lists some. A uid on the allow-list skips the rollout
+// check but nothing else: QA devices still have to be on the right platform, version, region and
+// language, so they see what real users would.
+func (c *Compiled) Match(r Request) Reason {
+	q := newQuery(&r)
+	return c.match(&q)
+}
+
+func (c *Compiled) match(q *query) Reason {
+	switch {
+	case c.platforms != 0 && c.platforms&q.platform == 0:
+		return ReasonPlatform
+	case q.version.Compare(c.minVersion) < 0 || q.version.Compare(c.maxVersion) > 0:
+		return ReasonAppVersion
+	case c.regionSig != 0 && (c.regionSig&q.regionBit == 0 || !slices.Contains(c.regions, q.region)):
+		return ReasonRegion
+	case c.langSig != 0 && (c.langSig&q.langBit == 0 || !slices.Contains(c.langs, q.lang)):
+		return ReasonLang
+	case !c.inRollout(q):
+		return ReasonRollout
+	}
+	return ReasonNone
+}
+
+// inRollout hashes before it looks at the allow-list: the hash is arithmetic, while the list
+// is memory to read, and a listed uid that also falls in the rollout gets the same answer.
+func (c *Compiled) inRollout(q *query) bool {
+	if c.rollout >= 100 || bucketOf(c.rolloutSeed, q.uid) < int(c.rollout) {
+		return true
+	}
+	// The hash only narrows the search; the uid itself decides, so a crafted collision gains nothing.
+	i, _ := slices.BinarySearchFunc(c.allow, q.uidHash, func(a allowed, h uint64) int { return cmp.Compare(a.hash, h) })
+	for ; i < len(c.allow) && c.allow[i].hash == q.uidHash; i++ {
+		if c.allow[i].uid == q.uid {
+			return true
+		}
+	}
+	return false
+}
