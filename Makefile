@@ -1,0 +1,35 @@
+# popup service. `make up` brings up the whole local stack; `make test` runs every test.
+SHELL := /bin/bash
+GO    ?= go
+
+.PHONY: all build up down status test vet fmt bench loadtest chaos migrate clean
+
+all: build
+
+build: ## bin/popup-api and bin/popup-worker
+	$(GO) build -trimpath -o bin/popup-api ./cmd/popup-api
+	$(GO) build -trimpath -o bin/popup-worker ./cmd/popup-worker
+
+up: ## install what is missing, start MariaDB, Redis, migrate, seed, start api + worker
+	scripts/stack.sh up
+
+down: ## stop everything `make up` started (by PID)
+	scripts/stack.sh down
+
+status:
+	scripts/stack.sh status
+
+test: ## every test: unit, integration (own MariaDB + Redis), sysctl profiles
+	scripts/test.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+migrate: build ## apply migrations to POPUP_MYSQL_DSN
+	bin/popup-worker migrate
+
+clean:
+	rm -rf bin .testdata

@@ -1,0 +1,212 @@
+// Package config turns POPUP_* environment variables into one typed, validated Config.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/go-sql-driver/mysql"
+)
+
+// Config is every setting of both binaries. Defaults live in the envDefault tags and nowhere else;
+// README.md lists every variable (a test keeps the two in step).
+type Config struct {
+	HTTPAddr   string `env:"HTTP_ADDR" envDefault:":8080" desc:"public listener of popup-api"`
+	AdminAddr  string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:8081" desc:"admin listener of popup-api (admin API, /metrics, /debug/pprof)"`
+	AdminToken string `env:"ADMIN_TOKEN" secret:"true" desc:"bearer token of the admin API; popup-api refuses to start without it"`
+	WorkerAddr string `env:"WORKER_ADDR" envDefault:"127.0.0.1:8082" desc:"popup-worker's listener (/healthz, /metrics)"`
+
+	RedisAddr       string        `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379" desc:"host:port, a redis:// or rediss:// URL, or comma-separated seeds of a cluster or sentinels"`
+	RedisPassword   string        `env:"REDIS_PASSWORD" secret:"true" desc:"Redis password (a URL may carry it instead)"`
+	RedisMasterName string        `env:"REDIS_MASTER_NAME" desc:"sentinel master name; set it to use REDIS_ADDR as sentinel addresses"`
+	RedisCluster    bool          `env:"REDIS_CLUSTER" envDefault:"false" desc:"treat a single REDIS_ADDR as a cluster seed (several addresses imply a cluster)"`
+	RedisPrefix     string        `env:"REDIS_PREFIX" envDefault:"popup" desc:"prefix of every Redis key"`
+	RedisTimeout    time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" desc:"dial/read/write timeout of hot-path Redis calls; GET degrades after this"`
+	RequestBudget   time.Duration `env:"REQUEST_BUDGET" envDefault:"80ms" desc:"all Redis (and, on a state miss, MySQL) work of one GET; past it the answer is degraded"`
+	RedisPoolSize   int           `env:"REDIS_POOL_SIZE" envDefault:"64" desc:"connections per Redis node"`
+
+	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
+	MySQLMaxOpen int    `env:"MYSQL_MAX_OPEN" envDefault:"16" desc:"max open MySQL connections per process"`
+
+	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"popups per user per UTC day across all popups; 0 = no cap"`
+	UserStateTTL    time.Duration `env:"USER_STATE_TTL" envDefault:"168h" desc:"TTL of a user's state in Redis (refreshed on every write)"`
+	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
+	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
+	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
+
+	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"1" desc:"number of event queue shards (each its own Redis hash slot)"`
+	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
+	WorkerFlushEvery time.Duration `env:"WORKER_FLUSH_INTERVAL" envDefault:"200ms" desc:"how long the worker waits for a batch to fill when the queue is quiet"`
+	WorkerLease      time.Duration `env:"WORKER_LEASE" envDefault:"15s" desc:"a worker silent this long is dead and its processing list is reclaimed"`
+	WarmInterval     time.Duration `env:"WARM_INTERVAL" envDefault:"30s" desc:"how often the worker re-warms the Redis config cache from MySQL"`
+}
+
+// Prefix is the environment prefix of every variable.
+const Prefix = "POPUP_"
+
+// Load reads the environment and validates the result.
+func Load() (Config, error) {
+	return Parse(nil)
+}
+
+// Parse reads the given environment (nil = the process environment) and validates it.
+func Parse(environ map[string]string) (Config, error) {
+	var c Config
+	opts := env.Options{Prefix: Prefix}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	if err := env.ParseWithOptions(&c, opts); err != nil {
+		return Config{}, nameVars(err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate reports every invalid setting at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s%s: %s", Prefix, name, fmt.Sprintf(format, args...)))
+	}
+	for name, addr := range map[string]string{"HTTP_ADDR": c.HTTPAddr, "ADMIN_ADDR": c.AdminAddr, "WORKER_ADDR": c.WorkerAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(name, "not a host:port: %v", err)
+		}
+	}
+	if c.HTTPAddr == c.AdminAddr {
+		bad("ADMIN_ADDR", "must differ from POPUP_HTTP_ADDR: the admin API never shares the public listener")
+	}
+	if len(c.RedisAddrs()) == 0 {
+		bad("REDIS_ADDR", "empty")
+	}
+	if strings.Contains(c.RedisAddr, "://") {
+		if _, err := url.Parse(c.RedisAddr); err != nil {
+			bad("REDIS_ADDR", "bad URL: %v", err)
+		}
+	}
+	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{} ") {
+		bad("REDIS_PREFIX", "must be non-empty without braces or spaces")
+	}
+	if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
+		bad("MYSQL_DSN", "%v", err)
+	}
+	positive := map[string]int{"REDIS_POOL_SIZE": c.RedisPoolSize, "MYSQL_MAX_OPEN": c.MySQLMaxOpen,
+		"STATE_LOAD_CONCURRENCY": c.StateLoadLimit, "QUEUE_SHARDS": c.QueueShards, "WORKER_BATCH_SIZE": c.WorkerBatchSize}
+	for name, v := range positive {
+		if v <= 0 {
+			bad(name, "must be > 0, got %d", v)
+		}
+	}
+	if c.WorkerBatchSize > 5000 {
+		bad("WORKER_BATCH_SIZE", "must be <= 5000 to stay well under max_allowed_packet, got %d", c.WorkerBatchSize)
+	}
+	if c.UserDailyCap < 0 {
+		bad("USER_DAILY_CAP", "must be >= 0")
+	}
+	durations := map[string]time.Duration{"REDIS_TIMEOUT": c.RedisTimeout, "REQUEST_BUDGET": c.RequestBudget, "USER_STATE_TTL": c.UserStateTTL,
+		"CONFIG_POLL_INTERVAL": c.ConfigPoll, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout,
+		"WORKER_FLUSH_INTERVAL": c.WorkerFlushEvery, "WORKER_LEASE": c.WorkerLease, "WARM_INTERVAL": c.WarmInterval}
+	for name, d := range durations {
+		if d <= 0 {
+			bad(name, "must be a positive duration, got %s", d)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// nameVars rewrites the parser's errors to name the environment variable, not the Go field.
+func nameVars(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("config: %w", err)
+	}
+	t := reflect.TypeOf(Config{})
+	var out []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := t.FieldByName(pe.Name); ok {
+				out = append(out, fmt.Errorf("%s%s: cannot parse as %s: %w", Prefix, f.Tag.Get("env"), pe.Type, pe.Err))
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// RedisAddrs splits REDIS_ADDR into its addresses (one for a URL or a single node).
+func (c Config) RedisAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.RedisAddr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// String prints every setting with secrets masked, for the start-up log line.
+func (c Config) String() string {
+	var b strings.Builder
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		val := fmt.Sprint(v.Field(i).Interface())
+		switch f.Tag.Get("secret") {
+		case "true":
+			if val != "" {
+				val = "***"
+			}
+		case "dsn":
+			val = MaskDSN(val)
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s%s=%s", Prefix, f.Tag.Get("env"), val)
+	}
+	return b.String()
+}
+
+// MaskDSN hides the password of a go-sql-driver DSN.
+func MaskDSN(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "<unparseable DSN>"
+	}
+	if cfg.Passwd != "" {
+		cfg.Passwd = "***"
+	}
+	return cfg.FormatDSN()
+}
+
+// Vars lists every variable with its default and description (README and docs tests use it).
+func Vars() []Var {
+	t := reflect.TypeOf(Config{})
+	out := make([]Var, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		out = append(out, Var{Name: Prefix + f.Tag.Get("env"), Default: f.Tag.Get("envDefault"), Desc: f.Tag.Get("desc")})
+	}
+	return out
+}
+
+// Var describes one environment variable.
+type Var struct{ Name, Default, Desc string }

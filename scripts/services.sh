@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# services.sh: start and stop the project's own MariaDB and Redis in project-local data
+# directories on their own ports, tracked by PID files. Never touches the machine's default
+# services (they may run on 3306/6379 beside ours).
+#
+#   scripts/services.sh install                 install mariadb-server / redis-server when missing
+#   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
+#   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
+#   scripts/services.sh stop DIR                stop whatever this script started in DIR (by PID)
+#   scripts/services.sh free-port               print a free TCP port on 127.0.0.1
+set -euo pipefail
+
+log() { printf '[services] %s\n' "$*" >&2; }
+
+find_bin() { # first of the names found on PATH or in sbin dirs
+  local n
+  for n in "$@"; do
+    if command -v "$n" >/dev/null 2>&1; then command -v "$n"; return 0; fi
+    for d in /usr/sbin /usr/local/sbin /sbin; do
+      [ -x "$d/$n" ] && { echo "$d/$n"; return 0; }
+    done
+  done
+  return 1
+}
+
+cmd_install() {
+  local pkgs=()
+  find_bin mariadbd mysqld >/dev/null || pkgs+=(mariadb-server)
+  find_bin mariadb-install-db mysql_install_db >/dev/null || pkgs+=(mariadb-server)
+  find_bin mariadb mysql >/dev/null || pkgs+=(mariadb-client)
+  find_bin redis-server >/dev/null || pkgs+=(redis-server)
+  find_bin redis-cli >/dev/null || pkgs+=(redis-tools)
+  if [ ${#pkgs[@]} -eq 0 ]; then return 0; fi
+  log "installing: ${pkgs[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  # policy-rc.d may refuse to start the distribution's services; we never use them anyway.
+  $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+}
+
+cmd_free_port() {
+  python3 - <<'PY'
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+PY
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+cmd_start_mariadb() {
+  local dir port
+  dir=$(realpath -m "$1"); port=$2
+  local data="$dir/mariadb" sock="$dir/mariadb.sock" pidf="$dir/mariadb.pid"
+  mkdir -p "$data"
+  if alive "$pidf"; then log "mariadb already running (pid $(cat "$pidf"))"; return 0; fi
+  if port_open "$port"; then log "port $port is taken by another process"; return 1; fi
+  local user; user=$(id -un)
+  local mysqld install client
+  mysqld=$(find_bin mariadbd mysqld); install=$(find_bin mariadb-install-db mysql_install_db)
+  client=$(find_bin mariadb mysql)
+  local fresh=0
+  if [ ! -d "$data/mysql" ]; then
+    log "initialising $data"
+    "$install" --no-defaults --datadir="$data" --user="$user" --auth-root-authentication-method=socket \
+      --skip-test-db >"$dir/mariadb-install.log" 2>&1 || { cat "$dir/mariadb-install.log" >&2; return 1; }
+    fresh=1
+  fi
+  # setsid: the server outlives the make target that started it; its PID is our handle.
+  setsid "$mysqld" --no-defaults --datadir="$data" --port="$port" --bind-address=127.0.0.1 \
+    --socket="$sock" --pid-file="$pidf.server" --user="$user" --skip-name-resolve \
+    --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
+    --innodb-buffer-pool-size="${POPUP_MARIADB_BUFFER_POOL:-256M}" \
+    --innodb-flush-log-at-trx-commit="${POPUP_MARIADB_FLUSH:-1}" \
+    --max-connections=500 --log-error="$dir/mariadb.err" </dev/null >/dev/null 2>&1 &
+  echo $! >"$pidf"
+  local i
+  for i in $(seq 1 300); do
+    if "$client" --no-defaults --socket="$sock" -uroot -e 'SELECT 1' >/dev/null 2>&1; then break; fi
+    if ! alive "$pidf"; then log "mariadb exited; see $dir/mariadb.err"; tail -20 "$dir/mariadb.err" >&2; return 1; fi
+    sleep 0.1
+  done
+  "$client" --no-defaults --socket="$sock" -uroot -e 'SELECT 1' >/dev/null
+  if [ $fresh -eq 1 ]; then
+    "$client" --no-defaults --socket="$sock" -uroot <<'SQL'
+CREATE DATABASE IF NOT EXISTS popup CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
+CREATE USER IF NOT EXISTS 'popup'@'%' IDENTIFIED BY 'popup';
+GRANT ALL PRIVILEGES ON *.* TO 'popup'@'%' WITH GRANT OPTION;
+FLUSH PRIVILEGES;
+SQL
+  fi
+  log "mariadb up on 127.0.0.1:$port (pid $(cat "$pidf"), data $data)"
+}
+
+cmd_start_redis() {
+  local dir port
+  dir=$(realpath -m "$1"); port=$2
+  local data="$dir/redis" pidf="$dir/redis.pid"
+  mkdir -p "$data"
+  if alive "$pidf"; then log "redis already running (pid $(cat "$pidf"))"; return 0; fi
+  if port_open "$port"; then log "port $port is taken by another process"; return 1; fi
+  local server cli
+  server=$(find_bin redis-server); cli=$(find_bin redis-cli)
+  # AOF everysec: the queue survives a restart losing at most ~1 s (docs/RELIABILITY.md).
+  setsid "$server" --port "$port" --bind 127.0.0.1 --dir "$data" --daemonize no \
+    --appendonly yes --appendfsync "${POPUP_REDIS_FSYNC:-everysec}" --save '' \
+    --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1 &
+  echo $! >"$pidf"
+  local i
+  for i in $(seq 1 100); do
+    if "$cli" -p "$port" ping 2>/dev/null | grep -q PONG; then
+      log "redis up on 127.0.0.1:$port (pid $(cat "$pidf"))"; return 0
+    fi
+    alive "$pidf" || break
+    sleep 0.05
+  done
+  log "redis did not start; see $dir/redis.log"; tail -20 "$dir/redis.log" >&2 || true
+  return 1
+}
+
+stop_pidfile() {
+  local pidf=$1 name=$2 pid i
+  [ -f "$pidf" ] || return 0
+  pid=$(cat "$pidf")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then log "$name (pid $pid) did not stop in 30 s; killing"; kill -KILL "$pid" 2>/dev/null || true; fi
+    log "stopped $name (pid $pid)"
+  fi
+  rm -f "$pidf"
+}
+
+cmd_stop() {
+  local dir; dir=$(realpath -m "$1")
+  local f
+  for f in "$dir"/*.pid; do
+    [ -e "$f" ] || continue
+    stop_pidfile "$f" "$(basename "$f" .pid)"
+  done
+}
+
+case "${1:-}" in
+  install) cmd_install ;;
+  start-mariadb) shift; cmd_start_mariadb "$@" ;;
+  start-redis) shift; cmd_start_redis "$@" ;;
+  stop) shift; cmd_stop "$@" ;;
+  free-port) cmd_free_port ;;
+  *) echo "usage: $0 install|start-mariadb DIR PORT|start-redis DIR PORT|stop DIR|free-port" >&2; exit 2 ;;
+esac
