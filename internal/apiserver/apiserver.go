@@ -1,0 +1,131 @@
+// Package apiserver wires popup-api together from its config: stores, snapshot refresher,
+// public and admin listeners. cmd/popup-api and the end-to-end tests both run it.
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"popupsvc/internal/breaker"
+	"popupsvc/internal/config"
+	"popupsvc/internal/configcache"
+	"popupsvc/internal/httpapi"
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/snapshot"
+)
+
+// Hooks let a caller observe the running server (tests bind to port 0).
+type Hooks struct {
+	OnListen func(public, admin net.Addr)
+	Now      func() time.Time
+}
+
+// Breaker settings: consecutive Redis failures that open it, and how long it stays open before a
+// probe. Together with POPUP_REDIS_TIMEOUT they bound a degraded answer's latency.
+const (
+	breakerThreshold = 5
+	breakerCooldown  = time.Second
+)
+
+// Run serves until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) error {
+	if cfg.AdminToken == "" {
+		return httpapi.ErrNoToken
+	}
+	now := hooks.Now
+	if now == nil {
+		now = func() time.Time { return time.Now().UTC() }
+	}
+	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, cfg.MySQLMaxOpen)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := mysqlstore.CheckSchema(ctx, db); err != nil {
+		return err
+	}
+	rdb, err := redisstore.NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := httpapi.NewMetrics(reg)
+
+	holder := &snapshot.Holder{}
+	refresher := &configcache.Refresher{RDB: rdb, DB: db, Keys: keys, Holder: holder, Poll: cfg.ConfigPoll, Log: log, Now: now,
+		OnSwap: func(s *snapshot.Snapshot) {
+			metrics.Version.Set(float64(s.Version))
+			metrics.BuiltAt.Set(float64(s.BuiltAt.UnixNano()) / 1e9)
+			log.Info("config snapshot swapped", "version", s.Version, "active", len(s.Ordered))
+		}}
+	startCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = refresher.Refresh(startCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("load initial config snapshot: %w", err)
+	}
+
+	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit)
+	public := &httpapi.Public{
+		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
+		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,
+		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	}
+	reload := func(ctx context.Context) (int64, error) {
+		if _, err := configcache.Warm(ctx, db, rdb, keys); err != nil {
+			return 0, err
+		}
+		if err := refresher.Refresh(ctx); err != nil {
+			return 0, err
+		}
+		return holder.Load().Version, nil
+	}
+	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: mysqlstore.NewPopupRepo(db), Users: users, Snapshots: holder,
+		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reload}
+	adminRouter, err := admin.Router()
+	if err != nil {
+		return err
+	}
+
+	publicSrv := httpapi.NewServer(cfg.HTTPAddr, public.Router())
+	adminSrv := httpapi.NewServer(cfg.AdminAddr, adminRouter)
+	adminSrv.WriteTimeout = 2 * time.Minute // pprof profiles and traces run for a while
+
+	var publicAddr, adminAddr net.Addr
+	bound := make(chan struct{}, 2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return httpapi.Serve(gctx, publicSrv, cfg.ShutdownTimeout, func(a net.Addr) { publicAddr = a; bound <- struct{}{} })
+	})
+	g.Go(func() error {
+		return httpapi.Serve(gctx, adminSrv, cfg.ShutdownTimeout, func(a net.Addr) { adminAddr = a; bound <- struct{}{} })
+	})
+	g.Go(func() error { return refresher.Run(gctx) })
+	g.Go(func() error {
+		for range 2 {
+			select {
+			case <-bound:
+			case <-gctx.Done():
+				return nil
+			}
+		}
+		log.Info("popup-api serving", "public", publicAddr.String(), "admin", adminAddr.String(), "config_version", holder.Load().Version)
+		if hooks.OnListen != nil {
+			hooks.OnListen(publicAddr, adminAddr)
+		}
+		return nil
+	})
+	return g.Wait()
+}

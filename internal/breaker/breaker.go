@@ -1,0 +1,58 @@
+// Package breaker is a small lock-free circuit breaker: after Threshold consecutive failures it
+// opens for Cooldown, then lets one probe through; the probe's success closes it again.
+package breaker
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Breaker guards a dependency. The zero value is not usable; use New.
+type Breaker struct {
+	threshold int32
+	cooldown  time.Duration
+	failures  atomic.Int32
+	openUntil atomic.Int64 // unix nanos; 0 = closed
+}
+
+// New returns a closed breaker.
+func New(threshold int, cooldown time.Duration) *Breaker {
+	return &Breaker{threshold: int32(threshold), cooldown: cooldown}
+}
+
+// Allow reports whether a call may go to the dependency at now. While open it says no; once the
+// cooldown has passed exactly one caller gets a yes (the probe) and the cooldown restarts.
+func (b *Breaker) Allow(now time.Time) bool {
+	until := b.openUntil.Load()
+	if until == 0 {
+		return true
+	}
+	n := now.UnixNano()
+	if n < until {
+		return false
+	}
+	return b.openUntil.CompareAndSwap(until, n+int64(b.cooldown))
+}
+
+// Open reports whether the breaker is refusing calls at now.
+func (b *Breaker) Open(now time.Time) bool {
+	until := b.openUntil.Load()
+	return until != 0 && now.UnixNano() < until
+}
+
+// Success records a call that worked: the breaker closes.
+func (b *Breaker) Success() {
+	if b.failures.Load() != 0 {
+		b.failures.Store(0)
+	}
+	if b.openUntil.Load() != 0 {
+		b.openUntil.Store(0)
+	}
+}
+
+// Failure records a failed call at now; the threshold-th consecutive one opens the breaker.
+func (b *Breaker) Failure(now time.Time) {
+	if b.failures.Add(1) >= b.threshold {
+		b.openUntil.Store(now.UnixNano() + int64(b.cooldown))
+	}
+}

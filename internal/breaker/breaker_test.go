@@ -1,0 +1,44 @@
+package breaker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestBreaker(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name  string
+		steps func(b *Breaker)
+		at    time.Time
+		want  bool
+	}{
+		{"closed allows", func(*Breaker) {}, t0, true},
+		{"below threshold allows", func(b *Breaker) { b.Failure(t0); b.Failure(t0) }, t0, true},
+		{"threshold opens", func(b *Breaker) { b.Failure(t0); b.Failure(t0); b.Failure(t0) }, t0.Add(time.Millisecond), false},
+		{"success resets the count", func(b *Breaker) { b.Failure(t0); b.Failure(t0); b.Success(); b.Failure(t0) }, t0, true},
+		{"probe after cooldown", func(b *Breaker) { b.Failure(t0); b.Failure(t0); b.Failure(t0) }, t0.Add(time.Second), true},
+		{"only one probe", func(b *Breaker) {
+			b.Failure(t0)
+			b.Failure(t0)
+			b.Failure(t0)
+			b.Allow(t0.Add(time.Second))
+		}, t0.Add(time.Second), false},
+		{"probe success closes", func(b *Breaker) {
+			b.Failure(t0)
+			b.Failure(t0)
+			b.Failure(t0)
+			b.Allow(t0.Add(time.Second))
+			b.Success()
+		}, t0.Add(time.Second), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(3, time.Second)
+			tt.steps(b)
+			assert.Equal(t, tt.want, b.Allow(tt.at))
+		})
+	}
+}

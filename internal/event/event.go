@@ -1,0 +1,156 @@
+// Package event is the display event (impression, click, close) and its wire encoding on the
+// Redis queue, shared by popup-api (producer) and popup-worker (consumer).
+package event
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Action is what the user did.
+type Action string
+
+// The three actions of SPEC §6.
+const (
+	Impression Action = "impression"
+	Click      Action = "click"
+	Close      Action = "close"
+)
+
+// Valid reports whether a is one of the three actions.
+func (a Action) Valid() bool { return a == Impression || a == Click || a == Close }
+
+// Event is one action together with the user's resulting state of that popup. Carrying the
+// result (not a delta) makes the worker's upsert a max-merge: replays and reordering are harmless.
+type Event struct {
+	ID         string    // event_id: unique; the client's key for actions, the decision_id for impressions
+	UID        string    //
+	PopupID    int64     //
+	Action     Action    //
+	At         time.Time // when it happened (millisecond precision on the wire)
+	DecisionID string    // the impression a click or close refers to, when the client sent it
+	// The user's state of this popup after the event.
+	NextShowAt  time.Time
+	Impressions int
+}
+
+// MaxIDLen bounds event and decision ids (the action_log columns are VARCHAR(64)).
+const MaxIDLen = 64
+
+// ErrDecode marks an undecodable event (it belongs in the dead-letter list).
+var ErrDecode = errors.New("undecodable event")
+
+// wire is the JSON shape on the queue; short names keep the queue small.
+type wire struct {
+	V  int    `json:"v"`
+	ID string `json:"id"`
+	U  string `json:"u"`
+	P  int64  `json:"p"`
+	A  string `json:"a"`
+	T  int64  `json:"t"`
+	D  string `json:"d,omitempty"`
+	N  int64  `json:"n"`
+	I  int    `json:"i"`
+}
+
+// Append appends e's wire form to dst. It builds the JSON by hand (ids and uids are validated
+// ASCII, escaped anyway) so that the hot path does not reflect.
+func Append(dst []byte, e *Event) []byte {
+	dst = append(dst, `{"v":1,"id":`...)
+	dst = appendString(dst, e.ID)
+	dst = append(dst, `,"u":`...)
+	dst = appendString(dst, e.UID)
+	dst = append(dst, `,"p":`...)
+	dst = strconv.AppendInt(dst, e.PopupID, 10)
+	dst = append(dst, `,"a":"`...)
+	dst = append(dst, e.Action...)
+	dst = append(dst, `","t":`...)
+	dst = strconv.AppendInt(dst, e.At.UnixMilli(), 10)
+	if e.DecisionID != "" {
+		dst = append(dst, `,"d":`...)
+		dst = appendString(dst, e.DecisionID)
+	}
+	dst = append(dst, `,"n":`...)
+	dst = strconv.AppendInt(dst, unixMilli(e.NextShowAt), 10)
+	dst = append(dst, `,"i":`...)
+	dst = strconv.AppendInt(dst, int64(e.Impressions), 10)
+	return append(dst, '}')
+}
+
+// Decode parses one queued event and checks it is fit to write.
+func Decode(b []byte) (Event, error) {
+	var w wire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	e := Event{ID: w.ID, UID: w.U, PopupID: w.P, Action: Action(w.A), At: fromMilli(w.T),
+		DecisionID: w.D, NextShowAt: fromMilli(w.N), Impressions: w.I}
+	switch {
+	case w.V != 1:
+		return Event{}, fmt.Errorf("%w: unknown version %d", ErrDecode, w.V)
+	case e.ID == "" || len(e.ID) > MaxIDLen:
+		return Event{}, fmt.Errorf("%w: bad id", ErrDecode)
+	case e.UID == "" || len(e.UID) > 64:
+		return Event{}, fmt.Errorf("%w: bad uid", ErrDecode)
+	case len(e.DecisionID) > MaxIDLen:
+		return Event{}, fmt.Errorf("%w: bad decision id", ErrDecode)
+	case e.PopupID <= 0:
+		return Event{}, fmt.Errorf("%w: bad popup id", ErrDecode)
+	case !e.Action.Valid():
+		return Event{}, fmt.Errorf("%w: bad action %q", ErrDecode, w.A)
+	case w.T <= 0 || w.N < 0 || w.I < 0:
+		return Event{}, fmt.Errorf("%w: bad time or count", ErrDecode)
+	}
+	return e, nil
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+const hex = "0123456789abcdef"
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}

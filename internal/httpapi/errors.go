@@ -1,0 +1,61 @@
+// Package httpapi is the HTTP face of popup-api: the public router (homepage decision, actions,
+// health) and the admin router (popup CRUD, preview, user state, cache reload, metrics, pprof).
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/popup"
+)
+
+// apiError is an error with its HTTP status and stable code.
+type apiError struct {
+	status  int
+	code    string
+	message string
+	fields  []popup.FieldError
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+func badRequest(code, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: code, message: msg}
+}
+
+var (
+	errNotFound    = &apiError{status: http.StatusNotFound, code: "not_found", message: "no such route"}
+	errPopupGone   = &apiError{status: http.StatusNotFound, code: "popup_not_found", message: "no such popup"}
+	errTooLarge    = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 4 KiB"}
+	errUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the event queue cannot take the action now; retry later"}
+	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
+)
+
+// writeError is the one place errors become responses: known errors by their table entry,
+// validation errors with their fields, everything else a logged 500.
+func writeError(c *gin.Context, log *slog.Logger, err error) {
+	var ae *apiError
+	var ve *popup.ValidationError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &ve):
+		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: ve.Error(), fields: ve.Fields}
+	case errors.Is(err, popup.ErrNotFound):
+		ae = errPopupGone
+	default:
+		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
+		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+	}
+	if ae.status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", strconv.Itoa(1))
+	}
+	body := gin.H{"code": ae.code, "message": ae.message}
+	if len(ae.fields) > 0 {
+		body["fields"] = ae.fields
+	}
+	c.AbortWithStatusJSON(ae.status, gin.H{"error": body})
+}

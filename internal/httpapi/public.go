@@ -1,0 +1,321 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/breaker"
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/snapshot"
+)
+
+// UserStates is the user-state store the handlers need (redisstore.UserStore).
+type UserStates interface {
+	Get(ctx context.Context, uid string, now time.Time) (redisstore.State, error)
+	Record(ctx context.Context, uid, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (redisstore.Outcome, error)
+}
+
+// Public serves the public listener.
+type Public struct {
+	Snapshots *snapshot.Holder
+	Users     UserStates
+	Breaker   *breaker.Breaker
+	DailyCap  int
+	// Budget bounds the Redis (and, on a miss, MySQL) work of one request; past it GET degrades.
+	Budget  time.Duration
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics *Metrics
+	// Ready reports whether Redis is reachable (for /readyz).
+	Ready func(ctx context.Context) error
+
+	ids *idSource
+}
+
+// maxActionBody is the action body limit of SPEC §4.
+const maxActionBody = 4 << 10
+
+// maxRecordTries bounds the optimistic retries when a concurrent request changed the state.
+const maxRecordTries = 4
+
+// Router builds the public router: nothing admin-ish is mounted here.
+func (p *Public) Router() *gin.Engine {
+	p.ids = newIDSource()
+	r := newEngine(p.Log)
+	if p.Metrics != nil {
+		r.Use(p.Metrics.observe)
+	}
+	r.GET("/api/v1/popup", p.getPopup)
+	r.POST("/api/v1/popups/:id/actions", p.postAction)
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", p.readyz)
+	return r
+}
+
+func (p *Public) readyz(c *gin.Context) {
+	s := p.Snapshots.Load()
+	if s == nil {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "no config snapshot loaded"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Second)
+	defer cancel()
+	if err := p.Ready(ctx); err != nil {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "redis unreachable"})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "config_version": s.Version})
+}
+
+var (
+	nullHead      = []byte(`{"popup":null,"config_version":`)
+	popupHead     = []byte(`{"popup":`)
+	decisionHead  = []byte(`,"decision_id":"`)
+	versionHead   = []byte(`","config_version":`)
+	degradedBody  = []byte(`{"popup":null}`)
+	acceptedBody  = []byte(`{"status":"accepted"}`)
+	contentTypeJS = "application/json; charset=utf-8"
+)
+
+func (p *Public) getPopup(c *gin.Context) {
+	q := c.Request.URL.Query()
+	req, aerr := parseRequest(q.Get("uid"), q.Get("platform"), q.Get("app_version"), q.Get("region"), q.Get("lang"))
+	if aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
+	snap := p.Snapshots.Load()
+	if snap == nil {
+		p.degraded(c, "no_snapshot")
+		return
+	}
+	now := p.Now()
+	if !anyCandidate(snap.Ordered, &req, now) {
+		// Nothing targets this request: no Redis round trip needed.
+		p.answerNull(c, snap, "no_candidate")
+		return
+	}
+	if !p.Breaker.Allow(now) {
+		p.degraded(c, "breaker_open")
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.Budget)
+	defer cancel()
+	for try := 0; try < maxRecordTries; try++ {
+		st, err := p.Users.Get(ctx, req.UID, now)
+		if err != nil {
+			p.storeFailed(now, "get_state", err)
+			p.degraded(c, "redis_error")
+			return
+		}
+		chosen := popup.Select(snap.Ordered, req, &st.UserState, now, p.DailyCap)
+		if chosen == nil {
+			p.Breaker.Success()
+			p.answerNull(c, snap, "none_eligible")
+			return
+		}
+		ps := chosen.ApplyImpression(&st.UserState, now)
+		var idBuf [40]byte
+		decision := p.ids.append(idBuf[:0])
+		ev := event.Event{ID: string(decision), UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
+			At: now, DecisionID: string(decision), NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
+		out, err := p.Users.Record(ctx, req.UID, st.Raw, &st.UserState, &ev, false)
+		if err != nil {
+			p.storeFailed(now, "record_impression", err)
+			p.degraded(c, "redis_error")
+			return
+		}
+		p.Breaker.Success()
+		if out == redisstore.Recorded {
+			p.answerPopup(c, snap, snap.Entry(chosen.Popup.ID), decision)
+			return
+		}
+		// Conflict: another request of this user changed the state first; decide again.
+	}
+	p.answerNull(c, snap, "conflict")
+}
+
+// anyCandidate reports whether some active popup is in window and targets req, before any I/O.
+func anyCandidate(cs []*popup.Compiled, req *popup.Request, now time.Time) bool {
+	for _, c := range cs {
+		if c.InWindow(now) && c.Match(*req) == popup.ReasonNone {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Public) storeFailed(now time.Time, op string, err error) {
+	if errors.Is(err, redisstore.ErrBusy) {
+		return // saturation of MySQL loads is not a Redis failure
+	}
+	p.Breaker.Failure(now)
+	if p.Metrics != nil {
+		p.Metrics.RedisErrors.WithLabelValues(op).Inc()
+	}
+}
+
+func (p *Public) count(outcome string) {
+	if p.Metrics != nil {
+		p.Metrics.Decisions.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (p *Public) degraded(c *gin.Context, why string) {
+	p.count("degraded_" + why)
+	if p.Metrics != nil {
+		p.Metrics.Degraded.Inc()
+	}
+	c.Header("X-Popup-Degraded", "1")
+	c.Data(http.StatusOK, contentTypeJS, degradedBody)
+}
+
+func (p *Public) answerNull(c *gin.Context, snap *snapshot.Snapshot, outcome string) {
+	p.count(outcome)
+	var b [64]byte
+	out := append(b[:0], nullHead...)
+	out = strconv.AppendInt(out, snap.Version, 10)
+	out = append(out, '}')
+	c.Data(http.StatusOK, contentTypeJS, out)
+}
+
+func (p *Public) answerPopup(c *gin.Context, snap *snapshot.Snapshot, e *snapshot.Entry, decision []byte) {
+	p.count("popup")
+	out := make([]byte, 0, len(e.JSON)+96)
+	out = append(out, popupHead...)
+	out = append(out, e.JSON...)
+	out = append(out, decisionHead...)
+	out = append(out, decision...)
+	out = append(out, versionHead...)
+	out = strconv.AppendInt(out, snap.Version, 10)
+	out = append(out, '}')
+	c.Data(http.StatusOK, contentTypeJS, out)
+}
+
+// actionBody is the body of POST /api/v1/popups/{id}/actions.
+type actionBody struct {
+	UID        string `json:"uid"`
+	Action     string `json:"action"`
+	EventID    string `json:"event_id"`
+	DecisionID string `json:"decision_id"`
+}
+
+func (p *Public) postAction(c *gin.Context) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(c, p.Log, badRequest("invalid_popup_id", "popup id must be a positive integer"))
+		return
+	}
+	body, aerr := readActionBody(c)
+	if aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
+	snap := p.Snapshots.Load()
+	if snap == nil {
+		writeError(c, p.Log, errUnavailable)
+		return
+	}
+	entry := snap.Entry(id)
+	if entry == nil {
+		writeError(c, p.Log, errPopupGone)
+		return
+	}
+	now := p.Now()
+	if !p.Breaker.Allow(now) {
+		writeError(c, p.Log, errUnavailable)
+		return
+	}
+	if body.EventID == "" {
+		body.EventID = p.ids.next()
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 4*p.Budget)
+	defer cancel()
+	for try := 0; try < maxRecordTries; try++ {
+		st, err := p.Users.Get(ctx, body.UID, now)
+		if err != nil {
+			p.storeFailed(now, "get_state", err)
+			writeError(c, p.Log, errUnavailable)
+			return
+		}
+		var ps popup.PopupState
+		action := event.Action(body.Action)
+		if action == event.Click {
+			ps = entry.ApplyClick(&st.UserState, now)
+		} else {
+			ps = entry.ApplyClose(&st.UserState, now)
+		}
+		ev := event.Event{ID: body.EventID, UID: body.UID, PopupID: id, Action: action, At: now,
+			DecisionID: body.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
+		out, err := p.Users.Record(ctx, body.UID, st.Raw, &st.UserState, &ev, true)
+		if err != nil {
+			p.storeFailed(now, "record_action", err)
+			writeError(c, p.Log, errUnavailable)
+			return
+		}
+		p.Breaker.Success()
+		if out != redisstore.Conflict { // Recorded, or Duplicate: applied once already
+			c.Data(http.StatusAccepted, contentTypeJS, acceptedBody)
+			return
+		}
+	}
+	writeError(c, p.Log, errUnavailable)
+}
+
+func readActionBody(c *gin.Context) (actionBody, *apiError) {
+	var b actionBody
+	if c.Request.ContentLength > maxActionBody {
+		return b, errTooLarge
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxActionBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return b, errTooLarge
+		}
+		return b, badRequest("invalid_body", "could not read the request body")
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return b, badRequest("invalid_json", "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}")
+	}
+	switch {
+	case b.UID == "":
+		return b, badRequest("invalid_uid", "uid is required")
+	case !popup.ValidUID(b.UID):
+		return b, badRequest("invalid_uid", "uid must be 1-64 characters of [A-Za-z0-9_.:-]")
+	case b.Action != string(event.Click) && b.Action != string(event.Close):
+		return b, badRequest("invalid_action", "action must be click or close")
+	case b.EventID != "" && !validID(b.EventID):
+		return b, badRequest("invalid_event_id", "event_id must be 1-64 characters of [A-Za-z0-9_.:-]")
+	case b.DecisionID != "" && !validID(b.DecisionID):
+		return b, badRequest("invalid_decision_id", "decision_id must be 1-64 characters of [A-Za-z0-9_.:-]")
+	}
+	return b, nil
+}
+
+// newEngine is a bare Gin engine with JSON answers for panics, unknown routes and methods; no
+// per-request logging.
+func newEngine(log *slog.Logger) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(gin.CustomRecoveryWithWriter(io.Discard, func(c *gin.Context, rec any) {
+		log.Error("panic", "path", c.Request.URL.Path, "panic", rec)
+		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": gin.H{"code": "internal", "message": "internal error"}})
+	}))
+	r.NoRoute(func(c *gin.Context) { writeError(c, log, errNotFound) })
+	r.NoMethod(func(c *gin.Context) {
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, gin.H{"error": gin.H{"code": "method_not_allowed", "message": "method not allowed on this route"}})
+	})
+	return r
+}

@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"popupsvc/internal/popup"
+)
+
+// parseRequest validates the homepage query (SPEC §4) into a domain request.
+func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *apiError) {
+	if uid == "" {
+		return popup.Request{}, badRequest("invalid_uid", "uid is required")
+	}
+	if !popup.ValidUID(uid) {
+		return popup.Request{}, badRequest("invalid_uid", "uid must be 1-64 characters of [A-Za-z0-9_.:-]")
+	}
+	switch platform {
+	case popup.PlatformIOS, popup.PlatformAndroid, popup.PlatformWeb:
+	case "":
+		return popup.Request{}, badRequest("invalid_platform", "platform is required: ios, android or web")
+	default:
+		return popup.Request{}, badRequest("invalid_platform", "platform must be ios, android or web")
+	}
+	if appVersion == "" {
+		return popup.Request{}, badRequest("invalid_app_version", "app_version is required, as dotted numbers like 8.10.0")
+	}
+	v, err := popup.ParseVersion(appVersion)
+	if err != nil {
+		return popup.Request{}, badRequest("invalid_app_version", "app_version must be dotted numbers like 8.10.0 (1 to 4 parts)")
+	}
+	if !validCode(region) {
+		return popup.Request{}, badRequest("invalid_region", "region must be up to 16 characters of [A-Za-z0-9_-]")
+	}
+	if !validCode(lang) {
+		return popup.Request{}, badRequest("invalid_lang", "lang must be up to 16 characters of [A-Za-z0-9_-]")
+	}
+	return popup.Request{UID: uid, Platform: platform, AppVersion: v, Region: region, Lang: lang}, nil
+}
+
+// validCode accepts "" (absent) or 1-16 characters of [A-Za-z0-9_-].
+func validCode(s string) bool {
+	if len(s) > 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validID accepts client event and decision ids: 1-64 characters of [A-Za-z0-9_.:-].
+func validID(s string) bool { return popup.ValidUID(s) }

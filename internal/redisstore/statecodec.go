@@ -1,0 +1,128 @@
+package redisstore
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"popupsvc/internal/popup"
+)
+
+// The user-state value is a compact text format, one key per user (docs/DESIGN.md):
+//
+//	1|DAY|DAYCOUNT[|ID,NEXT,IMPRESSIONS,LASTIMP,LASTCLICK,LASTCLOSE]...
+//
+// times in unix milliseconds (0 = never), popups sorted by id so that equal states encode to
+// equal bytes (the record script compares values). "1|0|0" is a user known to have no state:
+// caching it spares new users a MySQL query.
+
+var errStateCodec = errors.New("bad user state value")
+
+// AppendState appends the encoding of s to dst.
+func AppendState(dst []byte, s *popup.UserState) []byte {
+	dst = append(dst, "1|"...)
+	dst = strconv.AppendInt(dst, int64(s.Day), 10)
+	dst = append(dst, '|')
+	dst = strconv.AppendInt(dst, int64(s.DayCount), 10)
+	var idsBuf [16]int64
+	ids := idsBuf[:0]
+	for id := range s.Popups {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		ps := s.Popups[id]
+		dst = append(dst, '|')
+		dst = strconv.AppendInt(dst, id, 10)
+		dst = append(dst, ',')
+		dst = appendMilli(dst, ps.NextShowAt)
+		dst = append(dst, ',')
+		dst = strconv.AppendInt(dst, int64(ps.Impressions), 10)
+		dst = append(dst, ',')
+		dst = appendMilli(dst, ps.LastImpressionAt)
+		dst = append(dst, ',')
+		dst = appendMilli(dst, ps.LastClickAt)
+		dst = append(dst, ',')
+		dst = appendMilli(dst, ps.LastCloseAt)
+	}
+	return dst
+}
+
+func appendMilli(dst []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(dst, '0')
+	}
+	return strconv.AppendInt(dst, t.UnixMilli(), 10)
+}
+
+// DecodeState parses a value written by AppendState.
+func DecodeState(b string) (popup.UserState, error) {
+	var s popup.UserState
+	p := parser{s: b}
+	if p.field('|') != "1" {
+		return s, errStateCodec
+	}
+	s.Day = int32(p.int('|'))
+	s.DayCount = int(p.int('|'))
+	for p.err == nil && p.pos < len(p.s) {
+		id := p.int(',')
+		var ps popup.PopupState
+		ps.NextShowAt = p.milli(',')
+		ps.Impressions = int(p.int(','))
+		ps.LastImpressionAt = p.milli(',')
+		ps.LastClickAt = p.milli(',')
+		ps.LastCloseAt = p.milli('|')
+		if s.Popups == nil {
+			s.Popups = make(map[int64]popup.PopupState, 4)
+		}
+		s.Popups[id] = ps
+	}
+	if p.err != nil {
+		return popup.UserState{}, p.err
+	}
+	return s, nil
+}
+
+type parser struct {
+	s   string
+	pos int
+	err error
+}
+
+func (p *parser) field(sep byte) string {
+	if p.err != nil {
+		return ""
+	}
+	if p.pos > len(p.s) {
+		p.err = errStateCodec
+		return ""
+	}
+	start := p.pos
+	for p.pos < len(p.s) && p.s[p.pos] != sep {
+		p.pos++
+	}
+	f := p.s[start:p.pos]
+	p.pos++ // skip the separator (or step past the end)
+	return f
+}
+
+func (p *parser) int(sep byte) int64 {
+	f := p.field(sep)
+	if p.err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(f, 10, 64)
+	if err != nil {
+		p.err = errStateCodec
+	}
+	return n
+}
+
+func (p *parser) milli(sep byte) time.Time {
+	ms := p.int(sep)
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

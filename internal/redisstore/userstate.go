@@ -1,0 +1,166 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
+)
+
+// StateLoader is the durable source of a user's state (MySQL), consulted after a Redis miss.
+type StateLoader interface {
+	Load(ctx context.Context, uid string, now time.Time) (popup.UserState, error)
+}
+
+// UserStore keeps each user's display state in one Redis key and records changes together with
+// their queued event in one atomic script.
+type UserStore struct {
+	rdb    redis.UniversalClient
+	keys   Keys
+	ttl    time.Duration
+	loader StateLoader
+	group  singleflight.Group
+	slots  chan struct{} // bounds concurrent MySQL loads
+}
+
+// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader.
+func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int) *UserStore {
+	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit)}
+}
+
+// ErrBusy means too many state loads are in flight; the caller degrades rather than queue up.
+var ErrBusy = errors.New("user state loads saturated")
+
+// State is a user's state and the exact stored value it was decoded from (the record script
+// compares against it, so a concurrent change is detected).
+type State struct {
+	popup.UserState
+	Raw string
+}
+
+// Get returns uid's state: one GET when Redis holds it, else one MySQL load shared by concurrent
+// callers, cached with SET NX (a user without state is cached as the empty state).
+func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, error) {
+	var kb [96]byte
+	key := string(s.keys.AppendUser(kb[:0], uid))
+	raw, err := s.rdb.Get(ctx, key).Result()
+	if err == nil {
+		st, derr := DecodeState(raw)
+		if derr == nil {
+			return State{UserState: st, Raw: raw}, nil
+		}
+		// An unreadable value is treated like a miss: MySQL has the durable state.
+	} else if !errors.Is(err, redis.Nil) {
+		return State{}, fmt.Errorf("get user state: %w", err)
+	}
+	v, err, shared := s.group.Do(key, func() (any, error) { return s.load(ctx, key, uid, now) })
+	if err != nil {
+		return State{}, err
+	}
+	st := v.(State)
+	if shared {
+		// Callers mutate their state: each sharer gets its own copy.
+		dec, err := DecodeState(st.Raw)
+		if err != nil {
+			return State{}, err
+		}
+		st.UserState = dec
+	}
+	return st, nil
+}
+
+func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (State, error) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		return State{}, ErrBusy
+	}
+	st, err := s.loader.Load(ctx, uid, now)
+	if err != nil {
+		return State{}, fmt.Errorf("load user state: %w", err)
+	}
+	raw := string(AppendState(nil, &st))
+	// NX: an impression recorded meanwhile wins over our older view of the user.
+	ok, err := s.rdb.SetNX(ctx, key, raw, s.ttl).Result()
+	if err != nil {
+		return State{}, fmt.Errorf("cache user state: %w", err)
+	}
+	if !ok {
+		cur, err := s.rdb.Get(ctx, key).Result()
+		if err != nil {
+			return State{}, fmt.Errorf("get user state: %w", err)
+		}
+		if st, err = DecodeState(cur); err != nil {
+			return State{}, err
+		}
+		raw = cur
+	}
+	return State{UserState: st, Raw: raw}, nil
+}
+
+// Peek returns the state Redis holds, without loading or caching anything (admin views).
+func (s *UserStore) Peek(ctx context.Context, uid string) (popup.UserState, bool, error) {
+	raw, err := s.rdb.Get(ctx, s.keys.User(uid)).Result()
+	if errors.Is(err, redis.Nil) {
+		return popup.UserState{}, false, nil
+	}
+	if err != nil {
+		return popup.UserState{}, false, err
+	}
+	st, err := DecodeState(raw)
+	return st, err == nil, err
+}
+
+// Outcome of Record.
+type Outcome int
+
+// Record outcomes.
+const (
+	Recorded  Outcome = iota // state written and event queued
+	Conflict                 // the state changed since it was read: read again and decide again
+	Duplicate                // the event id was applied before: nothing done
+)
+
+// recordScript atomically: refuses a replayed event id, compares the state with what the caller
+// decided on, writes the new state, queues the event and remembers the event id.
+//
+//	KEYS[1] user state  KEYS[2] queue  KEYS[3] event-id marker (optional)
+//	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] event  ARGV[5] marker TTL ms
+var recordScript = redis.NewScript(`
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
+local cur = redis.call('GET', KEYS[1])
+if cur == false then cur = '' end
+if cur ~= ARGV[1] then return 1 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('RPUSH', KEYS[2], ARGV[4])
+if KEYS[3] then redis.call('SET', KEYS[3], '1', 'PX', ARGV[5]) end
+return 0
+`)
+
+// EventIDTTL is how long an action's event_id is remembered for de-duplication in Redis (the
+// action log's unique key de-duplicates forever behind it).
+const EventIDTTL = 24 * time.Hour
+
+// Record writes next as uid's state if it still equals prev, and queues ev, atomically. With
+// dedupe set, an event id seen before is refused as Duplicate.
+func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (Outcome, error) {
+	shard := s.keys.Shard(uid)
+	keys := []string{s.keys.User(uid), s.keys.Queue(shard)}
+	if dedupe {
+		keys = append(keys, s.keys.EventID(uid, ev.ID))
+	}
+	var sb, eb [512]byte
+	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), event.Append(eb[:0], ev), EventIDTTL.Milliseconds()}
+	n, err := recordScript.Run(ctx, s.rdb, keys, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("record %s: %w", ev.Action, err)
+	}
+	return Outcome(n), nil
+}

@@ -1,0 +1,102 @@
+// Package snapshot is the in-process, immutable view of the popup configs that the hot path
+// reads without locks: compiled for matching, sorted for selection, JSON pre-encoded.
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"popupsvc/internal/popup"
+)
+
+// Entry is one popup of a snapshot.
+type Entry struct {
+	*popup.Compiled
+	// JSON is the popup as the public API shows it, encoded once when the snapshot is built.
+	JSON []byte
+}
+
+// Snapshot is one immutable config version. Never modify it after Build.
+type Snapshot struct {
+	Version  int64
+	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
+	entries  map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
+	popups   []popup.Popup
+	BuiltAt  time.Time
+	Problems []error // popups that failed to compile (kept out; logged by the refresher)
+}
+
+// publicPopup is the popup as GET /api/v1/popup shows it (SPEC §4).
+type publicPopup struct {
+	ID       int64           `json:"id"`
+	Title    string          `json:"title"`
+	Content  string          `json:"content"`
+	ImageURL string          `json:"image_url"`
+	LinkURL  string          `json:"link_url"`
+	Buttons  []popup.Button  `json:"buttons"`
+	Ext      json.RawMessage `json:"ext"`
+}
+
+// Build compiles popups into a snapshot of version. A popup that does not compile is left out
+// and reported in Problems rather than taking the whole config down.
+func Build(version int64, popups []popup.Popup, now time.Time) *Snapshot {
+	s := &Snapshot{Version: version, entries: make(map[int64]*Entry, len(popups)), popups: popups, BuiltAt: now}
+	for _, p := range popups {
+		if p.Status == popup.StatusArchived {
+			continue
+		}
+		c, err := popup.Compile(p)
+		if err != nil {
+			s.Problems = append(s.Problems, fmt.Errorf("popup %d: %w", p.ID, err))
+			continue
+		}
+		ext := p.Ext
+		if len(ext) == 0 {
+			ext = json.RawMessage(`{}`)
+		}
+		buttons := p.Buttons
+		if buttons == nil {
+			buttons = []popup.Button{}
+		}
+		body, err := json.Marshal(publicPopup{ID: p.ID, Title: p.Title, Content: p.Content, ImageURL: p.ImageURL,
+			LinkURL: p.LinkURL, Buttons: buttons, Ext: ext})
+		if err != nil {
+			s.Problems = append(s.Problems, fmt.Errorf("popup %d: encode: %w", p.ID, err))
+			continue
+		}
+		s.entries[p.ID] = &Entry{Compiled: c, JSON: body}
+		if p.Status == popup.StatusActive {
+			s.Ordered = append(s.Ordered, c)
+		}
+	}
+	popup.SortForSelection(s.Ordered)
+	return s
+}
+
+// Entry returns the popup with id, or nil when the snapshot does not hold it.
+func (s *Snapshot) Entry(id int64) *Entry { return s.entries[id] }
+
+// Popups returns the popups the snapshot was built from (read-only).
+func (s *Snapshot) Popups() []popup.Popup { return s.popups }
+
+// Holder publishes the current snapshot to every reader with one atomic pointer.
+type Holder struct{ p atomic.Pointer[Snapshot] }
+
+// Load returns the current snapshot, nil before the first Store.
+func (h *Holder) Load() *Snapshot { return h.p.Load() }
+
+// Store publishes s if it is newer than the current one (a late, older load never wins) and
+// reports whether it did.
+func (h *Holder) Store(s *Snapshot) bool {
+	for {
+		cur := h.p.Load()
+		if cur != nil && cur.Version > s.Version {
+			return false
+		}
+		if h.p.CompareAndSwap(cur, s) {
+			return true
+		}
+	}
+}
