@@ -33,3 +33,6 @@ migrate: build ## apply migrations to POPUP_MYSQL_DSN
 
 clean:
 	rm -rf bin .testdata
+
+bench: ## A/B throughput and latency: bare net/http vs GET /api/v1/popup (docs/PERFORMANCE.md)
+	scripts/bench.sh

@@ -77,7 +77,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return fmt.Errorf("load initial config snapshot: %w", err)
 	}
 
-	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit)
+	var batcher *redisstore.Batcher
+	if cfg.RedisPipelines > 0 {
+		batcher = redisstore.NewBatcher(rdb, cfg.RedisPipelines, 128, cfg.RedisTimeout)
+	}
+	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, batcher)
 	public := &httpapi.Public{
 		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
 		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,
@@ -113,6 +117,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return httpapi.Serve(gctx, adminSrv, cfg.ShutdownTimeout, func(a net.Addr) { adminAddr = a; bound <- struct{}{} })
 	})
 	g.Go(func() error { return refresher.Run(gctx) })
+	if batcher != nil {
+		g.Go(func() error { return batcher.Run(gctx) })
+	}
 	g.Go(func() error {
 		for range 2 {
 			select {

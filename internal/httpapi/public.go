@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -39,7 +40,8 @@ type Public struct {
 	// Ready reports whether Redis is reachable (for /readyz).
 	Ready func(ctx context.Context) error
 
-	ids *idSource
+	ids        *idSource
+	lastErrLog atomic.Int64
 }
 
 // maxActionBody is the action body limit of SPEC §4.
@@ -88,8 +90,12 @@ var (
 )
 
 func (p *Public) getPopup(c *gin.Context) {
-	q := c.Request.URL.Query()
-	req, aerr := parseRequest(q.Get("uid"), q.Get("platform"), q.Get("app_version"), q.Get("region"), q.Get("lang"))
+	q, aerr := scanQuery(c.Request.URL.RawQuery)
+	if aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
+	req, aerr := parseRequest(q.uid, q.platform, q.appVersion, q.region, q.lang)
 	if aerr != nil {
 		writeError(c, p.Log, aerr)
 		return
@@ -156,12 +162,22 @@ func anyCandidate(cs []*popup.Compiled, req *popup.Request, now time.Time) bool 
 }
 
 func (p *Public) storeFailed(now time.Time, op string, err error) {
-	if errors.Is(err, redisstore.ErrBusy) {
-		return // saturation of MySQL loads is not a Redis failure
+	switch {
+	case errors.Is(err, redisstore.ErrLoad):
+		// MySQL slow or saturated while loading a lost state: this request degrades, but it
+		// says nothing about Redis, so the breaker is left alone.
+		if p.Metrics != nil {
+			p.Metrics.MySQLErrors.Inc()
+		}
+	default:
+		p.Breaker.Failure(now)
+		if p.Metrics != nil {
+			p.Metrics.RedisErrors.WithLabelValues(op).Inc()
+		}
 	}
-	p.Breaker.Failure(now)
-	if p.Metrics != nil {
-		p.Metrics.RedisErrors.WithLabelValues(op).Inc()
+	// At most one log line a second: an outage must not turn into a log flood.
+	if last := p.lastErrLog.Load(); now.UnixNano()-last > int64(time.Second) && p.lastErrLog.CompareAndSwap(last, now.UnixNano()) {
+		p.Log.Warn("redis call failed; answering degraded", "op", op, "err", err)
 	}
 }
 

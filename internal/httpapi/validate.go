@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"net/url"
+	"strings"
+
 	"popupsvc/internal/popup"
 )
 
@@ -51,3 +54,49 @@ func validCode(s string) bool {
 
 // validID accepts client event and decision ids: 1-64 characters of [A-Za-z0-9_.:-].
 func validID(s string) bool { return popup.ValidUID(s) }
+
+// homepageQuery holds the raw fields of the homepage query.
+type homepageQuery struct{ uid, platform, appVersion, region, lang string }
+
+// scanQuery reads the homepage fields out of a raw query string without building a url.Values
+// map; values are unescaped only when they contain an escape. The first occurrence of a key wins,
+// as with url.Values.Get.
+func scanQuery(raw string) (homepageQuery, *apiError) {
+	var q homepageQuery
+	for raw != "" {
+		var pair string
+		if i := strings.IndexByte(raw, '&'); i >= 0 {
+			pair, raw = raw[:i], raw[i+1:]
+		} else {
+			pair, raw = raw, ""
+		}
+		key, val, _ := strings.Cut(pair, "=")
+		var dst *string
+		switch key {
+		case "uid":
+			dst = &q.uid
+		case "platform":
+			dst = &q.platform
+		case "app_version":
+			dst = &q.appVersion
+		case "region":
+			dst = &q.region
+		case "lang":
+			dst = &q.lang
+		default:
+			continue
+		}
+		if *dst != "" {
+			continue
+		}
+		if strings.ContainsAny(val, "%+") {
+			v, err := url.QueryUnescape(val)
+			if err != nil {
+				return q, badRequest("invalid_query", "query string has a malformed escape in "+key)
+			}
+			val = v
+		}
+		*dst = val
+	}
+	return q, nil
+}

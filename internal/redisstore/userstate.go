@@ -27,15 +27,29 @@ type UserStore struct {
 	loader StateLoader
 	group  singleflight.Group
 	slots  chan struct{} // bounds concurrent MySQL loads
+	batch  *Batcher      // nil: every command is its own round trip
 }
 
-// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader.
-func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int) *UserStore {
-	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit)}
+// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With a
+// batcher, the hot-path commands (GET and the record script) share pipelines.
+func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, batch *Batcher) *UserStore {
+	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), batch: batch}
 }
 
-// ErrBusy means too many state loads are in flight; the caller degrades rather than queue up.
+// do runs cmd through the batcher when there is one.
+func (s *UserStore) do(ctx context.Context, cmd redis.Cmder) error {
+	if s.batch != nil {
+		return s.batch.Do(ctx, cmd)
+	}
+	return s.rdb.Process(ctx, cmd)
+}
+
+// ErrBusy means the request's budget ran out waiting for one of the bounded MySQL load slots.
 var ErrBusy = errors.New("user state loads saturated")
+
+// ErrLoad marks a failure of the durable source (MySQL) rather than of Redis: callers must not
+// count it against Redis's health.
+var ErrLoad = errors.New("user state load failed")
 
 // State is a user's state and the exact stored value it was decoded from (the record script
 // compares against it, so a concurrent change is detected).
@@ -49,7 +63,9 @@ type State struct {
 func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, error) {
 	var kb [96]byte
 	key := string(s.keys.AppendUser(kb[:0], uid))
-	raw, err := s.rdb.Get(ctx, key).Result()
+	cmd := redis.NewStringCmd(ctx, "get", key)
+	_ = s.do(ctx, cmd)
+	raw, err := cmd.Result()
 	if err == nil {
 		st, derr := DecodeState(raw)
 		if derr == nil {
@@ -76,15 +92,17 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 }
 
 func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (State, error) {
+	// Wait for a slot within the caller's budget: a burst of new users queues for MySQL
+	// instead of all hitting it at once, and degrades only if the budget runs out.
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
-	default:
-		return State{}, ErrBusy
+	case <-ctx.Done():
+		return State{}, fmt.Errorf("%w: %w: %w", ErrLoad, ErrBusy, ctx.Err())
 	}
 	st, err := s.loader.Load(ctx, uid, now)
 	if err != nil {
-		return State{}, fmt.Errorf("load user state: %w", err)
+		return State{}, fmt.Errorf("%w: %w", ErrLoad, err)
 	}
 	raw := string(AppendState(nil, &st))
 	// NX: an impression recorded meanwhile wins over our older view of the user.
@@ -158,7 +176,19 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 	}
 	var sb, eb [512]byte
 	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), event.Append(eb[:0], ev), EventIDTTL.Milliseconds()}
-	n, err := recordScript.Run(ctx, s.rdb, keys, args...).Int()
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", recordScript.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	_ = s.do(ctx, cmd)
+	n, err := cmd.Int()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
+		n, err = recordScript.Run(ctx, s.rdb, keys, args...).Int()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("record %s: %w", ev.Action, err)
 	}

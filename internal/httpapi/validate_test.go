@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestScanQueryAgreesWithURLValues(t *testing.T) {
+	tests := []string{
+		"uid=u1&platform=ios&app_version=8.10.0",
+		"uid=a%3Ab&platform=web&app_version=1&region=cn&lang=zh",
+		"platform=android&uid=x&uid=y&app_version=2&extra=1",
+		"uid=&platform=ios",
+		"uid=a+b&platform=ios&app_version=1",
+		"",
+		"&&uid=z&&",
+		"uid",
+	}
+	for _, give := range tests {
+		t.Run(give, func(t *testing.T) {
+			got, aerr := scanQuery(give)
+			require.Nil(t, aerr)
+			want, err := url.ParseQuery(give)
+			require.NoError(t, err)
+			assert.Equal(t, homepageQuery{uid: want.Get("uid"), platform: want.Get("platform"), appVersion: want.Get("app_version"),
+				region: want.Get("region"), lang: want.Get("lang")}, got)
+		})
+	}
+}
+
+func TestScanQueryRejectsBadEscapes(t *testing.T) {
+	_, aerr := scanQuery("uid=%zz&platform=ios")
+	require.NotNil(t, aerr)
+	assert.Equal(t, "invalid_query", aerr.code)
+}
+
+func TestParseRequestAllocations(t *testing.T) {
+	allocs := testing.AllocsPerRun(100, func() {
+		q, _ := scanQuery("uid=user-123&platform=ios&app_version=8.10.0&region=cn&lang=en")
+		_, _ = parseRequest(q.uid, q.platform, q.appVersion, q.region, q.lang)
+	})
+	assert.Zero(t, allocs)
+}
+
+func FuzzScanQuery(f *testing.F) {
+	f.Add("uid=u1&platform=ios&app_version=8.10.0")
+	f.Add("uid=%41&platform=web")
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, aerr := scanQuery(raw)
+		want, err := url.ParseQuery(raw)
+		if aerr != nil || err != nil {
+			return // either may refuse what the other tolerates (e.g. ';'); both must not panic
+		}
+		assert.Equal(t, want.Get("uid"), got.uid)
+		assert.Equal(t, want.Get("platform"), got.platform)
+		assert.Equal(t, want.Get("app_version"), got.appVersion)
+	})
+}

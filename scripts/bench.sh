@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# bench.sh (`make bench`): one run, same machine, same load settings, alternating
+#   A = loadtest/refserver (bare net/http, fixed body of a popup answer's size)
+#   B = GET /api/v1/popup on popup-api (warm users, real Redis + MariaDB + worker)
+# and reports req/s of both and their ratio, p50/p99, API CPU seconds per 1,000 requests,
+# MySQL statements per 1,000 GETs, and p99 at a fixed offered rate of half B's maximum.
+#
+#   BENCH_CONFIGS (20)  BENCH_UIDS (100000)  BENCH_DURATION (10s)  BENCH_CONNS (64)
+#   BENCH_THREADS (2)   BENCH_ROUNDS (2)     BENCH_OPEN_DURATION (10s)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+configs=${BENCH_CONFIGS:-20}
+export BENCH_UIDS=${BENCH_UIDS:-100000}
+duration=${BENCH_DURATION:-10s}
+conns=${BENCH_CONNS:-64}
+threads=${BENCH_THREADS:-2}
+rounds=${BENCH_ROUNDS:-2}
+open_duration=${BENCH_OPEN_DURATION:-10s}
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+
+scripts/services.sh install
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null; }
+make -s build
+go build -o bin/refserver ./loadtest/refserver
+go build -o bin/benchtool ./loadtest/benchtool
+
+run_dir="$root/.testdata/bench-$$"
+mkdir -p "$run_dir" loadtest/reports
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  scripts/services.sh stop "$run_dir" || true
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+
+port() { scripts/services.sh free-port; }
+mysql_port=$(port); redis_port=$(port); api_port=$(port); admin_port=$(port); worker_port=$(port); ref_port=$(port)
+scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
+scripts/services.sh start-redis "$run_dir" "$redis_port"
+
+export POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup"
+export POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
+export POPUP_ADMIN_TOKEN=bench
+export POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}"
+export POPUP_LOG_LEVEL=warn
+bin/popup-worker migrate >/dev/null
+bin/popup-worker >"$run_dir/worker.log" 2>&1 & pids+=($!)
+bin/popup-api >"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
+bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & pids+=($!)
+for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz" 2>/dev/null && break; sleep 0.1; done
+curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz"
+
+api="http://127.0.0.1:${api_port}"
+ref="http://127.0.0.1:${ref_port}"
+bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs"
+bin/benchtool warm -url "$api" -uids "$BENCH_UIDS"
+# Let the worker drain the warm-up's impressions so B measures the steady state.
+for _ in $(seq 1 300); do
+  n=$(redis-cli -p "$redis_port" --no-raw eval "local n=0 for _,k in ipairs(redis.call('keys','popup:{q*}:queue')) do n=n+redis.call('llen',k) end return n" 0 | tr -dc 0-9)
+  [ "${n:-0}" = 0 ] && break; sleep 0.2
+done
+
+clk=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+degraded() { curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics" | awk '/^popup_degraded_responses_total/ {print $2+0}'; }
+questions() { mariadb --no-defaults -h127.0.0.1 -P"$mysql_port" -upopup -ppopup -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
+
+# wrk_run URL → "rps p50_ms p99_ms requests non2xx_or_errors"
+wrk_run() {
+  local out
+  out=$(wrk -t"$threads" -c"$conns" -d"$duration" --latency -s loadtest/bench.lua "$1")
+  echo "$out" >>"$run_dir/wrk.log"
+  local rps p50 p99 reqs bad
+  rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+  bad=$(awk '/Non-2xx/ {n+=$NF} /Socket errors/ {gsub(/[^0-9 ]/," "); n+=$1+$2+$3+$4} END {print n+0}' <<<"$out")
+  echo "$rps $(to_ms "$p50") $(to_ms "$p99") $reqs $bad"
+}
+to_ms() { # wrk prints 1.23ms / 456.00us / 1.02s
+  awk -v v="$1" 'BEGIN { if (v ~ /us$/) {sub(/us$/,"",v); print v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v); print v+0} else {sub(/s$/,"",v); print v*1000} }'
+}
+
+results=()
+best_api=0
+for r in $(seq 1 "$rounds"); do
+  read -r a_rps a_p50 a_p99 a_reqs a_bad < <(wrk_run "$ref")
+  log "round $r A (bare):  ${a_rps} req/s p50 ${a_p50} ms p99 ${a_p99} ms errors ${a_bad}"
+  d0=$(degraded); c0=$(cpu_ticks "$api_pid"); q0=$(questions)
+  if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
+    # CPU profile of the API during the first B run (BENCH_PROFILE=file)
+    curl -fsS -H 'Authorization: Bearer bench' -o "$BENCH_PROFILE" \
+      "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
+  fi
+  read -r b_rps b_p50 b_p99 b_reqs b_bad < <(wrk_run "$api")
+  c1=$(cpu_ticks "$api_pid"); q1=$(questions); d1=$(degraded)
+  # A degraded answer (no Redis) is a 200 but not a real answer: it counts as an error here.
+  b_bad=$(awk -v b="$b_bad" -v a="$d0" -v c="$d1" 'BEGIN {printf "%d", b + c - a}')
+  if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
+  cpu_s=$(awk -v a="$c0" -v b="$c1" -v t="$clk" 'BEGIN {print (b-a)/t}')
+  per_k=$(awk -v c="$cpu_s" -v n="$b_reqs" 'BEGIN {printf "%.4f", c*1000/n}')
+  per_cpu=$(awk -v c="$cpu_s" -v n="$b_reqs" 'BEGIN {printf "%.0f", n/c}')
+  # minus the one SHOW STATUS of ours inside the window
+  stmts=$(awk -v a="$q0" -v b="$q1" -v n="$b_reqs" 'BEGIN {printf "%.3f", (b-a-1)*1000/n}')
+  ratio=$(awk -v a="$a_rps" -v b="$b_rps" 'BEGIN {printf "%.3f", b/a}')
+  log "round $r B (api):   ${b_rps} req/s p50 ${b_p50} ms p99 ${b_p99} ms errors ${b_bad} | ratio ${ratio} | ${per_k} CPU-s/1k req (${per_cpu} req/CPU-s) | ${stmts} MySQL stmts/1k GETs"
+  results+=("$r $a_rps $a_p50 $a_p99 $a_bad $b_rps $b_p50 $b_p99 $b_bad $ratio $per_k $per_cpu $stmts")
+  best_api=$(awk -v a="$best_api" -v b="$b_rps" 'BEGIN {print (b>a)?b:a}')
+done
+
+half=$(awk -v b="$best_api" 'BEGIN {printf "%d", b/2}')
+log "open loop at ${half} req/s (half of B's best) for ${open_duration}"
+open_api=$(bin/benchtool openloop -url "$api" -rate "$half" -duration "$open_duration" -uids "$BENCH_UIDS")
+open_ref=$(bin/benchtool openloop -url "$ref" -rate "$half" -duration "$open_duration" -uids "$BENCH_UIDS")
+log "B ${open_api}"
+log "A ${open_ref}"
+decisions=$(curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics" | grep '^popup_decisions_total' || true)
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+report="loadtest/reports/bench-${stamp}.md"
+{
+  echo "# make bench ${stamp}"
+  echo
+  echo "configs=${configs} uids=${BENCH_UIDS} wrk -t${threads} -c${conns} -d${duration} --latency -s loadtest/bench.lua; $(nproc) cores"
+  echo
+  echo "| round | bare req/s | bare p50 ms | bare p99 ms | bare errors | api req/s | api p50 ms | api p99 ms | api errors (incl. degraded) | ratio | api CPU-s / 1k req | req / CPU-s | MySQL stmts / 1k GET |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for row in "${results[@]}"; do echo "| ${row// / | } |"; done
+  echo
+  echo "open loop, api: ${open_api}"
+  echo
+  echo "open loop, bare: ${open_ref}"
+  echo
+  echo '```'
+  echo "$decisions"
+  echo '```'
+} | tee "$report"
+log "report: $report"
