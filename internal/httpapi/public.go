@@ -106,7 +106,8 @@ func (p *Public) getPopup(c *gin.Context) {
 		return
 	}
 	now := p.Now()
-	if !anyCandidate(snap.Ordered, &req, now) {
+	cands := snap.Candidates(req.Platform, req.Region)
+	if !anyCandidate(cands, &req, now) {
 		// Nothing targets this request: no Redis round trip needed.
 		p.answerNull(c, snap, "no_candidate")
 		return
@@ -124,7 +125,7 @@ func (p *Public) getPopup(c *gin.Context) {
 			p.degraded(c, "redis_error")
 			return
 		}
-		chosen := popup.Select(snap.Ordered, req, &st.UserState, now, p.DailyCap)
+		chosen := popup.Select(cands, req, &st.UserState, now, p.DailyCap)
 		if chosen == nil {
 			p.Breaker.Success()
 			p.answerNull(c, snap, "none_eligible")

@@ -24,6 +24,7 @@ type Snapshot struct {
 	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
 	entries  map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
 	popups   []popup.Popup
+	index    index
 	BuiltAt  time.Time
 	Problems []error // popups that failed to compile (kept out; logged by the refresher)
 }
@@ -72,7 +73,14 @@ func Build(version int64, popups []popup.Popup, now time.Time) *Snapshot {
 		}
 	}
 	popup.SortForSelection(s.Ordered)
+	s.index = buildIndex(s.Ordered, now)
 	return s
+}
+
+// Candidates returns the active popups that can match a request on platform from region, in
+// selection order: every popup Select could choose for it, and usually far fewer than Ordered.
+func (s *Snapshot) Candidates(platform, region string) []*popup.Compiled {
+	return s.index.candidates(platform, region)
 }
 
 // Entry returns the popup with id, or nil when the snapshot does not hold it.

@@ -1,0 +1,132 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// randomPopups makes n valid popups with a spread of statuses, windows and targeting.
+func randomPopups(rng *rand.Rand, n int) []popup.Popup {
+	pls := []string{"ios", "android", "web"}
+	regions := []string{"cn", "US", "de", "jp"}
+	out := make([]popup.Popup, 0, n)
+	for i := 1; i <= n; i++ {
+		in := popup.Input{Name: "p" + strconv.Itoa(i)}
+		prio := rng.IntN(5)
+		in.Priority = &prio
+		st := []popup.Status{popup.StatusActive, popup.StatusActive, popup.StatusActive, popup.StatusPaused, popup.StatusDraft}[rng.IntN(5)]
+		in.Status = &st
+		t := &popup.TargetingInput{}
+		if rng.IntN(2) == 0 {
+			t.Platforms = []string{pls[rng.IntN(3)]}
+		}
+		if rng.IntN(2) == 0 {
+			t.Regions = []string{regions[rng.IntN(4)], regions[rng.IntN(4)]}
+		}
+		in.Targeting = t
+		switch rng.IntN(4) {
+		case 0:
+			end := t0.Add(-time.Hour)
+			in.EndAt = &end
+		case 1:
+			start := t0.Add(time.Hour)
+			in.StartAt = &start
+		}
+		p, err := in.Build()
+		if err != nil {
+			panic(err)
+		}
+		p.ID = int64(i)
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestCandidatesNeverChangeTheDecision: selecting from the index gives the same popup as
+// selecting from every active popup, for every platform and region, including ones no config
+// names.
+func TestCandidatesNeverChangeTheDecision(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 50; round++ {
+		s := Build(int64(round), randomPopups(rng, 40), t0)
+		require.Empty(t, s.Problems)
+		for _, pl := range []string{"ios", "android", "web"} {
+			for _, region := range []string{"", "cn", "CN", "us", "de", "jp", "fr"} {
+				for _, now := range []time.Time{t0, t0.Add(2 * time.Hour)} {
+					req := popup.Request{UID: "u" + strconv.Itoa(round), Platform: pl, Region: region}
+					want := popup.Select(s.Ordered, req, nil, now, 0)
+					got := popup.Select(s.Candidates(pl, region), req, nil, now, 0)
+					assert.Same(t, want, got, "round %d %s/%q", round, pl, region)
+				}
+			}
+		}
+	}
+}
+
+func TestBuildPreEncodesThePublicShape(t *testing.T) {
+	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://go"}}}.Build()
+	require.NoError(t, err)
+	p.ID = 7
+	s := Build(3, []popup.Popup{p}, t0)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(s.Entry(7).JSON, &got))
+	assert.Equal(t, map[string]any{"id": float64(7), "title": "T", "content": "", "image_url": "", "link_url": "",
+		"buttons": []any{map[string]any{"text": "Go", "link_url": "app://go"}}, "ext": map[string]any{}}, got)
+	assert.Nil(t, s.Entry(8))
+}
+
+func TestHolderNeverGoesBack(t *testing.T) {
+	var h Holder
+	assert.True(t, h.Store(Build(2, nil, t0)))
+	assert.False(t, h.Store(Build(1, nil, t0)))
+	assert.EqualValues(t, 2, h.Load().Version)
+	assert.True(t, h.Store(Build(3, nil, t0)))
+}
+
+// BenchmarkSelect10k compares selection over every active popup with selection over the
+// index's candidates, with 10,000 configs targeting 3 platforms x 8 regions.
+func BenchmarkSelect10k(b *testing.B) {
+	regions := []string{"cn", "us", "de", "jp", "br", "in", "fr", "gb"}
+	pls := []string{"ios", "android", "web"}
+	var popups []popup.Popup
+	for i := 1; i <= 10000; i++ {
+		in := popup.Input{Name: "p" + strconv.Itoa(i)}
+		prio := i % 100
+		in.Priority = &prio
+		if i > 5 {
+			rollout := 10 + i%90
+			in.Targeting = &popup.TargetingInput{Platforms: []string{pls[i%3]}, Regions: []string{regions[i%8]},
+				MinAppVersion: "8." + strconv.Itoa(i%12) + ".0", RolloutPercent: &rollout}
+		}
+		p, err := in.Build()
+		require.NoError(b, err)
+		p.ID = int64(i)
+		popups = append(popups, p)
+	}
+	s := Build(1, popups, t0)
+	v, _ := popup.ParseVersion("8.3.0")
+	req := popup.Request{UID: "user-42", Platform: "android", AppVersion: v, Region: "de", Lang: "en"}
+	st := &popup.UserState{}
+	b.Run("all", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			popup.Select(s.Ordered, req, st, t0, 0)
+		}
+	})
+	b.Run("candidates", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			popup.Select(s.Candidates(req.Platform, req.Region), req, st, t0, 0)
+		}
+	})
+}
