@@ -122,4 +122,3 @@ func Redis(t testing.TB) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
-

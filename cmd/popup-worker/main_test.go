@@ -1,0 +1,553 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// workerBinary builds popup-worker once per test run, into a temporary directory.
+func workerBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "popup-worker-test-"); buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(buildDir, "popup-worker")
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+// workerEnv is the environment of a worker process under test.
+type workerEnv struct {
+	dsn, prefix string
+	shards      int
+	vars        []string
+}
+
+func newWorkerEnv(t *testing.T, shards int) workerEnv {
+	t.Helper()
+	return workerEnv{dsn: testenv.MySQLDSN(t, true), prefix: testenv.RedisPrefix(t), shards: shards}
+}
+
+func (w workerEnv) with(vars ...string) []string {
+	base := []string{
+		"POPUP_MYSQL_DSN=" + w.dsn,
+		"POPUP_REDIS_ADDR=" + os.Getenv(testenv.EnvRedis),
+		"POPUP_REDIS_PREFIX=" + w.prefix,
+		fmt.Sprintf("POPUP_QUEUE_SHARDS=%d", w.shards),
+		"POPUP_WORKER_ADDR=127.0.0.1:0",
+		"POPUP_WORKER_LEASE=1s",
+		"POPUP_WORKER_BATCH_SIZE=200",
+		"POPUP_WORKER_FLUSH_INTERVAL=10ms",
+		"POPUP_WARM_INTERVAL=1h",
+		"POPUP_SHUTDOWN_TIMEOUT=5s",
+		"POPUP_LOG_LEVEL=info",
+		"POPUP_WORKER_FAILPOINT=",
+	}
+	// Later entries win: the test's settings over the caller's environment.
+	return append(append(os.Environ(), base...), vars...)
+}
+
+func (w workerEnv) keys() redisstore.Keys { return redisstore.Keys{Prefix: w.prefix, Shards: w.shards} }
+
+// logSink collects every worker process's stderr and shows its tail when the test fails.
+type logSink struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func newLogSink(t *testing.T) *logSink {
+	l := &logSink{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			lines := strings.Split(l.buf.String(), "\n")
+			t.Logf("last worker log lines:\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	})
+	return l
+}
+
+func (l *logSink) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// proc is one worker process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func startWorker(t *testing.T, env []string, logs io.Writer, args ...string) *proc {
+	t.Helper()
+	p, err := spawnWorker(t, workerBinary(t), env, logs, args...)
+	require.NoError(t, err)
+	return p
+}
+
+// spawnWorker starts the worker binary; safe to call from any goroutine of the test. The process
+// is killed when the test ends, if it still runs.
+func spawnWorker(t *testing.T, bin string, env []string, logs io.Writer, args ...string) (*proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	return p, nil
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// waitExit waits for the process to end, bounded, and returns its wait status.
+func (p *proc) waitExit(t *testing.T, within time.Duration) syscall.WaitStatus {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		t.Fatalf("worker did not exit within %s", within)
+	}
+	return p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+func killedBySIGKILL(p *proc) bool {
+	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func openDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db, err := mysqlstore.Open(ctx, dsn, 4)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func mkEvent(i int) event.Event {
+	actions := []event.Action{event.Impression, event.Click, event.Close}
+	at := t0.Add(time.Duration(i) * time.Millisecond)
+	return event.Event{
+		ID: fmt.Sprintf("crash-%06d", i), UID: fmt.Sprintf("u%d", i%997), PopupID: int64(1 + i%7),
+		Action: actions[i%3], At: at, NextShowAt: at.Add(time.Duration(i%5000) * time.Second), Impressions: i % 1013,
+	}
+}
+
+type stateKey struct {
+	uid string
+	id  int64
+}
+
+type wantState struct {
+	next time.Time
+	imp  int
+}
+
+// TestWorkerLosesNothingWhenKilledRepeatedly is SPEC §6's promise under kill -9: 24,000 events
+// are queued while two worker processes are SIGKILLed at random moments and also kill themselves
+// between commit and acknowledgement; then clean workers drain. Every queued event must be in the
+// action log exactly once, the user state must be the max-merge of all events, and no processing
+// list may be left.
+func TestWorkerLosesNothingWhenKilledRepeatedly(t *testing.T) {
+	const total, chunk = 24_000, 400
+	w := newWorkerEnv(t, 2)
+	keys := w.keys()
+	rdb := testenv.Redis(t)
+	db := openDB(t, w.dsn)
+	logs := newLogSink(t)
+	bin := workerBinary(t)
+	chaosEnv := w.with("POPUP_WORKER_FAILPOINT=after-commit-before-ack:0.1", "POPUP_LOG_LEVEL=warn")
+
+	var (
+		stopChaos                      = make(chan struct{})
+		starts, kills, failpointDeaths atomic.Int64
+		unexpectedMu                   sync.Mutex
+		unexpected                     []string
+		chaos                          sync.WaitGroup
+	)
+	endChaos := sync.OnceFunc(func() {
+		close(stopChaos)
+		chaos.Wait()
+	})
+	defer endChaos() // also when a check below fails
+	for slot := range 2 {
+		chaos.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(slot), uint64(time.Now().UnixNano())))
+			for {
+				select {
+				case <-stopChaos:
+					return
+				default:
+				}
+				p, err := spawnWorker(t, bin, chaosEnv, logs)
+				if err != nil {
+					unexpectedMu.Lock()
+					unexpected = append(unexpected, "start: "+err.Error())
+					unexpectedMu.Unlock()
+					return
+				}
+				starts.Add(1)
+				life := time.NewTimer(time.Duration(200+r.IntN(700)) * time.Millisecond)
+				select {
+				case <-p.done:
+					if killedBySIGKILL(p) {
+						failpointDeaths.Add(1)
+					} else {
+						unexpectedMu.Lock()
+						unexpected = append(unexpected, fmt.Sprint(p.err))
+						unexpectedMu.Unlock()
+					}
+				case <-life.C:
+					p.kill()
+					kills.Add(1)
+				case <-stopChaos:
+					p.kill()
+					return
+				}
+				life.Stop()
+			}
+		})
+	}
+
+	ctx := context.Background()
+	ids := make([]string, 0, total)
+	want := map[stateKey]wantState{}
+	for from := 0; from < total; from += chunk {
+		pipe := rdb.Pipeline()
+		for i := from; i < from+chunk; i++ {
+			ev := mkEvent(i)
+			pipe.RPush(ctx, keys.Queue(keys.Shard(ev.UID)), event.Append(nil, &ev))
+			k := stateKey{ev.UID, ev.PopupID}
+			s := want[k]
+			if ev.NextShowAt.After(s.next) {
+				s.next = ev.NextShowAt
+			}
+			s.imp = max(s.imp, ev.Impressions)
+			want[k] = s
+			ids = append(ids, ev.ID)
+		}
+		_, err := pipe.Exec(ctx)
+		require.NoError(t, err, "queueing must succeed: these events count as acknowledged")
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	endChaos()
+	t.Logf("chaos: %d worker starts, %d SIGKILLed by the test, %d killed themselves after commit, before ack",
+		starts.Load(), kills.Load(), failpointDeaths.Load())
+	require.Empty(t, unexpected, "workers exited on their own")
+	require.GreaterOrEqual(t, kills.Load(), int64(5), "the test must actually kill workers")
+	require.GreaterOrEqual(t, failpointDeaths.Load(), int64(1), "the failpoint must fire")
+
+	// Clean workers drain what is left, including the dead workers' processing lists.
+	metricsAddr := freeAddr(t)
+	clean := []*proc{
+		startWorker(t, w.with("POPUP_WORKER_ADDR="+metricsAddr), logs),
+		startWorker(t, w.with(), logs),
+	}
+	waitHealthy(t, metricsAddr)
+	deadline := time.Now().Add(40 * time.Second)
+	for !drained(t, rdb, db, keys, total) {
+		require.True(t, time.Now().Before(deadline), "not drained within 40 s")
+		time.Sleep(100 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), `popup_queue_length{shard="0"} 0`)
+	assert.Contains(t, string(body), `popup_queue_processing_length{shard="1"} 0`)
+
+	for _, p := range clean {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, p := range clean {
+		ws := p.waitExit(t, 20*time.Second)
+		assert.Equal(t, 0, ws.ExitStatus(), "SIGTERM is a clean exit")
+	}
+
+	requireExactlyOnce(t, db, ids)
+	requireStates(t, db, want)
+	for shard := range keys.Shards {
+		workers, err := rdb.SMembers(ctx, keys.Workers(shard)).Result()
+		require.NoError(t, err)
+		assert.Empty(t, workers, "shard %d: no worker left registered", shard)
+		dead, err := rdb.LLen(ctx, keys.Dead(shard)).Result()
+		require.NoError(t, err)
+		assert.Zero(t, dead, "shard %d: nothing dead-lettered", shard)
+	}
+}
+
+// drained reports whether the log holds total rows and no queue or processing list holds events.
+func drained(t *testing.T, rdb *redis.Client, db *sql.DB, keys redisstore.Keys, total int) bool {
+	t.Helper()
+	ctx := context.Background()
+	var n int
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT COUNT(*) FROM popup_action_log").Scan(&n))
+	if n < total {
+		return false
+	}
+	for shard := range keys.Shards {
+		qlen, err := rdb.LLen(ctx, keys.Queue(shard)).Result()
+		require.NoError(t, err)
+		procs, err := rdb.Keys(ctx, keys.Processing(shard, "*")).Result()
+		require.NoError(t, err)
+		if qlen > 0 || len(procs) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func requireExactlyOnce(t *testing.T, db *sql.DB, ids []string) {
+	t.Helper()
+	rows, err := db.Query("SELECT event_id FROM popup_action_log")
+	require.NoError(t, err)
+	defer rows.Close()
+	seen := make(map[string]int, len(ids))
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		seen[id]++
+	}
+	require.NoError(t, rows.Err())
+	var missing []string
+	for _, id := range ids {
+		if seen[id] != 1 {
+			missing = append(missing, fmt.Sprintf("%s×%d", id, seen[id]))
+		}
+	}
+	require.Empty(t, missing, "events not in the log exactly once")
+	require.Len(t, seen, len(ids), "no unexpected events")
+}
+
+func requireStates(t *testing.T, db *sql.DB, want map[stateKey]wantState) {
+	t.Helper()
+	rows, err := db.Query("SELECT uid, popup_id, next_show_at, impressions FROM popup_user_state")
+	require.NoError(t, err)
+	defer rows.Close()
+	got := map[stateKey]wantState{}
+	for rows.Next() {
+		var (
+			k stateKey
+			s wantState
+		)
+		require.NoError(t, rows.Scan(&k.uid, &k.id, &s.next, &s.imp))
+		got[k] = s
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, got, len(want))
+	var wrong int
+	for k, w := range want {
+		g := got[k]
+		if !g.next.Equal(w.next) || g.imp != w.imp {
+			wrong++
+		}
+	}
+	assert.Zero(t, wrong, "user-state rows differ from the max-merge of all events")
+}
+
+func TestWorkerRefusesAnUnmigratedSchema(t *testing.T) {
+	w := workerEnv{dsn: testenv.MySQLDSN(t, false), prefix: testenv.RedisPrefix(t), shards: 1}
+	logs := newLogSink(t)
+
+	p := startWorker(t, w.with(), logs)
+	ws := p.waitExit(t, 20*time.Second)
+
+	assert.NotZero(t, ws.ExitStatus())
+	assert.Contains(t, logs.String(), "run `popup-worker migrate`")
+}
+
+func TestWorkerMigrateIsSafeToRunTwice(t *testing.T) {
+	w := workerEnv{dsn: testenv.MySQLDSN(t, false), prefix: testenv.RedisPrefix(t), shards: 1}
+
+	first, err := runWorker(t, w.with(), "migrate")
+	require.NoError(t, err, first)
+	second, err := runWorker(t, w.with(), "migrate")
+	require.NoError(t, err, second)
+
+	assert.Contains(t, first, "applied migration 00001")
+	assert.Contains(t, second, "schema is up to date at version 1")
+	require.NoError(t, mysqlstore.CheckSchema(context.Background(), openDB(t, w.dsn)))
+}
+
+func TestWorkerServesHealthMetricsWarmsTheCacheAndStopsOnSIGTERM(t *testing.T) {
+	w := newWorkerEnv(t, 2)
+	addr := freeAddr(t)
+	logs := newLogSink(t)
+	rdb := testenv.Redis(t)
+	keys := w.keys()
+	p := startWorker(t, w.with("POPUP_WORKER_ADDR="+addr), logs)
+	ev := mkEvent(1)
+	require.NoError(t, rdb.RPush(context.Background(), keys.Queue(keys.Shard(ev.UID)), event.Append(nil, &ev)).Err())
+
+	health := waitHealthy(t, addr)
+	var metrics []byte
+	require.Eventually(t, func() bool {
+		metrics = scrape(addr)
+		return bytes.Contains(metrics, []byte(`popup_worker_rows_written_total{table="popup_action_log"} 1`))
+	}, 10*time.Second, 20*time.Millisecond)
+	version, err := rdb.Get(context.Background(), keys.ConfigVersion()).Result()
+	require.NoError(t, err, "the worker warms the config cache at start")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	ws := p.waitExit(t, 20*time.Second)
+
+	assert.Equal(t, "ok\n", health)
+	assert.Equal(t, "1", version)
+	assert.Equal(t, 0, ws.ExitStatus())
+	for _, name := range []string{"popup_queue_length", "popup_queue_oldest_event_age_seconds", "popup_queue_processing_length",
+		"popup_queue_dead_letter_length", "popup_worker_batches_total", "popup_worker_rows_written_total",
+		"popup_worker_dead_letters_total", "popup_worker_batch_duration_seconds_bucket", "popup_mysql_errors_total"} {
+		assert.Contains(t, string(metrics), name+"{", "metric %s", name)
+	}
+}
+
+func TestParseFailpoint(t *testing.T) {
+	tests := []struct {
+		give    string
+		wantSet bool
+		wantErr string
+	}{
+		{give: "", wantSet: false},
+		{give: "after-commit-before-ack", wantSet: true},
+		{give: "after-commit-before-ack:0.05", wantSet: true},
+		{give: "after-commit-before-ack:2", wantErr: "bad probability"},
+		{give: "before-lunch", wantErr: "unknown failpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			fp, err := parseFailpoint(tt.give)
+
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantSet, fp != nil)
+		})
+	}
+}
+
+func TestRunRejectsAnUnknownCommand(t *testing.T) {
+	err := run(context.Background(), []string{"frobnicate"}, io.Discard)
+
+	var ue usageError
+	assert.ErrorAs(t, err, &ue)
+}
+
+// waitHealthy waits until the worker at addr answers /healthz with 200 and returns the body.
+func waitHealthy(t *testing.T, addr string) string {
+	t.Helper()
+	var body string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond, "worker at %s not healthy", addr)
+	return body
+}
+
+func scrape(addr string) []byte {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+// runWorker runs the binary to completion and returns its combined output.
+func runWorker(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, workerBinary(t), args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,322 @@
+package mysqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"popupsvc/internal/event"
+)
+
+// EventWriter writes queued events to the action log and the per-user state table. Every write is
+// idempotent: the action log is de-duplicated by event_id and the state is max-merged, so a batch
+// written twice, or batches written out of order, leave the same rows as one ordered write.
+type EventWriter struct {
+	db *sql.DB
+	// OnRows, when set, is told after each commit how many rows it wrote per table: new action
+	// log rows (duplicates excluded) and upserted user-state rows. Metrics hook it.
+	OnRows func(table string, rows int64)
+	// Attempts bounds the quick retries of a deadlock, lock wait timeout or lost connection
+	// within one call (the caller retries further with its own back-off).
+	Attempts int
+}
+
+// NewEventWriter returns a writer over db.
+func NewEventWriter(db *sql.DB) *EventWriter {
+	return &EventWriter{db: db, Attempts: 4}
+}
+
+// Table names, as reported to OnRows.
+const (
+	TableActionLog = "popup_action_log"
+	TableUserState = "popup_user_state"
+)
+
+// WriteBatch writes events in one transaction of two multi-row statements: an insert into the
+// action log that skips known event ids, and an upsert of the user state with the events merged
+// per (uid, popup_id) beforehand. Rows go in key order, so that concurrent writers lock in the
+// same order and do not deadlock each other. A *PermanentError means some event of the batch is
+// rejected by the database whatever the retries; any other error is worth retrying.
+//
+// Statement size: a row is at most maxRowBytes on the wire, so the largest batch the config
+// allows (5,000) stays under 2.5 MiB, well under the default max_allowed_packet (16 MiB on MariaDB
+// 10.11, 64 MiB on MySQL 8.0); CheckBatchSize verifies it against the server at start.
+func (w *EventWriter) WriteBatch(ctx context.Context, events []event.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	if err := checkTimes(events); err != nil {
+		return err
+	}
+	logQ, logArgs := actionLogInsert(events)
+	stateQ, stateArgs, states := userStateUpsert(events)
+	return w.retry(ctx, func() error {
+		inserted, err := w.tx(ctx, logQ, logArgs, stateQ, stateArgs)
+		if err == nil && w.OnRows != nil {
+			w.OnRows(TableActionLog, inserted)
+			w.OnRows(TableUserState, int64(states))
+		}
+		return err
+	})
+}
+
+// maxRowBytes bounds one row of either statement on the wire: three 64-byte ids, each escaped to
+// at most twice its length, plus numbers and times.
+const maxRowBytes = 512
+
+// CheckBatchSize refuses a batch size whose statements could exceed the server's
+// max_allowed_packet (the server would drop the connection on every attempt).
+func (w *EventWriter) CheckBatchSize(ctx context.Context, n int) error {
+	var packet int64
+	if err := w.db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&packet); err != nil {
+		return fmt.Errorf("read max_allowed_packet: %w", err)
+	}
+	if need := int64(n)*maxRowBytes + 1024; need > packet {
+		return fmt.Errorf("batches of %d events need statements up to %d bytes, over the server's max_allowed_packet of %d: lower POPUP_WORKER_BATCH_SIZE or raise max_allowed_packet", n, need, packet)
+	}
+	return nil
+}
+
+// WriteOneByOne writes events one at a time, each in its own transaction of two single-row
+// statements: what a naive worker does. It exists as the benchmark's baseline.
+func (w *EventWriter) WriteOneByOne(ctx context.Context, events []event.Event) error {
+	for i := range events {
+		if err := w.WriteBatch(ctx, events[i:i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *EventWriter) tx(ctx context.Context, logQ string, logArgs []any, stateQ string, stateArgs []any) (inserted int64, err error) {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	res, err := tx.ExecContext(ctx, logQ, logArgs...)
+	if err != nil {
+		return 0, err
+	}
+	inserted, _ = res.RowsAffected()
+	if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
+		return 0, err
+	}
+	return inserted, tx.Commit()
+}
+
+// maxDatetime bounds a DATETIME column; the driver refuses later times before the server sees them.
+var maxDatetime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// checkTimes refuses, as permanent, an event time no DATETIME column can hold.
+func checkTimes(events []event.Event) error {
+	for i := range events {
+		e := &events[i]
+		if !e.At.Before(maxDatetime) || !e.NextShowAt.Before(maxDatetime) {
+			return &PermanentError{Err: fmt.Errorf("event %q: time beyond the DATETIME range (year 9999)", e.ID)}
+		}
+	}
+	return nil
+}
+
+// actionLogInsert builds the action-log statement, rows sorted by event_id. A known event_id is
+// skipped by a no-op update rather than INSERT IGNORE: IGNORE would also turn a bad value into a
+// warning and store it truncated or replaced (two different non-ASCII ids could collapse into one
+// and an event would vanish), where a plain error sends the event to the dead-letter list.
+func actionLogInsert(events []event.Event) (string, []any) {
+	order := make([]int, len(events))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(events[a].ID, events[b].ID) })
+
+	var q strings.Builder
+	q.Grow(96 + len(events)*16)
+	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id) VALUES ")
+	args := make([]any, 0, len(events)*6)
+	for n, i := range order {
+		e := &events[i]
+		if n > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?,?)")
+		args = append(args, e.ID, e.UID, e.PopupID, string(e.Action), toDB(e.At), e.DecisionID)
+	}
+	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
+	return q.String(), args
+}
+
+type stateKey struct {
+	uid     string
+	popupID int64
+}
+
+// mergedState is one user-state row: the maximum of every field over the batch's events.
+type mergedState struct {
+	stateKey
+	nextShowAt, lastImpression, lastClick, lastClose time.Time
+	impressions                                      int
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// mergeStates folds events into one row per (uid, popup_id), sorted by that key (the primary key
+// order, uid being ascii_bin: byte order).
+func mergeStates(events []event.Event) []mergedState {
+	idx := make(map[stateKey]int, len(events))
+	rows := make([]mergedState, 0, len(events))
+	for i := range events {
+		e := &events[i]
+		k := stateKey{e.UID, e.PopupID}
+		j, ok := idx[k]
+		if !ok {
+			j = len(rows)
+			idx[k] = j
+			rows = append(rows, mergedState{stateKey: k})
+		}
+		r := &rows[j]
+		r.nextShowAt = laterOf(r.nextShowAt, e.NextShowAt)
+		r.impressions = max(r.impressions, e.Impressions)
+		switch e.Action {
+		case event.Impression:
+			r.lastImpression = laterOf(r.lastImpression, e.At)
+		case event.Click:
+			r.lastClick = laterOf(r.lastClick, e.At)
+		case event.Close:
+			r.lastClose = laterOf(r.lastClose, e.At)
+		}
+	}
+	slices.SortFunc(rows, func(a, b mergedState) int {
+		return cmp.Or(strings.Compare(a.uid, b.uid), cmp.Compare(a.popupID, b.popupID))
+	})
+	return rows
+}
+
+// userStateUpsert builds the user-state statement. Every column only moves forward (GREATEST),
+// so a replayed or reordered event never moves next_show_at back. VALUES() rather than the
+// `AS new` row alias: the alias does not parse on MariaDB, VALUES() runs on both (MySQL 8.0
+// warns that it is deprecated, nothing more).
+func userStateUpsert(events []event.Event) (string, []any, int) {
+	rows := mergeStates(events)
+	var q strings.Builder
+	q.Grow(512 + len(rows)*16)
+	q.WriteString("INSERT INTO popup_user_state (uid, popup_id, next_show_at, impressions, last_impression_at, last_click_at, last_close_at) VALUES ")
+	args := make([]any, 0, len(rows)*7)
+	for n := range rows {
+		r := &rows[n]
+		if n > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?,?,?)")
+		args = append(args, r.uid, r.popupID, toDB(r.nextShowAt), r.impressions, toDB(r.lastImpression), toDB(r.lastClick), toDB(r.lastClose))
+	}
+	q.WriteString(` ON DUPLICATE KEY UPDATE
+		next_show_at = GREATEST(next_show_at, VALUES(next_show_at)),
+		impressions = GREATEST(impressions, VALUES(impressions)),
+		last_impression_at = GREATEST(last_impression_at, VALUES(last_impression_at)),
+		last_click_at = GREATEST(last_click_at, VALUES(last_click_at)),
+		last_close_at = GREATEST(last_close_at, VALUES(last_close_at)),
+		updated_at = CURRENT_TIMESTAMP(3)`)
+	return q.String(), args, len(rows)
+}
+
+// retry runs fn, retrying deadlocks, lock wait timeouts and lost connections a few times with a
+// short jittered back-off, and classifies the final error.
+func (w *EventWriter) retry(ctx context.Context, fn func() error) error {
+	delay := 10 * time.Millisecond
+	attempts := max(w.Attempts, 1)
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if isPermanent(err) {
+			return &PermanentError{Err: err}
+		}
+		if attempt >= attempts || !isRetryable(err) || ctx.Err() != nil {
+			return fmt.Errorf("write events: %w", err)
+		}
+		t := time.NewTimer(delay/2 + rand.N(delay))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("write events: %w", errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+// PermanentError wraps a database error that retrying will not cure: some value of the batch is
+// rejected (too long, out of range, not valid in its column's character set...). The caller
+// splits the batch to find the event at fault.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "event rejected by MySQL: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent marks the error for callers that do not import this package (see drain).
+func (e *PermanentError) Permanent() bool { return true }
+
+// permanentCodes are MySQL/MariaDB errors caused by a value in a row, not by the server's state.
+var permanentCodes = map[uint16]bool{
+	1048: true, // ER_BAD_NULL_ERROR: column cannot be null
+	1264: true, // ER_WARN_DATA_OUT_OF_RANGE: out of range value for column
+	1265: true, // WARN_DATA_TRUNCATED
+	1292: true, // ER_TRUNCATED_WRONG_VALUE: incorrect datetime value
+	1300: true, // ER_INVALID_CHARACTER_STRING
+	1366: true, // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: incorrect string value
+	1367: true, // ER_ILLEGAL_VALUE_FOR_TYPE
+	1406: true, // ER_DATA_TOO_LONG
+	1411: true, // ER_WRONG_VALUE_FOR_TYPE
+	1690: true, // ER_DATA_OUT_OF_RANGE
+}
+
+// retryableCodes are errors of the server's moment, worth an immediate retry.
+var retryableCodes = map[uint16]bool{
+	1040: true, // ER_CON_COUNT_ERROR: too many connections
+	1053: true, // ER_SERVER_SHUTDOWN
+	1205: true, // ER_LOCK_WAIT_TIMEOUT
+	1213: true, // ER_LOCK_DEADLOCK
+	1927: true, // ER_CONNECTION_KILLED (MariaDB)
+	2006: true, // CR_SERVER_GONE_ERROR
+	2013: true, // CR_SERVER_LOST
+}
+
+func isPermanent(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && permanentCodes[me.Number]
+}
+
+func isRetryable(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return retryableCodes[me.Number]
+	}
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne)
+}
