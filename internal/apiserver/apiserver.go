@@ -64,7 +64,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	metrics := httpapi.NewMetrics(reg)
 
 	holder := &snapshot.Holder{}
+	subscribed := make(chan struct{})
 	refresher := &configcache.Refresher{RDB: rdb, DB: db, Keys: keys, Holder: holder, Poll: cfg.ConfigPoll, Log: log, Now: now,
+		Subscribed: subscribed,
 		OnSwap: func(s *snapshot.Snapshot) {
 			metrics.Version.Set(float64(s.Version))
 			metrics.BuiltAt.Set(float64(s.BuiltAt.UnixNano()) / 1e9)
@@ -121,9 +123,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		g.Go(func() error { return batcher.Run(gctx) })
 	}
 	g.Go(func() error {
-		for range 2 {
+		for _, ch := range []chan struct{}{bound, bound, subscribed} {
 			select {
-			case <-bound:
+			case <-ch:
 			case <-gctx.Done():
 				return nil
 			}

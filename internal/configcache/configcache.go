@@ -103,6 +103,9 @@ type Refresher struct {
 	Now    func() time.Time
 	// OnSwap, when set, is told of every published snapshot (metrics).
 	OnSwap func(*snapshot.Snapshot)
+	// Subscribed, when set, is closed once the subscription is confirmed (or failed), so that an
+	// instance reports itself serving only when it will hear about the next change.
+	Subscribed chan struct{}
 }
 
 // Refresh brings the holder up to the newest config: from Redis, warming Redis from MySQL when it
@@ -150,6 +153,15 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 func (r *Refresher) Run(ctx context.Context) error {
 	sub := r.RDB.Subscribe(ctx, r.Keys.ConfigChannel())
 	defer sub.Close()
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if _, err := sub.Receive(sctx); err != nil {
+		// Redis unreachable now: go-redis resubscribes when it returns; the poll covers the gap.
+		r.Log.Warn("config subscription not confirmed; relying on the poll until it is", "err", err)
+	}
+	cancel()
+	if r.Subscribed != nil {
+		close(r.Subscribed)
+	}
 	msgs := sub.Channel(redis.WithChannelHealthCheckInterval(10 * time.Second))
 	tick := time.NewTicker(r.Poll)
 	defer tick.Stop()

@@ -64,8 +64,13 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 	var kb [96]byte
 	key := string(s.keys.AppendUser(kb[:0], uid))
 	cmd := redis.NewStringCmd(ctx, "get", key)
-	_ = s.do(ctx, cmd)
-	raw, err := cmd.Result()
+	// do's error is the command's, or the context's when the caller gave up first; then cmd
+	// must not be read (the pipeline may still be filling it in).
+	err := s.do(ctx, cmd)
+	var raw string
+	if err == nil {
+		raw = cmd.Val()
+	}
 	if err == nil {
 		st, derr := DecodeState(raw)
 		if derr == nil {
@@ -183,8 +188,11 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 	}
 	cmdArgs = append(cmdArgs, args...)
 	cmd := redis.NewCmd(ctx, cmdArgs...)
-	_ = s.do(ctx, cmd)
-	n, err := cmd.Int()
+	var n int
+	err := s.do(ctx, cmd)
+	if err == nil {
+		n, err = cmd.Int()
+	}
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
 		n, err = recordScript.Run(ctx, s.rdb, keys, args...).Int()
