@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: all build up down status test vet fmt bench loadtest chaos migrate clean
+.PHONY: all build up down status test vet fmt bench soak loadtest chaos migrate clean
 
 all: build
 
@@ -36,3 +36,6 @@ clean:
 
 bench: ## A/B throughput and latency: bare net/http vs GET /api/v1/popup (docs/PERFORMANCE.md)
 	scripts/bench.sh
+
+soak: ## 10-minute fixed-rate load: popup-api RSS and goroutines must stay flat
+	scripts/soak.sh

@@ -6,12 +6,14 @@
 # MySQL statements per 1,000 GETs, and p99 at a fixed offered rate of half B's maximum.
 #
 #   BENCH_CONFIGS (20)  BENCH_UIDS (100000)  BENCH_DURATION (10s)  BENCH_CONNS (64)
-#   BENCH_THREADS (2)   BENCH_ROUNDS (2)     BENCH_OPEN_DURATION (10s)
+#   BENCH_THREADS (2)   BENCH_ROUNDS (2)     BENCH_OPEN_DURATION (10s)  BENCH_REGIONS (8)
+#   BENCH_WARM_TRIES (30)  BENCH_PROFILE (file: CPU profile of the first B run)
+#   BENCH_SWEEP ("8 16 32 64 128 256": connection counts of the sweep written for the plots; "" skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 configs=${BENCH_CONFIGS:-20}
-export BENCH_UIDS=${BENCH_UIDS:-100000}
+export BENCH_UIDS=${BENCH_UIDS:-100000} BENCH_REGIONS=${BENCH_REGIONS:-8}
 duration=${BENCH_DURATION:-10s}
 conns=${BENCH_CONNS:-64}
 threads=${BENCH_THREADS:-2}
@@ -20,61 +22,17 @@ open_duration=${BENCH_OPEN_DURATION:-10s}
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 
-scripts/services.sh install
-command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
-command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null; }
-make -s build
-go build -o bin/refserver ./loadtest/refserver
-go build -o bin/benchtool ./loadtest/benchtool
-
-run_dir="$root/.testdata/bench-$$"
-mkdir -p "$run_dir" loadtest/reports
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  scripts/services.sh stop "$run_dir" || true
-  rm -rf "$run_dir"
-}
-trap cleanup EXIT
-
-port() { scripts/services.sh free-port; }
-mysql_port=$(port); redis_port=$(port); api_port=$(port); admin_port=$(port); worker_port=$(port); ref_port=$(port)
-scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
-scripts/services.sh start-redis "$run_dir" "$redis_port"
-
-export POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup"
-export POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
-export POPUP_ADMIN_TOKEN=bench
-export POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}"
-export POPUP_LOG_LEVEL=warn
-bin/popup-worker migrate >/dev/null
-bin/popup-worker >"$run_dir/worker.log" 2>&1 & pids+=($!)
-bin/popup-api >"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
-bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & pids+=($!)
-for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz" 2>/dev/null && break; sleep 0.1; done
-curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz"
-
-api="http://127.0.0.1:${api_port}"
-ref="http://127.0.0.1:${ref_port}"
-bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs"
-bin/benchtool warm -url "$api" -uids "$BENCH_UIDS"
-# Let the worker drain the warm-up's impressions so B measures the steady state.
-for _ in $(seq 1 300); do
-  n=$(redis-cli -p "$redis_port" --no-raw eval "local n=0 for _,k in ipairs(redis.call('keys','popup:{q*}:queue')) do n=n+redis.call('llen',k) end return n" 0 | tr -dc 0-9)
-  [ "${n:-0}" = 0 ] && break; sleep 0.2
-done
+source scripts/benchstack.sh
 
 clk=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-degraded() { curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics" | awk '/^popup_degraded_responses_total/ {print $2+0}'; }
+degraded() { metrics | awk '/^popup_degraded_responses_total/ {print $2+0}'; }
 questions() { mariadb --no-defaults -h127.0.0.1 -P"$mysql_port" -upopup -ppopup -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
 
-# wrk_run URL → "rps p50_ms p99_ms requests non2xx_or_errors"
+# wrk_run URL [CONNS] → "rps p50_ms p99_ms requests non2xx_or_errors"
 wrk_run() {
   local out
-  out=$(wrk -t"$threads" -c"$conns" -d"$duration" --latency -s loadtest/bench.lua "$1")
+  out=$(wrk -t"$threads" -c"${2:-$conns}" -d"$duration" --latency -s loadtest/bench.lua "$1")
   echo "$out" >>"$run_dir/wrk.log"
   local rps p50 p99 reqs bad
   rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
@@ -117,13 +75,22 @@ done
 
 half=$(awk -v b="$best_api" 'BEGIN {printf "%d", b/2}')
 log "open loop at ${half} req/s (half of B's best) for ${open_duration}"
-open_api=$(bin/benchtool openloop -url "$api" -rate "$half" -duration "$open_duration" -uids "$BENCH_UIDS")
-open_ref=$(bin/benchtool openloop -url "$ref" -rate "$half" -duration "$open_duration" -uids "$BENCH_UIDS")
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+open_api=$(bin/benchtool openloop -url "$api" -rate "$half" -duration "$open_duration" -uids "$BENCH_UIDS" -hist "loadtest/reports/latency-api-${stamp}.csv")
+open_ref=$(bin/benchtool openloop -url "$ref" -rate "$half" -duration "$open_duration" -uids "$BENCH_UIDS" -hist "loadtest/reports/latency-bare-${stamp}.csv")
 log "B ${open_api}"
 log "A ${open_ref}"
-decisions=$(curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics" | grep '^popup_decisions_total' || true)
+decisions=$(metrics | grep '^popup_decisions_total' || true)
 
-stamp=$(date -u +%Y%m%dT%H%M%SZ)
+sweep_csv="loadtest/reports/sweep-${stamp}.csv"
+echo "conns,bare_rps,api_rps,bare_p99_ms,api_p99_ms" >"$sweep_csv"
+for c in ${BENCH_SWEEP-8 16 32 64 128 256}; do
+  read -r sa_rps _ sa_p99 _ _ < <(wrk_run "$ref" "$c")
+  read -r sb_rps _ sb_p99 _ _ < <(wrk_run "$api" "$c")
+  log "sweep c=$c: bare ${sa_rps} req/s, api ${sb_rps} req/s"
+  echo "$c,$sa_rps,$sb_rps,$sa_p99,$sb_p99" >>"$sweep_csv"
+done
+
 report="loadtest/reports/bench-${stamp}.md"
 {
   echo "# make bench ${stamp}"
@@ -142,4 +109,4 @@ report="loadtest/reports/bench-${stamp}.md"
   echo "$decisions"
   echo '```'
 } | tee "$report"
-log "report: $report"
+log "report: $report; sweep: $sweep_csv; plots: python3 loadtest/plot.py $stamp"

@@ -63,6 +63,7 @@ func seed(args []string) error {
 	admin := fs.String("admin", "http://127.0.0.1:18081", "admin base URL")
 	token := fs.String("token", "", "admin token")
 	n := fs.Int("n", 20, "popups to create")
+	nRegions := fs.Int("regions", 8, "region codes r0..rN-1 the narrow popups spread over")
 	fs.Parse(args) //nolint:errcheck // ExitOnError
 	c := client(8)
 	req, _ := http.NewRequest("GET", *admin+"/admin/v1/popups", nil)
@@ -82,7 +83,6 @@ func seed(args []string) error {
 		return nil
 	}
 	platforms := []string{"ios", "android", "web"}
-	regions := []string{"cn", "us", "de", "jp", "br", "in", "fr", "gb"}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -101,7 +101,7 @@ func seed(args []string) error {
 					t["rollout_percent"] = 100
 				default: // narrow ones: a platform, a region, a version floor
 					t["platforms"] = []string{platforms[i%3]}
-					t["regions"] = []string{regions[i%len(regions)]}
+					t["regions"] = []string{"r" + strconv.Itoa(i%*nRegions)}
 					t["min_app_version"] = "8." + strconv.Itoa(i%12) + ".0"
 					t["rollout_percent"] = 10 + i%90
 				}
@@ -133,12 +133,20 @@ func seed(args []string) error {
 	return nil
 }
 
-// query builds the GET query of pool user i: a stable platform/version/region per user.
+// regions is the number of region codes users are spread over (BENCH_REGIONS, as in bench.lua).
+var regions = func() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_REGIONS")); err == nil && n > 0 {
+		return n
+	}
+	return 8
+}()
+
+// query builds the GET query of pool user i: a stable platform/version/region per user, the same
+// mapping as loadtest/bench.lua.
 func query(base string, i int) string {
 	platforms := [...]string{"ios", "android", "web"}
-	regions := [...]string{"cn", "us", "de", "jp", "br", "in", "fr", "gb"}
 	return base + "/api/v1/popup?uid=user-" + strconv.Itoa(i) + "&platform=" + platforms[i%3] +
-		"&app_version=8." + strconv.Itoa(i%13) + ".0&region=" + regions[i%len(regions)] + "&lang=en"
+		"&app_version=8." + strconv.Itoa(i%13) + ".0&region=r" + strconv.Itoa(i%regions) + "&lang=en"
 }
 
 // warm calls GET for every uid of the pool until it answers no popup (at most -tries times), so the
@@ -208,6 +216,7 @@ func openloop(args []string) error {
 	uids := fs.Int("uids", 100000, "uid pool size")
 	conns := fs.Int("c", 256, "max connections (and in-flight requests)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	hist := fs.String("hist", "", "write latency percentiles (0-100 in 0.1 steps) to this CSV file")
 	fs.Parse(args) //nolint:errcheck
 	c := client(*conns)
 	total := int(float64(*rate) * dur.Seconds())
@@ -269,6 +278,16 @@ func openloop(args []string) error {
 			return 0
 		}
 		return float64(ok[min(len(ok)-1, int(p*float64(len(ok))))]) / 1e6
+	}
+	if *hist != "" {
+		var buf bytes.Buffer
+		buf.WriteString("percentile,latency_ms\n")
+		for p := 0; p <= 1000; p++ {
+			fmt.Fprintf(&buf, "%.1f,%.4f\n", float64(p)/10, pct(float64(p)/1000))
+		}
+		if err := os.WriteFile(*hist, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
 	}
 	out := map[string]any{"rate": *rate, "sent": total, "completed": len(ok), "errors": errs.Load(), "non_2xx": non2xx.Load(), "degraded": degraded.Load(),
 		"dropped": dropped.Load(), "elapsed_s": elapsed.Seconds(), "p50_ms": pct(.5), "p90_ms": pct(.9), "p99_ms": pct(.99), "p999_ms": pct(.999),

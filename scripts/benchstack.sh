@@ -1,0 +1,53 @@
+# benchstack.sh: sourced by bench.sh and soak.sh. Builds the binaries, starts a private MariaDB,
+# Redis, popup-worker, popup-api and the bare reference server in .testdata/ on free ports,
+# seeds BENCH_CONFIGS popups (over BENCH_REGIONS region codes), warms BENCH_UIDS users and waits
+# for the worker to drain the warm-up's events. Everything it started is stopped on exit.
+# Sets: api ref api_pid admin_port mysql_port redis_port run_dir pids.
+scripts/services.sh install
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null; }
+make -s build
+go build -o bin/refserver ./loadtest/refserver
+go build -o bin/benchtool ./loadtest/benchtool
+
+run_dir="$root/.testdata/bench-$$"
+mkdir -p "$run_dir" loadtest/reports
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  scripts/services.sh stop "$run_dir" || true
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+
+port() { scripts/services.sh free-port; }
+mysql_port=$(port); redis_port=$(port); api_port=$(port); admin_port=$(port); worker_port=$(port); ref_port=$(port)
+scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
+scripts/services.sh start-redis "$run_dir" "$redis_port"
+
+export POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup"
+export POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
+export POPUP_ADMIN_TOKEN=bench
+export POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}"
+export POPUP_LOG_LEVEL=warn
+bin/popup-worker migrate >/dev/null
+bin/popup-worker >"$run_dir/worker.log" 2>&1 & pids+=($!)
+bin/popup-api >"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
+bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & pids+=($!)
+for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz" 2>/dev/null && break; sleep 0.1; done
+curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz"
+
+api="http://127.0.0.1:${api_port}"
+ref="http://127.0.0.1:${ref_port}"
+bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs" -regions "$BENCH_REGIONS"
+bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries "${BENCH_WARM_TRIES:-30}"
+# Let the worker drain the warm-up's impressions so B measures the steady state.
+for _ in $(seq 1 300); do
+  n=$(redis-cli -p "$redis_port" --no-raw eval "local n=0 for _,k in ipairs(redis.call('keys','popup:{q*}:queue')) do n=n+redis.call('llen',k) end return n" 0 | tr -dc 0-9)
+  [ "${n:-0}" = 0 ] && break; sleep 0.2
+done
+
+
+metrics() { curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics"; }
