@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: all build up down status test vet fmt bench soak loadtest chaos migrate clean
+.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz loadtest chaos migrate clean
 
 all: build
 
@@ -36,6 +36,12 @@ clean:
 
 bench: ## A/B throughput and latency: bare net/http vs GET /api/v1/popup (docs/PERFORMANCE.md)
 	scripts/bench.sh
+
+fuzz: ## every fuzz target for 60 s each (make test runs 5 s each)
+	scripts/fuzz.sh 60
+
+bench-worker: ## batched vs one-row-at-a-time draining (docs/PERFORMANCE.md, Worker)
+	GOTEST_FLAGS='-run ^$$ -bench ^BenchmarkDrain$$ -benchtime 3s' scripts/test.sh
 
 soak: ## 10-minute fixed-rate load: popup-api RSS and goroutines must stay flat
 	scripts/soak.sh

@@ -32,6 +32,9 @@ go vet ./...
 echo "== go test"
 go test -count=1 -timeout 15m ${GOTEST_FLAGS:-} ./...
 
+echo "== fuzz smoke"
+scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
+
 if [ -f sysctl/test.sh ]; then
   echo "== sysctl profiles"
   bash sysctl/test.sh

@@ -302,6 +302,12 @@ func readActionBody(c *gin.Context) (actionBody, *apiError) {
 		}
 		return b, badRequest("invalid_body", "could not read the request body")
 	}
+	return decodeActionBody(raw)
+}
+
+// decodeActionBody parses and validates an action body.
+func decodeActionBody(raw []byte) (actionBody, *apiError) {
+	var b actionBody
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return b, badRequest("invalid_json", "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}")
 	}

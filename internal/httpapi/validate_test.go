@@ -59,3 +59,21 @@ func FuzzScanQuery(f *testing.F) {
 		assert.Equal(t, want.Get("app_version"), got.appVersion)
 	})
 }
+
+func FuzzActionBody(f *testing.F) {
+	f.Add(`{"uid":"u1","action":"click","event_id":"e-1"}`)
+	f.Add(`{"uid":"u1","action":"close","decision_id":"d"}`)
+	f.Add(`{"uid":`)
+	f.Fuzz(func(t *testing.T, body string) {
+		b, aerr := decodeActionBody([]byte(body))
+		if aerr != nil {
+			assert.Equal(t, 400, aerr.status, "bad bodies are 400s")
+			return
+		}
+		// Whatever is accepted is fit to queue: valid uid, a known action, valid ids.
+		assert.True(t, validID(b.UID))
+		assert.Contains(t, []string{"click", "close"}, b.Action)
+		assert.True(t, b.EventID == "" || validID(b.EventID))
+		assert.True(t, b.DecisionID == "" || validID(b.DecisionID))
+	})
+}
