@@ -41,7 +41,7 @@ fuzz: ## every fuzz target for 60 s each (make test runs 5 s each)
 	scripts/fuzz.sh 60
 
 bench-worker: ## batched vs one-row-at-a-time draining (docs/PERFORMANCE.md, Worker)
-	GOTEST_FLAGS='-run ^$$ -bench ^BenchmarkDrain$$ -benchtime 3s' scripts/test.sh
+	RACE=0 GOTEST_FLAGS='-run ^$$ -bench ^BenchmarkDrain$$ -benchtime 3s' scripts/test.sh
 
 soak: ## 10-minute fixed-rate load: popup-api RSS and goroutines must stay flat
 	scripts/soak.sh

@@ -30,7 +30,10 @@ export POPUP_TEST_RUN_DIR="$run_dir"
 echo "== go vet"
 go vet ./...
 echo "== go test"
-go test -count=1 -timeout 15m ${GOTEST_FLAGS:-} ./...
+# -race by default (RACE=0 for benchmarks: the detector distorts timings)
+race=-race
+[ "${RACE:-1}" = 0 ] && race=
+go test $race -count=1 -timeout 15m ${GOTEST_FLAGS:-} ./...
 
 echo "== fuzz smoke"
 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
