@@ -84,6 +84,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		batcher = redisstore.NewBatcher(rdb, cfg.RedisPipelines, 128, cfg.RedisTimeout)
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, batcher)
+	users.SetActionRateLimit(cfg.ActionRateLimit)
 	public := &httpapi.Public{
 		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
 		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,

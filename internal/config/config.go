@@ -39,6 +39,7 @@ type Config struct {
 	UserStateTTL    time.Duration `env:"USER_STATE_TTL" envDefault:"168h" desc:"TTL of a user's state in Redis (refreshed on every write)"`
 	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
 	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
+	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
 
@@ -113,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if c.RedisPipelines < 0 {
 		bad("REDIS_PIPELINES", "must be >= 0")
+	}
+	if c.ActionRateLimit < 0 {
+		bad("ACTION_RATE_LIMIT", "must be >= 0")
 	}
 	if c.UserDailyCap < 0 {
 		bad("USER_DAILY_CAP", "must be >= 0")

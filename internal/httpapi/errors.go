@@ -32,6 +32,7 @@ var (
 	errPopupGone   = &apiError{status: http.StatusNotFound, code: "popup_not_found", message: "no such popup"}
 	errTooLarge    = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 4 KiB"}
 	errUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the event queue cannot take the action now; retry later"}
+	errRateLimited = &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
 	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
 )
 
@@ -50,8 +51,11 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 	}
-	if ae.status == http.StatusServiceUnavailable {
+	switch ae.status {
+	case http.StatusServiceUnavailable:
 		c.Header("Retry-After", strconv.Itoa(1))
+	case http.StatusTooManyRequests:
+		c.Header("Retry-After", strconv.Itoa(60))
 	}
 	body := gin.H{"code": ae.code, "message": ae.message}
 	if len(ae.fields) > 0 {

@@ -281,8 +281,12 @@ func (p *Public) postAction(c *gin.Context) {
 			return
 		}
 		p.Breaker.Success()
-		if out != redisstore.Conflict { // Recorded, or Duplicate: applied once already
+		switch out {
+		case redisstore.Recorded, redisstore.Duplicate: // a duplicate was applied once already
 			c.Data(http.StatusAccepted, contentTypeJS, acceptedBody)
+			return
+		case redisstore.RateLimited:
+			writeError(c, p.Log, errRateLimited)
 			return
 		}
 	}

@@ -16,6 +16,7 @@ import (
 //	P:{qN}:workers          set of workers that have a processing list on shard N
 //	P:{qN}:u:UID            user state of UID, whose shard is N = fnv32a(UID) mod shards
 //	P:{qN}:e:ID             "applied once" marker of an action's event_id
+//	P:{qN}:rl:UID           UID's action count in the current rate-limit window
 //	P:{cfg}:popups          the warmed config cache (JSON array of popups)
 //	P:{cfg}:version         its config version
 //	P:cfg:changed           pub/sub channel announcing a new version
@@ -81,6 +82,13 @@ func (k Keys) EventID(uid, id string) string {
 	dst := k.appendShard(nil, k.Shard(uid))
 	dst = append(dst, "e:"...)
 	return string(append(dst, id...))
+}
+
+// RateLimit is uid's action counter, in uid's shard.
+func (k Keys) RateLimit(uid string) string {
+	dst := k.appendShard(nil, k.Shard(uid))
+	dst = append(dst, "rl:"...)
+	return string(append(dst, uid...))
 }
 
 // ConfigBlob holds the warmed config cache.

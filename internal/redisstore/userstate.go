@@ -28,6 +28,8 @@ type UserStore struct {
 	group  singleflight.Group
 	slots  chan struct{} // bounds concurrent MySQL loads
 	batch  *Batcher      // nil: every command is its own round trip
+	// actionLimit caps recorded actions per uid per RateWindow; 0 = none.
+	actionLimit int
 }
 
 // NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With a
@@ -146,41 +148,59 @@ type Outcome int
 
 // Record outcomes.
 const (
-	Recorded  Outcome = iota // state written and event queued
-	Conflict                 // the state changed since it was read: read again and decide again
-	Duplicate                // the event id was applied before: nothing done
+	Recorded    Outcome = iota // state written and event queued
+	Conflict                   // the state changed since it was read: read again and decide again
+	Duplicate                  // the event id was applied before: nothing done
+	RateLimited                // the uid is over its action rate limit: nothing done
 )
 
 // recordScript atomically: refuses a replayed event id, compares the state with what the caller
 // decided on, writes the new state, queues the event and remembers the event id.
 //
-//	KEYS[1] user state  KEYS[2] queue  KEYS[3] event-id marker (optional)
+//	KEYS[1] user state  KEYS[2] queue  KEYS[3] event-id marker (optional)  KEYS[4] rate counter (optional)
 //	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] event  ARGV[5] marker TTL ms
+//	ARGV[6] actions allowed per rate window  ARGV[7] rate window ms
 var recordScript = redis.NewScript(`
 if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
 local cur = redis.call('GET', KEYS[1])
 if cur == false then cur = '' end
 if cur ~= ARGV[1] then return 1 end
+if KEYS[4] then
+  local n = redis.call('INCR', KEYS[4])
+  if n == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[7]) end
+  if n > tonumber(ARGV[6]) then return 3 end
+end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 redis.call('RPUSH', KEYS[2], ARGV[4])
 if KEYS[3] then redis.call('SET', KEYS[3], '1', 'PX', ARGV[5]) end
 return 0
 `)
 
+// RateWindow is the window of the per-uid action rate limit.
+const RateWindow = time.Minute
+
+// SetActionRateLimit limits each uid to n recorded actions per RateWindow (0 = no limit).
+func (s *UserStore) SetActionRateLimit(n int) { s.actionLimit = n }
+
 // EventIDTTL is how long an action's event_id is remembered for de-duplication in Redis (the
 // action log's unique key de-duplicates forever behind it).
 const EventIDTTL = 24 * time.Hour
 
 // Record writes next as uid's state if it still equals prev, and queues ev, atomically. With
-// dedupe set, an event id seen before is refused as Duplicate.
+// dedupe set (actions), an event id seen before is refused as Duplicate, and a uid over the
+// action rate limit as RateLimited.
 func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (Outcome, error) {
 	shard := s.keys.Shard(uid)
 	keys := []string{s.keys.User(uid), s.keys.Queue(shard)}
 	if dedupe {
 		keys = append(keys, s.keys.EventID(uid, ev.ID))
+		if s.actionLimit > 0 {
+			keys = append(keys, s.keys.RateLimit(uid))
+		}
 	}
 	var sb, eb [512]byte
-	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), event.Append(eb[:0], ev), EventIDTTL.Milliseconds()}
+	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), event.Append(eb[:0], ev), EventIDTTL.Milliseconds(),
+		s.actionLimit, RateWindow.Milliseconds()}
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
 	cmdArgs = append(cmdArgs, "evalsha", recordScript.Hash(), len(keys))
 	for _, k := range keys {
