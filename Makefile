@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz loadtest chaos migrate clean
+.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz timewait loadtest chaos migrate clean
 
 all: build
 
@@ -42,6 +42,9 @@ fuzz: ## every fuzz target for 60 s each (make test runs 5 s each)
 
 bench-worker: ## batched vs one-row-at-a-time draining (docs/PERFORMANCE.md, Worker)
 	RACE=0 GOTEST_FLAGS='-run ^$$ -bench ^BenchmarkDrain$$ -benchtime 3s' scripts/test.sh
+
+timewait: ## the TIME_WAIT experiment in its own network namespaces (root; about 2 min; docs/PERFORMANCE.md)
+	bash sysctl/experiment.sh
 
 soak: ## 10-minute fixed-rate load: popup-api RSS and goroutines must stay flat
 	scripts/soak.sh

@@ -1,0 +1,1280 @@
+// Package deploy_test validates deploy/ without a container engine or a cluster: every file
+// parses, every Kubernetes object decodes strictly into its typed API struct, and the compose
+// file, the Dockerfile, the systemd units and the Grafana dashboard agree with each other, with
+// README.md's configuration table, with sysctl/*.conf and with the metrics the code registers.
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// Paths are relative to this package's directory (deploy/), where `go test` runs it.
+const (
+	repoRoot      = ".."
+	readmePath    = "../README.md"
+	k8sDir        = "k8s"
+	composePath   = "docker-compose.yml"
+	dockerfile    = "Dockerfile"
+	dockerignore  = "Dockerfile.dockerignore"
+	systemdDir    = "systemd"
+	envExample    = "systemd/popup.env.example"
+	dashboardPath = "grafana/popup-dashboard.json"
+	sysctlTool    = "../sysctl/popup-sysctl"
+	sysctlReadme  = "../sysctl/README.md"
+)
+
+// isLoadtestVar: variables read by loadtest/ (locustfile.py: POPUP_TARGET, POPUP_ADMIN_URL, the
+// POPUP_LOAD_* knobs) and by locust itself (LOCUST_*), not by the Go binaries, so they are not in
+// README's configuration table. Only the locust services may set them.
+func isLoadtestVar(name string) bool {
+	return name == "POPUP_TARGET" || name == "POPUP_ADMIN_URL" ||
+		strings.HasPrefix(name, "POPUP_LOAD_") || strings.HasPrefix(name, "LOCUST_")
+}
+
+// ---------------------------------------------------------------- every file parses ---
+
+func TestEveryYAMLAndJSONFileParses(t *testing.T) {
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch filepath.Ext(path) {
+		case ".yml", ".yaml", ".json":
+			files = append(files, path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		t.Run(path, func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			if filepath.Ext(path) == ".json" {
+				var v any
+				require.NoError(t, json.Unmarshal(data, &v), "invalid JSON")
+				return
+			}
+			docs := yamlDocs(t, path)
+			require.NotEmpty(t, docs, "no YAML document")
+			for i, doc := range docs {
+				// Strict: duplicate keys are an error (the YAML spec says so; many parsers do not).
+				_, err := sigsyaml.YAMLToJSONStrict(doc)
+				require.NoError(t, err, "document %d", i+1)
+			}
+		})
+	}
+}
+
+// ------------------------------------------------------------------------ Kubernetes ---
+
+// k8sObjects are the typed objects of deploy/k8s, decoded strictly.
+type k8sObjects struct {
+	deployments  map[string]*appsv1.Deployment
+	services     map[string]*corev1.Service
+	configMaps   map[string]*corev1.ConfigMap
+	secrets      map[string]*corev1.Secret
+	jobs         map[string]*batchv1.Job
+	hpas         map[string]*autoscalingv2.HorizontalPodAutoscaler
+	pdbs         map[string]*policyv1.PodDisruptionBudget
+	namespaces   map[string]*corev1.Namespace
+	files        []string // every manifest file except kustomization.yaml
+	resourceSeen int
+}
+
+// newObject returns an empty typed object for apiVersion/kind, and where to keep it.
+func (o *k8sObjects) newObject(apiVersion, kind string) (obj metav1.Object, keep func(), err error) {
+	switch apiVersion + "/" + kind {
+	case "apps/v1/Deployment":
+		v := &appsv1.Deployment{}
+		return v, func() { o.deployments[v.Name] = v }, nil
+	case "v1/Service":
+		v := &corev1.Service{}
+		return v, func() { o.services[v.Name] = v }, nil
+	case "v1/ConfigMap":
+		v := &corev1.ConfigMap{}
+		return v, func() { o.configMaps[v.Name] = v }, nil
+	case "v1/Secret":
+		v := &corev1.Secret{}
+		return v, func() { o.secrets[v.Name] = v }, nil
+	case "batch/v1/Job":
+		v := &batchv1.Job{}
+		return v, func() { o.jobs[v.Name] = v }, nil
+	case "autoscaling/v2/HorizontalPodAutoscaler":
+		v := &autoscalingv2.HorizontalPodAutoscaler{}
+		return v, func() { o.hpas[v.Name] = v }, nil
+	case "policy/v1/PodDisruptionBudget":
+		v := &policyv1.PodDisruptionBudget{}
+		return v, func() { o.pdbs[v.Name] = v }, nil
+	case "v1/Namespace":
+		v := &corev1.Namespace{}
+		return v, func() { o.namespaces[v.Name] = v }, nil
+	}
+	return nil, nil, fmt.Errorf("no typed decoder for %s %s: add it to newObject", apiVersion, kind)
+}
+
+func loadK8s(t *testing.T) *k8sObjects {
+	t.Helper()
+	o := &k8sObjects{
+		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
+		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
+		jobs: map[string]*batchv1.Job{}, hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, namespaces: map[string]*corev1.Namespace{},
+	}
+	paths, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
+	require.NoError(t, err)
+	for _, path := range paths {
+		if filepath.Base(path) == "kustomization.yaml" {
+			continue
+		}
+		o.files = append(o.files, filepath.Base(path))
+		for i, doc := range yamlDocs(t, path) {
+			var tm metav1.TypeMeta
+			require.NoError(t, sigsyaml.Unmarshal(doc, &tm), "%s document %d", path, i+1)
+			obj, keep, err := o.newObject(tm.APIVersion, tm.Kind)
+			require.NoError(t, err, "%s document %d", path, i+1)
+			// UnmarshalStrict: an unknown or misspelt field, or a duplicate key, is an error.
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, obj), "%s document %d (%s)", path, i+1, tm.Kind)
+			require.NotEmpty(t, obj.GetName(), "%s document %d has no metadata.name", path, i+1)
+			require.Empty(t, obj.GetNamespace(), "%s %s: leave metadata.namespace to kustomization.yaml", path, obj.GetName())
+			keep()
+			o.resourceSeen++
+		}
+	}
+	require.NotZero(t, o.resourceSeen)
+	return o
+}
+
+func TestKubernetesObjectsDecodeStrictly(t *testing.T) {
+	o := loadK8s(t)
+	for _, name := range []string{"popup-api", "popup-worker"} {
+		assert.Contains(t, o.deployments, name)
+	}
+	assert.Contains(t, o.services, "popup-api")
+	assert.Contains(t, o.services, "popup-api-admin")
+	assert.Contains(t, o.hpas, "popup-api")
+	assert.Contains(t, o.pdbs, "popup-api")
+	assert.Contains(t, o.jobs, "popup-migrate")
+	assert.Contains(t, o.configMaps, "popup-config")
+	assert.Contains(t, o.secrets, "popup-secrets")
+}
+
+// kustomization is the part of kustomize's Kustomization that deploy/k8s uses, decoded
+// strictly: a field added there must be added here, which keeps typos out.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Namespace  string   `json:"namespace"`
+	Resources  []string `json:"resources"`
+	Images     []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+		Digest  string `json:"digest,omitempty"`
+	} `json:"images"`
+}
+
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	o := loadK8s(t)
+	data, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k kustomization
+	require.NoError(t, sigsyaml.UnmarshalStrict(data, &k))
+	assert.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
+	assert.Equal(t, "Kustomization", k.Kind)
+	assert.Contains(t, o.namespaces, k.Namespace, "the namespace kustomize sets is created by namespace.yaml")
+	assert.ElementsMatch(t, o.files, k.Resources, "kustomization.yaml resources vs the files of deploy/k8s")
+
+	images := map[string]bool{}
+	for _, img := range k.Images {
+		images[img.Name] = true
+	}
+	for _, spec := range o.podSpecs() {
+		for _, c := range spec.spec.Containers {
+			assert.True(t, images[imageName(c.Image)], "%s: image %s is not rewritten by kustomization.yaml images", spec.owner, c.Image)
+		}
+	}
+}
+
+type ownedPodSpec struct {
+	owner string
+	spec  *corev1.PodSpec
+	meta  *metav1.ObjectMeta
+}
+
+func (o *k8sObjects) podSpecs() []ownedPodSpec {
+	var out []ownedPodSpec
+	for _, name := range sortedKeys(o.deployments) {
+		d := o.deployments[name]
+		out = append(out, ownedPodSpec{"Deployment " + name, &d.Spec.Template.Spec, &d.Spec.Template.ObjectMeta})
+	}
+	for _, name := range sortedKeys(o.jobs) {
+		j := o.jobs[name]
+		out = append(out, ownedPodSpec{"Job " + name, &j.Spec.Template.Spec, &j.Spec.Template.ObjectMeta})
+	}
+	return out
+}
+
+func TestKubernetesSelectorsAndReferences(t *testing.T) {
+	o := loadK8s(t)
+
+	for name, d := range o.deployments {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		require.NoError(t, err, name)
+		assert.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "Deployment %s: selector does not match its pod labels", name)
+	}
+	for name, svc := range o.services {
+		pods := o.podsSelectedBy(labels.SelectorFromSet(svc.Spec.Selector))
+		require.NotEmpty(t, pods, "Service %s selects no pod template", name)
+		for _, p := range svc.Spec.Ports {
+			for _, spec := range pods {
+				assert.True(t, hasContainerPort(spec.spec, p.TargetPort.String()),
+					"Service %s port %s: targetPort %s is not a port of %s", name, p.Name, p.TargetPort.String(), spec.owner)
+			}
+		}
+	}
+	for name, h := range o.hpas {
+		ref := h.Spec.ScaleTargetRef
+		require.Equal(t, "Deployment", ref.Kind, "HPA %s", name)
+		d, ok := o.deployments[ref.Name]
+		require.True(t, ok, "HPA %s scales a Deployment %s that is not in deploy/k8s", name, ref.Name)
+		assert.Nil(t, d.Spec.Replicas, "Deployment %s: drop replicas, HPA %s owns the count (apply would reset it)", ref.Name, name)
+		require.NotNil(t, h.Spec.MinReplicas, "HPA %s", name)
+		assert.GreaterOrEqual(t, *h.Spec.MinReplicas, int32(2), "HPA %s: at least 2 replicas, or the PDB blocks every drain", name)
+		assert.LessOrEqual(t, *h.Spec.MinReplicas, h.Spec.MaxReplicas, "HPA %s", name)
+		var cpu bool
+		for _, m := range h.Spec.Metrics {
+			if m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil && m.Resource.Name == corev1.ResourceCPU {
+				cpu = true
+			}
+		}
+		assert.True(t, cpu, "HPA %s has no CPU resource metric", name)
+		for _, c := range d.Spec.Template.Spec.Containers {
+			assert.False(t, c.Resources.Requests.Cpu().IsZero(), "HPA %s: container %s needs a CPU request to scale on utilisation", name, c.Name)
+		}
+	}
+	for name, pdb := range o.pdbs {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		require.NoError(t, err, name)
+		assert.NotEmpty(t, o.podsSelectedBy(sel), "PDB %s selects no pod template", name)
+	}
+	for _, ps := range o.podSpecs() {
+		for _, c := range ps.spec.Containers {
+			for _, ef := range c.EnvFrom {
+				if ef.ConfigMapRef != nil {
+					assert.Contains(t, o.configMaps, ef.ConfigMapRef.Name, "%s refers to a missing ConfigMap", ps.owner)
+				}
+				if ef.SecretRef != nil {
+					assert.Contains(t, o.secrets, ef.SecretRef.Name, "%s refers to a missing Secret", ps.owner)
+				}
+			}
+		}
+	}
+}
+
+func (o *k8sObjects) podsSelectedBy(sel labels.Selector) []ownedPodSpec {
+	var out []ownedPodSpec
+	for _, ps := range o.podSpecs() {
+		if !sel.Empty() && sel.Matches(labels.Set(ps.meta.Labels)) {
+			out = append(out, ps)
+		}
+	}
+	return out
+}
+
+func hasContainerPort(spec *corev1.PodSpec, port string) bool {
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == port || strconv.Itoa(int(p.ContainerPort)) == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestKubernetesPodsPassRestricted checks what Pod Security Admission's "restricted" profile
+// (enforced by namespace.yaml) requires, plus our own rules: read-only root, resources set.
+func TestKubernetesPodsPassRestricted(t *testing.T) {
+	o := loadK8s(t)
+	for _, ns := range o.namespaces {
+		assert.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"], "Namespace %s", ns.Name)
+	}
+	for _, ps := range o.podSpecs() {
+		psc := ps.spec.SecurityContext
+		require.NotNil(t, psc, "%s: no pod securityContext", ps.owner)
+		assert.True(t, ptrTrue(psc.RunAsNonRoot), "%s: runAsNonRoot", ps.owner)
+		if assert.NotNil(t, psc.SeccompProfile, "%s: seccompProfile", ps.owner) {
+			assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type, ps.owner)
+		}
+		assert.False(t, ps.spec.HostNetwork || ps.spec.HostPID || ps.spec.HostIPC, "%s: host namespaces", ps.owner)
+		if ps.spec.AutomountServiceAccountToken != nil {
+			assert.False(t, *ps.spec.AutomountServiceAccountToken, "%s: the service needs no API token", ps.owner)
+		}
+		for _, c := range append(slices.Clone(ps.spec.InitContainers), ps.spec.Containers...) {
+			sc := c.SecurityContext
+			require.NotNil(t, sc, "%s/%s: no securityContext", ps.owner, c.Name)
+			assert.False(t, sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation, "%s/%s: allowPrivilegeEscalation must be false", ps.owner, c.Name)
+			assert.True(t, ptrTrue(sc.ReadOnlyRootFilesystem), "%s/%s: readOnlyRootFilesystem", ps.owner, c.Name)
+			assert.False(t, ptrTrue(sc.Privileged), "%s/%s: privileged", ps.owner, c.Name)
+			if assert.NotNil(t, sc.Capabilities, "%s/%s: capabilities", ps.owner, c.Name) {
+				assert.Contains(t, sc.Capabilities.Drop, corev1.Capability("ALL"), "%s/%s: drop ALL capabilities", ps.owner, c.Name)
+				assert.Empty(t, sc.Capabilities.Add, "%s/%s: no added capabilities", ps.owner, c.Name)
+			}
+			assert.False(t, c.Resources.Requests.Cpu().IsZero(), "%s/%s: CPU request", ps.owner, c.Name)
+			assert.False(t, c.Resources.Requests.Memory().IsZero(), "%s/%s: memory request", ps.owner, c.Name)
+			assert.False(t, c.Resources.Limits.Memory().IsZero(), "%s/%s: memory limit", ps.owner, c.Name)
+		}
+	}
+}
+
+func TestKubernetesAPIPodSysctlsAreTheSafeKeysOfTheProfile(t *testing.T) {
+	o := loadK8s(t)
+	api := o.deployments["popup-api"]
+	require.NotNil(t, api)
+	require.NotNil(t, api.Spec.Template.Spec.SecurityContext)
+	got := map[string]string{}
+	for _, s := range api.Spec.Template.Spec.SecurityContext.Sysctls {
+		got[s.Name] = s.Value
+	}
+
+	readmeSafe := k8sSafeSysctlsFromReadme(t)
+	for name := range got {
+		assert.True(t, readmeSafe[name], "%s is not in sysctl/README.md's Kubernetes safe set: the pod would be rejected (SysctlForbidden)", name)
+	}
+
+	want := map[string]string{}
+	values := profileValues(t, "api-host")
+	for _, k := range profileKeys(t, "api-host") {
+		if k.k8s == "safe" {
+			want[k.name] = values[k.name]
+		}
+	}
+	require.NotEmpty(t, want)
+	assert.Equal(t, want, got, "popup-api pod sysctls vs the safe keys of sysctl/api-host.conf")
+}
+
+func TestKubernetesEnvNamesAreInTheREADME(t *testing.T) {
+	o := loadK8s(t)
+	vars := readmeVars(t)
+	for name, cm := range o.configMaps {
+		for key := range cm.Data {
+			assert.Contains(t, vars, key, "ConfigMap %s: %s is not in README.md's configuration table", name, key)
+		}
+	}
+	for name, s := range o.secrets {
+		for key, v := range s.StringData {
+			assert.Contains(t, vars, key, "Secret %s: %s is not in README.md's configuration table", name, key)
+			assert.True(t, v == "" || strings.Contains(v, "CHANGE-ME"), "Secret %s: %s must be a CHANGE-ME placeholder or empty, never a real secret", name, key)
+		}
+		assert.Empty(t, s.Data, "Secret %s: use stringData placeholders, not data", name)
+	}
+	for _, ps := range o.podSpecs() {
+		for _, c := range ps.spec.Containers {
+			for _, e := range c.Env {
+				assert.Contains(t, vars, e.Name, "%s/%s: env %s is not in README.md's configuration table", ps.owner, c.Name, e.Name)
+			}
+		}
+	}
+}
+
+func TestKubernetesProbesPortsAndCommands(t *testing.T) {
+	o := loadK8s(t)
+	cfg := o.configMaps["popup-config"]
+	require.NotNil(t, cfg)
+	env := func(key string) string {
+		if v, ok := cfg.Data[key]; ok {
+			return v
+		}
+		return readmeVars(t)[key]
+	}
+	bins := dockerfileBinaries(t)
+
+	tests := []struct {
+		owner     string
+		container corev1.Container
+		spec      *corev1.PodSpec
+		command   []string
+		ports     map[string]string // port name → the variable whose port it must be
+		liveness  string
+		readiness string
+	}{
+		{"Deployment popup-api", o.deployments["popup-api"].Spec.Template.Spec.Containers[0], &o.deployments["popup-api"].Spec.Template.Spec,
+			[]string{"/usr/local/bin/popup-api"}, map[string]string{"http": "POPUP_HTTP_ADDR", "admin": "POPUP_ADMIN_ADDR"}, "/healthz", "/readyz"},
+		{"Deployment popup-worker", o.deployments["popup-worker"].Spec.Template.Spec.Containers[0], &o.deployments["popup-worker"].Spec.Template.Spec,
+			[]string{"/usr/local/bin/popup-worker", "run"}, map[string]string{"metrics": "POPUP_WORKER_ADDR"}, "/healthz", "/healthz"},
+		{"Job popup-migrate", o.jobs["popup-migrate"].Spec.Template.Spec.Containers[0], &o.jobs["popup-migrate"].Spec.Template.Spec,
+			[]string{"/usr/local/bin/popup-worker", "migrate"}, nil, "", ""},
+	}
+	for _, tt := range tests {
+		c := tt.container
+		assert.Equal(t, tt.command, c.Command, tt.owner)
+		assert.Contains(t, bins, c.Command[0], "%s runs a binary the image does not ship", tt.owner)
+		for portName, variable := range tt.ports {
+			addr := env(variable)
+			host, port, err := net.SplitHostPort(addr)
+			require.NoError(t, err, "%s=%s", variable, addr)
+			assert.NotContains(t, []string{"127.0.0.1", "localhost", "::1"}, host, "%s=%s: loopback in a pod is unreachable for probes and Services", variable, addr)
+			assert.True(t, hasNamedPort(c, portName, port), "%s: container port %s must be %s (the port of %s)", tt.owner, portName, port, variable)
+		}
+		if tt.liveness != "" {
+			require.NotNil(t, c.LivenessProbe, tt.owner)
+			require.NotNil(t, c.LivenessProbe.HTTPGet, tt.owner)
+			assert.Equal(t, tt.liveness, c.LivenessProbe.HTTPGet.Path, "%s liveness", tt.owner)
+			assert.True(t, hasContainerPort(tt.spec, c.LivenessProbe.HTTPGet.Port.String()), "%s liveness port", tt.owner)
+		}
+		if tt.readiness != "" {
+			require.NotNil(t, c.ReadinessProbe, tt.owner)
+			require.NotNil(t, c.ReadinessProbe.HTTPGet, tt.owner)
+			assert.Equal(t, tt.readiness, c.ReadinessProbe.HTTPGet.Path, "%s readiness", tt.owner)
+			assert.True(t, hasContainerPort(tt.spec, c.ReadinessProbe.HTTPGet.Port.String()), "%s readiness port", tt.owner)
+		}
+	}
+
+	// Shutdown fits in the grace period: preStop sleep + POPUP_SHUTDOWN_TIMEOUT < grace.
+	api := o.deployments["popup-api"].Spec.Template.Spec
+	shutdown := parseSeconds(t, env("POPUP_SHUTDOWN_TIMEOUT"))
+	var preStop int64
+	if ps := api.Containers[0].Lifecycle; ps != nil && ps.PreStop != nil && ps.PreStop.Sleep != nil {
+		preStop = ps.PreStop.Sleep.Seconds
+	}
+	require.NotNil(t, api.TerminationGracePeriodSeconds)
+	assert.Less(t, preStop+shutdown, *api.TerminationGracePeriodSeconds, "popup-api: preStop %ds + POPUP_SHUTDOWN_TIMEOUT %ds must fit in terminationGracePeriodSeconds", preStop, shutdown)
+}
+
+func hasNamedPort(c corev1.Container, name, port string) bool {
+	for _, p := range c.Ports {
+		if p.Name == name && strconv.Itoa(int(p.ContainerPort)) == port {
+			return true
+		}
+	}
+	return false
+}
+
+// --------------------------------------------------------------------------- compose ---
+
+// composeService is the part of a compose service these checks read (decoded leniently; the
+// keys themselves are checked against the Compose specification's list).
+type composeService struct {
+	Image string `json:"image"`
+	Build *struct {
+		Context    string `json:"context"`
+		Dockerfile string `json:"dockerfile"`
+		Target     string `json:"target"`
+	} `json:"build"`
+	Command     []string                              `json:"command"`
+	Environment map[string]string                     `json:"environment"`
+	DependsOn   map[string]struct{ Condition string } `json:"depends_on"`
+	Healthcheck *struct {
+		Test []string `json:"test"`
+	} `json:"healthcheck"`
+	Profiles []string       `json:"profiles"`
+	Ports    []string       `json:"ports"`
+	Sysctls  map[string]any `json:"sysctls"`
+	Volumes  []string       `json:"volumes"`
+}
+
+type composeFile struct {
+	Services map[string]composeService `json:"services"`
+	Volumes  map[string]any            `json:"volumes"`
+}
+
+// Keys of the Compose specification (top level and service level).
+var (
+	composeTopKeys     = setOf("version", "name", "include", "services", "networks", "volumes", "secrets", "configs", "models")
+	composeServiceKeys = setOf("annotations", "attach", "blkio_config", "build", "cap_add", "cap_drop", "cgroup",
+		"cgroup_parent", "command", "configs", "container_name", "cpu_count", "cpu_percent", "cpu_period", "cpu_quota",
+		"cpu_rt_period", "cpu_rt_runtime", "cpu_shares", "cpus", "cpuset", "credential_spec", "depends_on", "deploy",
+		"develop", "device_cgroup_rules", "devices", "dns", "dns_opt", "dns_search", "domainname", "entrypoint",
+		"env_file", "environment", "expose", "extends", "external_links", "extra_hosts", "gpus", "group_add",
+		"healthcheck", "hostname", "image", "init", "ipc", "isolation", "label_file", "labels", "links", "logging",
+		"mac_address", "mem_limit", "mem_reservation", "mem_swappiness", "memswap_limit", "models", "network_mode",
+		"networks", "oom_kill_disable", "oom_score_adj", "pid", "pids_limit", "platform", "ports", "post_start",
+		"pre_stop", "privileged", "profiles", "provider", "pull_policy", "read_only", "restart", "runtime", "scale",
+		"secrets", "security_opt", "shm_size", "stdin_open", "stop_grace_period", "stop_signal", "storage_opt",
+		"sysctls", "tmpfs", "tty", "ulimits", "use_api_socket", "user", "userns_mode", "uts", "volumes",
+		"volumes_from", "working_dir")
+	dependsConditions = setOf("service_started", "service_healthy", "service_completed_successfully")
+)
+
+func loadCompose(t *testing.T) (composeFile, map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile(composePath)
+	require.NoError(t, err)
+	js, err := sigsyaml.YAMLToJSONStrict(data)
+	require.NoError(t, err)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(js, &raw))
+	var c composeFile
+	require.NoError(t, json.Unmarshal(js, &c), "compose file does not fit the shapes this test reads (lists for command, maps for environment and depends_on)")
+	return c, raw
+}
+
+func TestComposeStructure(t *testing.T) {
+	c, raw := loadCompose(t)
+	for key := range raw {
+		assert.True(t, composeTopKeys[key] || strings.HasPrefix(key, "x-"), "unknown top-level key %q", key)
+	}
+	services := raw["services"].(map[string]any)
+	for name, s := range services {
+		for key := range s.(map[string]any) {
+			assert.True(t, composeServiceKeys[key] || strings.HasPrefix(key, "x-"), "service %s: unknown key %q", name, key)
+		}
+	}
+	for _, name := range []string{"db", "redis", "migrate", "api", "worker", "locust-master", "locust-worker"} {
+		require.Contains(t, c.Services, name)
+	}
+	stages := dockerStages(t)
+	for name, s := range c.Services {
+		assert.True(t, s.Image != "" || s.Build != nil, "service %s has neither image nor build", name)
+		for dep, d := range s.DependsOn {
+			target, ok := c.Services[dep]
+			if !assert.True(t, ok, "service %s depends on a missing service %s", name, dep) {
+				continue
+			}
+			assert.True(t, dependsConditions[d.Condition], "service %s: depends_on %s condition %q", name, dep, d.Condition)
+			if d.Condition == "service_healthy" {
+				assert.NotNil(t, target.Healthcheck, "service %s waits for %s to be healthy, which has no healthcheck", name, dep)
+			}
+			if len(s.Profiles) == 0 {
+				assert.Empty(t, target.Profiles, "service %s (always on) depends on %s, which only runs in profiles %v", name, dep, target.Profiles)
+			}
+		}
+		for _, v := range s.Volumes {
+			src, _, found := strings.Cut(v, ":")
+			if found && !strings.HasPrefix(src, ".") && !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, "~") {
+				assert.Contains(t, c.Volumes, src, "service %s uses an undeclared named volume", name)
+			}
+		}
+		if s.Build != nil {
+			ctx := filepath.Join(filepath.Dir(composePath), s.Build.Context)
+			df := filepath.Join(ctx, s.Build.Dockerfile)
+			same, err := sameFile(df, dockerfile)
+			require.NoError(t, err, "service %s: build.dockerfile %s", name, df)
+			assert.True(t, same, "service %s builds %s, expected deploy/Dockerfile", name, df)
+			assert.Contains(t, stages, s.Build.Target, "service %s: build target %q is not a stage of deploy/Dockerfile", name, s.Build.Target)
+		}
+	}
+	for _, name := range []string{"db", "redis", "api", "worker"} {
+		assert.NotNil(t, c.Services[name].Healthcheck, "service %s has no healthcheck", name)
+	}
+	assert.Equal(t, "service_healthy", c.Services["migrate"].DependsOn["db"].Condition)
+	for _, name := range []string{"api", "worker"} {
+		assert.Equal(t, "service_completed_successfully", c.Services[name].DependsOn["migrate"].Condition, name)
+	}
+	redis := strings.Join(c.Services["redis"].Command, " ")
+	assert.Contains(t, redis, "--appendonly yes")
+	assert.Contains(t, redis, "--appendfsync everysec")
+}
+
+func TestComposeCommandsAndEnvironment(t *testing.T) {
+	c, _ := loadCompose(t)
+	vars := readmeVars(t)
+	bins := dockerfileBinaries(t)
+	tests := []struct {
+		service string
+		command []string
+	}{
+		{"migrate", []string{"/usr/local/bin/popup-worker", "migrate"}},
+		{"api", []string{"/usr/local/bin/popup-api"}},
+		{"worker", []string{"/usr/local/bin/popup-worker", "run"}},
+	}
+	for _, tt := range tests {
+		s := c.Services[tt.service]
+		assert.Equal(t, tt.command, s.Command, tt.service)
+		assert.Contains(t, bins, s.Command[0], tt.service)
+		for key := range s.Environment {
+			assert.Contains(t, vars, key, "service %s: %s is not in README.md's configuration table", tt.service, key)
+		}
+		if s.Healthcheck != nil && len(s.Healthcheck.Test) > 1 && s.Healthcheck.Test[0] == "CMD" {
+			assert.Contains(t, bins, s.Healthcheck.Test[1], "service %s: the healthcheck runs a binary the image does not ship", tt.service)
+		}
+	}
+	for _, name := range []string{"locust-master", "locust-worker"} {
+		for key := range c.Services[name].Environment {
+			_, isConfig := vars[key]
+			assert.True(t, isConfig || isLoadtestVar(key), "service %s: %s is neither a config variable nor a load-test one", name, key)
+		}
+	}
+	api := c.Services["api"]
+	for _, variable := range []string{"POPUP_HTTP_ADDR", "POPUP_ADMIN_ADDR"} {
+		_, port, err := net.SplitHostPort(api.Environment[variable])
+		require.NoError(t, err, variable)
+		assert.True(t, slices.ContainsFunc(api.Ports, func(p string) bool { return strings.HasSuffix(p, ":"+port) }),
+			"api publishes no port for %s (%s)", variable, port)
+	}
+}
+
+func TestComposeSysctlsAreTheNetnsKeysOfTheProfiles(t *testing.T) {
+	c, _ := loadCompose(t)
+	tests := []struct {
+		service, profile string
+	}{
+		{"api", "api-host"},
+		{"locust-worker", "loadgen-host"},
+	}
+	for _, tt := range tests {
+		want := map[string]string{}
+		values := profileValues(t, tt.profile)
+		for _, k := range profileKeys(t, tt.profile) {
+			// A container may set network-namespace keys only; a global one fails the start.
+			if k.scope == "netns" {
+				want[k.name] = values[k.name]
+			}
+		}
+		got := map[string]string{}
+		for k, v := range c.Services[tt.service].Sysctls {
+			got[k] = normSpace(fmt.Sprint(v))
+		}
+		assert.Equal(t, want, got, "service %s sysctls vs the netns keys of sysctl/%s.conf", tt.service, tt.profile)
+	}
+}
+
+// ------------------------------------------------------------------------ Dockerfile ---
+
+type dockerStage struct {
+	name, image string
+	lines       []string // instructions of the stage, continuation lines joined
+}
+
+func loadDockerfile(t *testing.T) (globalArgs map[string]string, stages []dockerStage) {
+	t.Helper()
+	data, err := os.ReadFile(dockerfile)
+	require.NoError(t, err)
+	globalArgs = map[string]string{}
+	var joined []string
+	var cur strings.Builder
+	for _, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "#") || (trimmed == "" && cur.Len() == 0) {
+			continue
+		}
+		if strings.HasSuffix(trimmed, `\`) {
+			cur.WriteString(strings.TrimSuffix(trimmed, `\`) + " ")
+			continue
+		}
+		cur.WriteString(trimmed)
+		joined = append(joined, cur.String())
+		cur.Reset()
+	}
+	fromRe := regexp.MustCompile(`(?i)^FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$`)
+	for _, l := range joined {
+		if m := fromRe.FindStringSubmatch(l); m != nil {
+			stages = append(stages, dockerStage{name: m[2], image: m[1]})
+			continue
+		}
+		if len(stages) == 0 {
+			if rest, ok := strings.CutPrefix(l, "ARG "); ok {
+				k, v, _ := strings.Cut(rest, "=")
+				globalArgs[k] = v
+				continue
+			}
+			t.Fatalf("Dockerfile: %q before the first FROM", l)
+		}
+		stages[len(stages)-1].lines = append(stages[len(stages)-1].lines, l)
+	}
+	require.NotEmpty(t, stages)
+	return globalArgs, stages
+}
+
+func dockerStages(t *testing.T) map[string]bool {
+	_, stages := loadDockerfile(t)
+	out := map[string]bool{}
+	for _, s := range stages {
+		out[s.name] = true
+	}
+	return out
+}
+
+// dockerfileBinaries are the paths the runtime stage ships in /usr/local/bin.
+func dockerfileBinaries(t *testing.T) []string {
+	_, stages := loadDockerfile(t)
+	var out []string
+	for _, l := range stages[len(stages)-1].lines {
+		if !strings.HasPrefix(l, "COPY ") {
+			continue
+		}
+		f := strings.Fields(l)
+		if f[len(f)-1] != "/usr/local/bin/" {
+			continue
+		}
+		for _, src := range f[1 : len(f)-1] {
+			if !strings.HasPrefix(src, "--") {
+				out = append(out, "/usr/local/bin/"+filepath.Base(src))
+			}
+		}
+	}
+	return out
+}
+
+func TestDockerfileStages(t *testing.T) {
+	args, stages := loadDockerfile(t)
+	seen := map[string]bool{}
+	for i, s := range stages {
+		require.NotEmpty(t, s.name, "stage %d has no name (FROM ... AS name)", i)
+		require.False(t, seen[s.name], "stage %s defined twice", s.name)
+		for _, l := range s.lines {
+			if m := regexp.MustCompile(`--from=(\S+)`).FindStringSubmatch(l); m != nil {
+				assert.True(t, seen[m[1]], "stage %s copies from %s, which is not an earlier stage", s.name, m[1])
+			}
+		}
+		seen[s.name] = true
+	}
+
+	runtime := stages[len(stages)-1]
+	assert.Equal(t, "runtime", runtime.name, "the last stage is the default target: keep it the runtime image")
+	assert.Regexp(t, `^gcr\.io/distroless/static-debian\d+:nonroot$`, runtime.image)
+	assert.True(t, slices.ContainsFunc(runtime.lines, func(l string) bool { return regexp.MustCompile(`^USER (nonroot|65532)`).MatchString(l) }), "runtime stage: USER nonroot")
+	bins := dockerfileBinaries(t)
+	for _, b := range []string{"/usr/local/bin/popup-api", "/usr/local/bin/popup-worker", "/usr/local/bin/popup-healthcheck"} {
+		assert.Contains(t, bins, b)
+	}
+	for _, l := range runtime.lines {
+		if rest, ok := strings.CutPrefix(l, "ENV "); ok {
+			for _, kv := range strings.Fields(rest) {
+				k, _, _ := strings.Cut(kv, "=")
+				assert.Contains(t, readmeVars(t), k, "runtime ENV %s is not in README.md's configuration table", k)
+			}
+		}
+	}
+
+	var build dockerStage
+	for _, s := range stages {
+		if s.name == "build" {
+			build = s
+		}
+	}
+	require.NotEmpty(t, build.lines, "no build stage")
+	assert.Regexp(t, `^golang:`, build.image)
+	text := strings.Join(build.lines, "\n")
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "--mount=type=cache,target=/go/pkg/mod",
+		"./cmd/popup-api", "./cmd/popup-worker", "./deploy/healthcheck"} {
+		assert.Contains(t, text, want, "build stage")
+	}
+	for _, pkg := range []string{"cmd/popup-api", "cmd/popup-worker", "deploy/healthcheck"} {
+		assert.DirExists(t, filepath.Join(repoRoot, pkg))
+	}
+
+	// The builder's Go is the go.mod's minor version (a newer patch is fine).
+	goMod, err := os.ReadFile(filepath.Join(repoRoot, "go.mod"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(goMod)
+	require.NotNil(t, m)
+	assert.Equal(t, string(m[1]), args["GO_VERSION"], "ARG GO_VERSION vs go.mod")
+}
+
+func TestDockerfileCopySourcesExistAndAreInTheContext(t *testing.T) {
+	_, stages := loadDockerfile(t)
+	ignore, err := os.ReadFile(dockerignore)
+	require.NoError(t, err)
+	var included []string
+	for _, l := range strings.Split(string(ignore), "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(l), "!"); ok {
+			included = append(included, strings.TrimSuffix(p, "/"))
+		}
+	}
+	for _, s := range stages {
+		for _, l := range s.lines {
+			if !strings.HasPrefix(l, "COPY ") || strings.Contains(l, "--from=") {
+				continue
+			}
+			f := strings.Fields(l)
+			for _, src := range f[1 : len(f)-1] {
+				if strings.HasPrefix(src, "--") {
+					continue
+				}
+				clean := strings.TrimSuffix(src, "/")
+				_, err := os.Stat(filepath.Join(repoRoot, clean))
+				assert.NoError(t, err, "stage %s: COPY %s: not in the repository", s.name, src)
+				assert.True(t, slices.ContainsFunc(included, func(p string) bool { return clean == p || strings.HasPrefix(clean, p+"/") }),
+					"stage %s: COPY %s is excluded by %s", s.name, src, dockerignore)
+			}
+		}
+	}
+}
+
+// --------------------------------------------------------------------------- systemd ---
+
+type unitFile map[string]map[string][]string // section → key → values
+
+func parseUnit(t *testing.T, path string) unitFile {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	u := unitFile{}
+	section := ""
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = line[1 : len(line)-1]
+			u[section] = map[string][]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			require.True(t, ok, "%s:%d: not key=value: %s", path, n, line)
+			require.NotEmpty(t, section, "%s:%d: key outside a section", path, n)
+			u[section][strings.TrimSpace(k)] = append(u[section][strings.TrimSpace(k)], strings.TrimSpace(v))
+		}
+	}
+	require.NoError(t, sc.Err())
+	return u
+}
+
+func (u unitFile) get(section, key string) string {
+	v := u[section][key]
+	if len(v) == 0 {
+		return ""
+	}
+	return v[len(v)-1]
+}
+
+func TestSystemdUnits(t *testing.T) {
+	tests := []struct {
+		unit      string
+		typ       string
+		execStart string
+		longLived bool
+	}{
+		{"popup-api.service", "exec", "/usr/local/bin/popup-api", true},
+		{"popup-worker.service", "exec", "/usr/local/bin/popup-worker run", true},
+		{"popup-migrate.service", "oneshot", "/usr/local/bin/popup-worker migrate", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.unit, func(t *testing.T) {
+			u := parseUnit(t, filepath.Join(systemdDir, tt.unit))
+			for _, s := range []string{"Unit", "Service", "Install"} {
+				assert.Contains(t, u, s, "section [%s]", s)
+			}
+			exec := u.get("Service", "ExecStart")
+			assert.Equal(t, tt.execStart, exec)
+			assert.True(t, filepath.IsAbs(strings.Fields(exec + " x")[0]), "ExecStart must be an absolute path")
+			assert.Equal(t, tt.typ, u.get("Service", "Type"))
+			assert.Equal(t, "/etc/popup/popup.env", u.get("Service", "EnvironmentFile"))
+			assert.Equal(t, "yes", u.get("Service", "NoNewPrivileges"))
+			assert.Contains(t, []string{"strict", "full"}, u.get("Service", "ProtectSystem"))
+			assert.Equal(t, "multi-user.target", u.get("Install", "WantedBy"))
+			if tt.longLived {
+				assert.Equal(t, "on-failure", u.get("Service", "Restart"))
+				n, err := strconv.Atoi(u.get("Service", "LimitNOFILE"))
+				require.NoError(t, err, "LimitNOFILE must be a number (not infinity: sysctl/README.md)")
+				assert.LessOrEqual(t, n, 1048576, "LimitNOFILE above the default fs.nr_open fails the start")
+				assert.GreaterOrEqual(t, n, 65536)
+				assert.Contains(t, u["Unit"]["After"][0], "popup-migrate.service")
+			}
+		})
+	}
+}
+
+// TestSystemdUnitsVerify runs systemd-analyze verify where it exists: it knows every directive
+// of the installed systemd and reports unknown keys and bad values. The binaries are not
+// installed here, so ExecStart is pointed at /bin/true for the check.
+func TestSystemdUnitsVerify(t *testing.T) {
+	tool, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed")
+	}
+	dir := t.TempDir()
+	units, err := filepath.Glob(filepath.Join(systemdDir, "*.service"))
+	require.NoError(t, err)
+	var paths []string
+	for _, src := range units {
+		data, err := os.ReadFile(src)
+		require.NoError(t, err)
+		data = regexp.MustCompile(`(?m)^ExecStart=/\S+`).ReplaceAll(data, []byte("ExecStart=/bin/true"))
+		dst := filepath.Join(dir, filepath.Base(src))
+		require.NoError(t, os.WriteFile(dst, data, 0o644))
+		paths = append(paths, dst)
+	}
+	cmd := exec.Command(tool, append([]string{"verify", "--man=no"}, paths...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var complaints []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, dir) {
+			complaints = append(complaints, strings.ReplaceAll(line, dir+"/", "deploy/systemd/"))
+		}
+	}
+	assert.Empty(t, complaints, "systemd-analyze verify")
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Errorf("systemd-analyze verify failed: %v\n%s", err, out.String())
+	}
+}
+
+func TestEnvExampleMatchesTheREADME(t *testing.T) {
+	vars := readmeVars(t)
+	f, err := os.Open(envExample)
+	require.NoError(t, err)
+	defer f.Close()
+	got := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		require.True(t, ok, "not KEY=VALUE: %s", line)
+		require.NotContains(t, got, k, "%s twice", k)
+		got[k] = v
+	}
+	require.NoError(t, sc.Err())
+	for k, v := range got {
+		def, ok := vars[k]
+		if !assert.True(t, ok, "%s is not in README.md's configuration table", k) {
+			continue
+		}
+		assert.True(t, v == def || strings.Contains(v, "CHANGE-ME"), "%s=%s: use README's default %q, or a CHANGE-ME placeholder", k, v, def)
+	}
+	for k := range vars {
+		assert.Contains(t, got, k, "README.md documents %s: add it with its default to deploy/systemd/popup.env.example", k)
+	}
+}
+
+// --------------------------------------------------------------------------- Grafana ---
+
+type dashboard struct {
+	UID    string  `json:"uid"`
+	Title  string  `json:"title"`
+	Panels []panel `json:"panels"`
+}
+
+type panel struct {
+	ID      int     `json:"id"`
+	Type    string  `json:"type"`
+	Title   string  `json:"title"`
+	Panels  []panel `json:"panels"`
+	Targets []struct {
+		RefID string `json:"refId"`
+		Expr  string `json:"expr"`
+	} `json:"targets"`
+	GridPos *struct{ H, W, X, Y int } `json:"gridPos"`
+}
+
+// dashboardMetrics are the metrics the brief asks the dashboard to show (docs/DEPLOY.md).
+var dashboardMetrics = []string{
+	"popup_http_request_duration_seconds_bucket", "popup_decisions_total", "popup_degraded_responses_total",
+	"popup_redis_errors_total", "popup_mysql_errors_total", "popup_snapshot_version",
+	"popup_snapshot_built_timestamp_seconds", "popup_queue_length", "popup_queue_oldest_event_age_seconds",
+	"popup_queue_processing_length", "popup_queue_dead_letter_length", "popup_worker_batches_total",
+	"popup_worker_rows_written_total", "popup_worker_dead_letters_total",
+}
+
+func TestGrafanaDashboard(t *testing.T) {
+	data, err := os.ReadFile(dashboardPath)
+	require.NoError(t, err)
+	var d dashboard
+	dec := json.NewDecoder(bytes.NewReader(data))
+	require.NoError(t, dec.Decode(&d))
+	_, err = dec.Token()
+	require.ErrorIs(t, err, io.EOF, "trailing data after the dashboard")
+	require.NotEmpty(t, d.UID)
+	require.NotEmpty(t, d.Title)
+
+	registered := registeredMetrics(t)
+	ids := map[int]bool{}
+	queried := map[string]bool{}
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			assert.False(t, ids[p.ID], "panel id %d used twice", p.ID)
+			ids[p.ID] = true
+			assert.NotEmpty(t, p.Title, "panel %d has no title", p.ID)
+			assert.NotNil(t, p.GridPos, "panel %q has no gridPos", p.Title)
+			if p.Type != "row" {
+				assert.NotEmpty(t, p.Targets, "panel %q queries nothing", p.Title)
+			}
+			for _, tg := range p.Targets {
+				require.NotEmpty(t, tg.Expr, "panel %q target %s", p.Title, tg.RefID)
+				assert.Equal(t, strings.Count(tg.Expr, "("), strings.Count(tg.Expr, ")"), "panel %q: unbalanced parentheses in %s", p.Title, tg.Expr)
+				names := promqlMetricNames(tg.Expr)
+				assert.NotEmpty(t, names, "panel %q: no metric in %s", p.Title, tg.Expr)
+				for _, name := range names {
+					queried[name] = true
+					assert.True(t, strings.HasPrefix(name, "popup_"), "panel %q queries %s: only popup_ metrics", p.Title, name)
+					assert.True(t, registered[name] || registered[histogramBase(name)], "panel %q queries %s, which the code does not register", p.Title, name)
+				}
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	for _, m := range dashboardMetrics {
+		assert.True(t, queried[m], "the dashboard has no panel for %s", m)
+	}
+}
+
+func TestPromQLMetricNames(t *testing.T) {
+	tests := []struct {
+		give string
+		want []string
+	}{
+		{`sum by (route) (rate(popup_a_total{instance=~"$x", status=~"5.."}[$__rate_interval]))`, []string{"popup_a_total"}},
+		{`histogram_quantile(0.99, sum by (le, route) (rate(popup_b_bucket[5m])))`, []string{"popup_b_bucket"}},
+		{`time() - popup_c_seconds{instance=~"$i"}`, []string{"popup_c_seconds"}},
+		{`max(popup_v) - min(popup_v) or vector(0)`, []string{"popup_v"}},
+		{`sum(rate(x[1m])) / ignoring (kind) group_left sum(y)`, []string{"x", "y"}},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, promqlMetricNames(tt.give), tt.give)
+	}
+}
+
+var (
+	promStrings    = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`)
+	promMatchers   = regexp.MustCompile(`\{[^{}]*\}`)
+	promRanges     = regexp.MustCompile(`\[[^\[\]]*\]`)
+	promGrouping   = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)`)
+	promIdentifier = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*(\s*\()?`)
+	promKeywords   = setOf("by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset", "atan2", "inf", "nan")
+)
+
+// promqlMetricNames returns the metric names a PromQL expression selects (enough PromQL for
+// dashboard queries: strings, label matchers, ranges and grouping clauses are dropped first; an
+// identifier followed by "(" is a function).
+func promqlMetricNames(expr string) []string {
+	s := promStrings.ReplaceAllString(expr, `""`)
+	s = promMatchers.ReplaceAllString(s, " ")
+	s = promRanges.ReplaceAllString(s, " ")
+	s = promGrouping.ReplaceAllString(s, " ")
+	var out []string
+	for _, m := range promIdentifier.FindAllStringSubmatch(s, -1) {
+		name := strings.TrimSpace(strings.TrimSuffix(m[0], "("))
+		if m[1] != "" || promKeywords[strings.ToLower(name)] || slices.Contains(out, name) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func histogramBase(name string) string {
+	for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			return base
+		}
+	}
+	return name
+}
+
+// registeredMetrics are the popup_ metric names the Go code (outside tests) registers.
+func registeredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	re := regexp.MustCompile(`(?:Name:\s*|NewDesc\(\s*)"(popup_[a-z0-9_]+)"`)
+	out := map[string]bool{}
+	for _, dir := range []string{"internal", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range re.FindAllSubmatch(data, -1) {
+				out[string(m[1])] = true
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.NotEmpty(t, out, "found no metric registrations in internal/ or cmd/")
+	return out
+}
+
+// ----------------------------------------------------------------------------- helpers ---
+
+// readmeVars parses README.md's configuration table: variable → default ("(empty)" → "").
+func readmeVars(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(readmePath)
+	require.NoError(t, err)
+	re := regexp.MustCompile("(?m)^\\|\\s*`(POPUP_[A-Z0-9_]+)`\\s*\\|\\s*`([^`]*)`\\s*\\|")
+	out := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+		def := m[2]
+		if def == "(empty)" {
+			def = ""
+		}
+		out[m[1]] = def
+	}
+	require.GreaterOrEqual(t, len(out), 10, "README.md's configuration table not found")
+	return out
+}
+
+type profileKey struct{ name, scope, k8s string }
+
+// profileKeys asks the sysctl tool itself how it classifies each key of a profile, so that
+// deploy/ and sysctl/ share one classification.
+func profileKeys(t *testing.T, profile string) []profileKey {
+	t.Helper()
+	out, err := exec.Command("bash", sysctlTool, "keys", profile).Output()
+	require.NoError(t, err, "sysctl/popup-sysctl keys %s", profile)
+	var keys []profileKey
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		require.Len(t, f, 3, "popup-sysctl keys output: %q", line)
+		keys = append(keys, profileKey{f[0], f[1], f[2]})
+	}
+	require.NotEmpty(t, keys)
+	return keys
+}
+
+// profileValues parses sysctl/PROFILE.conf: key → value with whitespace runs collapsed.
+func profileValues(t *testing.T, profile string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "sysctl", profile+".conf"))
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		require.True(t, ok, line)
+		out[strings.TrimSpace(k)] = normSpace(v)
+	}
+	return out
+}
+
+// k8sSafeSysctlsFromReadme reads the bullet list under sysctl/README.md's
+// `**Kubernetes "safe" sysctls**` paragraph.
+func k8sSafeSysctlsFromReadme(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(sysctlReadme)
+	require.NoError(t, err)
+	text := string(data)
+	start := strings.Index(text, `**Kubernetes "safe" sysctls**`)
+	require.GreaterOrEqual(t, start, 0, "safe-sysctl list not found in sysctl/README.md")
+	out := map[string]bool{}
+	inList := false
+	name := regexp.MustCompile("`((?:net|kernel)\\.[a-z0-9_.]+)`")
+	for _, line := range strings.Split(text[start:], "\n")[1:] {
+		switch {
+		case strings.HasPrefix(line, "* "):
+			inList = true
+		case inList && strings.HasPrefix(line, "  "):
+		case inList:
+			require.GreaterOrEqual(t, len(out), 5, "too few safe sysctls parsed from sysctl/README.md")
+			return out
+		default:
+			continue
+		}
+		for _, m := range name.FindAllStringSubmatch(line, -1) {
+			out[m[1]] = true
+		}
+	}
+	t.Fatal("safe-sysctl list in sysctl/README.md has no end")
+	return nil
+}
+
+// yamlDocs splits a file into its YAML documents, skipping empty ones.
+func yamlDocs(t *testing.T, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	var docs [][]byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		require.NoError(t, err, path)
+		if !onlyComments(doc) {
+			docs = append(docs, doc)
+		}
+	}
+}
+
+func onlyComments(doc []byte) bool {
+	for _, line := range strings.Split(string(doc), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && line != "---" && !strings.HasPrefix(line, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+func imageName(image string) string {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[:i]
+	}
+	return image
+}
+
+func parseSeconds(t *testing.T, d string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(strings.TrimSuffix(d, "s"), 10, 64)
+	require.NoError(t, err, "expected a whole number of seconds like 15s, got %q", d)
+	return n
+}
+
+func sameFile(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
+}
+
+func normSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+func setOf(items ...string) map[string]bool {
+	out := make(map[string]bool, len(items))
+	for _, i := range items {
+		out[i] = true
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
