@@ -29,7 +29,7 @@ type Config struct {
 	RedisPrefix     string        `env:"REDIS_PREFIX" envDefault:"popup" desc:"prefix of every Redis key"`
 	RedisTimeout    time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" desc:"dial/read/write timeout of hot-path Redis calls; GET degrades after this"`
 	RequestBudget   time.Duration `env:"REQUEST_BUDGET" envDefault:"80ms" desc:"all Redis (and, on a state miss, MySQL) work of one GET; past it the answer is degraded"`
-	RedisPipelines  int           `env:"REDIS_PIPELINES" envDefault:"4" desc:"hot-path pipeline loops that coalesce concurrent requests' Redis commands; 0 = one round trip per command"`
+	RedisPipelines  int           `env:"REDIS_PIPELINES" envDefault:"1" desc:"hot-path pipeline loops that coalesce concurrent requests' Redis commands; 0 = one round trip per command"`
 	RedisPoolSize   int           `env:"REDIS_POOL_SIZE" envDefault:"64" desc:"connections per Redis node"`
 
 	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
