@@ -51,6 +51,7 @@ best_api=0
 for r in $(seq 1 "$rounds"); do
   read -r a_rps a_p50 a_p99 a_reqs a_bad < <(wrk_run "$ref")
   log "round $r A (bare):  ${a_rps} req/s p50 ${a_p50} ms p99 ${a_p99} ms errors ${a_bad}"
+  if [ "$a_bad" != 0 ]; then log "the reference server answered errors: this run compares nothing; stopping"; exit 1; fi
   d0=$(degraded); c0=$(cpu_ticks "$api_pid"); q0=$(questions)
   if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
     # CPU profile of the API during the first B run (BENCH_PROFILE=file)

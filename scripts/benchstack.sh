@@ -22,8 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port() { scripts/services.sh free-port; }
-mysql_port=$(port); redis_port=$(port); api_port=$(port); admin_port=$(port); worker_port=$(port); ref_port=$(port)
+read -r mysql_port redis_port api_port admin_port worker_port ref_port < <(scripts/services.sh free-port 6 | tr '\n' ' ')
 scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
 scripts/services.sh start-redis "$run_dir" "$redis_port"
 
@@ -38,6 +37,8 @@ bin/popup-api >"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
 bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & pids+=($!)
 for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz" 2>/dev/null && break; sleep 0.1; done
 curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz"
+for _ in $(seq 1 50); do curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" 2>/dev/null && break; sleep 0.1; done
+curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" # the reference must answer 200 too
 
 api="http://127.0.0.1:${api_port}"
 ref="http://127.0.0.1:${ref_port}"

@@ -7,7 +7,7 @@
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
 #   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
 #   scripts/services.sh stop DIR                stop whatever this script started in DIR (by PID)
-#   scripts/services.sh free-port               print a free TCP port on 127.0.0.1
+#   scripts/services.sh free-port [N]           print N (1) distinct free TCP ports on 127.0.0.1
 set -euo pipefail
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -40,13 +40,17 @@ cmd_install() {
   $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 }
 
-cmd_free_port() {
-  python3 - <<'PY'
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
+cmd_free_port() { # [N]: N distinct free ports, one a line (all bound at once, so never equal)
+  python3 - "${1:-1}" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+for s in socks:
+    print(s.getsockname()[1])
+    s.close()
 PY
 }
 
@@ -151,6 +155,6 @@ case "${1:-}" in
   start-mariadb) shift; cmd_start_mariadb "$@" ;;
   start-redis) shift; cmd_start_redis "$@" ;;
   stop) shift; cmd_stop "$@" ;;
-  free-port) cmd_free_port ;;
+  free-port) shift; cmd_free_port "$@" ;;
   *) echo "usage: $0 install|start-mariadb DIR PORT|start-redis DIR PORT|stop DIR|free-port" >&2; exit 2 ;;
 esac
