@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-read -r mysql_port redis_port api_port admin_port worker_port ref_port < <(scripts/services.sh free-port 6 | tr '\n' ' ')
+read -r mysql_port redis_port api_port admin_port worker_port ref_port <<<"$(scripts/services.sh free-port 6 | tr '\n' ' ')"
 scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
 scripts/services.sh start-redis "$run_dir" "$redis_port"
 

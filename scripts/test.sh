@@ -17,7 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-read -r mysql_port redis_port < <(scripts/services.sh free-port 2 | tr '\n' ' ')
+read -r mysql_port redis_port <<<"$(scripts/services.sh free-port 2 | tr '\n' ' ')"
 # Tests do not need fsync per commit; production settings are in deploy/.
 POPUP_MARIADB_FLUSH=2 scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
 scripts/services.sh start-redis "$run_dir" "$redis_port"
