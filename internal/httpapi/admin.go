@@ -121,24 +121,33 @@ func readInput(c *gin.Context) (popup.Input, *apiError) {
 	return in, nil
 }
 
-func (a *Admin) create(c *gin.Context) {
+// readPopup reads and validates a popup body; the error is an *apiError or a validation error.
+func readPopup(c *gin.Context) (popup.Popup, error) {
 	in, aerr := readInput(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
+		return popup.Popup{}, aerr
 	}
-	p, err := in.Build()
-	if err != nil {
-		writeError(c, a.Log, err)
-		return
-	}
-	stored, err := a.Repo.Create(c.Request.Context(), p)
+	return in.Build()
+}
+
+// save runs one popup write, propagates it to every instance and answers with the stored popup.
+func (a *Admin) save(c *gin.Context, status int, write func(context.Context) (popup.Popup, error)) {
+	stored, err := write(c.Request.Context())
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
 	a.propagate(c.Request.Context())
-	c.JSON(http.StatusCreated, stored)
+	c.JSON(status, stored)
+}
+
+func (a *Admin) create(c *gin.Context) {
+	p, err := readPopup(c)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	a.save(c, http.StatusCreated, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Create(ctx, p) })
 }
 
 func (a *Admin) update(c *gin.Context) {
@@ -147,23 +156,12 @@ func (a *Admin) update(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	in, aerr := readInput(c)
-	if aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
-	}
-	p, err := in.Build()
+	p, err := readPopup(c)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	stored, err := a.Repo.Update(c.Request.Context(), id, p)
-	if err != nil {
-		writeError(c, a.Log, err)
-		return
-	}
-	a.propagate(c.Request.Context())
-	c.JSON(http.StatusOK, stored)
+	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Update(ctx, id, p) })
 }
 
 func (a *Admin) archive(c *gin.Context) {
@@ -172,13 +170,7 @@ func (a *Admin) archive(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	stored, err := a.Repo.Archive(c.Request.Context(), id)
-	if err != nil {
-		writeError(c, a.Log, err)
-		return
-	}
-	a.propagate(c.Request.Context())
-	c.JSON(http.StatusOK, stored)
+	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Archive(ctx, id) })
 }
 
 // propagate pushes a committed change to Redis and every instance. MySQL already holds the
