@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
+
+	jsoniter "github.com/json-iterator/go"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,5 +57,53 @@ func BenchmarkStateCodec(b *testing.B) {
 		if _, err := DecodeState(string(buf)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkStateCodecs compares the compact text format with JSON (encoding/json and
+// json-iterator) for one user's state, encode + decode, as issue 5 asks; the compact format is
+// the one in use.
+func BenchmarkStateCodecs(b *testing.B) {
+	at := time.UnixMilli(1_790_000_000_123).UTC()
+	s := popup.UserState{Day: 20717, DayCount: 2, Popups: map[int64]popup.PopupState{
+		7: {NextShowAt: at, Impressions: 3, LastImpressionAt: at},
+		8: {NextShowAt: at, Impressions: 1, LastImpressionAt: at, LastClickAt: at},
+		9: {NextShowAt: popup.Forever, Impressions: 1, LastImpressionAt: at, LastCloseAt: at}}}
+	b.Run("compact", func(b *testing.B) {
+		buf := make([]byte, 0, 256)
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = AppendState(buf[:0], &s)
+			if _, err := DecodeState(string(buf)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(buf)), "bytes")
+	})
+	codecs := []struct {
+		name      string
+		marshal   func(any) ([]byte, error)
+		unmarshal func([]byte, any) error
+	}{
+		{"encoding-json", json.Marshal, json.Unmarshal},
+		{"json-iterator", jsoniter.ConfigFastest.Marshal, jsoniter.ConfigFastest.Unmarshal},
+	}
+	for _, c := range codecs {
+		b.Run(c.name, func(b *testing.B) {
+			var n int
+			b.ReportAllocs()
+			for b.Loop() {
+				raw, err := c.marshal(&s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var got popup.UserState
+				if err := c.unmarshal(raw, &got); err != nil {
+					b.Fatal(err)
+				}
+				n = len(raw)
+			}
+			b.ReportMetric(float64(n), "bytes")
+		})
 	}
 }
