@@ -48,3 +48,6 @@ timewait: ## the TIME_WAIT experiment in its own network namespaces (root; about
 
 soak: ## 10-minute fixed-rate load: popup-api RSS and goroutines must stay flat
 	scripts/soak.sh
+
+loadtest: ## headless distributed locust run (1 master + N workers) with HTML/CSV reports in loadtest/reports/
+	scripts/loadtest.sh

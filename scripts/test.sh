@@ -11,7 +11,11 @@ go mod download
 
 run_dir="$root/.testdata/run-$$"
 mkdir -p "$run_dir"
+pids=()
 cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   scripts/services.sh stop "$run_dir" || true
   rm -rf "$run_dir"
 }
@@ -36,6 +40,23 @@ go test $race -count=1 -timeout 15m ${GOTEST_FLAGS:-} ./...
 
 echo "== fuzz smoke"
 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
+
+
+if [ -f scripts/locust-smoke.sh ]; then
+  echo "== locust smoke (distributed: master + 2 workers against the real stack)"
+  make -s build
+  read -r api_port admin_port worker_port <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
+  smoke_env=(POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup" POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
+    POPUP_ADMIN_TOKEN=smoke POPUP_LOG_LEVEL=warn POPUP_HTTP_ADDR="127.0.0.1:${api_port}"
+    POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}")
+  env "${smoke_env[@]}" bin/popup-worker migrate >/dev/null
+  env "${smoke_env[@]}" bin/popup-worker >"$run_dir/worker.log" 2>&1 & pids+=($!)
+  env "${smoke_env[@]}" bin/popup-api >"$run_dir/api.log" 2>&1 & pids+=($!)
+  POPUP_TARGET="http://127.0.0.1:${api_port}" POPUP_ADMIN_URL="http://127.0.0.1:${admin_port}" POPUP_ADMIN_TOKEN=smoke \
+    scripts/locust-smoke.sh || { echo "locust smoke failed; api log:"; tail -20 "$run_dir/api.log"; exit 1; }
+  # what degraded answers there were, and why (at most one log line a second)
+  grep -h "degraded" "$run_dir/api.log" | cut -c1-300 | head -5 || true
+fi
 
 if [ -f sysctl/test.sh ]; then
   echo "== sysctl profiles"
