@@ -82,7 +82,9 @@ env -u POPUP_LOAD_SHAPE -u LOADTEST_SHAPE \
 rc=$?
 set -e
 elapsed=$(( $(date +%s) - start ))
-tail -n 25 "$run_dir.log" >&2 || true
+# locust's summary tables and error report, then the kit's own lines (seed, thresholds, verdict)
+awk '/^Type +Name/ {p=1} p' "$run_dir.log" | grep -v '^\[loadtest\]' >&2 || true
+grep -E 'popup\.load|^\[loadtest\]' "$run_dir.log" | sed 's/^\[[0-9-]* [0-9:,]*\] [^ ]*\/INFO\/popup.load: /  /' >&2 || true
 mv "$run_dir.log" "$run_dir/run.log" 2>/dev/null || true
 
 # Independent of the master's own verdict: read the numbers from the stats CSV.
