@@ -25,8 +25,7 @@ find_bin() { # first of the names found on PATH or in sbin dirs
 
 cmd_install() {
   local pkgs=()
-  find_bin mariadbd mysqld >/dev/null || pkgs+=(mariadb-server)
-  find_bin mariadb-install-db mysql_install_db >/dev/null || pkgs+=(mariadb-server)
+  { find_bin mariadbd mysqld && find_bin mariadb-install-db mysql_install_db; } >/dev/null || pkgs+=(mariadb-server)
   find_bin mariadb mysql >/dev/null || pkgs+=(mariadb-client)
   find_bin redis-server >/dev/null || pkgs+=(redis-server)
   find_bin redis-cli >/dev/null || pkgs+=(redis-tools)
