@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz timewait loadtest chaos migrate clean
+.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz timewait loadtest migrate clean
 
 all: build
 

@@ -124,14 +124,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log = log.With("worker", worker)
 	log.Info("popup-worker starting", "config", cfg.String())
 
-	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, cfg.MySQLMaxOpen)
+	db, err := mysqlstore.OpenChecked(ctx, cfg.MySQLDSN, cfg.MySQLMaxOpen)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := mysqlstore.CheckSchema(ctx, db); err != nil {
-		return err
-	}
 
 	// The worker is off the hot path, and its scripts move whole batches: it does not need the
 	// API's tight Redis timeout.

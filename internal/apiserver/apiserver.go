@@ -44,14 +44,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	if now == nil {
 		now = func() time.Time { return time.Now().UTC() }
 	}
-	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, cfg.MySQLMaxOpen)
+	db, err := mysqlstore.OpenChecked(ctx, cfg.MySQLDSN, cfg.MySQLMaxOpen)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := mysqlstore.CheckSchema(ctx, db); err != nil {
-		return err
-	}
 	rdb, err := redisstore.NewClient(cfg)
 	if err != nil {
 		return err

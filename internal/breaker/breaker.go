@@ -34,12 +34,6 @@ func (b *Breaker) Allow(now time.Time) bool {
 	return b.openUntil.CompareAndSwap(until, n+int64(b.cooldown))
 }
 
-// Open reports whether the breaker is refusing calls at now.
-func (b *Breaker) Open(now time.Time) bool {
-	until := b.openUntil.Load()
-	return until != 0 && now.UnixNano() < until
-}
-
 // Success records a call that worked: the breaker closes.
 func (b *Breaker) Success() {
 	if b.failures.Load() != 0 {

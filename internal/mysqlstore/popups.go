@@ -189,7 +189,7 @@ func (r *PopupRepo) Update(ctx context.Context, id int64, p popup.Popup) (popup.
 		if err != nil {
 			return err
 		}
-		return mustExist(tx, ctx, res, id)
+		return mustExist(ctx, tx, res, id)
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("update popup %d: %w", id, err)
@@ -205,7 +205,7 @@ func (r *PopupRepo) Archive(ctx context.Context, id int64) (popup.Popup, error) 
 		if err != nil {
 			return err
 		}
-		return mustExist(tx, ctx, res, id)
+		return mustExist(ctx, tx, res, id)
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("archive popup %d: %w", id, err)
@@ -215,7 +215,7 @@ func (r *PopupRepo) Archive(ctx context.Context, id int64) (popup.Popup, error) 
 
 // mustExist turns "no row changed" into ErrNotFound (a no-op update of an existing row also
 // changes nothing, hence the lookup).
-func mustExist(tx *sql.Tx, ctx context.Context, res sql.Result, id int64) error {
+func mustExist(ctx context.Context, tx *sql.Tx, res sql.Result, id int64) error {
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
 		return nil
 	}

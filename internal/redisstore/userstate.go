@@ -130,19 +130,6 @@ func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (S
 	return State{UserState: st, Raw: raw}, nil
 }
 
-// Peek returns the state Redis holds, without loading or caching anything (admin views).
-func (s *UserStore) Peek(ctx context.Context, uid string) (popup.UserState, bool, error) {
-	raw, err := s.rdb.Get(ctx, s.keys.User(uid)).Result()
-	if errors.Is(err, redis.Nil) {
-		return popup.UserState{}, false, nil
-	}
-	if err != nil {
-		return popup.UserState{}, false, err
-	}
-	st, err := DecodeState(raw)
-	return st, err == nil, err
-}
-
 // Outcome of Record.
 type Outcome int
 

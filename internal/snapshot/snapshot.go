@@ -23,7 +23,6 @@ type Snapshot struct {
 	Version  int64
 	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
 	entries  map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
-	popups   []popup.Popup
 	index    index
 	BuiltAt  time.Time
 	Problems []error // popups that failed to compile (kept out; logged by the refresher)
@@ -43,7 +42,7 @@ type publicPopup struct {
 // Build compiles popups into a snapshot of version. A popup that does not compile is left out
 // and reported in Problems rather than taking the whole config down.
 func Build(version int64, popups []popup.Popup, now time.Time) *Snapshot {
-	s := &Snapshot{Version: version, entries: make(map[int64]*Entry, len(popups)), popups: popups, BuiltAt: now}
+	s := &Snapshot{Version: version, entries: make(map[int64]*Entry, len(popups)), BuiltAt: now}
 	for _, p := range popups {
 		if p.Status == popup.StatusArchived {
 			continue
@@ -53,16 +52,9 @@ func Build(version int64, popups []popup.Popup, now time.Time) *Snapshot {
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: %w", p.ID, err))
 			continue
 		}
-		ext := p.Ext
-		if len(ext) == 0 {
-			ext = json.RawMessage(`{}`)
-		}
-		buttons := p.Buttons
-		if buttons == nil {
-			buttons = []popup.Button{}
-		}
-		body, err := json.Marshal(publicPopup{ID: p.ID, Title: p.Title, Content: p.Content, ImageURL: p.ImageURL,
-			LinkURL: p.LinkURL, Buttons: buttons, Ext: ext})
+		cp := &c.Popup // Compile normalised it: buttons [] and ext {} when absent
+		body, err := json.Marshal(publicPopup{ID: cp.ID, Title: cp.Title, Content: cp.Content, ImageURL: cp.ImageURL,
+			LinkURL: cp.LinkURL, Buttons: cp.Buttons, Ext: cp.Ext})
 		if err != nil {
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: encode: %w", p.ID, err))
 			continue
@@ -85,9 +77,6 @@ func (s *Snapshot) Candidates(platform, region string) []*popup.Compiled {
 
 // Entry returns the popup with id, or nil when the snapshot does not hold it.
 func (s *Snapshot) Entry(id int64) *Entry { return s.entries[id] }
-
-// Popups returns the popups the snapshot was built from (read-only).
-func (s *Snapshot) Popups() []popup.Popup { return s.popups }
 
 // Holder publishes the current snapshot to every reader with one atomic pointer.
 type Holder struct{ p atomic.Pointer[Snapshot] }

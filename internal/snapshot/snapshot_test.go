@@ -130,3 +130,11 @@ func BenchmarkSelect10k(b *testing.B) {
 		}
 	})
 }
+
+func TestBuildShowsEmptyButtonsAndExtForAPopupWithoutThem(t *testing.T) {
+	// A popup as it may come out of the Redis cache: nil slices, no ext.
+	p := popup.Popup{ID: 9, Name: "bare", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}}
+	s := Build(1, []popup.Popup{p}, t0)
+	require.Empty(t, s.Problems)
+	assert.JSONEq(t, `{"id":9,"title":"","content":"","image_url":"","link_url":"","buttons":[],"ext":{}}`, string(s.Entry(9).JSON))
+}
