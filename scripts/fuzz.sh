@@ -9,6 +9,7 @@ targets=(
   "./internal/event FuzzDecode"
   "./internal/httpapi FuzzScanQuery"
   "./internal/httpapi FuzzActionBody"
+  "./internal/uidauth FuzzUIDSig"
 )
 for t in "${targets[@]}"; do
   read -r pkg name <<<"$t"

@@ -20,6 +20,7 @@ import (
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
+	"popupsvc/internal/uidauth"
 )
 
 // Hooks let a caller observe the running server (tests bind to port 0).
@@ -86,6 +87,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
 		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	}
+	if len(cfg.UIDHMACKeys) > 0 {
+		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
+			return fmt.Errorf("POPUP_UID_HMAC_KEYS: %w", err)
+		}
+		log.Info("uid signatures required", "header", uidauth.Header, "keys", len(cfg.UIDHMACKeys), "max_age", cfg.UIDHMACMaxAge)
 	}
 	reload := func(ctx context.Context) (int64, error) {
 		if _, err := configcache.Warm(ctx, db, rdb, keys); err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/caarlos0/env/v11"
 	"github.com/go-sql-driver/mysql"
+
+	"popupsvc/internal/uidauth"
 )
 
 // Config is every setting of both binaries. Defaults live in the envDefault tags and nowhere else;
@@ -40,6 +42,8 @@ type Config struct {
 	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
 	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
 	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
+	UIDHMACKeys     []string      `env:"UID_HMAC_KEYS" secret:"true" desc:"comma-separated keys (each at least 32 bytes, used as written) of the gateway's X-Popup-Uid-Sig; set = every public request naming a uid needs a valid signature, empty = uids are not verified (docs/SECURITY.md)"`
+	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
 
@@ -121,6 +125,18 @@ func (c Config) Validate() error {
 	if c.UserDailyCap < 0 {
 		bad("USER_DAILY_CAP", "must be >= 0")
 	}
+	for i, k := range c.UIDHMACKeys {
+		// A key itself is never printed: only its position and length.
+		switch {
+		case len(k) < uidauth.MinKeyLen:
+			bad("UID_HMAC_KEYS", "key %d is %d bytes; each key must be at least %d (openssl rand -hex 32)", i+1, len(k), uidauth.MinKeyLen)
+		case strings.TrimSpace(k) != k:
+			bad("UID_HMAC_KEYS", "key %d has leading or trailing white space (separate keys with a bare comma)", i+1)
+		}
+	}
+	if c.UIDHMACMaxAge < time.Second {
+		bad("UID_HMAC_MAX_AGE", "must be at least 1s, got %s", c.UIDHMACMaxAge)
+	}
 	durations := map[string]time.Duration{"REDIS_TIMEOUT": c.RedisTimeout, "REQUEST_BUDGET": c.RequestBudget, "USER_STATE_TTL": c.UserStateTTL,
 		"CONFIG_POLL_INTERVAL": c.ConfigPoll, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout,
 		"WORKER_FLUSH_INTERVAL": c.WorkerFlushEvery, "WORKER_LEASE": c.WorkerLease, "WARM_INTERVAL": c.WarmInterval}
@@ -179,7 +195,11 @@ func (c Config) String() string {
 		val := fmt.Sprint(v.Field(i).Interface())
 		switch f.Tag.Get("secret") {
 		case "true":
-			if val != "" {
+			switch fv := v.Field(i); {
+			case fv.Kind() == reflect.Slice:
+				// One *** per item: the count shows a rotation's progress; the items stay hidden.
+				val = strings.TrimSuffix(strings.Repeat("***,", fv.Len()), ",")
+			case val != "":
 				val = "***"
 			}
 		case "dsn":

@@ -18,6 +18,15 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 50*time.Millisecond, c.RedisTimeout)
 	assert.Equal(t, 0, c.UserDailyCap)
 	assert.Equal(t, []string{"127.0.0.1:6379"}, c.RedisAddrs())
+	assert.Empty(t, c.UIDHMACKeys, "uid signatures are off unless keys are configured")
+	assert.Equal(t, 5*time.Minute, c.UIDHMACMaxAge)
+}
+
+func TestUIDHMACKeysRotation(t *testing.T) {
+	c, err := Parse(map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("n", 32) + "," + strings.Repeat("o", 64), "POPUP_UID_HMAC_MAX_AGE": "90s"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{strings.Repeat("n", 32), strings.Repeat("o", 64)}, c.UIDHMACKeys)
+	assert.Equal(t, 90*time.Second, c.UIDHMACMaxAge)
 }
 
 func TestParseRejects(t *testing.T) {
@@ -35,6 +44,11 @@ func TestParseRejects(t *testing.T) {
 		{"batch over the packet budget", map[string]string{"POPUP_WORKER_BATCH_SIZE": "100000"}, "POPUP_WORKER_BATCH_SIZE"},
 		{"braces in the prefix", map[string]string{"POPUP_REDIS_PREFIX": "a{b}"}, "POPUP_REDIS_PREFIX"},
 		{"log level", map[string]string{"POPUP_LOG_LEVEL": "loud"}, "POPUP_LOG_LEVEL"},
+		{"uid HMAC key under 32 bytes", map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("k", 32) + ",short"}, "POPUP_UID_HMAC_KEYS: key 2 is 5 bytes"},
+		{"empty uid HMAC key after a comma", map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("k", 32) + ","}, "POPUP_UID_HMAC_KEYS: key 2 is 0 bytes"},
+		{"uid HMAC key with a space", map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("k", 32) + ", " + strings.Repeat("k", 32)}, "POPUP_UID_HMAC_KEYS: key 2 has leading"},
+		{"zero uid HMAC max age", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "0s"}, "POPUP_UID_HMAC_MAX_AGE"},
+		{"uid HMAC max age under a second", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "500ms"}, "POPUP_UID_HMAC_MAX_AGE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,15 +60,21 @@ func TestParseRejects(t *testing.T) {
 }
 
 func TestStringMasksSecrets(t *testing.T) {
+	hmacKeys := []string{"uid-hmac-key-one-0123456789abcdef0123", "uid-hmac-key-two-0123456789abcdef0123"}
 	c, err := Parse(map[string]string{"POPUP_ADMIN_TOKEN": "s3cret-token", "POPUP_REDIS_PASSWORD": "redispass",
-		"POPUP_MYSQL_DSN": "app:dbpass@tcp(db:3306)/popup"})
+		"POPUP_MYSQL_DSN": "app:dbpass@tcp(db:3306)/popup", "POPUP_UID_HMAC_KEYS": strings.Join(hmacKeys, ",")})
 	require.NoError(t, err)
 	s := c.String()
-	for _, secret := range []string{"s3cret-token", "redispass", "dbpass"} {
+	for _, secret := range append([]string{"s3cret-token", "redispass", "dbpass", "uid-hmac-key"}, hmacKeys...) {
 		assert.NotContains(t, s, secret)
 	}
 	assert.Contains(t, s, "POPUP_ADMIN_TOKEN=***")
 	assert.Contains(t, s, "app:***@tcp(db:3306)/popup")
+	assert.Contains(t, s, "POPUP_UID_HMAC_KEYS=***,*** ", "one mask per key")
+
+	none, err := Parse(map[string]string{})
+	require.NoError(t, err)
+	assert.Contains(t, none.String(), "POPUP_UID_HMAC_KEYS= ", "no keys: nothing to mask")
 }
 
 func TestREADMEListsEveryVariable(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/uidauth"
 )
 
 // apiError is an error with its HTTP status and stable code.
@@ -35,6 +36,17 @@ var (
 	errRateLimited = &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
 	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
 )
+
+// uidSigErrors maps each uid signature failure (POPUP_UID_HMAC_KEYS set) to its 401: three codes,
+// with messages that say what to fix. Telling the causes apart helps no forger: without a key
+// no header passes.
+var uidSigErrors = map[error]*apiError{
+	uidauth.ErrMissing:   {status: http.StatusUnauthorized, code: "uid_signature_missing", message: "this uid must be vouched for by the gateway: header " + uidauth.Header + " is required"},
+	uidauth.ErrMalformed: {status: http.StatusUnauthorized, code: "uid_signature_invalid", message: uidauth.Header + " is malformed: want t=<unix seconds>,v1=<64 hex digits>"},
+	uidauth.ErrMismatch:  {status: http.StatusUnauthorized, code: "uid_signature_invalid", message: uidauth.Header + " does not sign this uid and timestamp with a configured key"},
+	uidauth.ErrFuture:    {status: http.StatusUnauthorized, code: "uid_signature_invalid", message: uidauth.Header + " timestamp is too far ahead of the server clock"},
+	uidauth.ErrExpired:   {status: http.StatusUnauthorized, code: "uid_signature_expired", message: uidauth.Header + " timestamp is older than the accepted max age"},
+}
 
 // writeError is the one place errors become responses: known errors by their table entry,
 // validation errors with their fields, everything else a logged 500.

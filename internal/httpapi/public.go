@@ -18,6 +18,7 @@ import (
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
+	"popupsvc/internal/uidauth"
 )
 
 // UserStates is the user-state store the handlers need (redisstore.UserStore).
@@ -39,6 +40,9 @@ type Public struct {
 	Metrics *Metrics
 	// Ready reports whether Redis is reachable (for /readyz).
 	Ready func(ctx context.Context) error
+	// UIDAuth, when set, requires the gateway's signature of the uid on every request that names
+	// one (POPUP_UID_HMAC_KEYS, docs/SECURITY.md); nil trusts the uid as sent.
+	UIDAuth *uidauth.Verifier
 
 	ids        *idSource
 	lastErrLog atomic.Int64
@@ -100,12 +104,16 @@ func (p *Public) getPopup(c *gin.Context) {
 		writeError(c, p.Log, aerr)
 		return
 	}
+	now := p.Now()
+	if aerr := p.checkUID(c, req.UID, now); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
 	snap := p.Snapshots.Load()
 	if snap == nil {
 		p.degraded(c, "no_snapshot")
 		return
 	}
-	now := p.Now()
 	cands := snap.Candidates(req.Platform, req.Region)
 	if !anyCandidate(cands, &req, now) {
 		// Nothing targets this request: no Redis round trip needed.
@@ -151,6 +159,34 @@ func (p *Public) getPopup(c *gin.Context) {
 	}
 	p.answerNull(c, snap, "conflict")
 }
+
+// checkUID demands the gateway's signature of uid when POPUP_UID_HMAC_KEYS is set: after the
+// request's own validation, before any store is touched. Without keys it lets every uid through.
+func (p *Public) checkUID(c *gin.Context, uid string, now time.Time) *apiError {
+	if p.UIDAuth == nil {
+		return nil
+	}
+	var err error
+	switch vs := c.Request.Header[uidauth.Header]; len(vs) {
+	case 0:
+		err = uidauth.ErrMissing
+	case 1:
+		err = p.UIDAuth.Verify(vs[0], uid, now)
+	default:
+		err = uidauth.ErrMalformed // two signatures: which one would the gateway mean?
+	}
+	if err == nil {
+		return nil
+	}
+	c.Header("WWW-Authenticate", uidSigChallenge)
+	if ae := uidSigErrors[err]; ae != nil {
+		return ae
+	}
+	return uidSigErrors[uidauth.ErrMismatch]
+}
+
+// uidSigChallenge names the scheme on a 401 (RFC 9110 §11.6.1 wants a challenge on every 401).
+const uidSigChallenge = `PopupUidSig realm="popup", header="` + uidauth.Header + `"`
 
 // anyCandidate reports whether some active popup is in window and targets req, before any I/O.
 func anyCandidate(cs []*popup.Compiled, req *popup.Request, now time.Time) bool {
@@ -238,6 +274,11 @@ func (p *Public) postAction(c *gin.Context) {
 		writeError(c, p.Log, aerr)
 		return
 	}
+	now := p.Now()
+	if aerr := p.checkUID(c, body.UID, now); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
 	snap := p.Snapshots.Load()
 	if snap == nil {
 		writeError(c, p.Log, errUnavailable)
@@ -248,7 +289,6 @@ func (p *Public) postAction(c *gin.Context) {
 		writeError(c, p.Log, errPopupGone)
 		return
 	}
-	now := p.Now()
 	if !p.Breaker.Allow(now) {
 		writeError(c, p.Log, errUnavailable)
 		return

@@ -1,0 +1,5 @@
+//go:build !race
+
+package uidauth
+
+const raceOn = false
