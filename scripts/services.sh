@@ -6,6 +6,9 @@
 #   scripts/services.sh install                 install mariadb-server / redis-server when missing
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
 #   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
+#   scripts/services.sh start-redis-cluster DIR PORT1 PORT2 PORT3
+#                                               start three cluster-enabled redis-servers with AOF in
+#                                               DIR, make them a three-master cluster, wait until ok
 #   scripts/services.sh stop DIR                stop whatever this script started in DIR (by PID)
 #   scripts/services.sh free-port [N]           print N (1) distinct free TCP ports on 127.0.0.1
 set -euo pipefail
@@ -127,6 +130,58 @@ cmd_start_redis() {
   return 1
 }
 
+cmd_start_redis_cluster() {
+  [ $# -eq 4 ] || { log "usage: start-redis-cluster DIR PORT1 PORT2 PORT3"; return 2; }
+  local dir; dir=$(realpath -m "$1"); shift
+  local ports=("$@") server cli port i n
+  server=$(find_bin redis-server); cli=$(find_bin redis-cli)
+  # Each node's bus port is chosen here too: the default (port + 10000) may be past 65535 for
+  # the ephemeral ports that free-port hands out.
+  local bus=()
+  for port in $(cmd_free_port 6); do
+    case " ${ports[*]} " in *" $port "*) continue ;; esac
+    if [ ${#bus[@]} -lt 3 ]; then bus+=("$port"); fi
+  done
+  for i in 0 1 2; do
+    port=${ports[$i]}
+    local data="$dir/redis-$port" pidf="$dir/redis-$port.pid"
+    mkdir -p "$data"
+    if alive "$pidf"; then log "redis $port already running (pid $(cat "$pidf"))"; continue; fi
+    if port_open "$port"; then log "port $port is taken by another process"; return 1; fi
+    setsid "$server" --port "$port" --bind 127.0.0.1 --dir "$data" --daemonize no \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-port "${bus[$i]}" \
+      --cluster-node-timeout 5000 \
+      --appendonly yes --appendfsync "${POPUP_REDIS_FSYNC:-everysec}" --save '' \
+      --logfile "$dir/redis-$port.log" </dev/null >/dev/null 2>&1 &
+    echo $! >"$pidf"
+  done
+  for port in "${ports[@]}"; do
+    for i in $(seq 1 100); do
+      "$cli" -p "$port" ping 2>/dev/null | grep -q PONG && break
+      alive "$dir/redis-$port.pid" || break
+      sleep 0.05
+    done
+    "$cli" -p "$port" ping 2>/dev/null | grep -q PONG ||
+      { log "redis $port did not start; see $dir/redis-$port.log"; tail -20 "$dir/redis-$port.log" >&2 || true; return 1; }
+  done
+  n=$("$cli" -p "${ports[0]}" cluster info | tr -d '\r' | sed -n 's/^cluster_known_nodes://p')
+  if [ "$n" != 3 ]; then
+    "$cli" --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$dir/redis-cluster-create.log" 2>&1 ||
+      { log "redis-cli --cluster create failed"; cat "$dir/redis-cluster-create.log" >&2; return 1; }
+  fi
+  # Every node must see every slot served before a client may rely on any of them.
+  for i in $(seq 1 200); do
+    n=0
+    for port in "${ports[@]}"; do
+      "$cli" -p "$port" cluster info 2>/dev/null | grep "^cluster_state:ok" >/dev/null && n=$((n + 1))
+    done
+    if [ $n -eq 3 ]; then log "redis cluster up on 127.0.0.1 ports ${ports[*]} (3 masters)"; return 0; fi
+    sleep 0.1
+  done
+  log "redis cluster not ok after 20 s"; "$cli" -p "${ports[0]}" cluster info >&2 || true
+  return 1
+}
+
 stop_pidfile() {
   local pidf=$1 name=$2 pid i
   [ -f "$pidf" ] || return 0
@@ -153,7 +208,8 @@ case "${1:-}" in
   install) cmd_install ;;
   start-mariadb) shift; cmd_start_mariadb "$@" ;;
   start-redis) shift; cmd_start_redis "$@" ;;
+  start-redis-cluster) shift; cmd_start_redis_cluster "$@" ;;
   stop) shift; cmd_stop "$@" ;;
   free-port) shift; cmd_free_port "$@" ;;
-  *) echo "usage: $0 install|start-mariadb DIR PORT|start-redis DIR PORT|stop DIR|free-port" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start-mariadb DIR PORT|start-redis DIR PORT|start-redis-cluster DIR PORT1 PORT2 PORT3|stop DIR|free-port" >&2; exit 2 ;;
 esac

@@ -38,6 +38,14 @@ race=-race
 [ "${RACE:-1}" = 0 ] && race=
 go test $race -count=1 -timeout 15m ${GOTEST_FLAGS:-} ./...
 
+echo "== go test (Redis Cluster, 3 masters)"
+# The Redis-facing packages again, against a local three-master Redis Cluster: several
+# comma-separated seeds in POPUP_TEST_REDIS_ADDR make testenv (and the service) use a cluster.
+read -r cl1 cl2 cl3 <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
+scripts/services.sh start-redis-cluster "$run_dir" "$cl1" "$cl2" "$cl3"
+POPUP_TEST_REDIS_ADDR="127.0.0.1:${cl1},127.0.0.1:${cl2},127.0.0.1:${cl3}" \
+  go test $race -count=1 -timeout 5m ./internal/redisstore/ ./internal/drain/ ./internal/apiserver/ ./cmd/popup-worker/
+
 echo "== fuzz smoke"
 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,20 +69,28 @@ func workerBinary(t *testing.T) string {
 
 // workerEnv is the environment of a worker process under test.
 type workerEnv struct {
-	dsn, prefix string
-	shards      int
-	vars        []string
+	dsn, prefix  string
+	redisAddr    string
+	redisCluster bool
+	shards       int
 }
 
 func newWorkerEnv(t *testing.T, shards int) workerEnv {
 	t.Helper()
-	return workerEnv{dsn: testenv.MySQLDSN(t, true), prefix: testenv.RedisPrefix(t), shards: shards}
+	return newWorkerEnvDSN(t, testenv.MySQLDSN(t, true), shards)
+}
+
+// newWorkerEnvDSN is newWorkerEnv with a database of the caller's.
+func newWorkerEnvDSN(t *testing.T, dsn string, shards int) workerEnv {
+	t.Helper()
+	return workerEnv{dsn: dsn, prefix: testenv.RedisPrefix(t), redisAddr: testenv.RedisAddr(t), redisCluster: testenv.RedisCluster(t), shards: shards}
 }
 
 func (w workerEnv) with(vars ...string) []string {
 	base := []string{
 		"POPUP_MYSQL_DSN=" + w.dsn,
-		"POPUP_REDIS_ADDR=" + os.Getenv(testenv.EnvRedis),
+		"POPUP_REDIS_ADDR=" + w.redisAddr,
+		"POPUP_REDIS_CLUSTER=" + strconv.FormatBool(w.redisCluster),
 		"POPUP_REDIS_PREFIX=" + w.prefix,
 		fmt.Sprintf("POPUP_QUEUE_SHARDS=%d", w.shards),
 		"POPUP_WORKER_ADDR=127.0.0.1:0",
@@ -358,7 +367,7 @@ func TestWorkerLosesNothingWhenKilledRepeatedly(t *testing.T) {
 }
 
 // drained reports whether the log holds total rows and no queue or processing list holds events.
-func drained(t *testing.T, rdb *redis.Client, db *sql.DB, keys redisstore.Keys, total int) bool {
+func drained(t *testing.T, rdb redis.UniversalClient, db *sql.DB, keys redisstore.Keys, total int) bool {
 	t.Helper()
 	ctx := context.Background()
 	var n int
@@ -369,7 +378,7 @@ func drained(t *testing.T, rdb *redis.Client, db *sql.DB, keys redisstore.Keys, 
 	for shard := range keys.Shards {
 		qlen, err := rdb.LLen(ctx, keys.Queue(shard)).Result()
 		require.NoError(t, err)
-		procs, err := rdb.Keys(ctx, keys.Processing(shard, "*")).Result()
+		procs, err := testenv.RedisKeys(ctx, rdb, keys.Processing(shard, "*"))
 		require.NoError(t, err)
 		if qlen > 0 || len(procs) > 0 {
 			return false
@@ -427,7 +436,7 @@ func requireStates(t *testing.T, db *sql.DB, want map[stateKey]wantState) {
 }
 
 func TestWorkerRefusesAnUnmigratedSchema(t *testing.T) {
-	w := workerEnv{dsn: testenv.MySQLDSN(t, false), prefix: testenv.RedisPrefix(t), shards: 1}
+	w := newWorkerEnvDSN(t, testenv.MySQLDSN(t, false), 1)
 	logs := newLogSink(t)
 
 	p := startWorker(t, w.with(), logs)
@@ -438,7 +447,7 @@ func TestWorkerRefusesAnUnmigratedSchema(t *testing.T) {
 }
 
 func TestWorkerMigrateIsSafeToRunTwice(t *testing.T) {
-	w := workerEnv{dsn: testenv.MySQLDSN(t, false), prefix: testenv.RedisPrefix(t), shards: 1}
+	w := newWorkerEnvDSN(t, testenv.MySQLDSN(t, false), 1)
 
 	first, err := runWorker(t, w.with(), "migrate")
 	require.NoError(t, err, first)

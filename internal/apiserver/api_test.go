@@ -226,6 +226,7 @@ func TestNewUserStateCachedAsEmpty(t *testing.T) {
 }
 
 func TestRedisDownDegradesAndRecovers(t *testing.T) {
+	testenv.SingleNodeRedis(t) // the fault proxy stands in front of one node
 	cfg := testConfig(t)
 	proxy := testenv.NewProxy(t, cfg.RedisAddr)
 	cfg.RedisAddr = proxy.Addr()

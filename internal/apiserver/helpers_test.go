@@ -49,6 +49,7 @@ func testConfig(t *testing.T) config.Config {
 	cfg, err := config.Parse(map[string]string{
 		"POPUP_MYSQL_DSN":            testenv.MySQLDSN(t, true),
 		"POPUP_REDIS_ADDR":           testenv.RedisAddr(t),
+		"POPUP_REDIS_CLUSTER":        strconv.FormatBool(testenv.RedisCluster(t)),
 		"POPUP_REDIS_PREFIX":         testenv.RedisPrefix(t),
 		"POPUP_ADMIN_TOKEN":          token,
 		"POPUP_CONFIG_POLL_INTERVAL": "500ms",

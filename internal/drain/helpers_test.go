@@ -27,7 +27,7 @@ import (
 // env is one test's queue, database and writer.
 type env struct {
 	t      testing.TB
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	keys   redisstore.Keys
 	queue  *redisstore.Queue
 	dsn    string
@@ -213,7 +213,7 @@ func (e *env) requireQueueEmpty() {
 		require.NoError(e.t, err)
 		require.Zero(e.t, st.Length, "shard %d queue", shard)
 		require.Zero(e.t, st.ProcessingTotal(), "shard %d processing lists", shard)
-		keys, err := e.rdb.Keys(ctx, e.keys.Processing(shard, "*")).Result()
+		keys, err := testenv.RedisKeys(ctx, e.rdb, e.keys.Processing(shard, "*"))
 		require.NoError(e.t, err)
 		require.Empty(e.t, keys, "shard %d processing lists", shard)
 	}

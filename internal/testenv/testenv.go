@@ -1,6 +1,7 @@
 // Package testenv gives integration tests a real MariaDB database and a real Redis namespace,
 // both started by the test harness (scripts/test.sh, run by `make test`), never mocks and never
-// the machine's default services.
+// the machine's default services. The Redis is a single node, or a Redis Cluster when
+// POPUP_TEST_REDIS_ADDR holds several comma-separated seeds.
 package testenv
 
 import (
@@ -9,6 +10,8 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +24,8 @@ import (
 
 // Env names the variables scripts/test.sh exports.
 const (
-	EnvMySQL = "POPUP_TEST_MYSQL_DSN" // DSN of a user allowed to create databases, no database name
-	EnvRedis = "POPUP_TEST_REDIS_ADDR"
+	EnvMySQL = "POPUP_TEST_MYSQL_DSN"  // DSN of a user allowed to create databases, no database name
+	EnvRedis = "POPUP_TEST_REDIS_ADDR" // host:port, or comma-separated seeds of a Redis Cluster
 )
 
 func need(t testing.TB, name string) string {
@@ -87,38 +90,100 @@ func MySQL(t testing.TB) *sql.DB {
 	return db
 }
 
-// RedisAddr is the test Redis.
+// RedisAddr is the test Redis as POPUP_REDIS_ADDR takes it: one host:port, or the comma-separated
+// seeds of a Redis Cluster (scripts/test.sh runs the Redis-facing packages a second time against
+// a local three-master cluster this way).
 func RedisAddr(t testing.TB) string {
 	t.Helper()
 	return need(t, EnvRedis)
+}
+
+// RedisCluster reports whether the test Redis is a cluster: several addresses, the same rule as
+// POPUP_REDIS_ADDR's.
+func RedisCluster(t testing.TB) bool {
+	t.Helper()
+	return len(redisAddrs(t)) > 1
+}
+
+// SingleNodeRedis skips a test that needs one Redis node of its own (a fault proxy in front of
+// it, say) when the test Redis is a cluster; the single-node pass of `make test` runs it.
+func SingleNodeRedis(t testing.TB) {
+	t.Helper()
+	if RedisCluster(t) {
+		t.Skip("needs a single Redis node; runs in the single-node pass")
+	}
+}
+
+func redisAddrs(t testing.TB) []string {
+	t.Helper()
+	var addrs []string
+	for _, a := range strings.Split(RedisAddr(t), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+func newRedis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	addrs := redisAddrs(t)
+	if len(addrs) > 1 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	}
+	return redis.NewClient(&redis.Options{Addr: addrs[0]})
 }
 
 // RedisPrefix returns a key prefix no other test uses, and deletes its keys when the test ends.
 func RedisPrefix(t testing.TB) string {
 	t.Helper()
 	prefix := "t" + Suffix(t)
-	addr := RedisAddr(t)
+	c := newRedis(t)
 	t.Cleanup(func() {
-		c := redis.NewClient(&redis.Options{Addr: addr})
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
+		keys, err := RedisKeys(ctx, c, prefix+"*")
+		if err != nil || len(keys) == 0 {
+			return
 		}
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
+		// One DEL per key: a cluster refuses a multi-key DEL across slots.
+		pipe := c.Pipeline()
+		for _, k := range keys {
+			pipe.Del(ctx, k)
 		}
+		_, _ = pipe.Exec(ctx)
 	})
 	return prefix
 }
 
-// Redis returns a client of the test Redis, closed when the test ends.
-func Redis(t testing.TB) *redis.Client {
+// RedisKeys returns the keys matching pattern, from every master when c is a cluster client.
+func RedisKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, node redis.Cmdable) error {
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
+		return keys, err
+	}
+	return keys, scan(ctx, c)
+}
+
+// Redis returns a client of the test Redis (a *redis.ClusterClient when it is a cluster), closed
+// when the test ends.
+func Redis(t testing.TB) redis.UniversalClient {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: RedisAddr(t)})
+	c := newRedis(t)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
