@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 
-.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz timewait loadtest migrate clean
+.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz timewait loadtest migrate clean chaos
 
 all: build
 
@@ -48,6 +48,9 @@ timewait: ## the TIME_WAIT experiment in its own network namespaces (root; about
 
 soak: ## 10-minute fixed-rate load: popup-api RSS and goroutines must stay flat
 	scripts/soak.sh
+
+chaos: ## fault scenarios against the real stack (Redis/MySQL down, kill storms, SIGTERM; ~8 min; docs/RELIABILITY.md)
+	scripts/chaos.sh full
 
 loadtest: ## headless distributed locust run (1 master + N workers) with HTML/CSV reports in loadtest/reports/
 	scripts/loadtest.sh

@@ -49,6 +49,10 @@ POPUP_TEST_REDIS_ADDR="127.0.0.1:${cl1},127.0.0.1:${cl2},127.0.0.1:${cl3}" \
 echo "== fuzz smoke"
 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 
+echo "== chaos, fast subset (its own MariaDB and Redis: the scenarios kill them)"
+# Every scenario of `make chaos` with short faults (about two minutes); docs/RELIABILITY.md.
+scripts/chaos.sh fast
+
 
 if [ -f scripts/locust-smoke.sh ]; then
   echo "== locust smoke (distributed: master + 2 workers against the real stack)"

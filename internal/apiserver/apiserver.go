@@ -124,9 +124,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return httpapi.Serve(gctx, adminSrv, cfg.ShutdownTimeout, func(a net.Addr) { adminAddr = a; bound <- struct{}{} })
 	})
 	g.Go(func() error { return refresher.Run(gctx) })
-	if batcher != nil {
-		g.Go(func() error { return batcher.Run(gctx) })
-	}
+	// The batcher carries the Redis calls of the requests in flight: it stops only once both
+	// listeners have shut down, else a graceful shutdown fails those requests (503, degraded).
+	batching := make(chan struct{})
+	batchCtx, stopBatcher := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopBatcher(); <-batching }()
+	go func() {
+		defer close(batching)
+		if batcher != nil {
+			_ = batcher.Run(batchCtx)
+		}
+	}()
 	g.Go(func() error {
 		for _, ch := range []chan struct{}{bound, bound, subscribed} {
 			select {

@@ -69,6 +69,10 @@ func (p *Public) Router() *gin.Engine {
 }
 
 func (p *Public) readyz(c *gin.Context) {
+	if draining(c.Request.Context()) {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "shutting down"})
+		return
+	}
 	s := p.Snapshots.Load()
 	if s == nil {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "no config snapshot loaded"})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,9 +24,14 @@ func NewServer(addr string, h http.Handler) *http.Server {
 	}
 }
 
-// Serve listens on s.Addr and serves until ctx ends, then shuts down gracefully: the listener
-// closes at once, in-flight requests finish (up to grace). ready, if not nil, is called once the
-// listener is bound (tests and ports chosen by the kernel).
+// Serve listens on s.Addr and serves until ctx ends, then shuts down gracefully, in two steps.
+// First it drains (up to drainWait): /readyz fails, every answer carries "Connection: close" so
+// that keep-alive clients close their connection after it, and Serve waits until no connection
+// sits idle. Then the listener closes and in-flight requests finish (all within grace).
+// Shutting down at once would close idle keep-alive connections under requests their clients
+// were just sending: those clients would see resets (measured by `make chaos`,
+// docs/RELIABILITY.md). ready, if not nil, is called once the listener is bound (tests and ports
+// chosen by the kernel).
 func Serve(ctx context.Context, s *http.Server, grace time.Duration, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -33,6 +40,7 @@ func Serve(ctx context.Context, s *http.Server, grace time.Duration, ready func(
 	if ready != nil {
 		ready(ln.Addr())
 	}
+	d := watchConns(s)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(ln) }()
 	select {
@@ -40,11 +48,93 @@ func Serve(ctx context.Context, s *http.Server, grace time.Duration, ready func(
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	deadline := time.Now().Add(grace)
+	d.drain(min(drainWait, grace/2))
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	err = s.Shutdown(sctx)
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr
 	}
 	return err
+}
+
+// drainWait bounds the drain before shutdown: long enough for every busy keep-alive connection to
+// carry one more request (and its "Connection: close" answer), short enough not to hold up a
+// deploy. A connection idle for all of it is closed by Shutdown.
+const drainWait = 500 * time.Millisecond
+
+// connWatch drains a server's keep-alive connections before it shuts down.
+type connWatch struct {
+	draining atomic.Bool
+	mu       sync.Mutex
+	conns    map[net.Conn]bool // open connections: true if opened before the drain began
+}
+
+type drainingKey struct{}
+
+// watchConns hooks s: the handler marks answers "Connection: close" once draining, the
+// connection-state hook keeps the set of open connections (on open and close only, not per
+// request), and every request's context carries the draining flag (see draining).
+func watchConns(s *http.Server) *connWatch {
+	w := &connWatch{conns: map[net.Conn]bool{}}
+	next, prevState, prevBase := s.Handler, s.ConnState, s.BaseContext
+	s.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if w.draining.Load() {
+			rw.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(rw, r)
+	})
+	s.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			w.mu.Lock()
+			w.conns[c] = !w.draining.Load()
+			w.mu.Unlock()
+		case http.StateClosed, http.StateHijacked:
+			w.mu.Lock()
+			delete(w.conns, c)
+			w.mu.Unlock()
+		}
+		if prevState != nil {
+			prevState(c, st)
+		}
+	}
+	s.BaseContext = func(l net.Listener) context.Context {
+		base := context.Background()
+		if prevBase != nil {
+			base = prevBase(l)
+		}
+		return context.WithValue(base, drainingKey{}, &w.draining)
+	}
+	return w
+}
+
+// drain starts draining and waits until every connection opened before it has closed (each
+// after its next answer), or for at most max. Connections opened meanwhile serve one request each.
+func (w *connWatch) drain(max time.Duration) {
+	w.draining.Store(true)
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) && w.old() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// old counts the open connections opened before the drain began.
+func (w *connWatch) old() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, before := range w.conns {
+		if before {
+			n++
+		}
+	}
+	return n
+}
+
+// draining reports whether the server of the request behind ctx is shutting down.
+func draining(ctx context.Context) bool {
+	b, _ := ctx.Value(drainingKey{}).(*atomic.Bool)
+	return b != nil && b.Load()
 }

@@ -1,0 +1,370 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Request kinds.
+const (
+	kindGet    = 'g'
+	kindAction = 'a'
+)
+
+// outcome is one request as its client saw it.
+type outcome struct {
+	at, took   time.Duration // start, relative to the recorder's start; duration
+	kind       byte
+	status     int // 0 = transport error
+	degraded   bool
+	retryAfter bool
+	popup      bool
+	errKind    string
+	id         string // impression (decision_id) or action event_id, when acknowledged
+	uid        string
+	conns      int  // connections the transport took for it (>1: it retried on a fresh one)
+	reused     bool // the (last) connection had served requests before: an established keep-alive one
+}
+
+// ok reports whether the outcome is the service working normally: a popup or a 202.
+func (o outcome) ok() bool {
+	if o.kind == kindGet {
+		return o.status == http.StatusOK && !o.degraded
+	}
+	return o.status == http.StatusAccepted
+}
+
+// recorder collects every outcome of a scenario.
+type recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	outs  []outcome
+}
+
+func newRecorder() *recorder { return &recorder{start: time.Now()} }
+
+func (r *recorder) now() time.Duration { return time.Since(r.start) }
+
+func (r *recorder) add(o outcome) {
+	r.mu.Lock()
+	r.outs = append(r.outs, o)
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.outs)
+}
+
+// ackedIDs are the event ids the service acknowledged: impressions it answered with a popup and
+// actions it answered 202.
+func (r *recorder) ackedIDs() map[string]struct{} {
+	ids := map[string]struct{}{}
+	for _, o := range r.all() {
+		if o.id != "" {
+			ids[o.id] = struct{}{}
+		}
+	}
+	return ids
+}
+
+// window returns the outcomes of kind that started in [from, to).
+func (r *recorder) window(kind byte, from, to time.Duration) []outcome {
+	var out []outcome
+	for _, o := range r.all() {
+		if o.kind == kind && o.at >= from && o.at < to {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// tally summarises a set of outcomes.
+type tally struct {
+	n, ok, degraded, status503, retryAfter, transportErr int
+	statuses                                             map[int]int
+	errs                                                 map[string]int
+	maxMs, p99Ms                                         float64
+	retried                                              int
+}
+
+func tallyOf(outs []outcome) tally {
+	tl := tally{statuses: map[int]int{}, errs: map[string]int{}}
+	durs := make([]time.Duration, 0, len(outs))
+	for _, o := range outs {
+		tl.n++
+		if o.ok() {
+			tl.ok++
+		}
+		if o.degraded {
+			tl.degraded++
+		}
+		if o.status == http.StatusServiceUnavailable {
+			tl.status503++
+			if o.retryAfter {
+				tl.retryAfter++
+			}
+		}
+		if o.status == 0 {
+			tl.transportErr++
+			tl.errs[o.errKind]++
+		} else {
+			tl.statuses[o.status]++
+		}
+		if o.conns > 1 {
+			tl.retried++
+		}
+		durs = append(durs, o.took)
+	}
+	if len(durs) > 0 {
+		slices.Sort(durs)
+		tl.maxMs = ms(durs[len(durs)-1])
+		tl.p99Ms = ms(durs[(len(durs)*99)/100])
+	}
+	return tl
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// statusList prints status counts as "200:12,503:3".
+func (tl tally) statusList() string {
+	keys := make([]int, 0, len(tl.statuses))
+	for k := range tl.statuses {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d:%d", k, tl.statuses[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
+
+func (tl tally) errList() string {
+	keys := make([]string, 0, len(tl.errs))
+	for k := range tl.errs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, tl.errs[k]))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, ",")
+}
+
+// recovery is how long after heal the service kept failing: from heal to the end of the last
+// request started after heal that was not normal service (0 if none was). It fails the test when
+// no normal request followed.
+func recovery(t *testing.T, rec *recorder, heal time.Duration) time.Duration {
+	t.Helper()
+	var last time.Duration
+	for _, o := range rec.all() {
+		if o.at < heal || o.ok() {
+			continue
+		}
+		if end := o.at + o.took - heal; end > last {
+			last = end
+		}
+	}
+	var goodAfter int
+	for _, o := range rec.all() {
+		if o.at >= heal+last && o.ok() {
+			goodAfter++
+		}
+	}
+	require.Positive(t, goodAfter, "the service never answered normally after the fault was healed")
+	return last
+}
+
+// client is one simulated app connection: its own keep-alive connection to the API.
+type client struct {
+	base    string
+	popupID int64
+	hc      *http.Client
+}
+
+func newClient(base string, popupID int64) *client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true, IdleConnTimeout: 30 * time.Second}
+	return &client{base: base, popupID: popupID, hc: &http.Client{Transport: tr, Timeout: 3 * time.Second}}
+}
+
+func (c *client) close() { c.hc.CloseIdleConnections() }
+
+type getAnswer struct {
+	Popup      json.RawMessage `json:"popup"`
+	DecisionID string          `json:"decision_id"`
+}
+
+func (c *client) do(ctx context.Context, rec *recorder, kind byte, uid, eventID string, req *http.Request) outcome {
+	o := outcome{kind: kind, uid: uid}
+	trace := &httptrace.ClientTrace{
+		GetConn: func(string) { o.conns++ },
+		GotConn: func(info httptrace.GotConnInfo) { o.reused = info.Reused },
+	}
+	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
+	o.at = rec.now()
+	res, err := c.hc.Do(req)
+	if err != nil {
+		o.took = rec.now() - o.at
+		o.errKind = errKind(err)
+		return o
+	}
+	raw, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	o.took = rec.now() - o.at
+	if err != nil {
+		o.errKind = "body:" + errKind(err)
+		return o
+	}
+	o.status = res.StatusCode
+	o.degraded = res.Header.Get("X-Popup-Degraded") == "1"
+	o.retryAfter = res.Header.Get("Retry-After") != ""
+	switch {
+	case kind == kindGet && o.status == http.StatusOK && !o.degraded:
+		var a getAnswer
+		if json.Unmarshal(raw, &a) == nil && len(a.Popup) > 0 && string(a.Popup) != "null" {
+			o.popup = true
+			o.id = a.DecisionID
+		}
+	case kind == kindAction && o.status == http.StatusAccepted:
+		o.id = eventID
+	}
+	return o
+}
+
+func (c *client) get(ctx context.Context, rec *recorder, uid string) outcome {
+	req, _ := http.NewRequest(http.MethodGet, c.base+"/api/v1/popup?uid="+uid+"&platform=ios&app_version=9.1.0", nil)
+	return c.do(ctx, rec, kindGet, uid, "", req)
+}
+
+func (c *client) act(ctx context.Context, rec *recorder, uid, action, eventID string) outcome {
+	b := `{"uid":"` + uid + `","action":"` + action + `","event_id":"` + eventID + `"}`
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/api/v1/popups/"+strconv.FormatInt(c.popupID, 10)+"/actions", strings.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	return c.do(ctx, rec, kindAction, uid, eventID, req)
+}
+
+// errKind names a client-side failure: a reset of an established connection, the server closing
+// it (EOF), a refused connection (nobody listening), a timeout, or something else.
+func errKind(err error) string {
+	var ne interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.EPIPE):
+		return "broken_pipe"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "eof"
+	case strings.Contains(err.Error(), "server closed idle connection"):
+		return "closed_idle"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	default:
+		return "other(" + err.Error() + ")"
+	}
+}
+
+// load is a steady, paced event load: getters ask for the popup (each answer with a popup is an
+// impression event) and actors post clicks and closes with their own event ids, each over its own
+// keep-alive connection and its own users, so no two clients race for one user.
+type load struct {
+	getters, actors int
+	users           int           // users per client
+	pause           time.Duration // between two requests of one client
+}
+
+func (l load) uid(kind byte, client, i int) string {
+	return fmt.Sprintf("%c%d-%d", kind, client, i%l.users)
+}
+
+// warm gives every user of the load a state in Redis (and MySQL once drained): one impression
+// each. Outcomes are recorded, so they count as acknowledged events.
+func (s *stack) warm(rec *recorder, l load) {
+	t := s.t
+	t.Helper()
+	c := newClient(s.public, s.popupID)
+	defer c.close()
+	ctx := ctxFor(t, 60*time.Second)
+	for _, kind := range []byte{kindGet, kindAction} {
+		n := l.getters
+		if kind == kindAction {
+			n = l.actors
+		}
+		for cl := range n {
+			for i := range l.users {
+				o := c.get(ctx, rec, l.uid(kind, cl, i))
+				rec.add(o)
+				require.True(t, o.popup, "warm-up GET got no popup: status %d degraded %v err %s", o.status, o.degraded, o.errKind)
+			}
+		}
+	}
+}
+
+// run runs the load until ctx ends; wait returns once every client has stopped.
+func (s *stack) run(ctx context.Context, rec *recorder, l load) (wait func()) {
+	var wg sync.WaitGroup
+	for cl := range l.getters {
+		wg.Go(func() {
+			c := newClient(s.public, s.popupID)
+			defer c.close()
+			for i := 0; ctx.Err() == nil; i++ {
+				rec.add(c.get(context.Background(), rec, l.uid(kindGet, cl, i)))
+				pace(ctx, l.pause)
+			}
+		})
+	}
+	for cl := range l.actors {
+		wg.Go(func() {
+			c := newClient(s.public, s.popupID)
+			defer c.close()
+			actions := [2]string{"click", "close"}
+			for i := 0; ctx.Err() == nil; i++ {
+				id := fmt.Sprintf("%s-%d-%d", s.name, cl, i)
+				rec.add(c.act(context.Background(), rec, l.uid(kindAction, cl, i), actions[i%2], id))
+				pace(ctx, l.pause)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+func pace(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

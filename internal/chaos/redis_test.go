@@ -1,0 +1,139 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/testenv"
+)
+
+// The SPEC §4 promises while Redis is unreachable or slow.
+const (
+	getBudget      = 100 * time.Millisecond // every GET answers within this, degraded if need be
+	recoveryLimit  = 5 * time.Second        // normal service again this long after Redis heals
+	goroutineSlack = 20                     // goroutines back within this of the baseline
+	rssSlackMB     = 32.0                   // resident memory back within this of the baseline
+)
+
+// steadyLoad is the moderate load the Redis and MySQL scenarios run under: about 400 GET/s and
+// 200 actions/s at most, every answered GET an impression event.
+var steadyLoad = load{getters: 4, actors: 2, users: 16, pause: 10 * time.Millisecond}
+
+// TestRedisStopped: redis-server shut down (SIGTERM) and started again on the same port and data.
+func TestRedisStopped(t *testing.T) {
+	runRedisFault(t, "redis-down", func(s *stack, _ *testenv.Proxy) func() {
+		s.redis.signal(syscall.SIGTERM)
+		s.redis.wait(t)
+		return func() { s.redis.start(t) }
+	})
+}
+
+// TestRedisHung: redis-server frozen (SIGSTOP) then resumed: connections open, nothing answers.
+func TestRedisHung(t *testing.T) {
+	runRedisFault(t, "redis-hang", func(s *stack, _ *testenv.Proxy) func() {
+		s.redis.signal(syscall.SIGSTOP)
+		return func() { s.redis.signal(syscall.SIGCONT) }
+	})
+}
+
+// TestRedisSlow: 200 ms added to every chunk in each direction between popup-api and Redis.
+func TestRedisSlow(t *testing.T) {
+	runRedisFault(t, "redis-slow", func(_ *stack, p *testenv.Proxy) func() {
+		p.SetDelay(200 * time.Millisecond)
+		return func() { p.SetDelay(0) }
+	})
+}
+
+// runRedisFault runs the steady load against popup-api (whose Redis sits behind a proxy), injects
+// the fault for the plan's outage, heals it, and checks SPEC §4 and §6: every GET 200 within
+// 100 ms (degraded during the fault), actions 503 with Retry-After, normal service within 5 s of
+// healing, goroutines and memory back to the baseline, and every acknowledged event in MySQL.
+func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy) (heal func())) {
+	s := newStack(t, name, "everysec")
+	s.startWorker()
+	proxy := testenv.NewProxy(t, s.redis.Addr())
+	s.startAPI(proxy.Addr())
+	s.seed()
+	rec := newRecorder()
+	s.warm(rec, steadyLoad)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := s.run(ctx, rec, steadyLoad)
+	defer wait()
+	time.Sleep(h.plan.steady)
+	base := s.apiStats()
+
+	faultAt := rec.now()
+	heal := inject(s, proxy)
+	time.Sleep(h.plan.redisOutage)
+	during := s.apiStats()
+	healAt := rec.now()
+	heal()
+	waitNormal(t, rec, healAt, 3*recoveryLimit)
+	time.Sleep(h.plan.steady)
+	after := s.apiStats()
+	cancel()
+	wait()
+
+	drain := s.waitDrained(h.plan.drainDeadline)
+	c := s.verify(rec)
+	all := tallyOf(rec.window(kindGet, 0, rec.now()))
+	outGets := tallyOf(rec.window(kindGet, faultAt, healAt))
+	outActs := tallyOf(rec.window(kindAction, faultAt, healAt))
+	acts := tallyOf(rec.window(kindAction, 0, rec.now()))
+	rcv := recovery(t, rec, healAt)
+	summary(t, name,
+		"outage_s", h.plan.redisOutage.Seconds(), "gets", all.n, "get_status", all.statusList(), "get_errors", all.errList(),
+		"get_p99_ms", all.p99Ms, "get_max_ms", all.maxMs,
+		"outage_gets", outGets.n, "outage_degraded", outGets.degraded, "outage_get_max_ms", outGets.maxMs,
+		"actions", acts.n, "outage_actions", outActs.n, "outage_action_status", outActs.statusList(),
+		"outage_503_retry_after", fmt.Sprintf("%d/%d", outActs.retryAfter, outActs.status503), "action_errors", acts.errList(),
+		"recovery_ms", ms(rcv), "goroutines", fmt.Sprintf("%d→%d→%d", base.goroutines, during.goroutines, after.goroutines),
+		"rss_mb", fmt.Sprintf("%.1f→%.1f→%.1f", base.rssMB, during.rssMB, after.rssMB),
+		"heap_mb", fmt.Sprintf("%.1f→%.1f→%.1f", base.heapMB, during.heapMB, after.heapMB),
+		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff,
+		"drain_ms", drain.Milliseconds())
+
+	assert.Equal(t, all.n, all.statuses[http.StatusOK], "every GET answers 200")
+	assert.Zero(t, all.transportErr, "GET transport errors")
+	assert.LessOrEqual(t, all.maxMs, ms(getBudget), "a GET took longer than %s", getBudget)
+	assert.Positive(t, outGets.degraded, "the fault never showed: no degraded answer")
+	assert.Positive(t, outActs.status503, "the fault never showed: no action answered 503")
+	assert.Equal(t, outActs.status503, outActs.retryAfter, "a 503 without Retry-After")
+	assert.Equal(t, acts.n, acts.statuses[http.StatusAccepted]+acts.status503, "actions answer 202 or 503, nothing else")
+	assert.LessOrEqual(t, rcv, recoveryLimit, "service not back within %s of healing", recoveryLimit)
+	assert.LessOrEqual(t, after.goroutines, base.goroutines+goroutineSlack, "goroutines did not come back")
+	assert.LessOrEqual(t, after.rssMB, base.rssMB+rssSlackMB, "resident memory did not come back")
+	c.requireNoLoss(t)
+}
+
+// waitNormal waits until a GET and an action started after since have both been answered
+// normally.
+func waitNormal(t *testing.T, rec *recorder, since, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		var get, act bool
+		for _, o := range rec.all() {
+			if o.at >= since && o.ok() {
+				get = get || o.kind == kindGet
+				act = act || o.kind == kindAction
+			}
+		}
+		if get && act {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.FailNow(t, "no normal answer after the fault was healed", "waited %s", within)
+}

@@ -1,0 +1,289 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/redisstore"
+)
+
+const adminToken = "chaos-admin-token"
+
+// stack is one scenario's deployment: its own redis-server and database, popup-api and any number
+// of popup-worker processes, each a real binary.
+type stack struct {
+	t       *testing.T
+	name    string
+	dir     string
+	dsn     string
+	db      *sql.DB
+	redis   *redisServer
+	rdb     *redis.Client
+	api     *proc
+	apiLog  string
+	public  string // http://host:port of the public listener
+	admin   string // http://host:port of the admin listener
+	popupID int64
+	env     []string // common POPUP_* settings of both binaries
+	workerN int
+}
+
+// newStack starts redis-server (AOF with fsync), creates and migrates a database of its own and
+// prepares the environment of both binaries; it starts neither.
+func newStack(t *testing.T, name, fsync string) *stack {
+	t.Helper()
+	s := &stack{t: t, name: name, dir: filepath.Join(h.dir, name)}
+	require.NoError(t, os.MkdirAll(s.dir, 0o755))
+	s.redis = startRedis(t, name, fsync)
+	s.rdb = redis.NewClient(&redis.Options{Addr: s.redis.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { s.rdb.Close() })
+
+	dbName := "chaos_" + strings.ReplaceAll(name, "-", "_")
+	ctx := ctxFor(t, 60*time.Second)
+	admin, err := mysqlstore.Open(ctx, h.mysql.DSN(""), 2)
+	require.NoError(t, err)
+	_, err = admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+dbName)
+	require.NoError(t, err)
+	_, err = admin.ExecContext(ctx, "CREATE DATABASE "+dbName+" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+	require.NoError(t, err)
+	admin.Close()
+	s.dsn = h.mysql.DSN(dbName)
+	s.db, err = mysqlstore.Open(ctx, s.dsn, 4)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.db.Close() })
+
+	s.env = []string{"POPUP_MYSQL_DSN=" + s.dsn, "POPUP_REDIS_ADDR=" + s.redis.Addr(), "POPUP_ADMIN_TOKEN=" + adminToken,
+		"POPUP_LOG_LEVEL=info", "POPUP_WORKER_LEASE=2s", "POPUP_WORKER_FLUSH_INTERVAL=100ms"}
+	out, err := execEnv(h.worker, s.env, "migrate")
+	require.NoError(t, err, out)
+	return s
+}
+
+func execEnv(bin string, env []string, args ...string) (string, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// startAPI starts popup-api with Redis at redisAddr (the server itself or a proxy in front of it)
+// and waits until it is ready. Extra environment entries override the stack's.
+func (s *stack) startAPI(redisAddr string, extra ...string) {
+	t := s.t
+	t.Helper()
+	pub, adm := mustPort(t), mustPort(t)
+	s.public, s.admin = fmt.Sprintf("http://127.0.0.1:%d", pub), fmt.Sprintf("http://127.0.0.1:%d", adm)
+	env := append(append([]string{}, s.env...), "POPUP_REDIS_ADDR="+redisAddr,
+		fmt.Sprintf("POPUP_HTTP_ADDR=127.0.0.1:%d", pub), fmt.Sprintf("POPUP_ADMIN_ADDR=127.0.0.1:%d", adm))
+	env = append(env, extra...)
+	s.apiLog = filepath.Join(s.dir, "api.log")
+	s.api = startProc(t, "popup-api", s.apiLog, h.api, env)
+	deadline := time.Now().Add(30 * time.Second)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for {
+		res, err := c.Get(s.public + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if s.api.exited() {
+			t.Fatalf("popup-api exited at start: %v\n%s", s.api.err, tail(s.apiLog, 20))
+		}
+		require.False(t, time.Now().After(deadline), "popup-api not ready in 30 s:\n%s", tail(s.apiLog, 20))
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startWorker starts one popup-worker process; its log goes to worker-N.log.
+func (s *stack) startWorker(extra ...string) (*proc, string) {
+	t := s.t
+	t.Helper()
+	s.workerN++
+	log := filepath.Join(s.dir, fmt.Sprintf("worker-%d.log", s.workerN))
+	env := append(append([]string{}, s.env...), fmt.Sprintf("POPUP_WORKER_ADDR=127.0.0.1:%d", mustPort(t)))
+	env = append(env, extra...)
+	return startProc(t, "popup-worker", log, h.worker, env), log
+}
+
+// seed creates the scenario's popup: shown to everyone on every request (reshow 0), so that
+// every GET of a warm user is an impression event.
+func (s *stack) seed() {
+	t := s.t
+	t.Helper()
+	body := `{"name":"chaos","priority":10,"reshow_after_seconds":0,"title":"Chaos","content":"chaos scenario popup"}`
+	req, err := http.NewRequest(http.MethodPost, s.admin+"/admin/v1/popups", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	res, err := c.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	require.Equal(t, http.StatusCreated, res.StatusCode, string(raw))
+	var p struct {
+		ID int64 `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &p))
+	s.popupID = p.ID
+}
+
+// procStats are popup-api's own figures from its admin /metrics.
+type procStats struct {
+	goroutines int
+	rssMB      float64
+	heapMB     float64
+}
+
+func (p procStats) String() string {
+	return fmt.Sprintf("%d/%.1f/%.1f", p.goroutines, p.rssMB, p.heapMB)
+}
+
+func (s *stack) apiStats() procStats {
+	t := s.t
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.admin+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	res, err := c.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	var st procStats
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "go_goroutines":
+			st.goroutines = int(v)
+		case "process_resident_memory_bytes":
+			st.rssMB = v / (1 << 20)
+		case "go_memstats_heap_inuse_bytes":
+			st.heapMB = v / (1 << 20)
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.NotZero(t, st.goroutines, "go_goroutines missing from /metrics")
+	return st
+}
+
+// backlog is what the queue holds: waiting plus claimed and not yet acknowledged.
+func (s *stack) backlog(ctx context.Context) (int64, error) {
+	q := redisstore.NewQueue(s.rdb, redisstore.Keys{Prefix: "popup", Shards: 1}, 2*time.Second)
+	st, err := q.Stats(ctx, 0)
+	if err != nil {
+		return 0, err
+	}
+	return st.Length + st.ProcessingTotal(), nil
+}
+
+// waitDrained waits until the queue is empty (nothing waiting, nothing claimed) and returns how
+// long that took.
+func (s *stack) waitDrained(within time.Duration) time.Duration {
+	t := s.t
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(within)
+	var last int64 = -1
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		n, err := s.backlog(ctx)
+		cancel()
+		if err == nil && n == 0 {
+			return time.Since(start)
+		}
+		last, lastErr = n, err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("queue not drained within %s: %d events left (err %v)", within, last, lastErr)
+	return 0
+}
+
+// check compares what the clients were told (acknowledged event ids) with MySQL once the queue is
+// drained.
+type check struct {
+	acked     int // acknowledged events: impressions answered with a popup, actions answered 202
+	lost      int // acknowledged, not in popup_action_log
+	unacked   int // in popup_action_log, never acknowledged (the client saw an error or a degraded answer)
+	dupRows   int // action log rows beyond one per event_id
+	stateDiff int // (uid, popup) rows whose impressions count differs from its logged impressions
+	rows      int // popup_action_log rows
+}
+
+func (s *stack) verify(rec *recorder) check {
+	t := s.t
+	t.Helper()
+	ctx := ctxFor(t, 60*time.Second)
+	acked := rec.ackedIDs()
+	var c check
+	c.acked = len(acked)
+	rows, err := s.db.QueryContext(ctx, "SELECT event_id FROM popup_action_log")
+	require.NoError(t, err)
+	seen := make(map[string]int, len(acked))
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		seen[id]++
+		c.rows++
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	for id := range acked {
+		if seen[id] == 0 {
+			c.lost++
+		}
+	}
+	for id, n := range seen {
+		if _, ok := acked[id]; !ok {
+			c.unacked++
+		}
+		c.dupRows += n - 1
+	}
+	// Each impression event carries the user's impression count after it; the state row keeps the
+	// maximum. An impression applied twice, or one count given to two impressions, shows here.
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_user_state s
+		LEFT JOIN (SELECT uid, popup_id, COUNT(*) n FROM popup_action_log WHERE action = 'impression' GROUP BY uid, popup_id) l
+		  ON l.uid = s.uid AND l.popup_id = s.popup_id
+		WHERE s.impressions <> COALESCE(l.n, 0)`).Scan(&c.stateDiff)
+	require.NoError(t, err)
+	return c
+}
+
+// requireNoLoss asserts SPEC §6: every acknowledged event is in the action log, once.
+func (c check) requireNoLoss(t *testing.T) {
+	t.Helper()
+	require.Positive(t, c.acked, "the scenario acknowledged no events: the load did not run")
+	require.Zero(t, c.lost, "acknowledged events missing from popup_action_log")
+	require.Zero(t, c.dupRows, "event ids logged more than once")
+	require.Zero(t, c.stateDiff, "popup_user_state impressions differ from the logged impressions")
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# chaos.sh [full|fast]: the fault scenarios of docs/RELIABILITY.md (internal/chaos, built with
+# -tags chaos) against the real popup-api and popup-worker binaries, with a MariaDB and
+# redis-servers of their own in .testdata/chaos-PID/ on free ports, which the scenarios stop,
+# freeze, slow down and kill. Never touches the servers of `make up` or of other test runs.
+#
+#   full  (make chaos)  the issue's durations: Redis faults 30 s, MySQL down 60 s, a 3-minute
+#                       worker kill storm, ... about 8 minutes in all
+#   fast  (make test)   the same scenarios with short faults (well under a minute and a half)
+#
+# Every scenario prints one "CHAOS <scenario> key=value ..." line of figures. A full run also
+# appends them, under a header naming the date, commit and machine, to docs/reliability-results.txt.
+# CHAOS_RUN=regexp runs only the matching tests (go test -run); POPUP_CHAOS_KEEP=1 keeps the logs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-full}
+case "$mode" in
+  full) timeout=25m; verbose=-v ;;
+  fast) timeout=5m; verbose= ;;
+  *) echo "usage: $0 [full|fast]" >&2; exit 2 ;;
+esac
+
+scripts/services.sh install
+dir="$PWD/.testdata/chaos-$$"
+results="$PWD/.testdata/chaos-results-$$.txt"
+mkdir -p "$dir"
+: >"$results"
+cleanup() {
+  # The tests stop their MariaDB themselves; this catches a test binary that died (timeout).
+  if [ -f "$dir/mysql/mariadb.pid" ]; then scripts/services.sh stop "$dir/mysql" || true; fi
+  rm -f "$results"
+}
+trap cleanup EXIT
+
+start=$(date +%s)
+status=0
+POPUP_CHAOS=$mode POPUP_CHAOS_DIR="$dir" POPUP_CHAOS_RESULTS="$results" \
+  go test -tags chaos -count=1 -timeout "$timeout" $verbose -run "${CHAOS_RUN:-.}" ./internal/chaos || status=$?
+took=$(( $(date +%s) - start ))
+
+echo "== chaos ($mode): $(grep -c '^CHAOS' "$results" || true) scenarios in ${took}s"
+cat "$results"
+if [ "$mode" = full ] && [ $status -eq 0 ] && [ -z "${CHAOS_RUN:-}" ]; then
+  {
+    echo
+    echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) scripts/chaos.sh full, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo '+changes'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), shared), $(uname -r), ${took}s"
+    cat "$results"
+  } >>docs/reliability-results.txt
+  echo "appended to docs/reliability-results.txt"
+fi
+exit $status
