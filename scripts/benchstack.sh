@@ -2,7 +2,8 @@
 # Redis, popup-worker, popup-api and the bare reference server in .testdata/ on free ports,
 # seeds BENCH_CONFIGS popups (over BENCH_REGIONS region codes), warms BENCH_UIDS users and waits
 # for the worker to drain the warm-up's events. Everything it started is stopped on exit.
-# Sets: api ref api_pid admin_port mysql_port redis_port run_dir pids.
+# Sets: api ref api_pid worker_pid ref_pid admin_port mysql_port redis_port run_dir pids; queue_len and
+# wait_drained.
 scripts/services.sh install
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null; }
@@ -32,9 +33,9 @@ export POPUP_ADMIN_TOKEN=bench
 export POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}"
 export POPUP_LOG_LEVEL=warn
 bin/popup-worker migrate >/dev/null
-bin/popup-worker >"$run_dir/worker.log" 2>&1 & pids+=($!)
+bin/popup-worker >"$run_dir/worker.log" 2>&1 & worker_pid=$!; pids+=($worker_pid)
 bin/popup-api >"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
-bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & pids+=($!)
+bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & ref_pid=$!; pids+=($ref_pid)
 for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz" 2>/dev/null && break; sleep 0.1; done
 curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz"
 for _ in $(seq 1 50); do curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" 2>/dev/null && break; sleep 0.1; done
@@ -42,13 +43,25 @@ curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" # the reference must answ
 
 api="http://127.0.0.1:${api_port}"
 ref="http://127.0.0.1:${ref_port}"
-bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs" -regions "$BENCH_REGIONS"
-bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries "${BENCH_WARM_TRIES:-30}"
+bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs" -regions "$BENCH_REGIONS" -record
+if [ "${BENCH_WARM:-api}" = fill ]; then
+  # the same end state written straight into Redis: seconds for a million users
+  bin/benchtool fill -uids "$BENCH_UIDS" -want "$((configs + 1))" # + the record popup
+else
+  bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries "${BENCH_WARM_TRIES:-30}"
+fi
+queue_len() { # events waiting in every shard's queue
+  redis-cli -p "$redis_port" --no-raw eval "local n=0 for _,k in ipairs(redis.call('keys','popup:{q*}:queue')) do n=n+redis.call('llen',k) end return n" 0 | tr -dc 0-9
+}
+wait_drained() { # until the worker has drained the queues (at most 60 s)
+  local n
+  for _ in $(seq 1 300); do
+    n=$(queue_len); [ "${n:-0}" = 0 ] && return 0; sleep 0.2
+  done
+  log "the queues still hold ${n} events after 60 s"
+}
 # Let the worker drain the warm-up's impressions so B measures the steady state.
-for _ in $(seq 1 300); do
-  n=$(redis-cli -p "$redis_port" --no-raw eval "local n=0 for _,k in ipairs(redis.call('keys','popup:{q*}:queue')) do n=n+redis.call('llen',k) end return n" 0 | tr -dc 0-9)
-  [ "${n:-0}" = 0 ] && break; sleep 0.2
-done
+wait_drained
 
 
 metrics() { curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics"; }

@@ -1,7 +1,8 @@
 // Command benchtool prepares and measures benchmark runs against a running popup-api:
 //
 //	benchtool seed     -admin URL -token T -n N       create N popups (varied targeting) unless some exist
-//	benchtool warm     -url URL -uids N               call GET once for every uid of the pool
+//	benchtool warm     -url URL -uids N               call GET for every uid of the pool until it answers no popup
+//	benchtool fill     -uids N                        the same end state written straight into Redis (POPUP_* env)
 //	benchtool openloop -url URL -rate R -duration D   fixed-rate load; latency from the intended send time
 //
 // openloop is the open-loop generator the issue asks for (vegeta is not available here): each
@@ -10,6 +11,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,12 +21,21 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"popupsvc/internal/config"
+	"popupsvc/internal/configcache"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/snapshot"
 )
 
 func main() {
@@ -38,6 +49,8 @@ func main() {
 		err = seed(os.Args[2:])
 	case "warm":
 		err = warm(os.Args[2:])
+	case "fill":
+		err = fill(os.Args[2:])
 	case "openloop":
 		err = openloop(os.Args[2:])
 	default:
@@ -58,12 +71,13 @@ func client(conns int) *http.Client {
 
 // seed creates n popups: a few broad ones and many narrowly targeted ones, as a real campaign
 // list has; most requests match only a handful.
-func seed(args []string) error {
+func seed(args []string) (err error) {
 	fs := flag.NewFlagSet("seed", flag.ExitOnError)
 	admin := fs.String("admin", "http://127.0.0.1:18081", "admin base URL")
 	token := fs.String("token", "", "admin token")
 	n := fs.Int("n", 20, "popups to create")
 	nRegions := fs.Int("regions", 8, "region codes r0..rN-1 the narrow popups spread over")
+	record := fs.Bool("record", false, "also create the popup of the record runs: region \"rec\", top priority, reshow 0 (shown, and so recorded, on every call)")
 	fs.Parse(args) //nolint:errcheck // ExitOnError
 	c := client(8)
 	req, _ := http.NewRequest("GET", *admin+"/admin/v1/popups", nil)
@@ -82,7 +96,13 @@ func seed(args []string) error {
 		fmt.Printf("seed: %d popups exist\n", len(list.Popups))
 		return nil
 	}
-	platforms := []string{"ios", "android", "web"}
+	if *record {
+		defer func() {
+			if err == nil {
+				err = seedRecord(c, *admin, *token)
+			}
+		}()
+	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -133,6 +153,28 @@ func seed(args []string) error {
 	return nil
 }
 
+// seedRecord creates the popup that every request with region=rec gets, every time: each such GET
+// runs the record script (state write + queued impression).
+func seedRecord(c *http.Client, admin, token string) error {
+	body := `{"name":"bench-record","priority":1000,"title":"Recorded every time","content":"A popup of the record benchmark.",` +
+		`"image_url":"https://cdn.example.com/p/rec.png","link_url":"app://campaign/rec","reshow_after_seconds":0,` +
+		`"targeting":{"regions":["rec"],"rollout_percent":100}}`
+	req, _ := http.NewRequest("POST", admin+"/admin/v1/popups", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(res.Body)
+		return fmt.Errorf("creating the record popup: %s: %s", res.Status, b)
+	}
+	fmt.Println("seed: created the record popup (region rec)")
+	return nil
+}
+
 // regions is the number of region codes users are spread over (BENCH_REGIONS, as in bench.lua).
 var regions = func() int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_REGIONS")); err == nil && n > 0 {
@@ -144,10 +186,10 @@ var regions = func() int {
 // query builds the GET query of pool user i: a stable platform/version/region per user, the same
 // mapping as loadtest/bench.lua.
 func query(base string, i int) string {
-	platforms := [...]string{"ios", "android", "web"}
-	return base + "/api/v1/popup?uid=user-" + strconv.Itoa(i) + "&platform=" + platforms[i%3] +
-		"&app_version=8." + strconv.Itoa(i%13) + ".0&region=r" + strconv.Itoa(i%regions) + "&lang=en"
+	return base + string(appendQuery(nil, i))
 }
+
+var platforms = [...]string{"ios", "android", "web"}
 
 // warm calls GET for every uid of the pool until it answers no popup (at most -tries times), so the
 // benchmark then measures warm users.
@@ -206,63 +248,161 @@ func warm(args []string) error {
 	return nil
 }
 
-// openloop sends requests at a fixed rate and reports latency percentiles from the intended send
-// times, plus errors and non-2xx answers.
+// fill gives every pool user the state that warm would leave behind (every popup the user may see
+// has been shown once, so the next GET answers no popup), computed with the service's own
+// selection code and written with pipelined SETs: a million users take seconds instead of the
+// minutes of millions of GETs, and the worker has no warm-up backlog to drain. It reads the config
+// cache and the key layout the API uses from the same POPUP_* environment.
+func fill(args []string) error {
+	fs := flag.NewFlagSet("fill", flag.ExitOnError)
+	uids := fs.Int("uids", 100000, "uid pool size")
+	workers := fs.Int("c", 4, "concurrent pipelines")
+	want := fs.Int("want", 1, "popups the config cache must hold first")
+	fs.Parse(args) //nolint:errcheck
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	rdb, err := redisstore.NewClient(cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	// Admin writes reach the cache asynchronously: wait (10 s at most) until it holds -want popups.
+	var version int64
+	var popups []popup.Popup
+	for try := 0; ; try++ {
+		version, popups, err = configcache.Load(ctx, rdb, keys)
+		if err == nil && len(popups) >= *want {
+			break
+		}
+		if try == 100 {
+			return fmt.Errorf("the config cache holds %d popups (err %v), want %d", len(popups), err, *want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	now := time.Now()
+	snap := snapshot.Build(version, popups, now)
+	began := time.Now()
+	var shown atomic.Int64
+	jobs := make(chan int, 16)
+	errc := make(chan error, *workers)
+	var wg sync.WaitGroup
+	for w := 0; w < *workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for first := range jobs {
+				pipe := rdb.Pipeline()
+				for i := first; i < min(first+1000, *uids); i++ {
+					ver, _ := popup.ParseVersion("8." + strconv.Itoa(i%13) + ".0")
+					r := popup.Request{UID: "user-" + strconv.Itoa(i), Platform: platforms[i%3], AppVersion: ver,
+						Region: "r" + strconv.Itoa(i%regions), Lang: "en"}
+					st := popup.UserState{Popups: map[int64]popup.PopupState{}}
+					cands := snap.Candidates(r.Platform, r.Region)
+					for n := 0; n < len(cands); n++ {
+						c := popup.Select(cands, r, &st, now, cfg.UserDailyCap)
+						if c == nil {
+							break
+						}
+						c.ApplyImpression(&st, now)
+						shown.Add(1)
+					}
+					pipe.Set(ctx, keys.User(r.UID), redisstore.AppendState(nil, &st), cfg.UserStateTTL)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < *uids; i += 1000 {
+		select {
+		case jobs <- i:
+		case err := <-errc:
+			close(jobs)
+			wg.Wait()
+			return err
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	fmt.Printf("fill: %d uids over %d popups (config version %d), %d impressions marked, in %s\n",
+		*uids, len(snap.Ordered), version, shown.Load(), time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// openloop sends requests on a fixed schedule and reports latency percentiles measured from each
+// request's intended send time, plus errors, non-2xx and degraded answers.
+//
+// It works like wrk2: -c keep-alive connections each own every c-th slot of the schedule. A
+// connection that is still waiting for an answer when its next slot comes sends late, and that
+// request's latency still counts from its slot, so a stalled server shows in the percentiles (no
+// coordinated omission) instead of the schedule quietly slowing down. HTTP/1.1 is written and
+// parsed by hand (no net/http client): the generator shares the machine's cores with the server
+// it measures, and every microsecond it spends is one the server does not get.
 func openloop(args []string) error {
 	fs := flag.NewFlagSet("openloop", flag.ExitOnError)
-	url := fs.String("url", "http://127.0.0.1:18080", "public base URL (a reference server ignores the query)")
+	target := fs.String("url", "http://127.0.0.1:18080", "public base URL (a reference server ignores the query)")
 	rate := fs.Int("rate", 5000, "requests per second")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send")
 	uids := fs.Int("uids", 100000, "uid pool size")
-	conns := fs.Int("c", 256, "max connections (and in-flight requests)")
+	conns := fs.Int("c", 64, "keep-alive connections")
+	procs := fs.Int("procs", 1, "GOMAXPROCS of the generator (it shares the cores with the server)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	hist := fs.String("hist", "", "write latency percentiles (0-100 in 0.1 steps) to this CSV file")
 	fs.Parse(args) //nolint:errcheck
-	c := client(*conns)
+	runtime.GOMAXPROCS(*procs)
+	u, err := neturl.Parse(*target)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return fmt.Errorf("-url must be http://host:port[/path], got %q", *target)
+	}
+	if *rate <= 0 || *conns <= 0 || *dur <= 0 {
+		return fmt.Errorf("-rate, -c and -duration must be positive")
+	}
 	total := int(float64(*rate) * dur.Seconds())
-	lat := make([]time.Duration, total)
-	var non2xx, errs, dropped, degraded atomic.Int64
-	sem := make(chan struct{}, *conns)
+	lat := make([]time.Duration, total) // slot i's latency; -1 = failed
+	var non2xx, errs, degraded, late atomic.Int64
+	interval := float64(time.Second) / float64(*rate)
+	start := time.Now().Add(20 * time.Millisecond)
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), *dur+15*time.Second)
-	defer cancel()
-	interval := time.Second / time.Duration(*rate)
-	start := time.Now()
-	for i := 0; i < total; i++ {
-		due := start.Add(time.Duration(i) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		select {
-		case sem <- struct{}{}:
-		default:
-			// Every connection busy: the request would have to wait; count it as missed at the
-			// deadline rather than silently slowing the schedule down.
-			dropped.Add(1)
-			lat[i] = -1
-			continue
-		}
+	for k := 0; k < min(*conns, total); k++ {
 		wg.Add(1)
-		go func(i int, due time.Time) {
+		go func(k int) {
 			defer wg.Done()
-			defer func() { <-sem }()
-			req, _ := http.NewRequestWithContext(ctx, "GET", query(*url, rand.IntN(*uids)), nil)
-			res, err := c.Do(req)
-			if err != nil {
-				errs.Add(1)
-				lat[i] = -1
-				return
+			lc := loadConn{addr: u.Host, path: strings.TrimSuffix(u.Path, "/")}
+			defer lc.close()
+			for i := k; i < total; i += *conns {
+				due := start.Add(time.Duration(float64(i) * interval))
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				} else if d < -time.Millisecond {
+					late.Add(1)
+				}
+				status, deg, err := lc.get(rand.IntN(*uids))
+				if err != nil {
+					errs.Add(1)
+					lat[i] = -1
+					continue
+				}
+				lat[i] = time.Since(due)
+				if status/100 != 2 {
+					non2xx.Add(1)
+				}
+				if deg {
+					degraded.Add(1)
+				}
 			}
-			io.Copy(io.Discard, res.Body) //nolint:errcheck
-			res.Body.Close()
-			lat[i] = time.Since(due)
-			if res.StatusCode/100 != 2 {
-				non2xx.Add(1)
-			}
-			if res.Header.Get("X-Popup-Degraded") != "" {
-				degraded.Add(1)
-			}
-		}(i, due)
+		}(k)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
@@ -289,13 +429,135 @@ func openloop(args []string) error {
 			return err
 		}
 	}
-	out := map[string]any{"rate": *rate, "sent": total, "completed": len(ok), "errors": errs.Load(), "non_2xx": non2xx.Load(), "degraded": degraded.Load(),
-		"dropped": dropped.Load(), "elapsed_s": elapsed.Seconds(), "p50_ms": pct(.5), "p90_ms": pct(.9), "p99_ms": pct(.99), "p999_ms": pct(.999),
-		"max_ms": pct(1)}
+	out := map[string]any{"rate": *rate, "conns": *conns, "sent": total, "completed": len(ok), "errors": errs.Load(), "non_2xx": non2xx.Load(),
+		"degraded": degraded.Load(), "late": late.Load(), "elapsed_s": elapsed.Seconds(), "p50_ms": pct(.5), "p90_ms": pct(.9), "p99_ms": pct(.99),
+		"p999_ms": pct(.999), "max_ms": pct(1)}
 	if *jsonOut {
 		return json.NewEncoder(os.Stdout).Encode(out)
 	}
-	fmt.Printf("openloop: rate %d/s for %s: sent %d completed %d errors %d non-2xx %d degraded %d dropped %d | p50 %.2f ms p90 %.2f p99 %.2f p99.9 %.2f max %.2f\n",
-		*rate, *dur, total, len(ok), errs.Load(), non2xx.Load(), degraded.Load(), dropped.Load(), pct(.5), pct(.9), pct(.99), pct(.999), pct(1))
+	fmt.Printf("openloop: rate %d/s for %s over %d conns: sent %d completed %d errors %d non-2xx %d degraded %d late(>1ms) %d | p50 %.2f ms p90 %.2f p99 %.2f p99.9 %.2f max %.2f\n",
+		*rate, *dur, *conns, total, len(ok), errs.Load(), non2xx.Load(), degraded.Load(), late.Load(), pct(.5), pct(.9), pct(.99), pct(.999), pct(1))
 	return nil
+}
+
+// loadConn is one keep-alive HTTP/1.1 connection of openloop, reconnecting after any error.
+type loadConn struct {
+	addr, path string
+	c          net.Conn
+	r          *bufio.Reader
+	buf        []byte
+}
+
+func (l *loadConn) close() {
+	if l.c != nil {
+		l.c.Close()
+		l.c = nil
+	}
+}
+
+// get sends pool user i's GET and reads the answer: its status and whether it was degraded.
+func (l *loadConn) get(i int) (status int, degraded bool, err error) {
+	if l.c == nil {
+		if l.c, err = net.DialTimeout("tcp", l.addr, 2*time.Second); err != nil {
+			return 0, false, err
+		}
+		if l.r == nil {
+			l.r = bufio.NewReaderSize(l.c, 4096)
+		} else {
+			l.r.Reset(l.c)
+		}
+	}
+	status, degraded, err = l.roundTrip(i)
+	if err != nil {
+		l.close()
+	}
+	return status, degraded, err
+}
+
+func (l *loadConn) roundTrip(i int) (status int, degraded bool, err error) {
+	b := append(l.buf[:0], "GET "...)
+	b = appendQuery(append(b, l.path...), i)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, l.addr...)
+	b = append(b, "\r\nUser-Agent: benchtool\r\n\r\n"...)
+	l.buf = b
+	if err = l.c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return 0, false, err
+	}
+	if _, err = l.c.Write(b); err != nil {
+		return 0, false, err
+	}
+	line, err := l.r.ReadSlice('\n')
+	if err != nil {
+		return 0, false, err
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, false, fmt.Errorf("bad status line %q", line)
+	}
+	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return 0, false, fmt.Errorf("bad status line %q", line)
+	}
+	length, closing := -1, false
+	for {
+		h, err := l.r.ReadSlice('\n')
+		if err != nil {
+			return 0, false, err
+		}
+		if len(h) <= 2 { // the blank line ending the header
+			break
+		}
+		name, value, _ := bytes.Cut(bytes.TrimRight(h, "\r\n"), []byte(":"))
+		value = bytes.TrimSpace(value)
+		switch {
+		case asciiEqualFold(name, "content-length"):
+			if length, err = strconv.Atoi(string(value)); err != nil {
+				return 0, false, fmt.Errorf("bad Content-Length %q", value)
+			}
+		case asciiEqualFold(name, "x-popup-degraded"):
+			degraded = true
+		case asciiEqualFold(name, "connection"):
+			closing = asciiEqualFold(value, "close")
+		case asciiEqualFold(name, "transfer-encoding"):
+			return 0, false, fmt.Errorf("Transfer-Encoding %q is not supported by openloop", value)
+		}
+	}
+	if length < 0 {
+		return 0, false, fmt.Errorf("answer without Content-Length")
+	}
+	if _, err = l.r.Discard(length); err != nil {
+		return 0, false, err
+	}
+	if closing {
+		l.close()
+	}
+	return status, degraded, nil
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendQuery appends pool user i's "/api/v1/popup?..." path and query (see query).
+func appendQuery(b []byte, i int) []byte {
+	b = append(b, "/api/v1/popup?uid=user-"...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, "&platform="...)
+	b = append(b, platforms[i%3]...)
+	b = append(b, "&app_version=8."...)
+	b = strconv.AppendInt(b, int64(i%13), 10)
+	b = append(b, ".0&region=r"...)
+	b = strconv.AppendInt(b, int64(i%regions), 10)
+	return append(b, "&lang=en"...)
 }
