@@ -351,3 +351,38 @@ func TestRefusesToStart(t *testing.T) {
 	err = apiserver.Run(context.Background(), cfg, log, apiserver.Hooks{})
 	assert.ErrorIs(t, err, mysqlstore.ErrSchema)
 }
+
+// TestConcurrentAdminWritesAreVisibleWhenTheyReturn: admin writes share config reloads
+// (internal/coalesce), yet each write's popup must be served by the instance as soon as its
+// request has returned, with no wait.
+func TestConcurrentAdminWritesAreVisibleWhenTheyReturn(t *testing.T) {
+	a := start(t, testConfig(t), nil)
+	const writers = 8
+	type created struct {
+		region string
+		id     int64
+	}
+	got := make(chan created, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			region := "cw" + itoa(int64(w))
+			spec := popupSpec("concurrent-"+region, map[string]any{"targeting": map[string]any{"regions": []string{region}}})
+			res := a.adminDo(t, http.MethodPost, "/admin/v1/popups", spec)
+			if !assert.Equal(t, http.StatusCreated, res.Status, res.Raw) {
+				return
+			}
+			// At once, on the same instance: the reload that the write waited for included it.
+			id, _ := a.get(t, "uid=cw-user-"+region+"&platform=web&app_version=1&region="+region)
+			assert.Equal(t, int64(res.Body["id"].(float64)), id, "popup of region %s not served right after its write returned", region)
+			got <- created{region, id}
+		})
+	}
+	wg.Wait()
+	close(got)
+	n := 0
+	for range got {
+		n++
+	}
+	assert.Equal(t, writers, n)
+}

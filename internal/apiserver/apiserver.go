@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"popupsvc/internal/breaker"
+	"popupsvc/internal/coalesce"
 	"popupsvc/internal/config"
 	"popupsvc/internal/configcache"
 	"popupsvc/internal/httpapi"
@@ -94,7 +95,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		}
 		log.Info("uid signatures required", "header", uidauth.Header, "keys", len(cfg.UIDHMACKeys), "max_age", cfg.UIDHMACMaxAge)
 	}
-	reload := func(ctx context.Context) (int64, error) {
+	// A reload republishes every config, so concurrent admin writes share one (each still returns
+	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
+	reloads := &coalesce.Group[int64]{Fn: func(ctx context.Context) (int64, error) {
 		if _, err := configcache.Warm(ctx, db, rdb, keys); err != nil {
 			return 0, err
 		}
@@ -102,9 +105,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 			return 0, err
 		}
 		return holder.Load().Version, nil
-	}
+	}}
 	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: mysqlstore.NewPopupRepo(db), Users: users, Snapshots: holder,
-		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reload}
+		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
