@@ -133,8 +133,9 @@ func (p *Public) getPopup(c *gin.Context) {
 	for try := 0; try < maxRecordTries; try++ {
 		st, err := p.Users.Get(ctx, req.UID, now)
 		if err != nil {
-			p.storeFailed(now, "get_state", err)
-			p.degraded(c, "redis_error")
+			if p.storeFailed(c, now, "get_state", err) {
+				p.degraded(c, "redis_error")
+			}
 			return
 		}
 		chosen := popup.Select(cands, req, &st.UserState, now, p.DailyCap)
@@ -150,8 +151,9 @@ func (p *Public) getPopup(c *gin.Context) {
 			At: now, DecisionID: string(decision), NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
 		out, err := p.Users.Record(ctx, req.UID, st.Raw, &st.UserState, &ev, false)
 		if err != nil {
-			p.storeFailed(now, "record_impression", err)
-			p.degraded(c, "redis_error")
+			if p.storeFailed(c, now, "record_impression", err) {
+				p.degraded(c, "redis_error")
+			}
 			return
 		}
 		p.Breaker.Success()
@@ -202,7 +204,17 @@ func anyCandidate(cs []*popup.Compiled, req *popup.Request, now time.Time) bool 
 	return false
 }
 
-func (p *Public) storeFailed(now time.Time, op string, err error) {
+// storeFailed accounts for a failed store call of the request behind c. It reports whether the
+// caller should answer the failure (degraded, 503): not when the client has already gone.
+func (p *Public) storeFailed(c *gin.Context, now time.Time, op string, err error) (answer bool) {
+	if c.Request.Context().Err() != nil {
+		// The client hung up (net/http cancels the request when its connection closes), which
+		// cancelled the store call: the store did not fail. Counting it would let a mass
+		// disconnect (a load generator stopping, a proxy restarting) open the breaker and
+		// degrade everybody else's answers. Nobody reads an answer.
+		p.count("client_gone")
+		return false
+	}
 	switch {
 	case errors.Is(err, redisstore.ErrLoad):
 		// MySQL slow or saturated while loading a lost state: this request degrades, but it
@@ -220,6 +232,7 @@ func (p *Public) storeFailed(now time.Time, op string, err error) {
 	if last := p.lastErrLog.Load(); now.UnixNano()-last > int64(time.Second) && p.lastErrLog.CompareAndSwap(last, now.UnixNano()) {
 		p.Log.Warn("redis call failed; answering degraded", "op", op, "err", err)
 	}
+	return true
 }
 
 func (p *Public) count(outcome string) {
@@ -305,8 +318,9 @@ func (p *Public) postAction(c *gin.Context) {
 	for try := 0; try < maxRecordTries; try++ {
 		st, err := p.Users.Get(ctx, body.UID, now)
 		if err != nil {
-			p.storeFailed(now, "get_state", err)
-			writeError(c, p.Log, errUnavailable)
+			if p.storeFailed(c, now, "get_state", err) {
+				writeError(c, p.Log, errUnavailable)
+			}
 			return
 		}
 		var ps popup.PopupState
@@ -320,8 +334,9 @@ func (p *Public) postAction(c *gin.Context) {
 			DecisionID: body.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
 		out, err := p.Users.Record(ctx, body.UID, st.Raw, &st.UserState, &ev, true)
 		if err != nil {
-			p.storeFailed(now, "record_action", err)
-			writeError(c, p.Log, errUnavailable)
+			if p.storeFailed(c, now, "record_action", err) {
+				writeError(c, p.Log, errUnavailable)
+			}
 			return
 		}
 		p.Breaker.Success()
