@@ -3,11 +3,13 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -144,35 +146,21 @@ func tallyOf(outs []outcome) tally {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// statusList prints status counts as "200:12,503:3".
-func (tl tally) statusList() string {
-	keys := make([]int, 0, len(tl.statuses))
-	for k := range tl.statuses {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d:%d", k, tl.statuses[k]))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ",")
-}
+// statusList prints status counts as "200:12,503:3" ("-" for none).
+func (tl tally) statusList() string { return countList(tl.statuses, "-") }
 
-func (tl tally) errList() string {
-	keys := make([]string, 0, len(tl.errs))
-	for k := range tl.errs {
-		keys = append(keys, k)
+// errList prints transport error kinds as "refused:16,reset:1" ("0" for none).
+func (tl tally) errList() string { return countList(tl.errs, "0") }
+
+// countList prints m's counts as "k1:n1,k2:n2" in key order, or none when m is empty.
+func countList[K cmp.Ordered](m map[K]int, none string) string {
+	if len(m) == 0 {
+		return none
 	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s:%d", k, tl.errs[k]))
-	}
-	if len(parts) == 0 {
-		return "0"
+		parts = append(parts, fmt.Sprintf("%v:%d", k, m[k]))
 	}
 	return strings.Join(parts, ",")
 }
