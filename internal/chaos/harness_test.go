@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -167,13 +168,60 @@ func summary(t *testing.T, name string, kv ...any) {
 	require.NoError(t, err)
 }
 
+// freePort returns a port that is free now, below the kernel's ephemeral range when there is
+// room: a port from that range (what ":0" hands out) can be taken meanwhile by any outgoing
+// connection, and the scenarios restart servers on their ports while load runs. Ports below
+// ip_local_port_range are never picked for connect(), so only a listener could take them.
+// No port is handed out twice in one run (two picks in a row could otherwise be equal).
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if lo := ephemeralLow(); lo > 2048 {
+		first := max(1024, lo-16384)
+		for range 64 {
+			p := first + rand.IntN(lo-first)
+			if portsGiven[p] {
+				continue
+			}
+			if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				ln.Close()
+				portsGiven[p] = true
+				return p, nil
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	for range 64 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsGiven[p] {
+			portsGiven[p] = true
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free port found")
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// ephemeralLow is the first port of net.ipv4.ip_local_port_range, 0 if unknown.
+func ephemeralLow() int {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	lo, _ := strconv.Atoi(f[0])
+	return lo
 }
 
 func mustPort(t *testing.T) int {
