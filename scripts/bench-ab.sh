@@ -3,6 +3,8 @@
 # value of the environment variable VAR in turn, BENCH_ROUNDS rounds alternating, same wrk
 # settings: req/s, p99 and requests per API CPU-second for each. Used to keep or drop a hot-path
 # lever, e.g.  scripts/bench-ab.sh POPUP_REDIS_PIPELINES "0 1 4"
+# BENCH_AB_OPEN_RATE=N adds, after each wrk run, an open-loop run at N req/s (benchtool openloop,
+# same duration) and prints its latency line: the tail at a fixed rate for each value.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -33,5 +35,8 @@ for r in $(seq 1 "$rounds"); do
     p99=$(awk '$1=="99%" {print $2}' <<<"$out")
     bad=$(awk '/Non-2xx/ {n+=$NF} END {print n+0}' <<<"$out")
     echo "round $r $var=$v: $rps req/s, p99 $p99, $(awk -v n="$n" -v c=$((c1 - c0)) -v t="$clk" 'BEGIN {printf "%d", n/(c/t)}') req/API-CPU-s, non-2xx $bad"
+    if [[ -n ${BENCH_AB_OPEN_RATE:-} ]]; then
+      echo "round $r $var=$v open loop: $(bin/benchtool openloop -url "$api" -rate "$BENCH_AB_OPEN_RATE" -duration "$duration" -uids "$BENCH_UIDS" -c "${BENCH_OPEN_CONNS:-64}")"
+    fi
   done
 done
