@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/config"
 	"popupsvc/internal/mysqlstore"
 )
 
@@ -114,24 +114,17 @@ func SingleNodeRedis(t testing.TB) {
 	}
 }
 
+// redisAddrs splits the test Redis address as the service splits POPUP_REDIS_ADDR.
 func redisAddrs(t testing.TB) []string {
 	t.Helper()
-	var addrs []string
-	for _, a := range strings.Split(RedisAddr(t), ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	return addrs
+	return config.Config{RedisAddr: RedisAddr(t)}.RedisAddrs()
 }
 
+// newRedis is a client of the test Redis without the service's tight timeouts; like the
+// service's (redisstore.NewClient), it is a cluster client when there are several addresses.
 func newRedis(t testing.TB) redis.UniversalClient {
 	t.Helper()
-	addrs := redisAddrs(t)
-	if len(addrs) > 1 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	}
-	return redis.NewClient(&redis.Options{Addr: addrs[0]})
+	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: redisAddrs(t)})
 }
 
 // RedisPrefix returns a key prefix no other test uses, and deletes its keys when the test ends.
