@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,11 +53,9 @@ func runRedisKill(t *testing.T, name, fsync string, draining bool) {
 	rec := newRecorder()
 	s.warm(rec, burstLoad)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	loadFrom := rec.now()
-	wait := s.run(ctx, rec, burstLoad)
-	defer wait()
+	stopLoad := s.run(rec, burstLoad)
+	defer stopLoad()
 	time.Sleep(h.plan.aofLoad)
 	killAt := rec.now()
 	s.redis.signal(syscall.SIGKILL)
@@ -68,8 +65,7 @@ func runRedisKill(t *testing.T, name, fsync string, draining bool) {
 	restartAt := rec.now()
 	s.redis.start(t)
 	waitNormal(t, rec, restartAt, 3*recoveryLimit)
-	cancel()
-	wait()
+	stopLoad()
 	if !draining {
 		s.startWorker()
 	}
@@ -102,7 +98,7 @@ func runRedisKill(t *testing.T, name, fsync string, draining bool) {
 	summary(t, name,
 		"appendfsync", fsync,
 		"get_status", gets.statusList(), "get_degraded", gets.degraded, "get_p99_ms", gets.p99Ms, "action_status", acts.statusList(), "load_s", fmt.Sprintf("%.1f", window.Seconds()), "clients", burstLoad.getters+burstLoad.actors,
-		"req_per_s", fmt.Sprintf("%.0f", float64(len(rec.window(kindGet, loadFrom, killAt))+len(rec.window(kindAction, loadFrom, killAt)))/window.Seconds()),
+		"req_per_s", fmt.Sprintf("%.0f", float64(gets.n+acts.n)/window.Seconds()),
 		"acked_events_per_s", fmt.Sprintf("%.0f", float64(ackedBefore)/window.Seconds()),
 		"acked_before_kill", ackedBefore, "acked_last_1s", ackedLast1s, "lost", c.lost,
 		"lost_pct", fmt.Sprintf("%.2f", 100*float64(c.lost)/float64(max(ackedAtKill, 1))),

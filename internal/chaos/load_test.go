@@ -317,14 +317,19 @@ func (s *stack) warm(rec *recorder, l load) {
 	}
 }
 
-// run runs the load until ctx ends; wait returns once every client has stopped.
-func (s *stack) run(ctx context.Context, rec *recorder, l load) (wait func()) {
+// maxPerClient bounds each client's requests in count as ctx bounds them in time.
+const maxPerClient = 1_000_000
+
+// run starts the load in the background. stop ends it and returns once every client has stopped;
+// it may be called more than once (deferred as well, for a test that fails half-way).
+func (s *stack) run(rec *recorder, l load) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for cl := range l.getters {
 		wg.Go(func() {
 			c := newClient(s.public, s.popupID)
 			defer c.close()
-			for i := 0; ctx.Err() == nil; i++ {
+			for i := 0; i < maxPerClient && ctx.Err() == nil; i++ {
 				rec.add(c.get(context.Background(), rec, l.uid(kindGet, cl, i)))
 				pace(ctx, l.pause)
 			}
@@ -335,14 +340,14 @@ func (s *stack) run(ctx context.Context, rec *recorder, l load) (wait func()) {
 			c := newClient(s.public, s.popupID)
 			defer c.close()
 			actions := [2]string{"click", "close"}
-			for i := 0; ctx.Err() == nil; i++ {
+			for i := 0; i < maxPerClient && ctx.Err() == nil; i++ {
 				id := fmt.Sprintf("%s-%d-%d", s.name, cl, i)
 				rec.add(c.act(context.Background(), rec, l.uid(kindAction, cl, i), actions[i%2], id))
 				pace(ctx, l.pause)
 			}
 		})
 	}
-	return wg.Wait
+	return sync.OnceFunc(func() { cancel(); wg.Wait() })
 }
 
 func pace(ctx context.Context, d time.Duration) {

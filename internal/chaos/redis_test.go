@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"syscall"
@@ -66,10 +65,8 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	rec := newRecorder()
 	s.warm(rec, steadyLoad)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait := s.run(ctx, rec, steadyLoad)
-	defer wait()
+	stopLoad := s.run(rec, steadyLoad)
+	defer stopLoad()
 	time.Sleep(h.plan.steady)
 	base := s.apiStats()
 
@@ -82,8 +79,7 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	waitNormal(t, rec, healAt, 3*recoveryLimit)
 	time.Sleep(h.plan.steady)
 	after := s.apiStats()
-	cancel()
-	wait()
+	stopLoad()
 
 	drain := s.waitDrained(h.plan.drainDeadline)
 	c := s.verify(rec)

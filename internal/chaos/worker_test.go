@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -85,13 +84,10 @@ func TestWorkerKillStorm(t *testing.T) {
 		})
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wait := s.run(ctx, rec, steadyLoad)
-	defer wait()
+	stopLoad := s.run(rec, steadyLoad)
+	defer stopLoad()
 	time.Sleep(h.plan.storm)
-	cancel()
-	wait()
+	stopLoad()
 	endStorm()
 	require.Empty(t, unexpected, "workers failed other than by SIGKILL:\n%s", tail(stormLog, 20))
 
