@@ -26,8 +26,8 @@ func NewServer(addr string, h http.Handler) *http.Server {
 
 // Serve listens on s.Addr and serves until ctx ends, then shuts down gracefully, in two steps.
 // First it drains (up to drainWait): /readyz fails, every answer carries "Connection: close" so
-// that keep-alive clients close their connection after it, and Serve waits until no connection
-// sits idle. Then the listener closes and in-flight requests finish (all within grace).
+// that keep-alive clients close their connection after it, and Serve waits until every
+// connection opened before the drain has closed. Then the listener closes and in-flight requests finish (all within grace).
 // Shutting down at once would close idle keep-alive connections under requests their clients
 // were just sending: those clients would see resets (measured by `make chaos`,
 // docs/RELIABILITY.md). ready, if not nil, is called once the listener is bound (tests and ports
@@ -68,7 +68,7 @@ const drainWait = 500 * time.Millisecond
 type connWatch struct {
 	draining atomic.Bool
 	mu       sync.Mutex
-	conns    map[net.Conn]bool // open connections: true if opened before the drain began
+	old      map[net.Conn]struct{} // open connections opened before the drain began
 }
 
 type drainingKey struct{}
@@ -77,7 +77,7 @@ type drainingKey struct{}
 // connection-state hook keeps the set of open connections (on open and close only, not per
 // request), and every request's context carries the draining flag (see draining).
 func watchConns(s *http.Server) *connWatch {
-	w := &connWatch{conns: map[net.Conn]bool{}}
+	w := &connWatch{old: map[net.Conn]struct{}{}}
 	next, prevState, prevBase := s.Handler, s.ConnState, s.BaseContext
 	s.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if w.draining.Load() {
@@ -88,12 +88,14 @@ func watchConns(s *http.Server) *connWatch {
 	s.ConnState = func(c net.Conn, st http.ConnState) {
 		switch st {
 		case http.StateNew:
-			w.mu.Lock()
-			w.conns[c] = !w.draining.Load()
-			w.mu.Unlock()
+			if !w.draining.Load() {
+				w.mu.Lock()
+				w.old[c] = struct{}{}
+				w.mu.Unlock()
+			}
 		case http.StateClosed, http.StateHijacked:
 			w.mu.Lock()
-			delete(w.conns, c)
+			delete(w.old, c)
 			w.mu.Unlock()
 		}
 		if prevState != nil {
@@ -115,22 +117,16 @@ func watchConns(s *http.Server) *connWatch {
 func (w *connWatch) drain(max time.Duration) {
 	w.draining.Store(true)
 	deadline := time.Now().Add(max)
-	for time.Now().Before(deadline) && w.old() > 0 {
+	for time.Now().Before(deadline) && w.open() > 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// old counts the open connections opened before the drain began.
-func (w *connWatch) old() int {
+// open counts the connections opened before the drain began that are still open.
+func (w *connWatch) open() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := 0
-	for _, before := range w.conns {
-		if before {
-			n++
-		}
-	}
-	return n
+	return len(w.old)
 }
 
 // draining reports whether the server of the request behind ctx is shutting down.
