@@ -17,7 +17,6 @@ log() { printf '[bench-ab] %s\n' "$*" >&2; }
 
 source scripts/benchstack.sh
 
-clk=$(getconf CLK_TCK)
 restart_api() { # VALUE
   kill -TERM "$api_pid"; wait "$api_pid" 2>/dev/null || true
   env "$var=$1" bin/popup-api >>"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
@@ -27,9 +26,9 @@ restart_api() { # VALUE
 for r in $(seq 1 "$rounds"); do
   for v in $values; do
     restart_api "$v"
-    c0=$(awk '{print $14+$15}' "/proc/$api_pid/stat")
+    c0=$(cpu_ticks "$api_pid")
     out=$(wrk -t2 -c64 -d"$duration" --latency -s loadtest/bench.lua "$api")
-    c1=$(awk '{print $14+$15}' "/proc/$api_pid/stat")
+    c1=$(cpu_ticks "$api_pid")
     rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
     n=$(awk '/requests in/ {print $1}' <<<"$out")
     p99=$(awk '$1=="99%" {print $2}' <<<"$out")

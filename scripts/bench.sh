@@ -28,8 +28,6 @@ log() { printf '[bench] %s\n' "$*" >&2; }
 
 source scripts/benchstack.sh
 
-clk=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 degraded() { metrics | awk '/^popup_degraded_responses_total/ {print $2+0}'; }
 questions() { mariadb --no-defaults -h127.0.0.1 -P"$mysql_port" -upopup -ppopup -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
 
@@ -67,27 +65,27 @@ for r in $(seq 1 "$rounds"); do
   a_cpu=$(per_k "$c0" "$(cpu_of "$ref_pid")" "$a_reqs")
   log "round $r A (bare):  ${a_rps} req/s p50 ${a_p50} ms p99 ${a_p99} ms errors ${a_bad} | bare server ${a_cpu}CPU-ms/1k req"
   if [ "$a_bad" != 0 ]; then log "the reference server answered errors: this run compares nothing; stopping"; exit 1; fi
-  d0=$(degraded); c0=$(cpu_ticks "$api_pid"); q0=$(questions); p0=$(cpu_of "$procs")
+  d0=$(degraded); q0=$(questions); p0=$(cpu_of "$procs")
   if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
     # CPU profile of the API during the first B run (BENCH_PROFILE=file)
     curl -fsS -H 'Authorization: Bearer bench' -o "$BENCH_PROFILE" \
       "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
   fi
   read -r b_rps b_p50 b_p99 b_reqs b_bad < <(wrk_run "$api")
-  c1=$(cpu_ticks "$api_pid"); q1=$(questions); d1=$(degraded); p1=$(cpu_of "$procs")
+  q1=$(questions); d1=$(degraded); p1=$(cpu_of "$procs")
   # A degraded answer (no Redis) is a 200 but not a real answer: it counts as an error here.
   b_bad=$(awk -v b="$b_bad" -v a="$d0" -v c="$d1" 'BEGIN {printf "%d", b + c - a}')
   if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
-  cpu_s=$(awk -v a="$c0" -v b="$c1" -v t="$clk" 'BEGIN {print (b-a)/t}')
-  per_k=$(awk -v c="$cpu_s" -v n="$b_reqs" 'BEGIN {printf "%.4f", c*1000/n}')
+  cpu_s=$(awk -v a="${p0%% *}" -v b="${p1%% *}" -v t="$clk" 'BEGIN {print (b-a)/t}') # popup-api is first in $procs
+  api_s_per_k=$(awk -v c="$cpu_s" -v n="$b_reqs" 'BEGIN {printf "%.4f", c*1000/n}')
   per_cpu=$(awk -v c="$cpu_s" -v n="$b_reqs" 'BEGIN {printf "%.0f", n/c}')
   # minus the one SHOW STATUS of ours inside the window
   stmts=$(awk -v a="$q0" -v b="$q1" -v n="$b_reqs" 'BEGIN {printf "%.3f", (b-a-1)*1000/n}')
   ratio=$(awk -v a="$a_rps" -v b="$b_rps" 'BEGIN {printf "%.3f", b/a}')
   b_cpu=$(per_k "$p0" "$p1" "$b_reqs")
-  log "round $r B (api):   ${b_rps} req/s p50 ${b_p50} ms p99 ${b_p99} ms errors ${b_bad} | ratio ${ratio} | ${per_k} CPU-s/1k req (${per_cpu} req/CPU-s) | ${stmts} MySQL stmts/1k GETs"
+  log "round $r B (api):   ${b_rps} req/s p50 ${b_p50} ms p99 ${b_p99} ms errors ${b_bad} | ratio ${ratio} | ${api_s_per_k} CPU-s/1k req (${per_cpu} req/CPU-s) | ${stmts} MySQL stmts/1k GETs"
   log "round $r B CPU-ms/1k req: api redis worker mariadb = ${b_cpu}"
-  results+=("$r $a_rps $a_p50 $a_p99 $a_bad $b_rps $b_p50 $b_p99 $b_bad $ratio $per_k $per_cpu $stmts")
+  results+=("$r $a_rps $a_p50 $a_p99 $a_bad $b_rps $b_p50 $b_p99 $b_bad $ratio $api_s_per_k $per_cpu $stmts")
   best_api=$(awk -v a="$best_api" -v b="$b_rps" 'BEGIN {print (b>a)?b:a}')
   if [ "${BENCH_RECORD:-1}" = 1 ]; then
     # C: the same GET, but every answer is a popup, so every request also runs the record script

@@ -1,9 +1,9 @@
-# benchstack.sh: sourced by bench.sh and soak.sh. Builds the binaries, starts a private MariaDB,
+# benchstack.sh: sourced by bench.sh, bench-ab.sh and soak.sh. Builds the binaries, starts a private MariaDB,
 # Redis, popup-worker, popup-api and the bare reference server in .testdata/ on free ports,
 # seeds BENCH_CONFIGS popups (over BENCH_REGIONS region codes), warms BENCH_UIDS users and waits
 # for the worker to drain the warm-up's events. Everything it started is stopped on exit.
 # Sets: api ref api_pid worker_pid ref_pid admin_port mysql_port redis_port run_dir pids; queue_len and
-# wait_drained.
+# wait_drained, metrics, clk and cpu_ticks.
 scripts/services.sh install
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null; }
@@ -65,3 +65,5 @@ wait_drained
 
 
 metrics() { curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics"; }
+clk=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; } # user + system CPU of PID, in clock ticks

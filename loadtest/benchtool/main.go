@@ -443,6 +443,15 @@ func openloop(args []string) error {
 	return nil
 }
 
+// Header names and values openloop looks for, compared case-insensitively.
+var (
+	hContentLength    = []byte("content-length")
+	hDegraded         = []byte("x-popup-degraded")
+	hConnection       = []byte("connection")
+	hTransferEncoding = []byte("transfer-encoding")
+	vClose            = []byte("close")
+)
+
 // loadConn is one keep-alive HTTP/1.1 connection of openloop, reconnecting after any error.
 type loadConn struct {
 	addr, path string
@@ -512,15 +521,15 @@ func (l *loadConn) roundTrip(i int) (status int, degraded bool, err error) {
 		name, value, _ := bytes.Cut(bytes.TrimRight(h, "\r\n"), []byte(":"))
 		value = bytes.TrimSpace(value)
 		switch {
-		case asciiEqualFold(name, "content-length"):
+		case bytes.EqualFold(name, hContentLength):
 			if length, err = strconv.Atoi(string(value)); err != nil {
 				return 0, false, fmt.Errorf("bad Content-Length %q", value)
 			}
-		case asciiEqualFold(name, "x-popup-degraded"):
+		case bytes.EqualFold(name, hDegraded):
 			degraded = true
-		case asciiEqualFold(name, "connection"):
-			closing = asciiEqualFold(value, "close")
-		case asciiEqualFold(name, "transfer-encoding"):
+		case bytes.EqualFold(name, hConnection):
+			closing = bytes.EqualFold(value, vClose)
+		case bytes.EqualFold(name, hTransferEncoding):
 			return 0, false, fmt.Errorf("Transfer-Encoding %q is not supported by openloop", value)
 		}
 	}
@@ -534,22 +543,6 @@ func (l *loadConn) roundTrip(i int) (status int, degraded bool, err error) {
 		l.close()
 	}
 	return status, degraded, nil
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // appendQuery appends pool user i's "/api/v1/popup?..." path and query (see query).
