@@ -50,7 +50,7 @@ echo "== fuzz smoke"
 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 
 echo "== chaos, fast subset (its own MariaDB and Redis: the scenarios kill them)"
-# Every scenario of `make chaos` with short faults (about two minutes); docs/RELIABILITY.md.
+# Every scenario of `make chaos` with short faults (about a minute); docs/RELIABILITY.md.
 scripts/chaos.sh fast
 
 
