@@ -42,11 +42,11 @@ took=$(( $(date +%s) - start ))
 echo "== chaos ($mode): $(grep -c '^CHAOS' "$results" || true) scenarios in ${took}s"
 cat "$results"
 if [ "$mode" = full ] && [ $status -eq 0 ] && [ -z "${CHAOS_RUN:-}" ]; then
-  {
-    echo
-    echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) scripts/chaos.sh full, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo '+changes'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), shared), $(uname -r), ${took}s"
-    cat "$results"
-  } >>docs/reliability-results.txt
+  # The header is made before the append: appending first made the results file itself a
+  # change, so every run read as "+changes".
+  header="# $(date -u +%Y-%m-%dT%H:%M:%SZ) scripts/chaos.sh full, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), shared), $(uname -r), ${took}s"
+  printf '\n%s\n' "$header" >>docs/reliability-results.txt
+  cat "$results" >>docs/reliability-results.txt
   echo "appended to docs/reliability-results.txt"
 fi
 exit $status
