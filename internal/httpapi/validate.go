@@ -63,6 +63,7 @@ type homepageQuery struct{ uid, platform, appVersion, region, lang string }
 // as with url.Values.Get.
 func scanQuery(raw string) (homepageQuery, *apiError) {
 	var q homepageQuery
+	var seen uint8 // bit i: the i-th field has appeared (the first occurrence wins, even if empty)
 	for raw != "" {
 		var pair string
 		if i := strings.IndexByte(raw, '&'); i >= 0 {
@@ -72,23 +73,25 @@ func scanQuery(raw string) (homepageQuery, *apiError) {
 		}
 		key, val, _ := strings.Cut(pair, "=")
 		var dst *string
+		var bit uint8
 		switch key {
 		case "uid":
-			dst = &q.uid
+			dst, bit = &q.uid, 1<<0
 		case "platform":
-			dst = &q.platform
+			dst, bit = &q.platform, 1<<1
 		case "app_version":
-			dst = &q.appVersion
+			dst, bit = &q.appVersion, 1<<2
 		case "region":
-			dst = &q.region
+			dst, bit = &q.region, 1<<3
 		case "lang":
-			dst = &q.lang
+			dst, bit = &q.lang, 1<<4
 		default:
 			continue
 		}
-		if *dst != "" {
+		if seen&bit != 0 {
 			continue
 		}
+		seen |= bit
 		if strings.ContainsAny(val, "%+") {
 			v, err := url.QueryUnescape(val)
 			if err != nil {

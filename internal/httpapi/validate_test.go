@@ -18,6 +18,8 @@ func TestScanQueryAgreesWithURLValues(t *testing.T) {
 		"",
 		"&&uid=z&&",
 		"uid",
+		"platform&platform=ios", // an empty first occurrence still wins (found by FuzzScanQuery)
+		"uid=&uid=u2&platform=ios",
 	}
 	for _, give := range tests {
 		t.Run(give, func(t *testing.T) {
