@@ -480,7 +480,7 @@ func TestWorkerServesHealthMetricsWarmsTheCacheAndStopsOnSIGTERM(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	ws := p.waitExit(t, 20*time.Second)
 
-	assert.Equal(t, "ok\n", health)
+	assert.JSONEq(t, `{"status":"ok"}`, health)
 	assert.Equal(t, "1", version)
 	assert.Equal(t, 0, ws.ExitStatus())
 	for _, name := range []string{"popup_queue_length", "popup_queue_oldest_event_age_seconds", "popup_queue_processing_length",

@@ -1,9 +1,18 @@
 // Package apiserver wires popup-api together from its config: stores, snapshot refresher,
-// public and admin listeners. cmd/popup-api and the end-to-end tests both run it.
+// dependency checks, public and admin listeners. cmd/popup-api and the end-to-end tests both run
+// it.
+//
+// popup-api starts whatever state MySQL and Redis are in and heals by itself: it serves as soon as
+// it has a config snapshot, from the Redis cache or from MySQL, and until then keeps trying both
+// (capped exponential backoff with jitter) with /healthz 200 and /readyz 503. MySQL's schema is
+// checked once MySQL answers; an unmigrated or newer schema stops the process (Run returns
+// mysqlstore.ErrSchema), as does a bad config; nothing else does.
 package apiserver
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,9 +25,10 @@ import (
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/coalesce"
 	"popupsvc/internal/config"
-	"popupsvc/internal/configcache"
+	"popupsvc/internal/health"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
@@ -26,6 +36,10 @@ import (
 
 // Hooks let a caller observe the running server (tests bind to port 0).
 type Hooks struct {
+	// OnBound is called once both listeners are bound, ready or not (/healthz answers).
+	OnBound func(public, admin net.Addr)
+	// OnListen is called once the listeners are bound and the server is ready: the first config
+	// snapshot is loaded and the config subscription confirmed (or given up on).
 	OnListen func(public, admin net.Addr)
 	Now      func() time.Time
 }
@@ -37,6 +51,13 @@ const (
 	breakerCooldown  = time.Second
 )
 
+// Dependency checks: how often while the dependency is up, and how long one check may take.
+const (
+	depCheckEvery   = 5 * time.Second
+	mysqlCheckLimit = 10 * time.Second
+	redisCheckLimit = time.Second
+)
+
 // Run serves until ctx ends, then shuts down gracefully.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) error {
 	if cfg.AdminToken == "" {
@@ -46,7 +67,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	if now == nil {
 		now = func() time.Time { return time.Now().UTC() }
 	}
-	db, err := mysqlstore.OpenChecked(ctx, cfg.MySQLDSN, cfg.MySQLMaxOpen)
+	db, err := mysqlstore.Connect(cfg.MySQLDSN, cfg.MySQLMaxOpen)
 	if err != nil {
 		return err
 	}
@@ -61,22 +82,27 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := httpapi.NewMetrics(reg)
+	depUp := health.NewUpGauge(reg)
+
+	mysqlDep := &health.Dep{Name: "mysql", Every: depCheckEvery, Timeout: mysqlCheckLimit, Backoff: health.DefaultBackoff,
+		Log: log, Gauge: depUp, Check: mysqlCheck(db, cfg.MySQLMaxOpen),
+		Fatal: func(err error) bool { return errors.Is(err, mysqlstore.ErrSchema) }}
+	redisDep := &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: redisCheckLimit, Backoff: health.DefaultBackoff,
+		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
+	repo := &gatedRepo{repo: mysqlstore.NewPopupRepo(db), dep: mysqlDep}
+	cache := redisstore.NewConfigCache(rdb, keys)
 
 	holder := &snapshot.Holder{}
 	subscribed := make(chan struct{})
-	refresher := &configcache.Refresher{RDB: rdb, DB: db, Keys: keys, Holder: holder, Poll: cfg.ConfigPoll, Log: log, Now: now,
-		Subscribed: subscribed,
+	refresher := &snapshot.Refresher{Cache: cache, Source: repo, Holder: holder, Poll: cfg.ConfigPoll,
+		Backoff: health.DefaultBackoff, Log: log, Now: now, Subscribed: subscribed,
 		OnSwap: func(s *snapshot.Snapshot) {
 			metrics.Version.Set(float64(s.Version))
 			metrics.BuiltAt.Set(float64(s.BuiltAt.UnixNano()) / 1e9)
 			log.Info("config snapshot swapped", "version", s.Version, "active", len(s.Ordered))
 		}}
-	startCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = refresher.Refresh(startCtx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("load initial config snapshot: %w", err)
-	}
+	// A dependency coming back is the moment a snapshot (or a newer one) can be had.
+	mysqlDep.OnUp, redisDep.OnUp = refresher.Kick, refresher.Kick
 
 	var batcher *redisstore.Batcher
 	if cfg.RedisPipelines > 0 {
@@ -87,7 +113,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	public := &httpapi.Public{
 		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
 		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,
-		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	}
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
@@ -98,7 +123,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
 	reloads := &coalesce.Group[int64]{Fn: func(ctx context.Context) (int64, error) {
-		if _, err := configcache.Warm(ctx, db, rdb, keys); err != nil {
+		if _, err := snapshot.Warm(ctx, repo, cache); err != nil {
 			return 0, err
 		}
 		if err := refresher.Refresh(ctx); err != nil {
@@ -106,7 +131,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		}
 		return holder.Load().Version, nil
 	}}
-	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: mysqlstore.NewPopupRepo(db), Users: users, Snapshots: holder,
+	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: repo, Users: users, Snapshots: holder,
 		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do}
 	adminRouter, err := admin.Router()
 	if err != nil {
@@ -127,6 +152,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return httpapi.Serve(gctx, adminSrv, cfg.ShutdownTimeout, func(a net.Addr) { adminAddr = a; bound <- struct{}{} })
 	})
 	g.Go(func() error { return refresher.Run(gctx) })
+	g.Go(func() error { return mysqlDep.Run(gctx) })
+	g.Go(func() error { return redisDep.Run(gctx) })
 	// The batcher carries the Redis calls of the requests in flight: it stops only once both
 	// listeners have shut down, else a graceful shutdown fails those requests (503, degraded).
 	batching := make(chan struct{})
@@ -139,12 +166,20 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		}
 	}()
 	g.Go(func() error {
-		for _, ch := range []chan struct{}{bound, bound, subscribed} {
+		for _, ch := range []chan struct{}{bound, bound} {
 			select {
 			case <-ch:
 			case <-gctx.Done():
 				return nil
 			}
+		}
+		if hooks.OnBound != nil {
+			hooks.OnBound(publicAddr, adminAddr)
+		}
+		select {
+		case <-subscribed:
+		case <-gctx.Done():
+			return nil
 		}
 		log.Info("popup-api serving", "public", publicAddr.String(), "admin", adminAddr.String(), "config_version", holder.Load().Version)
 		if hooks.OnListen != nil {
@@ -153,4 +188,80 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return nil
 	})
 	return g.Wait()
+}
+
+// mysqlCheck pings MySQL and, the first time it answers, checks the schema (an unmigrated or
+// newer schema is fatal: mysqlstore.ErrSchema) and prewarms the pool. Only the check's own
+// goroutine calls it.
+func mysqlCheck(db *sql.DB, maxOpen int) func(context.Context) error {
+	schemaOK := false
+	return func(ctx context.Context) error {
+		if err := db.PingContext(ctx); err != nil {
+			return fmt.Errorf("ping MySQL: %w", err)
+		}
+		if schemaOK {
+			return nil
+		}
+		if err := mysqlstore.CheckSchema(ctx, db); err != nil {
+			return err
+		}
+		schemaOK = true
+		mysqlstore.Prewarm(ctx, db, min(maxOpen, 8))
+		return nil
+	}
+}
+
+// gatedRepo is the popup repository as seen while MySQL may be down: while the MySQL check says
+// down, every call fails at once with httpapi.ErrMySQLUnavailable (the admin API's 503) instead
+// of waiting for a dial timeout; a call that finds MySQL unreachable marks it down.
+type gatedRepo struct {
+	repo *mysqlstore.PopupRepo
+	dep  *health.Dep
+}
+
+func gate[T any](g *gatedRepo, call func() (T, error)) (T, error) {
+	var zero T
+	if !g.dep.Up() {
+		return zero, httpapi.ErrMySQLUnavailable
+	}
+	v, err := call()
+	if mysqlstore.Unavailable(err) {
+		g.dep.Failed()
+		return zero, fmt.Errorf("%w: %w", httpapi.ErrMySQLUnavailable, err)
+	}
+	return v, err
+}
+
+func (g *gatedRepo) List(ctx context.Context, includeArchived bool) ([]popup.Popup, error) {
+	return gate(g, func() ([]popup.Popup, error) { return g.repo.List(ctx, includeArchived) })
+}
+
+func (g *gatedRepo) Get(ctx context.Context, id int64) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Get(ctx, id) })
+}
+
+func (g *gatedRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Create(ctx, p) })
+}
+
+func (g *gatedRepo) Update(ctx context.Context, id int64, p popup.Popup) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Update(ctx, id, p) })
+}
+
+func (g *gatedRepo) Archive(ctx context.Context, id int64) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Archive(ctx, id) })
+}
+
+// configs is one config version as the snapshot source returns it.
+type configs struct {
+	version int64
+	popups  []popup.Popup
+}
+
+func (g *gatedRepo) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {
+	c, err := gate(g, func() (configs, error) {
+		v, ps, err := g.repo.Snapshot(ctx)
+		return configs{v, ps}, err
+	})
+	return c.version, c.popups, err
 }

@@ -54,7 +54,7 @@ func TestClientHangUpsDoNotOpenTheBreaker(t *testing.T) {
 	holder.Store(snapshot.Build(1, []popup.Popup{{ID: 9, Name: "p", Status: popup.StatusActive, Title: "hi",
 		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
 	p := &Public{Snapshots: holder, Users: ctxUsers{}, Breaker: br, Budget: 50 * time.Millisecond,
-		Now: func() time.Time { return t0 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(context.Context) error { return nil }}
+		Now: func() time.Time { return t0 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	h := p.Router()
 	get := func(ctx context.Context) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/popup?uid=u1&platform=ios&app_version=8.10.0", nil).WithContext(ctx)

@@ -35,7 +35,16 @@ var (
 	errUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the event queue cannot take the action now; retry later"}
 	errRateLimited = &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
 	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
+	errMySQLDown   = &apiError{status: http.StatusServiceUnavailable, code: "mysql_unavailable", message: "the popup store (MySQL) is unavailable; retry later"}
 )
+
+// ErrMySQLUnavailable is what a PopupRepo (or Reload) returns, wrapped or not, while MySQL cannot
+// be reached: the admin API answers 503 mysql_unavailable with Retry-After.
+var ErrMySQLUnavailable = errors.New("MySQL unavailable")
+
+// mysqlRetryAfter is the Retry-After of a mysql_unavailable answer, in seconds: a MySQL restart
+// or failover takes seconds, not one.
+const mysqlRetryAfter = 5
 
 // uidSigErrors maps each uid signature failure (POPUP_UID_HMAC_KEYS set) to its 401: three codes,
 // with messages that say what to fix. Telling the causes apart helps no forger: without a key
@@ -59,14 +68,18 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: ve.Error(), fields: ve.Fields}
 	case errors.Is(err, popup.ErrNotFound):
 		ae = errPopupGone
+	case errors.Is(err, ErrMySQLUnavailable):
+		ae = errMySQLDown
 	default:
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 	}
-	switch ae.status {
-	case http.StatusServiceUnavailable:
+	switch {
+	case ae == errMySQLDown:
+		c.Header("Retry-After", strconv.Itoa(mysqlRetryAfter))
+	case ae.status == http.StatusServiceUnavailable:
 		c.Header("Retry-After", strconv.Itoa(1))
-	case http.StatusTooManyRequests:
+	case ae.status == http.StatusTooManyRequests:
 		c.Header("Retry-After", strconv.Itoa(60))
 	}
 	body := gin.H{"code": ae.code, "message": ae.message}

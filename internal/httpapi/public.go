@@ -38,8 +38,6 @@ type Public struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Ready reports whether Redis is reachable (for /readyz).
-	Ready func(ctx context.Context) error
 	// UIDAuth, when set, requires the gateway's signature of the uid on every request that names
 	// one (POPUP_UID_HMAC_KEYS, docs/SECURITY.md); nil trusts the uid as sent.
 	UIDAuth *uidauth.Verifier
@@ -63,11 +61,19 @@ func (p *Public) Router() *gin.Engine {
 	}
 	r.GET("/api/v1/popup", p.getPopup)
 	r.POST("/api/v1/popups/:id/actions", p.postAction)
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	healthz := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+	r.GET("/healthz", healthz)
+	r.HEAD("/healthz", healthz) // net/http drops the body of a HEAD answer
 	r.GET("/readyz", p.readyz)
+	r.HEAD("/readyz", p.readyz)
 	return r
 }
 
+// readyz is the readiness rule: 200 once a config snapshot is loaded (from the Redis cache or
+// from MySQL), 503 only before that and while shutting down. It never follows the health of
+// Redis or MySQL after start: with a snapshot, every homepage call gets an answer (a degraded
+// one while Redis is down), and failing readiness in an outage would only take every instance
+// out of the load balancer at once. Dependency health is the popup_dependency_up gauge.
 func (p *Public) readyz(c *gin.Context) {
 	if draining(c.Request.Context()) {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "shutting down"})
@@ -76,12 +82,6 @@ func (p *Public) readyz(c *gin.Context) {
 	s := p.Snapshots.Load()
 	if s == nil {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "no config snapshot loaded"})
-		return
-	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Second)
-	defer cancel()
-	if err := p.Ready(ctx); err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "redis unreachable"})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "config_version": s.Version})

@@ -56,7 +56,7 @@ func publicRouter(t *testing.T, keys []string) (http.Handler, *memUsers) {
 		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
 	users := &memUsers{}
 	p := &Public{Snapshots: holder, Users: users, Breaker: breaker.New(5, time.Second), Budget: time.Second,
-		Now: func() time.Time { return t0 }, Log: log, Ready: func(context.Context) error { return nil }}
+		Now: func() time.Time { return t0 }, Log: log}
 	if keys != nil {
 		v, err := uidauth.New(keys, 5*time.Minute)
 		require.NoError(t, err)

@@ -5,16 +5,22 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
 
-// Open connects with the driver parameters the service relies on, whatever the DSN says:
-// parseTime, UTC on both ends, and client-side placeholder interpolation (one round trip per
-// statement; values are still escaped by the driver, never concatenated by us).
-func Open(ctx context.Context, dsn string, maxOpen int) (*sql.DB, error) {
+// Connect builds the pool with the driver parameters the service relies on, whatever the DSN
+// says: parseTime, UTC on both ends, and client-side placeholder interpolation (one round trip
+// per statement; values are still escaped by the driver, never concatenated by us). It does not
+// reach the server (database/sql dials on first use): a bad DSN is its only error, so a binary
+// can start while MySQL is down and track its availability instead.
+func Connect(dsn string, maxOpen int) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse MySQL DSN: %w", err)
@@ -43,20 +49,46 @@ func Open(ctx context.Context, dsn string, maxOpen int) (*sql.DB, error) {
 	db.SetMaxOpenConns(maxOpen)
 	db.SetMaxIdleConns(maxOpen)
 	db.SetConnMaxLifetime(5 * time.Minute)
+	return db, nil
+}
+
+// Open is Connect, then a ping (failing when MySQL cannot be reached) and a prewarmed pool: for
+// tools and tests that need MySQL now.
+func Open(ctx context.Context, dsn string, maxOpen int) (*sql.DB, error) {
+	db, err := Connect(dsn, maxOpen)
+	if err != nil {
+		return nil, err
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connect to MySQL at %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("connect to MySQL: %w", err)
 	}
-	prewarm(pingCtx, db, min(maxOpen, 8))
+	Prewarm(pingCtx, db, min(maxOpen, 8))
 	return db, nil
 }
 
-// prewarm opens n connections at once and returns them to the idle pool, so that the first
+// Unavailable reports whether err says MySQL could not be reached or the connection broke (as
+// opposed to a query MySQL refused): the caller should mark MySQL down and retry later.
+func Unavailable(err error) bool {
+	var ne net.Error
+	var me *mysql.MySQLError
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn), errors.As(err, &ne):
+		return true
+	case errors.As(err, &me):
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Prewarm opens n connections at once and returns them to the idle pool, so that the first
 // burst of requests (new users' state loads, within an 80 ms budget) does not pay for dialling
 // and authenticating. Failures are ignored: the pool dials on demand anyway.
-func prewarm(ctx context.Context, db *sql.DB, n int) {
+func Prewarm(ctx context.Context, db *sql.DB, n int) {
 	conns := make([]*sql.Conn, 0, n)
 	for range n {
 		c, err := db.Conn(ctx)

@@ -83,17 +83,3 @@ func CheckSchema(ctx context.Context, db *sql.DB) error {
 	}
 	return nil
 }
-
-// OpenChecked opens the database like Open and refuses a schema that does not match this binary
-// (both binaries start this way; only `popup-worker migrate` opens without the check).
-func OpenChecked(ctx context.Context, dsn string, maxOpen int) (*sql.DB, error) {
-	db, err := Open(ctx, dsn, maxOpen)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckSchema(ctx, db); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}

@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"popupsvc/internal/config"
-	"popupsvc/internal/configcache"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
@@ -278,7 +277,7 @@ func fill(args []string) error {
 	var version int64
 	var popups []popup.Popup
 	for try := 0; ; try++ {
-		version, popups, err = configcache.Load(ctx, rdb, keys)
+		version, popups, _, err = redisstore.NewConfigCache(rdb, keys).Load(ctx)
 		if err == nil && len(popups) >= *want {
 			break
 		}

@@ -1,0 +1,123 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"popupsvc/internal/popup"
+)
+
+// publishScript writes blob and version unless Redis already holds a newer version, so that two
+// racing warmers cannot put an older config back. Both keys share the {cfg} hash tag.
+var publishScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
+local v = tonumber(ARGV[2])
+if v < cur then return cur end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2])
+return v
+`)
+
+// ConfigCache is the shared Redis copy of the popup configs: a blob and its version, and the
+// channel that announces a new version to every API instance.
+type ConfigCache struct {
+	rdb  redis.UniversalClient
+	keys Keys
+}
+
+// NewConfigCache returns the config cache under keys.
+func NewConfigCache(rdb redis.UniversalClient, keys Keys) *ConfigCache {
+	return &ConfigCache{rdb: rdb, keys: keys}
+}
+
+// Publish writes (version, popups) to the cache, unless it holds a newer version, and announces
+// the version it holds afterwards, which it returns.
+func (c *ConfigCache) Publish(ctx context.Context, version int64, popups []popup.Popup) (int64, error) {
+	blob, err := json.Marshal(popups)
+	if err != nil {
+		return 0, fmt.Errorf("encode config cache: %w", err)
+	}
+	held, err := publishScript.Run(ctx, c.rdb, []string{c.keys.ConfigBlob(), c.keys.ConfigVersion()}, blob, version).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("write config cache: %w", err)
+	}
+	if err := c.rdb.Publish(ctx, c.keys.ConfigChannel(), held).Err(); err != nil {
+		return held, fmt.Errorf("announce config version: %w", err)
+	}
+	return held, nil
+}
+
+// Version reads the cached version; found is false when the cache is empty (a fresh or flushed
+// Redis).
+func (c *ConfigCache) Version(ctx context.Context) (v int64, found bool, err error) {
+	v, err = c.rdb.Get(ctx, c.keys.ConfigVersion()).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("read config cache version: %w", err)
+	}
+	return v, true, nil
+}
+
+// Load reads the cached version and popups in one round trip; found is false when the cache is
+// empty.
+func (c *ConfigCache) Load(ctx context.Context) (version int64, popups []popup.Popup, found bool, err error) {
+	vals, err := c.rdb.MGet(ctx, c.keys.ConfigVersion(), c.keys.ConfigBlob()).Result()
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("read config cache: %w", err)
+	}
+	vs, ok1 := vals[0].(string)
+	blob, ok2 := vals[1].(string)
+	if !ok1 || !ok2 {
+		return 0, nil, false, nil
+	}
+	version, err = strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("config cache version %q: %w", vs, err)
+	}
+	if err := json.Unmarshal([]byte(blob), &popups); err != nil {
+		return 0, nil, false, fmt.Errorf("decode config cache: %w", err)
+	}
+	return version, popups, true, nil
+}
+
+// Subscribe listens to the announcements until ctx ends: the returned channel receives (without
+// blocking the listener; one pending signal at most) on every announcement. err says the
+// subscription was not confirmed within wait (Redis unreachable): the channel still works, as
+// go-redis resubscribes once Redis is back, and the caller should poll meanwhile.
+func (c *ConfigCache) Subscribe(ctx context.Context, wait time.Duration) (<-chan struct{}, error) {
+	sub := c.rdb.Subscribe(ctx, c.keys.ConfigChannel())
+	sctx, cancel := context.WithTimeout(ctx, wait)
+	_, err := sub.Receive(sctx)
+	cancel()
+	if err != nil {
+		err = fmt.Errorf("subscribe to config announcements: %w", err)
+	}
+	msgs := sub.Channel(redis.WithChannelHealthCheckInterval(10 * time.Second))
+	out := make(chan struct{}, 1)
+	go func() { // owned by ctx: it closes the subscription when ctx ends
+		defer sub.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-msgs:
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out, err
+}

@@ -1,0 +1,189 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"popupsvc/internal/popup"
+)
+
+// Cache is the shared config cache the refresher reads and warms (redisstore.ConfigCache).
+// found is false when the cache is empty.
+type Cache interface {
+	Load(ctx context.Context) (version int64, popups []popup.Popup, found bool, err error)
+	Version(ctx context.Context) (version int64, found bool, err error)
+	Publisher
+	Subscribe(ctx context.Context, wait time.Duration) (<-chan struct{}, error)
+}
+
+// Publisher writes a config version to the cache and announces it (redisstore.ConfigCache).
+type Publisher interface {
+	Publish(ctx context.Context, version int64, popups []popup.Popup) (int64, error)
+}
+
+// Source is the durable config store (mysqlstore.PopupRepo).
+type Source interface {
+	Snapshot(ctx context.Context) (version int64, popups []popup.Popup, err error)
+}
+
+// Backoff spaces the retries of the first load (health.Backoff).
+type Backoff interface {
+	Delay(attempt int) time.Duration
+}
+
+// Warm copies the configs from src into the cache (unless it holds a newer version) and
+// announces the version. It returns the version the cache holds afterwards.
+func Warm(ctx context.Context, src Source, cache Publisher) (int64, error) {
+	version, popups, err := src.Snapshot(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return cache.Publish(ctx, version, popups)
+}
+
+// Refresher keeps a Holder current: an announcement or a version poll triggers a reload; an empty
+// cache is warmed from the source; on any failure the last snapshot keeps serving. Before the
+// first snapshot it retries on Backoff, from the cache or the source, whichever answers first.
+type Refresher struct {
+	Cache   Cache
+	Source  Source
+	Holder  *Holder
+	Poll    time.Duration
+	Backoff Backoff
+	Log     *slog.Logger
+	Now     func() time.Time
+	// OnSwap, when set, is told of every published snapshot (metrics).
+	OnSwap func(*Snapshot)
+	// Subscribed, when set, is closed once the first snapshot is loaded and the subscription is
+	// confirmed (or failed), so that an instance reports itself serving only when it will hear
+	// about the next change.
+	Subscribed chan struct{}
+
+	kickOnce sync.Once
+	kick     chan struct{}
+}
+
+// Kick asks a running refresher to try again now (a dependency came back).
+func (r *Refresher) Kick() {
+	select {
+	case r.kicks() <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Refresher) kicks() chan struct{} {
+	r.kickOnce.Do(func() { r.kick = make(chan struct{}, 1) })
+	return r.kick
+}
+
+// Refresh brings the holder up to the newest config: from the cache, warming the cache from the
+// source when it is empty, and straight from the source when the cache is unreachable and there
+// is no snapshot yet.
+func (r *Refresher) Refresh(ctx context.Context) error {
+	cur := r.Holder.Load()
+	if cur != nil {
+		v, found, err := r.Cache.Version(ctx)
+		if err != nil {
+			return err
+		}
+		if found && v <= cur.Version {
+			return nil
+		}
+	}
+	version, popups, found, err := r.Cache.Load(ctx)
+	if err == nil && !found {
+		if _, werr := Warm(ctx, r.Source, r.Cache); werr != nil {
+			err = fmt.Errorf("warm empty config cache: %w", werr)
+		} else {
+			version, popups, found, err = r.Cache.Load(ctx)
+			if err == nil && !found {
+				err = errors.New("config cache empty right after warming it")
+			}
+		}
+	}
+	if err != nil {
+		if cur != nil {
+			return err
+		}
+		// No snapshot at all yet and the cache cannot give one: serve the source's.
+		var serr error
+		version, popups, serr = r.Source.Snapshot(ctx)
+		if serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+	s := Build(version, popups, r.Now())
+	for _, p := range s.Problems {
+		r.Log.Warn("popup left out of snapshot", "err", p)
+	}
+	if r.Holder.Store(s) && r.OnSwap != nil {
+		r.OnSwap(s)
+	}
+	return nil
+}
+
+// Run loads the first snapshot (retrying on Backoff, or at once when kicked, until it has one),
+// subscribes to the announcements, then refreshes on every announcement, every Poll and every
+// Kick until ctx ends. It returns nil when ctx ends.
+func (r *Refresher) Run(ctx context.Context) error {
+	kick := r.kicks()
+	var lastErr string
+	refresh := func() {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := r.Refresh(rctx)
+		cancel()
+		// Log a failure once, not every attempt, and say when it heals.
+		switch {
+		case err != nil && ctx.Err() == nil && err.Error() != lastErr:
+			if r.Holder.Load() == nil {
+				r.Log.Warn("no config snapshot yet (not ready); retrying", "err", err)
+			} else {
+				r.Log.Warn("config refresh failed; serving the last snapshot", "err", err)
+			}
+			lastErr = err.Error()
+		case err == nil && lastErr != "":
+			r.Log.Info("config refresh recovered")
+			lastErr = ""
+		}
+	}
+	for attempt := 0; r.Holder.Load() == nil; attempt++ {
+		refresh()
+		if r.Holder.Load() != nil {
+			break
+		}
+		t := time.NewTimer(r.Backoff.Delay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-kick:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	msgs, err := r.Cache.Subscribe(ctx, 2*time.Second)
+	if err != nil && ctx.Err() == nil {
+		r.Log.Warn("config subscription not confirmed; relying on the poll until it is", "err", err)
+	}
+	if r.Subscribed != nil {
+		close(r.Subscribed)
+	}
+	// A change announced while the first load ran or before the subscription was confirmed.
+	refresh()
+	tick := time.NewTicker(r.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-msgs:
+		case <-tick.C:
+		case <-kick:
+		}
+		refresh()
+	}
+}
