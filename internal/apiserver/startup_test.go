@@ -15,6 +15,7 @@ import (
 
 	"popupsvc/internal/apiserver"
 	"popupsvc/internal/config"
+	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/testenv"
@@ -214,6 +215,38 @@ func TestStartsWithBothDownAndBecomesReadyWhenOneReturns(t *testing.T) {
 			}, 15*time.Second, 100*time.Millisecond, "ready once %s is back", tt.back)
 			got, res := api.get(t, "uid=known&platform=ios&app_version=1")
 			assert.Equal(t, tt.wantPop, got == id, res.Raw)
+		})
+	}
+}
+
+func TestRefusesAnUnmigratedOrNewerSchema(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    func(t *testing.T) string // the DSN
+		wantErr string
+	}{
+		{name: "unmigrated", give: func(t *testing.T) string { return testenv.MySQLDSN(t, false) }, wantErr: "run `popup-worker migrate`"},
+		{name: "newer", give: func(t *testing.T) string {
+			dsn := testenv.MySQLDSN(t, true)
+			db, err := mysqlstore.Open(context.Background(), dsn, 1)
+			require.NoError(t, err)
+			defer db.Close()
+			_, err = db.Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, 1)")
+			require.NoError(t, err)
+			return dsn
+		}, wantErr: "newer than this binary"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.MySQLDSN = tt.give(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			err := apiserver.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), apiserver.Hooks{})
+
+			require.ErrorIs(t, err, mysqlstore.ErrSchema)
+			assert.ErrorContains(t, err, tt.wantErr)
 		})
 	}
 }
