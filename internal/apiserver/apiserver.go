@@ -212,7 +212,7 @@ func mysqlCheck(db *sql.DB, maxOpen int) func(context.Context) error {
 }
 
 // gatedRepo is the popup repository as seen while MySQL may be down: while the MySQL check says
-// down, every call fails at once with httpapi.ErrMySQLUnavailable (the admin API's 503) instead
+// down (not before its first check), every call fails at once with httpapi.ErrMySQLUnavailable (the admin API's 503) instead
 // of waiting for a dial timeout; a call that finds MySQL unreachable marks it down.
 type gatedRepo struct {
 	repo *mysqlstore.PopupRepo
@@ -221,7 +221,7 @@ type gatedRepo struct {
 
 func gate[T any](g *gatedRepo, call func() (T, error)) (T, error) {
 	var zero T
-	if !g.dep.Up() {
+	if g.dep.Down() {
 		return zero, httpapi.ErrMySQLUnavailable
 	}
 	v, err := call()

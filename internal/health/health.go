@@ -67,6 +67,7 @@ type Dep struct {
 	OnUp func()
 
 	up      atomic.Bool
+	checked atomic.Bool
 	once    sync.Once
 	readyCh chan struct{}
 	kick    chan struct{}
@@ -81,6 +82,10 @@ func (d *Dep) init() {
 
 // Up reports whether the last check succeeded (false before the first one).
 func (d *Dep) Up() bool { return d.up.Load() }
+
+// Down reports whether the dependency is known to be down: checked, and the last check (or a
+// call since, see Failed) failed. Before the first check it is neither Up nor Down.
+func (d *Dep) Down() bool { return d.checked.Load() && !d.up.Load() }
 
 // FirstUp is closed once the dependency has been up once.
 func (d *Dep) FirstUp() <-chan struct{} {
@@ -156,6 +161,7 @@ func (d *Dep) Run(ctx context.Context) error {
 			}
 			lastErr, attempt, wait = "", 0, d.Every
 		}
+		d.checked.Store(true) // after up is set: Down never reports a dependency that is up
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
