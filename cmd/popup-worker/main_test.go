@@ -469,23 +469,24 @@ func TestWorkerServesHealthMetricsWarmsTheCacheAndStopsOnSIGTERM(t *testing.T) {
 	ev := mkEvent(1)
 	require.NoError(t, rdb.RPush(context.Background(), keys.Queue(keys.Shard(ev.UID)), event.Append(nil, &ev)).Err())
 
-	health := waitHealthy(t, addr)
+	waitHealthy(t, addr)
 	var metrics []byte
 	require.Eventually(t, func() bool {
 		metrics = scrape(addr)
 		return bytes.Contains(metrics, []byte(`popup_worker_rows_written_total{table="popup_action_log"} 1`))
 	}, 10*time.Second, 20*time.Millisecond)
+	h := getHealth(t, addr) // the worker has drained: both dependencies answered
 	version, err := rdb.Get(context.Background(), keys.ConfigVersion()).Result()
 	require.NoError(t, err, "the worker warms the config cache at start")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	ws := p.waitExit(t, 20*time.Second)
 
-	assert.JSONEq(t, `{"status":"ok"}`, health)
+	assert.Equal(t, health{Code: http.StatusOK, Status: "ok"}, h)
 	assert.Equal(t, "1", version)
 	assert.Equal(t, 0, ws.ExitStatus())
 	for _, name := range []string{"popup_queue_length", "popup_queue_oldest_event_age_seconds", "popup_queue_processing_length",
 		"popup_queue_dead_letter_length", "popup_worker_batches_total", "popup_worker_rows_written_total",
-		"popup_worker_dead_letters_total", "popup_worker_batch_duration_seconds_bucket", "popup_mysql_errors_total"} {
+		"popup_worker_dead_letters_total", "popup_worker_batch_duration_seconds_bucket", "popup_mysql_errors_total", "popup_dependency_up"} {
 		assert.Contains(t, string(metrics), name+"{", "metric %s", name)
 	}
 }
