@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	holder := &snapshot.Holder{}
 	subscribed := make(chan struct{})
-	refresher := &configcache.Refresher{RDB: rdb, DB: db, Keys: keys, Holder: holder, Poll: cfg.ConfigPoll, Log: log, Now: now,
+	refresher := &configcache.Refresher{RDB: rdb, DB: db, Keys: keys, Holder: holder, Links: cfg.Links(), Poll: cfg.ConfigPoll, Log: log, Now: now,
 		Subscribed: subscribed,
 		OnSwap: func(s *snapshot.Snapshot) {
 			metrics.Version.Set(float64(s.Version))
@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return holder.Load().Version, nil
 	}}
 	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: mysqlstore.NewPopupRepo(db), Users: users, Snapshots: holder,
-		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do}
+		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err

@@ -106,6 +106,9 @@ type Refresher struct {
 	// Subscribed, when set, is closed once the subscription is confirmed (or failed), so that an
 	// instance reports itself serving only when it will hear about the next change.
 	Subscribed chan struct{}
+	// Links is the POPUP_LINK_SCHEMES allow-list: a stored popup whose links it refuses is left
+	// out of the snapshot. The zero value allows http and https.
+	Links popup.LinkSchemes
 }
 
 // Refresh brings the holder up to the newest config: from Redis, warming Redis from MySQL when it
@@ -139,7 +142,7 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 			return errors.Join(err, merr)
 		}
 	}
-	s := snapshot.Build(version, popups, r.Now())
+	s := snapshot.BuildWith(version, popups, r.Now(), r.Links)
 	for _, p := range s.Problems {
 		r.Log.Warn("popup left out of snapshot", "err", p)
 	}

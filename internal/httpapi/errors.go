@@ -35,6 +35,7 @@ var (
 	errUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the event queue cannot take the action now; retry later"}
 	errRateLimited = &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
 	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
+	errStale       = &apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", message: "the popup has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}
 )
 
 // uidSigErrors maps each uid signature failure (POPUP_UID_HMAC_KEYS set) to its 401: three codes,
@@ -59,6 +60,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: ve.Error(), fields: ve.Fields}
 	case errors.Is(err, popup.ErrNotFound):
 		ae = errPopupGone
+	case errors.Is(err, popup.ErrRevisionMismatch):
+		ae = errStale
 	default:
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
