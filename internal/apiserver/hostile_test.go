@@ -67,12 +67,14 @@ func TestAdminGetAnswerPutsBackAsItIs(t *testing.T) {
 	code, field := errorOf(t, res)
 	assert.Equal(t, "validation_failed", code)
 	assert.Equal(t, "id", field, "an id other than the path's is refused")
+	edited["id"] = id
 
 	delete(edited, "id")
 	edited["colour"] = "red"
 	res = api.adminDo(t, http.MethodPut, path, edited)
 	assert.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
-	_, field = errorOf(t, res)
+	code, field = errorOf(t, res)
+	assert.Equal(t, "invalid_json", code)
 	assert.Equal(t, "colour", field, "any other unknown field is still refused")
 }
 
@@ -151,28 +153,31 @@ func TestAdminHostileBodiesAre400sNamingTheField(t *testing.T) {
 	api := start(t, testConfig(t), nil)
 	id := api.createPopup(t, popupSpec("target", nil))
 	deep := strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000)
+	const shape, rule = "invalid_json", "validation_failed"
 	tests := []struct {
 		name      string
 		give      string
 		wantField string
+		wantCode  string
 	}{
-		{"unknown field", `{"name":"x","colour":"red"}`, "colour"},
-		{"start_at yesterday", `{"name":"x","start_at":"yesterday"}`, "start_at"},
-		{"priority as a string", `{"name":"x","priority":"x"}`, "priority"},
-		{"priority beyond INT", `{"name":"x","priority":2147483648}`, "priority"},
-		{"max_impressions beyond INT", `{"name":"x","max_impressions":2147483648}`, "max_impressions"},
-		{"reshow beyond 10 years", `{"name":"x","reshow_after_seconds":9223372036854775807}`, "reshow_after_seconds"},
-		{"start_at in year 0", `{"name":"x","start_at":"0000-01-01T00:00:00Z"}`, "start_at"},
-		{"end_at in year 10000 once in UTC", `{"name":"x","end_at":"9999-12-31T23:59:59-01:00"}`, "end_at"},
-		{"javascript link", `{"name":"x","link_url":"javascript://%0aalert(1)"}`, "link_url"},
-		{"javascript button", `{"name":"x","buttons":[{"text":"Go","link_url":"javascript://%0aalert(1)"}]}`, "buttons[0].link_url"},
-		{"file link", `{"name":"x","link_url":"file:///etc/passwd"}`, "link_url"},
-		{"data link", `{"name":"x","link_url":"data://text/html,x"}`, "link_url"},
-		{"vbscript link", `{"name":"x","link_url":"vbscript://x"}`, "link_url"},
-		{"intent link", `{"name":"x","link_url":"intent://x#Intent;end"}`, "link_url"},
-		{"app-scheme image", `{"name":"x","image_url":"app://img.png"}`, "image_url"},
-		{"ext 9,000 levels deep", `{"name":"x","ext":` + deep + `}`, "ext"},
-		{"ext not an object", `{"name":"x","ext":[1]}`, "ext"},
+		{"unknown field", `{"name":"x","colour":"red"}`, "colour", shape},
+		{"start_at yesterday", `{"name":"x","start_at":"yesterday"}`, "start_at", shape},
+		{"priority as a string", `{"name":"x","priority":"x"}`, "priority", shape},
+		{"unknown targeting field", `{"name":"x","targeting":{"platform":"ios"}}`, "targeting.platform", shape},
+		{"priority beyond INT", `{"name":"x","priority":2147483648}`, "priority", rule},
+		{"max_impressions beyond INT", `{"name":"x","max_impressions":2147483648}`, "max_impressions", rule},
+		{"reshow beyond 10 years", `{"name":"x","reshow_after_seconds":9223372036854775807}`, "reshow_after_seconds", rule},
+		{"start_at in year 0", `{"name":"x","start_at":"0000-01-01T00:00:00Z"}`, "start_at", rule},
+		{"end_at in year 10000 once in UTC", `{"name":"x","end_at":"9999-12-31T23:59:59-01:00"}`, "end_at", rule},
+		{"javascript link", `{"name":"x","link_url":"javascript://%0aalert(1)"}`, "link_url", rule},
+		{"javascript button", `{"name":"x","buttons":[{"text":"Go","link_url":"javascript://%0aalert(1)"}]}`, "buttons[0].link_url", rule},
+		{"file link", `{"name":"x","link_url":"file:///etc/passwd"}`, "link_url", rule},
+		{"data link", `{"name":"x","link_url":"data://text/html,x"}`, "link_url", rule},
+		{"vbscript link", `{"name":"x","link_url":"vbscript://x"}`, "link_url", rule},
+		{"intent link", `{"name":"x","link_url":"intent://x#Intent;end"}`, "link_url", rule},
+		{"app-scheme image", `{"name":"x","image_url":"app://img.png"}`, "image_url", rule},
+		{"ext 9,000 levels deep", `{"name":"x","ext":` + deep + `}`, "ext", rule},
+		{"ext not an object", `{"name":"x","ext":[1]}`, "ext", rule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +189,7 @@ func TestAdminHostileBodiesAre400sNamingTheField(t *testing.T) {
 
 				assert.Equal(t, http.StatusBadRequest, res.Status, "%s: %s", write.method, res.Raw)
 				code, field := errorOf(t, res)
-				assert.Equal(t, "validation_failed", code, write.method)
+				assert.Equal(t, tt.wantCode, code, write.method)
 				assert.Equal(t, tt.wantField, field, write.method)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -162,9 +163,10 @@ type inputField struct {
 	dst any
 }
 
-// decodePopupBody decodes a popup body. A body that is not one JSON object is an *apiError
-// (invalid_json); a value of the wrong type, a time that is not RFC 3339 or a key the popup does
-// not have, at any depth, is a *popup.ValidationError naming the field, all problems at once.
+// decodePopupBody decodes a popup body. Every problem is an *apiError with code invalid_json: a
+// body that is not one JSON object, and, with the fields named (all at once), a value of the
+// wrong type, a time that is not RFC 3339 or a key the popup does not have, at any depth. Rules
+// on the values themselves are the domain's (validation_failed).
 func decodePopupBody(raw []byte) (adminPopupInput, error) {
 	var in adminPopupInput
 	var obj map[string]json.RawMessage
@@ -206,7 +208,9 @@ func decodePopupBody(raw []byte) (adminPopupInput, error) {
 		fields = append(fields, popup.FieldError{Field: k, Message: "is not a field of a popup"})
 	}
 	if len(fields) > 0 {
-		return in, &popup.ValidationError{Fields: fields}
+		return in, &apiError{status: http.StatusBadRequest, code: "invalid_json",
+			message: "body is not a valid popup: " + strings.TrimPrefix((&popup.ValidationError{Fields: fields}).Error(), "invalid popup: "),
+			fields:  fields}
 	}
 	return in, nil
 }

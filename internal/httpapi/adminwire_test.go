@@ -51,9 +51,11 @@ func TestDecodePopupBodyNamesTheField(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodePopupBody([]byte(tt.give))
-			var ve *popup.ValidationError
-			require.ErrorAs(t, err, &ve)
-			assert.Equal(t, tt.want, ve.Fields)
+			var ae *apiError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, "invalid_json", ae.code)
+			assert.Equal(t, tt.want, ae.fields)
+			assert.Contains(t, ae.message, tt.want[0].Field+": "+tt.want[0].Message)
 		})
 	}
 }
