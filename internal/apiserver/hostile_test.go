@@ -69,6 +69,12 @@ func TestAdminGetAnswerPutsBackAsItIs(t *testing.T) {
 	assert.Equal(t, "id", field, "an id other than the path's is refused")
 	edited["id"] = id
 
+	copied := api.adminDo(t, http.MethodPost, "/admin/v1/popups", edited)
+	require.Equal(t, http.StatusCreated, copied.Status, "a POST ignores the server-managed fields: %s", copied.Raw)
+	assert.NotEqualValues(t, id, copied.Body["id"])
+	assert.EqualValues(t, 1, copied.Body["revision"])
+	assert.Equal(t, `"1"`, copied.Header.Get("ETag"))
+
 	delete(edited, "id")
 	edited["colour"] = "red"
 	res = api.adminDo(t, http.MethodPut, path, edited)
