@@ -32,6 +32,7 @@ export POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
 export POPUP_ADMIN_TOKEN=bench
 export POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}"
 export POPUP_LOG_LEVEL=warn
+export POPUP_LINK_SCHEMES=http,https,app # benchtool's popups link to app://
 bin/popup-worker migrate >/dev/null
 bin/popup-worker >"$run_dir/worker.log" 2>&1 & worker_pid=$!; pids+=($worker_pid)
 bin/popup-api >"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)

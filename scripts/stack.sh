@@ -26,6 +26,7 @@ stack_env() {
   export POPUP_HTTP_ADDR="${POPUP_HTTP_ADDR:-:8080}"
   export POPUP_ADMIN_ADDR="${POPUP_ADMIN_ADDR:-127.0.0.1:8081}"
   export POPUP_WORKER_ADDR="${POPUP_WORKER_ADDR:-127.0.0.1:8082}"
+  export POPUP_LINK_SCHEMES="${POPUP_LINK_SCHEMES:-http,https,app}" # the demo and load-test popups link to app://
 }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }

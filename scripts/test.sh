@@ -60,7 +60,7 @@ if [ -f scripts/locust-smoke.sh ]; then
   read -r api_port admin_port worker_port <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
   smoke_env=(POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup" POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
     POPUP_ADMIN_TOKEN=smoke POPUP_LOG_LEVEL=warn POPUP_HTTP_ADDR="127.0.0.1:${api_port}"
-    POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}")
+    POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}" POPUP_LINK_SCHEMES=http,https,app)
   env "${smoke_env[@]}" bin/popup-worker migrate >/dev/null
   env "${smoke_env[@]}" bin/popup-worker >"$run_dir/worker.log" 2>&1 & pids+=($!)
   env "${smoke_env[@]}" bin/popup-api >"$run_dir/api.log" 2>&1 & pids+=($!)

@@ -455,7 +455,8 @@ func TestWorkerMigrateIsSafeToRunTwice(t *testing.T) {
 	require.NoError(t, err, second)
 
 	assert.Contains(t, first, "applied migration 00001")
-	assert.Contains(t, second, "schema is up to date at version 1")
+	assert.Contains(t, first, "applied migration 00002")
+	assert.Contains(t, second, "schema is up to date at version 2")
 	require.NoError(t, mysqlstore.CheckSchema(context.Background(), openDB(t, w.dsn)))
 }
 

@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	holder := &snapshot.Holder{}
 	subscribed := make(chan struct{})
-	refresher := &snapshot.Refresher{Cache: cache, Source: repo, Holder: holder, Poll: cfg.ConfigPoll,
+	refresher := &snapshot.Refresher{Cache: cache, Source: repo, Holder: holder, Poll: cfg.ConfigPoll, Links: cfg.Links(),
 		Backoff: health.DefaultBackoff, Log: log, Now: now, Subscribed: subscribed,
 		OnSwap: func(s *snapshot.Snapshot) {
 			metrics.Version.Set(float64(s.Version))
@@ -132,7 +132,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return holder.Load().Version, nil
 	}}
 	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: repo, Users: users, Snapshots: holder,
-		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do}
+		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -244,12 +244,12 @@ func (g *gatedRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, err
 	return gate(g, func() (popup.Popup, error) { return g.repo.Create(ctx, p) })
 }
 
-func (g *gatedRepo) Update(ctx context.Context, id int64, p popup.Popup) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Update(ctx, id, p) })
+func (g *gatedRepo) Update(ctx context.Context, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Update(ctx, id, p, ifRevision) })
 }
 
-func (g *gatedRepo) Archive(ctx context.Context, id int64) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Archive(ctx, id) })
+func (g *gatedRepo) Archive(ctx context.Context, id int64, ifRevision []int64) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Archive(ctx, id, ifRevision) })
 }
 
 // configs is one config version as the snapshot source returns it.

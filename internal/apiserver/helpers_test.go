@@ -54,6 +54,7 @@ func testConfig(t *testing.T) config.Config {
 		"POPUP_ADMIN_TOKEN":          token,
 		"POPUP_CONFIG_POLL_INTERVAL": "500ms",
 		"POPUP_LOG_LEVEL":            "warn",
+		"POPUP_LINK_SCHEMES":         "http,https,app", // popupSpec's buttons link to app://
 	})
 	require.NoError(t, err)
 	cfg.HTTPAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"

@@ -13,6 +13,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/go-sql-driver/mysql"
 
+	"popupsvc/internal/popup"
 	"popupsvc/internal/uidauth"
 )
 
@@ -46,6 +47,7 @@ type Config struct {
 	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
+	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
 
 	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"1" desc:"number of event queue shards (each its own Redis hash slot)"`
 	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
@@ -145,6 +147,9 @@ func (c Config) Validate() error {
 			bad(name, "must be a positive duration, got %s", d)
 		}
 	}
+	if _, err := popup.ParseLinkSchemes(c.LinkSchemes); err != nil {
+		bad("LINK_SCHEMES", "%v", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -172,6 +177,15 @@ func nameVars(err error) error {
 		out = append(out, e)
 	}
 	return errors.Join(out...)
+}
+
+// Links returns the validated POPUP_LINK_SCHEMES allow-list.
+func (c Config) Links() popup.LinkSchemes {
+	links, err := popup.ParseLinkSchemes(c.LinkSchemes)
+	if err != nil {
+		return popup.LinkSchemes{} // Validate refuses such a config: http and https only
+	}
+	return links
 }
 
 // RedisAddrs splits REDIS_ADDR into its addresses (one for a URL or a single node).

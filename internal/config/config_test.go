@@ -20,6 +20,15 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, []string{"127.0.0.1:6379"}, c.RedisAddrs())
 	assert.Empty(t, c.UIDHMACKeys, "uid signatures are off unless keys are configured")
 	assert.Equal(t, 5*time.Minute, c.UIDHMACMaxAge)
+	assert.Equal(t, []string{"http", "https"}, c.LinkSchemes)
+	assert.Equal(t, "http, https", c.Links().String())
+}
+
+func TestLinkSchemesAddAppSchemes(t *testing.T) {
+	c, err := Parse(map[string]string{"POPUP_LINK_SCHEMES": "https,myapp,com.example.app"})
+	require.NoError(t, err)
+	assert.True(t, c.Links().Allows("myapp"))
+	assert.False(t, c.Links().Allows("http"))
 }
 
 func TestUIDHMACKeysRotation(t *testing.T) {
@@ -48,6 +57,10 @@ func TestParseRejects(t *testing.T) {
 		{"empty uid HMAC key after a comma", map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("k", 32) + ","}, "POPUP_UID_HMAC_KEYS: key 2 is 0 bytes"},
 		{"uid HMAC key with a space", map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("k", 32) + ", " + strings.Repeat("k", 32)}, "POPUP_UID_HMAC_KEYS: key 2 has leading"},
 		{"zero uid HMAC max age", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "0s"}, "POPUP_UID_HMAC_MAX_AGE"},
+		{"upper-case link scheme", map[string]string{"POPUP_LINK_SCHEMES": "http,HTTPS"}, `POPUP_LINK_SCHEMES: item 2 ("HTTPS") is not a lower-case URL scheme name`},
+		{"javascript link scheme", map[string]string{"POPUP_LINK_SCHEMES": "https,javascript"}, "POPUP_LINK_SCHEMES: javascript links run code"},
+		{"link scheme with a colon", map[string]string{"POPUP_LINK_SCHEMES": "https:"}, "POPUP_LINK_SCHEMES"},
+		{"empty link scheme item", map[string]string{"POPUP_LINK_SCHEMES": "https,,myapp"}, "POPUP_LINK_SCHEMES: item 2"},
 		{"uid HMAC max age under a second", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "500ms"}, "POPUP_UID_HMAC_MAX_AGE"},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/subtle"
@@ -13,6 +12,7 @@ import (
 	"net/http/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -23,13 +23,15 @@ import (
 	"popupsvc/internal/snapshot"
 )
 
-// PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo).
+// PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo). Update and
+// Archive with a non-nil ifRevision write only while the popup is at one of those revisions,
+// checked atomically with the write, and return popup.ErrRevisionMismatch otherwise.
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
 	Create(ctx context.Context, p popup.Popup) (popup.Popup, error)
-	Update(ctx context.Context, id int64, p popup.Popup) (popup.Popup, error)
-	Archive(ctx context.Context, id int64) (popup.Popup, error)
+	Update(ctx context.Context, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error)
+	Archive(ctx context.Context, id int64, ifRevision []int64) (popup.Popup, error)
 }
 
 // Admin serves the admin listener. Every route needs the bearer token.
@@ -45,6 +47,9 @@ type Admin struct {
 	// Reload rebuilds the Redis cache from MySQL, announces it to every instance and refreshes
 	// this one; it returns the version now served.
 	Reload func(ctx context.Context) (int64, error)
+	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
+	// value allows http and https.
+	Links popup.LinkSchemes
 }
 
 // ErrNoToken is returned when the admin API would start without a token.
@@ -99,35 +104,63 @@ func popupID(c *gin.Context) (int64, *apiError) {
 	return id, nil
 }
 
-// readInput decodes a popup body strictly: an unknown field is named in the error, not ignored.
-func readInput(c *gin.Context) (popup.Input, *apiError) {
-	var in popup.Input
+// readPopup reads, decodes and validates a popup body. pathID is the id of a PUT's path (0 for
+// a POST): a body id that differs from it is refused, since the client meant another popup. The
+// error is an *apiError or a *popup.ValidationError naming the fields.
+func (a *Admin) readPopup(c *gin.Context, pathID int64) (popup.Popup, error) {
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxAdminBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return in, &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "popup body over 1 MiB"}
+			return popup.Popup{}, &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "popup body over 1 MiB"}
 		}
-		return in, badRequest("invalid_body", "could not read the request body")
+		return popup.Popup{}, badRequest("invalid_body", "could not read the request body")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return in, badRequest("invalid_json", "body is not a valid popup object: "+err.Error())
+	in, err := decodePopupBody(raw)
+	if err != nil {
+		return popup.Popup{}, err
 	}
-	if dec.More() {
-		return in, badRequest("invalid_json", "body must hold exactly one JSON object")
+	if pathID != 0 && in.ID != nil && *in.ID != pathID {
+		return popup.Popup{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "id",
+			Message: "must be " + strconv.FormatInt(pathID, 10) + ", the id in the path, or be left out"}}}
 	}
-	return in, nil
+	return fromWire(in).BuildWith(a.Links)
 }
 
-// readPopup reads and validates a popup body; the error is an *apiError or a validation error.
-func readPopup(c *gin.Context) (popup.Popup, error) {
-	in, aerr := readInput(c)
-	if aerr != nil {
-		return popup.Popup{}, aerr
+// etag is a popup revision as an entity tag.
+func etag(revision int64) string { return `"` + strconv.FormatInt(revision, 10) + `"` }
+
+// ifMatch reads the If-Match header: nil when there is none or it is "*" (write whatever the
+// revision), else the revisions its strong entity tags name. A tag this API never issued (a weak
+// one, which a write's strong comparison never matches, or a foreign one) adds nothing, so a
+// header of only such tags gives an empty list, which no revision matches.
+func ifMatch(c *gin.Context) []int64 {
+	values := c.Request.Header.Values("If-Match")
+	if len(values) == 0 {
+		return nil
 	}
-	return in.Build()
+	revs := []int64{}
+	for _, v := range values {
+		for _, tag := range strings.Split(v, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" {
+				return nil
+			}
+			if len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' {
+				continue
+			}
+			if n, err := strconv.ParseInt(tag[1:len(tag)-1], 10, 64); err == nil && n > 0 {
+				revs = append(revs, n)
+			}
+		}
+	}
+	return revs
+}
+
+// writePopup answers with one popup and its revision as the ETag.
+func writePopup(c *gin.Context, status int, p popup.Popup) {
+	c.Header("ETag", etag(p.Revision))
+	c.JSON(status, toWire(p))
 }
 
 // save runs one popup write, propagates it to every instance and answers with the stored popup.
@@ -138,11 +171,11 @@ func (a *Admin) save(c *gin.Context, status int, write func(context.Context) (po
 		return
 	}
 	a.propagate(c.Request.Context())
-	c.JSON(status, stored)
+	writePopup(c, status, stored)
 }
 
 func (a *Admin) create(c *gin.Context) {
-	p, err := readPopup(c)
+	p, err := a.readPopup(c, 0)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
@@ -156,12 +189,13 @@ func (a *Admin) update(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	p, err := readPopup(c)
+	p, err := a.readPopup(c, id)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Update(ctx, id, p) })
+	revs := ifMatch(c)
+	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Update(ctx, id, p, revs) })
 }
 
 func (a *Admin) archive(c *gin.Context) {
@@ -170,7 +204,8 @@ func (a *Admin) archive(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Archive(ctx, id) })
+	revs := ifMatch(c)
+	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Archive(ctx, id, revs) })
 }
 
 // propagate pushes a committed change to Redis and every instance. MySQL already holds the
@@ -183,12 +218,21 @@ func (a *Admin) propagate(ctx context.Context) {
 }
 
 func (a *Admin) list(c *gin.Context) {
-	ps, err := a.Repo.List(c.Request.Context(), c.Query("include_archived") == "true")
+	includeArchived, aerr := parseFlag("include_archived", c.Query("include_archived"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	ps, err := a.Repo.List(c.Request.Context(), includeArchived)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"popups": ps})
+	out := make([]adminPopup, len(ps))
+	for i, p := range ps {
+		out[i] = toWire(p)
+	}
+	c.JSON(http.StatusOK, gin.H{"popups": out})
 }
 
 func (a *Admin) get(c *gin.Context) {
@@ -202,7 +246,7 @@ func (a *Admin) get(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	c.JSON(http.StatusOK, p)
+	writePopup(c, http.StatusOK, p)
 }
 
 // preview explains the decision for a user without recording anything.

@@ -36,6 +36,7 @@ var (
 	errRateLimited = &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
 	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
 	errMySQLDown   = &apiError{status: http.StatusServiceUnavailable, code: "mysql_unavailable", message: "the popup store (MySQL) is unavailable; retry later"}
+	errStale       = &apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", message: "the popup has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}
 )
 
 // ErrMySQLUnavailable is what a PopupRepo (or Reload) returns, wrapped or not, while MySQL cannot
@@ -70,6 +71,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		ae = errPopupGone
 	case errors.Is(err, ErrMySQLUnavailable):
 		ae = errMySQLDown
+	case errors.Is(err, popup.ErrRevisionMismatch):
+		ae = errStale
 	default:
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}

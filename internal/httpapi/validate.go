@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -50,6 +51,19 @@ func validCode(s string) bool {
 		}
 	}
 	return true
+}
+
+// parseFlag reads a boolean query parameter: true/false, 1/0 or yes/no in any case; "" (absent
+// or empty) is false. Anything else is a 400 naming the parameter rather than a silent false.
+func parseFlag(name, v string) (bool, *apiError) {
+	switch strings.ToLower(v) {
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no", "":
+		return false, nil
+	}
+	return false, &apiError{status: http.StatusBadRequest, code: "invalid_query", message: name + " must be true or false (also 1/0, yes/no)",
+		fields: []popup.FieldError{{Field: name, Message: "must be true or false (also 1/0, yes/no)"}}}
 }
 
 // validID accepts client event and decision ids: 1-64 characters of [A-Za-z0-9_.:-].

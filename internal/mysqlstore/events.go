@@ -21,7 +21,7 @@ import (
 )
 
 // EventWriter writes queued events to the action log and the per-user state table. Every write is
-// idempotent: the action log is de-duplicated by event_id and the state is max-merged, so a batch
+// idempotent: the action log is de-duplicated by (uid, event_id) and the state is max-merged, so a batch
 // written twice, or batches written out of order, leave the same rows as one ordered write.
 type EventWriter struct {
 	db *sql.DB
@@ -45,7 +45,7 @@ const (
 )
 
 // WriteBatch writes events in one transaction of two multi-row statements: an insert into the
-// action log that skips known event ids, and an upsert of the user state with the events merged
+// action log that skips known (uid, event_id) pairs, and an upsert of the user state with the events merged
 // per (uid, popup_id) beforehand. Rows go in key order, so that concurrent writers lock in the
 // same order and do not deadlock each other. A *PermanentError means some event of the batch is
 // rejected by the database whatever the retries; any other error is worth retrying.
@@ -135,16 +135,21 @@ func checkTimes(events []event.Event) error {
 	return nil
 }
 
-// actionLogInsert builds the action-log statement, rows sorted by event_id. A known event_id is
-// skipped by a no-op update rather than INSERT IGNORE: IGNORE would also turn a bad value into a
-// warning and store it truncated or replaced (two different non-ASCII ids could collapse into one
-// and an event would vanish), where a plain error sends the event to the dead-letter list.
+// actionLogInsert builds the action-log statement, rows sorted by (uid, event_id), the order of
+// its unique key. An event_id is the client's key for one uid only: two users sending the same
+// event_id are two events, and both rows are written. A known (uid, event_id) pair, whether from
+// an earlier batch or repeated within this one, is skipped by a no-op update rather than INSERT
+// IGNORE: IGNORE would also turn a bad value into a warning and store it truncated or replaced
+// (two different non-ASCII ids could collapse into one and an event would vanish), where a
+// plain error sends the event to the dead-letter list.
 func actionLogInsert(events []event.Event) (string, []any) {
 	order := make([]int, len(events))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(events[a].ID, events[b].ID) })
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(events[a].UID, events[b].UID), strings.Compare(events[a].ID, events[b].ID))
+	})
 
 	var q strings.Builder
 	q.Grow(96 + len(events)*16)

@@ -90,6 +90,40 @@ func TestWriteBatchStoresTheLogAndOneMergedStateRowPerUserPopup(t *testing.T) {
 	}, readLog(t, db))
 }
 
+func TestWriteBatchKeepsOneEventIDOfTwoUsers(t *testing.T) {
+	db := testenv.MySQL(t)
+	w := mysqlstore.NewEventWriter(db)
+	ctx := context.Background()
+	a := event.Event{ID: "shared-evt-1", UID: "user-a", PopupID: 3, Action: event.Click, At: at(1), NextShowAt: at(100), Impressions: 1}
+	b := event.Event{ID: "shared-evt-1", UID: "user-b", PopupID: 3, Action: event.Click, At: at(2), NextShowAt: at(200), Impressions: 1}
+	inserted := int64(0)
+	w.OnRows = func(table string, rows int64) {
+		if table == mysqlstore.TableActionLog {
+			inserted += rows
+		}
+	}
+
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{a, b, a}), "in one batch, with a replay of a")
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{b}), "and b replayed in a later batch")
+
+	var uids []string
+	rows, err := db.QueryContext(ctx, `SELECT uid FROM popup_action_log WHERE event_id = 'shared-evt-1' ORDER BY uid`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var uid string
+		require.NoError(t, rows.Scan(&uid))
+		uids = append(uids, uid)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"user-a", "user-b"}, uids, "both users' clicks are logged once each")
+	assert.Equal(t, int64(2), inserted)
+	assert.Equal(t, []stateRow{
+		{UID: "user-a", PopupID: 3, NextShowAt: at(100), Impressions: 1, LastImpression: never, LastClick: at(1), Close: never},
+		{UID: "user-b", PopupID: 3, NextShowAt: at(200), Impressions: 1, LastImpression: never, LastClick: at(2), Close: never},
+	}, readStates(t, db), "both users' state shows the click")
+}
+
 // randomEvents returns n events of a few users and popups whose carried state grows with time,
 // as the API produces them.
 func randomEvents(r *rand.Rand, n int) []event.Event {

@@ -45,12 +45,55 @@ func TestMigrateIsIdempotentAndCheckSchemaFollowsIt(t *testing.T) {
 	assert.Contains(t, err.Error(), "newer")
 }
 
-func TestActionLogRejectsDuplicateEventID(t *testing.T) {
+func TestActionLogEventIDIsUniquePerUID(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.MySQL(t)
-	const q = "INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u1', 1, 'click', UTC_TIMESTAMP(3))"
-	_, err := db.ExecContext(ctx, q)
+	const q = "INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', ?, 1, 'click', UTC_TIMESTAMP(3))"
+	_, err := db.ExecContext(ctx, q, "u1")
 	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, q)
-	assert.Error(t, err, "event_id is unique")
+	_, err = db.ExecContext(ctx, q, "u1")
+	assert.Error(t, err, "(uid, event_id) is unique")
+	_, err = db.ExecContext(ctx, q, "u2")
+	assert.NoError(t, err, "another uid may use the same event_id")
+}
+
+func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
+	ctx := context.Background()
+	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 1))
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_config (name, targeting, content) VALUES ('old one', '{}', '{}'), ('old two', '{}', '{}')`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
+		VALUES ('e1', 'u1', 1, 'click', UTC_TIMESTAMP(3)), ('e2', 'u1', 1, 'close', UTC_TIMESTAMP(3))`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u2', 1, 'click', UTC_TIMESTAMP(3))`)
+	require.Error(t, err, "version 1: event_id is globally unique")
+
+	applied, err := mysqlstore.Migrate(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{2}, applied)
+	again, err := mysqlstore.Migrate(ctx, db)
+	require.NoError(t, err)
+	assert.Empty(t, again, "migrating twice is a no-op")
+	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
+
+	var revisions []int64
+	rows, err := db.QueryContext(ctx, `SELECT revision FROM popup_config ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var r int64
+		require.NoError(t, rows.Scan(&r))
+		revisions = append(revisions, r)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []int64{1, 1}, revisions, "existing popups start at revision 1")
+	var n int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
+	assert.Equal(t, 2, n, "the action log is kept")
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u2', 1, 'click', UTC_TIMESTAMP(3))`)
+	assert.NoError(t, err, "version 2: another uid may reuse an event_id")
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u1', 1, 'click', UTC_TIMESTAMP(3))`)
+	assert.Error(t, err, "version 2: still unique per uid")
 }

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"popupsvc/internal/popup"
 )
 
 // PopupRepo is the source of truth for popup configs. Every write bumps the config version in
-// the same transaction, so a reader of (version, popups) never sees one without the other.
+// the same transaction, so a reader of (version, popups) never sees one without the other, and
+// the popup's own revision, which a conditional write checks in its UPDATE.
 type PopupRepo struct{ db *sql.DB }
 
 // NewPopupRepo returns a repository over db.
@@ -29,7 +31,7 @@ type content struct {
 }
 
 const popupColumns = `id, name, status, priority, start_at, end_at, reshow_after_seconds,
-	click_cooldown_seconds, close_cooldown_seconds, max_impressions, targeting, content, created_at, updated_at`
+	click_cooldown_seconds, close_cooldown_seconds, max_impressions, targeting, content, created_at, updated_at, revision`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -41,7 +43,7 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		targeting, body []byte
 	)
 	err := s.Scan(&p.ID, &p.Name, &status, &p.Priority, &start, &end, &p.ReshowAfterSeconds,
-		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &targeting, &body, &p.CreatedAt, &p.UpdatedAt)
+		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &targeting, &body, &p.CreatedAt, &p.UpdatedAt, &p.Revision)
 	if err != nil {
 		return popup.Popup{}, err
 	}
@@ -142,20 +144,28 @@ func (r *PopupRepo) Version(ctx context.Context) (int64, error) {
 
 // Get returns one popup, archived or not.
 func (r *PopupRepo) Get(ctx context.Context, id int64) (popup.Popup, error) {
-	p, err := scanPopup(r.db.QueryRowContext(ctx, `SELECT `+popupColumns+` FROM popup_config WHERE id = ?`, id))
+	return get(ctx, r.db, id)
+}
+
+// get reads one popup through q: the database, or a write's transaction so that the popup a
+// write returns is the one it wrote (with its revision), not a later writer's.
+func get(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id int64) (popup.Popup, error) {
+	p, err := scanPopup(q.QueryRowContext(ctx, `SELECT `+popupColumns+` FROM popup_config WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return popup.Popup{}, fmt.Errorf("popup %d: %w", id, popup.ErrNotFound)
 	}
 	return p, err
 }
 
-// Create stores a new popup and returns it with its id.
+// Create stores a new popup at revision 1 and returns it with its id.
 func (r *PopupRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, error) {
 	targeting, body, err := encodeParts(p)
 	if err != nil {
 		return popup.Popup{}, err
 	}
-	var id int64
+	var stored popup.Popup
 	err = r.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO popup_config (name, status, priority, start_at, end_at,
 			reshow_after_seconds, click_cooldown_seconds, close_cooldown_seconds, max_impressions, targeting, content)
@@ -165,58 +175,107 @@ func (r *PopupRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, err
 		if err != nil {
 			return err
 		}
-		id, err = res.LastInsertId()
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		stored, err = get(ctx, tx, id)
 		return err
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
 	}
-	return r.Get(ctx, id)
+	return stored, nil
 }
 
-// Update replaces popup id with p.
-func (r *PopupRepo) Update(ctx context.Context, id int64, p popup.Popup) (popup.Popup, error) {
+// Update replaces popup id with p and increments its revision. With ifRevision non-nil, the
+// write happens only while the popup's revision is one of ifRevision, checked by the UPDATE
+// itself, so of two writers who read the same revision exactly one wins; the other gets
+// popup.ErrRevisionMismatch. A nil ifRevision writes unconditionally.
+func (r *PopupRepo) Update(ctx context.Context, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
 	targeting, body, err := encodeParts(p)
 	if err != nil {
 		return popup.Popup{}, err
 	}
+	cond, condArgs := revisionCond(ifRevision)
+	var stored popup.Popup
 	err = r.inTx(ctx, func(tx *sql.Tx) error {
+		args := append([]any{p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
+			p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, id}, condArgs...)
 		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET name = ?, status = ?, priority = ?, start_at = ?,
 			end_at = ?, reshow_after_seconds = ?, click_cooldown_seconds = ?, close_cooldown_seconds = ?,
-			max_impressions = ?, targeting = ?, content = ?, updated_at = CURRENT_TIMESTAMP(3) WHERE id = ?`,
-			p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-			p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, id)
+			max_impressions = ?, targeting = ?, content = ?, updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1
+			WHERE id = ?`+cond, args...)
 		if err != nil {
 			return err
 		}
-		return mustExist(ctx, tx, res, id)
+		if err := mustHaveWritten(ctx, tx, res, id); err != nil {
+			return err
+		}
+		stored, err = get(ctx, tx, id)
+		return err
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("update popup %d: %w", id, err)
 	}
-	return r.Get(ctx, id)
+	return stored, nil
 }
 
 // Archive sets a popup's status to archived (DELETE in the admin API: rows are never removed,
-// the action log refers to them).
-func (r *PopupRepo) Archive(ctx context.Context, id int64) (popup.Popup, error) {
+// the action log refers to them) and increments its revision; ifRevision as in Update.
+func (r *PopupRepo) Archive(ctx context.Context, id int64, ifRevision []int64) (popup.Popup, error) {
+	cond, condArgs := revisionCond(ifRevision)
+	var stored popup.Popup
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET status = 'archived', updated_at = CURRENT_TIMESTAMP(3) WHERE id = ?`, id)
+		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET status = 'archived', updated_at = CURRENT_TIMESTAMP(3),
+			revision = revision + 1 WHERE id = ?`+cond, append([]any{id}, condArgs...)...)
 		if err != nil {
 			return err
 		}
-		return mustExist(ctx, tx, res, id)
+		if err := mustHaveWritten(ctx, tx, res, id); err != nil {
+			return err
+		}
+		stored, err = get(ctx, tx, id)
+		return err
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("archive popup %d: %w", id, err)
 	}
-	return r.Get(ctx, id)
+	return stored, nil
 }
 
-// mustExist turns "no row changed" into ErrNotFound (a no-op update of an existing row also
-// changes nothing, hence the lookup).
-func mustExist(ctx context.Context, tx *sql.Tx, res sql.Result, id int64) error {
-	if n, err := res.RowsAffected(); err == nil && n > 0 {
+// revisionCond is the WHERE clause of a conditional write: nil = none, an empty list = nothing
+// can match.
+func revisionCond(ifRevision []int64) (string, []any) {
+	switch {
+	case ifRevision == nil:
+		return "", nil
+	case len(ifRevision) == 0:
+		return " AND FALSE", nil
+	}
+	var b strings.Builder
+	b.WriteString(" AND revision IN (")
+	args := make([]any, len(ifRevision))
+	for i, rev := range ifRevision {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('?')
+		args[i] = rev
+	}
+	b.WriteByte(')')
+	return b.String(), args
+}
+
+// mustHaveWritten explains an UPDATE that changed no row (every write increments the revision,
+// so a matched row always changes): the popup does not exist (ErrNotFound) or is at another
+// revision than the condition asked for (ErrRevisionMismatch).
+func mustHaveWritten(ctx context.Context, tx *sql.Tx, res sql.Result, id int64) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
 		return nil
 	}
 	var one int
@@ -225,7 +284,7 @@ func mustExist(ctx context.Context, tx *sql.Tx, res sql.Result, id int64) error 
 	} else if err != nil {
 		return err
 	}
-	return nil
+	return popup.ErrRevisionMismatch
 }
 
 // inTx runs fn and bumps the config version in the same transaction.

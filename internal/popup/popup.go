@@ -4,6 +4,7 @@ package popup
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,31 @@ const (
 	maxCodeLen    = 16 // region and language codes
 )
 
+// Limits that keep every value inside its MySQL column and the popup's JSON small, so that a
+// hostile or mistaken value is a 400 naming the field, never a failed write (a 500).
+const (
+	// priority and max_impressions are INT columns (signed 32 bits).
+	minPriority       = math.MinInt32
+	maxPriority       = math.MaxInt32
+	maxMaxImpressions = math.MaxInt32
+	// MaxDurationSeconds bounds reshow_after_seconds and the two cooldowns: 10 years of 365
+	// days. Longer is not a campaign setting but a typo; -1 already says "never again".
+	MaxDurationSeconds int64 = 10 * 365 * 24 * 3600
+	// maxExtBytes bounds the compacted ext, which is sent with the popup on every homepage open.
+	maxExtBytes = 16 << 10
+	// maxExtDepth bounds how deeply ext nests objects and arrays, ext itself being level 1:
+	// enough for app settings, and an app's JSON parser is never handed a 9,000-level bomb.
+	maxExtDepth = 8
+)
+
+// The window of times start_at and end_at may hold (after conversion to UTC): the stored
+// DATETIME(3) column holds years 1000-9999 to the millisecond, and a campaign before the Unix
+// epoch is a mistake.
+var (
+	minWindowTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxWindowTime = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
+)
+
 // Button is one call-to-action button of a popup.
 type Button struct {
 	Text    string `json:"text"`
@@ -73,9 +99,13 @@ type Targeting struct {
 	UIDs           []string `json:"uids"` // allow-list: these uids bypass RolloutPercent only
 }
 
-// Popup is a stored popup config exactly as the admin API reads and writes it (SPEC §4 JSON shape).
+// Popup is a stored popup config. The admin API has its own wire shape (internal/httpapi); the
+// JSON tags here are the Redis config cache's encoding.
 type Popup struct {
-	ID        int64      `json:"id"`
+	ID int64 `json:"id"`
+	// Revision counts the popup's writes, starting at 1: the admin API's ETag, checked against
+	// If-Match inside the write itself.
+	Revision  int64      `json:"revision"`
 	Name      string     `json:"name"`
 	Status    Status     `json:"status"`
 	Priority  int        `json:"priority"` // higher wins; ties go to the lower id
@@ -141,8 +171,13 @@ type Input struct {
 // no targeting limits, rollout 100, reshow 86400 s, click cooldown 0, close cooldown equal to the
 // (possibly supplied) reshow, max impressions 0 (unlimited), ext {}. Times are converted to UTC,
 // ext is compacted and nil slices become empty ones so the JSON shows [] rather than null.
-// ID, CreatedAt and UpdatedAt are left zero for the store to fill. The error is a *ValidationError.
-func (in Input) Build() (Popup, error) {
+// ID, Revision, CreatedAt and UpdatedAt are left zero for the store to fill. Links are checked
+// against the default allow-list (http, https); BuildWith takes the configured one. The error is
+// a *ValidationError.
+func (in Input) Build() (Popup, error) { return in.BuildWith(LinkSchemes{}) }
+
+// BuildWith is Build with links checked against the allow-list links.
+func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 	p := Popup{
 		Name:                 in.Name,
 		Status:               deref(in.Status, StatusActive),
@@ -175,7 +210,7 @@ func (in Input) Build() (Popup, error) {
 		}
 	}
 	p.normalize()
-	if err := p.Validate(); err != nil {
+	if err := p.ValidateWith(links); err != nil {
 		return Popup{}, err
 	}
 	return p, nil
@@ -227,45 +262,45 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// Validate checks every rule of SPEC §3 and reports all problems at once, so an operator fixes a
-// form in one round trip. It returns a *ValidationError or nil.
-func (p Popup) Validate() error {
+// Validate checks every rule with links against the default allow-list (http, https).
+func (p Popup) Validate() error { return p.ValidateWith(LinkSchemes{}) }
+
+// ValidateWith checks every rule and reports all problems at once, so an operator fixes a form in
+// one round trip; link_url and buttons[].link_url must use a scheme of links. It returns a
+// *ValidationError or nil.
+func (p Popup) ValidateWith(links LinkSchemes) error {
 	var v validator
 	v.text("name", strings.TrimSpace(p.Name), 1, maxNameLen)
 	if !p.Status.Valid() {
 		v.add("status", "must be one of draft, active, paused, archived")
 	}
-	if p.StartAt != nil && p.EndAt != nil && !p.EndAt.After(*p.StartAt) {
+	if p.Priority < minPriority || p.Priority > maxPriority {
+		v.add("priority", "must be between "+strconv.Itoa(minPriority)+" and "+strconv.Itoa(maxPriority))
+	}
+	startOK, endOK := v.windowTime("start_at", p.StartAt), v.windowTime("end_at", p.EndAt)
+	if startOK && endOK && p.StartAt != nil && p.EndAt != nil && !p.EndAt.After(*p.StartAt) {
 		v.add("end_at", "must be after start_at")
 	}
 	p.Targeting.validate(&v)
-	if p.ReshowAfterSeconds < 0 {
-		v.add("reshow_after_seconds", "must be >= 0")
-	}
-	if p.ClickCooldownSeconds < -1 {
-		v.add("click_cooldown_seconds", "must be >= 0, or -1 for never again")
-	}
-	if p.CloseCooldownSeconds < -1 {
-		v.add("close_cooldown_seconds", "must be >= 0, or -1 for never again")
-	}
-	if p.MaxImpressions < 0 {
-		v.add("max_impressions", "must be >= 0 (0 = unlimited)")
+	v.duration("reshow_after_seconds", p.ReshowAfterSeconds, false)
+	v.duration("click_cooldown_seconds", p.ClickCooldownSeconds, true)
+	v.duration("close_cooldown_seconds", p.CloseCooldownSeconds, true)
+	if p.MaxImpressions < 0 || p.MaxImpressions > maxMaxImpressions {
+		v.add("max_impressions", "must be between 0 (unlimited) and "+strconv.Itoa(maxMaxImpressions))
 	}
 	v.text("title", p.Title, 0, maxTitleLen)
 	v.text("content", p.Content, 0, maxContentLen)
-	v.url("image_url", p.ImageURL)
-	v.url("link_url", p.LinkURL)
+	v.url("image_url", p.ImageURL, isWebScheme, "http, https")
+	v.url("link_url", p.LinkURL, links.Allows, links.String())
 	if len(p.Buttons) > maxButtons {
 		v.add("buttons", "must have at most "+strconv.Itoa(maxButtons)+" buttons")
 	}
 	for i, b := range p.Buttons {
 		prefix := "buttons[" + strconv.Itoa(i) + "]"
 		v.text(prefix+".text", strings.TrimSpace(b.Text), 1, maxButtonText)
-		v.url(prefix+".link_url", b.LinkURL)
+		v.url(prefix+".link_url", b.LinkURL, links.Allows, links.String())
 	}
-	if ext := bytes.TrimSpace(p.Ext); len(ext) > 0 && (ext[0] != '{' || !json.Valid(ext)) {
-		v.add("ext", "must be a JSON object")
-	}
+	v.ext(p.Ext)
 	return v.err()
 }
 
@@ -371,26 +406,77 @@ func (v *validator) codes(field string, list []string) {
 	}
 }
 
-// url accepts "", http(s) URLs and app deep links ("myapp://path"): the app opens whatever it is
-// given, so anything else (javascript:, relative paths, stray spaces) is an operator mistake.
-func (v *validator) url(field, s string) {
+// url accepts "" (no link) or an absolute URL whose scheme allowed accepts (see linkProblem).
+func (v *validator) url(field, s string, allowed func(string) bool, allowedList string) {
 	if s == "" {
 		return
 	}
-	if utf8.RuneCountInString(s) > maxURLLen {
-		v.add(field, "must be at most "+strconv.Itoa(maxURLLen)+" characters")
+	if msg := linkProblem(s, allowed, allowedList); msg != "" {
+		v.add(field, msg)
+	}
+}
+
+// windowTime checks that t, when set, lies in [minWindowTime, maxWindowTime] once in UTC.
+func (v *validator) windowTime(field string, t *time.Time) bool {
+	if t == nil || !t.Before(minWindowTime) && !t.After(maxWindowTime) {
+		return true
+	}
+	v.add(field, "must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z (after conversion to UTC)")
+	return false
+}
+
+// duration checks a number of seconds against [0, MaxDurationSeconds], or -1 when never is set.
+func (v *validator) duration(field string, sec int64, never bool) {
+	if sec >= 0 && sec <= MaxDurationSeconds || never && sec == -1 {
 		return
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] == 0x7f {
-			v.add(field, "must not contain spaces or control characters")
-			return
+	msg := "must be between 0 and " + strconv.FormatInt(MaxDurationSeconds, 10) + " (10 years)"
+	if never {
+		msg += ", or -1 for never again"
+	}
+	v.add(field, msg)
+}
+
+// ext checks that ext, when set, is a JSON object of at most maxExtBytes (compacted) nesting at
+// most maxExtDepth levels.
+func (v *validator) ext(raw json.RawMessage) {
+	ext := bytes.TrimSpace(raw)
+	switch {
+	case len(ext) == 0:
+	case ext[0] != '{' || !json.Valid(ext):
+		v.add("ext", "must be a JSON object")
+	case jsonDepth(ext) > maxExtDepth:
+		v.add("ext", "must nest objects and arrays at most "+strconv.Itoa(maxExtDepth)+" levels deep")
+	case len(ext) > maxExtBytes:
+		v.add("ext", "must be at most "+strconv.Itoa(maxExtBytes)+" bytes of compact JSON")
+	}
+}
+
+// jsonDepth returns how deeply valid JSON b nests objects and arrays (a bare object is 1).
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
 		}
 	}
-	i := strings.Index(s, "://")
-	if i <= 0 || !validScheme(s[:i]) || i+3 == len(s) {
-		v.add(field, "must be an http:// or https:// URL or an app deep link such as app://path")
-	}
+	return deepest
 }
 
 // validScheme follows RFC 3986: a letter, then letters, digits, "+", "-" or ".", so deep-link

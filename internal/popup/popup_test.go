@@ -2,6 +2,7 @@ package popup_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -199,20 +200,34 @@ func TestBuildAccepts(t *testing.T) {
 		{name: "http and https", give: func(in *popup.Input) {
 			in.ImageURL, in.LinkURL = "http://cdn.example.com/a.png", "https://example.com/sale?x=1#top"
 		}},
-		{name: "deep links", give: func(in *popup.Input) {
-			in.LinkURL = "app://home"
-			in.Buttons = []popup.Button{
-				{Text: "Open", LinkURL: "fb123://page"},
-				{Text: "Shop", LinkURL: "com.example.app://shop"},
-				{Text: "Later"},
-			}
-		}},
+		{name: "upper-case web scheme", give: func(in *popup.Input) { in.LinkURL = "HTTPS://example.com/x" }},
+		{name: "IDN host and escaped path", give: func(in *popup.Input) { in.LinkURL = "https://例子.测试/%E4%BD%A0?q=1" }},
 		{name: "2048 character URL", give: func(in *popup.Input) {
 			in.LinkURL = "https://e.com/" + strings.Repeat("a", 2048-len("https://e.com/"))
 		}},
 		{name: "10 buttons", give: func(in *popup.Input) { in.Buttons = buttons(10) }},
 		{name: "ext object", give: func(in *popup.Input) { in.Ext = json.RawMessage(`{"theme":"dark","n":[1,2]}`) }},
 		{name: "empty ext", give: func(in *popup.Input) { in.Ext = json.RawMessage(``) }},
+		{name: "int32 priorities", give: func(in *popup.Input) { in.Priority = ptr(math.MaxInt32) }},
+		{name: "lowest priority", give: func(in *popup.Input) { in.Priority = ptr(math.MinInt32) }},
+		{name: "most impressions", give: func(in *popup.Input) { in.MaxImpressions = ptr(math.MaxInt32) }},
+		{name: "10 year durations", give: func(in *popup.Input) {
+			in.ReshowAfterSeconds, in.ClickCooldownSeconds, in.CloseCooldownSeconds = ptr(popup.MaxDurationSeconds), ptr(popup.MaxDurationSeconds), ptr(popup.MaxDurationSeconds)
+		}},
+		{name: "window at the epoch and the last DATETIME millisecond", give: func(in *popup.Input) {
+			in.StartAt = ptr(time.Unix(0, 0))
+			in.EndAt = ptr(time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC))
+		}},
+		{name: "end_at at the last millisecond in another zone", give: func(in *popup.Input) {
+			in.EndAt = ptr(time.Date(9999, 12, 31, 22, 59, 59, 0, time.FixedZone("UTC-1", -3600)))
+		}},
+		{name: "ext 8 levels deep", give: func(in *popup.Input) { in.Ext = json.RawMessage(nested(8)) }},
+		{name: "ext brackets inside strings do not count", give: func(in *popup.Input) {
+			in.Ext = json.RawMessage(`{"s":"[[[[[[[[[[{{{{{{{{\\\"]]]"}`)
+		}},
+		{name: "ext of 16 KiB", give: func(in *popup.Input) {
+			in.Ext = json.RawMessage(`{"k":"` + strings.Repeat("a", 16<<10-len(`{"k":""}`)) + `"}`)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,18 +296,49 @@ func TestBuildRejects(t *testing.T) {
 		{"65 character uid", func(in *popup.Input) {
 			in.Targeting = &popup.TargetingInput{UIDs: []string{strings.Repeat("x", 65)}}
 		}, "targeting.uids[0]", "must be 1-64 characters of A-Z a-z 0-9 _ . : -"},
-		{"negative reshow", func(in *popup.Input) { in.ReshowAfterSeconds = ptr[int64](-1) }, "reshow_after_seconds", "must be >= 0"},
-		{"click cooldown -2", func(in *popup.Input) { in.ClickCooldownSeconds = ptr[int64](-2) }, "click_cooldown_seconds", "must be >= 0, or -1 for never again"},
-		{"close cooldown -2", func(in *popup.Input) { in.CloseCooldownSeconds = ptr[int64](-2) }, "close_cooldown_seconds", "must be >= 0, or -1 for never again"},
-		{"negative max impressions", func(in *popup.Input) { in.MaxImpressions = ptr(-1) }, "max_impressions", "must be >= 0 (0 = unlimited)"},
+		{"negative reshow", func(in *popup.Input) { in.ReshowAfterSeconds = ptr[int64](-1) }, "reshow_after_seconds", badDuration},
+		{"reshow over 10 years", func(in *popup.Input) {
+			in.ReshowAfterSeconds, in.CloseCooldownSeconds = ptr(popup.MaxDurationSeconds+1), ptr[int64](0)
+		}, "reshow_after_seconds", badDuration},
+		{"click cooldown -2", func(in *popup.Input) { in.ClickCooldownSeconds = ptr[int64](-2) }, "click_cooldown_seconds", badCooldown},
+		{"click cooldown beyond int64 seconds as a Duration", func(in *popup.Input) { in.ClickCooldownSeconds = ptr[int64](math.MaxInt64) }, "click_cooldown_seconds", badCooldown},
+		{"close cooldown -2", func(in *popup.Input) { in.CloseCooldownSeconds = ptr[int64](-2) }, "close_cooldown_seconds", badCooldown},
+		{"close cooldown over 10 years", func(in *popup.Input) { in.CloseCooldownSeconds = ptr(popup.MaxDurationSeconds + 1) }, "close_cooldown_seconds", badCooldown},
+		{"negative max impressions", func(in *popup.Input) { in.MaxImpressions = ptr(-1) }, "max_impressions", "must be between 0 (unlimited) and 2147483647"},
+		{"max impressions beyond INT", func(in *popup.Input) { in.MaxImpressions = ptr(math.MaxInt32 + 1) }, "max_impressions", "must be between 0 (unlimited) and 2147483647"},
+		{"priority beyond INT", func(in *popup.Input) { in.Priority = ptr(2147483648) }, "priority", "must be between -2147483648 and 2147483647"},
+		{"priority below INT", func(in *popup.Input) { in.Priority = ptr(math.MinInt32 - 1) }, "priority", "must be between -2147483648 and 2147483647"},
+		{"start_at in year 0", func(in *popup.Input) { in.StartAt = ptr(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)) }, "start_at", badTime},
+		{"start_at before the epoch", func(in *popup.Input) { in.StartAt = ptr(time.Unix(-1, 0)) }, "start_at", badTime},
+		{"end_at past year 9999 once in UTC", func(in *popup.Input) {
+			in.EndAt = ptr(time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("UTC-1", -3600)))
+		}, "end_at", badTime},
+		{"end_at past the last millisecond", func(in *popup.Input) {
+			in.EndAt = ptr(time.Date(9999, 12, 31, 23, 59, 59, 999_500_000, time.UTC))
+		}, "end_at", badTime},
 		{"201 character title", func(in *popup.Input) { in.Title = strings.Repeat("标", 201) }, "title", "must be at most 200 characters"},
 		{"4001 character content", func(in *popup.Input) { in.Content = strings.Repeat("a", 4001) }, "content", "must be at most 4000 characters"},
-		{"javascript URL", func(in *popup.Input) { in.LinkURL = "javascript:alert(1)" }, "link_url", badURL},
+		{"javascript URL", func(in *popup.Input) { in.LinkURL = "javascript:alert(1)" }, "link_url", `scheme "javascript" is not allowed: ` + badURL},
+		{"javascript URL with an escaped newline", func(in *popup.Input) { in.LinkURL = "javascript://%0aalert(1)" }, "link_url", `scheme "javascript" is not allowed: ` + badURL},
+		{"upper-case javascript", func(in *popup.Input) { in.LinkURL = "JaVaScRiPt://%0aalert(1)" }, "link_url", `scheme "javascript" is not allowed: ` + badURL},
+		{"file URL", func(in *popup.Input) { in.LinkURL = "file:///etc/passwd" }, "link_url", `scheme "file" is not allowed: ` + badURL},
+		{"data URL", func(in *popup.Input) { in.LinkURL = "data://text/html,<script>alert(1)</script>" }, "link_url", `scheme "data" is not allowed: ` + badURL},
+		{"vbscript URL", func(in *popup.Input) { in.LinkURL = "vbscript://msgbox(1)" }, "link_url", `scheme "vbscript" is not allowed: ` + badURL},
+		{"intent URL", func(in *popup.Input) { in.LinkURL = "intent://scan/#Intent;scheme=zxing;end" }, "link_url", `scheme "intent" is not allowed: ` + badURL},
+		{"an app scheme not configured", func(in *popup.Input) { in.LinkURL = "app://home" }, "link_url", `scheme "app" is not allowed: ` + badURL},
 		{"relative URL", func(in *popup.Input) { in.LinkURL = "/sale" }, "link_url", badURL},
-		{"scheme only", func(in *popup.Input) { in.LinkURL = "https://" }, "link_url", badURL},
-		{"missing scheme", func(in *popup.Input) { in.ImageURL = "://cdn/a.png" }, "image_url", badURL},
-		{"scheme starting with a digit", func(in *popup.Input) { in.ImageURL = "1app://x" }, "image_url", badURL},
+		{"scheme only", func(in *popup.Input) { in.LinkURL = "https://" }, "link_url", "must name a host, as in https://example.com/path"},
+		{"http without a host", func(in *popup.Input) { in.LinkURL = "https:///path" }, "link_url", "must name a host, as in https://example.com/path"},
+		{"opaque https", func(in *popup.Input) { in.LinkURL = "https:example.com" }, "link_url", "must name a host, as in https://example.com/path"},
+		{"bad escape", func(in *popup.Input) { in.LinkURL = "https://e.com/%zz" }, "link_url", `is not a valid URL: invalid URL escape "%zz"`},
+		{"missing scheme", func(in *popup.Input) { in.ImageURL = "://cdn/a.png" }, "image_url", badImage},
+		{"scheme starting with a digit", func(in *popup.Input) { in.ImageURL = "1app://x" }, "image_url", badImage},
+		{"image from a data URL", func(in *popup.Input) { in.ImageURL = "data://image/png;base64,AAAA" }, "image_url", `scheme "data" is not allowed: ` + badImage},
 		{"URL with space", func(in *popup.Input) { in.LinkURL = "https://e.com/a b" }, "link_url", "must not contain spaces or control characters"},
+		{"URL with a tab", func(in *popup.Input) { in.LinkURL = "https://e.com/\ta" }, "link_url", "must not contain spaces or control characters"},
+		{"URL with a no-break space", func(in *popup.Input) { in.LinkURL = "https://e.com/\u00a0" }, "link_url", "must not contain spaces or control characters"},
+		{"URL with a bidi override", func(in *popup.Input) { in.LinkURL = "https://e.com/\u202egnp.exe" }, "link_url", "must not contain spaces or control characters"},
+		{"URL with invalid UTF-8", func(in *popup.Input) { in.LinkURL = "https://e.com/\xff" }, "link_url", "must not contain spaces or control characters"},
 		{"2049 character URL", func(in *popup.Input) {
 			in.LinkURL = "https://e.com/" + strings.Repeat("a", 2049-len("https://e.com/"))
 		}, "link_url", "must be at most 2048 characters"},
@@ -303,9 +349,17 @@ func TestBuildRejects(t *testing.T) {
 		{"button with bad link", func(in *popup.Input) {
 			in.Buttons = []popup.Button{{Text: "Open", LinkURL: "www.example.com"}}
 		}, "buttons[0].link_url", badURL},
+		{"button with a javascript link", func(in *popup.Input) {
+			in.Buttons = []popup.Button{{Text: "Open", LinkURL: "https://e.com"}, {Text: "Go", LinkURL: "javascript://%0aalert(1)"}}
+		}, "buttons[1].link_url", `scheme "javascript" is not allowed: ` + badURL},
 		{"ext array", func(in *popup.Input) { in.Ext = json.RawMessage(`[1]`) }, "ext", "must be a JSON object"},
 		{"ext string", func(in *popup.Input) { in.Ext = json.RawMessage(`"x"`) }, "ext", "must be a JSON object"},
 		{"ext broken", func(in *popup.Input) { in.Ext = json.RawMessage(`{"a":`) }, "ext", "must be a JSON object"},
+		{"ext 9 levels deep", func(in *popup.Input) { in.Ext = json.RawMessage(nested(9)) }, "ext", "must nest objects and arrays at most 8 levels deep"},
+		{"ext 9,000 levels deep", func(in *popup.Input) { in.Ext = json.RawMessage(nested(9000)) }, "ext", "must nest objects and arrays at most 8 levels deep"},
+		{"ext over 16 KiB", func(in *popup.Input) {
+			in.Ext = json.RawMessage(`{"k":"` + strings.Repeat("a", 16<<10-len(`{"k":""}`)+1) + `"}`)
+		}, "ext", "must be at most 16384 bytes of compact JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,7 +370,112 @@ func TestBuildRejects(t *testing.T) {
 	}
 }
 
-const badURL = "must be an http:// or https:// URL or an app deep link such as app://path"
+const (
+	badURL      = "must be an absolute URL with one of the schemes http, https"
+	badImage    = "must be an absolute URL with one of the schemes http, https"
+	badDuration = "must be between 0 and 315360000 (10 years)"
+	badCooldown = "must be between 0 and 315360000 (10 years), or -1 for never again"
+	badTime     = "must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z (after conversion to UTC)"
+)
+
+// nested returns an ext object nesting depth levels: {"a":[{"a":[...]}]}.
+func nested(depth int) string {
+	var b strings.Builder
+	for i := range depth {
+		if i%2 == 0 {
+			b.WriteString(`{"a":`)
+		} else {
+			b.WriteString(`[`)
+		}
+	}
+	b.WriteString("1")
+	for i := depth - 1; i >= 0; i-- {
+		if i%2 == 0 {
+			b.WriteString(`}`)
+		} else {
+			b.WriteString(`]`)
+		}
+	}
+	return b.String()
+}
+
+func TestBuildWithAppSchemes(t *testing.T) {
+	links, err := popup.ParseLinkSchemes([]string{"http", "https", "app", "fb123", "com.example.app"})
+	require.NoError(t, err)
+	tests := []struct {
+		name      string
+		give      func(*popup.Input)
+		wantField string // "" = accepted
+		wantMsg   string
+	}{
+		{name: "deep links", give: func(in *popup.Input) {
+			in.LinkURL = "app://home"
+			in.Buttons = []popup.Button{
+				{Text: "Open", LinkURL: "fb123://page"},
+				{Text: "Shop", LinkURL: "COM.Example.App://shop"},
+				{Text: "Later"},
+			}
+		}},
+		{name: "deep link with a path only", give: func(in *popup.Input) { in.LinkURL = "app:/home" }},
+		{name: "web links still pass", give: func(in *popup.Input) { in.LinkURL = "https://e.com" }},
+		{name: "deep link with nothing after the scheme", give: func(in *popup.Input) { in.LinkURL = "app://" },
+			wantField: "link_url", wantMsg: "must have a host or path after the scheme, as in myapp://path"},
+		{name: "another app's scheme", give: func(in *popup.Input) { in.LinkURL = "otherapp://x" },
+			wantField: "link_url", wantMsg: `scheme "otherapp" is not allowed: must be an absolute URL with one of the schemes http, https, app, fb123, com.example.app`},
+		{name: "image_url stays http or https", give: func(in *popup.Input) { in.ImageURL = "app://img.png" },
+			wantField: "image_url", wantMsg: `scheme "app" is not allowed: ` + badImage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := input(tt.give).BuildWith(links)
+			if tt.wantField == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.Equal(t, []popup.FieldError{{Field: tt.wantField, Message: tt.wantMsg}}, fieldErrors(t, err))
+		})
+	}
+}
+
+func TestParseLinkSchemes(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    []string
+		wantErr string // "" = accepted
+	}{
+		{name: "default", give: []string{"http", "https"}},
+		{name: "app schemes", give: []string{"https", "myapp", "fb123", "com.example.app", "a+b-c"}},
+		{name: "intent when an operator asks for it", give: []string{"intent"}},
+		{name: "empty", give: nil, wantErr: "at least one scheme"},
+		{name: "upper case", give: []string{"HTTPS"}, wantErr: `item 1 ("HTTPS") is not a lower-case URL scheme name`},
+		{name: "empty item", give: []string{"https", ""}, wantErr: `item 2 ("")`},
+		{name: "with colon", give: []string{"https:"}, wantErr: `item 1 ("https:")`},
+		{name: "digit first", give: []string{"1app"}, wantErr: `item 1 ("1app")`},
+		{name: "javascript", give: []string{"https", "javascript"}, wantErr: "javascript links run code or read local files and are never allowed"},
+		{name: "data", give: []string{"data"}, wantErr: "data links"},
+		{name: "file", give: []string{"file"}, wantErr: "file links"},
+		{name: "vbscript", give: []string{"vbscript"}, wantErr: "vbscript links"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := popup.ParseLinkSchemes(tt.give)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, strings.Join(tt.give, ", "), got.String())
+				return
+			}
+			assert.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestZeroLinkSchemesAllowOnlyTheWeb(t *testing.T) {
+	var links popup.LinkSchemes
+	assert.True(t, links.Allows("https"))
+	assert.True(t, links.Allows("HTTP"))
+	assert.False(t, links.Allows("app"))
+	assert.Equal(t, "http, https", links.String())
+}
 
 func TestValidateReportsEveryProblemInFieldOrder(t *testing.T) {
 	p := popup.Popup{
@@ -397,7 +556,7 @@ func uids(n int) []string {
 func buttons(n int) []popup.Button {
 	out := make([]popup.Button, n)
 	for i := range out {
-		out[i] = popup.Button{Text: "b", LinkURL: "app://b"}
+		out[i] = popup.Button{Text: "b", LinkURL: "https://e.com/b"}
 	}
 	return out
 }

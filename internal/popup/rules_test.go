@@ -218,10 +218,10 @@ func TestTransitionsOnlyExtendHiding(t *testing.T) {
 			want:   popup.PopupState{NextShowAt: now, Impressions: 1, LastImpressionAt: now},
 		},
 		{
-			name:   "a huge reshow stops at Forever instead of overflowing",
-			rules:  rules(1<<62, 0, 0, 0),
-			events: []event{{impression, now}},
-			want:   popup.PopupState{NextShowAt: popup.Forever, Impressions: 1, LastImpressionAt: now},
+			name:   "the longest reshow stops at Forever instead of overflowing",
+			rules:  rules(popup.MaxDurationSeconds, 0, 0, 0),
+			events: []event{{impression, lateEvent}},
+			want:   popup.PopupState{NextShowAt: popup.Forever, Impressions: 1, LastImpressionAt: lateEvent},
 		},
 		{
 			name:   "event times are stored in UTC",
@@ -365,3 +365,6 @@ func permutations(n int) [][]int {
 	}
 	return out
 }
+
+// lateEvent is close enough to Forever that adding the longest duration passes it.
+var lateEvent = time.Date(9995, 1, 1, 0, 0, 0, 0, time.UTC)

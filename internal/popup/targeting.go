@@ -176,9 +176,13 @@ type Compiled struct {
 // Compile validates p and prepares it for matching. The error is a *ValidationError, so a
 // snapshot builder can skip (and report) a bad stored row instead of serving it half-understood.
 // The Popup kept in the result is normalized as Input.Build does (non-nil slices, ext "{}").
-func Compile(p Popup) (*Compiled, error) {
+// Links are checked against the default allow-list (http, https); CompileWith takes another.
+func Compile(p Popup) (*Compiled, error) { return CompileWith(p, LinkSchemes{}) }
+
+// CompileWith is Compile with links checked against the allow-list links.
+func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 	p.normalize()
-	if err := p.Validate(); err != nil {
+	if err := p.ValidateWith(links); err != nil {
 		return nil, err
 	}
 	c := &Compiled{

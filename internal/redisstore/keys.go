@@ -15,7 +15,7 @@ import (
 //	P:{qN}:lease:W          worker W's heartbeat on shard N (expires when W dies)
 //	P:{qN}:workers          set of workers that have a processing list on shard N
 //	P:{qN}:u:UID            user state of UID, whose shard is N = fnv32a(UID) mod shards
-//	P:{qN}:e:ID             "applied once" marker of an action's event_id
+//	P:{qN}:e:UID/ID         "applied once" marker of UID's action with event_id ID
 //	P:{qN}:rl:UID           UID's action count in the current rate-limit window
 //	P:{cfg}:popups          the warmed config cache (JSON array of popups)
 //	P:{cfg}:version         its config version
@@ -77,10 +77,15 @@ func (k Keys) AppendUser(dst []byte, uid string) []byte {
 // User is the user-state key of uid.
 func (k Keys) User(uid string) string { return string(k.AppendUser(nil, uid)) }
 
-// EventID is the "applied once" marker of an action's event id, in uid's shard.
+// EventID is the "applied once" marker of uid's action with event id id, in uid's shard. An
+// event id is the client's key for one uid only (two users may send the same one and both
+// actions count), so the key holds both; '/' is not in the uid alphabet, so no two (uid, id)
+// pairs share a key.
 func (k Keys) EventID(uid, id string) string {
 	dst := k.appendShard(nil, k.Shard(uid))
 	dst = append(dst, "e:"...)
+	dst = append(dst, uid...)
+	dst = append(dst, '/')
 	return string(append(dst, id...))
 }
 

@@ -126,3 +126,22 @@ func TestQueueShardsHaveSlotsOfTheirOwn(t *testing.T) {
 		owner[s] = shard
 	}
 }
+
+func TestEventIDMarkerIsPerUID(t *testing.T) {
+	k := redisstore.Keys{Prefix: "popup", Shards: 1}
+	tests := []struct {
+		name         string
+		uidA, idA    string
+		uidB, idB    string
+		wantSameKeys bool
+	}{
+		{"one uid, one event id", "alice", "evt-1", "alice", "evt-1", true},
+		{"two uids, one event id", "alice", "shared-evt-1", "bob", "shared-evt-1", false},
+		{"a ':' moved between uid and event id", "a:b", "c", "a", "b:c", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.wantSameKeys, k.EventID(tt.uidA, tt.idA) == k.EventID(tt.uidB, tt.idB))
+		})
+	}
+}

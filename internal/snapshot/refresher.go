@@ -62,6 +62,9 @@ type Refresher struct {
 	// confirmed (or failed), so that an instance reports itself serving only when it will hear
 	// about the next change.
 	Subscribed chan struct{}
+	// Links is the POPUP_LINK_SCHEMES allow-list: a stored popup whose links it refuses is left
+	// out of the snapshot. The zero value allows http and https.
+	Links popup.LinkSchemes
 
 	kickOnce sync.Once
 	kick     chan struct{}
@@ -116,7 +119,7 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 			return errors.Join(err, serr)
 		}
 	}
-	s := Build(version, popups, r.Now())
+	s := BuildWith(version, popups, r.Now(), r.Links)
 	for _, p := range s.Problems {
 		r.Log.Warn("popup left out of snapshot", "err", p)
 	}

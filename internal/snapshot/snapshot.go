@@ -39,15 +39,22 @@ type publicPopup struct {
 	Ext      json.RawMessage `json:"ext"`
 }
 
-// Build compiles popups into a snapshot of version. A popup that does not compile is left out
-// and reported in Problems rather than taking the whole config down.
+// Build compiles popups into a snapshot of version, links checked against the default allow-list
+// (http, https); BuildWith takes the configured one.
 func Build(version int64, popups []popup.Popup, now time.Time) *Snapshot {
+	return BuildWith(version, popups, now, popup.LinkSchemes{})
+}
+
+// BuildWith compiles popups into a snapshot of version. A popup that does not compile, a stored
+// link whose scheme links does not allow included, is left out and reported in Problems rather
+// than served or taking the whole config down.
+func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.LinkSchemes) *Snapshot {
 	s := &Snapshot{Version: version, entries: make(map[int64]*Entry, len(popups)), BuiltAt: now}
 	for _, p := range popups {
 		if p.Status == popup.StatusArchived {
 			continue
 		}
-		c, err := popup.Compile(p)
+		c, err := popup.CompileWith(p, links)
 		if err != nil {
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: %w", p.ID, err))
 			continue

@@ -74,15 +74,46 @@ func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 }
 
 func TestBuildPreEncodesThePublicShape(t *testing.T) {
-	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://go"}}}.Build()
+	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com/go"}}}.Build()
 	require.NoError(t, err)
 	p.ID = 7
 	s := Build(3, []popup.Popup{p}, t0)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(s.Entry(7).JSON, &got))
 	assert.Equal(t, map[string]any{"id": float64(7), "title": "T", "content": "", "image_url": "", "link_url": "",
-		"buttons": []any{map[string]any{"text": "Go", "link_url": "app://go"}}, "ext": map[string]any{}}, got)
+		"buttons": []any{map[string]any{"text": "Go", "link_url": "https://e.com/go"}}, "ext": map[string]any{}}, got)
 	assert.Nil(t, s.Entry(8))
+}
+
+func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
+	ok, err := popup.Input{Name: "ok", LinkURL: "https://e.com"}.Build()
+	require.NoError(t, err)
+	ok.ID = 1
+	deepLink := ok
+	deepLink.ID, deepLink.LinkURL = 2, "myapp://home"
+	// Rows stored before links were checked against an allow-list.
+	script := ok
+	script.ID, script.LinkURL = 3, "javascript://%0aalert(1)"
+	buttonScript := ok
+	buttonScript.ID, buttonScript.Buttons = 4, []popup.Button{{Text: "Go", LinkURL: "JAVASCRIPT://%0aalert(1)"}}
+	stored := []popup.Popup{ok, deepLink, script, buttonScript}
+	myapp, err := popup.ParseLinkSchemes([]string{"https", "myapp"})
+	require.NoError(t, err)
+
+	web := Build(1, stored, t0)
+	withApp := BuildWith(1, stored, t0, myapp)
+
+	assert.NotNil(t, web.Entry(1))
+	assert.Nil(t, web.Entry(2), "an app scheme is refused unless configured")
+	assert.NotNil(t, withApp.Entry(2))
+	for _, s := range []*Snapshot{web, withApp} {
+		assert.Nil(t, s.Entry(3), "a javascript link is never served")
+		assert.Nil(t, s.Entry(4), "nor a javascript button")
+	}
+	require.Len(t, web.Problems, 3)
+	assert.ErrorContains(t, web.Problems[0], `popup 2: invalid popup: link_url: scheme "myapp" is not allowed`)
+	assert.ErrorContains(t, web.Problems[2], `popup 4: invalid popup: buttons[0].link_url: scheme "javascript" is not allowed`)
+	assert.Len(t, withApp.Problems, 2)
 }
 
 func TestHolderNeverGoesBack(t *testing.T) {

@@ -1,0 +1,105 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/testenv"
+)
+
+func newPopup(t *testing.T, name string) popup.Popup {
+	t.Helper()
+	p, err := popup.Input{Name: name}.Build()
+	require.NoError(t, err)
+	return p
+}
+
+func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
+	ctx := context.Background()
+	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+
+	created, err := repo.Create(ctx, newPopup(t, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), created.Revision)
+	updated, err := repo.Update(ctx, created.ID, newPopup(t, "a"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), updated.Revision, "an update that changes nothing is still a write")
+	archived, err := repo.Archive(ctx, created.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), archived.Revision)
+	got, err := repo.Get(ctx, created.ID)
+	require.NoError(t, err)
+	assert.Equal(t, archived, got)
+}
+
+func TestConditionalWritesCheckTheRevision(t *testing.T) {
+	ctx := context.Background()
+	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	p, err := repo.Create(ctx, newPopup(t, "a"))
+	require.NoError(t, err)
+	version, err := repo.Version(ctx)
+	require.NoError(t, err)
+
+	// Two operators read revision 1; the first write wins.
+	first, err := repo.Update(ctx, p.ID, newPopup(t, "first"), []int64{1})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), first.Revision)
+	_, err = repo.Update(ctx, p.ID, newPopup(t, "second"), []int64{1})
+	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
+	_, err = repo.Archive(ctx, p.ID, []int64{1})
+	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
+	_, err = repo.Update(ctx, p.ID, newPopup(t, "none can match"), []int64{})
+	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
+
+	got, err := repo.Get(ctx, p.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "first", got.Name, "the refused writes changed nothing")
+	assert.Equal(t, int64(2), got.Revision)
+	after, err := repo.Version(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, version+1, after, "a refused write does not bump the config version")
+
+	listed, err := repo.Update(ctx, p.ID, newPopup(t, "third"), []int64{1, 2})
+	require.NoError(t, err, "any revision of the list matches")
+	assert.Equal(t, int64(3), listed.Revision)
+	_, err = repo.Update(ctx, p.ID+100, newPopup(t, "x"), []int64{1})
+	require.ErrorIs(t, err, popup.ErrNotFound, "a missing popup is not found, whatever the condition")
+}
+
+func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T) {
+	ctx := context.Background()
+	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	p, err := repo.Create(ctx, newPopup(t, "a"))
+	require.NoError(t, err)
+
+	const writers = 8
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = repo.Update(ctx, p.ID, newPopup(t, "writer"), []int64{p.Revision})
+		}()
+	}
+	wg.Wait()
+
+	won := 0
+	for _, err := range errs {
+		if err == nil {
+			won++
+			continue
+		}
+		assert.ErrorIs(t, err, popup.ErrRevisionMismatch)
+	}
+	assert.Equal(t, 1, won)
+	got, err := repo.Get(ctx, p.ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.Revision)
+}
