@@ -15,9 +15,11 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/testenv"
 	"popupsvc/internal/uidauth"
 )
 
@@ -142,7 +144,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	// Popups to act on, created through the checked admin API.
 	create := func(name, extra string) string {
 		_, body, _ := s.do(t, call{name: "create " + name, method: http.MethodPost, url: adm + "/admin/v1/popups",
-			body: `{"name":"` + name + `","title":"t","link_url":"https://example.com/x","buttons":[{"text":"Open","link_url":"https://example.com/o"}]` + extra + `}`,
+			body:   `{"name":"` + name + `","title":"t","link_url":"https://example.com/x","buttons":[{"text":"Open","link_url":"https://example.com/o"}]` + extra + `}`,
 			header: auth, want: []int{http.StatusCreated}})
 		var p struct{ ID int64 }
 		require.NoError(t, json.Unmarshal(body, &p), "%s", body)
@@ -309,4 +311,83 @@ func waitServed(t *testing.T, in *instance, id string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("popup %s not served within 10 s", id)
+}
+
+// TestResponsesMatchOpenAPIWithDependenciesDown validates the answers of every route while MySQL,
+// then Redis, is unreachable (a proxy in front of each refuses connections): the degraded GET,
+// the 503s with Retry-After, readiness.
+func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
+	testenv.SingleNodeRedis(t) // the fault proxy stands in front of one node
+	cfg := testConfig(t)
+	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
+	require.NoError(t, err)
+	mysqlProxy := testenv.NewProxy(t, dsn.Addr)
+	dsn.Addr = mysqlProxy.Addr()
+	cfg.MySQLDSN = dsn.FormatDSN()
+	redisProxy := testenv.NewProxy(t, cfg.RedisAddr)
+	cfg.RedisAddr = redisProxy.Addr()
+	api := start(t, cfg, nil)
+
+	s := newSpecChecker(t, api.public, api.admin)
+	pub, adm := "http://"+api.public, "http://"+api.admin
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	_, body, _ := s.do(t, call{method: http.MethodPost, url: adm + "/admin/v1/popups", body: `{"name":"openapi-down"}`, header: auth, want: []int{http.StatusCreated}})
+	var p struct{ ID int64 }
+	require.NoError(t, json.Unmarshal(body, &p), "%s", body)
+	id := itoa(p.ID)
+	waitServed(t, api, id)
+
+	const (
+		ok, accepted, unavailable, isr = http.StatusOK, http.StatusAccepted, http.StatusServiceUnavailable, http.StatusInternalServerError
+	)
+	// Rows that list 500 answer it today; routes that need MySQL answer 503 + Retry-After once
+	// the change in flight lands (tighten them to unavailable then).
+	mysqlDown := []call{
+		{name: "list", method: "GET", url: adm + "/admin/v1/popups", header: auth, want: []int{unavailable, isr}},
+		{name: "get", method: "GET", url: adm + "/admin/v1/popups/" + id, header: auth, want: []int{unavailable, isr}},
+		{name: "create", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"x"}`, header: auth, want: []int{unavailable, isr}},
+		{name: "put", method: "PUT", url: adm + "/admin/v1/popups/" + id, body: `{"name":"x"}`, header: auth, want: []int{unavailable, isr}},
+		{name: "delete", method: "DELETE", url: adm + "/admin/v1/popups/" + id, header: auth, want: []int{unavailable, isr}},
+		{name: "cache reload", method: "POST", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{unavailable, isr}},
+		{name: "decision", method: "GET", url: pub + "/api/v1/popup?uid=down-1&platform=ios&app_version=1", want: []int{ok}},
+		{name: "action", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-1","action":"close"}`, want: []int{accepted}},
+		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},
+		{name: "action of a cold user", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-cold","action":"close"}`, want: []int{unavailable}},
+	}
+	// down-1 is a warm user (Redis holds its state): it needs no MySQL. A user Redis knows
+	// nothing about needs MySQL once, and its action is a 503 while MySQL is down.
+	s.do(t, call{method: "GET", url: pub + "/api/v1/popup?uid=down-1&platform=ios&app_version=1", want: []int{ok}})
+	mysqlProxy.SetDown(true)
+	for _, c := range mysqlDown {
+		t.Run("mysql down/"+c.name, func(t *testing.T) {
+			status, _, h := s.do(t, c)
+			if status == unavailable {
+				assert.NotEmpty(t, h.Get("Retry-After"), "a 503 says when to retry")
+			}
+		})
+	}
+	mysqlProxy.SetDown(false)
+
+	redisDown := []call{
+		{name: "decision", method: "GET", url: pub + "/api/v1/popup?uid=down-2&platform=ios&app_version=1", want: []int{ok}},
+		{name: "action", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-2","action":"click"}`, want: []int{unavailable}},
+		// 200 once readiness stops following Redis (a change in flight); 503 today
+		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok, unavailable}},
+		{name: "healthz", method: "GET", url: pub + "/healthz", want: []int{ok}},
+		{name: "user state", method: "GET", url: adm + "/admin/v1/users/down-2/state", header: auth, want: []int{unavailable, isr}},
+		{name: "preview", method: "GET", url: adm + "/admin/v1/preview?uid=down-2&platform=ios&app_version=1", header: auth, want: []int{unavailable, isr}},
+	}
+	redisProxy.SetDown(true)
+	for _, c := range redisDown {
+		t.Run("redis down/"+c.name, func(t *testing.T) {
+			status, _, h := s.do(t, c)
+			switch {
+			case c.name == "decision":
+				assert.Equal(t, "1", h.Get("X-Popup-Degraded"), "the answer without Redis is the degraded one")
+			case status == unavailable && c.name != "readyz":
+				assert.NotEmpty(t, h.Get("Retry-After"), "a 503 says when to retry")
+			}
+		})
+	}
+	redisProxy.SetDown(false)
 }
