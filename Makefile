@@ -37,8 +37,9 @@ clean:
 bench: ## A/B throughput and latency: bare net/http vs GET /api/v1/popup (docs/PERFORMANCE.md)
 	scripts/bench.sh
 
-fuzz: ## every fuzz target for 60 s each (make test runs 5 s each)
+fuzz: ## every Go fuzz target for 60 s each (make test runs 5 s each), then the API fuzzer for 300 s on its own stack
 	scripts/fuzz.sh 60
+	scripts/api-fuzz.sh --stack $${API_FUZZ_SECONDS:-300}
 
 bench-worker: ## batched vs one-row-at-a-time draining (docs/PERFORMANCE.md, Worker)
 	RACE=0 GOTEST_FLAGS='-run ^$$ -bench ^BenchmarkDrain$$ -benchtime 3s' scripts/test.sh

@@ -59,6 +59,10 @@ func isLoadtestVar(name string) bool {
 		strings.HasPrefix(name, "POPUP_LOAD_") || strings.HasPrefix(name, "LOCUST_")
 }
 
+// isGoRuntimeVar: variables of the Go runtime (not of README's configuration table) that the
+// deploy files may set: GOMEMLIMIT next to a memory limit, GOGC.
+func isGoRuntimeVar(name string) bool { return name == "GOMEMLIMIT" || name == "GOGC" }
+
 // ---------------------------------------------------------------- every file parses ---
 
 func TestEveryYAMLAndJSONFileParses(t *testing.T) {
@@ -401,6 +405,9 @@ func TestKubernetesEnvNamesAreInTheREADME(t *testing.T) {
 	for _, ps := range o.podSpecs() {
 		for _, c := range ps.spec.Containers {
 			for _, e := range c.Env {
+				if isGoRuntimeVar(e.Name) {
+					continue
+				}
 				assert.Contains(t, vars, e.Name, "%s/%s: env %s is not in README.md's configuration table", ps.owner, c.Name, e.Name)
 			}
 		}
@@ -613,6 +620,9 @@ func TestComposeCommandsAndEnvironment(t *testing.T) {
 		assert.Equal(t, tt.command, s.Command, tt.service)
 		assert.Contains(t, bins, s.Command[0], tt.service)
 		for key := range s.Environment {
+			if isGoRuntimeVar(key) {
+				continue
+			}
 			assert.Contains(t, vars, key, "service %s: %s is not in README.md's configuration table", tt.service, key)
 		}
 		if s.Healthcheck != nil && len(s.Healthcheck.Test) > 1 && s.Healthcheck.Test[0] == "CMD" {
@@ -895,6 +905,89 @@ func TestSystemdUnits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGOMEMLIMITNextToEveryMemoryLimit: wherever a deploy file caps a binary's memory, it also
+// sets GOMEMLIMIT at 70-90% of the cap (docs/DEPLOY.md), so the collector works harder near the
+// cap instead of the process being OOM-killed; and no GOMEMLIMIT without a cap.
+func TestGOMEMLIMITNextToEveryMemoryLimit(t *testing.T) {
+	check := func(t *testing.T, where string, limit int64, goMemLimit string) {
+		t.Helper()
+		if limit == 0 {
+			assert.Empty(t, goMemLimit, "%s: GOMEMLIMIT without a memory limit", where)
+			return
+		}
+		require.NotEmpty(t, goMemLimit, "%s: a memory limit of %d bytes and no GOMEMLIMIT", where, limit)
+		n := parseGoBytes(t, goMemLimit)
+		ratio := float64(n) / float64(limit)
+		assert.True(t, ratio >= 0.7 && ratio <= 0.9, "%s: GOMEMLIMIT %s is %.2f of the memory limit; want about 0.8", where, goMemLimit, ratio)
+	}
+	o := loadK8s(t)
+	for _, ps := range o.podSpecs() {
+		for _, c := range ps.spec.Containers {
+			if len(c.Command) == 0 || !strings.HasPrefix(c.Command[0], "/usr/local/bin/popup-") || strings.HasPrefix(ps.owner, "Job ") {
+				continue
+			}
+			var env string
+			for _, e := range c.Env {
+				if e.Name == "GOMEMLIMIT" {
+					env = e.Value
+				}
+			}
+			check(t, ps.owner+"/"+c.Name, c.Resources.Limits.Memory().Value(), env)
+		}
+	}
+	c, raw := loadCompose(t)
+	for _, name := range []string{"api", "worker"} {
+		svc := raw["services"].(map[string]any)[name].(map[string]any)
+		var limit int64
+		if v, ok := svc["mem_limit"].(string); ok {
+			limit = parseUnitBytes(t, v)
+		}
+		check(t, "compose "+name, limit, c.Services[name].Environment["GOMEMLIMIT"])
+	}
+	for _, unit := range []string{"popup-api.service", "popup-worker.service"} {
+		u := parseUnit(t, filepath.Join(systemdDir, unit))
+		var limit int64
+		if v := u.get("Service", "MemoryMax"); v != "" {
+			limit = parseUnitBytes(t, v)
+		}
+		var env string
+		for _, e := range u["Service"]["Environment"] {
+			if v, ok := strings.CutPrefix(e, "GOMEMLIMIT="); ok {
+				env = v
+			}
+		}
+		check(t, unit, limit, env)
+	}
+}
+
+// parseGoBytes reads a GOMEMLIMIT value: a number with B, KiB, MiB, GiB or TiB.
+func parseGoBytes(t *testing.T, s string) int64 {
+	t.Helper()
+	for i, suffix := range []string{"TiB", "GiB", "MiB", "KiB", "B"} {
+		if num, ok := strings.CutSuffix(s, suffix); ok {
+			n, err := strconv.ParseInt(num, 10, 64)
+			require.NoError(t, err, "GOMEMLIMIT %q", s)
+			return n << (10 * (4 - i))
+		}
+	}
+	t.Fatalf("GOMEMLIMIT %q: want a number and B, KiB, MiB, GiB or TiB", s)
+	return 0
+}
+
+// parseUnitBytes reads a systemd MemoryMax= or compose mem_limit value: a number with an
+// optional K, M, G (base 1024, either case).
+func parseUnitBytes(t *testing.T, s string) int64 {
+	t.Helper()
+	shift := map[string]int{"k": 10, "m": 20, "g": 30}
+	num, unit := s, ""
+	if last := strings.ToLower(s[len(s)-1:]); shift[last] > 0 {
+		num, unit = s[:len(s)-1], last
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	require.NoError(t, err, "memory limit %q", s)
+	return n << shift[unit]
 }
 
 // TestSystemdUnitsVerify runs systemd-analyze verify where it exists: it knows every directive

@@ -1,4 +1,4 @@
-"""The homepage scenario of the popup service (SPEC §4), for locust.
+"""The homepage scenario of the popup service (docs/CONTRACT.md §3), for locust.
 
 A simulated user opens the app's homepage: GET /api/v1/popup for a uid drawn from a pool, with
 that uid's platform, app version, region and language (stable per uid). When a popup comes back,

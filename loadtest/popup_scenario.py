@@ -263,7 +263,7 @@ class Population:
 
 
 def check_decision(status: int, headers: Any, body: bytes, degraded_ok: bool) -> tuple[str | None, dict | None, bool]:
-    """Validate a GET /api/v1/popup answer against SPEC §4.
+    """Validate a GET /api/v1/popup answer against the HTTP contract (docs/CONTRACT.md §3).
 
     Returns (error, decision, degraded): error is None when the answer is acceptable, else a
     short message that becomes the failure's name in locust's failure table (so it must not

@@ -1,4 +1,4 @@
-"""Seed popups for a load test against an empty stack, through the admin API (SPEC §4).
+"""Seed popups for a load test against an empty stack, through the admin API (docs/CONTRACT.md §3).
 
 locustfile.py calls seed_if_empty() from the test_start event on the master (or the local
 runner), never on a worker. Only the standard library is used, so that this also runs as a
@@ -169,7 +169,7 @@ def seed_if_empty(admin_url: str, token: str, public_url: str | None = None,
         return f"exists: {len(existing)} popups"
     before = public_config_version(public_url) if public_url else None
     created = [admin.create(p) for p in seed_popups()]
-    # Every API instance serves an admin change within 2 s (SPEC §4); wait until the target
+    # Every API instance serves an admin change within 2 s (docs/CONTRACT.md §1); wait until the target
     # serves it, so that the first requests of the run already see the seeded set.
     if public_url and before is not None:
         deadline = time.monotonic() + wait_seconds

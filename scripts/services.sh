@@ -3,14 +3,18 @@
 # directories on their own ports, tracked by PID files. Never touches the machine's default
 # services (they may run on 3306/6379 beside ours).
 #
-#   scripts/services.sh install                 install mariadb-server / redis-server when missing
+#   scripts/services.sh install                 install what the scripts need when missing: mariadb-server,
+#                                               mariadb-client, redis-server, redis-tools, python3 and
+#                                               python3-venv (free-port, the .venv of locust and
+#                                               schemathesis), iproute2 (ss, ip netns), curl
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
 #   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
 #   scripts/services.sh start-redis-cluster DIR PORT1 PORT2 PORT3
 #                                               start three cluster-enabled redis-servers with AOF in
 #                                               DIR, make them a three-master cluster, wait until ok
 #   scripts/services.sh stop DIR                stop whatever this script started in DIR (by PID)
-#   scripts/services.sh free-port [N]           print N (1) distinct free TCP ports on 127.0.0.1
+#   scripts/services.sh free-port [N]           print N (1) distinct free TCP ports on 127.0.0.1, below
+#                                               the kernel's ephemeral range (see cmd_free_port)
 set -euo pipefail
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -32,6 +36,11 @@ cmd_install() {
   find_bin mariadb mysql >/dev/null || pkgs+=(mariadb-client)
   find_bin redis-server >/dev/null || pkgs+=(redis-server)
   find_bin redis-cli >/dev/null || pkgs+=(redis-tools)
+  find_bin python3 >/dev/null || pkgs+=(python3)
+  # Debian's python3 leaves ensurepip out; without python3-venv `python3 -m venv` makes no pip.
+  if ! find_bin python3 >/dev/null || ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then pkgs+=(python3-venv); fi
+  find_bin ss >/dev/null && find_bin ip >/dev/null || pkgs+=(iproute2)
+  find_bin curl >/dev/null || pkgs+=(curl)
   if [ ${#pkgs[@]} -eq 0 ]; then return 0; fi
   log "installing: ${pkgs[*]}"
   local sudo=""
@@ -42,17 +51,68 @@ cmd_install() {
   $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 }
 
-cmd_free_port() { # [N]: N distinct free ports, one a line (all bound at once, so never equal)
+# cmd_free_port [N]: N distinct ports, one a line, each free now (bound once to check).
+#
+# They come from below the kernel's ephemeral range (net.ipv4.ip_local_port_range) when there is
+# room: a port from that range (what binding port 0 hands out) can be taken by any outgoing
+# connection between this check and the server's bind, and the test servers restart on their
+# ports while load runs. connect() never picks a port below the range, so only a listener could
+# take one. The same rule as internal/chaos (freePort). With POPUP_PORTS_FILE set, the ports
+# handed out are appended to it and never handed out again by another call of the same run (a
+# port given but not yet bound would otherwise look free).
+cmd_free_port() {
   python3 - "${1:-1}" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
+import os, random, socket, sys
+
+n = int(sys.argv[1])
+given_path = os.environ.get("POPUP_PORTS_FILE", "")
+given = set()
+if given_path and os.path.exists(given_path):
+    given = {int(x) for x in open(given_path).read().split() if x.isdigit()}
+
+def ephemeral_low():
+    try:
+        return int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+out, socks = [], []
+
+def take(port):
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        return None
+    socks.append(s)  # held until every port is chosen: no two picks are equal
+    return s.getsockname()[1]
+
+lo = ephemeral_low()
+if lo > 2048:
+    first = max(1024, lo - 16384)
+    for _ in range(64 * n):
+        if len(out) == n:
+            break
+        p = random.randrange(first, lo)
+        if p in given or p in out:
+            continue
+        if take(p):
+            out.append(p)
+for _ in range(64 * n):  # no room below the range (or all taken): let the kernel choose
+    if len(out) == n:
+        break
+    p = take(0)
+    if p and p not in given and p not in out:
+        out.append(p)
 for s in socks:
-    print(s.getsockname()[1])
     s.close()
+if len(out) < n:
+    sys.exit(f"free-port: found {len(out)} of {n} free ports")
+if given_path:
+    with open(given_path, "a") as f:
+        f.write("".join(f"{p}\n" for p in out))
+print("\n".join(map(str, out)))
 PY
 }
 

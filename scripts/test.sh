@@ -11,6 +11,8 @@ go mod download
 
 run_dir="$root/.testdata/run-$$"
 mkdir -p "$run_dir"
+# free-port never hands out one port twice in this run (scripts/services.sh)
+export POPUP_PORTS_FILE="$run_dir/ports-given"
 pids=()
 cleanup() {
   local p
@@ -68,6 +70,13 @@ if [ -f scripts/locust-smoke.sh ]; then
     scripts/locust-smoke.sh || { echo "locust smoke failed; api log:"; tail -20 "$run_dir/api.log"; exit 1; }
   # what degraded answers there were, and why (at most one log line a second)
   grep -h "degraded" "$run_dir/api.log" | cut -c1-300 | head -5 || true
+
+  echo "== API fuzz (schemathesis, driven by api/openapi.yaml; public and admin listeners)"
+  # The same API and worker as the locust smoke. Any 5xx or answer that does not match the
+  # document fails the run; make fuzz runs longer on a stack of its own (docs/RELIABILITY.md).
+  POPUP_TARGET="http://127.0.0.1:${api_port}" POPUP_ADMIN_URL="http://127.0.0.1:${admin_port}" POPUP_ADMIN_TOKEN=smoke \
+    scripts/api-fuzz.sh "${API_FUZZ_SECONDS:-60}" ||
+    { echo "API fuzz failed; api errors:"; grep -h '"level":"ERROR"' "$run_dir/api.log" | cut -c1-300 | sort | uniq -c | sort -rn | head -10; exit 1; }
 fi
 
 if [ -f sysctl/test.sh ]; then

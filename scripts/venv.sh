@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# venv.sh: the project's Python virtualenv (.venv) with the load-test toolchain of
-# loadtest/requirements.txt (locust and its pinned dependencies). Nothing is installed globally:
+# venv.sh: the project's Python virtualenv (.venv) with the test toolchain of
+# loadtest/requirements.txt (locust, schemathesis and their pinned dependencies). Nothing is installed globally:
 # pip runs only inside .venv.
 #
 #   scripts/venv.sh            create .venv when missing, (re)install when the requirements changed
@@ -74,7 +74,7 @@ fi
 
 want=$(sha256sum "$req" | cut -d' ' -f1)
 have=$(cat "$stamp" 2>/dev/null || true)
-if [ $force -eq 1 ] || [ "$want" != "$have" ] || [ ! -x "$venv/bin/locust" ]; then
+if [ $force -eq 1 ] || [ "$want" != "$have" ] || [ ! -x "$venv/bin/locust" ] || [ ! -x "$venv/bin/st" ]; then
   log "installing $req into $venv"
   rm -f "$stamp"
   "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req"

@@ -1,0 +1,388 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/testenv"
+	"popupsvc/internal/uidauth"
+)
+
+// specChecker validates real answers of a running popup-api against api/openapi.yaml.
+type specChecker struct {
+	doc    *openapi3.T
+	router routers.Router
+	client *http.Client
+}
+
+// newSpecChecker loads and validates the document, and points its servers at the listeners of
+// the instances under test (the router matches a request to an operation by host and path).
+func newSpecChecker(t *testing.T, hosts ...string) *specChecker {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile("../../api/openapi.yaml")
+	require.NoError(t, err)
+	require.NoError(t, doc.Validate(context.Background()), "api/openapi.yaml is not a valid OpenAPI 3 document")
+	doc.Servers = nil
+	for _, h := range hosts {
+		doc.Servers = append(doc.Servers, &openapi3.Server{URL: "http://" + h})
+	}
+	// pprof's index is an HTML page; its body is checked as a string.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	r, err := gorillamux.NewRouter(doc)
+	require.NoError(t, err)
+	return &specChecker{doc: doc, router: r, client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// call is one request and the statuses it may answer. Rows that list two statuses are answered
+// one way today and the other once a change in flight lands (noted on the row); keep the later
+// one when it has.
+type call struct {
+	name    string
+	method  string
+	url     string
+	body    string
+	header  map[string]string
+	want    []int
+	errCode string // the error code a 4xx must carry, when it matters
+}
+
+// do sends c, asserts the status is one of c.want and that the answer validates against the
+// document: status declared for the operation, headers, content type and body schema. Answers
+// to a path or method the document does not have (404, 405) must still be the documented Error.
+func (s *specChecker) do(t *testing.T, c call) (status int, body []byte, header http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
+	require.NoError(t, err)
+	if c.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	res, err := s.client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err = io.ReadAll(res.Body)
+	require.NoError(t, err)
+	assert.Contains(t, c.want, res.StatusCode, "%s %s: %s", c.method, c.url, body)
+	if c.errCode != "" && res.StatusCode >= 400 {
+		assert.Contains(t, string(body), `"code":"`+c.errCode+`"`)
+	}
+
+	route, params, err := s.router.FindRoute(req)
+	if err != nil {
+		// Not an operation of the document: only the generic 404/405 answers (and on the admin
+		// listener the 401 that comes before routing) may come back.
+		require.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized}, res.StatusCode,
+			"%s %s is not in api/openapi.yaml (%v) yet answered %d", c.method, c.url, err, res.StatusCode)
+		s.matchesErrorSchema(t, body)
+		return res.StatusCode, body, res.Header
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 res.StatusCode,
+		Header:                 res.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(body)
+	if c.method == http.MethodHead {
+		in.Options.ExcludeResponseBody = true
+	}
+	assert.NoError(t, openapi3filter.ValidateResponse(context.Background(), in),
+		"%s %s answered %d %s: not as api/openapi.yaml says", c.method, c.url, res.StatusCode, body)
+	return res.StatusCode, body, res.Header
+}
+
+func (s *specChecker) matchesErrorSchema(t *testing.T, body []byte) {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal(body, &v), "%s", body)
+	assert.NoError(t, s.doc.Components.Schemas["Error"].Value.VisitJSON(v), "%s", body)
+}
+
+// TestResponsesMatchOpenAPI sends every route of both listeners good and bad requests against a
+// real popup-api on MariaDB and Redis, and validates every answer against api/openapi.yaml.
+func TestResponsesMatchOpenAPI(t *testing.T) {
+	clk := newClock()
+	api := start(t, testConfig(t), clk)
+
+	// A second instance that demands the gateway's uid signature and rate-limits actions: the
+	// 401 and 429 answers of the public routes.
+	key := strings.Repeat("k", uidauth.MinKeyLen)
+	strictCfg := testConfig(t)
+	strictCfg.UIDHMACKeys = []string{key}
+	strictCfg.ActionRateLimit = 1
+	strict := start(t, strictCfg, clk)
+
+	s := newSpecChecker(t, api.public, api.admin, strict.public, strict.admin)
+	pub, adm, spub := "http://"+api.public, "http://"+api.admin, "http://"+strict.public
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	withAuth := func(h map[string]string) map[string]string {
+		out := map[string]string{"Authorization": "Bearer " + token}
+		for k, v := range h {
+			out[k] = v
+		}
+		return out
+	}
+
+	// Popups to act on, created through the checked admin API.
+	create := func(name, extra string) string {
+		_, body, _ := s.do(t, call{name: "create " + name, method: http.MethodPost, url: adm + "/admin/v1/popups",
+			body:   `{"name":"` + name + `","title":"t","link_url":"https://example.com/x","buttons":[{"text":"Open","link_url":"https://example.com/o"}]` + extra + `}`,
+			header: auth, want: []int{http.StatusCreated}})
+		var p struct{ ID int64 }
+		require.NoError(t, json.Unmarshal(body, &p), "%s", body)
+		require.Positive(t, p.ID)
+		return itoa(p.ID)
+	}
+	active := create("openapi-active", "")
+	draft := create("openapi-draft", `,"status":"draft"`)
+	archived := create("openapi-archived", "")
+	s.do(t, call{method: http.MethodDelete, url: adm + "/admin/v1/popups/" + archived, header: auth, want: []int{http.StatusOK}})
+	strictID := ""
+	{
+		_, body, _ := s.do(t, call{method: http.MethodPost, url: "http://" + strict.admin + "/admin/v1/popups",
+			body: `{"name":"openapi-strict"}`, header: auth, want: []int{http.StatusCreated}})
+		var p struct{ ID int64 }
+		require.NoError(t, json.Unmarshal(body, &p))
+		strictID = itoa(p.ID)
+	}
+	waitServed(t, api, active)
+	waitServed(t, strict, strictID)
+
+	// The popup as GET returns it, to send back on PUT.
+	_, stored, _ := s.do(t, call{method: http.MethodGet, url: adm + "/admin/v1/popups/" + active, header: auth, want: []int{http.StatusOK}})
+
+	sig := func(uid string) map[string]string {
+		return map[string]string{uidauth.Header: uidauth.Sign(key, uid, clk.Now())}
+	}
+	q := "/api/v1/popup?platform=ios&app_version=8.10.0&uid="
+	actions := func(id string) string { return pub + "/api/v1/popups/" + id + "/actions" }
+	big := `{"uid":"u1","action":"click","event_id":"` + strings.Repeat("x", 5000) + `"}`
+	huge := `{"name":"huge","content":"` + strings.Repeat("x", 1<<20) + `"}`
+	const (
+		ok, created, accepted                = http.StatusOK, http.StatusCreated, http.StatusAccepted
+		bad, unauth, notFound, noMethod      = http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed
+		precondition, tooLarge, tooMany      = http.StatusPreconditionFailed, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests
+	)
+
+	calls := []call{
+		// public: the decision
+		{name: "popup shown", method: "GET", url: pub + q + "oa-1", want: []int{ok}},
+		{name: "nothing targets web", method: "GET", url: pub + "/api/v1/popup?uid=oa-1&platform=web&app_version=1&region=xx", want: []int{ok}},
+		{name: "bad uid", method: "GET", url: pub + q + url.QueryEscape("bad uid!"), want: []int{bad}, errCode: "invalid_uid"},
+		{name: "missing platform", method: "GET", url: pub + "/api/v1/popup?uid=oa-1&app_version=1", want: []int{bad}},
+		{name: "bad app_version", method: "GET", url: pub + "/api/v1/popup?uid=oa-1&platform=ios&app_version=8.x", want: []int{bad}},
+		{name: "POST on the GET route", method: "POST", url: pub + "/api/v1/popup", want: []int{noMethod}},
+		{name: "unknown public path", method: "GET", url: pub + "/nope", want: []int{notFound}},
+		{name: "unsigned uid", method: "GET", url: spub + q + "oa-2", want: []int{unauth}, errCode: "uid_signature_missing"},
+		{name: "signed uid", method: "GET", url: spub + q + "oa-2", header: sig("oa-2"), want: []int{ok}},
+
+		// public: actions
+		{name: "click", method: "POST", url: actions(active), body: `{"uid":"oa-1","action":"click","event_id":"e-1"}`, want: []int{accepted}},
+		{name: "click replayed", method: "POST", url: actions(active), body: `{"uid":"oa-1","action":"click","event_id":"e-1"}`, want: []int{accepted}},
+		{name: "same event_id, other uid", method: "POST", url: actions(active), body: `{"uid":"oa-3","action":"close","event_id":"e-1"}`, want: []int{accepted}},
+		// draft and paused popups take actions (they may have been shown); archived ones are gone
+		{name: "action on a draft", method: "POST", url: actions(draft), body: `{"uid":"oa-1","action":"close"}`, want: []int{accepted}},
+		{name: "action on an archived popup", method: "POST", url: actions(archived), body: `{"uid":"oa-1","action":"close"}`, want: []int{notFound}},
+		{name: "action on an unknown popup", method: "POST", url: actions("999999999"), body: `{"uid":"oa-1","action":"close"}`, want: []int{notFound}, errCode: "popup_not_found"},
+		{name: "popup id not a number", method: "POST", url: actions("abc"), body: `{"uid":"oa-1","action":"close"}`, want: []int{bad}, errCode: "invalid_popup_id"},
+		{name: "body not JSON", method: "POST", url: actions(active), body: `{"uid":`, want: []int{bad}, errCode: "invalid_json"},
+		{name: "bad action", method: "POST", url: actions(active), body: `{"uid":"oa-1","action":"like"}`, want: []int{bad}, errCode: "invalid_action"},
+		{name: "bad event_id", method: "POST", url: actions(active), body: `{"uid":"oa-1","action":"click","event_id":"a b"}`, want: []int{bad}},
+		{name: "body over 4 KiB", method: "POST", url: actions(active), body: big, want: []int{tooLarge}, errCode: "body_too_large"},
+		{name: "GET on the actions route", method: "GET", url: actions(active), want: []int{noMethod}},
+		{name: "unsigned action", method: "POST", url: spub + "/api/v1/popups/" + strictID + "/actions", body: `{"uid":"oa-4","action":"click"}`, want: []int{unauth}},
+		{name: "signed action", method: "POST", url: spub + "/api/v1/popups/" + strictID + "/actions", body: `{"uid":"oa-4","action":"click"}`, header: sig("oa-4"), want: []int{accepted}},
+		{name: "over the rate limit", method: "POST", url: spub + "/api/v1/popups/" + strictID + "/actions", body: `{"uid":"oa-4","action":"close"}`, header: sig("oa-4"), want: []int{tooMany}, errCode: "rate_limited"},
+
+		// public: health
+		{name: "healthz", method: "GET", url: pub + "/healthz", want: []int{ok}},
+		{name: "healthz HEAD", method: "HEAD", url: pub + "/healthz", want: []int{ok}},
+		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},
+		{name: "readyz HEAD", method: "HEAD", url: pub + "/readyz", want: []int{ok}},
+		{name: "POST healthz", method: "POST", url: pub + "/healthz", want: []int{noMethod}},
+
+		// admin: auth
+		{name: "list without token", method: "GET", url: adm + "/admin/v1/popups", want: []int{unauth}, errCode: "unauthorized"},
+		{name: "wrong token", method: "GET", url: adm + "/admin/v1/popups/" + active, header: map[string]string{"Authorization": "Bearer nope"}, want: []int{unauth}},
+		{name: "metrics without token", method: "GET", url: adm + "/metrics", want: []int{unauth}},
+		{name: "reload without token", method: "POST", url: adm + "/admin/v1/cache/reload", want: []int{unauth}},
+		{name: "unknown admin path without token", method: "GET", url: adm + "/nope", want: []int{unauth}},
+		{name: "unknown admin path", method: "GET", url: adm + "/admin/v1/nope", header: auth, want: []int{notFound}},
+
+		// admin: list and create
+		{name: "list", method: "GET", url: adm + "/admin/v1/popups", header: auth, want: []int{ok}},
+		{name: "list archived too", method: "GET", url: adm + "/admin/v1/popups?include_archived=true", header: auth, want: []int{ok}},
+		{name: "list include_archived=yes", method: "GET", url: adm + "/admin/v1/popups?include_archived=yes", header: auth, want: []int{ok}},
+		{name: "list include_archived=maybe", method: "GET", url: adm + "/admin/v1/popups?include_archived=maybe", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "create with defaults", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"openapi-min"}`, header: auth, want: []int{created}},
+		{name: "create without name", method: "POST", url: adm + "/admin/v1/popups", body: `{"title":"x"}`, header: auth, want: []int{bad}, errCode: "validation_failed"},
+		{name: "create with bad fields", method: "POST", url: adm + "/admin/v1/popups", header: auth, want: []int{bad}, errCode: "validation_failed",
+			body: `{"name":"x","status":"live","targeting":{"platforms":["bb"],"min_app_version":"x","rollout_percent":101},"reshow_after_seconds":-1,"buttons":[{"text":""}]}`},
+		{name: "create with unknown field", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"x","colour":"red"}`, header: auth, want: []int{bad}},
+		{name: "create with ext not an object", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"x","ext":[1]}`, header: auth, want: []int{bad}},
+		{name: "create with a javascript: link", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"x","link_url":"javascript:alert(1)"}`, header: auth, want: []int{bad}},
+		{name: "create with priority 2^31", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"x","priority":2147483648}`, header: auth, want: []int{bad}},
+		{name: "create body not JSON", method: "POST", url: adm + "/admin/v1/popups", body: `[`, header: auth, want: []int{bad}, errCode: "invalid_json"},
+		{name: "create body over 1 MiB", method: "POST", url: adm + "/admin/v1/popups", body: huge, header: auth, want: []int{tooLarge}},
+		{name: "PATCH a popup", method: "PATCH", url: adm + "/admin/v1/popups/" + active, header: auth, want: []int{noMethod}},
+
+		// admin: one popup
+		{name: "get", method: "GET", url: adm + "/admin/v1/popups/" + active, header: auth, want: []int{ok}},
+		{name: "get archived", method: "GET", url: adm + "/admin/v1/popups/" + archived, header: auth, want: []int{ok}},
+		{name: "get unknown", method: "GET", url: adm + "/admin/v1/popups/999999999", header: auth, want: []int{notFound}, errCode: "popup_not_found"},
+		{name: "get id not a number", method: "GET", url: adm + "/admin/v1/popups/abc", header: auth, want: []int{bad}},
+		{name: "get id 0", method: "GET", url: adm + "/admin/v1/popups/0", header: auth, want: []int{bad}},
+		{name: "put", method: "PUT", url: adm + "/admin/v1/popups/" + active, body: `{"name":"openapi-active","priority":5}`, header: auth, want: []int{ok}},
+		{name: "put what GET returned", method: "PUT", url: adm + "/admin/v1/popups/" + active, body: string(stored), header: auth, want: []int{ok}},
+		{name: "put another id", method: "PUT", url: adm + "/admin/v1/popups/" + active, body: `{"id":999999,"name":"x"}`, header: auth, want: []int{bad}},
+		{name: "put with a stale If-Match", method: "PUT", url: adm + "/admin/v1/popups/" + active, body: `{"name":"openapi-active"}`,
+			header: withAuth(map[string]string{"If-Match": `"999999"`}), want: []int{precondition}, errCode: "precondition_failed"},
+		{name: "put invalid", method: "PUT", url: adm + "/admin/v1/popups/" + active, body: `{"name":""}`, header: auth, want: []int{bad}, errCode: "validation_failed"},
+		{name: "put unknown", method: "PUT", url: adm + "/admin/v1/popups/999999999", body: `{"name":"x"}`, header: auth, want: []int{notFound}},
+		{name: "put body over 1 MiB", method: "PUT", url: adm + "/admin/v1/popups/" + active, body: huge, header: auth, want: []int{tooLarge}},
+		{name: "delete with a stale If-Match", method: "DELETE", url: adm + "/admin/v1/popups/" + draft,
+			header: withAuth(map[string]string{"If-Match": `"999999"`}), want: []int{precondition}},
+		{name: "delete", method: "DELETE", url: adm + "/admin/v1/popups/" + draft, header: auth, want: []int{ok}},
+		{name: "delete unknown", method: "DELETE", url: adm + "/admin/v1/popups/999999999", header: auth, want: []int{notFound}},
+
+		// admin: the rest
+		{name: "preview", method: "GET", url: adm + "/admin/v1/preview?uid=oa-1&platform=ios&app_version=8.10.0", header: auth, want: []int{ok}},
+		{name: "preview for a new user", method: "GET", url: adm + "/admin/v1/preview?uid=oa-new&platform=android&app_version=1&region=cn&lang=zh", header: auth, want: []int{ok}},
+		{name: "preview bad platform", method: "GET", url: adm + "/admin/v1/preview?uid=oa-1&platform=bb&app_version=1", header: auth, want: []int{bad}},
+		{name: "user state", method: "GET", url: adm + "/admin/v1/users/oa-1/state", header: auth, want: []int{ok}},
+		{name: "user state of nobody", method: "GET", url: adm + "/admin/v1/users/oa-nobody/state", header: auth, want: []int{ok}},
+		{name: "user state bad uid", method: "GET", url: adm + "/admin/v1/users/" + url.PathEscape("a b") + "/state", header: auth, want: []int{bad}},
+		{name: "cache reload", method: "POST", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{ok}},
+		{name: "GET cache reload", method: "GET", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{noMethod}},
+		{name: "metrics", method: "GET", url: adm + "/metrics", header: auth, want: []int{ok}},
+		{name: "pprof index", method: "GET", url: adm + "/debug/pprof/", header: auth, want: []int{ok}},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) { s.do(t, c) })
+	}
+
+	t.Run("an error reply names the field", func(t *testing.T) {
+		_, body, _ := s.do(t, call{method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"x","targeting":{"rollout_percent":101}}`,
+			header: auth, want: []int{bad}})
+		assert.Contains(t, string(body), `"field":"targeting.rollout_percent"`)
+	})
+	t.Run("the admin 401 carries a challenge", func(t *testing.T) {
+		_, _, h := s.do(t, call{method: "GET", url: adm + "/admin/v1/popups", want: []int{unauth}})
+		assert.NotEmpty(t, h.Get("WWW-Authenticate"))
+	})
+	t.Run("the 429 says when to retry", func(t *testing.T) {
+		_, _, h := s.do(t, call{method: "POST", url: spub + "/api/v1/popups/" + strictID + "/actions",
+			body: `{"uid":"oa-4","action":"close"}`, header: sig("oa-4"), want: []int{tooMany}})
+		assert.NotEmpty(t, h.Get("Retry-After"))
+	})
+}
+
+// waitServed waits until the instance serves popup id (config propagation is asynchronous).
+func waitServed(t *testing.T, in *instance, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res := in.adminDo(t, http.MethodGet, "/admin/v1/preview?uid=oa-probe&platform=ios&app_version=8.10.0", nil)
+		if res.Status == http.StatusOK && bytes.Contains([]byte(res.Raw), []byte(`"id":`+id+`,`)) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("popup %s not served within 10 s", id)
+}
+
+// TestResponsesMatchOpenAPIWithDependenciesDown validates the answers of every route while MySQL,
+// then Redis, is unreachable (a proxy in front of each refuses connections): the degraded GET,
+// the 503s with Retry-After, readiness.
+func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
+	testenv.SingleNodeRedis(t) // the fault proxy stands in front of one node
+	cfg := testConfig(t)
+	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
+	require.NoError(t, err)
+	mysqlProxy := testenv.NewProxy(t, dsn.Addr)
+	dsn.Addr = mysqlProxy.Addr()
+	cfg.MySQLDSN = dsn.FormatDSN()
+	redisProxy := testenv.NewProxy(t, cfg.RedisAddr)
+	cfg.RedisAddr = redisProxy.Addr()
+	api := start(t, cfg, nil)
+
+	s := newSpecChecker(t, api.public, api.admin)
+	pub, adm := "http://"+api.public, "http://"+api.admin
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	_, body, _ := s.do(t, call{method: http.MethodPost, url: adm + "/admin/v1/popups", body: `{"name":"openapi-down"}`, header: auth, want: []int{http.StatusCreated}})
+	var p struct{ ID int64 }
+	require.NoError(t, json.Unmarshal(body, &p), "%s", body)
+	id := itoa(p.ID)
+	waitServed(t, api, id)
+
+	const (
+		ok, accepted, unavailable, isr = http.StatusOK, http.StatusAccepted, http.StatusServiceUnavailable, http.StatusInternalServerError
+	)
+	// Routes that need MySQL answer 503 + Retry-After; the homepage and warm users do not need it.
+	mysqlDown := []call{
+		{name: "list", method: "GET", url: adm + "/admin/v1/popups", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "get", method: "GET", url: adm + "/admin/v1/popups/" + id, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "create", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"x"}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "put", method: "PUT", url: adm + "/admin/v1/popups/" + id, body: `{"name":"x"}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "delete", method: "DELETE", url: adm + "/admin/v1/popups/" + id, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "cache reload", method: "POST", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "decision", method: "GET", url: pub + "/api/v1/popup?uid=down-1&platform=ios&app_version=1", want: []int{ok}},
+		{name: "action", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-1","action":"close"}`, want: []int{accepted}},
+		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},
+		{name: "action of a cold user", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-cold","action":"close"}`, want: []int{unavailable}},
+	}
+	// down-1 is a warm user (Redis holds its state): it needs no MySQL. A user Redis knows
+	// nothing about needs MySQL once, and its action is a 503 while MySQL is down.
+	s.do(t, call{method: "GET", url: pub + "/api/v1/popup?uid=down-1&platform=ios&app_version=1", want: []int{ok}})
+	mysqlProxy.SetDown(true)
+	for _, c := range mysqlDown {
+		t.Run("mysql down/"+c.name, func(t *testing.T) {
+			status, _, h := s.do(t, c)
+			if status == unavailable {
+				assert.NotEmpty(t, h.Get("Retry-After"), "a 503 says when to retry")
+			}
+		})
+	}
+	mysqlProxy.SetDown(false)
+
+	redisDown := []call{
+		{name: "decision", method: "GET", url: pub + "/api/v1/popup?uid=down-2&platform=ios&app_version=1", want: []int{ok}},
+		{name: "action", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-2","action":"click"}`, want: []int{unavailable}},
+		// readiness never follows Redis: a Redis outage must not empty the load balancer
+		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},
+		{name: "healthz", method: "GET", url: pub + "/healthz", want: []int{ok}},
+		{name: "user state", method: "GET", url: adm + "/admin/v1/users/down-2/state", header: auth, want: []int{unavailable, isr}},
+		{name: "preview", method: "GET", url: adm + "/admin/v1/preview?uid=down-2&platform=ios&app_version=1", header: auth, want: []int{unavailable, isr}},
+	}
+	redisProxy.SetDown(true)
+	for _, c := range redisDown {
+		t.Run("redis down/"+c.name, func(t *testing.T) {
+			status, _, h := s.do(t, c)
+			switch {
+			case c.name == "decision":
+				assert.Equal(t, "1", h.Get("X-Popup-Degraded"), "the answer without Redis is the degraded one")
+			case status == unavailable && c.name != "readyz":
+				assert.NotEmpty(t, h.Get("Retry-After"), "a 503 says when to retry")
+			}
+		})
+	}
+	redisProxy.SetDown(false)
+}
