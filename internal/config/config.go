@@ -25,11 +25,12 @@ type Config struct {
 	HTTPAddr   string `env:"HTTP_ADDR" envDefault:":8080" desc:"public listener of popup-api"`
 	AdminAddr  string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:8081" desc:"admin listener of popup-api (admin API, /metrics, /debug/pprof)"`
 	AdminToken string `env:"ADMIN_TOKEN" secret:"true" desc:"bearer token of the admin API's operator admin; popup-api refuses to start without a token here, in ADMIN_TOKENS or in ADMIN_TOKENS_FILE"`
+	WorkerAddr string `env:"WORKER_ADDR" envDefault:"127.0.0.1:8082" desc:"popup-worker's listener (/healthz, /metrics)"`
+
 	// AdminTokens and AdminTokensFile name the operators (Operators): every admin write is
 	// attributed to the operator whose token made it.
 	AdminTokens     []string `env:"ADMIN_TOKENS" secret:"true" desc:"comma-separated name:token pairs, one per admin operator (names 1-64 characters of [A-Za-z0-9_.-], unique, as are tokens)"`
 	AdminTokensFile string   `env:"ADMIN_TOKENS_FILE" desc:"file of name:token lines, one operator each, for mounted secrets (blank lines and # comments allowed); adds to ADMIN_TOKENS"`
-	WorkerAddr string `env:"WORKER_ADDR" envDefault:"127.0.0.1:8082" desc:"popup-worker's listener (/healthz, /metrics)"`
 
 	RedisAddr       string        `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379" desc:"host:port, a redis:// or rediss:// URL, or comma-separated seeds of a cluster or sentinels"`
 	RedisPassword   string        `env:"REDIS_PASSWORD" secret:"true" desc:"Redis password (a URL may carry it instead)"`

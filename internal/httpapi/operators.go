@@ -3,7 +3,6 @@ package httpapi
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"regexp"
 
@@ -79,5 +78,3 @@ const operatorCtxKey = "popup.operator"
 // operator is the name of the operator making the request (auth ran first).
 func operator(c *gin.Context) string { return c.GetString(operatorCtxKey) }
 
-// errOperators wraps a bad operator list.
-var errOperators = errors.New("admin operators")
