@@ -17,6 +17,7 @@ import (
 	"popupsvc/internal/coalesce"
 	"popupsvc/internal/config"
 	"popupsvc/internal/configcache"
+	"popupsvc/internal/decide"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/redisstore"
@@ -84,9 +85,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, batcher)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
+	reg.MustRegister(local.Collectors()...)
+	decider := &decide.Decider{Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
+		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
 	public := &httpapi.Public{
-		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
-		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,
+		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	}
 	if len(cfg.UIDHMACKeys) > 0 {
@@ -107,7 +111,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return holder.Load().Version, nil
 	}}
 	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: mysqlstore.NewPopupRepo(db), Users: users, Snapshots: holder,
-		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do}
+		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"popupsvc/internal/decide"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
 )
@@ -38,7 +39,7 @@ type Admin struct {
 	Repo      PopupRepo
 	Users     UserStates
 	Snapshots *snapshot.Holder
-	DailyCap  int
+	Decider   *decide.Decider // the preview explains its decisions
 	Now       func() time.Time
 	Log       *slog.Logger
 	Gatherer  prometheus.Gatherer
@@ -212,26 +213,16 @@ func (a *Admin) preview(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	snap := a.Snapshots.Load()
-	if snap == nil {
-		writeError(c, a.Log, errUnavailable)
-		return
-	}
-	now := a.Now()
-	st, err := a.Users.Get(c.Request.Context(), req.UID, now)
+	ex, err := a.Decider.Explain(c.Request.Context(), req, a.Now(), decide.ExplainOptions{})
 	if err != nil {
-		writeError(c, a.Log, err)
+		writeError(c, a.Log, decisionError(err))
 		return
 	}
-	chosen, cands := popup.Explain(snap.Ordered, req, &st.UserState, now, a.DailyCap)
 	var shown json.RawMessage = []byte("null")
-	if chosen != nil {
-		shown = snap.Entry(chosen.Popup.ID).JSON
+	if ex.Shown != nil {
+		shown = ex.Shown
 	}
-	if cands == nil {
-		cands = []popup.Candidate{}
-	}
-	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": snap.Version, "candidates": cands})
+	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": ex.Candidates})
 }
 
 type popupStateView struct {
@@ -253,7 +244,7 @@ func timePtr(t time.Time) *time.Time {
 func (a *Admin) userState(c *gin.Context) {
 	uid := c.Param("uid")
 	if !popup.ValidUID(uid) {
-		writeError(c, a.Log, badRequest("invalid_uid", "uid must be 1-64 characters of [A-Za-z0-9_.:-]"))
+		writeError(c, a.Log, errUIDMalformed)
 		return
 	}
 	now := a.Now()

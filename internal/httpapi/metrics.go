@@ -9,14 +9,12 @@ import (
 )
 
 // Metrics are popup-api's Prometheus series (popup_ prefix, base units).
+// The decisions' own series (outcomes, degraded answers, store errors, local answers) are
+// decide's.
 type Metrics struct {
-	Requests    *prometheus.HistogramVec
-	Decisions   *prometheus.CounterVec
-	Degraded    prometheus.Counter
-	RedisErrors *prometheus.CounterVec
-	MySQLErrors prometheus.Counter
-	Version     prometheus.Gauge
-	BuiltAt     prometheus.Gauge
+	Requests *prometheus.HistogramVec
+	Version  prometheus.Gauge
+	BuiltAt  prometheus.Gauge
 }
 
 // NewMetrics registers the series on reg.
@@ -26,18 +24,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "popup_http_request_duration_seconds", Help: "HTTP request duration by route and status.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"route", "status"}),
-		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "popup_decisions_total", Help: "Homepage decisions by outcome.",
-		}, []string{"outcome"}),
-		Degraded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "popup_degraded_responses_total", Help: "Answers given without Redis (no popup, X-Popup-Degraded).",
-		}),
-		RedisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "popup_redis_errors_total", Help: "Failed Redis operations by operation.",
-		}, []string{"op"}),
-		MySQLErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "popup_mysql_errors_total", Help: "Failed MySQL operations.",
-		}),
 		Version: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "popup_snapshot_version", Help: "Config version of the served snapshot.",
 		}),
@@ -45,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "popup_snapshot_built_timestamp_seconds", Help: "When the served snapshot was built (age = time() - this).",
 		}),
 	}
-	reg.MustRegister(m.Requests, m.Decisions, m.Degraded, m.RedisErrors, m.MySQLErrors, m.Version, m.BuiltAt)
+	reg.MustRegister(m.Requests, m.Version, m.BuiltAt)
 	return m
 }
 
