@@ -37,16 +37,17 @@ type Config struct {
 	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
 	MySQLMaxOpen int    `env:"MYSQL_MAX_OPEN" envDefault:"16" desc:"max open MySQL connections per process"`
 
-	UserDailyCap         int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"popups per user per UTC day across all popups; 0 = no cap"`
-	UserStateTTL         time.Duration `env:"USER_STATE_TTL" envDefault:"168h" desc:"TTL of a user's state in Redis (refreshed on every write)"`
-	ConfigPoll           time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
-	StateLoadLimit       int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
-	ActionRateLimit      int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
-	LocalAnswerCacheSize int           `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
-	UIDHMACKeys          []string      `env:"UID_HMAC_KEYS" secret:"true" desc:"comma-separated keys (each at least 32 bytes, used as written) of the gateway's X-Popup-Uid-Sig; set = every public request naming a uid needs a valid signature, empty = uids are not verified (docs/SECURITY.md)"`
-	UIDHMACMaxAge        time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
-	ShutdownTimeout      time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
-	LogLevel             string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
+	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"popups per user per UTC day across all popups; 0 = no cap"`
+	UserStateTTL    time.Duration `env:"USER_STATE_TTL" envDefault:"168h" desc:"TTL of a user's state in Redis (refreshed on every write)"`
+	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
+	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
+	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
+	UIDHMACKeys     []string      `env:"UID_HMAC_KEYS" secret:"true" desc:"comma-separated keys (each at least 32 bytes, used as written) of the gateway's X-Popup-Uid-Sig; set = every public request naming a uid needs a valid signature, empty = uids are not verified (docs/SECURITY.md)"`
+	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
+	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
+
+	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
 
 	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"1" desc:"number of event queue shards (each its own Redis hash slot)"`
 	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
