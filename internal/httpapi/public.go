@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -35,6 +36,8 @@ type Public struct {
 	// UIDAuth, when set, requires the gateway's signature of the uid on every request that names
 	// one (POPUP_UID_HMAC_KEYS, docs/SECURITY.md); nil trusts the uid as sent.
 	UIDAuth *uidauth.Verifier
+
+	nullAnswer atomic.Pointer[nullAnswer]
 }
 
 // maxActionBody is the action body limit of SPEC §4.
@@ -103,10 +106,10 @@ func (p *Public) getPopup(c *gin.Context) {
 	case decide.Shown:
 		answerPopup(c, ans.Version, ans.Popup, ans.DecisionID)
 	case decide.None:
-		answerNull(c, ans.Version)
+		p.answerNull(c, ans.Version)
 	case decide.Degraded:
 		c.Header("X-Popup-Degraded", "1")
-		c.Data(http.StatusOK, contentTypeJS, degradedBody)
+		writeBody(c, http.StatusOK, degradedBody)
 	case decide.ClientGone:
 		// Nobody reads an answer.
 	}
@@ -140,12 +143,34 @@ func (p *Public) checkUID(c *gin.Context, uid string, now time.Time) *apiError {
 // uidSigChallenge names the scheme on a 401 (RFC 9110 §11.6.1 wants a challenge on every 401).
 const uidSigChallenge = `PopupUidSig realm="popup", header="` + uidauth.Header + `"`
 
-func answerNull(c *gin.Context, version int64) {
-	var b [64]byte
-	out := append(b[:0], nullHead...)
-	out = strconv.AppendInt(out, version, 10)
-	out = append(out, '}')
-	c.Data(http.StatusOK, contentTypeJS, out)
+// answerNull writes "no popup" for config version. The body is made once per version and
+// shared: the steady-state answer allocates nothing.
+func (p *Public) answerNull(c *gin.Context, version int64) {
+	a := p.nullAnswer.Load()
+	if a == nil || a.version != version {
+		body := append([]byte(nil), nullHead...)
+		body = strconv.AppendInt(body, version, 10)
+		a = &nullAnswer{version: version, body: append(body, '}')}
+		p.nullAnswer.Store(a)
+	}
+	writeBody(c, http.StatusOK, a.body)
+}
+
+// nullAnswer is the "no popup" body of one config version.
+type nullAnswer struct {
+	version int64
+	body    []byte
+}
+
+// contentTypeHeader is shared by every answer: net/http only reads it, and its capacity of one
+// makes an append elsewhere copy rather than write into it.
+var contentTypeHeader = []string{contentTypeJS}
+
+// writeBody writes a prepared JSON body without Gin's renderer, which allocates per answer.
+func writeBody(c *gin.Context, status int, body []byte) {
+	c.Writer.Header()["Content-Type"] = contentTypeHeader
+	c.Writer.WriteHeader(status)
+	_, _ = c.Writer.Write(body) // a write error means the client has gone: nobody to tell
 }
 
 func answerPopup(c *gin.Context, version int64, e *snapshot.Entry, decision string) {
@@ -157,7 +182,7 @@ func answerPopup(c *gin.Context, version int64, e *snapshot.Entry, decision stri
 	out = append(out, versionHead...)
 	out = strconv.AppendInt(out, version, 10)
 	out = append(out, '}')
-	c.Data(http.StatusOK, contentTypeJS, out)
+	writeBody(c, http.StatusOK, out)
 }
 
 // actionBody is the body of POST /api/v1/popups/{id}/actions.
@@ -188,7 +213,7 @@ func (p *Public) postAction(c *gin.Context) {
 		EventID: body.EventID, DecisionID: body.DecisionID}, now)
 	switch {
 	case err == nil:
-		c.Data(http.StatusAccepted, contentTypeJS, acceptedBody)
+		writeBody(c, http.StatusAccepted, acceptedBody)
 	case errors.Is(err, decide.ErrClientGone):
 		// Nobody reads an answer.
 	default:
