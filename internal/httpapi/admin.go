@@ -206,7 +206,11 @@ func (a *Admin) get(c *gin.Context) {
 	c.JSON(http.StatusOK, p)
 }
 
-// preview explains the decision for a user without recording anything.
+// errPreviewUnavailable: no config loaded yet, or the user's state cannot be read.
+var errPreviewUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the config or the user's state cannot be read now; retry later"}
+
+// preview explains the decision for a user without recording anything, through the same
+// decision code as the homepage (decide.Explain).
 func (a *Admin) preview(c *gin.Context) {
 	req, aerr := parseRequest(c.Query("uid"), c.Query("platform"), c.Query("app_version"), c.Query("region"), c.Query("lang"))
 	if aerr != nil {
@@ -215,7 +219,10 @@ func (a *Admin) preview(c *gin.Context) {
 	}
 	ex, err := a.Decider.Explain(c.Request.Context(), req, a.Now(), decide.ExplainOptions{})
 	if err != nil {
-		writeError(c, a.Log, decisionError(err))
+		if errors.Is(err, decide.ErrUnavailable) {
+			err = errPreviewUnavailable
+		}
+		writeError(c, a.Log, err)
 		return
 	}
 	var shown json.RawMessage = []byte("null")
