@@ -40,7 +40,7 @@ type Public struct {
 	nullAnswer atomic.Pointer[nullAnswer]
 }
 
-// maxActionBody is the action body limit of SPEC §4.
+// maxActionBody is the action body limit (4 KiB, docs/CONTRACT.md).
 const maxActionBody = 4 << 10
 
 // Router builds the public router: nothing admin-ish is mounted here.
