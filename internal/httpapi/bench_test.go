@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
@@ -41,7 +43,7 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 				Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
 			d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breaker: breaker.New(5, time.Second), Budget: time.Second,
 				Local: decide.NewLocalAnswers(bc.size)}
-			p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 },
+			p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 }, Metrics: NewMetrics(prometheus.NewRegistry()),
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(context.Context) error { return nil }}
 			h := p.Router()
 			req := httptest.NewRequest(http.MethodGet, "/api/v1/popup?uid=user-1234&platform=ios&app_version=8.10.0&region=us&lang=en", nil)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,6 +16,9 @@ type Metrics struct {
 	Requests *prometheus.HistogramVec
 	Version  prometheus.Gauge
 	BuiltAt  prometheus.Gauge
+
+	mu        sync.RWMutex
+	observers map[observerKey]prometheus.Observer
 }
 
 // NewMetrics registers the series on reg.
@@ -43,5 +47,32 @@ func (m *Metrics) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.Requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status())).Observe(time.Since(start).Seconds())
+	m.observer(route, c.Writer.Status()).Observe(time.Since(start).Seconds())
+}
+
+// observerKey names one series of Requests.
+type observerKey struct {
+	route  string
+	status int
+}
+
+// observer returns the series of route and status, looked up once: the label hashing and the
+// status's decimal text cost every request otherwise. Routes and statuses are few, so the map
+// stays small.
+func (m *Metrics) observer(route string, status int) prometheus.Observer {
+	k := observerKey{route, status}
+	m.mu.RLock()
+	o, ok := m.observers[k]
+	m.mu.RUnlock()
+	if ok {
+		return o
+	}
+	o = m.Requests.WithLabelValues(route, strconv.Itoa(status))
+	m.mu.Lock()
+	if m.observers == nil {
+		m.observers = make(map[observerKey]prometheus.Observer)
+	}
+	m.observers[k] = o
+	m.mu.Unlock()
+	return o
 }
