@@ -25,6 +25,7 @@ import (
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/coalesce"
 	"popupsvc/internal/config"
+	"popupsvc/internal/decide"
 	"popupsvc/internal/health"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/mysqlstore"
@@ -110,9 +111,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, batcher)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
+	reg.MustRegister(local.Collectors()...)
+	decider := &decide.Decider{Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
+		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
 	public := &httpapi.Public{
-		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
-		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,
+		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics,
 	}
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
@@ -132,7 +136,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return holder.Load().Version, nil
 	}}
 	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: repo, Users: users, Snapshots: holder,
-		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
+		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err

@@ -49,6 +49,8 @@ type Config struct {
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
 	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
 
+	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
+
 	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"1" desc:"number of event queue shards (each its own Redis hash slot)"`
 	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
 	WorkerFlushEvery time.Duration `env:"WORKER_FLUSH_INTERVAL" envDefault:"200ms" desc:"how long the worker waits for a batch to fill when the queue is quiet"`
@@ -123,6 +125,9 @@ func (c Config) Validate() error {
 	}
 	if c.ActionRateLimit < 0 {
 		bad("ACTION_RATE_LIMIT", "must be >= 0")
+	}
+	if c.LocalAnswerCacheSize < 0 {
+		bad("LOCAL_ANSWER_CACHE_SIZE", "must be >= 0 (0 = off)")
 	}
 	if c.UserDailyCap < 0 {
 		bad("USER_DAILY_CAP", "must be >= 0")

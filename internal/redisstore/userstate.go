@@ -50,15 +50,12 @@ func (s *UserStore) do(ctx context.Context, cmd redis.Cmder) error {
 var ErrBusy = errors.New("user state loads saturated")
 
 // ErrLoad marks a failure of the durable source (MySQL) rather than of Redis: callers must not
-// count it against Redis's health.
-var ErrLoad = errors.New("user state load failed")
+// count it against Redis's health. It is the domain's popup.ErrStateLoad.
+var ErrLoad = popup.ErrStateLoad
 
 // State is a user's state and the exact stored value it was decoded from (the record script
 // compares against it, so a concurrent change is detected).
-type State struct {
-	popup.UserState
-	Raw string
-}
+type State = popup.StoredState
 
 // Get returns uid's state: one GET when Redis holds it, else one MySQL load shared by concurrent
 // callers, cached with SET NX (a user without state is cached as the empty state).
@@ -130,16 +127,8 @@ func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (S
 	return State{UserState: st, Raw: raw}, nil
 }
 
-// Outcome of Record.
-type Outcome int
-
-// Record outcomes.
-const (
-	Recorded    Outcome = iota // state written and event queued
-	Conflict                   // the state changed since it was read: read again and decide again
-	Duplicate                  // the event id was applied before: nothing done
-	RateLimited                // the uid is over its action rate limit: nothing done
-)
+// Outcome of Record: the domain's popup.Outcome, whose values the record script returns.
+type Outcome = popup.Outcome
 
 // recordScript atomically: refuses a replayed event id, compares the state with what the caller
 // decided on, writes the new state, queues the event and remembers the event id.
