@@ -14,7 +14,7 @@ import (
 // Action is what the user did.
 type Action string
 
-// The three actions of SPEC §6.
+// The three actions of docs/CONTRACT.md §6.
 const (
 	Impression Action = "impression"
 	Click      Action = "click"

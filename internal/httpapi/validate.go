@@ -8,7 +8,7 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// parseRequest validates the homepage query (SPEC §4) into a domain request.
+// parseRequest validates the homepage query (docs/CONTRACT.md §3) into a domain request.
 func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *apiError) {
 	if uid == "" {
 		return popup.Request{}, badRequest("invalid_uid", "uid is required")
