@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"popupsvc/internal/jsonx"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
@@ -85,7 +86,7 @@ func Load(ctx context.Context, rdb redis.UniversalClient, keys redisstore.Keys) 
 		return 0, nil, fmt.Errorf("config cache version %q: %w", vs, err)
 	}
 	var popups []popup.Popup
-	if err := json.Unmarshal([]byte(blob), &popups); err != nil {
+	if err := jsonx.Unmarshal([]byte(blob), &popups); err != nil {
 		return 0, nil, fmt.Errorf("decode config cache: %w", err)
 	}
 	return version, popups, nil

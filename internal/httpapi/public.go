@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/event"
+	"popupsvc/internal/jsonx"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
@@ -371,7 +371,7 @@ func readActionBody(c *gin.Context) (actionBody, *apiError) {
 // decodeActionBody parses and validates an action body.
 func decodeActionBody(raw []byte) (actionBody, *apiError) {
 	var b actionBody
-	if err := json.Unmarshal(raw, &b); err != nil {
+	if err := jsonx.Unmarshal(raw, &b); err != nil {
 		return b, badRequest("invalid_json", "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}")
 	}
 	switch {
