@@ -58,7 +58,7 @@ func workerBinary(t *testing.T) string {
 		if err != nil {
 			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 		}
-		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-tags", "jsoniter", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -32,7 +32,7 @@ type Config struct {
 	RedisPrefix     string        `env:"REDIS_PREFIX" envDefault:"popup" desc:"prefix of every Redis key"`
 	RedisTimeout    time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" desc:"dial/read/write timeout of hot-path Redis calls; GET degrades after this"`
 	RequestBudget   time.Duration `env:"REQUEST_BUDGET" envDefault:"80ms" desc:"all Redis (and, on a state miss, MySQL) work of one GET; past it the answer is degraded"`
-	RedisPipelines  int           `env:"REDIS_PIPELINES" envDefault:"1" desc:"hot-path pipeline loops that coalesce concurrent requests' Redis commands; 0 = one round trip per command"`
+	RedisPipelining bool          `env:"REDIS_AUTOPIPELINE" envDefault:"true" desc:"coalesce concurrent requests' hot-path Redis commands into shared pipelines (go-redis autopipelining); false = one round trip per command"`
 	RedisPoolSize   int           `env:"REDIS_POOL_SIZE" envDefault:"64" desc:"connections per Redis node"`
 
 	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
@@ -119,9 +119,6 @@ func (c Config) Validate() error {
 	}
 	if c.WorkerBatchSize > 5000 {
 		bad("WORKER_BATCH_SIZE", "must be <= 5000 to stay well under max_allowed_packet, got %d", c.WorkerBatchSize)
-	}
-	if c.RedisPipelines < 0 {
-		bad("REDIS_PIPELINES", "must be >= 0")
 	}
 	if c.ActionRateLimit < 0 {
 		bad("ACTION_RATE_LIMIT", "must be >= 0")

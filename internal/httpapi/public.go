@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
+	"popupsvc/internal/jsonx"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
@@ -250,7 +250,7 @@ func readActionBody(c *gin.Context) (actionBody, *apiError) {
 // decodeActionBody parses and validates an action body.
 func decodeActionBody(raw []byte) (actionBody, *apiError) {
 	var b actionBody
-	if err := json.Unmarshal(raw, &b); err != nil {
+	if err := jsonx.Unmarshal(raw, &b); err != nil {
 		return b, badRequest("invalid_json", "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}")
 	}
 	switch {

@@ -26,22 +26,26 @@ type UserStore struct {
 	ttl    time.Duration
 	loader StateLoader
 	group  singleflight.Group
-	slots  chan struct{} // bounds concurrent MySQL loads
-	batch  *Batcher      // nil: every command is its own round trip
+	slots  chan struct{}        // bounds concurrent MySQL loads
+	pipe   *redis.AutoPipeliner // nil: every command is its own round trip
 	// actionLimit caps recorded actions per uid per RateWindow; 0 = none.
 	actionLimit int
 }
 
-// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With a
-// batcher, the hot-path commands (GET and the record script) share pipelines.
-func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, batch *Batcher) *UserStore {
-	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), batch: batch}
+// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (a
+// deferred autopipeliner of rdb, from AsyncAutoPipeline), the hot-path commands of concurrent
+// requests (GET and the record script) share pipelines: under load many requests share one
+// write, one read and one Redis wake-up; with nothing waiting a command goes out at once.
+func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *redis.AutoPipeliner) *UserStore {
+	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe}
 }
 
-// do runs cmd through the batcher when there is one.
+// do runs cmd through the autopipeliner when there is one. The autopipeliner runs a queued command
+// on its own context, so the wait for the reply is what honours ctx: on ctx's end do returns
+// ctx's error and the command may still be filled in later (callers then must not read it).
 func (s *UserStore) do(ctx context.Context, cmd redis.Cmder) error {
-	if s.batch != nil {
-		return s.batch.Do(ctx, cmd)
+	if s.pipe != nil {
+		return s.pipe.Submit(ctx, cmd).WaitContext(ctx)
 	}
 	return s.rdb.Process(ctx, cmd)
 }
