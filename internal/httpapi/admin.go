@@ -93,6 +93,7 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/export", a.export)
 	v1.POST("/import", a.importPopups)
 	v1.GET("/preview", a.preview)
+	v1.POST("/preview", a.previewDraft)
 	v1.GET("/users/:uid/state", a.userState)
 	v1.POST("/cache/reload", a.reload)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.Gatherer, promhttp.HandlerOpts{})))
