@@ -77,4 +77,3 @@ const operatorCtxKey = "popup.operator"
 
 // operator is the name of the operator making the request (auth ran first).
 func operator(c *gin.Context) string { return c.GetString(operatorCtxKey) }
-
