@@ -299,11 +299,14 @@ func (r *PopupRepo) Import(ctx context.Context, actor string, ps []popup.Popup, 
 	}
 	byName := make(map[string]popup.Popup, len(live))
 	for _, p := range live {
-		byName[p.Name] = p
+		byName[nameKey(p.Name)] = p
 	}
 	var creates, updates []popup.Popup
 	for _, p := range ps {
-		old, ok := byName[p.Name]
+		old, ok := byName[nameKey(p.Name)]
+		if ok {
+			p.Name = old.Name // the same name to the index; an import does not rename
+		}
 		switch {
 		case !ok:
 			creates = append(creates, p)
@@ -330,15 +333,15 @@ func (r *PopupRepo) Import(ctx context.Context, actor string, ps []popup.Popup, 
 	}
 	afterByName := make(map[string]popup.Popup, len(after))
 	for _, p := range after {
-		afterByName[p.Name] = p
+		afterByName[nameKey(p.Name)] = p
 	}
 	changes := make([]change, 0, len(creates)+len(updates))
 	for _, p := range creates {
-		changes = append(changes, change{actor: actor, action: popup.ActionImport, after: afterByName[p.Name]})
+		changes = append(changes, change{actor: actor, action: popup.ActionImport, after: afterByName[nameKey(p.Name)]})
 	}
 	for _, p := range updates {
-		before := byName[p.Name]
-		changes = append(changes, change{actor: actor, action: popup.ActionImport, before: &before, after: afterByName[p.Name]})
+		before := byName[nameKey(p.Name)]
+		changes = append(changes, change{actor: actor, action: popup.ActionImport, before: &before, after: afterByName[nameKey(p.Name)]})
 	}
 	if err := record(ctx, tx, changes); err != nil {
 		return res, fmt.Errorf("import: %w", err)
@@ -351,6 +354,10 @@ func (r *PopupRepo) Import(ctx context.Context, actor string, ps []popup.Popup, 
 	}
 	return res, nil
 }
+
+// nameKey is a name as the unique index of live names compares it: byte for byte, except that
+// trailing spaces do not count (the index's collation pads with spaces).
+func nameKey(name string) string { return strings.TrimRight(name, " ") }
 
 // importWrite inserts ps (update=false) or overwrites the rows of their ids (update=true), in
 // multi-row statements.

@@ -109,3 +109,21 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	require.Len(t, page, 1)
 	assert.Equal(t, popup.ActionUpdate, page[0].Action)
 }
+
+func TestImportMatchesNamesAsTheUniqueIndexDoes(t *testing.T) {
+	ctx := context.Background()
+	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	_, err := repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "a"}))
+	require.NoError(t, err)
+	res, err := repo.Import(ctx, "bob", []popup.Popup{mustBuild(t, popup.Input{Name: "a  "}), mustBuild(t, popup.Input{Name: "A"})}, false)
+	require.NoError(t, err)
+	assert.Equal(t, popup.ImportResult{Created: 1, Unchanged: 1}, res, `"a  " is "a" to the index (trailing spaces pad); "A" is another name`)
+	res, err = repo.Import(ctx, "bob", []popup.Popup{mustBuild(t, popup.Input{Name: "a  ", Title: "t"})}, false)
+	require.NoError(t, err)
+	assert.Equal(t, popup.ImportResult{Updated: 1}, res)
+	all, err := repo.List(ctx, false)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	assert.Equal(t, "a", all[0].Name, "an import does not rename")
+	assert.Equal(t, "t", all[0].Title)
+}
