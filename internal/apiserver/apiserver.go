@@ -133,6 +133,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}}
 	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: repo, Users: users, Snapshots: holder,
 		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
+	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), gate: repo}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -250,6 +251,20 @@ func (g *gatedRepo) Update(ctx context.Context, id int64, p popup.Popup, ifRevis
 
 func (g *gatedRepo) Archive(ctx context.Context, id int64, ifRevision []int64) (popup.Popup, error) {
 	return gate(g, func() (popup.Popup, error) { return g.repo.Archive(ctx, id, ifRevision) })
+}
+
+// gatedStats is the stats reader behind the same MySQL gate as the popup repository.
+type gatedStats struct {
+	stats *mysqlstore.StatsRepo
+	gate  *gatedRepo
+}
+
+func (g *gatedStats) PopupStats(ctx context.Context, id int64, from, to time.Time) (popup.Stats, error) {
+	return gate(g.gate, func() (popup.Stats, error) { return g.stats.PopupStats(ctx, id, from, to) })
+}
+
+func (g *gatedStats) AllStats(ctx context.Context, from, to time.Time) ([]popup.Stats, error) {
+	return gate(g.gate, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, from, to) })
 }
 
 // configs is one config version as the snapshot source returns it.

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,10 +45,11 @@ const (
 	TableUserState = "popup_user_state"
 )
 
-// WriteBatch writes events in one transaction of two multi-row statements: an insert into the
-// action log that skips known (uid, event_id) pairs, and an upsert of the user state with the events merged
-// per (uid, popup_id) beforehand. Rows go in key order, so that concurrent writers lock in the
-// same order and do not deadlock each other. A *PermanentError means some event of the batch is
+// WriteBatch writes events in one transaction: an insert into the action log that skips known
+// (uid, event_id) pairs, an upsert of the user state with the events merged per (uid, popup_id)
+// beforehand, and the daily counters of the events the log newly accepted (see addDailyStats).
+// Rows go in key order, so that concurrent writers lock in the same order and do not deadlock
+// each other. A *PermanentError means some event of the batch is
 // rejected by the database whatever the retries; any other error is worth retrying.
 //
 // Statement size: a row is at most maxRowBytes on the wire, so the largest batch the config
@@ -60,10 +62,11 @@ func (w *EventWriter) WriteBatch(ctx context.Context, events []event.Event) erro
 	if err := checkTimes(events); err != nil {
 		return err
 	}
-	logQ, logArgs := actionLogInsert(events)
 	stateQ, stateArgs, states := userStateUpsert(events)
 	return w.retry(ctx, func() error {
-		inserted, err := w.tx(ctx, logQ, logArgs, stateQ, stateArgs)
+		// A fresh batch id per attempt: the rows carrying it are the ones this attempt inserted.
+		logQ, logArgs, batch := actionLogInsert(events, newBatchID())
+		inserted, err := w.tx(ctx, batch, logQ, logArgs, stateQ, stateArgs)
 		if err == nil && w.OnRows != nil {
 			w.OnRows(TableActionLog, inserted)
 			w.OnRows(TableUserState, int64(states))
@@ -100,7 +103,7 @@ func (w *EventWriter) WriteOneByOne(ctx context.Context, events []event.Event) e
 	return nil
 }
 
-func (w *EventWriter) tx(ctx context.Context, logQ string, logArgs []any, stateQ string, stateArgs []any) (inserted int64, err error) {
+func (w *EventWriter) tx(ctx context.Context, batch uint64, logQ string, logArgs []any, stateQ string, stateArgs []any) (inserted int64, err error) {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -118,7 +121,66 @@ func (w *EventWriter) tx(ctx context.Context, logQ string, logArgs []any, stateQ
 	if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
 		return 0, err
 	}
+	// Nothing new (a batch written again after a crash): nothing to count. A driver reporting
+	// found rather than changed rows would only make this skip rarer, never wrong.
+	if inserted > 0 {
+		if err = addDailyStats(ctx, tx, batch); err != nil {
+			return 0, err
+		}
+	}
 	return inserted, tx.Commit()
+}
+
+// newBatchID returns a random non-zero batch id (rows written before batch ids existed hold 0).
+// 63 random bits: two batches sharing one is not a practical concern.
+func newBatchID() uint64 { return rand.Uint64()>>1 | 1 }
+
+// addDailyStats adds the events this transaction newly inserted into the action log (the rows
+// carrying its batch id: a known (uid, event_id) keeps its old row and old batch id) to the
+// per-popup daily counters. So each event is counted once, in the transaction that makes it part
+// of the log: a batch redelivered after a crash between commit and acknowledgement, or the same
+// events written by two workers at once, count once. It is two statements rather than one
+// INSERT ... SELECT because, under REPEATABLE READ, the SELECT of an INSERT ... SELECT takes
+// shared next-key locks on the action log's batch index, whose gaps other workers' batches insert
+// into; a plain SELECT is a non-locking read that sees this transaction's own rows. The counter
+// rows go in (popup_id, day) order, the primary key's, so concurrent writers take them in the
+// same order. The retention purge (PurgeActionLog) keeps this exact for as long as a row lives.
+func addDailyStats(ctx context.Context, tx *sql.Tx, batch uint64) error {
+	rows, err := tx.QueryContext(ctx, `SELECT popup_id, DATE(event_at) AS day,
+		SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
+		FROM popup_action_log WHERE batch_id = ? GROUP BY popup_id, day ORDER BY popup_id, day`, batch)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var q strings.Builder
+	q.WriteString("INSERT INTO popup_daily_stats (popup_id, day, impressions, clicks, closes) VALUES ")
+	var args []any
+	for rows.Next() {
+		var popupID, imp, clk, cls int64
+		var day time.Time
+		if err := rows.Scan(&popupID, &day, &imp, &clk, &cls); err != nil {
+			return err
+		}
+		if len(args) > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?)")
+		args = append(args, popupID, day.Format(time.DateOnly), imp, clk, cls)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	q.WriteString(` ON DUPLICATE KEY UPDATE
+		impressions = impressions + VALUES(impressions),
+		clicks = clicks + VALUES(clicks),
+		closes = closes + VALUES(closes),
+		updated_at = CURRENT_TIMESTAMP(3)`)
+	_, err = tx.ExecContext(ctx, q.String(), args...)
+	return err
 }
 
 // maxDatetime bounds a DATETIME column; the driver refuses later times before the server sees them.
@@ -142,7 +204,7 @@ func checkTimes(events []event.Event) error {
 // IGNORE: IGNORE would also turn a bad value into a warning and store it truncated or replaced
 // (two different non-ASCII ids could collapse into one and an event would vanish), where a
 // plain error sends the event to the dead-letter list.
-func actionLogInsert(events []event.Event) (string, []any) {
+func actionLogInsert(events []event.Event, batch uint64) (string, []any, uint64) {
 	order := make([]int, len(events))
 	for i := range order {
 		order[i] = i
@@ -153,18 +215,22 @@ func actionLogInsert(events []event.Event) (string, []any) {
 
 	var q strings.Builder
 	q.Grow(96 + len(events)*16)
-	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id) VALUES ")
+	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id, batch_id) VALUES ")
 	args := make([]any, 0, len(events)*6)
+	// The batch id is the same number in every row: written into the statement, not bound per row.
+	tail := strconv.AppendUint([]byte(",?,?,?,?,?,"), batch, 10)
+	tail = append(tail, ')')
 	for n, i := range order {
 		e := &events[i]
 		if n > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?,?)")
+		q.WriteString("(?")
+		q.Write(tail)
 		args = append(args, e.ID, e.UID, e.PopupID, string(e.Action), toDB(e.At), e.DecisionID)
 	}
 	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
-	return q.String(), args
+	return q.String(), args, batch
 }
 
 type stateKey struct {
