@@ -3,8 +3,11 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // LogPurger removes action-log rows older than the retention, in small deletes paced so that the
@@ -45,20 +48,28 @@ func (p *LogPurger) Purge(ctx context.Context, cutoff time.Time, onRows func(int
 	}
 	batch := max(p.Batch, 1)
 	for _, id := range popups {
+		conflicts := 0
 		for {
 			start := time.Now()
 			res, err := p.db.ExecContext(ctx, `DELETE FROM popup_action_log
 				WHERE popup_id = ? AND event_at < ? ORDER BY event_at LIMIT ?`, id, toDB(cutoff), batch)
-			if err != nil {
+			var n int64
+			switch {
+			case err == nil:
+				n, _ = res.RowsAffected()
+				removed += n
+				if onRows != nil && n > 0 {
+					onRows(n)
+				}
+			case isLockConflict(err) && conflicts < maxPurgeConflicts:
+				// A worker's batch writing late events of this popup holds the rows: the batch
+				// wins, and the purge runs this delete again after its pause.
+				conflicts++
+				n = int64(batch)
+			default:
 				return removed, fmt.Errorf("purge action log of popup %d: %w", id, err)
 			}
-			n, _ := res.RowsAffected()
-			removed += n
-			if onRows != nil && n > 0 {
-				onRows(n)
-			}
-			pause := max(p.MinPause, time.Since(start))
-			t := time.NewTimer(pause)
+			t := time.NewTimer(max(p.MinPause, time.Since(start)))
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -71,6 +82,17 @@ func (p *LogPurger) Purge(ctx context.Context, cutoff time.Time, onRows func(int
 		}
 	}
 	return removed, nil
+}
+
+// maxPurgeConflicts bounds the deadlocks and lock wait timeouts one popup's purge rides out
+// before giving up until the next run.
+const maxPurgeConflicts = 10
+
+// isLockConflict reports a deadlock or lock wait timeout: the statement lost to another
+// transaction and may simply run again.
+func isLockConflict(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }
 
 // popupsBefore lists the popups whose oldest action-log row is before cutoff.
