@@ -179,6 +179,7 @@ func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
 		{"to not a date", "/admin/v1/popups/" + itoa(a) + "/stats?to=yesterday", "to", http.StatusBadRequest},
 		{"from after to", "/admin/v1/popups/" + itoa(a) + "/stats?from=2026-11-10&to=2026-11-09", "from", http.StatusBadRequest},
 		{"over 366 days", "/admin/v1/stats?from=2025-01-01&to=2026-01-02", "from", http.StatusBadRequest},
+		{"past the calendar", "/admin/v1/stats?from=9999-12-30", "to", http.StatusBadRequest},
 		{"days not a flag", "/admin/v1/stats?days=maybe", "days", http.StatusBadRequest},
 		{"unknown popup", "/admin/v1/popups/999999999/stats", "", http.StatusNotFound},
 	}

@@ -138,6 +138,8 @@ func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiErr
 		to = from.Add(span)
 	}
 	switch {
+	case to.Year() > 9999:
+		return from, to, dayError("to", "must be at most 9999-12-31")
 	case from.After(to):
 		return from, to, dayError("from", "must not be after to")
 	case to.Sub(from) >= statsMaxDays*24*time.Hour:

@@ -65,7 +65,8 @@ func (w *EventWriter) WriteBatch(ctx context.Context, events []event.Event) erro
 	stateQ, stateArgs, states := userStateUpsert(events)
 	return w.retry(ctx, func() error {
 		// A fresh batch id per attempt: the rows carrying it are the ones this attempt inserted.
-		logQ, logArgs, batch := actionLogInsert(events, newBatchID())
+		batch := newBatchID()
+		logQ, logArgs := actionLogInsert(events, batch)
 		inserted, err := w.tx(ctx, batch, logQ, logArgs, stateQ, stateArgs)
 		if err == nil && w.OnRows != nil {
 			w.OnRows(TableActionLog, inserted)
@@ -203,8 +204,10 @@ func checkTimes(events []event.Event) error {
 // an earlier batch or repeated within this one, is skipped by a no-op update rather than INSERT
 // IGNORE: IGNORE would also turn a bad value into a warning and store it truncated or replaced
 // (two different non-ASCII ids could collapse into one and an event would vanish), where a
-// plain error sends the event to the dead-letter list.
-func actionLogInsert(events []event.Event, batch uint64) (string, []any, uint64) {
+// plain error sends the event to the dead-letter list. The no-op update also keeps the known
+// row's batch_id, which is how addDailyStats tells the new rows from the known ones: it must
+// never set batch_id.
+func actionLogInsert(events []event.Event, batch uint64) (string, []any) {
 	order := make([]int, len(events))
 	for i := range order {
 		order[i] = i
@@ -230,7 +233,7 @@ func actionLogInsert(events []event.Event, batch uint64) (string, []any, uint64)
 		args = append(args, e.ID, e.UID, e.PopupID, string(e.Action), toDB(e.At), e.DecisionID)
 	}
 	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
-	return q.String(), args, batch
+	return q.String(), args
 }
 
 type stateKey struct {
