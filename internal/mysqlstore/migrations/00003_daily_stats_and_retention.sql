@@ -3,10 +3,12 @@
 --
 -- * popup_action_log.batch_id: the worker writes every batch with a fresh random id. A row the
 --   batch newly inserted carries it; a duplicate (uid, event_id) keeps its old row and its old id.
---   So, inside the batch's transaction, the rows with that id are exactly the events the log
---   newly accepted, and only those are added to the daily counters: a batch written again after
---   a crash (committed, acknowledgement lost) adds nothing. Rows written before this migration
---   hold 0. The index makes that lookup a range read of the batch's own rows.
+--   So, inside the batch's transaction, the batch's keys whose row carries its id are exactly the
+--   events the log newly accepted, and only those are added to the daily counters: a batch
+--   written again after a crash (committed, acknowledgement lost) adds nothing. Rows written
+--   before this migration hold 0. No index: the worker finds its rows by their (uid, event_id)
+--   key, and only when some of a batch's events were already known. Adding a column with a
+--   default at the end is an instant change on both servers, however long the log.
 -- * popup_daily_stats: per popup and UTC day, the events the action log accepted. Kept forever
 --   (the raw log is purged after POPUP_ACTION_LOG_RETENTION); filled from the existing log here,
 --   then kept up by the worker in the transaction that writes the log.
@@ -18,8 +20,7 @@
 
 -- +goose Up
 ALTER TABLE popup_action_log
-    ADD COLUMN batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'random id of the worker batch that inserted the row',
-    ADD KEY idx_popup_action_log_batch (batch_id);
+    ADD COLUMN batch_id BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'random id of the worker batch that inserted the row';
 
 CREATE TABLE popup_daily_stats (
     popup_id    BIGINT UNSIGNED NOT NULL,
@@ -49,5 +50,4 @@ ALTER TABLE popup_user_state
 DROP TABLE popup_daily_stats;
 
 ALTER TABLE popup_action_log
-    DROP KEY idx_popup_action_log_batch,
     DROP COLUMN batch_id;
