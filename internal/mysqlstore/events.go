@@ -49,8 +49,8 @@ const (
 // (uid, event_id) pairs, an upsert of the user state with the events merged per (uid, popup_id)
 // beforehand, and the daily counters of the events the log newly accepted (see dailyCount).
 // Rows go in key order, so that concurrent writers lock in the same order and do not deadlock
-// each other. A *PermanentError means some event of the batch is
-// rejected by the database whatever the retries; any other error is worth retrying.
+// each other. A *PermanentError means some event of the batch is rejected by the database
+// whatever the retries; any other error is worth retrying.
 //
 // Statement size: a row is at most maxRowBytes on the wire, so the largest batch the config
 // allows (5,000) stays under 2.5 MiB, well under the default max_allowed_packet (16 MiB on MariaDB
