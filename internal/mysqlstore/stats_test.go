@@ -174,6 +174,7 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 		{"users reached", "EXPLAIN SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (7) AND impressions > 0 GROUP BY popup_id", "idx_popup_user_state_popup_impressions"},
 		{"a batch's new rows", `EXPLAIN SELECT popup_id, DATE_FORMAT(event_at, '%Y-%m-%d'), SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
 			FROM popup_action_log WHERE batch_id = 5 AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3')) GROUP BY popup_id, DATE(event_at)`, "uk_popup_action_log_uid_event"},
+		{"purge: each popup's oldest row", "EXPLAIN SELECT popup_id, MIN(event_at) FROM popup_action_log GROUP BY popup_id", "idx_popup_action_log_popup_time"},
 		{"purge one popup", "EXPLAIN DELETE FROM popup_action_log WHERE popup_id = 7 AND event_at < '2026-01-01' ORDER BY event_at LIMIT 1000", "idx_popup_action_log_popup_time"},
 	}
 	for _, tt := range tests {
@@ -194,6 +195,7 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 			for i, c := range cols {
 				plan[c] = vals[i].String
 			}
+			t.Logf("plan: %v", plan)
 			assert.Equal(t, tt.wantKey, plan["key"], "plan: %v", plan)
 			assert.NotEqual(t, "ALL", plan["type"], "no table scan: %v", plan)
 		})
