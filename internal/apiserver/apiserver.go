@@ -93,7 +93,19 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	redisDep := &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: redisCheckLimit, Backoff: health.DefaultBackoff,
 		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
 	repo := &gatedRepo{repo: mysqlstore.NewPopupRepo(db), dep: mysqlDep}
-	cache := redisstore.NewConfigCache(rdb, keys)
+	// The config cache moves the whole config (megabytes at 10,000 popups) and its reloads run off
+	// the hot path: they get their own client with the worker's one-second floor instead of the
+	// hot path's 50 ms timeout, so a loaded machine does not turn an admin write's propagation
+	// (or a snapshot reload) into a timeout.
+	ccfg := cfg
+	ccfg.RedisTimeout = max(cfg.RedisTimeout, time.Second)
+	ccfg.RedisPoolSize = 4
+	cfgRDB, err := redisstore.NewClient(ccfg)
+	if err != nil {
+		return err
+	}
+	defer cfgRDB.Close()
+	cache := redisstore.NewConfigCache(cfgRDB, keys)
 
 	holder := &snapshot.Holder{}
 	subscribed := make(chan struct{})
