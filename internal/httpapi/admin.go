@@ -296,7 +296,7 @@ func (a *Admin) preview(c *gin.Context) {
 	if ex.Shown != nil {
 		shown = ex.Shown
 	}
-	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": ex.Candidates})
+	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)})
 }
 
 type popupStateView struct {

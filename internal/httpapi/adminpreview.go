@@ -70,7 +70,7 @@ func (a *Admin) previewDraft(c *gin.Context) {
 	if ex.Shown != nil {
 		shown = ex.Shown
 	}
-	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": ex.Candidates})
+	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)})
 }
 
 // readDraft decodes and validates the draft; errors name its fields as popup.<field>.
@@ -109,4 +109,24 @@ func (a *Admin) readDraft(raw json.RawMessage) (popup.Popup, error) {
 		p.ID = *in.ID
 	}
 	return p, nil
+}
+
+// candidateWire is one popup's verdict in a preview answer: why it would or would not show.
+type candidateWire struct {
+	ID       int64  `json:"id"`
+	Name     string `json:"name"`
+	Priority int    `json:"priority"`
+	Eligible bool   `json:"eligible"`
+	Reason   string `json:"reason,omitempty"` // absent for the popup that would show
+}
+
+func candidatesToWire(cs []popup.Candidate) []candidateWire {
+	if cs == nil {
+		return nil
+	}
+	out := make([]candidateWire, len(cs))
+	for i, c := range cs {
+		out[i] = candidateWire{ID: c.ID, Name: c.Name, Priority: c.Priority, Eligible: c.Eligible, Reason: string(c.Reason)}
+	}
+	return out
 }

@@ -91,7 +91,21 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	}
 	body := gin.H{"code": ae.code, "message": ae.message}
 	if len(ae.fields) > 0 {
-		body["fields"] = ae.fields
+		body["fields"] = fieldErrorsToWire(ae.fields)
 	}
 	c.AbortWithStatusJSON(ae.status, gin.H{"error": body})
+}
+
+// fieldErrorWire is one entry of an error answer's fields: the field's JSON path and the problem.
+type fieldErrorWire struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func fieldErrorsToWire(fes []popup.FieldError) []fieldErrorWire {
+	out := make([]fieldErrorWire, len(fes))
+	for i, fe := range fes {
+		out[i] = fieldErrorWire{Field: fe.Field, Message: fe.Message}
+	}
+	return out
 }

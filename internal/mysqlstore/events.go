@@ -19,6 +19,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
 )
 
 // EventWriter writes queued events to the action log and the per-user state table. Every write is
@@ -343,18 +344,26 @@ type stateKey struct {
 	popupID int64
 }
 
-// mergedState is one user-state row: the maximum of every field over the batch's events.
+// mergedState is one user-state row: the batch's events for one (uid, popup_id) folded with the
+// domain's own merge rule (popup.MergeState), every field the latest or largest seen.
 type mergedState struct {
 	stateKey
-	nextShowAt, lastImpression, lastClick, lastClose time.Time
-	impressions                                      int
+	popup.PopupState
 }
 
-func laterOf(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// eventState is what one event says about its popup's state: the next-show instant and the
+// impression count it carries, and its own time as the last time of its action.
+func eventState(e *event.Event) popup.PopupState {
+	st := popup.PopupState{NextShowAt: e.NextShowAt, Impressions: e.Impressions}
+	switch e.Action {
+	case event.Impression:
+		st.LastImpressionAt = e.At
+	case event.Click:
+		st.LastClickAt = e.At
+	case event.Close:
+		st.LastCloseAt = e.At
 	}
-	return a
+	return st
 }
 
 // mergeStates folds events into one row per (uid, popup_id), sorted by that key (the primary key
@@ -372,16 +381,7 @@ func mergeStates(events []event.Event) []mergedState {
 			rows = append(rows, mergedState{stateKey: k})
 		}
 		r := &rows[j]
-		r.nextShowAt = laterOf(r.nextShowAt, e.NextShowAt)
-		r.impressions = max(r.impressions, e.Impressions)
-		switch e.Action {
-		case event.Impression:
-			r.lastImpression = laterOf(r.lastImpression, e.At)
-		case event.Click:
-			r.lastClick = laterOf(r.lastClick, e.At)
-		case event.Close:
-			r.lastClose = laterOf(r.lastClose, e.At)
-		}
+		r.PopupState = popup.MergeState(r.PopupState, eventState(e))
 	}
 	slices.SortFunc(rows, func(a, b mergedState) int {
 		return cmp.Or(strings.Compare(a.uid, b.uid), cmp.Compare(a.popupID, b.popupID))
@@ -405,7 +405,7 @@ func userStateUpsert(events []event.Event) (string, []any, int) {
 			q.WriteByte(',')
 		}
 		q.WriteString("(?,?,?,?,?,?,?)")
-		args = append(args, r.uid, r.popupID, toDB(r.nextShowAt), r.impressions, toDB(r.lastImpression), toDB(r.lastClick), toDB(r.lastClose))
+		args = append(args, r.uid, r.popupID, toDB(r.NextShowAt), r.Impressions, toDB(r.LastImpressionAt), toDB(r.LastClickAt), toDB(r.LastCloseAt))
 	}
 	q.WriteString(` ON DUPLICATE KEY UPDATE
 		next_show_at = GREATEST(next_show_at, VALUES(next_show_at)),

@@ -20,14 +20,67 @@ type PopupRepo struct{ db *sql.DB }
 // NewPopupRepo returns a repository over db.
 func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db} }
 
-// content is the JSON stored in popup_config.content.
-type content struct {
-	Title    string          `json:"title"`
-	Content  string          `json:"content"`
-	ImageURL string          `json:"image_url"`
-	LinkURL  string          `json:"link_url"`
-	Buttons  []popup.Button  `json:"buttons"`
-	Ext      json.RawMessage `json:"ext"`
+// The JSON held in popup_config.targeting and popup_config.content (and, copied verbatim, in the
+// revision and audit documents, including those migration 00004 wrote). These are storage
+// shapes, not the domain type: existing rows must keep reading, so a key is never renamed or
+// dropped here (TestStoredJSONColumnsKeepTheirKeys pins them).
+type (
+	targetingDoc struct {
+		Platforms      []string `json:"platforms"`
+		MinAppVersion  string   `json:"min_app_version"`
+		MaxAppVersion  string   `json:"max_app_version"`
+		Regions        []string `json:"regions"`
+		Langs          []string `json:"langs"`
+		RolloutPercent int      `json:"rollout_percent"`
+		UIDs           []string `json:"uids"`
+	}
+	content struct {
+		Title    string          `json:"title"`
+		Content  string          `json:"content"`
+		ImageURL string          `json:"image_url"`
+		LinkURL  string          `json:"link_url"`
+		Buttons  []buttonDoc     `json:"buttons"`
+		Ext      json.RawMessage `json:"ext"`
+	}
+	buttonDoc struct {
+		Text    string `json:"text"`
+		LinkURL string `json:"link_url"`
+	}
+)
+
+func toTargetingDoc(t popup.Targeting) targetingDoc {
+	return targetingDoc{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
+		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
+}
+
+func fromTargetingDoc(d targetingDoc) popup.Targeting {
+	return popup.Targeting{Platforms: d.Platforms, MinAppVersion: d.MinAppVersion, MaxAppVersion: d.MaxAppVersion,
+		Regions: d.Regions, Langs: d.Langs, RolloutPercent: d.RolloutPercent, UIDs: d.UIDs}
+}
+
+// toContent is p's content column; buttons keep their nil-ness (null stays null, [] stays []).
+func toContent(p popup.Popup) content {
+	var buttons []buttonDoc
+	if p.Buttons != nil {
+		buttons = make([]buttonDoc, len(p.Buttons))
+		for i, b := range p.Buttons {
+			buttons[i] = buttonDoc{Text: b.Text, LinkURL: b.LinkURL}
+		}
+	}
+	return content{Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttons, Ext: p.Ext}
+}
+
+// fromContent fills p's content fields from its content column; missing buttons read as none and
+// a missing ext as {}.
+func fromContent(p *popup.Popup, c content) {
+	p.Title, p.Content, p.ImageURL, p.LinkURL, p.Ext = c.Title, c.Content, c.ImageURL, c.LinkURL, c.Ext
+	p.Buttons = make([]popup.Button, len(c.Buttons))
+	for i, b := range c.Buttons {
+		p.Buttons[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
+	}
+	if len(p.Ext) == 0 {
+		p.Ext = json.RawMessage(`{}`)
+	}
 }
 
 const popupColumns = `id, name, status, priority, start_at, end_at, reshow_after_seconds,
@@ -65,30 +118,25 @@ func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body []byte) 
 		t := end.Time.UTC()
 		p.EndAt = &t
 	}
-	if err := json.Unmarshal(targeting, &p.Targeting); err != nil {
+	var t targetingDoc
+	if err := json.Unmarshal(targeting, &t); err != nil {
 		return fmt.Errorf("popup %d targeting: %w", p.ID, err)
 	}
+	p.Targeting = fromTargetingDoc(t)
 	var c content
 	if err := json.Unmarshal(body, &c); err != nil {
 		return fmt.Errorf("popup %d content: %w", p.ID, err)
 	}
-	p.Title, p.Content, p.ImageURL, p.LinkURL, p.Buttons, p.Ext = c.Title, c.Content, c.ImageURL, c.LinkURL, c.Buttons, c.Ext
-	if p.Buttons == nil {
-		p.Buttons = []popup.Button{}
-	}
-	if len(p.Ext) == 0 {
-		p.Ext = json.RawMessage(`{}`)
-	}
+	fromContent(p, c)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return nil
 }
 
 func encodeParts(p popup.Popup) (targeting, body []byte, err error) {
-	if targeting, err = json.Marshal(p.Targeting); err != nil {
+	if targeting, err = json.Marshal(toTargetingDoc(p.Targeting)); err != nil {
 		return nil, nil, err
 	}
-	body, err = json.Marshal(content{Title: p.Title, Content: p.Content, ImageURL: p.ImageURL,
-		LinkURL: p.LinkURL, Buttons: p.Buttons, Ext: p.Ext})
+	body, err = json.Marshal(toContent(p))
 	return targeting, body, err
 }
 

@@ -84,87 +84,88 @@ var (
 
 // Button is one call-to-action button of a popup.
 type Button struct {
-	Text    string `json:"text"`
-	LinkURL string `json:"link_url"`
+	Text    string
+	LinkURL string
 }
 
 // Targeting decides which requests a popup may be shown to. Empty lists mean "all".
 type Targeting struct {
-	Platforms      []string `json:"platforms"`
-	MinAppVersion  string   `json:"min_app_version"` // inclusive; "" = no lower bound
-	MaxAppVersion  string   `json:"max_app_version"` // inclusive; "" = no upper bound
-	Regions        []string `json:"regions"`
-	Langs          []string `json:"langs"`
-	RolloutPercent int      `json:"rollout_percent"`
-	UIDs           []string `json:"uids"` // allow-list: these uids bypass RolloutPercent only
+	Platforms      []string
+	MinAppVersion  string // inclusive; "" = no lower bound
+	MaxAppVersion  string // inclusive; "" = no upper bound
+	Regions        []string
+	Langs          []string
+	RolloutPercent int
+	UIDs           []string // allow-list: these uids bypass RolloutPercent only
 }
 
-// Popup is a stored popup config. The admin API has its own wire shape (internal/httpapi); the
-// JSON tags here are the Redis config cache's encoding.
+// Popup is a stored popup config. It is not a wire or storage format: the admin API, the public
+// answer, the Redis config blob and the MySQL columns each have their own shape, converted at
+// their boundary.
 type Popup struct {
-	ID int64 `json:"id"`
+	ID int64
 	// Revision counts the popup's writes, starting at 1: the admin API's ETag, checked against
 	// If-Match inside the write itself.
-	Revision  int64      `json:"revision"`
-	Name      string     `json:"name"`
-	Status    Status     `json:"status"`
-	Priority  int        `json:"priority"` // higher wins; ties go to the lower id
-	StartAt   *time.Time `json:"start_at"` // nil = open; the window is [StartAt, EndAt)
-	EndAt     *time.Time `json:"end_at"`   // nil = open
-	Targeting Targeting  `json:"targeting"`
+	Revision  int64
+	Name      string
+	Status    Status
+	Priority  int        // higher wins; ties go to the lower id
+	StartAt   *time.Time // nil = open; the window is [StartAt, EndAt)
+	EndAt     *time.Time // nil = open
+	Targeting Targeting
 
 	// ReshowAfterSeconds hides the popup from a user for this long after it was returned to them.
-	ReshowAfterSeconds int64 `json:"reshow_after_seconds"`
+	ReshowAfterSeconds int64
 	// ClickCooldownSeconds hides it for this long after a click; -1 = never again. 0 means a
 	// click hides it no longer than the impression that preceded it already did.
-	ClickCooldownSeconds int64 `json:"click_cooldown_seconds"`
+	ClickCooldownSeconds int64
 	// CloseCooldownSeconds hides it for this long after a close; -1 = never again.
-	CloseCooldownSeconds int64 `json:"close_cooldown_seconds"`
+	CloseCooldownSeconds int64
 	// MaxImpressions caps impressions per user over the popup's life; 0 = unlimited.
-	MaxImpressions int `json:"max_impressions"`
+	MaxImpressions int
 
-	Title    string          `json:"title"`
-	Content  string          `json:"content"`
-	ImageURL string          `json:"image_url"`
-	LinkURL  string          `json:"link_url"`
-	Buttons  []Button        `json:"buttons"`
-	Ext      json.RawMessage `json:"ext"` // a JSON object passed through to the app; "{}" when empty
+	Title    string
+	Content  string
+	ImageURL string
+	LinkURL  string
+	Buttons  []Button
+	Ext      json.RawMessage // a JSON object passed through to the app; "{}" when empty
 
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // TargetingInput is the targeting part of an Input. Nil slices and "" mean "no limit".
 type TargetingInput struct {
-	Platforms      []string `json:"platforms"`
-	MinAppVersion  string   `json:"min_app_version"`
-	MaxAppVersion  string   `json:"max_app_version"`
-	Regions        []string `json:"regions"`
-	Langs          []string `json:"langs"`
-	RolloutPercent *int     `json:"rollout_percent"`
-	UIDs           []string `json:"uids"`
+	Platforms      []string
+	MinAppVersion  string
+	MaxAppVersion  string
+	Regions        []string
+	Langs          []string
+	RolloutPercent *int
+	UIDs           []string
 }
 
-// Input is what a client POSTs/PUTs: every field is optional so that omitted fields get defaults.
-// Scalars whose zero value is a legitimate setting (priority 0, rollout 0, cooldown 0) are pointers
+// Input is what a client POSTs/PUTs, decoded from the admin API's wire shape: every field is
+// optional so that omitted fields get defaults. Scalars whose zero value is a legitimate setting (priority 0, rollout 0, cooldown 0) are pointers
 // so "omitted" and "zero" stay distinguishable; strings are plain because "" is their default.
 type Input struct {
-	Name                 string          `json:"name"`
-	Status               *Status         `json:"status"`
-	Priority             *int            `json:"priority"`
-	StartAt              *time.Time      `json:"start_at"`
-	EndAt                *time.Time      `json:"end_at"`
-	Targeting            *TargetingInput `json:"targeting"`
-	ReshowAfterSeconds   *int64          `json:"reshow_after_seconds"`
-	ClickCooldownSeconds *int64          `json:"click_cooldown_seconds"`
-	CloseCooldownSeconds *int64          `json:"close_cooldown_seconds"`
-	MaxImpressions       *int            `json:"max_impressions"`
-	Title                string          `json:"title"`
-	Content              string          `json:"content"`
-	ImageURL             string          `json:"image_url"`
-	LinkURL              string          `json:"link_url"`
-	Buttons              []Button        `json:"buttons"`
-	Ext                  json.RawMessage `json:"ext"`
+	Name                 string
+	Status               *Status
+	Priority             *int
+	StartAt              *time.Time
+	EndAt                *time.Time
+	Targeting            *TargetingInput
+	ReshowAfterSeconds   *int64
+	ClickCooldownSeconds *int64
+	CloseCooldownSeconds *int64
+	MaxImpressions       *int
+	Title                string
+	Content              string
+	ImageURL             string
+	LinkURL              string
+	Buttons              []Button
+	Ext                  json.RawMessage
 }
 
 // Build validates in and applies the defaults of docs/CONTRACT.md §2: status active, priority 0, open window,
@@ -239,8 +240,8 @@ func (p *Popup) normalize() {
 // FieldError is one validation problem. Field is a JSON path such as "targeting.min_app_version"
 // or "buttons[1].text", so a client can point at the offending input.
 type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
+	Field   string
+	Message string
 }
 
 // ValidationError lists every problem of a popup, in the order of the fields in the JSON shape.
@@ -331,7 +332,7 @@ func (t Targeting) validate(v *validator) {
 	}
 	for i, uid := range t.UIDs {
 		if !ValidUID(uid) {
-			v.add("targeting.uids["+strconv.Itoa(i)+"]", "must be 1-64 characters of A-Z a-z 0-9 _ . : -")
+			v.add("targeting.uids["+strconv.Itoa(i)+"]", "must be "+UIDRule)
 		}
 	}
 }

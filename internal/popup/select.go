@@ -46,11 +46,11 @@ func Select(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int
 // Eligible is true for the chosen popup only, so Eligible == (Reason == ReasonNone); a popup that
 // passed every rule but lost to a higher-priority one has Reason ReasonLowerPriority.
 type Candidate struct {
-	ID       int64  `json:"id"`
-	Name     string `json:"name"`
-	Priority int    `json:"priority"`
-	Eligible bool   `json:"eligible"`
-	Reason   Reason `json:"reason,omitempty"`
+	ID       int64
+	Name     string
+	Priority int
+	Eligible bool
+	Reason   Reason
 }
 
 // Explain runs the same checks as Select and returns, besides the popup Select would choose,

@@ -35,8 +35,24 @@ type publicPopup struct {
 	Content  string          `json:"content"`
 	ImageURL string          `json:"image_url"`
 	LinkURL  string          `json:"link_url"`
-	Buttons  []popup.Button  `json:"buttons"`
+	Buttons  []publicButton  `json:"buttons"`
 	Ext      json.RawMessage `json:"ext"`
+}
+
+// publicButton is a button as GET /api/v1/popup shows it.
+type publicButton struct {
+	Text    string `json:"text"`
+	LinkURL string `json:"link_url"`
+}
+
+// toPublic is p as GET /api/v1/popup shows it; buttons is [] when there are none, never null.
+func toPublic(p *popup.Popup) publicPopup {
+	buttons := make([]publicButton, len(p.Buttons))
+	for i, b := range p.Buttons {
+		buttons[i] = publicButton{Text: b.Text, LinkURL: b.LinkURL}
+	}
+	return publicPopup{ID: p.ID, Title: p.Title, Content: p.Content, ImageURL: p.ImageURL,
+		LinkURL: p.LinkURL, Buttons: buttons, Ext: p.Ext}
 }
 
 // Build compiles popups into a snapshot of version, links checked against the default allow-list
@@ -60,8 +76,7 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 			continue
 		}
 		cp := &c.Popup // Compile normalised it: buttons [] and ext {} when absent
-		body, err := json.Marshal(publicPopup{ID: cp.ID, Title: cp.Title, Content: cp.Content, ImageURL: cp.ImageURL,
-			LinkURL: cp.LinkURL, Buttons: cp.Buttons, Ext: cp.Ext})
+		body, err := json.Marshal(toPublic(cp))
 		if err != nil {
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: encode: %w", p.ID, err))
 			continue

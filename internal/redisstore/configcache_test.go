@@ -1,0 +1,136 @@
+package redisstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
+)
+
+// oldConfigBlob is a config blob as builds before the blob had its own type wrote it
+// (json.Marshal of []popup.Popup with the domain's tags), with every field set. Old and new
+// instances read each other's blob during a rolling deploy, so it must decode unchanged.
+const oldConfigBlob = `[{"id":7,"revision":3,"name":"spring-sale","status":"active","priority":5,` +
+	`"start_at":"2026-03-01T00:00:00Z","end_at":"2026-04-01T00:00:00.5Z",` +
+	`"targeting":{"platforms":["ios","android"],"min_app_version":"8.1.0","max_app_version":"9.0.0",` +
+	`"regions":["cn","us"],"langs":["zh"],"rollout_percent":40,"uids":["vip-1","vip-2"]},` +
+	`"reshow_after_seconds":3600,"click_cooldown_seconds":-1,"close_cooldown_seconds":7200,"max_impressions":3,` +
+	`"title":"Spring","content":"Up to 50% off","image_url":"https://cdn.example.com/s.png","link_url":"app://sale",` +
+	`"buttons":[{"text":"Open","link_url":"app://sale/open"},{"text":"Later","link_url":""}],` +
+	`"ext":{"theme":"dark","n":[1,2]},` +
+	`"created_at":"2026-02-01T10:00:00.123Z","updated_at":"2026-02-02T11:30:00Z"},` +
+	`{"id":8,"revision":1,"name":"plain","status":"paused","priority":0,"start_at":null,"end_at":null,` +
+	`"targeting":{"platforms":[],"min_app_version":"","max_app_version":"","regions":[],"langs":[],"rollout_percent":100,"uids":[]},` +
+	`"reshow_after_seconds":86400,"click_cooldown_seconds":0,"close_cooldown_seconds":86400,"max_impressions":0,` +
+	`"title":"","content":"","image_url":"","link_url":"","buttons":[],"ext":{},` +
+	`"created_at":"2026-02-03T00:00:00Z","updated_at":"2026-02-03T00:00:00Z"}]`
+
+func configBlobPopups() []popup.Popup {
+	at := func(s string) time.Time {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	start, end := at("2026-03-01T00:00:00Z"), at("2026-04-01T00:00:00.5Z")
+	return []popup.Popup{{
+		ID: 7, Revision: 3, Name: "spring-sale", Status: popup.StatusActive, Priority: 5, StartAt: &start, EndAt: &end,
+		Targeting: popup.Targeting{Platforms: []string{"ios", "android"}, MinAppVersion: "8.1.0", MaxAppVersion: "9.0.0",
+			Regions: []string{"cn", "us"}, Langs: []string{"zh"}, RolloutPercent: 40, UIDs: []string{"vip-1", "vip-2"}},
+		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3,
+		Title: "Spring", Content: "Up to 50% off", ImageURL: "https://cdn.example.com/s.png", LinkURL: "app://sale",
+		Buttons:   []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}, {Text: "Later"}},
+		Ext:       json.RawMessage(`{"theme":"dark","n":[1,2]}`),
+		CreatedAt: at("2026-02-01T10:00:00.123Z"), UpdatedAt: at("2026-02-02T11:30:00Z"),
+	}, {
+		ID: 8, Revision: 1, Name: "plain", Status: popup.StatusPaused,
+		Targeting:          popup.Targeting{Platforms: []string{}, Regions: []string{}, Langs: []string{}, RolloutPercent: 100, UIDs: []string{}},
+		ReshowAfterSeconds: 86400, CloseCooldownSeconds: 86400, Buttons: []popup.Button{}, Ext: json.RawMessage(`{}`),
+		CreatedAt: at("2026-02-03T00:00:00Z"), UpdatedAt: at("2026-02-03T00:00:00Z"),
+	}}
+}
+
+func newConfigCache(t *testing.T) (*redisstore.ConfigCache, redisstore.Keys, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	keys := redisstore.Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}
+	return redisstore.NewConfigCache(testenv.Redis(t), keys), keys, ctx
+}
+
+func TestConfigCacheReadsTheBlobOlderBuildsWrote(t *testing.T) {
+	cache, keys, ctx := newConfigCache(t)
+	rdb := testenv.Redis(t)
+	require.NoError(t, rdb.Set(ctx, keys.ConfigBlob(), oldConfigBlob, 0).Err())
+	require.NoError(t, rdb.Set(ctx, keys.ConfigVersion(), 12, 0).Err())
+
+	version, got, found, err := cache.Load(ctx)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.EqualValues(t, 12, version)
+	assert.Equal(t, configBlobPopups(), got)
+}
+
+func TestConfigBlobKeysStayCompatible(t *testing.T) {
+	cache, keys, ctx := newConfigCache(t)
+	held, err := cache.Publish(ctx, 5, configBlobPopups())
+	require.NoError(t, err)
+	require.EqualValues(t, 5, held)
+
+	blob, err := testenv.Redis(t).Get(ctx, keys.ConfigBlob()).Result()
+	require.NoError(t, err)
+	// The same document, hence the same keys at every level, as the old encoding...
+	assert.JSONEq(t, oldConfigBlob, blob)
+	// ...and spelled out, so that a renamed key names itself in the failure.
+	assert.Equal(t, objectKeys(t, oldConfigBlob), objectKeys(t, blob))
+
+	_, got, found, err := cache.Load(ctx)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, configBlobPopups(), got)
+}
+
+func TestConfigCacheRefusesABrokenBlob(t *testing.T) {
+	cache, keys, ctx := newConfigCache(t)
+	rdb := testenv.Redis(t)
+	// json-iterator alone accepts a raw control character in a string; the cache must not.
+	require.NoError(t, rdb.Set(ctx, keys.ConfigBlob(), "[{\"id\":1,\"name\":\"a\x01b\"}]", 0).Err())
+	require.NoError(t, rdb.Set(ctx, keys.ConfigVersion(), 1, 0).Err())
+
+	_, _, _, err := cache.Load(ctx)
+	assert.ErrorContains(t, err, "decode config cache")
+}
+
+// objectKeys lists every object key of a JSON document with its path, sorted: "[].targeting.uids".
+func objectKeys(t *testing.T, doc string) []string {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal([]byte(doc), &v))
+	seen := map[string]bool{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				seen[path+"."+k] = true
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(path+"[]", e)
+			}
+		}
+	}
+	walk("", v)
+	return slices.Sorted(maps.Keys(seen))
+}
