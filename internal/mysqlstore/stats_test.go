@@ -261,6 +261,7 @@ func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 
 	applied, err := mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
+	require.NotEmpty(t, applied)
 	assert.Equal(t, int64(3), applied[0], "version 3 first, then the later ones")
 	again, err := mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
