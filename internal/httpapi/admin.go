@@ -64,6 +64,7 @@ func (a *Admin) Router() (*gin.Engine, error) {
 		return nil, ErrNoToken
 	}
 	r := newEngine(a.Log)
+	r.Use(serveConsole()) // before auth: the console's static files (console.go)
 	r.Use(a.auth)
 	v1 := r.Group("/admin/v1")
 	v1.POST("/popups", a.create)
