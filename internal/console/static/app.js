@@ -10,6 +10,9 @@ const signoutBtn = document.getElementById('signout');
 const toastEl = document.getElementById('toast');
 const PAGE = 50;
 
+// setKids replaces el's children, skipping the null and false of optional parts.
+const setKids = (el, ...children) => el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+
 let signInNotice = '';
 setUnauthorizedHandler(() => {
   token.clear();
@@ -34,7 +37,7 @@ function toast(msg) {
 function screen(title, ...children) {
   document.title = title + ' — Popup console';
   const h1 = h('h1', { tabindex: '-1', id: 'page-title' }, title);
-  main.replaceChildren(h1, ...children);
+  setKids(main, h1, ...children);
   h1.focus();
   return h1;
 }
@@ -73,7 +76,10 @@ const routes = [
   [/^#\/import$/, () => importScreen()],
 ];
 
+let navSeq = 0; // a screen that loads asynchronously renders only if no navigation came after
+
 function route() {
+  navSeq++;
   const signedIn = !!token.get();
   nav.hidden = !signedIn;
   signoutBtn.hidden = !signedIn;
@@ -102,7 +108,7 @@ function signInScreen() {
       input,
       h('p', { id: 'token-help', class: 'help' }, 'The bearer token of the admin API (after make up: .local/admin-token). It is kept in this browser tab only and cleared by Sign out.'),
       err),
-    h('button', { type: 'submit' }, 'Sign in'));
+    h('button', { type: 'submit', id: 'signin' }, 'Sign in'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const t = input.value.trim();
@@ -195,7 +201,7 @@ async function listScreen() {
     if (cursor) params.set('cursor', cursor);
     const [r, stats] = await Promise.all([api('GET', '/admin/v1/popups?' + params), loadListStats()]);
     results.setAttribute('aria-busy', 'false');
-    if (!r.ok) return results.replaceChildren(alertBox(errorText(r)));
+    if (!r.ok) return setKids(results, alertBox(errorText(r)));
     let rows = r.body.popups || [];
     let next = r.body.next ?? null;
     if (!('next' in r.body)) {
@@ -229,7 +235,7 @@ async function listScreen() {
       h('button', { type: 'button', class: 'secondary', disabled: listState.page === 0, onclick: () => { listState.page--; renderPage(); } }, 'Previous page'),
       h('span', {}, `Page ${listState.page + 1}`),
       h('button', { type: 'button', class: 'secondary', disabled: !next, onclick: () => { listState.cursors[listState.page + 1] = next; listState.page++; renderPage(); } }, 'Next page'));
-    results.replaceChildren(
+    setKids(results, 
       stats.available ? null : alertBox('Stats: not available on this server.', 'info'),
       rows.length ? table : h('p', {}, 'No popups match.'),
       pager);
@@ -267,8 +273,10 @@ function numInput(name, value, attrs = {}) {
 async function editScreen(id) {
   let current = null; // the stored popup, for an edit
   let etag = null;
+  const seq = navSeq;
   if (id) {
     const r = await api('GET', '/admin/v1/popups/' + id);
+    if (seq !== navSeq) return;
     if (!r.ok) return screen('Popup #' + id, alertBox(errorText(r)));
     current = r.body; etag = r.etag;
   }
@@ -361,7 +369,7 @@ async function editScreen(id) {
     utcNote.textContent = `Stored as UTC: start ${b.start_at || 'open'}, end ${b.end_at || 'open'}.`;
   }
 
-  const form = h('form', { id: 'popup-form', novalidate: true },
+  const form = h('form', { id: 'popup-form', novalidate: true, 'data-id': current?.id ?? 'new', 'data-revision': current?.revision ?? 0 },
     errSummary,
     h('fieldset', {}, h('legend', {}, 'Basics'),
       field('f-name', 'Name', f.name, 'Unique among popups that are not archived.'),
@@ -402,7 +410,7 @@ async function editScreen(id) {
   form.addEventListener('submit', (ev) => { ev.preventDefault(); save(); });
 
   function clearErrors() {
-    errSummary.replaceChildren();
+    setKids(errSummary, );
     for (const el of form.querySelectorAll('[aria-invalid]')) {
       el.removeAttribute('aria-invalid');
       el.setAttribute('aria-describedby', (el.getAttribute('aria-describedby') || '').split(' ').filter((x) => !x.endsWith('-err')).join(' '));
@@ -441,7 +449,7 @@ async function editScreen(id) {
       } else items.push(h('li', {}, msg));
     }
     const text = localFields ? 'Fix the fields below.' : errorText(r);
-    errSummary.replaceChildren(h('div', { class: 'alert error', role: 'alert' },
+    setKids(errSummary, h('div', { class: 'alert error', role: 'alert' },
       h('p', {}, r?.status === 412 ? text : (fields.length ? 'The popup was not saved: ' + fields.length + ' field' + (fields.length > 1 ? 's need' : ' needs') + ' fixing.' : text)),
       items.length ? h('ul', {}, items) : null,
       r?.status === 412 ? h('button', { type: 'button', onclick: () => route() }, 'Reload the popup') : null));
@@ -510,7 +518,7 @@ function renderPreview(box, p) {
       : h('p', { class: 'pv-noimg' }, 'Image not previewed: only https images are shown here.'))
     : null;
   const buttons = (p.buttons || []).filter((b) => b.text).map((b) => h('span', { class: 'pv-btn', title: b.link_url }, b.text));
-  box.replaceChildren(h('div', { class: 'frame', 'aria-label': 'Device preview', role: 'group' },
+  setKids(box, h('div', { class: 'frame', 'aria-label': 'Device preview', role: 'group' },
     h('div', { class: 'screen' },
       h('div', { class: 'pv-card' },
         h('span', { class: 'pv-close', 'aria-hidden': 'true' }, '×'),
@@ -523,10 +531,10 @@ function renderPreview(box, p) {
 function statsSection(id) {
   const box = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
   api('GET', `/admin/v1/popups/${id}/stats`).then((r) => {
-    if (!r.ok) return box.replaceChildren(alertBox('Stats: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+    if (!r.ok) return setKids(box, alertBox('Stats: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
     const t = r.body.totals || {};
     const days = r.body.days || [];
-    box.replaceChildren(
+    setKids(box, 
       h('p', {}, `Impressions ${t.impressions ?? 0}, clicks ${t.clicks ?? 0}, closes ${t.closes ?? 0}, CTR ${fmtPct(t.ctr)}, users reached ${t.users_reached ?? 0}.`),
       sparkline(days.map((d) => d.impressions), 'Daily impressions: ' + days.map((d) => d.impressions).join(', ')),
       h('table', {}, h('caption', { class: 'sr-only' }, 'Daily numbers'),
@@ -540,9 +548,9 @@ function statsSection(id) {
 function historySection(current) {
   const box = h('div', { id: 'history' }, h('p', { class: 'muted' }, 'Loading…'));
   api('GET', `/admin/v1/popups/${current.id}/history`).then((r) => {
-    if (!r.ok) return box.replaceChildren(alertBox('History: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+    if (!r.ok) return setKids(box, alertBox('History: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
     const revs = (r.body.revisions || []).slice().sort((a, b) => b.revision - a.revision);
-    box.replaceChildren(h('ol', { class: 'revisions', reversed: true }, revs.map((rev, i) => {
+    setKids(box, h('ol', { class: 'revisions', reversed: true }, revs.map((rev, i) => {
       const older = revs[i + 1];
       const isCurrent = rev.revision === current.revision;
       return h('li', { 'data-revision': rev.revision },
@@ -621,14 +629,14 @@ function renderState(r) {
 function explainScreen() {
   const u = userFields('x');
   const out = h('div', { id: 'explain-out', 'aria-live': 'polite' });
-  const form = h('form', { class: 'card', novalidate: true }, u.row, h('button', { type: 'submit' }, 'Explain'));
+  const form = h('form', { class: 'card', novalidate: true }, u.row, h('button', { type: 'submit', id: 'explain' }, 'Explain'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const v = u.values();
     const qs = new URLSearchParams(Object.entries(v).filter(([, x]) => x));
-    out.replaceChildren(h('p', { class: 'muted' }, 'Asking…'));
+    setKids(out, h('p', { class: 'muted' }, 'Asking…'));
     const [pr, sr] = await Promise.all([api('GET', '/admin/v1/preview?' + qs), v.uid ? api('GET', '/admin/v1/users/' + encodeURIComponent(v.uid) + '/state') : null]);
-    out.replaceChildren(
+    setKids(out, 
       h('section', { 'aria-labelledby': 'decision-h' }, h('h2', { id: 'decision-h' }, 'Decision'), renderExplain(pr)),
       sr ? h('section', { 'aria-labelledby': 'state-h' }, h('h2', { id: 'state-h' }, 'User state'), renderState(sr)) : null);
   });
@@ -644,7 +652,7 @@ function draftExplainSection(body) {
     ev.preventDefault();
     const b = body();
     const r = await api('POST', '/admin/v1/preview', { ...u.values(), popup: { ...b, ext: b.ext ?? {} } });
-    out.replaceChildren(renderExplain(r, 'This draft'));
+    setKids(out, renderExplain(r, 'This draft'));
   });
   return h('section', { 'aria-labelledby': 'draft-h' },
     h('h2', { id: 'draft-h' }, 'Try the draft on a user'),
@@ -661,7 +669,7 @@ function auditScreen() {
   let before = '';
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log', novalidate: true },
     field('a-popup', 'Popup id', popupIn), field('a-actor', 'Operator', actorIn), h('button', { type: 'submit' }, 'Apply filter'));
-  form.addEventListener('submit', (ev) => { ev.preventDefault(); before = ''; list.replaceChildren(); load(); });
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); before = ''; setKids(list, ); load(); });
   const more = h('button', { type: 'button', class: 'secondary', hidden: true, onclick: () => load() }, 'Older entries');
   async function load() {
     const qs = new URLSearchParams({ limit: String(PAGE) });
@@ -669,7 +677,7 @@ function auditScreen() {
     if (actorIn.value.trim()) qs.set('actor', actorIn.value.trim());
     if (before) qs.set('before', before);
     const r = await api('GET', '/admin/v1/audit?' + qs);
-    if (!r.ok) { more.hidden = true; return list.replaceChildren(alertBox('Audit log: ' + errorText(r), notAvailable(r) ? 'info' : 'error')); }
+    if (!r.ok) { more.hidden = true; return setKids(list, alertBox('Audit log: ' + errorText(r), notAvailable(r) ? 'info' : 'error')); }
     const entries = r.body.entries || [];
     if (!entries.length && !before) list.append(h('p', {}, 'No entries.'));
     for (const e of entries) {
@@ -699,25 +707,25 @@ function importScreen() {
 
   async function exportAll() {
     const r = await api('GET', '/admin/v1/export');
-    if (!r.ok) return exportOut.replaceChildren(alertBox('Export: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+    if (!r.ok) return setKids(exportOut, alertBox('Export: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
     const blob = new Blob([JSON.stringify(r.body, null, 2)], { type: 'application/json' });
     const a = h('a', { href: URL.createObjectURL(blob), download: `popups-${isoDay(new Date())}.json` }, 'Download the export');
-    exportOut.replaceChildren(h('p', {}, `${(r.body.popups || []).length} popups exported. `, a));
+    setKids(exportOut, h('p', {}, `${(r.body.popups || []).length} popups exported. `, a));
     a.focus();
   }
 
   async function run(dryRun) {
     let body;
-    try { body = JSON.parse(text.value); } catch { return out.replaceChildren(alertBox('The import is not valid JSON.')); }
+    try { body = JSON.parse(text.value); } catch { return setKids(out, alertBox('The import is not valid JSON.')); }
     if (!dryRun && !await confirmDialog('Apply the import?', 'Every popup in the file is created or updated in one step.', 'Apply import')) return;
     const r = await api('POST', '/admin/v1/import?dry_run=' + dryRun, body);
     if (!r.ok) {
       applyBtn.disabled = true;
       const fields = r.body?.error?.fields || [];
-      return out.replaceChildren(alertBox(h('div', {}, h('p', {}, 'Import: ' + errorText(r)), fields.length ? h('ul', {}, fields.map((f) => h('li', {}, `${f.field}: ${f.message}`))) : null), notAvailable(r) ? 'info' : 'error'));
+      return setKids(out, alertBox(h('div', {}, h('p', {}, 'Import: ' + errorText(r)), fields.length ? h('ul', {}, fields.map((f) => h('li', {}, `${f.field}: ${f.message}`))) : null), notAvailable(r) ? 'info' : 'error'));
     }
     const b = r.body;
-    out.replaceChildren(alertBox(`${b.dry_run ? 'Dry run: would create' : 'Imported: created'} ${b.created}, ${b.dry_run ? 'update' : 'updated'} ${b.updated}, ${b.unchanged} unchanged.`, 'info'));
+    setKids(out, alertBox(`${b.dry_run ? 'Dry run: would create' : 'Imported: created'} ${b.created}, ${b.dry_run ? 'update' : 'updated'} ${b.updated}, ${b.unchanged} unchanged.`, 'info'));
     applyBtn.disabled = !b.dry_run;
     if (!b.dry_run) { applyBtn.disabled = true; statsCache.at = 0; }
   }

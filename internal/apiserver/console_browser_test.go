@@ -1,0 +1,391 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The operator console (internal/console) driven in a real headless Chromium against a real
+// popup-api on MariaDB and Redis. scripts/test.sh installs Chromium (Debian's package) and
+// axe-core (npm, package-lock.json) first; without them these tests fail, they never skip.
+// POPUP_SCREENSHOTS=1 also writes the screenshots of docs/screenshots/.
+
+// browser is one headless Chromium tab on the console of in.
+type browser struct {
+	t      *testing.T
+	ctx    context.Context
+	origin string
+	axe    string
+
+	mu       sync.Mutex
+	problems []string // console errors, exceptions, CSP refusals
+	requests []string // every URL the page asked for
+}
+
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("POPUP_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("Chromium is not installed: `apt-get install -y chromium` (scripts/test.sh installs it), or set POPUP_CHROMIUM")
+	return ""
+}
+
+func axeSource(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../node_modules/axe-core/axe.min.js")
+	require.NoError(t, err, "axe-core is not installed: run `npm ci` at the repository root (scripts/test.sh does)")
+	return string(raw)
+}
+
+func newBrowser(t *testing.T, in *instance) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 1000),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	b := &browser{t: t, ctx: ctx, origin: "http://" + in.admin, axe: axeSource(t)}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			b.problems = append(b.problems, "exception: "+e.ExceptionDetails.Error())
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.APITypeError || e.Type == runtime.APITypeWarning {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				b.problems = append(b.problems, "console "+string(e.Type)+": "+strings.Join(parts, " "))
+			}
+		case *network.EventRequestWillBeSent:
+			b.requests = append(b.requests, e.Request.URL)
+		}
+	})
+	require.NoError(t, chromedp.Run(ctx, network.Enable()))
+	t.Cleanup(b.checkClean)
+	return b
+}
+
+// checkClean: no script error, no request to another origin, the token in no URL.
+func (b *browser) checkClean() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Empty(b.t, b.problems, "the page logged errors")
+	for _, u := range b.requests {
+		if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") {
+			continue
+		}
+		assert.True(b.t, strings.HasPrefix(u, b.origin+"/"), "request to another origin: %s", u)
+		assert.NotContains(b.t, u, token, "the token is in a URL")
+	}
+}
+
+func (b *browser) run(actions ...chromedp.Action) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	require.NoError(b.t, chromedp.Run(ctx, actions...))
+}
+
+// text waits for sel and returns its text.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	var s string
+	b.run(chromedp.WaitVisible(sel), chromedp.Text(sel, &s))
+	return s
+}
+
+// eval evaluates a JavaScript expression (awaiting a promise) into out.
+func (b *browser) eval(expr string, out any) {
+	b.t.Helper()
+	b.run(chromedp.Evaluate(expr, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+}
+
+// fill sets an input's value as a paste would, firing input and change.
+func (b *browser) fill(sel, value string) {
+	b.t.Helper()
+	v, _ := json.Marshal(value)
+	s, _ := json.Marshal(sel)
+	b.run(chromedp.WaitVisible(sel), chromedp.Evaluate(fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s;
+		el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); })()`, s, v), nil))
+}
+
+// waitFor polls a JavaScript condition until it is true.
+func (b *browser) waitFor(cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var ok bool
+		b.eval("!!("+cond+")", &ok)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			var body string
+			b.eval(`document.querySelector('main').innerText.slice(0, 2000)`, &body)
+			b.t.Fatalf("timed out waiting for %s; the page shows:\n%s", cond, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// axe runs axe-core on the page as it is and fails on any serious or critical violation.
+func (b *browser) axeCheck(screen string) {
+	b.t.Helper()
+	var loaded bool
+	b.eval(`typeof window.axe === 'object'`, &loaded)
+	if !loaded {
+		b.run(chromedp.Evaluate(b.axe, nil))
+	}
+	var vs []axeViolation
+	b.eval(`axe.run(document, {resultTypes: ['violations']}).then(r => r.violations
+		.filter(v => v.impact === 'serious' || v.impact === 'critical')
+		.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))})))`, &vs)
+	assert.Empty(b.t, vs, "axe: serious or critical violations on the %s screen", screen)
+}
+
+// shot writes docs/screenshots/<name>.png when POPUP_SCREENSHOTS=1.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	if os.Getenv("POPUP_SCREENSHOTS") != "1" {
+		return
+	}
+	var png []byte
+	b.run(chromedp.FullScreenshot(&png, 100))
+	dir := "../../docs/screenshots"
+	require.NoError(b.t, os.MkdirAll(dir, 0o755))
+	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+func (b *browser) signIn() {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
+	b.fill("#token", token)
+	b.run(chromedp.Click("#signin", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
+}
+
+// publicPopup polls GET /api/v1/popup for uid until want(popup) holds (a change is served within 2 s).
+func (in *instance) publicPopup(t *testing.T, uid string, want func(p map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, res := in.get(t, "uid="+uid+"&platform=ios&app_version=9.0.0")
+		p, _ := res.Body["popup"].(map[string]any)
+		if want(p) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /api/v1/popup for %s never served the expected popup; last: %s", uid, res.Raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createThroughForm fills the new-popup form, first with a bad rollout percent (the API's field
+// error must show at the field), then fixes it and saves; it returns the new popup's id.
+func (b *browser) createThroughForm(name, title string) int64 {
+	t := b.t
+	t.Helper()
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/new"))
+	b.waitFor(`document.querySelector('#popup-form')`)
+	b.fill("#f-name", name)
+	b.fill("#f-status", "active")
+	b.fill("#f-priority", "50")
+	b.fill("#f-uids", "qa-device-1")
+	// typed key by key: the preview follows every keystroke
+	b.run(chromedp.SendKeys("#f-title", title))
+	assert.Equal(t, title, b.text("#preview .pv-title"))
+	b.fill("#f-content", "Up to 40% off this week.")
+	b.run(chromedp.Click(`//button[text()="Add button"]`, chromedp.BySearch))
+	b.fill("#buttons-list [name=button-text]", "Shop now")
+	b.fill("#buttons-list [name=button-link]", "https://shop.example/sale")
+	b.fill("#f-ext", `{"campaign": "winter"}`)
+	assert.Equal(t, "Shop now", b.text("#preview .pv-btn"))
+	assert.Contains(t, b.text("#preview .pv-content"), "40% off")
+	var phone, web string
+	b.eval(`getComputedStyle(document.querySelector('#preview .screen')).width`, &phone)
+	b.run(chromedp.Click(`input[name=device][value=web]`))
+	b.eval(`getComputedStyle(document.querySelector('#preview .screen')).width`, &web)
+	assert.NotEqual(t, phone, web, "the web frame is not the phone frame")
+	b.run(chromedp.Click(`input[name=device][value=phone]`))
+
+	// a bad value: the API's 400 names the field, shown at the field
+	b.fill("#f-rollout", "150")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#f-rollout[aria-invalid=true]')`)
+	var described string
+	b.eval(`document.querySelector('#f-rollout').getAttribute('aria-describedby')`, &described)
+	assert.Contains(t, described, "f-rollout-err")
+	assert.NotEmpty(t, b.text("#f-rollout-err"))
+	assert.Contains(t, b.text("#form-errors"), "targeting.rollout_percent")
+	var focused string
+	b.eval(`document.activeElement.id`, &focused)
+	assert.Equal(t, "f-rollout", focused, "focus goes to the first invalid field")
+	b.shot("edit-field-error")
+
+	b.fill("#f-rollout", "100")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#popup-form[data-revision="1"]')`)
+	var hash string
+	b.eval(`location.hash`, &hash)
+	var id int64
+	_, err := fmt.Sscanf(hash, "#/popups/%d", &id)
+	require.NoError(t, err)
+	assert.Equal(t, itoa(id), b.attr("#popup-form", "data-id"))
+	return id
+}
+
+func TestConsoleInBrowser(t *testing.T) {
+	in := start(t, testConfig(t), nil)
+	b := newBrowser(t, in)
+
+	// the static files load without the token, with the security headers
+	res, err := in.client.Get("http://" + in.admin + "/admin/ui/")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Contains(t, res.Header.Get("Content-Security-Policy"), "script-src 'self'")
+
+	// sign-in: a wrong token is refused with the API's 401
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
+	b.axeCheck("sign-in")
+	b.fill("#token", "not-the-token")
+	b.run(chromedp.Click("#signin", chromedp.ByQuery))
+	assert.Contains(t, b.text("#token-error"), "Wrong token")
+	var stored string
+	b.eval(`sessionStorage.getItem('popup-admin-token') || ''`, &stored)
+	assert.Empty(t, stored)
+	b.fill("#token", token)
+	b.run(chromedp.Click("#signin", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
+	b.eval(`sessionStorage.getItem('popup-admin-token')`, &stored)
+	assert.Equal(t, token, stored)
+	b.axeCheck("popup list")
+
+	id := b.createThroughForm("winter sale", "Winter sale")
+	b.axeCheck("edit")
+	p := in.publicPopup(t, "u-1", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale" })
+	assert.Equal(t, float64(id), p["id"])
+	assert.Equal(t, "Shop now", p["buttons"].([]any)[0].(map[string]any)["text"])
+	assert.Equal(t, map[string]any{"campaign": "winter"}, p["ext"])
+
+	// edit: the title changes, the public API serves it
+	b.fill("#f-title", "Winter sale: last days")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#toast').textContent.includes('Saved revision 2') && document.querySelector('#popup-form[data-revision="2"]')`)
+	in.publicPopup(t, "u-2", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale: last days" })
+	b.shot("edit")
+
+	// the list shows it
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
+	b.waitFor(`document.querySelector('#popup-results[aria-busy=false] #popup-table')`)
+	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(id)+`"]`), "winter sale")
+	b.shot("list")
+
+	// explain for a user: chosen for one uid, then shown again after its impression? no: reshow
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
+	b.fill("#x-uid", "u-1")
+	b.fill("#x-version", "9.0.0")
+	b.run(chromedp.Click("#explain", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#explain-out .candidates')`)
+	assert.Contains(t, b.text("#explain-out .verdict"), "no popup", "u-1 saw it a moment ago: reshow")
+	assert.Equal(t, "reshow", b.attr(`#explain-out td[data-reason]`, "data-reason"))
+	assert.Contains(t, b.text("#explain-out"), "Popups shown to this user today: 1")
+	b.fill("#x-uid", "u-new")
+	b.run(chromedp.Click("#explain", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#explain-out .verdict') && document.querySelector('#explain-out .verdict').textContent.includes('#` + itoa(id) + `')`)
+	b.axeCheck("explain")
+	b.shot("explain")
+
+	// pause with If-Match; a stale ETag is a 412 shown as "changed by someone else"
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id)))
+	b.waitFor(`document.querySelector('#popup-form[data-revision="2"] #pause')`)
+	in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), map[string]any{"name": "winter sale", "status": "active", "title": "changed elsewhere",
+		"buttons": []map[string]any{{"text": "Shop now", "link_url": "https://shop.example/sale"}}, "targeting": map[string]any{"uids": []string{"qa-device-1"}}, "priority": 50})
+	b.run(chromedp.Click("#pause", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#form-errors .alert')`)
+	assert.Contains(t, b.text("#form-errors"), "changed by someone else")
+	b.run(chromedp.Click(`//button[text()="Reload the popup"]`, chromedp.BySearch))
+	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]') && document.querySelector('#f-title').value === 'changed elsewhere'`)
+	b.run(chromedp.Click("#pause", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#toast').textContent.includes('Paused')`)
+	in.publicPopup(t, "u-3", func(p map[string]any) bool { return p == nil })
+
+	// duplicate: a new draft, not saved until Create
+	b.waitFor(`document.querySelector('#popup-form[data-revision="4"] #duplicate')`)
+	b.run(chromedp.Click("#duplicate", chromedp.ByQuery))
+	b.waitFor(`location.hash === '#/popups/new' && document.querySelector('#f-name') && document.querySelector('#f-name').value === 'winter sale (copy)'`)
+	var status string
+	b.eval(`document.querySelector('#f-status').value`, &status)
+	assert.Equal(t, "draft", status)
+
+	// import/export screen renders (the endpoints may be absent: "not available")
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/import"))
+	b.waitFor(`document.querySelector('#import-dry')`)
+	b.axeCheck("import/export")
+
+	// keyboard: every control is reachable with Tab and shows a focus ring
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
+	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
+	var unreachable []string
+	b.eval(`[...document.querySelectorAll('a[href], button:not([disabled]), input, select, textarea')]
+		.filter(el => el.offsetParent !== null && el.tabIndex < 0).map(el => el.outerHTML.slice(0, 80))`, &unreachable)
+	assert.Empty(t, unreachable)
+
+	// sign-out clears the token
+	b.run(chromedp.Click("#signout", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#token')`)
+	b.eval(`sessionStorage.getItem('popup-admin-token') || ''`, &stored)
+	assert.Empty(t, stored)
+}
+
+func (b *browser) attr(sel, name string) string {
+	b.t.Helper()
+	var v string
+	var ok bool
+	b.run(chromedp.WaitVisible(sel), chromedp.AttributeValue(sel, name, &v, &ok))
+	return v
+}
