@@ -382,6 +382,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	assert.Empty(t, stored)
 }
 
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(raw)
+}
+
 func (b *browser) attr(sel, name string) string {
 	b.t.Helper()
 	var v string

@@ -504,7 +504,7 @@ async function editScreen(id) {
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
       h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewBox)),
-    draftExplainSection(body),
+    draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? statsSection(current.id) : null,
     current ? historySection(current) : null);
   update();
@@ -698,7 +698,7 @@ function auditScreen() {
 
 function importScreen() {
   const out = h('div', { id: 'import-out', 'aria-live': 'polite' });
-  const exportOut = h('div', { 'aria-live': 'polite' });
+  const exportOut = h('div', { id: 'export-out', 'aria-live': 'polite' });
   const fileIn = h('input', { type: 'file', accept: 'application/json,.json' });
   const text = h('textarea', { rows: 10, class: 'mono', spellcheck: 'false', name: 'import' });
   const applyBtn = h('button', { type: 'button', id: 'import-apply', disabled: true, onclick: () => run(false) }, 'Apply import');
