@@ -60,6 +60,10 @@ func axeSource(t *testing.T) string {
 
 func newBrowser(t *testing.T, in *instance) *browser {
 	t.Helper()
+	// an empty profile of its own, removed once Chromium has exited (t.TempDir's cleanup could
+	// run while Chromium still writes to it)
+	profile, err := os.MkdirTemp("", "popup-console-chromium-")
+	require.NoError(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -70,13 +74,27 @@ func newBrowser(t *testing.T, in *instance) *browser {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter"),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1440, 1000),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
+	// chromedp logs the CDP events it has no handler for (newer Chromium sends more); the rest is
+	// logged with the test
+	ctx, cancelC := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
+			t.Log("chromedp: " + msg)
+		}
+	}))
 	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	t.Cleanup(func() {
+		cancelT()
+		cancelC()
+		cancelA() // waits for Chromium to exit
+		if err := os.RemoveAll(profile); err != nil {
+			time.Sleep(500 * time.Millisecond)
+			_ = os.RemoveAll(profile) // best effort: a leftover temp profile harms nothing
+		}
+	})
 	b := &browser{t: t, ctx: ctx, origin: "http://" + in.admin, axe: axeSource(t)}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		b.mu.Lock()
@@ -186,14 +204,18 @@ func (b *browser) axeCheck(screen string) {
 	assert.Empty(b.t, vs, "axe: serious or critical violations on the %s screen", screen)
 }
 
-// shot writes docs/screenshots/<name>.png when POPUP_SCREENSHOTS=1.
-func (b *browser) shot(name string) {
+// shot writes docs/screenshots/<name>.png, the viewport scrolled to the element at (if not ""),
+// when POPUP_SCREENSHOTS=1.
+func (b *browser) shot(name, at string) {
 	b.t.Helper()
 	if os.Getenv("POPUP_SCREENSHOTS") != "1" {
 		return
 	}
+	sel, _ := json.Marshal(at)
+	b.run(chromedp.Evaluate(fmt.Sprintf(`(() => { document.getElementById('toast').textContent = '';
+		const el = %s && document.querySelector(%s); if (el) el.scrollIntoView({block: 'start'}); else window.scrollTo(0, 0); })()`, sel, sel), nil))
 	var png []byte
-	b.run(chromedp.FullScreenshot(&png, 100))
+	b.run(chromedp.CaptureScreenshot(&png))
 	dir := "../../docs/screenshots"
 	require.NoError(b.t, os.MkdirAll(dir, 0o755))
 	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
@@ -264,7 +286,7 @@ func (b *browser) createThroughForm(name, title string) int64 {
 	var focused string
 	b.eval(`document.activeElement.id`, &focused)
 	assert.Equal(t, "f-rollout", focused, "focus goes to the first invalid field")
-	b.shot("edit-field-error")
+	b.shot("edit-field-error", "#platforms")
 
 	b.fill("#f-rollout", "100")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
@@ -317,13 +339,28 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#toast').textContent.includes('Saved revision 2') && document.querySelector('#popup-form[data-revision="2"]')`)
 	in.publicPopup(t, "u-2", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale: last days" })
-	b.shot("edit")
+	b.shot("edit", "")
 
-	// the list shows it
+	// the list shows it, among others (their rows show status, window and targeting)
+	for _, p := range []map[string]any{
+		{"name": "app update nudge", "priority": 80, "title": "Update the app", "targeting": map[string]any{"platforms": []string{"android"},
+			"min_app_version": "8.0.0", "regions": []string{"cn"}, "rollout_percent": 25}},
+		{"name": "spring teaser", "status": "draft", "priority": 10, "title": "Spring is coming",
+			"start_at": "2027-03-01T00:00:00Z", "end_at": "2027-03-31T00:00:00Z"},
+		{"name": "holiday banner", "status": "paused", "priority": 5, "title": "Happy holidays", "targeting": map[string]any{"langs": []string{"en", "de"}}},
+	} {
+		in.createPopup(t, p)
+	}
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
 	b.waitFor(`document.querySelector('#popup-results[aria-busy=false] #popup-table')`)
 	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(id)+`"]`), "winter sale")
-	b.shot("list")
+	assert.Contains(t, b.text(`#popup-table`), "android · v8.0.0–* · regions cn · 25% rollout")
+	b.fill("#filter-status", "paused")
+	b.waitFor(`document.querySelectorAll('#popup-table tbody tr').length === 1`)
+	assert.Contains(t, b.text(`#popup-table tbody`), "holiday banner")
+	b.fill("#filter-status", "")
+	b.waitFor(`document.querySelectorAll('#popup-table tbody tr').length === 4`)
+	b.shot("list", "")
 
 	// explain for a user: chosen for one uid, then shown again after its impression? no: reshow
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
@@ -332,13 +369,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(chromedp.Click("#explain", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#explain-out .candidates')`)
 	assert.Contains(t, b.text("#explain-out .verdict"), "no popup", "u-1 saw it a moment ago: reshow")
-	assert.Equal(t, "reshow", b.attr(`#explain-out td[data-reason]`, "data-reason"))
+	assert.Equal(t, "reshow", b.attr(`#explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
 	assert.Contains(t, b.text("#explain-out"), "Popups shown to this user today: 1")
 	b.fill("#x-uid", "u-new")
 	b.run(chromedp.Click("#explain", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#explain-out .verdict') && document.querySelector('#explain-out .verdict').textContent.includes('#` + itoa(id) + `')`)
 	b.axeCheck("explain")
-	b.shot("explain")
+	b.shot("explain", "")
 
 	// pause with If-Match; a stale ETag is a 412 shown as "changed by someone else"
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id)))

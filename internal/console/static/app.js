@@ -191,7 +191,9 @@ async function listScreen() {
     h('p', {}, h('a', { href: '#/popups/new', class: 'button' }, 'New popup')),
     filters, results);
 
+  let pageSeq = 0; // only the newest request renders
   async function renderPage() {
+    const mine = ++pageSeq;
     results.setAttribute('aria-busy', 'true');
     const params = new URLSearchParams({ limit: String(PAGE) });
     if (listState.status) params.set('status', listState.status);
@@ -200,6 +202,7 @@ async function listScreen() {
     const cursor = listState.cursors[listState.page];
     if (cursor) params.set('cursor', cursor);
     const [r, stats] = await Promise.all([api('GET', '/admin/v1/popups?' + params), loadListStats()]);
+    if (mine !== pageSeq) return;
     results.setAttribute('aria-busy', 'false');
     if (!r.ok) return setKids(results, alertBox(errorText(r)));
     let rows = r.body.popups || [];
@@ -213,7 +216,7 @@ async function listScreen() {
       rows = rows.slice(start, start + PAGE);
     }
     const table = h('table', { class: 'popups', id: 'popup-table' },
-      h('caption', { class: 'sr-only' }, 'Popups, highest priority first'),
+      h('caption', { class: 'sr-only' }, 'Popups, by id'),
       h('thead', {}, h('tr', {}, ['Name', 'Status', 'Priority', 'Window', 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days']
         .map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows.map((p) => {
@@ -607,7 +610,7 @@ function renderExplain(r, draftLabel) {
     chosen ? prev : null,
     h('table', { class: 'candidates' }, h('caption', {}, 'Every active popup, in the order they are tried'),
       h('thead', {}, h('tr', {}, ['Popup', 'Priority', 'Eligible', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, (r.body.candidates || []).map((c) => h('tr', { class: c.eligible ? 'chosen' : '' },
+      h('tbody', {}, (r.body.candidates || []).map((c) => h('tr', { class: c.eligible ? 'chosen' : '', 'data-id': c.id },
         h('th', { scope: 'row' }, c.id > 0 ? h('a', { href: '#/popups/' + c.id }, `#${c.id} ${c.name || ''}`) : (draftLabel || `#${c.id} ${c.name || ''}`)),
         h('td', { class: 'num' }, c.priority ?? ''), h('td', {}, c.eligible ? 'yes' : 'no'),
         h('td', { 'data-reason': c.reason || '' }, REASONS[c.reason || ''] || c.reason))))));
@@ -671,12 +674,15 @@ function auditScreen() {
     field('a-popup', 'Popup id', popupIn), field('a-actor', 'Operator', actorIn), h('button', { type: 'submit' }, 'Apply filter'));
   form.addEventListener('submit', (ev) => { ev.preventDefault(); before = ''; setKids(list, ); load(); });
   const more = h('button', { type: 'button', class: 'secondary', hidden: true, onclick: () => load() }, 'Older entries');
+  let loadSeq = 0; // a filter applied while a page loads: only the newest request renders
   async function load() {
+    const mine = ++loadSeq;
     const qs = new URLSearchParams({ limit: String(PAGE) });
     if (popupIn.value.trim()) qs.set('popup_id', popupIn.value.trim());
     if (actorIn.value.trim()) qs.set('actor', actorIn.value.trim());
     if (before) qs.set('before', before);
     const r = await api('GET', '/admin/v1/audit?' + qs);
+    if (mine !== loadSeq) return;
     if (!r.ok) { more.hidden = true; return setKids(list, alertBox('Audit log: ' + errorText(r), notAvailable(r) ? 'info' : 'error')); }
     const entries = r.body.entries || [];
     if (!entries.length && !before) list.append(h('p', {}, 'No entries.'));
@@ -710,7 +716,7 @@ function importScreen() {
     if (!r.ok) return setKids(exportOut, alertBox('Export: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
     const blob = new Blob([JSON.stringify(r.body, null, 2)], { type: 'application/json' });
     const a = h('a', { href: URL.createObjectURL(blob), download: `popups-${isoDay(new Date())}.json` }, 'Download the export');
-    setKids(exportOut, h('p', {}, `${(r.body.popups || []).length} popups exported. `, a));
+    setKids(exportOut, h('p', {}, `${(r.body.popups || []).length} popup(s) exported. `, a));
     a.focus();
   }
 
