@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # bench-ab.sh VAR "V1 V2 ...": one stack (scripts/benchstack.sh), popup-api restarted with each
 # value of the environment variable VAR in turn, BENCH_ROUNDS rounds alternating, same wrk
-# settings: req/s, p99 and requests per API CPU-second for each. Used to keep or drop a hot-path
-# lever, e.g.  scripts/bench-ab.sh POPUP_REDIS_PIPELINES "0 1 4"
+# settings: req/s, p99 and requests per API CPU-second for each value and each mix, then the
+# median ratio of each value to the first one per mix. Used to keep or drop a hot-path lever, e.g.
+#   scripts/bench-ab.sh POPUP_REDIS_AUTOPIPELINE "true false"
+# BENCH_AB_MIXES ("read rec"): read = warm users, nothing to show (one Redis GET per request);
+#   rec = every GET shows the record popup (GET + record script + queued impression; the queue is
+#   drained before the next run).
 # BENCH_AB_OPEN_RATE=N adds, after each wrk run, an open-loop run at N req/s (benchtool openloop,
 # same duration) and prints its latency line: the tail at a fixed rate for each value.
 set -euo pipefail
@@ -11,8 +15,10 @@ root=$(pwd)
 var=$1; values=$2
 configs=${BENCH_CONFIGS:-20}
 export BENCH_UIDS=${BENCH_UIDS:-20000} BENCH_REGIONS=${BENCH_REGIONS:-8}
+unset BENCH_QUERY_REGION
 rounds=${BENCH_ROUNDS:-2}
 duration=${BENCH_DURATION:-8s}
+mixes=${BENCH_AB_MIXES:-read rec}
 log() { printf '[bench-ab] %s\n' "$*" >&2; }
 
 source scripts/benchstack.sh
@@ -23,19 +29,45 @@ restart_api() { # VALUE
   for _ in $(seq 1 100); do curl -fsS -o /dev/null "$api/readyz" 2>/dev/null && break; sleep 0.1; done
   wrk -t2 -c64 -d3s -s loadtest/bench.lua "$api" >/dev/null # warm the process up
 }
+degraded() { metrics | awk '/^popup_degraded_responses_total/ {n+=$2} END {printf "%d", n}'; }
+results="$run_dir/ab.txt"
 for r in $(seq 1 "$rounds"); do
   for v in $values; do
     restart_api "$v"
-    c0=$(cpu_ticks "$api_pid")
-    out=$(wrk -t2 -c64 -d"$duration" --latency -s loadtest/bench.lua "$api")
-    c1=$(cpu_ticks "$api_pid")
-    rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-    n=$(awk '/requests in/ {print $1}' <<<"$out")
-    p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-    bad=$(awk '/Non-2xx/ {n+=$NF} END {print n+0}' <<<"$out")
-    echo "round $r $var=$v: $rps req/s, p99 $p99, $(awk -v n="$n" -v c=$((c1 - c0)) -v t="$clk" 'BEGIN {printf "%d", n/(c/t)}') req/API-CPU-s, non-2xx $bad"
-    if [[ -n ${BENCH_AB_OPEN_RATE:-} ]]; then
-      echo "round $r $var=$v open loop: $(bin/benchtool openloop -url "$api" -rate "$BENCH_AB_OPEN_RATE" -duration "$duration" -uids "$BENCH_UIDS" -c "${BENCH_OPEN_CONNS:-64}")"
-    fi
+    for mix in $mixes; do
+      region=; [ "$mix" = rec ] && region=rec
+      c0=$(cpu_ticks "$api_pid"); d0=$(degraded)
+      out=$(BENCH_QUERY_REGION=$region wrk -t2 -c64 -d"$duration" --latency -s loadtest/bench.lua "$api")
+      c1=$(cpu_ticks "$api_pid"); d1=$(degraded)
+      rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+      n=$(awk '/requests in/ {print $1}' <<<"$out")
+      p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+      bad=$(awk '/Non-2xx/ {n+=$NF} END {print n+0}' <<<"$out")
+      per_cpu=$(awk -v n="$n" -v c=$((c1 - c0)) -v t="$clk" 'BEGIN {printf "%d", (c>0)?n/(c/t):0}')
+      # a degraded answer skipped Redis: cheap, and not an answer; a run with many is suspect
+      echo "round $r $mix $var=$v: $rps req/s, p99 $p99, $per_cpu req/API-CPU-s, non-2xx $bad, degraded $((d1 - d0))"
+      echo "$mix $v $rps $per_cpu" >>"$results"
+      if [[ -n ${BENCH_AB_OPEN_RATE:-} ]]; then
+        echo "round $r $mix $var=$v open loop: $(bin/benchtool openloop -url "$api" -rate "$BENCH_AB_OPEN_RATE" -duration "$duration" -uids "$BENCH_UIDS" -c "${BENCH_OPEN_CONNS:-64}")"
+      fi
+      [ "$mix" = rec ] && wait_drained
+    done
   done
 done
+# Ratios to the first value, per round (the rounds alternate, so neighbours share the machine's
+# mood), then their median: req/s and req per API CPU-second.
+first=${values%% *}
+echo "median ratio to $var=$first over $rounds rounds (req/s, req/API-CPU-s):"
+awk -v first="$first" -v vals="$values" -v mixes="$mixes" '
+  { k=$1 SUBSEP $2; n[k]++; rps[k, n[k]]=$3; cpu[k, n[k]]=$4 }
+  function median(a, m,   i, j, t) { for (i=1;i<=m;i++) for (j=i+1;j<=m;j++) if (a[j]<a[i]) {t=a[i];a[i]=a[j];a[j]=t}; return (m%2)?a[(m+1)/2]:(a[m/2]+a[m/2+1])/2 }
+  END {
+    nm=split(mixes, M, " "); nv=split(vals, V, " ")
+    for (i=1;i<=nm;i++) for (j=1;j<=nv;j++) {
+      f=M[i] SUBSEP first; k=M[i] SUBSEP V[j]; m=n[k]
+      delete r; delete c
+      for (x=1;x<=m;x++) { r[x]=rps[k,x]/rps[f,x]; c[x]=(cpu[f,x]>0)?cpu[k,x]/cpu[f,x]:0 }
+      lo=1e9; hi=0; for (x=1;x<=m;x++) { if (r[x]<lo) lo=r[x]; if (r[x]>hi) hi=r[x] }
+      printf "  %-5s %s: req/s x%.3f (range %.3f-%.3f), req/CPU-s x%.3f\n", M[i], V[j], median(r,m), lo, hi, median(c,m)
+    }
+  }' "$results"

@@ -36,7 +36,7 @@ trap cleanup EXIT
 start=$(date +%s)
 status=0
 POPUP_CHAOS=$mode POPUP_CHAOS_DIR="$dir" POPUP_CHAOS_RESULTS="$results" \
-  go test -tags chaos -count=1 -timeout "$timeout" $verbose -run "${CHAOS_RUN:-.}" ./internal/chaos || status=$?
+  go test -tags chaos,jsoniter -count=1 -timeout "$timeout" $verbose -run "${CHAOS_RUN:-.}" ./internal/chaos || status=$?
 took=$(( $(date +%s) - start ))
 
 echo "== chaos ($mode): $(grep -c '^CHAOS' "$results" || true) scenarios in ${took}s"

@@ -35,12 +35,12 @@ export POPUP_TEST_REDIS_ADDR="127.0.0.1:${redis_port}"
 export POPUP_TEST_RUN_DIR="$run_dir"
 
 echo "== go vet"
-go vet ./...
+go vet -tags jsoniter ./...
 echo "== go test"
 # -race by default (RACE=0 for benchmarks: the detector distorts timings)
 race=-race
 [ "${RACE:-1}" = 0 ] && race=
-go test $race -count=1 -timeout 15m ${GOTEST_FLAGS:-} ./...
+go test -tags jsoniter $race -count=1 -timeout 15m ${GOTEST_FLAGS:-} ./...
 
 echo "== go test (Redis Cluster, 3 masters)"
 # The Redis-facing packages again, against a local three-master Redis Cluster: several
@@ -48,7 +48,7 @@ echo "== go test (Redis Cluster, 3 masters)"
 read -r cl1 cl2 cl3 <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
 scripts/services.sh start-redis-cluster "$run_dir" "$cl1" "$cl2" "$cl3"
 POPUP_TEST_REDIS_ADDR="127.0.0.1:${cl1},127.0.0.1:${cl2},127.0.0.1:${cl3}" \
-  go test $race -count=1 -timeout 5m ./internal/redisstore/ ./internal/drain/ ./internal/apiserver/ ./cmd/popup-worker/
+  go test -tags jsoniter $race -count=1 -timeout 5m ./internal/redisstore/ ./internal/drain/ ./internal/apiserver/ ./cmd/popup-worker/
 
 echo "== fuzz smoke"
 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"

@@ -58,7 +58,7 @@ func workerBinary(t *testing.T) string {
 		if err != nil {
 			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 		}
-		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-tags", "jsoniter", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -232,7 +232,7 @@ type wantState struct {
 	imp  int
 }
 
-// TestWorkerLosesNothingWhenKilledRepeatedly is SPEC §6's promise under kill -9: 24,000 events
+// TestWorkerLosesNothingWhenKilledRepeatedly is the queue guarantee of docs/CONTRACT.md §6 under kill -9: 24,000 events
 // are queued while two worker processes are SIGKILLed at random moments and also kill themselves
 // between commit and acknowledgement; then clean workers drain. Every queued event must be in the
 // action log exactly once, the user state must be the max-merge of all events, and no processing

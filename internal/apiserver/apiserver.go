@@ -20,11 +20,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/coalesce"
 	"popupsvc/internal/config"
+	"popupsvc/internal/decide"
 	"popupsvc/internal/health"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/mysqlstore"
@@ -104,15 +106,23 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	// A dependency coming back is the moment a snapshot (or a newer one) can be had.
 	mysqlDep.OnUp, redisDep.OnUp = refresher.Kick, refresher.Kick
 
-	var batcher *redisstore.Batcher
-	if cfg.RedisPipelines > 0 {
-		batcher = redisstore.NewBatcher(rdb, cfg.RedisPipelines, 128, cfg.RedisTimeout)
+	var pipe *redis.AutoPipeliner
+	if cfg.RedisPipelining {
+		if pipe, err = rdb.AsyncAutoPipeline(); err != nil {
+			return fmt.Errorf("redis autopipeline: %w", err)
+		}
+		// It carries the Redis calls of the requests in flight: it closes (flushing what it
+		// holds) only after both listeners have shut down, when Run returns.
+		defer pipe.Close() //nolint:errcheck // nothing left to answer
 	}
-	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, batcher)
+	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, pipe)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
+	reg.MustRegister(local.Collectors()...)
+	decider := &decide.Decider{Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
+		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
 	public := &httpapi.Public{
-		Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
-		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Now: now, Log: log, Metrics: metrics,
+		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics,
 	}
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
@@ -132,7 +142,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return holder.Load().Version, nil
 	}}
 	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: repo, Users: users, Snapshots: holder,
-		DailyCap: cfg.UserDailyCap, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
+		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -154,17 +164,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	g.Go(func() error { return refresher.Run(gctx) })
 	g.Go(func() error { return mysqlDep.Run(gctx) })
 	g.Go(func() error { return redisDep.Run(gctx) })
-	// The batcher carries the Redis calls of the requests in flight: it stops only once both
-	// listeners have shut down, else a graceful shutdown fails those requests (503, degraded).
-	batching := make(chan struct{})
-	batchCtx, stopBatcher := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() { stopBatcher(); <-batching }()
-	go func() {
-		defer close(batching)
-		if batcher != nil {
-			_ = batcher.Run(batchCtx)
-		}
-	}()
 	g.Go(func() error {
 		for _, ch := range []chan struct{}{bound, bound} {
 			select {

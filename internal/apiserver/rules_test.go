@@ -20,7 +20,7 @@ func popupSpec(name string, extra map[string]any) map[string]any {
 	return p
 }
 
-// TestDisplayRulesThroughHTTP walks every rule of SPEC §3 through the real API, Redis and
+// TestDisplayRulesThroughHTTP walks every display rule of docs/CONTRACT.md §2 through the real API, Redis and
 // MariaDB, with a settable clock instead of sleeps.
 func TestDisplayRulesThroughHTTP(t *testing.T) {
 	t.Run("reshow interval hides the popup until it passes", func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestMySQLStopped: MariaDB shut down under steady event load for the plan's outage (60 s in the
-// full run), then started again. SPEC §6: MySQL being down only makes the queue grow. The API must
+// full run), then started again. docs/CONTRACT.md §6: MySQL being down only makes the queue grow. The API must
 // not fail a single request of a known user, and once MariaDB is back the worker must drain the
 // backlog with every acknowledged event in popup_action_log.
 // caughtUpBacklog is "the worker has caught up" under steadyLoad: fewer queued events than the

@@ -15,7 +15,7 @@ import (
 	"popupsvc/internal/testenv"
 )
 
-// The SPEC §4 promises while Redis is unreachable or slow.
+// The promises of docs/CONTRACT.md §3 while Redis is unreachable or slow.
 const (
 	getBudget      = 100 * time.Millisecond // every GET answers within this, degraded if need be
 	recoveryLimit  = 5 * time.Second        // normal service again this long after Redis heals
@@ -53,7 +53,7 @@ func TestRedisSlow(t *testing.T) {
 }
 
 // runRedisFault runs the steady load against popup-api (whose Redis sits behind a proxy), injects
-// the fault for the plan's outage, heals it, and checks SPEC §4 and §6: every GET 200 within
+// the fault for the plan's outage, heals it, and checks docs/CONTRACT.md §3 and §6: every GET 200 within
 // 100 ms (degraded during the fault), actions 503 with Retry-After, normal service within 5 s of
 // healing, goroutines and memory back to the baseline, and every acknowledged event in MySQL.
 func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy) (heal func())) {

@@ -288,7 +288,7 @@ func (s *stack) verify(rec *recorder) check {
 	return c
 }
 
-// requireNoLoss asserts SPEC §6: every acknowledged event is in the action log, once.
+// requireNoLoss asserts docs/CONTRACT.md §6: every acknowledged event is in the action log, once.
 func (c check) requireNoLoss(t *testing.T) {
 	t.Helper()
 	require.Positive(t, c.acked, "the scenario acknowledged no events: the load did not run")

@@ -21,7 +21,7 @@ import (
 
 // TestWorkerKillStorm: two popup-worker slots, each worker SIGKILLed by the test after a random
 // 0.3-1.5 s of life and also killing itself between commit and acknowledgement (failpoint, 5% of
-// batches), while the API takes steady event load. SPEC §6: a worker killed at any instant leaves
+// batches), while the API takes steady event load. docs/CONTRACT.md §6: a worker killed at any instant leaves
 // every event written or still in Redis. Afterwards one clean worker drains; every acknowledged
 // event must be in the action log once, and no impression counted twice.
 func TestWorkerKillStorm(t *testing.T) {

@@ -32,7 +32,7 @@ type Config struct {
 	RedisPrefix     string        `env:"REDIS_PREFIX" envDefault:"popup" desc:"prefix of every Redis key"`
 	RedisTimeout    time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" desc:"dial/read/write timeout of hot-path Redis calls; GET degrades after this"`
 	RequestBudget   time.Duration `env:"REQUEST_BUDGET" envDefault:"80ms" desc:"all Redis (and, on a state miss, MySQL) work of one GET; past it the answer is degraded"`
-	RedisPipelines  int           `env:"REDIS_PIPELINES" envDefault:"1" desc:"hot-path pipeline loops that coalesce concurrent requests' Redis commands; 0 = one round trip per command"`
+	RedisPipelining bool          `env:"REDIS_AUTOPIPELINE" envDefault:"true" desc:"coalesce concurrent requests' hot-path Redis commands into shared pipelines (go-redis autopipelining); false = one round trip per command"`
 	RedisPoolSize   int           `env:"REDIS_POOL_SIZE" envDefault:"64" desc:"connections per Redis node"`
 
 	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
@@ -48,6 +48,8 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
 	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
+
+	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
 
 	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"1" desc:"number of event queue shards (each its own Redis hash slot)"`
 	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
@@ -118,11 +120,11 @@ func (c Config) Validate() error {
 	if c.WorkerBatchSize > 5000 {
 		bad("WORKER_BATCH_SIZE", "must be <= 5000 to stay well under max_allowed_packet, got %d", c.WorkerBatchSize)
 	}
-	if c.RedisPipelines < 0 {
-		bad("REDIS_PIPELINES", "must be >= 0")
-	}
 	if c.ActionRateLimit < 0 {
 		bad("ACTION_RATE_LIMIT", "must be >= 0")
+	}
+	if c.LocalAnswerCacheSize < 0 {
+		bad("LOCAL_ANSWER_CACHE_SIZE", "must be >= 0 (0 = off)")
 	}
 	if c.UserDailyCap < 0 {
 		bad("USER_DAILY_CAP", "must be >= 0")

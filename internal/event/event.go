@@ -3,18 +3,19 @@
 package event
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"popupsvc/internal/jsonx"
 )
 
 // Action is what the user did.
 type Action string
 
-// The three actions of SPEC §6.
+// The three actions of docs/CONTRACT.md §6.
 const (
 	Impression Action = "impression"
 	Click      Action = "click"
@@ -84,7 +85,7 @@ func Append(dst []byte, e *Event) []byte {
 // Decode parses one queued event and checks it is fit to write.
 func Decode(b []byte) (Event, error) {
 	var w wire
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := jsonx.Unmarshal(b, &w); err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
 	e := Event{ID: w.ID, UID: w.U, PopupID: w.P, Action: Action(w.A), At: fromMilli(w.T),

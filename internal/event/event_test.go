@@ -37,6 +37,7 @@ func TestDecodeRejects(t *testing.T) {
 		give string
 	}{
 		{"not json", `{"v":1,`},
+		{"raw control character (encoding/json refuses it, json-iterator alone would not)", "{\"v\":1,\"id\":\"e\x01\",\"u\":\"u\",\"p\":1,\"a\":\"click\",\"t\":1,\"n\":0,\"i\":0}"},
 		{"wrong version", `{"v":2,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0}`},
 		{"no id", `{"v":1,"u":"u","p":1,"a":"click","t":1,"n":0,"i":0}`},
 		{"no uid", `{"v":1,"id":"e","p":1,"a":"click","t":1,"n":0,"i":0}`},

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"popupsvc/internal/decide"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
 )
@@ -40,7 +41,7 @@ type Admin struct {
 	Repo      PopupRepo
 	Users     UserStates
 	Snapshots *snapshot.Holder
-	DailyCap  int
+	Decider   *decide.Decider // the preview explains its decisions
 	Now       func() time.Time
 	Log       *slog.Logger
 	Gatherer  prometheus.Gatherer
@@ -250,33 +251,33 @@ func (a *Admin) get(c *gin.Context) {
 	writePopup(c, http.StatusOK, p)
 }
 
-// preview explains the decision for a user without recording anything.
+// errStateUnavailable: the user's state cannot be read (Redis down, or MySQL after a Redis miss).
+var errStateUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the user's state cannot be read now; retry later"}
+
+// errPreviewUnavailable: no config loaded yet, or the user's state cannot be read.
+var errPreviewUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the config or the user's state cannot be read now; retry later"}
+
+// preview explains the decision for a user without recording anything, through the same
+// decision code as the homepage (decide.Explain).
 func (a *Admin) preview(c *gin.Context) {
 	req, aerr := parseRequest(c.Query("uid"), c.Query("platform"), c.Query("app_version"), c.Query("region"), c.Query("lang"))
 	if aerr != nil {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	snap := a.Snapshots.Load()
-	if snap == nil {
-		writeError(c, a.Log, errUnavailable)
-		return
-	}
-	now := a.Now()
-	st, err := a.Users.Get(c.Request.Context(), req.UID, now)
+	ex, err := a.Decider.Explain(c.Request.Context(), req, a.Now(), decide.ExplainOptions{})
 	if err != nil {
+		if errors.Is(err, decide.ErrUnavailable) {
+			err = errPreviewUnavailable
+		}
 		writeError(c, a.Log, err)
 		return
 	}
-	chosen, cands := popup.Explain(snap.Ordered, req, &st.UserState, now, a.DailyCap)
 	var shown json.RawMessage = []byte("null")
-	if chosen != nil {
-		shown = snap.Entry(chosen.Popup.ID).JSON
+	if ex.Shown != nil {
+		shown = ex.Shown
 	}
-	if cands == nil {
-		cands = []popup.Candidate{}
-	}
-	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": snap.Version, "candidates": cands})
+	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": ex.Candidates})
 }
 
 type popupStateView struct {
@@ -298,13 +299,16 @@ func timePtr(t time.Time) *time.Time {
 func (a *Admin) userState(c *gin.Context) {
 	uid := c.Param("uid")
 	if !popup.ValidUID(uid) {
-		writeError(c, a.Log, badRequest("invalid_uid", "uid must be 1-64 characters of [A-Za-z0-9_.:-]"))
+		writeError(c, a.Log, errUIDMalformed)
 		return
 	}
 	now := a.Now()
 	st, err := a.Users.Get(c.Request.Context(), uid, now)
 	if err != nil {
-		writeError(c, a.Log, err)
+		// Redis (or, after a Redis miss, MySQL) cannot give the state now: a 503 to retry, not a
+		// 500; logged once here since the client sees only the code.
+		a.Log.Warn("read user state", "err", err)
+		writeError(c, a.Log, errStateUnavailable)
 		return
 	}
 	views := []popupStateView{}

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/breaker"
+	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
-	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 )
 
@@ -27,11 +27,11 @@ import (
 // first: it waits for ctx (bounded) and returns ctx's error, wrapped.
 type ctxUsers struct{}
 
-func (ctxUsers) Get(ctx context.Context, _ string, _ time.Time) (redisstore.State, error) {
-	return redisstore.State{}, wait(ctx)
+func (ctxUsers) Get(ctx context.Context, _ string, _ time.Time) (popup.StoredState, error) {
+	return popup.StoredState{}, wait(ctx)
 }
 
-func (ctxUsers) Record(ctx context.Context, _, _ string, _ *popup.UserState, _ *event.Event, _ bool) (redisstore.Outcome, error) {
+func (ctxUsers) Record(ctx context.Context, _, _ string, _ *popup.UserState, _ *event.Event, _ bool) (popup.Outcome, error) {
 	return 0, wait(ctx)
 }
 
@@ -53,7 +53,8 @@ func TestClientHangUpsDoNotOpenTheBreaker(t *testing.T) {
 	holder := &snapshot.Holder{}
 	holder.Store(snapshot.Build(1, []popup.Popup{{ID: 9, Name: "p", Status: popup.StatusActive, Title: "hi",
 		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
-	p := &Public{Snapshots: holder, Users: ctxUsers{}, Breaker: br, Budget: 50 * time.Millisecond,
+	d := &decide.Decider{Snapshots: holder, Users: ctxUsers{}, Breaker: br, Budget: 50 * time.Millisecond}
+	p := &Public{Snapshots: holder, Decider: d,
 		Now: func() time.Time { return t0 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	h := p.Router()
 	get := func(ctx context.Context) *httptest.ResponseRecorder {

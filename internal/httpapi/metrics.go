@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -9,14 +10,15 @@ import (
 )
 
 // Metrics are popup-api's Prometheus series (popup_ prefix, base units).
+// The decisions' own series (outcomes, degraded answers, store errors, local answers) are
+// decide's.
 type Metrics struct {
-	Requests    *prometheus.HistogramVec
-	Decisions   *prometheus.CounterVec
-	Degraded    prometheus.Counter
-	RedisErrors *prometheus.CounterVec
-	MySQLErrors prometheus.Counter
-	Version     prometheus.Gauge
-	BuiltAt     prometheus.Gauge
+	Requests *prometheus.HistogramVec
+	Version  prometheus.Gauge
+	BuiltAt  prometheus.Gauge
+
+	mu        sync.RWMutex
+	observers map[observerKey]prometheus.Observer
 }
 
 // NewMetrics registers the series on reg.
@@ -26,18 +28,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "popup_http_request_duration_seconds", Help: "HTTP request duration by route and status.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"route", "status"}),
-		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "popup_decisions_total", Help: "Homepage decisions by outcome.",
-		}, []string{"outcome"}),
-		Degraded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "popup_degraded_responses_total", Help: "Answers given without Redis (no popup, X-Popup-Degraded).",
-		}),
-		RedisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "popup_redis_errors_total", Help: "Failed Redis operations by operation.",
-		}, []string{"op"}),
-		MySQLErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "popup_mysql_errors_total", Help: "Failed MySQL operations.",
-		}),
 		Version: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "popup_snapshot_version", Help: "Config version of the served snapshot.",
 		}),
@@ -45,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "popup_snapshot_built_timestamp_seconds", Help: "When the served snapshot was built (age = time() - this).",
 		}),
 	}
-	reg.MustRegister(m.Requests, m.Decisions, m.Degraded, m.RedisErrors, m.MySQLErrors, m.Version, m.BuiltAt)
+	reg.MustRegister(m.Requests, m.Version, m.BuiltAt)
 	return m
 }
 
@@ -57,5 +47,32 @@ func (m *Metrics) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	m.Requests.WithLabelValues(route, strconv.Itoa(c.Writer.Status())).Observe(time.Since(start).Seconds())
+	m.observer(route, c.Writer.Status()).Observe(time.Since(start).Seconds())
+}
+
+// observerKey names one series of Requests.
+type observerKey struct {
+	route  string
+	status int
+}
+
+// observer returns the series of route and status, looked up once: the label hashing and the
+// status's decimal text cost every request otherwise. Routes and statuses are few, so the map
+// stays small.
+func (m *Metrics) observer(route string, status int) prometheus.Observer {
+	k := observerKey{route, status}
+	m.mu.RLock()
+	o, ok := m.observers[k]
+	m.mu.RUnlock()
+	if ok {
+		return o
+	}
+	o = m.Requests.WithLabelValues(route, strconv.Itoa(status))
+	m.mu.Lock()
+	if m.observers == nil {
+		m.observers = make(map[observerKey]prometheus.Observer)
+	}
+	m.observers[k] = o
+	m.mu.Unlock()
+	return o
 }

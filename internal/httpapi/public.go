@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,28 +11,22 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"popupsvc/internal/breaker"
+	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
+	"popupsvc/internal/jsonx"
 	"popupsvc/internal/popup"
-	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
 )
 
-// UserStates is the user-state store the handlers need (redisstore.UserStore).
-type UserStates interface {
-	Get(ctx context.Context, uid string, now time.Time) (redisstore.State, error)
-	Record(ctx context.Context, uid, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (redisstore.Outcome, error)
-}
+// UserStates is the user-state store the admin's user-state view reads (decide.UserStates).
+type UserStates = decide.UserStates
 
 // Public serves the public listener.
 type Public struct {
 	Snapshots *snapshot.Holder
-	Users     UserStates
-	Breaker   *breaker.Breaker
-	DailyCap  int
-	// Budget bounds the Redis (and, on a miss, MySQL) work of one request; past it GET degrades.
-	Budget  time.Duration
+	// Decider makes the homepage decisions and records the actions.
+	Decider *decide.Decider
 	Now     func() time.Time
 	Log     *slog.Logger
 	Metrics *Metrics
@@ -42,19 +34,14 @@ type Public struct {
 	// one (POPUP_UID_HMAC_KEYS, docs/SECURITY.md); nil trusts the uid as sent.
 	UIDAuth *uidauth.Verifier
 
-	ids        *idSource
-	lastErrLog atomic.Int64
+	nullAnswer atomic.Pointer[nullAnswer]
 }
 
-// maxActionBody is the action body limit of SPEC §4.
+// maxActionBody is the action body limit (4 KiB, docs/CONTRACT.md).
 const maxActionBody = 4 << 10
-
-// maxRecordTries bounds the optimistic retries when a concurrent request changed the state.
-const maxRecordTries = 4
 
 // Router builds the public router: nothing admin-ish is mounted here.
 func (p *Public) Router() *gin.Engine {
-	p.ids = newIDSource()
 	r := newEngine(p.Log)
 	if p.Metrics != nil {
 		r.Use(p.Metrics.observe)
@@ -113,57 +100,18 @@ func (p *Public) getPopup(c *gin.Context) {
 		writeError(c, p.Log, aerr)
 		return
 	}
-	snap := p.Snapshots.Load()
-	if snap == nil {
-		p.degraded(c, "no_snapshot")
-		return
+	ans := p.Decider.Decide(c.Request.Context(), req, now)
+	switch ans.Kind {
+	case decide.Shown:
+		answerPopup(c, ans.Version, ans.Popup, ans.DecisionID)
+	case decide.None:
+		p.answerNull(c, ans.Version)
+	case decide.Degraded:
+		c.Header("X-Popup-Degraded", "1")
+		writeBody(c, http.StatusOK, degradedBody)
+	case decide.ClientGone:
+		// Nobody reads an answer.
 	}
-	cands := snap.Candidates(req.Platform, req.Region)
-	if !anyCandidate(cands, &req, now) {
-		// Nothing targets this request: no Redis round trip needed.
-		p.answerNull(c, snap, "no_candidate")
-		return
-	}
-	if !p.Breaker.Allow(now) {
-		p.degraded(c, "breaker_open")
-		return
-	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), p.Budget)
-	defer cancel()
-	for try := 0; try < maxRecordTries; try++ {
-		st, err := p.Users.Get(ctx, req.UID, now)
-		if err != nil {
-			if p.storeFailed(c, now, "get_state", err) {
-				p.degraded(c, "redis_error")
-			}
-			return
-		}
-		chosen := popup.Select(cands, req, &st.UserState, now, p.DailyCap)
-		if chosen == nil {
-			p.Breaker.Success()
-			p.answerNull(c, snap, "none_eligible")
-			return
-		}
-		ps := chosen.ApplyImpression(&st.UserState, now)
-		var idBuf [40]byte
-		decision := p.ids.append(idBuf[:0])
-		ev := event.Event{ID: string(decision), UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
-			At: now, DecisionID: string(decision), NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
-		out, err := p.Users.Record(ctx, req.UID, st.Raw, &st.UserState, &ev, false)
-		if err != nil {
-			if p.storeFailed(c, now, "record_impression", err) {
-				p.degraded(c, "redis_error")
-			}
-			return
-		}
-		p.Breaker.Success()
-		if out == redisstore.Recorded {
-			p.answerPopup(c, snap, snap.Entry(chosen.Popup.ID), decision)
-			return
-		}
-		// Conflict: another request of this user changed the state first; decide again.
-	}
-	p.answerNull(c, snap, "conflict")
 }
 
 // checkUID demands the gateway's signature of uid when POPUP_UID_HMAC_KEYS is set: after the
@@ -194,82 +142,46 @@ func (p *Public) checkUID(c *gin.Context, uid string, now time.Time) *apiError {
 // uidSigChallenge names the scheme on a 401 (RFC 9110 §11.6.1 wants a challenge on every 401).
 const uidSigChallenge = `PopupUidSig realm="popup", header="` + uidauth.Header + `"`
 
-// anyCandidate reports whether some active popup is in window and targets req, before any I/O.
-func anyCandidate(cs []*popup.Compiled, req *popup.Request, now time.Time) bool {
-	for _, c := range cs {
-		if c.InWindow(now) && c.Match(*req) == popup.ReasonNone {
-			return true
-		}
+// answerNull writes "no popup" for config version. The body is made once per version and
+// shared: the steady-state answer allocates nothing.
+func (p *Public) answerNull(c *gin.Context, version int64) {
+	a := p.nullAnswer.Load()
+	if a == nil || a.version != version {
+		body := append([]byte(nil), nullHead...)
+		body = strconv.AppendInt(body, version, 10)
+		a = &nullAnswer{version: version, body: append(body, '}')}
+		p.nullAnswer.Store(a)
 	}
-	return false
+	writeBody(c, http.StatusOK, a.body)
 }
 
-// storeFailed accounts for a failed store call of the request behind c. It reports whether the
-// caller should answer the failure (degraded, 503): not when the client has already gone.
-func (p *Public) storeFailed(c *gin.Context, now time.Time, op string, err error) (answer bool) {
-	if c.Request.Context().Err() != nil {
-		// The client hung up (net/http cancels the request when its connection closes), which
-		// cancelled the store call: the store did not fail. Counting it would let a mass
-		// disconnect (a load generator stopping, a proxy restarting) open the breaker and
-		// degrade everybody else's answers. Nobody reads an answer.
-		p.count("client_gone")
-		return false
-	}
-	switch {
-	case errors.Is(err, redisstore.ErrLoad):
-		// MySQL slow or saturated while loading a lost state: this request degrades, but it
-		// says nothing about Redis, so the breaker is left alone.
-		if p.Metrics != nil {
-			p.Metrics.MySQLErrors.Inc()
-		}
-	default:
-		p.Breaker.Failure(now)
-		if p.Metrics != nil {
-			p.Metrics.RedisErrors.WithLabelValues(op).Inc()
-		}
-	}
-	// At most one log line a second: an outage must not turn into a log flood.
-	if last := p.lastErrLog.Load(); now.UnixNano()-last > int64(time.Second) && p.lastErrLog.CompareAndSwap(last, now.UnixNano()) {
-		p.Log.Warn("redis call failed; answering degraded", "op", op, "err", err)
-	}
-	return true
+// nullAnswer is the "no popup" body of one config version.
+type nullAnswer struct {
+	version int64
+	body    []byte
 }
 
-func (p *Public) count(outcome string) {
-	if p.Metrics != nil {
-		p.Metrics.Decisions.WithLabelValues(outcome).Inc()
-	}
+// contentTypeHeader is shared by every answer: net/http only reads it, and its capacity of one
+// makes an append elsewhere copy rather than write into it.
+var contentTypeHeader = []string{contentTypeJS}
+
+// writeBody writes a prepared JSON body without Gin's renderer, which allocates per answer.
+func writeBody(c *gin.Context, status int, body []byte) {
+	c.Writer.Header()["Content-Type"] = contentTypeHeader
+	c.Writer.WriteHeader(status)
+	_, _ = c.Writer.Write(body) // a write error means the client has gone: nobody to tell
 }
 
-func (p *Public) degraded(c *gin.Context, why string) {
-	p.count("degraded_" + why)
-	if p.Metrics != nil {
-		p.Metrics.Degraded.Inc()
-	}
-	c.Header("X-Popup-Degraded", "1")
-	c.Data(http.StatusOK, contentTypeJS, degradedBody)
-}
-
-func (p *Public) answerNull(c *gin.Context, snap *snapshot.Snapshot, outcome string) {
-	p.count(outcome)
-	var b [64]byte
-	out := append(b[:0], nullHead...)
-	out = strconv.AppendInt(out, snap.Version, 10)
-	out = append(out, '}')
-	c.Data(http.StatusOK, contentTypeJS, out)
-}
-
-func (p *Public) answerPopup(c *gin.Context, snap *snapshot.Snapshot, e *snapshot.Entry, decision []byte) {
-	p.count("popup")
+func answerPopup(c *gin.Context, version int64, e *snapshot.Entry, decision string) {
 	out := make([]byte, 0, len(e.JSON)+96)
 	out = append(out, popupHead...)
 	out = append(out, e.JSON...)
 	out = append(out, decisionHead...)
 	out = append(out, decision...)
 	out = append(out, versionHead...)
-	out = strconv.AppendInt(out, snap.Version, 10)
+	out = strconv.AppendInt(out, version, 10)
 	out = append(out, '}')
-	c.Data(http.StatusOK, contentTypeJS, out)
+	writeBody(c, http.StatusOK, out)
 }
 
 // actionBody is the body of POST /api/v1/popups/{id}/actions.
@@ -296,60 +208,27 @@ func (p *Public) postAction(c *gin.Context) {
 		writeError(c, p.Log, aerr)
 		return
 	}
-	snap := p.Snapshots.Load()
-	if snap == nil {
-		writeError(c, p.Log, errUnavailable)
-		return
+	err = p.Decider.Act(c.Request.Context(), decide.Action{UID: body.UID, PopupID: id, Kind: event.Action(body.Action),
+		EventID: body.EventID, DecisionID: body.DecisionID}, now)
+	switch {
+	case err == nil:
+		writeBody(c, http.StatusAccepted, acceptedBody)
+	case errors.Is(err, decide.ErrClientGone):
+		// Nobody reads an answer.
+	default:
+		writeError(c, p.Log, decisionError(err))
 	}
-	entry := snap.Entry(id)
-	if entry == nil {
-		writeError(c, p.Log, errPopupGone)
-		return
+}
+
+// decisionError maps the decide package's errors to their answers.
+func decisionError(err error) error {
+	switch {
+	case errors.Is(err, decide.ErrRateLimited):
+		return errRateLimited
+	case errors.Is(err, decide.ErrUnavailable):
+		return errUnavailable
 	}
-	if !p.Breaker.Allow(now) {
-		writeError(c, p.Log, errUnavailable)
-		return
-	}
-	if body.EventID == "" {
-		body.EventID = p.ids.next()
-	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 4*p.Budget)
-	defer cancel()
-	for try := 0; try < maxRecordTries; try++ {
-		st, err := p.Users.Get(ctx, body.UID, now)
-		if err != nil {
-			if p.storeFailed(c, now, "get_state", err) {
-				writeError(c, p.Log, errUnavailable)
-			}
-			return
-		}
-		var ps popup.PopupState
-		action := event.Action(body.Action)
-		if action == event.Click {
-			ps = entry.ApplyClick(&st.UserState, now)
-		} else {
-			ps = entry.ApplyClose(&st.UserState, now)
-		}
-		ev := event.Event{ID: body.EventID, UID: body.UID, PopupID: id, Action: action, At: now,
-			DecisionID: body.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
-		out, err := p.Users.Record(ctx, body.UID, st.Raw, &st.UserState, &ev, true)
-		if err != nil {
-			if p.storeFailed(c, now, "record_action", err) {
-				writeError(c, p.Log, errUnavailable)
-			}
-			return
-		}
-		p.Breaker.Success()
-		switch out {
-		case redisstore.Recorded, redisstore.Duplicate: // a duplicate was applied once already
-			c.Data(http.StatusAccepted, contentTypeJS, acceptedBody)
-			return
-		case redisstore.RateLimited:
-			writeError(c, p.Log, errRateLimited)
-			return
-		}
-	}
-	writeError(c, p.Log, errUnavailable)
+	return err // popup.ErrNotFound and anything unexpected: writeError's table
 }
 
 func readActionBody(c *gin.Context) (actionBody, *apiError) {
@@ -371,20 +250,20 @@ func readActionBody(c *gin.Context) (actionBody, *apiError) {
 // decodeActionBody parses and validates an action body.
 func decodeActionBody(raw []byte) (actionBody, *apiError) {
 	var b actionBody
-	if err := json.Unmarshal(raw, &b); err != nil {
+	if err := jsonx.Unmarshal(raw, &b); err != nil {
 		return b, badRequest("invalid_json", "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}")
 	}
 	switch {
 	case b.UID == "":
 		return b, badRequest("invalid_uid", "uid is required")
 	case !popup.ValidUID(b.UID):
-		return b, badRequest("invalid_uid", "uid must be 1-64 characters of [A-Za-z0-9_.:-]")
+		return b, errUIDMalformed
 	case b.Action != string(event.Click) && b.Action != string(event.Close):
 		return b, badRequest("invalid_action", "action must be click or close")
 	case b.EventID != "" && !validID(b.EventID):
-		return b, badRequest("invalid_event_id", "event_id must be 1-64 characters of [A-Za-z0-9_.:-]")
+		return b, badRequest("invalid_event_id", "event_id must be "+popup.UIDRule)
 	case b.DecisionID != "" && !validID(b.DecisionID):
-		return b, badRequest("invalid_decision_id", "decision_id must be 1-64 characters of [A-Za-z0-9_.:-]")
+		return b, badRequest("invalid_decision_id", "decision_id must be "+popup.UIDRule)
 	}
 	return b, nil
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/breaker"
+	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
-	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
 )
@@ -28,14 +28,14 @@ import (
 // the uid signature check must not reach the store.
 type memUsers struct{ calls atomic.Int64 }
 
-func (m *memUsers) Get(context.Context, string, time.Time) (redisstore.State, error) {
+func (m *memUsers) Get(context.Context, string, time.Time) (popup.StoredState, error) {
 	m.calls.Add(1)
-	return redisstore.State{}, nil
+	return popup.StoredState{}, nil
 }
 
-func (m *memUsers) Record(context.Context, string, string, *popup.UserState, *event.Event, bool) (redisstore.Outcome, error) {
+func (m *memUsers) Record(context.Context, string, string, *popup.UserState, *event.Event, bool) (popup.Outcome, error) {
 	m.calls.Add(1)
-	return redisstore.Recorded, nil
+	return popup.Recorded, nil
 }
 
 const (
@@ -55,7 +55,8 @@ func publicRouter(t *testing.T, keys []string) (http.Handler, *memUsers) {
 	holder.Store(snapshot.Build(1, []popup.Popup{{ID: signedPopupID, Name: "signed", Status: popup.StatusActive, Title: "hi",
 		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
 	users := &memUsers{}
-	p := &Public{Snapshots: holder, Users: users, Breaker: breaker.New(5, time.Second), Budget: time.Second,
+	d := &decide.Decider{Snapshots: holder, Users: users, Breaker: breaker.New(5, time.Second), Budget: time.Second}
+	p := &Public{Snapshots: holder, Decider: d,
 		Now: func() time.Time { return t0 }, Log: log}
 	if keys != nil {
 		v, err := uidauth.New(keys, 5*time.Minute)

@@ -8,13 +8,13 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// parseRequest validates the homepage query (SPEC §4) into a domain request.
+// parseRequest validates the homepage query (docs/CONTRACT.md §3) into a domain request.
 func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *apiError) {
 	if uid == "" {
 		return popup.Request{}, badRequest("invalid_uid", "uid is required")
 	}
 	if !popup.ValidUID(uid) {
-		return popup.Request{}, badRequest("invalid_uid", "uid must be 1-64 characters of [A-Za-z0-9_.:-]")
+		return popup.Request{}, errUIDMalformed
 	}
 	switch platform {
 	case popup.PlatformIOS, popup.PlatformAndroid, popup.PlatformWeb:
@@ -30,28 +30,17 @@ func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request
 	if err != nil {
 		return popup.Request{}, badRequest("invalid_app_version", "app_version must be dotted numbers like 8.10.0 (1 to 4 parts)")
 	}
-	if !validCode(region) {
+	if !popup.ValidRequestCode(region) {
 		return popup.Request{}, badRequest("invalid_region", "region must be up to 16 characters of [A-Za-z0-9_-]")
 	}
-	if !validCode(lang) {
+	if !popup.ValidRequestCode(lang) {
 		return popup.Request{}, badRequest("invalid_lang", "lang must be up to 16 characters of [A-Za-z0-9_-]")
 	}
 	return popup.Request{UID: uid, Platform: platform, AppVersion: v, Region: region, Lang: lang}, nil
 }
 
-// validCode accepts "" (absent) or 1-16 characters of [A-Za-z0-9_-].
-func validCode(s string) bool {
-	if len(s) > 16 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// errUIDMalformed answers a uid that is present but not well formed, wherever a uid is read.
+var errUIDMalformed = badRequest("invalid_uid", "uid must be "+popup.UIDRule)
 
 // parseFlag reads a boolean query parameter: true/false, 1/0 or yes/no in any case; "" (absent
 // or empty) is false. Anything else is a 400 naming the parameter rather than a silent false.

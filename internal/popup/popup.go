@@ -38,7 +38,7 @@ const (
 	PlatformWeb     = "web"
 )
 
-// Defaults applied by Input.Build to omitted fields (SPEC §3).
+// Defaults applied by Input.Build to omitted fields (docs/CONTRACT.md §2).
 const (
 	DefaultReshowAfterSeconds int64 = 86400
 	DefaultRolloutPercent           = 100
@@ -167,7 +167,7 @@ type Input struct {
 	Ext                  json.RawMessage `json:"ext"`
 }
 
-// Build validates in and applies the defaults of SPEC §3: status active, priority 0, open window,
+// Build validates in and applies the defaults of docs/CONTRACT.md §2: status active, priority 0, open window,
 // no targeting limits, rollout 100, reshow 86400 s, click cooldown 0, close cooldown equal to the
 // (possibly supplied) reshow, max impressions 0 (unlimited), ext {}. Times are converted to UTC,
 // ext is compacted and nil slices become empty ones so the JSON shows [] rather than null.

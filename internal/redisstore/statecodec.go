@@ -9,7 +9,7 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// The user-state value is a compact text format, one key per user (docs/DESIGN.md):
+// The user-state value is a compact text format, one key per user:
 //
 //	1|DAY|DAYCOUNT[|ID,NEXT,IMPRESSIONS,LASTIMP,LASTCLICK,LASTCLOSE]...
 //

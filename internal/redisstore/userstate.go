@@ -26,22 +26,26 @@ type UserStore struct {
 	ttl    time.Duration
 	loader StateLoader
 	group  singleflight.Group
-	slots  chan struct{} // bounds concurrent MySQL loads
-	batch  *Batcher      // nil: every command is its own round trip
+	slots  chan struct{}        // bounds concurrent MySQL loads
+	pipe   *redis.AutoPipeliner // nil: every command is its own round trip
 	// actionLimit caps recorded actions per uid per RateWindow; 0 = none.
 	actionLimit int
 }
 
-// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With a
-// batcher, the hot-path commands (GET and the record script) share pipelines.
-func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, batch *Batcher) *UserStore {
-	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), batch: batch}
+// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (a
+// deferred autopipeliner of rdb, from AsyncAutoPipeline), the hot-path commands of concurrent
+// requests (GET and the record script) share pipelines: under load many requests share one
+// write, one read and one Redis wake-up; with nothing waiting a command goes out at once.
+func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *redis.AutoPipeliner) *UserStore {
+	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe}
 }
 
-// do runs cmd through the batcher when there is one.
+// do runs cmd through the autopipeliner when there is one. The autopipeliner runs a queued command
+// on its own context, so the wait for the reply is what honours ctx: on ctx's end do returns
+// ctx's error and the command may still be filled in later (callers then must not read it).
 func (s *UserStore) do(ctx context.Context, cmd redis.Cmder) error {
-	if s.batch != nil {
-		return s.batch.Do(ctx, cmd)
+	if s.pipe != nil {
+		return s.pipe.Submit(ctx, cmd).WaitContext(ctx)
 	}
 	return s.rdb.Process(ctx, cmd)
 }
@@ -50,15 +54,12 @@ func (s *UserStore) do(ctx context.Context, cmd redis.Cmder) error {
 var ErrBusy = errors.New("user state loads saturated")
 
 // ErrLoad marks a failure of the durable source (MySQL) rather than of Redis: callers must not
-// count it against Redis's health.
-var ErrLoad = errors.New("user state load failed")
+// count it against Redis's health. It is the domain's popup.ErrStateLoad.
+var ErrLoad = popup.ErrStateLoad
 
 // State is a user's state and the exact stored value it was decoded from (the record script
 // compares against it, so a concurrent change is detected).
-type State struct {
-	popup.UserState
-	Raw string
-}
+type State = popup.StoredState
 
 // Get returns uid's state: one GET when Redis holds it, else one MySQL load shared by concurrent
 // callers, cached with SET NX (a user without state is cached as the empty state).
@@ -130,16 +131,8 @@ func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (S
 	return State{UserState: st, Raw: raw}, nil
 }
 
-// Outcome of Record.
-type Outcome int
-
-// Record outcomes.
-const (
-	Recorded    Outcome = iota // state written and event queued
-	Conflict                   // the state changed since it was read: read again and decide again
-	Duplicate                  // the event id was applied before: nothing done
-	RateLimited                // the uid is over its action rate limit: nothing done
-)
+// Outcome of Record: the domain's popup.Outcome, whose values the record script returns.
+type Outcome = popup.Outcome
 
 // recordScript atomically: refuses a replayed event id, compares the state with what the caller
 // decided on, writes the new state, queues the event and remembers the event id.

@@ -13,23 +13,10 @@ import (
 
 var platforms = [...]string{popup.PlatformIOS, popup.PlatformAndroid, popup.PlatformWeb}
 
-// regionKey is a lower-cased region code (regions are 1-16 characters of [a-z0-9_-]).
-type regionKey [16]byte
+// regionKey is a region code as the matcher compares it (popup.CodeKey).
+type regionKey = [16]byte
 
-func toRegionKey(s string) (regionKey, bool) {
-	var k regionKey
-	if s == "" || len(s) > len(k) {
-		return k, false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		k[i] = c
-	}
-	return k, true
-}
+func toRegionKey(s string) (regionKey, bool) { return popup.CodeKey(s) }
 
 // platformIndex holds one platform's candidates.
 type platformIndex struct {

@@ -28,7 +28,7 @@ type Snapshot struct {
 	Problems []error // popups that failed to compile (kept out; logged by the refresher)
 }
 
-// publicPopup is the popup as GET /api/v1/popup shows it (SPEC §4).
+// publicPopup is the popup as GET /api/v1/popup shows it (docs/CONTRACT.md §3).
 type publicPopup struct {
 	ID       int64           `json:"id"`
 	Title    string          `json:"title"`

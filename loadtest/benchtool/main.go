@@ -39,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool seed|warm|openloop [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool seed|warm|fill|openloop [flags] | query I")
 		os.Exit(2)
 	}
 	var err error
@@ -52,6 +52,11 @@ func main() {
 		err = fill(os.Args[2:])
 	case "openloop":
 		err = openloop(os.Args[2:])
+	case "query": // the GET path and query of pool user I, as the load generators send it
+		var i int
+		if i, err = strconv.Atoi(strings.Join(os.Args[2:], "")); err == nil {
+			fmt.Println(string(appendQuery(nil, i)))
+		}
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -1,4 +1,4 @@
--- Schema of SPEC §6. Runs on MariaDB 10.11 and MySQL 8.0: no CHECK-constraint tricks, no
+-- Schema of docs/CONTRACT.md §5. Runs on MariaDB 10.11 and MySQL 8.0: no CHECK-constraint tricks, no
 -- engine-specific JSON functions, DATETIME(3) in UTC (the service sets time_zone='+00:00').
 -- "Never" times are 1970-01-01 00:00:00 rather than NULL so that the worker's GREATEST()
 -- merges never see a NULL.

@@ -1,9 +1,10 @@
-package httpapi
+package decide
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
+	"sync"
 	"sync/atomic"
 )
 
@@ -32,3 +33,14 @@ func (s *idSource) append(dst []byte) []byte {
 }
 
 func (s *idSource) next() string { return string(s.append(make([]byte, 0, 32))) }
+
+// idSourceOnce makes its idSource on first use, so a Decider needs no constructor.
+type idSourceOnce struct {
+	once sync.Once
+	s    *idSource
+}
+
+func (o *idSourceOnce) get() *idSource {
+	o.once.Do(func() { o.s = newIDSource() })
+	return o.s
+}

@@ -1,0 +1,297 @@
+// Package decide is the homepage use case: read the user's state, choose a popup, record the
+// impression, and decide again when a concurrent request changed the state first; likewise for
+// clicks and closes, and the admin preview's explanation. It keeps the circuit breaker's
+// accounting and the local answers that spare a steady-state user the Redis round trip.
+package decide
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"popupsvc/internal/breaker"
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/snapshot"
+)
+
+// UserStates is the user-state store the decisions need (redisstore.UserStore implements it).
+type UserStates interface {
+	// Get returns uid's state and the stored value it was read from.
+	Get(ctx context.Context, uid string, now time.Time) (popup.StoredState, error)
+	// Record writes next as uid's state if the stored value still equals prev, and queues ev,
+	// atomically. With dedupe (actions) a replayed event id is refused as popup.Duplicate and a
+	// uid over its action rate limit as popup.RateLimited.
+	Record(ctx context.Context, uid, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (popup.Outcome, error)
+}
+
+// Errors of Act and Explain; the HTTP layer maps each to its status. An unknown popup is
+// popup.ErrNotFound.
+var (
+	// ErrUnavailable: no config yet, the breaker is open, the store failed or kept conflicting.
+	ErrUnavailable = errors.New("decision unavailable")
+	// ErrRateLimited: the uid is over its action rate limit.
+	ErrRateLimited = errors.New("action rate limited")
+	// ErrClientGone: the caller's context ended (the client hung up); nobody reads an answer.
+	ErrClientGone = errors.New("client gone")
+)
+
+// maxRecordTries bounds the optimistic retries when a concurrent request changed the state.
+const maxRecordTries = 4
+
+// Decider makes the decisions of one popup-api process. Its fields are set once before use.
+type Decider struct {
+	Snapshots *snapshot.Holder
+	Users     UserStates
+	Breaker   *breaker.Breaker
+	DailyCap  int // popups per user per UTC day; 0 = no cap
+	// Budget bounds the store work of one homepage decision; past it the answer degrades. An
+	// action gets four times as much.
+	Budget time.Duration
+	// Local remembers "nothing to show until t" answers; nil = off.
+	Local   *LocalAnswers
+	Metrics *Metrics // nil = none
+	Log     *slog.Logger
+
+	ids        idSourceOnce
+	lastErrLog atomic.Int64
+}
+
+// Kind is what a homepage answer is.
+type Kind uint8
+
+// Kinds of Answer.
+const (
+	None       Kind = iota // no popup for this user now
+	Shown                  // Answer.Popup was chosen and its impression recorded
+	Degraded               // no popup because a dependency failed; not a decision
+	ClientGone             // the client hung up; nobody reads an answer
+)
+
+// Answer is the homepage decision for one request.
+type Answer struct {
+	Kind       Kind
+	Version    int64           // config version decided on (None and Shown)
+	Popup      *snapshot.Entry // the chosen popup (Shown)
+	DecisionID string          // the impression's decision id (Shown)
+}
+
+// Decide answers the homepage for req at now: the popup to show, if any, with its impression
+// recorded. A user for whom nothing can show is remembered locally (see LocalAnswers) until the
+// earliest instant something could, so that the next requests cost no Redis round trip.
+func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) Answer {
+	snap := d.Snapshots.Load()
+	if snap == nil {
+		return d.degraded(outDegradedNoSnapshot)
+	}
+	cands := snap.Candidates(req.Platform, req.Region)
+	if !anyCandidate(cands, &req, now) {
+		// Nothing targets this request: no Redis round trip needed.
+		d.Metrics.count(outNoCandidate)
+		return Answer{Kind: None, Version: snap.Version}
+	}
+	var key localKey
+	if d.Local != nil {
+		key.build(&req)
+		if d.Local.lookup(&key, snap.Version, now) {
+			d.Metrics.count(outLocalNone)
+			return Answer{Kind: None, Version: snap.Version}
+		}
+	}
+	if !d.Breaker.Allow(now) {
+		return d.degraded(outDegradedBreakerOpen)
+	}
+	bctx, cancel := context.WithTimeout(ctx, d.Budget)
+	defer cancel()
+	for try := 0; try < maxRecordTries; try++ {
+		st, err := d.Users.Get(bctx, req.UID, now)
+		if err != nil {
+			if d.storeFailed(ctx, now, opGetState, err) {
+				return Answer{Kind: ClientGone}
+			}
+			return d.degraded(outDegradedRedisError)
+		}
+		chosen := popup.Select(cands, req, &st.UserState, now, d.DailyCap)
+		if chosen == nil {
+			d.Breaker.Success()
+			if d.Local != nil {
+				d.Local.remember(&key, snap.Version, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
+			}
+			d.Metrics.count(outNoneEligible)
+			return Answer{Kind: None, Version: snap.Version}
+		}
+		ps := chosen.ApplyImpression(&st.UserState, now)
+		decision := d.ids.get().next()
+		ev := event.Event{ID: decision, UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
+			At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
+		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, &ev, false)
+		if err != nil {
+			if d.storeFailed(ctx, now, opRecordImpression, err) {
+				return Answer{Kind: ClientGone}
+			}
+			return d.degraded(outDegradedRedisError)
+		}
+		d.Breaker.Success()
+		if out == popup.Recorded {
+			d.Metrics.count(outPopup)
+			return Answer{Kind: Shown, Version: snap.Version, Popup: snap.Entry(chosen.Popup.ID), DecisionID: decision}
+		}
+		// Conflict: another request of this user changed the state first; decide again.
+	}
+	d.Metrics.count(outConflict)
+	return Answer{Kind: None, Version: snap.Version}
+}
+
+// anyCandidate reports whether some active popup is in window and targets req, before any I/O.
+func anyCandidate(cs []*popup.Compiled, req *popup.Request, now time.Time) bool {
+	for _, c := range cs {
+		if c.InWindow(now) && c.Match(*req) == popup.ReasonNone {
+			return true
+		}
+	}
+	return false
+}
+
+// Action is a click or close of a popup reported by the app.
+type Action struct {
+	UID        string
+	PopupID    int64
+	Kind       event.Action // event.Click or event.Close
+	EventID    string       // the client's id for de-duplication; "" = a fresh one
+	DecisionID string       // the impression it answers, when the client knows it
+}
+
+// Act records a click or close at now. It returns nil when the action is recorded (or was
+// already, under the same event id), popup.ErrNotFound for a popup the config does not hold,
+// ErrRateLimited, ErrUnavailable, or ErrClientGone.
+func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
+	snap := d.Snapshots.Load()
+	if snap == nil {
+		return ErrUnavailable
+	}
+	entry := snap.Entry(a.PopupID)
+	if entry == nil {
+		return popup.ErrNotFound
+	}
+	if !d.Breaker.Allow(now) {
+		return ErrUnavailable
+	}
+	if a.EventID == "" {
+		a.EventID = d.ids.get().next()
+	}
+	bctx, cancel := context.WithTimeout(ctx, 4*d.Budget)
+	defer cancel()
+	for try := 0; try < maxRecordTries; try++ {
+		st, err := d.Users.Get(bctx, a.UID, now)
+		if err != nil {
+			if d.storeFailed(ctx, now, opGetState, err) {
+				return ErrClientGone
+			}
+			return ErrUnavailable
+		}
+		var ps popup.PopupState
+		if a.Kind == event.Click {
+			ps = entry.ApplyClick(&st.UserState, now)
+		} else {
+			ps = entry.ApplyClose(&st.UserState, now)
+		}
+		ev := event.Event{ID: a.EventID, UID: a.UID, PopupID: a.PopupID, Action: a.Kind, At: now,
+			DecisionID: a.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
+		out, err := d.Users.Record(bctx, a.UID, st.Raw, &st.UserState, &ev, true)
+		if err != nil {
+			if d.storeFailed(ctx, now, opRecordAction, err) {
+				return ErrClientGone
+			}
+			return ErrUnavailable
+		}
+		d.Breaker.Success()
+		switch out {
+		case popup.Recorded, popup.Duplicate: // a duplicate was applied once already
+			return nil
+		case popup.RateLimited:
+			return ErrRateLimited
+		}
+		// Conflict: read again and apply again.
+	}
+	return ErrUnavailable
+}
+
+// ExplainOptions widens what Explain evaluates.
+type ExplainOptions struct {
+	// Snapshot is the config to evaluate against; nil = the one being served.
+	Snapshot *snapshot.Snapshot
+	// Extra popups (an unsaved draft, say) are evaluated alongside the snapshot's active ones, in
+	// selection order, as if they were live.
+	Extra []*popup.Compiled
+}
+
+// Explanation is the decision Decide would make, with every popup's verdict.
+type Explanation struct {
+	Version    int64
+	Chosen     *popup.Compiled // nil: nothing would show
+	Shown      []byte          // Chosen's public JSON when the snapshot holds it (not for an Extra)
+	Candidates []popup.Candidate
+}
+
+// Explain runs the homepage decision for req at now without recording anything, and says for
+// every popup why it would or would not show. It reads the user's state like Decide does but
+// neither consults nor fills the local answers, and leaves the breaker alone.
+func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time, opt ExplainOptions) (Explanation, error) {
+	snap := opt.Snapshot
+	if snap == nil {
+		snap = d.Snapshots.Load()
+	}
+	if snap == nil {
+		return Explanation{}, ErrUnavailable
+	}
+	cands := snap.Ordered
+	if len(opt.Extra) > 0 {
+		cands = append(append(make([]*popup.Compiled, 0, len(cands)+len(opt.Extra)), cands...), opt.Extra...)
+		popup.SortForSelection(cands)
+	}
+	st, err := d.Users.Get(ctx, req.UID, now)
+	if err != nil {
+		return Explanation{}, fmt.Errorf("%w: read user state: %w", ErrUnavailable, err)
+	}
+	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, d.DailyCap)
+	ex := Explanation{Version: snap.Version, Chosen: chosen, Candidates: verdicts}
+	if chosen != nil {
+		if e := snap.Entry(chosen.Popup.ID); e != nil && e.Compiled == chosen {
+			ex.Shown = e.JSON
+		}
+	}
+	return ex, nil
+}
+
+// storeFailed accounts for a failed store call. It reports whether the client has gone: then
+// the store did not fail, the caller's hang-up cancelled its call, and nobody reads an answer.
+func (d *Decider) storeFailed(ctx context.Context, now time.Time, op storeOp, err error) (clientGone bool) {
+	if ctx.Err() != nil {
+		// Counting a hang-up would let a mass disconnect (a load generator stopping, a proxy
+		// restarting) open the breaker and degrade everybody else's answers.
+		d.Metrics.count(outClientGone)
+		return true
+	}
+	if errors.Is(err, popup.ErrStateLoad) {
+		// MySQL slow or saturated while loading a lost state: this request degrades, but it
+		// says nothing about Redis, so the breaker is left alone.
+		d.Metrics.mysqlError()
+	} else {
+		d.Breaker.Failure(now)
+		d.Metrics.redisError(op)
+	}
+	// At most one log line a second: an outage must not turn into a log flood.
+	if last := d.lastErrLog.Load(); now.UnixNano()-last > int64(time.Second) && d.lastErrLog.CompareAndSwap(last, now.UnixNano()) && d.Log != nil {
+		d.Log.Warn("redis call failed; answering degraded", "op", op.String(), "err", err)
+	}
+	return false
+}
+
+func (d *Decider) degraded(o outcome) Answer {
+	d.Metrics.count(o)
+	d.Metrics.degradedAnswer()
+	return Answer{Kind: Degraded}
+}

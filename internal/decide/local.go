@@ -1,0 +1,182 @@
+package decide
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"popupsvc/internal/popup"
+)
+
+// LocalAnswers remembers, per process, that nothing can show to a user until some instant: the
+// answer popup.NextEligibleAt gave after a full decision that chose nothing. Until then, or until
+// the config version changes, the same request (uid, platform, app version, region, language) is
+// answered without reading the user's state from Redis.
+//
+// It is safe without any coordination between instances because every display rule only
+// extends hiding: an impression another instance records, a click, a close, can only push that
+// instant later, never earlier. Only a config change can make something eligible sooner, and
+// every entry carries the config version it was decided on.
+//
+// Memory is bounded: at most the configured number of entries, in shards with their own lock;
+// a full shard evicts an entry at random to make room.
+type LocalAnswers struct {
+	seed     maphash.Seed
+	shards   []localShard
+	mask     uint64
+	perShard int
+}
+
+type localShard struct {
+	mu   sync.RWMutex
+	m    map[string]localEntry
+	hits atomic.Uint64
+	miss atomic.Uint64
+	evic atomic.Uint64
+	_    [64]byte // keeps neighbouring shards' locks off one cache line
+}
+
+// localEntry: nothing shows for the key before untilSec (unix seconds, rounded down so that
+// the entry ends no later than the computed instant) under config version.
+type localEntry struct {
+	version  int64
+	untilSec int64
+}
+
+const maxLocalShards = 64
+
+// NewLocalAnswers keeps at most size entries; size <= 0 returns nil (local answers off), which
+// Decider accepts.
+func NewLocalAnswers(size int) *LocalAnswers {
+	if size <= 0 {
+		return nil
+	}
+	n := maxLocalShards
+	for n > 1 && size/n < 64 {
+		n /= 2
+	}
+	l := &LocalAnswers{seed: maphash.MakeSeed(), shards: make([]localShard, n), mask: uint64(n - 1), perShard: size / n}
+	for i := range l.shards {
+		l.shards[i].m = make(map[string]localEntry)
+	}
+	return l
+}
+
+// localKey is a request's targeting attributes laid out as one map key: uid, platform, region
+// and language each end in a NUL (none may contain one), then the app version's 16 bytes.
+type localKey struct {
+	buf [64 + 1 + 8 + 1 + 16 + 1 + 16 + 1 + 16]byte
+	n   int
+}
+
+// build lays out r; a request too long for the key (never a validated one) gets none (n == 0).
+func (k *localKey) build(r *popup.Request) {
+	k.n = 0
+	if len(r.UID)+len(r.Platform)+len(r.Region)+len(r.Lang)+4+16 > len(k.buf) {
+		return
+	}
+	b := k.buf[:0]
+	for _, s := range [...]string{r.UID, r.Platform, r.Region, r.Lang} {
+		b = append(b, s...)
+		b = append(b, 0)
+	}
+	for _, part := range r.AppVersion {
+		b = binary.BigEndian.AppendUint32(b, part)
+	}
+	k.n = len(b)
+}
+
+func (k *localKey) bytes() []byte { return k.buf[:k.n] }
+
+func (l *LocalAnswers) shard(k *localKey) *localShard {
+	return &l.shards[maphash.Bytes(l.seed, k.bytes())&l.mask]
+}
+
+// lookup reports whether nothing can show for k under config version at now.
+func (l *LocalAnswers) lookup(k *localKey, version int64, now time.Time) bool {
+	if k.n == 0 {
+		return false
+	}
+	sh := l.shard(k)
+	sh.mu.RLock()
+	e, ok := sh.m[string(k.bytes())]
+	sh.mu.RUnlock()
+	if ok && e.version == version && now.Unix() < e.untilSec {
+		sh.hits.Add(1)
+		return true
+	}
+	sh.miss.Add(1)
+	return false
+}
+
+// remember records that nothing can show for k under version before until (zero: ever). An
+// until not after now is not worth an entry.
+func (l *LocalAnswers) remember(k *localKey, version int64, now, until time.Time) {
+	if k.n == 0 {
+		return
+	}
+	untilSec := int64(math.MaxInt64)
+	if !until.IsZero() {
+		untilSec = until.Unix()
+		if untilSec <= now.Unix() {
+			return
+		}
+	}
+	sh := l.shard(k)
+	sh.mu.Lock()
+	if _, ok := sh.m[string(k.bytes())]; !ok && len(sh.m) >= l.perShard {
+		for old := range sh.m { // map order is random: a random victim
+			delete(sh.m, old)
+			sh.evic.Add(1)
+			break
+		}
+	}
+	sh.m[string(k.bytes())] = localEntry{version: version, untilSec: untilSec}
+	sh.mu.Unlock()
+}
+
+// Len is the number of entries held.
+func (l *LocalAnswers) Len() int {
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.RLock()
+		n += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return n
+}
+
+func (l *LocalAnswers) sum(f func(*localShard) *atomic.Uint64) float64 {
+	var n uint64
+	for i := range l.shards {
+		n += f(&l.shards[i]).Load()
+	}
+	return float64(n)
+}
+
+// Collectors are the local answers' Prometheus series: hits, misses, evictions and entries
+// (none when l is nil, i.e. off).
+func (l *LocalAnswers) Collectors() []prometheus.Collector {
+	if l == nil {
+		return nil
+	}
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "popup_local_answers_hits_total",
+			Help: "Homepage requests answered \"nothing to show\" from the local answers, without Redis."},
+			func() float64 { return l.sum(func(s *localShard) *atomic.Uint64 { return &s.hits }) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "popup_local_answers_misses_total",
+			Help: "Homepage requests the local answers could not answer (no entry, expired, or an older config)."},
+			func() float64 { return l.sum(func(s *localShard) *atomic.Uint64 { return &s.miss }) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "popup_local_answers_evictions_total",
+			Help: "Local answers dropped to stay within POPUP_LOCAL_ANSWER_CACHE_SIZE."},
+			func() float64 { return l.sum(func(s *localShard) *atomic.Uint64 { return &s.evic }) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "popup_local_answers_entries",
+			Help: "Local answers held."}, func() float64 { return float64(l.Len()) }),
+	}
+}

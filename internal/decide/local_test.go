@@ -1,0 +1,152 @@
+package decide
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+)
+
+var lt0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func keyOf(uid string) *localKey {
+	var k localKey
+	k.build(&popup.Request{UID: uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"})
+	return &k
+}
+
+func TestLocalAnswersStayWithinTheirSize(t *testing.T) {
+	tests := []struct {
+		name string
+		size int
+	}{
+		{"smaller than a shard", 10},
+		{"one entry", 1},
+		{"not a multiple of the shard count", 5000},
+		{"many shards", 20000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLocalAnswers(tt.size)
+			prometheus.NewPedanticRegistry().MustRegister(l.Collectors()...)
+			const inserts = 3 * 100000
+			for i := 0; i < min(inserts, 3*tt.size+100); i++ {
+				l.remember(keyOf("u"+strconv.Itoa(i)), 1, lt0, lt0.Add(time.Hour))
+			}
+			n := min(inserts, 3*tt.size+100)
+			assert.LessOrEqual(t, l.Len(), tt.size)
+			assert.Greater(t, l.Len(), 0)
+			evictions := value(t, l, "popup_local_answers_evictions_total")
+			assert.Equal(t, float64(n-l.Len()), evictions, "every insert beyond the size evicted one entry")
+		})
+	}
+}
+
+// value reads the one series of the collector of l named name.
+func value(t *testing.T, l *LocalAnswers, name string) float64 {
+	t.Helper()
+	for _, c := range l.Collectors() {
+		ch := make(chan prometheus.Metric, 1)
+		c.Collect(ch)
+		m := <-ch
+		if !strings.Contains(m.Desc().String(), `"`+name+`"`) {
+			continue
+		}
+		var out dto.Metric
+		require.NoError(t, m.Write(&out))
+		if out.Counter != nil {
+			return out.Counter.GetValue()
+		}
+		return out.Gauge.GetValue()
+	}
+	t.Fatalf("no collector %s", name)
+	return 0
+}
+
+func TestLocalAnswersCountHitsAndMisses(t *testing.T) {
+	l := NewLocalAnswers(100)
+	k := keyOf("u1")
+	assert.False(t, l.lookup(k, 1, lt0), "empty")
+	l.remember(k, 1, lt0, lt0.Add(time.Minute))
+	assert.True(t, l.lookup(k, 1, lt0.Add(59*time.Second)))
+	assert.False(t, l.lookup(k, 1, lt0.Add(time.Minute)), "expired")
+	assert.False(t, l.lookup(k, 2, lt0), "older config")
+	l.remember(k, 2, lt0, time.Time{})
+	assert.True(t, l.lookup(k, 2, lt0.Add(10000*24*time.Hour)), "never eligible: held until the config changes")
+	l.remember(keyOf("u2"), 2, lt0, lt0) // an instant not after now is not remembered
+	assert.False(t, l.lookup(keyOf("u2"), 2, lt0))
+	assert.Equal(t, float64(2), value(t, l, "popup_local_answers_hits_total"))
+	assert.Equal(t, float64(4), value(t, l, "popup_local_answers_misses_total"))
+}
+
+func TestLocalKeyRejectsOversizedRequests(t *testing.T) {
+	var k localKey
+	long := string(make([]byte, 200))
+	k.build(&popup.Request{UID: long, Platform: popup.PlatformIOS})
+	l := NewLocalAnswers(10)
+	l.remember(&k, 1, lt0, time.Time{})
+	assert.Zero(t, l.Len())
+	assert.False(t, l.lookup(&k, 1, lt0))
+}
+
+func TestLocalAnswersConcurrentUse(t *testing.T) {
+	l := NewLocalAnswers(1000)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				k := keyOf("u" + strconv.Itoa((g*7919+i)%3000))
+				if !l.lookup(k, 1, lt0) {
+					l.remember(k, 1, lt0, lt0.Add(time.Hour))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.LessOrEqual(t, l.Len(), 1000)
+}
+
+// BenchmarkLocalAnswerHit is the steady-state user's whole cost on top of the HTTP layer:
+// building the key, hashing it, a read lock and a map lookup.
+func BenchmarkLocalAnswerHit(b *testing.B) {
+	l := NewLocalAnswers(100000)
+	req := popup.Request{UID: "user-1234567", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
+	var k localKey
+	k.build(&req)
+	l.remember(&k, 1, lt0, lt0.Add(time.Hour))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			var k localKey
+			k.build(&req)
+			if !l.lookup(&k, 1, lt0) {
+				b.Fatal("miss")
+			}
+		}
+	})
+}
+
+// BenchmarkLocalAnswerRemember is the cost added to a full decision that chose nothing, with
+// the cache full (every insert evicts).
+func BenchmarkLocalAnswerRemember(b *testing.B) {
+	l := NewLocalAnswers(10000)
+	keys := make([]localKey, 50000)
+	for i := range keys {
+		keys[i].build(&popup.Request{UID: "user-" + strconv.Itoa(i), Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l.remember(&keys[i%len(keys)], 1, lt0, lt0.Add(time.Hour))
+	}
+}

@@ -1,0 +1,65 @@
+package popup
+
+import "time"
+
+// NextEligibleAt returns the earliest instant, at or after now, at which Select over the same
+// candidates, request and user state could choose something: now when it could already, the zero
+// time when nothing in cs can ever show to this request. Every way a popup stays hidden ends at a
+// known instant: its schedule's start_at, its next_show_at (reshow interval or a cooldown), the
+// end of the UTC day once the daily cap is reached. Status, targeting, max_impressions and an
+// ended schedule hide it for good, as far as this config goes.
+//
+// The answer holds for as long as the config and the user's state stay as given. Every
+// transition of a user's state only extends hiding (see ApplyImpression, ApplyClick,
+// ApplyClose), so a "nothing until t" stays true however that user's state changes meanwhile:
+// a caller may remember it until t or until the config changes, whichever comes first.
+// It does not allocate.
+func NextEligibleAt(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int) time.Time {
+	q := newQuery(&r)
+	var earliest time.Time
+	for _, c := range cs {
+		if t := c.eligibleFrom(&q, s, now); !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
+			earliest = t
+		}
+	}
+	if earliest.IsZero() {
+		return time.Time{}
+	}
+	if dailyCap > 0 && s.ImpressionsOn(now) >= dailyCap {
+		// Nothing shows before the next UTC day; a popup whose window ends before that may still
+		// be counted here, which only makes the answer earlier, never wrong.
+		if dayEnd := time.Unix((int64(DayNumber(now))+1)*86400, 0).UTC(); earliest.Before(dayEnd) {
+			earliest = dayEnd
+		}
+	}
+	return earliest
+}
+
+// eligibleFrom is the earliest instant at or after now at which c passes every check but the
+// daily cap for q and s, or the zero time for never.
+func (c *Compiled) eligibleFrom(q *query, s *UserState, now time.Time) time.Time {
+	if !c.active || c.match(q) != ReasonNone {
+		return time.Time{}
+	}
+	var st PopupState
+	if s != nil {
+		st = s.Popups[c.Popup.ID]
+	}
+	if c.Popup.MaxImpressions > 0 && st.Impressions >= c.Popup.MaxImpressions {
+		return time.Time{}
+	}
+	t := now
+	if start := c.Popup.StartAt; start != nil && start.After(t) {
+		t = *start
+	}
+	if st.NextShowAt.After(t) {
+		t = st.NextShowAt
+	}
+	if !t.Before(Forever) {
+		return time.Time{} // hidden forever (a cooldown of -1)
+	}
+	if c.windowReason(t.Unix(), int32(t.Nanosecond())) == ReasonEnded {
+		return time.Time{} // the schedule is over before the popup could show again
+	}
+	return t.UTC()
+}

@@ -1,0 +1,169 @@
+package popup_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"popupsvc/internal/popup"
+)
+
+func TestNextEligibleAt(t *testing.T) {
+	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
+	tomorrow := time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC) // the end of now's UTC day
+	seenToday := func(popups map[int64]popup.PopupState, count int) *popup.UserState {
+		return &popup.UserState{Popups: popups, Day: popup.DayNumber(now), DayCount: count}
+	}
+	tests := []struct {
+		name     string
+		specs    []spec
+		state    *popup.UserState
+		dailyCap int
+		want     time.Time // zero: never
+	}{
+		{name: "no candidates: never", want: time.Time{}},
+		{name: "eligible now: now", specs: []spec{{1, 10, nil}}, want: now},
+		{
+			name:  "reshow interval: its next show time",
+			specs: []spec{{1, 10, nil}},
+			state: userState(map[int64]popup.PopupState{1: seen(now.Add(-time.Minute), now.Add(59*time.Minute))}),
+			want:  now.Add(59 * time.Minute),
+		},
+		{
+			name:  "click cooldown: its end",
+			specs: []spec{{1, 10, rules(3600, 7*86400, 3600, 0)}},
+			state: userState(map[int64]popup.PopupState{1: clicked(now.Add(-day), now.Add(6*day))}),
+			want:  now.Add(6 * day),
+		},
+		{
+			name:  "close cooldown: its end",
+			specs: []spec{{1, 10, rules(3600, 0, 7200, 0)}},
+			state: userState(map[int64]popup.PopupState{1: closed(now.Add(-time.Hour), now.Add(time.Hour))}),
+			want:  now.Add(time.Hour),
+		},
+		{
+			name:  "the earliest of several hidden popups",
+			specs: []spec{{1, 50, nil}, {2, 10, nil}, {3, 5, nil}},
+			state: userState(map[int64]popup.PopupState{
+				1: seen(now, now.Add(3*time.Hour)), 2: seen(now, now.Add(time.Hour)), 3: seen(now, now.Add(2*time.Hour)),
+			}),
+			want: now.Add(time.Hour),
+		},
+		{
+			name:  "schedule not started: its start",
+			specs: []spec{{1, 10, window(now.Add(2*time.Hour), now.Add(day))}},
+			want:  now.Add(2 * time.Hour),
+		},
+		{
+			name:  "schedule start later than the cooldown: the start",
+			specs: []spec{{1, 10, window(now.Add(2*time.Hour), now.Add(day))}},
+			state: userState(map[int64]popup.PopupState{1: seen(now, now.Add(time.Hour))}),
+			want:  now.Add(2 * time.Hour),
+		},
+		{
+			name:  "cooldown later than the schedule start: the cooldown's end",
+			specs: []spec{{1, 10, window(now.Add(time.Hour), now.Add(day))}},
+			state: userState(map[int64]popup.PopupState{1: seen(now, now.Add(3*time.Hour))}),
+			want:  now.Add(3 * time.Hour),
+		},
+		{
+			name:  "cooldown outlasting the schedule: never",
+			specs: []spec{{1, 10, window(now.Add(-time.Hour), now.Add(time.Hour))}},
+			state: userState(map[int64]popup.PopupState{1: seen(now, now.Add(2*time.Hour))}),
+			want:  time.Time{},
+		},
+		{
+			name:  "cooldown ending exactly at the schedule's end: never (the window is half-open)",
+			specs: []spec{{1, 10, window(now.Add(-time.Hour), now.Add(time.Hour))}},
+			state: userState(map[int64]popup.PopupState{1: seen(now, now.Add(time.Hour))}),
+			want:  time.Time{},
+		},
+		{name: "schedule ended: never", specs: []spec{{1, 10, window(now.Add(-day), now.Add(-time.Hour))}}, want: time.Time{}},
+		{name: "paused: never", specs: []spec{{1, 10, status(popup.StatusPaused)}}, want: time.Time{}},
+		{
+			name: "other platform: never, even once its schedule starts",
+			specs: []spec{{1, 10, func(in *popup.Input) {
+				targeting(popup.TargetingInput{Platforms: []string{"android"}})(in)
+				window(now.Add(time.Hour), now.Add(day))(in)
+			}}},
+			want: time.Time{},
+		},
+		{name: "other region: never", specs: []spec{{1, 10, targeting(popup.TargetingInput{Regions: []string{"cn"}})}}, want: time.Time{}},
+		{name: "other language: never", specs: []spec{{1, 10, targeting(popup.TargetingInput{Langs: []string{"zh"}})}}, want: time.Time{}},
+		{name: "app version too old: never", specs: []spec{{1, 10, targeting(popup.TargetingInput{MinAppVersion: "9"})}}, want: time.Time{}},
+		{name: "outside the rollout: never", specs: []spec{{1, 10, targeting(popup.TargetingInput{RolloutPercent: ptr(0)})}}, want: time.Time{}},
+		{
+			name:  "max impressions reached: never",
+			specs: []spec{{1, 10, rules(3600, 0, 3600, 2)}},
+			state: userState(map[int64]popup.PopupState{1: {Impressions: 2, NextShowAt: now.Add(time.Hour)}}),
+			want:  time.Time{},
+		},
+		{
+			name:  "clicked never again: never",
+			specs: []spec{{1, 10, rules(3600, -1, 3600, 0)}},
+			state: userState(map[int64]popup.PopupState{1: clicked(now.Add(-time.Hour), popup.Forever)}),
+			want:  time.Time{},
+		},
+		{
+			name:     "daily cap reached: the end of the UTC day",
+			specs:    []spec{{1, 10, nil}},
+			state:    seenToday(nil, 3),
+			dailyCap: 3,
+			want:     tomorrow,
+		},
+		{
+			name:     "daily cap reached, cooldown ending after midnight: the cooldown's end",
+			specs:    []spec{{1, 10, nil}},
+			state:    seenToday(map[int64]popup.PopupState{1: seen(now, tomorrow.Add(time.Hour))}, 3),
+			dailyCap: 3,
+			want:     tomorrow.Add(time.Hour),
+		},
+		{
+			name:     "daily cap reached but nothing could ever show: never",
+			specs:    []spec{{1, 10, status(popup.StatusPaused)}},
+			state:    seenToday(nil, 3),
+			dailyCap: 3,
+			want:     time.Time{},
+		},
+		{
+			name:     "yesterday's count does not cap today",
+			specs:    []spec{{1, 10, nil}},
+			state:    &popup.UserState{Day: popup.DayNumber(now) - 1, DayCount: 3},
+			dailyCap: 3,
+			want:     now,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := candidates(t, tt.specs...)
+			got := popup.NextEligibleAt(cs, req, tt.state, now, tt.dailyCap)
+			assert.True(t, tt.want.Equal(got), "want %v, got %v", tt.want, got)
+		})
+	}
+}
+
+// TestNextEligibleAtAgreesWithSelect checks the promise callers rely on: Select chooses nothing
+// before the instant NextEligibleAt names, and something at it.
+func TestNextEligibleAtAgreesWithSelect(t *testing.T) {
+	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}}
+	cs := candidates(t, spec{1, 50, window(now.Add(5*time.Hour), now.Add(day))}, spec{2, 10, nil}, spec{3, 5, rules(3600, 0, 3600, 1)})
+	state := &popup.UserState{Popups: map[int64]popup.PopupState{
+		2: seen(now, now.Add(2*time.Hour)), 3: {Impressions: 1, NextShowAt: now.Add(time.Hour)},
+	}, Day: popup.DayNumber(now), DayCount: 1}
+
+	at := popup.NextEligibleAt(cs, req, state, now, 2)
+	assert.Equal(t, now.Add(2*time.Hour), at)
+	for tm := now; tm.Before(at); tm = tm.Add(time.Minute) {
+		assert.Nil(t, popup.Select(cs, req, state, tm, 2), "nothing at %v", tm)
+	}
+	assert.NotNil(t, popup.Select(cs, req, state, at, 2))
+}
+
+func TestNextEligibleAtDoesNotAllocate(t *testing.T) {
+	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
+	cs := candidates(t, spec{1, 50, targeting(popup.TargetingInput{Regions: []string{"us", "cn"}})}, spec{2, 10, nil})
+	state := userState(map[int64]popup.PopupState{1: seen(now, now.Add(time.Hour)), 2: seen(now, now.Add(time.Hour))})
+	allocs := testing.AllocsPerRun(100, func() { popup.NextEligibleAt(cs, req, state, now, 3) })
+	assert.Zero(t, allocs)
+}
