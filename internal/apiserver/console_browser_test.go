@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -407,6 +408,31 @@ func TestConsoleInBrowser(t *testing.T) {
 	// keyboard: every control is reachable with Tab and shows a focus ring
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
 	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
+	var focused string
+	b.eval(`document.activeElement.id`, &focused)
+	assert.Equal(t, "page-title", focused, "a new screen moves focus to its heading")
+	var first string
+	b.eval(`document.querySelector('a[href], button, input, select, textarea').textContent`, &first)
+	assert.Equal(t, "Skip to content", first)
+	b.run(chromedp.KeyEvent(kb.Tab))
+	assert.Equal(t, "New popup", b.focusedText())
+	var outline string
+	b.eval(`getComputedStyle(document.activeElement).outlineStyle`, &outline)
+	assert.NotEqual(t, "none", outline, "a focused link shows a focus ring")
+	b.run(chromedp.KeyEvent(kb.Tab))
+	b.eval(`document.activeElement.id`, &focused)
+	assert.Equal(t, "filter-status", focused)
+	b.run(chromedp.KeyEvent(kb.Tab + kb.Tab + kb.Tab))
+	assert.Equal(t, "winter sale", b.focusedText(), "past the search and its button to the first row's link")
+	b.run(chromedp.KeyEvent(kb.Enter))
+	b.waitFor(`location.hash === '#/popups/` + itoa(id) + `' && document.activeElement.id === 'page-title'`)
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
+	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
+	b.run(chromedp.KeyEvent(kb.Tab))
+	b.run(chromedp.KeyEvent(kb.Enter))
+	b.waitFor(`location.hash === '#/popups/new' && document.activeElement.id === 'page-title'`)
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
+	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
 	var unreachable []string
 	b.eval(`[...document.querySelectorAll('a[href], button:not([disabled]), input, select, textarea')]
 		.filter(el => el.offsetParent !== null && el.tabIndex < 0).map(el => el.outerHTML.slice(0, 80))`, &unreachable)
@@ -417,6 +443,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitFor(`document.querySelector('#token')`)
 	b.eval(`sessionStorage.getItem('popup-admin-token') || ''`, &stored)
 	assert.Empty(t, stored)
+}
+
+func (b *browser) focusedText() string {
+	b.t.Helper()
+	var s string
+	b.eval(`document.activeElement ? document.activeElement.textContent.trim() : ''`, &s)
+	return s
 }
 
 func mustJSON(t *testing.T, v any) string {
