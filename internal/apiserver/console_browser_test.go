@@ -77,6 +77,8 @@ func newBrowser(t *testing.T, in *instance) *browser {
 		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter"),
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1440, 1000),
+		// the operator's local time is not UTC: datetime-local inputs must be converted
+		chromedp.Env("TZ=Asia/Shanghai"),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	// chromedp logs the CDP events it has no handler for (newer Chromium sends more); the rest is
@@ -335,11 +337,20 @@ func TestConsoleInBrowser(t *testing.T) {
 	assert.Equal(t, "Shop now", p["buttons"].([]any)[0].(map[string]any)["text"])
 	assert.Equal(t, map[string]any{"campaign": "winter"}, p["ext"])
 
-	// edit: the title changes, the public API serves it
+	// edit: the title and the schedule change (local time in, UTC stored), the public API serves it
 	b.fill("#f-title", "Winter sale: last days")
+	b.fill("#f-start", "2026-11-01T08:00")
+	b.fill("#f-end", "2027-01-01T07:59")
+	assert.Contains(t, b.text("#window-utc"), "start 2026-11-01T00:00:00Z, end 2026-12-31T23:59:00Z")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#toast').textContent.includes('Saved revision 2') && document.querySelector('#popup-form[data-revision="2"]')`)
 	in.publicPopup(t, "u-2", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale: last days" })
+	saved := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	assert.Equal(t, "2026-11-01T00:00:00Z", saved.Body["start_at"])
+	assert.Equal(t, "2026-12-31T23:59:00Z", saved.Body["end_at"])
+	var shown string
+	b.eval(`document.querySelector('#f-start').value`, &shown)
+	assert.Equal(t, "2026-11-01T08:00", shown, "the stored UTC time is shown in local time again")
 	b.shot("edit", "")
 
 	// the list shows it, among others (their rows show status, window and targeting)
