@@ -602,18 +602,19 @@ function userFields(prefix) {
 function renderExplain(r, draftLabel) {
   if (!r.ok) return alertBox(errorText(r), notAvailable(r) ? 'info' : 'error');
   const chosen = r.body.popup;
-  const prev = h('div', { class: 'preview', 'data-device': 'phone' });
+  const prev = h('div', { class: 'preview small', 'data-device': 'phone' });
   if (chosen) renderPreview(prev, chosen);
   return h('div', { class: 'explain-result' },
-    h('p', { class: 'verdict' }, chosen ? `This user would get popup #${chosen.id}${chosen.title ? ' “' + chosen.title + '”' : ''}.` : 'This user would get no popup.',
-      ` (config version ${r.body.config_version ?? '?'})`),
-    chosen ? prev : null,
-    h('table', { class: 'candidates' }, h('caption', {}, 'Every active popup, in the order they are tried'),
-      h('thead', {}, h('tr', {}, ['Popup', 'Priority', 'Eligible', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, (r.body.candidates || []).map((c) => h('tr', { class: c.eligible ? 'chosen' : '', 'data-id': c.id },
-        h('th', { scope: 'row' }, c.id > 0 ? h('a', { href: '#/popups/' + c.id }, `#${c.id} ${c.name || ''}`) : (draftLabel || `#${c.id} ${c.name || ''}`)),
-        h('td', { class: 'num' }, c.priority ?? ''), h('td', {}, c.eligible ? 'yes' : 'no'),
-        h('td', { 'data-reason': c.reason || '' }, REASONS[c.reason || ''] || c.reason))))));
+    h('div', {},
+      h('p', { class: 'verdict' }, chosen ? `This user would get popup #${chosen.id}${chosen.title ? ' “' + chosen.title + '”' : ''}.` : 'This user would get no popup.',
+        ` (config version ${r.body.config_version ?? '?'})`),
+      h('table', { class: 'candidates' }, h('caption', {}, 'Every active popup, in the order they are tried'),
+        h('thead', {}, h('tr', {}, ['Popup', 'Priority', 'Eligible', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, (r.body.candidates || []).map((c) => h('tr', { class: c.eligible ? 'chosen' : '', 'data-id': c.id },
+          h('th', { scope: 'row' }, c.id > 0 ? h('a', { href: '#/popups/' + c.id }, `#${c.id} ${c.name || ''}`) : (draftLabel || `#${c.id} ${c.name || ''}`)),
+          h('td', { class: 'num' }, c.priority ?? ''), h('td', {}, c.eligible ? 'yes' : 'no'),
+          h('td', { 'data-reason': c.reason || '' }, REASONS[c.reason || ''] || c.reason)))))),
+    chosen ? prev : null);
 }
 
 function renderState(r) {
