@@ -16,6 +16,7 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -130,10 +131,18 @@ class Admin:
             return e.code, doc
 
     def list(self) -> list[dict[str, Any]]:
-        status, doc = self._call("GET", "/admin/v1/popups")
-        if status != 200 or not isinstance(doc, dict):
-            raise AdminError(f"GET /admin/v1/popups: {status} {doc}")
-        return doc.get("popups") or []
+        """Every popup that is not archived: the list comes in pages, followed by its next."""
+        out: list[dict[str, Any]] = []
+        path = "/admin/v1/popups?limit=1000"
+        while True:
+            status, doc = self._call("GET", path)
+            if status != 200 or not isinstance(doc, dict):
+                raise AdminError(f"GET {path}: {status} {doc}")
+            out.extend(doc.get("popups") or [])
+            nxt = doc.get("next")
+            if not nxt:
+                return out
+            path = "/admin/v1/popups?limit=1000&cursor=" + urllib.parse.quote(str(nxt))
 
     def create(self, popup: dict[str, Any]) -> dict[str, Any]:
         status, doc = self._call("POST", "/admin/v1/popups", popup)

@@ -213,7 +213,7 @@ class _FakeAdmin(BaseHTTPRequestHandler):
             return self._send(200, {"status": "ready", "config_version": 1 + len(self.popups)})
         if self.headers.get("Authorization") != f"Bearer {self.token}":
             return self._send(401, {"error": {"code": "unauthorized", "message": "no"}})
-        return self._send(200, {"popups": self.popups})
+        return self._send(200, {"popups": self.popups, "next": None})
 
     def do_POST(self):
         if self.headers.get("Authorization") != f"Bearer {self.token}":

@@ -62,8 +62,9 @@ const (
 
 // Run serves until ctx ends, then shuts down gracefully.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) error {
-	if cfg.AdminToken == "" {
-		return httpapi.ErrNoToken
+	ops, err := adminOperators(cfg)
+	if err != nil {
+		return err
 	}
 	now := hooks.Now
 	if now == nil {
@@ -141,7 +142,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		}
 		return holder.Load().Version, nil
 	}}
-	admin := &httpapi.Admin{Token: cfg.AdminToken, Repo: repo, Users: users, Snapshots: holder,
+	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	adminRouter, err := admin.Router()
 	if err != nil {
@@ -187,6 +188,23 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return nil
 	})
 	return g.Wait()
+}
+
+// adminOperators is every operator of the admin API: POPUP_ADMIN_TOKENS, POPUP_ADMIN_TOKENS_FILE
+// and POPUP_ADMIN_TOKEN (the operator "admin"). None at all is httpapi.ErrNoToken.
+func adminOperators(cfg config.Config) ([]httpapi.Operator, error) {
+	named, err := cfg.Operators()
+	if err != nil {
+		return nil, err
+	}
+	ops := make([]httpapi.Operator, 0, len(named))
+	for _, op := range named {
+		ops = append(ops, httpapi.Operator{Name: op.Name, Token: op.Token})
+	}
+	if len(ops) == 0 {
+		return nil, httpapi.ErrNoToken
+	}
+	return ops, nil
 }
 
 // mysqlCheck pings MySQL and, the first time it answers, checks the schema (an unmigrated or
@@ -239,16 +257,36 @@ func (g *gatedRepo) Get(ctx context.Context, id int64) (popup.Popup, error) {
 	return gate(g, func() (popup.Popup, error) { return g.repo.Get(ctx, id) })
 }
 
-func (g *gatedRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Create(ctx, p) })
+func (g *gatedRepo) Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error) {
+	return gate(g, func() ([]popup.Popup, error) { return g.repo.Find(ctx, q) })
 }
 
-func (g *gatedRepo) Update(ctx context.Context, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Update(ctx, id, p, ifRevision) })
+func (g *gatedRepo) Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Create(ctx, actor, p) })
 }
 
-func (g *gatedRepo) Archive(ctx context.Context, id int64, ifRevision []int64) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Archive(ctx, id, ifRevision) })
+func (g *gatedRepo) Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Update(ctx, actor, id, p, ifRevision) })
+}
+
+func (g *gatedRepo) Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Archive(ctx, actor, id, ifRevision) })
+}
+
+func (g *gatedRepo) Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
+	return gate(g, func() (popup.Popup, error) { return g.repo.Rollback(ctx, actor, id, toRevision, ifRevision) })
+}
+
+func (g *gatedRepo) History(ctx context.Context, id int64) ([]popup.Revision, error) {
+	return gate(g, func() ([]popup.Revision, error) { return g.repo.History(ctx, id) })
+}
+
+func (g *gatedRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error) {
+	return gate(g, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
+}
+
+func (g *gatedRepo) Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
+	return gate(g, func() (popup.ImportResult, error) { return g.repo.Import(ctx, actor, ps, dryRun) })
 }
 
 // configs is one config version as the snapshot source returns it.

@@ -69,6 +69,7 @@ func TestAdminGetAnswerPutsBackAsItIs(t *testing.T) {
 	assert.Equal(t, "id", field, "an id other than the path's is refused")
 	edited["id"] = id
 
+	edited["name"] = "copy of " + edited["name"].(string) // live names are unique
 	copied := api.adminDo(t, http.MethodPost, "/admin/v1/popups", edited)
 	require.Equal(t, http.StatusCreated, copied.Status, "a POST ignores the server-managed fields: %s", copied.Raw)
 	assert.NotEqualValues(t, id, copied.Body["id"])

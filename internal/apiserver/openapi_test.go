@@ -154,6 +154,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	active := create("openapi-active", "")
 	draft := create("openapi-draft", `,"status":"draft"`)
 	archived := create("openapi-archived", "")
+	other := create("openapi-other", "")
 	s.do(t, call{method: http.MethodDelete, url: adm + "/admin/v1/popups/" + archived, header: auth, want: []int{http.StatusOK}})
 	strictID := ""
 	{
@@ -263,6 +264,56 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "delete", method: "DELETE", url: adm + "/admin/v1/popups/" + draft, header: auth, want: []int{ok}},
 		{name: "delete unknown", method: "DELETE", url: adm + "/admin/v1/popups/999999999", header: auth, want: []int{notFound}},
 
+		// admin: change control
+		{name: "list page", method: "GET", url: adm + "/admin/v1/popups?limit=1", header: auth, want: []int{ok}},
+		{name: "list filtered", method: "GET", url: adm + "/admin/v1/popups?status=active&q=openapi&limit=1000&cursor=1", header: auth, want: []int{ok}},
+		{name: "list limit 0", method: "GET", url: adm + "/admin/v1/popups?limit=0", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "list bad cursor", method: "GET", url: adm + "/admin/v1/popups?cursor=x", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "list bad status", method: "GET", url: adm + "/admin/v1/popups?status=gone", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "create with a live name", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"openapi-active"}`, header: auth, want: []int{http.StatusConflict}, errCode: "name_taken"},
+		{name: "put a live name", method: "PUT", url: adm + "/admin/v1/popups/" + other, body: `{"name":"openapi-active"}`, header: auth, want: []int{http.StatusConflict}, errCode: "name_taken"},
+		{name: "history", method: "GET", url: adm + "/admin/v1/popups/" + active + "/history", header: auth, want: []int{ok}},
+		{name: "history of an archived popup", method: "GET", url: adm + "/admin/v1/popups/" + archived + "/history", header: auth, want: []int{ok}},
+		{name: "history unknown", method: "GET", url: adm + "/admin/v1/popups/999999999/history", header: auth, want: []int{notFound}, errCode: "popup_not_found"},
+		{name: "history id not a number", method: "GET", url: adm + "/admin/v1/popups/abc/history", header: auth, want: []int{bad}, errCode: "invalid_popup_id"},
+		{name: "POST history", method: "POST", url: adm + "/admin/v1/popups/" + active + "/history", header: auth, want: []int{noMethod}},
+		{name: "rollback", method: "POST", url: adm + "/admin/v1/popups/" + active + "/rollback", body: `{"revision":1}`, header: auth, want: []int{ok}},
+		{name: "rollback with a stale If-Match", method: "POST", url: adm + "/admin/v1/popups/" + active + "/rollback", body: `{"revision":1}`,
+			header: withAuth(map[string]string{"If-Match": `"1"`}), want: []int{precondition}, errCode: "precondition_failed"},
+		{name: "rollback to a revision never had", method: "POST", url: adm + "/admin/v1/popups/" + active + "/rollback", body: `{"revision":999}`, header: auth, want: []int{notFound}, errCode: "revision_not_found"},
+		{name: "rollback of an unknown popup", method: "POST", url: adm + "/admin/v1/popups/999999999/rollback", body: `{"revision":1}`, header: auth, want: []int{notFound}, errCode: "popup_not_found"},
+		{name: "rollback revision 0", method: "POST", url: adm + "/admin/v1/popups/" + active + "/rollback", body: `{"revision":0}`, header: auth, want: []int{bad}, errCode: "validation_failed"},
+		{name: "rollback revision a string", method: "POST", url: adm + "/admin/v1/popups/" + active + "/rollback", body: `{"revision":"1"}`, header: auth, want: []int{bad}, errCode: "invalid_json"},
+		{name: "rollback body over 4 KiB", method: "POST", url: adm + "/admin/v1/popups/" + active + "/rollback", body: `{"revision":1,"x":"` + strings.Repeat("x", 5000) + `"}`, header: auth, want: []int{tooLarge}},
+		{name: "rollback over an archive", method: "POST", url: adm + "/admin/v1/popups/" + archived + "/rollback", body: `{"revision":1}`, header: auth, want: []int{ok}},
+		{name: "GET rollback", method: "GET", url: adm + "/admin/v1/popups/" + active + "/rollback", header: auth, want: []int{noMethod}},
+		{name: "audit", method: "GET", url: adm + "/admin/v1/audit", header: auth, want: []int{ok}},
+		{name: "audit filtered", method: "GET", url: adm + "/admin/v1/audit?popup_id=" + active + "&actor=admin&limit=1&before=999999", header: auth, want: []int{ok}},
+		{name: "audit limit 501", method: "GET", url: adm + "/admin/v1/audit?limit=501", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "audit bad actor", method: "GET", url: adm + "/admin/v1/audit?actor=" + url.QueryEscape("a b"), header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "audit without token", method: "GET", url: adm + "/admin/v1/audit", want: []int{unauth}},
+		{name: "POST audit", method: "POST", url: adm + "/admin/v1/audit", header: auth, want: []int{noMethod}},
+		{name: "export", method: "GET", url: adm + "/admin/v1/export", header: auth, want: []int{ok}},
+		{name: "POST export", method: "POST", url: adm + "/admin/v1/export", header: auth, want: []int{noMethod}},
+		{name: "import dry run", method: "POST", url: adm + "/admin/v1/import?dry_run=true", body: `{"popups":[{"name":"openapi-imported"},{"name":"openapi-other","priority":3}]}`, header: auth, want: []int{ok}},
+		{name: "import", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"openapi-imported"}]}`, header: auth, want: []int{ok}},
+		{name: "import invalid", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"x","status":"live"},{"title":"no name"}]}`, header: auth, want: []int{bad}, errCode: "validation_failed"},
+		{name: "import a name twice", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"x"},{"name":"x"}]}`, header: auth, want: []int{bad}, errCode: "validation_failed"},
+		{name: "import without popups", method: "POST", url: adm + "/admin/v1/import", body: `{}`, header: auth, want: []int{bad}, errCode: "invalid_json"},
+		{name: "import dry_run=maybe", method: "POST", url: adm + "/admin/v1/import?dry_run=maybe", body: `{"popups":[]}`, header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "import body over 64 MiB", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"` + strings.Repeat("x", 64<<20) + `"}]}`, header: auth, want: []int{tooLarge}},
+		{name: "GET import", method: "GET", url: adm + "/admin/v1/import", header: auth, want: []int{noMethod}},
+		{name: "draft preview", method: "POST", url: adm + "/admin/v1/preview", header: auth, want: []int{ok},
+			body: `{"uid":"oa-1","platform":"ios","app_version":"8.10.0","region":"cn","lang":"zh","popup":{"name":"draft","priority":1000,"title":"d"}}`},
+		{name: "draft preview of an edit", method: "POST", url: adm + "/admin/v1/preview", header: auth, want: []int{ok},
+			body: `{"uid":"oa-1","platform":"ios","app_version":"8.10.0","popup":` + string(stored) + `}`},
+		{name: "draft preview with a bad draft", method: "POST", url: adm + "/admin/v1/preview", header: auth, want: []int{bad}, errCode: "validation_failed",
+			body: `{"uid":"oa-1","platform":"ios","app_version":"8.10.0","popup":{"name":"d","targeting":{"rollout_percent":101}}}`},
+		{name: "draft preview with a bad uid", method: "POST", url: adm + "/admin/v1/preview", header: auth, want: []int{bad}, errCode: "invalid_uid",
+			body: `{"uid":"a b","platform":"ios","app_version":"8.10.0","popup":{"name":"d"}}`},
+		{name: "draft preview body over 1 MiB", method: "POST", url: adm + "/admin/v1/preview", header: auth, want: []int{tooLarge},
+			body: `{"uid":"oa-1","platform":"ios","app_version":"1","popup":` + huge + `}`},
+
 		// admin: the rest
 		{name: "preview", method: "GET", url: adm + "/admin/v1/preview?uid=oa-1&platform=ios&app_version=8.10.0", header: auth, want: []int{ok}},
 		{name: "preview for a new user", method: "GET", url: adm + "/admin/v1/preview?uid=oa-new&platform=android&app_version=1&region=cn&lang=zh", header: auth, want: []int{ok}},
@@ -344,6 +395,11 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		{name: "put", method: "PUT", url: adm + "/admin/v1/popups/" + id, body: `{"name":"x"}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "delete", method: "DELETE", url: adm + "/admin/v1/popups/" + id, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "cache reload", method: "POST", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "history", method: "GET", url: adm + "/admin/v1/popups/" + id + "/history", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "rollback", method: "POST", url: adm + "/admin/v1/popups/" + id + "/rollback", body: `{"revision":1}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "audit", method: "GET", url: adm + "/admin/v1/audit", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "export", method: "GET", url: adm + "/admin/v1/export", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "import", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"x"}]}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "decision", method: "GET", url: pub + "/api/v1/popup?uid=down-1&platform=ios&app_version=1", want: []int{ok}},
 		{name: "action", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-1","action":"close"}`, want: []int{accepted}},
 		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},
@@ -371,6 +427,8 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		{name: "healthz", method: "GET", url: pub + "/healthz", want: []int{ok}},
 		{name: "user state", method: "GET", url: adm + "/admin/v1/users/down-2/state", header: auth, want: []int{unavailable}},
 		{name: "preview", method: "GET", url: adm + "/admin/v1/preview?uid=down-2&platform=ios&app_version=1", header: auth, want: []int{unavailable}},
+		{name: "draft preview", method: "POST", url: adm + "/admin/v1/preview", header: auth, want: []int{unavailable},
+			body: `{"uid":"down-2","platform":"ios","app_version":"1","popup":{"name":"d"}}`},
 	}
 	redisProxy.SetDown(true)
 	for _, c := range redisDown {

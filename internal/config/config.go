@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,8 +24,13 @@ import (
 type Config struct {
 	HTTPAddr   string `env:"HTTP_ADDR" envDefault:":8080" desc:"public listener of popup-api"`
 	AdminAddr  string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:8081" desc:"admin listener of popup-api (admin API, /metrics, /debug/pprof)"`
-	AdminToken string `env:"ADMIN_TOKEN" secret:"true" desc:"bearer token of the admin API; popup-api refuses to start without it"`
+	AdminToken string `env:"ADMIN_TOKEN" secret:"true" desc:"bearer token of the admin API's operator admin; popup-api refuses to start without a token here, in ADMIN_TOKENS or in ADMIN_TOKENS_FILE"`
 	WorkerAddr string `env:"WORKER_ADDR" envDefault:"127.0.0.1:8082" desc:"popup-worker's listener (/healthz, /metrics)"`
+
+	// AdminTokens and AdminTokensFile name the operators (Operators): every admin write is
+	// attributed to the operator whose token made it.
+	AdminTokens     []string `env:"ADMIN_TOKENS" secret:"true" desc:"comma-separated name:token pairs, one per admin operator (names 1-64 characters of [A-Za-z0-9_.-], unique, as are tokens)"`
+	AdminTokensFile string   `env:"ADMIN_TOKENS_FILE" desc:"file of name:token lines, one operator each, for mounted secrets (blank lines and # comments allowed); adds to ADMIN_TOKENS"`
 
 	RedisAddr       string        `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379" desc:"host:port, a redis:// or rediss:// URL, or comma-separated seeds of a cluster or sentinels"`
 	RedisPassword   string        `env:"REDIS_PASSWORD" secret:"true" desc:"Redis password (a URL may carry it instead)"`
@@ -92,6 +99,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			bad(name, "not a host:port: %v", err)
 		}
+	}
+	if _, err := c.Operators(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.HTTPAddr == c.AdminAddr {
 		bad("ADMIN_ADDR", "must differ from POPUP_HTTP_ADDR: the admin API never shares the public listener")
@@ -179,6 +189,65 @@ func nameVars(err error) error {
 		out = append(out, e)
 	}
 	return errors.Join(out...)
+}
+
+// Operator is one named admin token.
+type Operator struct{ Name, Token string }
+
+// AdminOperatorName is the operator of POPUP_ADMIN_TOKEN.
+const AdminOperatorName = "admin"
+
+var operatorNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Operators returns every admin operator: those of ADMIN_TOKENS, then of ADMIN_TOKENS_FILE (read
+// now), then "admin" for ADMIN_TOKEN. Names must be 1-64 characters of [A-Za-z0-9_.-] and
+// unique, tokens non-empty and unique; an error names the variable and the pair's position or
+// the file's line, never a token.
+func (c Config) Operators() ([]Operator, error) {
+	var (
+		ops    []Operator
+		errs   []error
+		names  = map[string]bool{}
+		tokens = map[string]bool{}
+	)
+	add := func(where, pair string) {
+		name, token, ok := strings.Cut(pair, ":")
+		name, token = strings.TrimSpace(name), strings.TrimSpace(token)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s: not a name:token pair", where))
+		case !operatorNameRE.MatchString(name):
+			errs = append(errs, fmt.Errorf("%s: operator name must be 1-64 characters of [A-Za-z0-9_.-]", where))
+		case token == "":
+			errs = append(errs, fmt.Errorf("%s: operator %q has an empty token", where, name))
+		case names[name]:
+			errs = append(errs, fmt.Errorf("%s: operator %q is named twice", where, name))
+		case tokens[token]:
+			errs = append(errs, fmt.Errorf("%s: operator %q has the token of another operator", where, name))
+		default:
+			names[name], tokens[token] = true, true
+			ops = append(ops, Operator{Name: name, Token: token})
+		}
+	}
+	for i, pair := range c.AdminTokens {
+		add(fmt.Sprintf("%sADMIN_TOKENS: pair %d", Prefix, i+1), pair)
+	}
+	if c.AdminTokensFile != "" {
+		raw, err := os.ReadFile(c.AdminTokensFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%sADMIN_TOKENS_FILE: %w", Prefix, err))
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			add(fmt.Sprintf("%sADMIN_TOKENS_FILE: %s line %d", Prefix, c.AdminTokensFile, i+1), line)
+		}
+	}
+	if c.AdminToken != "" {
+		add(Prefix+"ADMIN_TOKEN", AdminOperatorName+":"+c.AdminToken)
+	}
+	return ops, errors.Join(errs...)
 }
 
 // Links returns the validated POPUP_LINK_SCHEMES allow-list.

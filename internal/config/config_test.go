@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,4 +97,53 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 	for _, v := range Vars() {
 		assert.True(t, strings.Contains(string(readme), "`"+v.Name+"`"), "README.md does not document %s", v.Name)
 	}
+}
+
+func TestOperatorsFromEveryVariable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(file, []byte("# mounted secret\n\ncarol:tok-c\n  dave:tok-d  \n"), 0o600))
+	c, err := Parse(map[string]string{"POPUP_ADMIN_TOKENS": "alice:tok-a,bob:tok:b", "POPUP_ADMIN_TOKENS_FILE": file,
+		"POPUP_ADMIN_TOKEN": "tok-admin"})
+	require.NoError(t, err)
+	ops, err := c.Operators()
+	require.NoError(t, err)
+	assert.Equal(t, []Operator{{"alice", "tok-a"}, {"bob", "tok:b"}, {"carol", "tok-c"}, {"dave", "tok-d"}, {"admin", "tok-admin"}}, ops)
+	s := c.String()
+	for _, secret := range []string{"tok-a", "tok:b", "tok-admin"} {
+		assert.NotContains(t, s, secret)
+	}
+	assert.Contains(t, s, "POPUP_ADMIN_TOKENS=***,*** ")
+}
+
+func TestOperatorsRejected(t *testing.T) {
+	tests := []struct {
+		name string
+		give map[string]string
+		want string
+	}{
+		{"no colon", map[string]string{"POPUP_ADMIN_TOKENS": "alice"}, "POPUP_ADMIN_TOKENS: pair 1: not a name:token pair"},
+		{"bad name", map[string]string{"POPUP_ADMIN_TOKENS": "al ice:t"}, "POPUP_ADMIN_TOKENS: pair 1: operator name"},
+		{"empty token", map[string]string{"POPUP_ADMIN_TOKENS": "alice:"}, `operator "alice" has an empty token`},
+		{"name twice", map[string]string{"POPUP_ADMIN_TOKENS": "alice:t1,alice:t2"}, `pair 2: operator "alice" is named twice`},
+		{"token twice", map[string]string{"POPUP_ADMIN_TOKENS": "alice:t1,bob:t1"}, `pair 2: operator "bob" has the token of another operator`},
+		{"admin twice", map[string]string{"POPUP_ADMIN_TOKENS": "admin:t1", "POPUP_ADMIN_TOKEN": "t2"}, `POPUP_ADMIN_TOKEN: operator "admin" is named twice`},
+		{"missing file", map[string]string{"POPUP_ADMIN_TOKENS_FILE": "/nonexistent/tokens"}, "POPUP_ADMIN_TOKENS_FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.give)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "t1")
+		})
+	}
+}
+
+func TestOperatorsFileLineNamed(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(file, []byte("alice:tok-a\n# c\nbob\n"), 0o600))
+	_, err := Parse(map[string]string{"POPUP_ADMIN_TOKENS_FILE": file})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 3: not a name:token pair")
+	assert.NotContains(t, err.Error(), "tok-a")
 }

@@ -24,19 +24,29 @@ import (
 	"popupsvc/internal/snapshot"
 )
 
-// PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo). Update and
-// Archive with a non-nil ifRevision write only while the popup is at one of those revisions,
-// checked atomically with the write, and return popup.ErrRevisionMismatch otherwise.
+// PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo). Update,
+// Archive and Rollback with a non-nil ifRevision write only while the popup is at one of those
+// revisions, checked atomically with the write, and return popup.ErrRevisionMismatch otherwise.
+// Every write records the popup's new revision and an audit entry naming actor in its own
+// transaction; a write that would give two live popups one name returns popup.ErrNameTaken.
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
+	Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
-	Create(ctx context.Context, p popup.Popup) (popup.Popup, error)
-	Update(ctx context.Context, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error)
-	Archive(ctx context.Context, id int64, ifRevision []int64) (popup.Popup, error)
+	Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error)
+	Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error)
+	Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error)
+	Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error)
+	History(ctx context.Context, id int64) ([]popup.Revision, error)
+	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
+	Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error)
 }
 
-// Admin serves the admin listener. Every route needs the bearer token.
+// Admin serves the admin listener. Every route needs the bearer token of an operator.
 type Admin struct {
+	// Operators hold the admin tokens (POPUP_ADMIN_TOKENS, POPUP_ADMIN_TOKENS_FILE); Token, when
+	// set, is one more, of the operator "admin" (POPUP_ADMIN_TOKEN).
+	Operators []Operator
 	Token     string
 	Repo      PopupRepo
 	Users     UserStates
@@ -54,26 +64,37 @@ type Admin struct {
 }
 
 // ErrNoToken is returned when the admin API would start without a token.
-var ErrNoToken = errors.New("POPUP_ADMIN_TOKEN is empty: the admin API refuses to start without a token")
+var ErrNoToken = errors.New("no admin token (POPUP_ADMIN_TOKEN, POPUP_ADMIN_TOKENS or POPUP_ADMIN_TOKENS_FILE): the admin API refuses to start without one")
 
 // maxAdminBody bounds popup bodies (content is up to 4000 characters, plus targeting lists).
 const maxAdminBody = 1 << 20
 
 // Router builds the admin router.
 func (a *Admin) Router() (*gin.Engine, error) {
-	if a.Token == "" {
-		return nil, ErrNoToken
+	ops := a.Operators
+	if a.Token != "" {
+		ops = append(slices.Clip(ops), Operator{Name: AdminOperator, Token: a.Token})
+	}
+	keys, err := operatorKeys(ops)
+	if err != nil {
+		return nil, err
 	}
 	r := newEngine(a.Log)
 	r.Use(serveConsole()) // before auth: the console's static files (console.go)
-	r.Use(a.auth)
+	r.Use(func(c *gin.Context) { a.auth(c, keys) })
 	v1 := r.Group("/admin/v1")
 	v1.POST("/popups", a.create)
 	v1.GET("/popups", a.list)
 	v1.GET("/popups/:id", a.get)
 	v1.PUT("/popups/:id", a.update)
 	v1.DELETE("/popups/:id", a.archive)
+	v1.GET("/popups/:id/history", a.history)
+	v1.POST("/popups/:id/rollback", a.rollback)
+	v1.GET("/audit", a.audit)
+	v1.GET("/export", a.export)
+	v1.POST("/import", a.importPopups)
 	v1.GET("/preview", a.preview)
+	v1.POST("/preview", a.previewDraft)
 	v1.GET("/users/:uid/state", a.userState)
 	v1.POST("/cache/reload", a.reload)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.Gatherer, promhttp.HandlerOpts{})))
@@ -86,16 +107,21 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	return r, nil
 }
 
-// auth compares the bearer token in constant time.
-func (a *Admin) auth(c *gin.Context) {
+// auth finds the operator of the bearer token (matchOperator: constant time, every token
+// compared) and leaves the name for the handlers.
+func (a *Admin) auth(c *gin.Context, keys []operatorKey) {
 	const prefix = "Bearer "
 	h := c.GetHeader("Authorization")
-	ok := len(h) > len(prefix) && h[:len(prefix)] == prefix &&
-		subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(a.Token)) == 1
+	name, ok := "", false
+	if len(h) > len(prefix) && h[:len(prefix)] == prefix {
+		name, ok = matchOperator(keys, h[len(prefix):], subtle.ConstantTimeCompare)
+	}
 	if !ok {
 		c.Header("WWW-Authenticate", `Bearer realm="popup-admin"`)
 		writeError(c, a.Log, errAuth)
+		return
 	}
+	c.Set(operatorCtxKey, name)
 }
 
 func popupID(c *gin.Context) (int64, *apiError) {
@@ -165,13 +191,16 @@ func writePopup(c *gin.Context, status int, p popup.Popup) {
 	c.JSON(status, toWire(p))
 }
 
-// save runs one popup write, propagates it to every instance and answers with the stored popup.
-func (a *Admin) save(c *gin.Context, status int, write func(context.Context) (popup.Popup, error)) {
-	stored, err := write(c.Request.Context())
+// save runs one popup write, logs it (operator, action, popup, revision; never a token),
+// propagates it to every instance and answers with the stored popup.
+func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, actor string) (popup.Popup, error)) {
+	actor := operator(c)
+	stored, err := write(c.Request.Context(), actor)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
+	a.Log.Info("popup written", "operator", actor, "action", string(action), "popup_id", stored.ID, "revision", stored.Revision)
 	a.propagate(c.Request.Context())
 	writePopup(c, status, stored)
 }
@@ -182,7 +211,9 @@ func (a *Admin) create(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.save(c, http.StatusCreated, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Create(ctx, p) })
+	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, actor string) (popup.Popup, error) {
+		return a.Repo.Create(ctx, actor, p)
+	})
 }
 
 func (a *Admin) update(c *gin.Context) {
@@ -197,7 +228,9 @@ func (a *Admin) update(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Update(ctx, id, p, revs) })
+	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, actor string) (popup.Popup, error) {
+		return a.Repo.Update(ctx, actor, id, p, revs)
+	})
 }
 
 func (a *Admin) archive(c *gin.Context) {
@@ -207,7 +240,9 @@ func (a *Admin) archive(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, func(ctx context.Context) (popup.Popup, error) { return a.Repo.Archive(ctx, id, revs) })
+	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, actor string) (popup.Popup, error) {
+		return a.Repo.Archive(ctx, actor, id, revs)
+	})
 }
 
 // propagate pushes a committed change to Redis and every instance. MySQL already holds the
@@ -217,24 +252,6 @@ func (a *Admin) propagate(ctx context.Context) {
 	if _, err := a.Reload(ctx); err != nil {
 		a.Log.Warn("config change saved but not yet propagated", "err", err)
 	}
-}
-
-func (a *Admin) list(c *gin.Context) {
-	includeArchived, aerr := parseFlag("include_archived", c.Query("include_archived"))
-	if aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
-	}
-	ps, err := a.Repo.List(c.Request.Context(), includeArchived)
-	if err != nil {
-		writeError(c, a.Log, err)
-		return
-	}
-	out := make([]adminPopup, len(ps))
-	for i, p := range ps {
-		out[i] = toWire(p)
-	}
-	c.JSON(http.StatusOK, gin.H{"popups": out})
 }
 
 func (a *Admin) get(c *gin.Context) {

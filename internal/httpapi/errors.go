@@ -73,6 +73,10 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		ae = errMySQLDown
 	case errors.Is(err, popup.ErrRevisionMismatch):
 		ae = errStale
+	case errors.Is(err, popup.ErrNameTaken):
+		ae = errNameTaken
+	case errors.Is(err, popup.ErrRevisionNotKept):
+		ae = errRevisionGone
 	default:
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}

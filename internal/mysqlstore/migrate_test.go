@@ -73,7 +73,8 @@ func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
 
 	applied, err := mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
-	assert.Equal(t, []int64{2}, applied)
+	require.NotEmpty(t, applied)
+	assert.Equal(t, int64(2), applied[0], "migrations from 2 on apply")
 	again, err := mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
 	assert.Empty(t, again, "migrating twice is a no-op")

@@ -48,6 +48,15 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		return popup.Popup{}, err
 	}
 	p.Status = popup.Status(status)
+	if err := fillParts(&p, start, end, targeting, body); err != nil {
+		return popup.Popup{}, err
+	}
+	return p, nil
+}
+
+// fillParts completes a popup read from its row (or a revision's copy of the row): the window
+// times and the decoded targeting and content.
+func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body []byte) error {
 	if start.Valid {
 		t := start.Time.UTC()
 		p.StartAt = &t
@@ -57,11 +66,11 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		p.EndAt = &t
 	}
 	if err := json.Unmarshal(targeting, &p.Targeting); err != nil {
-		return popup.Popup{}, fmt.Errorf("popup %d targeting: %w", p.ID, err)
+		return fmt.Errorf("popup %d targeting: %w", p.ID, err)
 	}
 	var c content
 	if err := json.Unmarshal(body, &c); err != nil {
-		return popup.Popup{}, fmt.Errorf("popup %d content: %w", p.ID, err)
+		return fmt.Errorf("popup %d content: %w", p.ID, err)
 	}
 	p.Title, p.Content, p.ImageURL, p.LinkURL, p.Buttons, p.Ext = c.Title, c.Content, c.ImageURL, c.LinkURL, c.Buttons, c.Ext
 	if p.Buttons == nil {
@@ -71,7 +80,7 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		p.Ext = json.RawMessage(`{}`)
 	}
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
-	return p, nil
+	return nil
 }
 
 func encodeParts(p popup.Popup) (targeting, body []byte, err error) {
@@ -87,7 +96,9 @@ func nullTime(t *time.Time) sql.NullTime {
 	if t == nil {
 		return sql.NullTime{}
 	}
-	return sql.NullTime{Time: t.UTC(), Valid: true}
+	// DATETIME(3) keeps milliseconds; truncating here (MySQL would round) keeps what an import
+	// compares equal to what is stored.
+	return sql.NullTime{Time: t.UTC().Truncate(time.Millisecond), Valid: true}
 }
 
 // List returns the popups ordered by id; archived ones only when asked.
@@ -159,8 +170,9 @@ func get(ctx context.Context, q interface {
 	return p, err
 }
 
-// Create stores a new popup at revision 1 and returns it with its id.
-func (r *PopupRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, error) {
+// Create stores a new popup at revision 1 and returns it with its id; actor is recorded as its
+// author in the popup's history and the audit log, in the same transaction.
+func (r *PopupRepo) Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error) {
 	targeting, body, err := encodeParts(p)
 	if err != nil {
 		return popup.Popup{}, err
@@ -179,8 +191,10 @@ func (r *PopupRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, err
 		if err != nil {
 			return err
 		}
-		stored, err = get(ctx, tx, id)
-		return err
+		if stored, err = get(ctx, tx, id); err != nil {
+			return err
+		}
+		return record(ctx, tx, []change{{actor: actor, action: popup.ActionCreate, after: stored}})
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
@@ -192,27 +206,10 @@ func (r *PopupRepo) Create(ctx context.Context, p popup.Popup) (popup.Popup, err
 // write happens only while the popup's revision is one of ifRevision, checked by the UPDATE
 // itself, so of two writers who read the same revision exactly one wins; the other gets
 // popup.ErrRevisionMismatch. A nil ifRevision writes unconditionally.
-func (r *PopupRepo) Update(ctx context.Context, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
-	targeting, body, err := encodeParts(p)
-	if err != nil {
-		return popup.Popup{}, err
-	}
-	cond, condArgs := revisionCond(ifRevision)
+func (r *PopupRepo) Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
 	var stored popup.Popup
-	err = r.inTx(ctx, func(tx *sql.Tx) error {
-		args := append([]any{p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-			p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, id}, condArgs...)
-		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET name = ?, status = ?, priority = ?, start_at = ?,
-			end_at = ?, reshow_after_seconds = ?, click_cooldown_seconds = ?, close_cooldown_seconds = ?,
-			max_impressions = ?, targeting = ?, content = ?, updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1
-			WHERE id = ?`+cond, args...)
-		if err != nil {
-			return err
-		}
-		if err := mustHaveWritten(ctx, tx, res, id); err != nil {
-			return err
-		}
-		stored, err = get(ctx, tx, id)
+	err := r.inTx(ctx, func(tx *sql.Tx) (err error) {
+		stored, err = replace(ctx, tx, actor, popup.ActionUpdate, id, p, ifRevision)
 		return err
 	})
 	if err != nil {
@@ -221,12 +218,47 @@ func (r *PopupRepo) Update(ctx context.Context, id int64, p popup.Popup, ifRevis
 	return stored, nil
 }
 
+// replace is the write of an update or a rollback, inside tx: it locks the popup, writes p over
+// it under the If-Match condition and records the change.
+func replace(ctx context.Context, tx *sql.Tx, actor string, action popup.Action, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
+	targeting, body, err := encodeParts(p)
+	if err != nil {
+		return popup.Popup{}, err
+	}
+	before, err := getForUpdate(ctx, tx, id)
+	if err != nil {
+		return popup.Popup{}, err
+	}
+	cond, condArgs := revisionCond(ifRevision)
+	args := append([]any{p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
+		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, id}, condArgs...)
+	res, err := tx.ExecContext(ctx, `UPDATE popup_config SET name = ?, status = ?, priority = ?, start_at = ?,
+		end_at = ?, reshow_after_seconds = ?, click_cooldown_seconds = ?, close_cooldown_seconds = ?,
+		max_impressions = ?, targeting = ?, content = ?, updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1
+		WHERE id = ?`+cond, args...)
+	if err != nil {
+		return popup.Popup{}, err
+	}
+	if err := mustHaveWritten(ctx, tx, res, id); err != nil {
+		return popup.Popup{}, err
+	}
+	stored, err := get(ctx, tx, id)
+	if err != nil {
+		return popup.Popup{}, err
+	}
+	return stored, record(ctx, tx, []change{{actor: actor, action: action, before: &before, after: stored}})
+}
+
 // Archive sets a popup's status to archived (DELETE in the admin API: rows are never removed,
 // the action log refers to them) and increments its revision; ifRevision as in Update.
-func (r *PopupRepo) Archive(ctx context.Context, id int64, ifRevision []int64) (popup.Popup, error) {
+func (r *PopupRepo) Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error) {
 	cond, condArgs := revisionCond(ifRevision)
 	var stored popup.Popup
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
+		before, err := getForUpdate(ctx, tx, id)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET status = 'archived', updated_at = CURRENT_TIMESTAMP(3),
 			revision = revision + 1 WHERE id = ?`+cond, append([]any{id}, condArgs...)...)
 		if err != nil {
@@ -235,8 +267,10 @@ func (r *PopupRepo) Archive(ctx context.Context, id int64, ifRevision []int64) (
 		if err := mustHaveWritten(ctx, tx, res, id); err != nil {
 			return err
 		}
-		stored, err = get(ctx, tx, id)
-		return err
+		if stored, err = get(ctx, tx, id); err != nil {
+			return err
+		}
+		return record(ctx, tx, []change{{actor: actor, action: popup.ActionArchive, before: &before, after: stored}})
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("archive popup %d: %w", id, err)
@@ -287,7 +321,8 @@ func mustHaveWritten(ctx context.Context, tx *sql.Tx, res sql.Result, id int64) 
 	return popup.ErrRevisionMismatch
 }
 
-// inTx runs fn and bumps the config version in the same transaction.
+// inTx runs fn and bumps the config version in the same transaction. A write that would give two
+// live popups one name fails with popup.ErrNameTaken.
 func (r *PopupRepo) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -295,10 +330,15 @@ func (r *PopupRepo) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
 	if err := fn(tx); err != nil {
-		return err
+		return nameTaken(err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE popup_config_version SET version = version + 1, updated_at = CURRENT_TIMESTAMP(3) WHERE id = 1`); err != nil {
+	if err := bumpVersion(ctx, tx); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+func bumpVersion(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `UPDATE popup_config_version SET version = version + 1, updated_at = CURRENT_TIMESTAMP(3) WHERE id = 1`)
+	return err
 }

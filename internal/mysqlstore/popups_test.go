@@ -24,13 +24,13 @@ func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 
-	created, err := repo.Create(ctx, newPopup(t, "a"))
+	created, err := repo.Create(ctx, "tester", newPopup(t, "a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), created.Revision)
-	updated, err := repo.Update(ctx, created.ID, newPopup(t, "a"), nil)
+	updated, err := repo.Update(ctx, "tester", created.ID, newPopup(t, "a"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), updated.Revision, "an update that changes nothing is still a write")
-	archived, err := repo.Archive(ctx, created.ID, nil)
+	archived, err := repo.Archive(ctx, "tester", created.ID, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), archived.Revision)
 	got, err := repo.Get(ctx, created.ID)
@@ -41,20 +41,20 @@ func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
 func TestConditionalWritesCheckTheRevision(t *testing.T) {
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
-	p, err := repo.Create(ctx, newPopup(t, "a"))
+	p, err := repo.Create(ctx, "tester", newPopup(t, "a"))
 	require.NoError(t, err)
 	version, err := repo.Version(ctx)
 	require.NoError(t, err)
 
 	// Two operators read revision 1; the first write wins.
-	first, err := repo.Update(ctx, p.ID, newPopup(t, "first"), []int64{1})
+	first, err := repo.Update(ctx, "tester", p.ID, newPopup(t, "first"), []int64{1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), first.Revision)
-	_, err = repo.Update(ctx, p.ID, newPopup(t, "second"), []int64{1})
+	_, err = repo.Update(ctx, "tester", p.ID, newPopup(t, "second"), []int64{1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
-	_, err = repo.Archive(ctx, p.ID, []int64{1})
+	_, err = repo.Archive(ctx, "tester", p.ID, []int64{1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
-	_, err = repo.Update(ctx, p.ID, newPopup(t, "none can match"), []int64{})
+	_, err = repo.Update(ctx, "tester", p.ID, newPopup(t, "none can match"), []int64{})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 
 	got, err := repo.Get(ctx, p.ID)
@@ -65,17 +65,17 @@ func TestConditionalWritesCheckTheRevision(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, version+1, after, "a refused write does not bump the config version")
 
-	listed, err := repo.Update(ctx, p.ID, newPopup(t, "third"), []int64{1, 2})
+	listed, err := repo.Update(ctx, "tester", p.ID, newPopup(t, "third"), []int64{1, 2})
 	require.NoError(t, err, "any revision of the list matches")
 	assert.Equal(t, int64(3), listed.Revision)
-	_, err = repo.Update(ctx, p.ID+100, newPopup(t, "x"), []int64{1})
+	_, err = repo.Update(ctx, "tester", p.ID+100, newPopup(t, "x"), []int64{1})
 	require.ErrorIs(t, err, popup.ErrNotFound, "a missing popup is not found, whatever the condition")
 }
 
 func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T) {
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
-	p, err := repo.Create(ctx, newPopup(t, "a"))
+	p, err := repo.Create(ctx, "tester", newPopup(t, "a"))
 	require.NoError(t, err)
 
 	const writers = 8
@@ -85,7 +85,7 @@ func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = repo.Update(ctx, p.ID, newPopup(t, "writer"), []int64{p.Revision})
+			_, errs[i] = repo.Update(ctx, "tester", p.ID, newPopup(t, "writer"), []int64{p.Revision})
 		}()
 	}
 	wg.Wait()

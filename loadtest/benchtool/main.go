@@ -84,17 +84,29 @@ func seed(args []string) (err error) {
 	record := fs.Bool("record", false, "also create the popup of the record runs: region \"rec\", top priority, reshow 0 (shown, and so recorded, on every call)")
 	fs.Parse(args) //nolint:errcheck // ExitOnError
 	c := client(8)
-	req, _ := http.NewRequest("GET", *admin+"/admin/v1/popups", nil)
-	req.Header.Set("Authorization", "Bearer "+*token)
-	res, err := c.Do(req)
-	if err != nil {
-		return err
-	}
+	// The list comes in pages: follow next to count them all.
 	var list struct{ Popups []json.RawMessage }
-	err = json.NewDecoder(res.Body).Decode(&list)
-	res.Body.Close()
-	if err != nil {
-		return err
+	for cursor := ""; ; {
+		req, _ := http.NewRequest("GET", *admin+"/admin/v1/popups?limit=1000"+cursor, nil)
+		req.Header.Set("Authorization", "Bearer "+*token)
+		res, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Popups []json.RawMessage
+			Next   *string
+		}
+		err = json.NewDecoder(res.Body).Decode(&page)
+		res.Body.Close()
+		if err != nil {
+			return err
+		}
+		list.Popups = append(list.Popups, page.Popups...)
+		if page.Next == nil {
+			break
+		}
+		cursor = "&cursor=" + *page.Next
 	}
 	if len(list.Popups) >= *n {
 		fmt.Printf("seed: %d popups exist\n", len(list.Popups))

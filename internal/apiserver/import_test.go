@@ -1,0 +1,168 @@
+package apiserver_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func readyVersion(t *testing.T, in *instance) float64 {
+	t.Helper()
+	res := in.do(t, http.MethodGet, "http://"+in.public+"/readyz", nil, nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	return res.Body["config_version"].(float64)
+}
+
+func exportOf(t *testing.T, in *instance) []any {
+	t.Helper()
+	res := in.adminDo(t, http.MethodGet, "/admin/v1/export", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	return res.Body["popups"].([]any)
+}
+
+func TestImportDryRunAndRoundTrip(t *testing.T) {
+	cfg := testConfig(t)
+	api := start(t, cfg, nil)
+	db := testDB(t, cfg)
+	kept := api.createPopup(t, popupSpec("kept", nil))
+	changed := api.createPopup(t, popupSpec("changed", nil))
+	archived := api.createPopup(t, popupSpec("archived", nil))
+	require.Equal(t, http.StatusOK, api.adminDo(t, http.MethodDelete, "/admin/v1/popups/"+itoa(archived), nil).Status)
+
+	exported := exportOf(t, api)
+	require.Len(t, exported, 2, "export leaves archived popups out")
+	// The export imports back unchanged.
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": exported})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, map[string]any{"created": 0.0, "updated": 0.0, "unchanged": 2.0, "dry_run": false}, res.Body)
+
+	body := map[string]any{"popups": []any{
+		exported[0],
+		popupSpec("changed", map[string]any{"priority": 7}),
+		popupSpec("new", nil),
+		popupSpec("archived", nil), // its namesake is archived: a new popup
+	}}
+	version := readyVersion(t, api)
+	audits := countRows(t, db, "popup_audit")
+	res = api.adminDo(t, http.MethodPost, "/admin/v1/import?dry_run=true", body)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, map[string]any{"created": 2.0, "updated": 1.0, "unchanged": 1.0, "dry_run": true}, res.Body)
+	assert.Equal(t, exported, exportOf(t, api), "a dry run changes nothing")
+	assert.Equal(t, audits, countRows(t, db, "popup_audit"))
+	assert.Equal(t, version, readyVersion(t, api))
+
+	res = api.adminDo(t, http.MethodPost, "/admin/v1/import?dry_run=false", body)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, map[string]any{"created": 2.0, "updated": 1.0, "unchanged": 1.0, "dry_run": false}, res.Body)
+	var bump int
+	require.NoError(t, db.QueryRow("SELECT version FROM popup_config_version").Scan(&bump))
+	assert.Equal(t, int(version)+1, bump, "one config version bump for the whole import")
+	assert.Equal(t, version+1, readyVersion(t, api), "the import is served when it returns")
+	assert.Equal(t, audits+3, countRows(t, db, "popup_audit"))
+
+	res = api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(changed), nil)
+	assert.EqualValues(t, 7, res.Body["priority"])
+	assert.EqualValues(t, 2, res.Body["revision"])
+	res = api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(kept), nil)
+	assert.EqualValues(t, 1, res.Body["revision"], "an unchanged popup is not written")
+	log := entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit?popup_id="+itoa(changed)+"&limit=1", nil))
+	assert.Equal(t, "import", log[0]["action"])
+	assert.Equal(t, "admin", log[0]["actor"])
+	assert.EqualValues(t, 0, log[0]["before"].(map[string]any)["priority"])
+
+	again := api.adminDo(t, http.MethodPost, "/admin/v1/import", body)
+	assert.Equal(t, map[string]any{"created": 0.0, "updated": 0.0, "unchanged": 4.0, "dry_run": false}, again.Body)
+	assert.Equal(t, version+1, readyVersion(t, api), "an import that changes nothing bumps nothing")
+}
+
+func TestImportErrorsNameThePopupAndTheField(t *testing.T) {
+	cfg := testConfig(t)
+	api := start(t, cfg, nil)
+	db := testDB(t, cfg)
+	body := map[string]any{"popups": []any{
+		popupSpec("fine", nil),
+		popupSpec("bad-platform", map[string]any{"targeting": map[string]any{"platforms": []string{"symbian"}}}),
+		popupSpec("fine", nil),
+		popupSpec("typo", map[string]any{"priorty": 3}),
+		popupSpec("gone", map[string]any{"status": "archived"}),
+		"not an object",
+	}}
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/import", body)
+	require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+	e := res.Body["error"].(map[string]any)
+	assert.Equal(t, "validation_failed", e["code"])
+	var fields []string
+	for _, f := range e["fields"].([]any) {
+		fm := f.(map[string]any)
+		fields = append(fields, fm["field"].(string))
+		assert.True(t, strings.HasPrefix(fm["message"].(string), "popup "), fm["message"])
+	}
+	assert.Equal(t, []string{"popups[1].targeting.platforms[0]", "popups[2].name", "popups[3].priorty", "popups[4].status", "popups[5]"}, fields)
+	assert.Contains(t, res.Raw, `popup 1 (\"bad-platform\")`)
+	assert.Equal(t, 0, countRows(t, db, "popup_config"), "nothing written")
+
+	for _, raw := range []string{`{}`, `{"popups": {}}`, `{"popups": [], "extra": 1}`, `[]`, `nope`} {
+		res := api.adminDo(t, http.MethodPost, "/admin/v1/import", raw)
+		assert.Equal(t, http.StatusBadRequest, res.Status, "%s: %s", raw, res.Raw)
+	}
+	res = api.adminDo(t, http.MethodPost, "/admin/v1/import?dry_run=perhaps", map[string]any{"popups": []any{}})
+	assert.Equal(t, http.StatusBadRequest, res.Status)
+	assert.Contains(t, res.Raw, `"field":"dry_run"`)
+}
+
+// TestImportOf10000PopupsPropagates imports 10,000 popups through the admin API and checks the
+// counts, the single version bump, an identical second import (all unchanged) and that another
+// running instance serves them. Timings are logged (go test -v -run TestImportOf10000).
+func TestImportOf10000PopupsPropagates(t *testing.T) {
+	const n = 10000
+	cfg := testConfig(t)
+	cfg.ConfigPoll = 10 * time.Second // pub/sub must do it
+	a := start(t, cfg, nil)
+	b := start(t, cfg, nil)
+	ps := make([]any, n)
+	for i := range ps {
+		ps[i] = map[string]any{"name": fmt.Sprintf("bulk-%05d", i), "priority": i, "title": fmt.Sprintf("Bulk %d", i),
+			"content": "An imported popup with a realistic amount of text in it.", "link_url": fmt.Sprintf("https://example.com/bulk/%d", i),
+			"targeting": map[string]any{"platforms": []string{"ios", "android", "web"}, "rollout_percent": 100}}
+	}
+	body := map[string]any{"popups": ps}
+	version := readyVersion(t, b)
+
+	a.client.Timeout = 2 * time.Minute
+	began := time.Now()
+	res := a.adminDo(t, http.MethodPost, "/admin/v1/import", body)
+	took := time.Since(began)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, map[string]any{"created": float64(n), "updated": 0.0, "unchanged": 0.0, "dry_run": false}, res.Body)
+
+	// Instance b serves the top-priority one.
+	var served time.Duration
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		_, got := b.get(t, "uid=bulk-user&platform=web&app_version=1")
+		if p, ok := got.Body["popup"].(map[string]any); ok && p["title"] == fmt.Sprintf("Bulk %d", n-1) {
+			served = time.Since(began)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NotZero(t, served, "instance b serves the imported popups")
+	assert.Equal(t, version+1, readyVersion(t, b), "one config version bump")
+	t.Logf("import of %d popups answered in %s; instance b served them %s after the request began", n, took, served)
+
+	began = time.Now()
+	res = a.adminDo(t, http.MethodPost, "/admin/v1/import", body)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, map[string]any{"created": 0.0, "updated": 0.0, "unchanged": float64(n), "dry_run": false}, res.Body)
+	t.Logf("identical second import answered in %s", time.Since(began))
+	assert.Equal(t, version+1, readyVersion(t, b))
+
+	res = a.adminDo(t, http.MethodGet, "/admin/v1/popups?limit=1000", nil)
+	assert.Len(t, res.Body["popups"], 1000)
+	assert.NotNil(t, res.Body["next"])
+}

@@ -1,0 +1,373 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/popup"
+)
+
+// Change control on the admin API: paginated list, history and rollback, audit log, export and
+// import (docs/CONTRACT.md, "Operators: change control").
+
+var (
+	errNameTaken = &apiError{status: http.StatusConflict, code: "name_taken",
+		message: "another popup that is not archived has this name; names of live popups are unique",
+		fields:  []popup.FieldError{{Field: "name", Message: "is the name of another popup that is not archived"}}}
+	errRevisionGone = &apiError{status: http.StatusNotFound, code: "revision_not_found", message: "the popup has no such revision",
+		fields: []popup.FieldError{{Field: "revision", Message: "is not a revision of this popup (see its history)"}}}
+)
+
+// Page sizes of the list and the audit log.
+const (
+	listDefaultLimit  = 100
+	listMaxLimit      = 1000
+	auditDefaultLimit = 50
+	auditMaxLimit     = 500
+	// maxImportBody bounds an import: 10,000 popups of a few KiB each.
+	maxImportBody = 64 << 20
+)
+
+// queryError is a 400 naming one query parameter.
+func queryError(name, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "invalid_query", message: name + " " + msg,
+		fields: []popup.FieldError{{Field: name, Message: msg}}}
+}
+
+// positiveParam reads an optional positive integer query parameter (0 when absent).
+func positiveParam(c *gin.Context, name string) (int64, *apiError) {
+	v, ok := c.GetQuery(name)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, queryError(name, "must be a positive integer")
+	}
+	return n, nil
+}
+
+// limitParam reads the limit query parameter: def when absent, 1..max otherwise.
+func limitParam(c *gin.Context, def, max int) (int, *apiError) {
+	n, aerr := positiveParam(c, "limit")
+	switch {
+	case aerr != nil || n > int64(max):
+		return 0, queryError("limit", "must be an integer from 1 to "+strconv.Itoa(max))
+	case n == 0:
+		return def, nil
+	}
+	return int(n), nil
+}
+
+// cursor is a page's "next": the id the following page continues after (or before), as a string
+// so that clients treat it as opaque.
+func cursor(more bool, id int64) *string {
+	if !more {
+		return nil
+	}
+	s := strconv.FormatInt(id, 10)
+	return &s
+}
+
+// list answers one page of popups in id order, filtered by status and a name substring.
+func (a *Admin) list(c *gin.Context) {
+	includeArchived, aerr := parseFlag("include_archived", c.Query("include_archived"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	q := popup.ListQuery{IncludeArchived: includeArchived, NameContains: c.Query("q")}
+	if s, ok := c.GetQuery("status"); ok {
+		if q.Status = popup.Status(s); !q.Status.Valid() {
+			writeError(c, a.Log, queryError("status", "must be active, draft, paused or archived"))
+			return
+		}
+	}
+	if len([]rune(q.NameContains)) > 200 {
+		writeError(c, a.Log, queryError("q", "must be at most 200 characters"))
+		return
+	}
+	if q.After, aerr = positiveParam(c, "cursor"); aerr != nil {
+		writeError(c, a.Log, queryError("cursor", "must be the next value of a previous page"))
+		return
+	}
+	if q.Limit, aerr = limitParam(c, listDefaultLimit, listMaxLimit); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	q.Limit++ // one more tells whether there is a next page
+	ps, err := a.Repo.Find(c.Request.Context(), q)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	more := len(ps) == q.Limit
+	if more {
+		ps = ps[:len(ps)-1]
+	}
+	out := make([]adminPopup, len(ps))
+	for i, p := range ps {
+		out[i] = toWire(p)
+	}
+	var last int64
+	if len(ps) > 0 {
+		last = ps[len(ps)-1].ID
+	}
+	c.JSON(http.StatusOK, gin.H{"popups": out, "next": cursor(more, last)})
+}
+
+type revisionView struct {
+	Revision int64      `json:"revision"`
+	At       time.Time  `json:"at"`
+	Actor    string     `json:"actor"`
+	Popup    adminPopup `json:"popup"`
+}
+
+func (a *Admin) history(c *gin.Context) {
+	id, aerr := popupID(c)
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	revs, err := a.Repo.History(c.Request.Context(), id)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	out := make([]revisionView, len(revs))
+	for i, r := range revs {
+		out[i] = revisionView{Revision: r.Revision, At: r.At, Actor: r.Actor, Popup: toWire(r.Popup)}
+	}
+	c.JSON(http.StatusOK, gin.H{"revisions": out})
+}
+
+// readSmallJSON reads a small JSON object body into dst, refusing unknown keys; problems are
+// 400s (413 over limit).
+func readSmallJSON(c *gin.Context, limit int64, dst any) *apiError {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over " + strconv.FormatInt(limit, 10) + " bytes"}
+		}
+		return badRequest("invalid_body", "could not read the request body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return &apiError{status: http.StatusBadRequest, code: "invalid_json", message: te.Field + " must be " + jsonKind(te.Type),
+				fields: []popup.FieldError{{Field: te.Field, Message: "must be " + jsonKind(te.Type) + ", not " + te.Value}}}
+		}
+		return badRequest("invalid_json", "body is not the expected JSON object: "+strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return badRequest("invalid_json", "body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+// rollback writes an old revision's content as the popup's new revision.
+func (a *Admin) rollback(c *gin.Context) {
+	id, aerr := popupID(c)
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	var body struct {
+		Revision *int64 `json:"revision"`
+	}
+	if aerr := readSmallJSON(c, 4<<10, &body); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	if body.Revision == nil || *body.Revision <= 0 {
+		writeError(c, a.Log, &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "revision must be a positive integer",
+			fields: []popup.FieldError{{Field: "revision", Message: "must be a positive integer, the revision to roll back to"}}})
+		return
+	}
+	to, revs := *body.Revision, ifMatch(c)
+	a.save(c, http.StatusOK, popup.ActionRollback, func(ctx context.Context, actor string) (popup.Popup, error) {
+		return a.Repo.Rollback(ctx, actor, id, to, revs)
+	})
+}
+
+type auditView struct {
+	ID       int64       `json:"id"`
+	At       time.Time   `json:"at"`
+	Actor    string      `json:"actor"`
+	Action   string      `json:"action"`
+	PopupID  int64       `json:"popup_id"`
+	Revision int64       `json:"revision"`
+	Before   *adminPopup `json:"before"`
+	After    *adminPopup `json:"after"`
+}
+
+func wirePtr(p *popup.Popup) *adminPopup {
+	if p == nil {
+		return nil
+	}
+	w := toWire(*p)
+	return &w
+}
+
+func (a *Admin) audit(c *gin.Context) {
+	var (
+		q    popup.AuditQuery
+		aerr *apiError
+	)
+	if q.PopupID, aerr = positiveParam(c, "popup_id"); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	if actor, ok := c.GetQuery("actor"); ok {
+		if !ValidOperatorName(actor) {
+			writeError(c, a.Log, queryError("actor", "must be an operator name: 1-64 characters of [A-Za-z0-9_.-]"))
+			return
+		}
+		q.Actor = actor
+	}
+	if q.Before, aerr = positiveParam(c, "before"); aerr != nil {
+		writeError(c, a.Log, queryError("before", "must be the next value of a previous page"))
+		return
+	}
+	if q.Limit, aerr = limitParam(c, auditDefaultLimit, auditMaxLimit); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	q.Limit++
+	entries, err := a.Repo.Audit(c.Request.Context(), q)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	more := len(entries) == q.Limit
+	if more {
+		entries = entries[:len(entries)-1]
+	}
+	out := make([]auditView, len(entries))
+	for i, e := range entries {
+		out[i] = auditView{ID: e.ID, At: e.At, Actor: e.Actor, Action: string(e.Action), PopupID: e.PopupID,
+			Revision: e.Revision, Before: wirePtr(e.Before), After: wirePtr(e.After)}
+	}
+	var last int64
+	if len(entries) > 0 {
+		last = entries[len(entries)-1].ID
+	}
+	c.JSON(http.StatusOK, gin.H{"entries": out, "next": cursor(more, last)})
+}
+
+// export answers every popup that is not archived, in the shape import takes.
+func (a *Admin) export(c *gin.Context) {
+	ps, err := a.Repo.List(c.Request.Context(), false)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	out := make([]adminPopup, len(ps))
+	for i, p := range ps {
+		out[i] = toWire(p)
+	}
+	c.JSON(http.StatusOK, gin.H{"popups": out})
+}
+
+// importPopups validates a whole export-shaped body, then applies it in one transaction.
+func (a *Admin) importPopups(c *gin.Context) {
+	dryRun, aerr := parseFlag("dry_run", c.Query("dry_run"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	var body struct {
+		Popups *[]json.RawMessage `json:"popups"`
+	}
+	if aerr := readSmallJSON(c, maxImportBody, &body); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	if body.Popups == nil {
+		writeError(c, a.Log, &apiError{status: http.StatusBadRequest, code: "invalid_json", message: "popups must be an array of popups",
+			fields: []popup.FieldError{{Field: "popups", Message: "must be an array of popups (the shape GET /admin/v1/export answers)"}}})
+		return
+	}
+	ps, err := a.buildImport(*body.Popups)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	actor := operator(c)
+	res, err := a.Repo.Import(c.Request.Context(), actor, ps, dryRun)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	if !dryRun && res.Created+res.Updated > 0 {
+		a.Log.Info("popups imported", "operator", actor, "action", string(popup.ActionImport),
+			"created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
+		a.propagate(c.Request.Context())
+	}
+	c.JSON(http.StatusOK, gin.H{"created": res.Created, "updated": res.Updated, "unchanged": res.Unchanged, "dry_run": dryRun})
+}
+
+// buildImport decodes and validates every popup of an import; the error names each bad popup
+// (popups[i], and its name) with its fields, all at once. Popups are matched by name, so a name
+// twice is refused, and so is an archived popup (export never holds one; archive with DELETE).
+func (a *Admin) buildImport(raws []json.RawMessage) ([]popup.Popup, error) {
+	var fields []popup.FieldError
+	add := func(i int, name string, fes []popup.FieldError) {
+		for _, fe := range fes {
+			fields = append(fields, popup.FieldError{Field: fmt.Sprintf("popups[%d].%s", i, fe.Field),
+				Message: fmt.Sprintf("popup %d (%q): %s", i, name, fe.Message)})
+		}
+	}
+	out := make([]popup.Popup, 0, len(raws))
+	seen := make(map[string]int, len(raws))
+	for i, raw := range raws {
+		in, err := decodePopupBody(raw)
+		var ae *apiError
+		if errors.As(err, &ae) {
+			fes := ae.fields
+			if len(fes) == 0 {
+				fes = []popup.FieldError{{Field: "", Message: ae.message}}
+			}
+			add(i, in.Name, fes)
+			continue
+		}
+		p, err := fromWire(in).BuildWith(a.Links)
+		var ve *popup.ValidationError
+		if errors.As(err, &ve) {
+			add(i, in.Name, ve.Fields)
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		if p.Status == popup.StatusArchived {
+			add(i, p.Name, []popup.FieldError{{Field: "status", Message: "import does not archive popups: leave it out or archive with DELETE"}})
+		}
+		if j, dup := seen[p.Name]; dup {
+			add(i, p.Name, []popup.FieldError{{Field: "name", Message: fmt.Sprintf("is also the name of popups[%d]; popups are matched by name", j)}})
+		}
+		seen[p.Name] = i
+		out = append(out, p)
+	}
+	if len(fields) > 0 {
+		for i := range fields {
+			fields[i].Field = strings.TrimSuffix(fields[i].Field, ".")
+		}
+		return nil, &apiError{status: http.StatusBadRequest, code: "validation_failed",
+			message: fmt.Sprintf("import refused, nothing written: %d problem(s), first: %s %s", len(fields), fields[0].Field, fields[0].Message),
+			fields:  fields}
+	}
+	return out, nil
+}

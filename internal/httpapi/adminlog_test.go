@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+)
+
+// createOnlyRepo stores a create at revision 1 and fails every other call (they are not used).
+type createOnlyRepo struct {
+	PopupRepo
+	actors []string
+}
+
+func (r *createOnlyRepo) Create(_ context.Context, actor string, p popup.Popup) (popup.Popup, error) {
+	r.actors = append(r.actors, actor)
+	p.ID, p.Revision, p.CreatedAt, p.UpdatedAt = 42, 1, time.Unix(0, 0).UTC(), time.Unix(0, 0).UTC()
+	return p, nil
+}
+
+func TestAWriteIsAttributedAndLoggedOnceWithoutTheToken(t *testing.T) {
+	var logged bytes.Buffer
+	repo := &createOnlyRepo{}
+	a := &Admin{Operators: []Operator{{"alice", "secret-alice-token"}, {"bob", "secret-bob-token"}}, Repo: repo,
+		Log: slog.New(slog.NewTextHandler(&logged, nil)), Now: time.Now,
+		Reload: func(context.Context) (int64, error) { return 1, nil }}
+	r, err := a.Router()
+	require.NoError(t, err)
+
+	req := httptest.NewRequest(http.MethodPost, "/admin/v1/popups", strings.NewReader(`{"name":"logged"}`))
+	req.Header.Set("Authorization", "Bearer secret-bob-token")
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+
+	assert.Equal(t, []string{"bob"}, repo.actors, "the write is attributed to the token's operator")
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	require.Len(t, lines, 1, logged.String())
+	for _, want := range []string{"operator=bob", "action=create", "popup_id=42", "revision=1"} {
+		assert.Contains(t, lines[0], want)
+	}
+	assert.NotContains(t, logged.String(), "secret")
+}

@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/decide"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/snapshot"
+)
+
+// draftPreviewRequest is the body of POST /admin/v1/preview: a homepage request and an unsaved
+// popup in the admin input shape.
+type draftPreviewRequest struct {
+	UID        string          `json:"uid"`
+	Platform   string          `json:"platform"`
+	AppVersion string          `json:"app_version"`
+	Region     string          `json:"region"`
+	Lang       string          `json:"lang"`
+	Popup      json.RawMessage `json:"popup"`
+}
+
+// previewDraft answers like GET /admin/v1/preview as if the draft popup were active alongside
+// the live ones, recording nothing, through the homepage's decision code (decide.Explain). The
+// draft is evaluated with the id it carries, replacing the live popup of that id (the preview of
+// an edit: that popup's per-user state and rollout bucket apply), or with id 0 when it has none
+// (a new popup). Its status is taken as active; every other field counts as written.
+func (a *Admin) previewDraft(c *gin.Context) {
+	var body draftPreviewRequest
+	if aerr := readSmallJSON(c, maxAdminBody, &body); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	req, aerr := parseRequest(body.UID, body.Platform, body.AppVersion, body.Region, body.Lang)
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	draft, err := a.readDraft(body.Popup)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	live := a.Snapshots.Load()
+	if live == nil {
+		writeError(c, a.Log, errPreviewUnavailable)
+		return
+	}
+	now := a.Now()
+	popups := make([]popup.Popup, 0, len(live.Ordered)+1)
+	for _, cp := range live.Ordered {
+		if cp.Popup.ID != draft.ID {
+			popups = append(popups, cp.Popup)
+		}
+	}
+	popups = append(popups, draft)
+	snap := snapshot.BuildWith(live.Version, popups, now, a.Links)
+	ex, err := a.Decider.Explain(c.Request.Context(), req, now, decide.ExplainOptions{Snapshot: snap})
+	if err != nil {
+		if errors.Is(err, decide.ErrUnavailable) {
+			err = errPreviewUnavailable
+		}
+		writeError(c, a.Log, err)
+		return
+	}
+	var shown json.RawMessage = []byte("null")
+	if ex.Shown != nil {
+		shown = ex.Shown
+	}
+	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": ex.Candidates})
+}
+
+// readDraft decodes and validates the draft; errors name its fields as popup.<field>.
+func (a *Admin) readDraft(raw json.RawMessage) (popup.Popup, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return popup.Popup{}, &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "popup is required: the unsaved popup to preview",
+			fields: []popup.FieldError{{Field: "popup", Message: "is required: a popup in the shape POST /admin/v1/popups takes"}}}
+	}
+	prefixed := func(code, msg string, fes []popup.FieldError) *apiError {
+		out := make([]popup.FieldError, len(fes))
+		for i, fe := range fes {
+			out[i] = popup.FieldError{Field: "popup." + fe.Field, Message: fe.Message}
+		}
+		if len(out) == 0 {
+			out = []popup.FieldError{{Field: "popup", Message: msg}}
+		}
+		return &apiError{status: http.StatusBadRequest, code: code, message: "popup: " + msg, fields: out}
+	}
+	in, err := decodePopupBody(raw)
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return popup.Popup{}, prefixed(ae.code, ae.message, ae.fields)
+	}
+	p, err := fromWire(in).BuildWith(a.Links)
+	var ve *popup.ValidationError
+	if errors.As(err, &ve) {
+		return popup.Popup{}, prefixed("validation_failed", ve.Error(), ve.Fields)
+	} else if err != nil {
+		return popup.Popup{}, err
+	}
+	p.Status = popup.StatusActive
+	if in.ID != nil {
+		if *in.ID <= 0 {
+			return popup.Popup{}, prefixed("validation_failed", "id must be a positive integer", []popup.FieldError{{Field: "id", Message: "must be a positive integer (a saved popup's id) or be left out"}})
+		}
+		p.ID = *in.ID
+	}
+	return p, nil
+}

@@ -1,0 +1,420 @@
+package mysqlstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"popupsvc/internal/popup"
+)
+
+// revisionDoc is a popup as popup_revision and popup_audit store it: the columns of its
+// popup_config row, targeting and content as the JSON they hold there. Migration 00004 writes
+// the same shape for the popups that existed before it.
+type revisionDoc struct {
+	ID                   int64           `json:"id"`
+	Name                 string          `json:"name"`
+	Status               string          `json:"status"`
+	Priority             int             `json:"priority"`
+	StartAt              *time.Time      `json:"start_at"`
+	EndAt                *time.Time      `json:"end_at"`
+	ReshowAfterSeconds   int64           `json:"reshow_after_seconds"`
+	ClickCooldownSeconds int64           `json:"click_cooldown_seconds"`
+	CloseCooldownSeconds int64           `json:"close_cooldown_seconds"`
+	MaxImpressions       int             `json:"max_impressions"`
+	Targeting            json.RawMessage `json:"targeting"`
+	Content              json.RawMessage `json:"content"`
+	Revision             int64           `json:"revision"`
+	CreatedAt            time.Time       `json:"created_at"`
+	UpdatedAt            time.Time       `json:"updated_at"`
+}
+
+func encodeDoc(p popup.Popup) ([]byte, error) {
+	targeting, body, err := encodeParts(p)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(revisionDoc{ID: p.ID, Name: p.Name, Status: string(p.Status), Priority: p.Priority,
+		StartAt: p.StartAt, EndAt: p.EndAt, ReshowAfterSeconds: p.ReshowAfterSeconds,
+		ClickCooldownSeconds: p.ClickCooldownSeconds, CloseCooldownSeconds: p.CloseCooldownSeconds,
+		MaxImpressions: p.MaxImpressions, Targeting: targeting, Content: body, Revision: p.Revision,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt})
+}
+
+func decodeDoc(raw []byte) (popup.Popup, error) {
+	var d revisionDoc
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return popup.Popup{}, fmt.Errorf("stored revision: %w", err)
+	}
+	p := popup.Popup{ID: d.ID, Name: d.Name, Status: popup.Status(d.Status), Priority: d.Priority,
+		ReshowAfterSeconds: d.ReshowAfterSeconds, ClickCooldownSeconds: d.ClickCooldownSeconds,
+		CloseCooldownSeconds: d.CloseCooldownSeconds, MaxImpressions: d.MaxImpressions, Revision: d.Revision,
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+	if err := fillParts(&p, nullTime(d.StartAt), nullTime(d.EndAt), d.Targeting, d.Content); err != nil {
+		return popup.Popup{}, err
+	}
+	return p, nil
+}
+
+// decodeNullDoc decodes an audit entry's before or after (NULL = none).
+func decodeNullDoc(raw []byte) (*popup.Popup, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	p, err := decodeDoc(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// change is one write as the history and the audit log record it; after is the popup as read
+// back in the write's transaction (its id, revision and updated_at are the stored ones).
+type change struct {
+	actor  string
+	action popup.Action
+	before *popup.Popup
+	after  popup.Popup
+}
+
+// recordBatch bounds the rows of one multi-row INSERT (a popup's JSON is up to a few KiB, twice
+// in an audit row): well under max_allowed_packet.
+const recordBatch = 200
+
+// record writes each change's revision row and audit row through tx, in multi-row INSERTs.
+func record(ctx context.Context, tx *sql.Tx, changes []change) error {
+	for len(changes) > 0 {
+		n := min(len(changes), recordBatch)
+		batch := changes[:n]
+		changes = changes[n:]
+		revArgs := make([]any, 0, 5*n)
+		auditArgs := make([]any, 0, 7*n)
+		for _, c := range batch {
+			after, err := encodeDoc(c.after)
+			if err != nil {
+				return err
+			}
+			var before []byte
+			if c.before != nil {
+				if before, err = encodeDoc(*c.before); err != nil {
+					return err
+				}
+			}
+			revArgs = append(revArgs, c.after.ID, c.after.Revision, c.after.UpdatedAt, c.actor, after)
+			auditArgs = append(auditArgs, c.after.UpdatedAt, c.actor, string(c.action), c.after.ID, c.after.Revision, before, after)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_revision (popup_id, revision, at, actor, popup) VALUES `+
+			placeholders(n, 5), revArgs...); err != nil {
+			return fmt.Errorf("record revisions: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_audit (at, actor, action, popup_id, revision, before_state, after_state) VALUES `+
+			placeholders(n, 7), auditArgs...); err != nil {
+			return fmt.Errorf("record audit: %w", err)
+		}
+	}
+	return nil
+}
+
+// placeholders is "(?, ?), (?, ?)" for rows rows of cols columns.
+func placeholders(rows, cols int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
+}
+
+// getForUpdate reads one popup through tx and locks its row until the transaction ends.
+func getForUpdate(ctx context.Context, tx *sql.Tx, id int64) (popup.Popup, error) {
+	p, err := scanPopup(tx.QueryRowContext(ctx, `SELECT `+popupColumns+` FROM popup_config WHERE id = ? FOR UPDATE`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return popup.Popup{}, fmt.Errorf("popup %d: %w", id, popup.ErrNotFound)
+	}
+	return p, err
+}
+
+// nameTaken turns a clash on the unique index of live names into popup.ErrNameTaken.
+func nameTaken(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1062 && strings.Contains(me.Message, "active_name") {
+		return fmt.Errorf("%w: %s", popup.ErrNameTaken, me.Message)
+	}
+	return err
+}
+
+// Find returns one page of popups in id order (see popup.ListQuery).
+func (r *PopupRepo) Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error) {
+	var (
+		where = []string{"id > ?"}
+		args  = []any{q.After}
+	)
+	switch {
+	case q.Status != "":
+		where, args = append(where, "status = ?"), append(args, string(q.Status))
+	case !q.IncludeArchived:
+		where = append(where, "status <> 'archived'")
+	}
+	if q.NameContains != "" {
+		where, args = append(where, `name LIKE ?`), append(args, "%"+likeEscaper.Replace(q.NameContains)+"%")
+	}
+	args = append(args, q.Limit)
+	return r.query(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`, args...)
+}
+
+// likeEscaper escapes LIKE's wildcards (backslash is its default escape character).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// History returns every kept revision of popup id, newest first.
+func (r *PopupRepo) History(ctx context.Context, id int64) ([]popup.Revision, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT revision, at, actor, popup FROM popup_revision WHERE popup_id = ? ORDER BY revision DESC`, id)
+	if err != nil {
+		return nil, fmt.Errorf("history of popup %d: %w", id, err)
+	}
+	defer rows.Close()
+	out := []popup.Revision{}
+	for rows.Next() {
+		var (
+			rev popup.Revision
+			raw []byte
+		)
+		if err := rows.Scan(&rev.Revision, &rev.At, &rev.Actor, &raw); err != nil {
+			return nil, fmt.Errorf("history of popup %d: %w", id, err)
+		}
+		if rev.Popup, err = decodeDoc(raw); err != nil {
+			return nil, fmt.Errorf("history of popup %d: %w", id, err)
+		}
+		rev.At = rev.At.UTC()
+		out = append(out, rev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history of popup %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		if _, err := r.Get(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Audit returns audit entries newest first (see popup.AuditQuery).
+func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if q.PopupID > 0 {
+		where, args = append(where, "popup_id = ?"), append(args, q.PopupID)
+	}
+	if q.Actor != "" {
+		where, args = append(where, "actor = ?"), append(args, q.Actor)
+	}
+	if q.Before > 0 {
+		where, args = append(where, "id < ?"), append(args, q.Before)
+	}
+	query := `SELECT id, at, actor, action, popup_id, revision, before_state, after_state FROM popup_audit`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := r.db.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, append(args, q.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	defer rows.Close()
+	out := []popup.AuditEntry{}
+	for rows.Next() {
+		var (
+			e             popup.AuditEntry
+			action        string
+			before, after []byte
+		)
+		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &action, &e.PopupID, &e.Revision, &before, &after); err != nil {
+			return nil, fmt.Errorf("audit log: %w", err)
+		}
+		e.At, e.Action = e.At.UTC(), popup.Action(action)
+		if e.Before, err = decodeNullDoc(before); err != nil {
+			return nil, fmt.Errorf("audit entry %d: %w", e.ID, err)
+		}
+		if e.After, err = decodeNullDoc(after); err != nil {
+			return nil, fmt.Errorf("audit entry %d: %w", e.ID, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Rollback writes revision toRevision's content over popup id as a new revision (audited as a
+// rollback); ifRevision as in Update. A revision the popup never had is popup.ErrRevisionNotKept.
+// The status is the old revision's too: rolling back over an archive brings the popup back.
+func (r *PopupRepo) Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
+	var stored popup.Popup
+	err := r.inTx(ctx, func(tx *sql.Tx) error {
+		var raw []byte
+		err := tx.QueryRowContext(ctx, `SELECT popup FROM popup_revision WHERE popup_id = ? AND revision = ?`, id, toRevision).Scan(&raw)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := getForUpdate(ctx, tx, id); err != nil {
+				return err
+			}
+			return fmt.Errorf("revision %d: %w", toRevision, popup.ErrRevisionNotKept)
+		}
+		if err != nil {
+			return err
+		}
+		old, err := decodeDoc(raw)
+		if err != nil {
+			return err
+		}
+		stored, err = replace(ctx, tx, actor, popup.ActionRollback, id, old, ifRevision)
+		return err
+	})
+	if err != nil {
+		return popup.Popup{}, fmt.Errorf("roll back popup %d to revision %d: %w", id, toRevision, err)
+	}
+	return stored, nil
+}
+
+// importBatch bounds the rows of one multi-row write of an import.
+const importBatch = 200
+
+// Import matches each popup of ps to the live popup of the same name and, in one transaction
+// with one config version bump, creates those without a match and updates those whose content
+// differs (each audited as an import). A dry run reads and counts the same way and writes
+// nothing; so does an import that would change nothing (no version bump either). ps must hold no
+// archived popup and no name twice (the caller validated it); the live popups are locked while
+// the import runs, so the counts are exact.
+func (r *PopupRepo) Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
+	var res popup.ImportResult
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	live, err := r.query(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' FOR UPDATE`)
+	if err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
+	byName := make(map[string]popup.Popup, len(live))
+	for _, p := range live {
+		byName[nameKey(p.Name)] = p
+	}
+	var creates, updates []popup.Popup
+	for _, p := range ps {
+		old, ok := byName[nameKey(p.Name)]
+		if ok {
+			p.Name = old.Name // the same name to the index; an import does not rename
+		}
+		switch {
+		case !ok:
+			creates = append(creates, p)
+		case sameContent(old, p):
+			res.Unchanged++
+		default:
+			p.ID = old.ID
+			updates = append(updates, p)
+		}
+	}
+	res.Created, res.Updated = len(creates), len(updates)
+	if dryRun || len(creates)+len(updates) == 0 {
+		return res, nil
+	}
+	if err := importWrite(ctx, tx, creates, false); err != nil {
+		return res, fmt.Errorf("import: %w", nameTaken(err))
+	}
+	if err := importWrite(ctx, tx, updates, true); err != nil {
+		return res, fmt.Errorf("import: %w", nameTaken(err))
+	}
+	after, err := r.query(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived'`)
+	if err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
+	afterByName := make(map[string]popup.Popup, len(after))
+	for _, p := range after {
+		afterByName[nameKey(p.Name)] = p
+	}
+	changes := make([]change, 0, len(creates)+len(updates))
+	for _, p := range creates {
+		changes = append(changes, change{actor: actor, action: popup.ActionImport, after: afterByName[nameKey(p.Name)]})
+	}
+	for _, p := range updates {
+		before := byName[nameKey(p.Name)]
+		changes = append(changes, change{actor: actor, action: popup.ActionImport, before: &before, after: afterByName[nameKey(p.Name)]})
+	}
+	if err := record(ctx, tx, changes); err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
+	if err := bumpVersion(ctx, tx); err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
+	return res, nil
+}
+
+// nameKey is a name as the unique index of live names compares it: byte for byte, except that
+// trailing spaces do not count (the index's collation pads with spaces).
+func nameKey(name string) string { return strings.TrimRight(name, " ") }
+
+// importWrite inserts ps (update=false) or overwrites the rows of their ids (update=true), in
+// multi-row statements.
+func importWrite(ctx context.Context, tx *sql.Tx, ps []popup.Popup, update bool) error {
+	const cols = `name, status, priority, start_at, end_at, reshow_after_seconds, click_cooldown_seconds,
+		close_cooldown_seconds, max_impressions, targeting, content`
+	for len(ps) > 0 {
+		n := min(len(ps), importBatch)
+		batch := ps[:n]
+		ps = ps[n:]
+		width := 11
+		if update {
+			width = 12
+		}
+		args := make([]any, 0, width*n)
+		for _, p := range batch {
+			targeting, body, err := encodeParts(p)
+			if err != nil {
+				return err
+			}
+			if update {
+				args = append(args, p.ID)
+			}
+			args = append(args, p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
+				p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body)
+		}
+		q := `INSERT INTO popup_config (` + cols + `) VALUES ` + placeholders(n, width)
+		if update {
+			// Every id exists (locked by this transaction): the duplicate-key branch always runs.
+			q = `INSERT INTO popup_config (id, ` + cols + `) VALUES ` + placeholders(n, width) + `
+				ON DUPLICATE KEY UPDATE status = VALUES(status), priority = VALUES(priority), start_at = VALUES(start_at),
+				end_at = VALUES(end_at), reshow_after_seconds = VALUES(reshow_after_seconds),
+				click_cooldown_seconds = VALUES(click_cooldown_seconds), close_cooldown_seconds = VALUES(close_cooldown_seconds),
+				max_impressions = VALUES(max_impressions), targeting = VALUES(targeting), content = VALUES(content),
+				updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1`
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameContent reports whether an import of p would leave old as it is: everything but the
+// server-managed fields compares equal, as stored.
+func sameContent(old, p popup.Popup) bool {
+	a, errA := contentKey(old)
+	b, errB := contentKey(p)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+func contentKey(p popup.Popup) ([]byte, error) {
+	p.ID, p.Revision, p.CreatedAt, p.UpdatedAt = 0, 0, time.Time{}, time.Time{}
+	for _, t := range []**time.Time{&p.StartAt, &p.EndAt} {
+		if nt := nullTime(*t); nt.Valid {
+			*t = &nt.Time
+		}
+	}
+	return encodeDoc(p)
+}

@@ -1,0 +1,129 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/testenv"
+)
+
+func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
+	ctx := context.Background()
+	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 2))
+	// Two live popups share a name (allowed before), a third is archived under it too.
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_config (name, status, priority, start_at, targeting, content, revision) VALUES
+		('sale', 'active', 5, '2026-12-01 00:00:00.250', '{"platforms":["ios"],"rollout_percent":50}', '{"title":"T \\"1\\"","content":"c","buttons":[],"ext":{"k":1}}', 3),
+		('sale', 'paused', 0, NULL, '{}', '{"title":"two"}', 1),
+		('sale', 'archived', 0, NULL, '{}', '{}', 2),
+		('other', 'draft', 0, NULL, '{}', '{}', 1)`)
+	require.NoError(t, err)
+
+	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 4))
+	repo := mysqlstore.NewPopupRepo(db)
+	all, err := repo.List(ctx, true)
+	require.NoError(t, err)
+	var names []string
+	for _, p := range all {
+		names = append(names, p.Name)
+	}
+	assert.Equal(t, []string{"sale", "sale (#2)", "sale", "other"}, names, "the younger live namesake is renamed; archived ones keep their name")
+
+	// Each existing popup's history starts with its current state, by "(migration)".
+	hist, err := repo.History(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	assert.Equal(t, int64(3), hist[0].Revision)
+	assert.Equal(t, "(migration)", hist[0].Actor)
+	want := all[0]
+	assert.Equal(t, want, hist[0].Popup, "the revision holds the whole popup")
+	assert.Equal(t, `T "1"`, hist[0].Popup.Title)
+	assert.Equal(t, 50, hist[0].Popup.Targeting.RolloutPercent)
+	require.NotNil(t, hist[0].Popup.StartAt)
+	assert.Equal(t, int64(250), hist[0].Popup.StartAt.UnixMilli()%1000)
+
+	// A rollback to the migrated revision works; the audit log starts at the first write.
+	log, err := repo.Audit(ctx, popup.AuditQuery{Limit: 10})
+	require.NoError(t, err)
+	assert.Empty(t, log)
+	_, err = repo.Update(ctx, "alice", 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), nil)
+	require.NoError(t, err)
+	back, err := repo.Rollback(ctx, "alice", 1, 3, nil)
+	require.NoError(t, err)
+	assert.Equal(t, `T "1"`, back.Title)
+	assert.Equal(t, int64(5), back.Revision)
+
+	// Live names are unique from now on.
+	_, err = repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "other"}))
+	require.ErrorIs(t, err, popup.ErrNameTaken)
+	_, err = repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "Other"}))
+	require.NoError(t, err, "names compare byte for byte")
+	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
+}
+
+func mustBuild(t *testing.T, in popup.Input) popup.Popup {
+	t.Helper()
+	p, err := in.Build()
+	require.NoError(t, err)
+	return p
+}
+
+func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
+	ctx := context.Background()
+	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	p, err := repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "a"}))
+	require.NoError(t, err)
+	_, err = repo.Update(ctx, "bob", p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{1})
+	require.NoError(t, err)
+	_, err = repo.Update(ctx, "bob", p.ID, mustBuild(t, popup.Input{Name: "a", Title: "stale"}), []int64{1})
+	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
+	_, err = repo.Archive(ctx, "carol", p.ID, nil)
+	require.NoError(t, err)
+	_, err = repo.Rollback(ctx, "carol", p.ID, 9, nil)
+	require.ErrorIs(t, err, popup.ErrRevisionNotKept)
+
+	hist, err := repo.History(ctx, p.ID)
+	require.NoError(t, err)
+	var revs []int64
+	for _, h := range hist {
+		revs = append(revs, h.Revision)
+	}
+	assert.Equal(t, []int64{3, 2, 1}, revs)
+	log, err := repo.Audit(ctx, popup.AuditQuery{PopupID: p.ID, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, log, 3, "failed writes leave no entry")
+	assert.Equal(t, popup.ActionArchive, log[0].Action)
+	assert.Equal(t, "carol", log[0].Actor)
+	assert.Equal(t, popup.StatusArchived, log[0].After.Status)
+	assert.Equal(t, "t", log[0].Before.Title)
+	assert.Nil(t, log[2].Before)
+	page, err := repo.Audit(ctx, popup.AuditQuery{Actor: "bob", Before: log[0].ID, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	assert.Equal(t, popup.ActionUpdate, page[0].Action)
+}
+
+func TestImportMatchesNamesAsTheUniqueIndexDoes(t *testing.T) {
+	ctx := context.Background()
+	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	_, err := repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "a"}))
+	require.NoError(t, err)
+	res, err := repo.Import(ctx, "bob", []popup.Popup{mustBuild(t, popup.Input{Name: "a  "}), mustBuild(t, popup.Input{Name: "A"})}, false)
+	require.NoError(t, err)
+	assert.Equal(t, popup.ImportResult{Created: 1, Unchanged: 1}, res, `"a  " is "a" to the index (trailing spaces pad); "A" is another name`)
+	res, err = repo.Import(ctx, "bob", []popup.Popup{mustBuild(t, popup.Input{Name: "a  ", Title: "t"})}, false)
+	require.NoError(t, err)
+	assert.Equal(t, popup.ImportResult{Updated: 1}, res)
+	all, err := repo.List(ctx, false)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	assert.Equal(t, "a", all[0].Name, "an import does not rename")
+	assert.Equal(t, "t", all[0].Title)
+}
