@@ -178,8 +178,14 @@ func (b *browser) waitFor(cond string) {
 		}
 		if time.Now().After(deadline) {
 			var body string
-			b.eval(`document.querySelector('main').innerText.slice(0, 2000)`, &body)
-			b.t.Fatalf("timed out waiting for %s; the page shows:\n%s", cond, body)
+			b.eval(`'[toast: ' + document.getElementById('toast').textContent + '] [dialog open: ' + document.getElementById('confirm').open +
+				'] [focus: ' + (document.activeElement && document.activeElement.outerHTML.slice(0, 120)) + ']\n' + document.querySelector('main').innerText.slice(0, 1500)`, &body)
+			var history string
+			b.eval(`(document.querySelector('#history') || {innerText: ''}).innerText.slice(0, 300)`, &history)
+			b.mu.Lock()
+			last := b.requests[max(0, len(b.requests)-6):]
+			b.mu.Unlock()
+			b.t.Fatalf("timed out waiting for %s; the last requests: %v; the page shows:\n%s\n[history: %s]", cond, last, body, history)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,19 +34,22 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	assert.Equal(t, [][]string{{"title", "Spring sale", "Spring sale: 2 days left"}}, diff)
 	b.axeCheck("history")
 
-	// rollback: the dialog opens on Cancel; cancelling changes nothing and gives focus back
+	// rollback: the dialog opens on Cancel; Esc changes nothing and gives focus back
 	rollback := `#history button[data-rollback="1"]`
 	b.run(chromedp.Click(rollback, chromedp.ByQuery))
 	b.waitFor(`document.getElementById('confirm').open && document.activeElement.id === 'confirm-cancel'`)
 	b.axeCheck("rollback dialog")
-	b.run(chromedp.Click("#confirm-cancel", chromedp.ByQuery))
+	b.run(chromedp.KeyEvent(kb.Escape))
 	b.waitFor(`!document.getElementById('confirm').open && document.activeElement.matches('` + rollback + `')`)
 	res := in.adminDo(t, "GET", "/admin/v1/popups/"+itoa(id), nil)
 	assert.Equal(t, float64(2), res.Body["revision"])
 
+	// this time by keyboard: Tab from Cancel to the confirming button, Enter
 	b.run(chromedp.Click(rollback, chromedp.ByQuery))
-	b.waitFor(`document.getElementById('confirm').open`)
-	b.run(chromedp.Click("#confirm-ok", chromedp.ByQuery))
+	b.waitFor(`document.getElementById('confirm').open && document.activeElement.id === 'confirm-cancel'`)
+	b.run(chromedp.KeyEvent(kb.Tab))
+	b.waitFor(`document.activeElement.id === 'confirm-ok'`)
+	b.run(chromedp.KeyEvent(kb.Enter))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]') && document.querySelector('#f-title').value === 'Spring sale'`)
 	in.publicPopup(t, "v-2", func(p map[string]any) bool { return p != nil && p["title"] == "Spring sale" })
 	b.waitFor(`document.querySelector('#history li[data-revision="3"] table.diff')`)
@@ -86,7 +90,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	// export, then import a changed copy: the dry run says what would happen, then it is applied
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/import"))
 	b.run(chromedp.Click("#export", chromedp.ByQuery))
-	assert.Contains(t, b.text(`#export-out`), "1 popup(s) exported")
+	b.waitFor(`document.querySelector('#export-out').textContent.includes('1 popup(s) exported')`)
 	exp := in.adminDo(t, "GET", "/admin/v1/export", nil)
 	require.Equal(t, 200, exp.Status, exp.Raw)
 	edited := exp.Body

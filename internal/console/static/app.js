@@ -47,18 +47,28 @@ function alertBox(msg, kind = 'error') {
 }
 
 // confirmDialog opens the shared <dialog>; resolves true when confirmed. Focus starts on Cancel
-// and goes back to the opener when the dialog closes.
+// and goes back to the opener when the dialog closes. The answer is taken from the form's submit
+// (or Esc), not from the close event: that event is queued, and one from a dialog just
+// cancelled could otherwise answer the next one, opened quickly after.
+const dlg = document.getElementById('confirm');
+let answerDialog = null;
+dlg.querySelector('form').addEventListener('submit', (ev) => answerDialog?.(ev.submitter?.value === 'ok'));
+dlg.addEventListener('cancel', () => answerDialog?.(false));
+dlg.addEventListener('close', () => { if (!dlg.open) answerDialog?.(dlg.returnValue === 'ok'); });
+
 function confirmDialog(title, text, okLabel) {
-  const dlg = document.getElementById('confirm');
   const opener = document.activeElement;
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-text').textContent = text;
   document.getElementById('confirm-ok').textContent = okLabel;
+  answerDialog?.(false);
   return new Promise((resolve) => {
-    dlg.addEventListener('close', () => {
+    answerDialog = (ok) => {
+      answerDialog = null;
+      if (dlg.open) dlg.close();
       if (opener && opener.isConnected) opener.focus();
-      resolve(dlg.returnValue === 'ok');
-    }, { once: true });
+      resolve(ok);
+    };
     dlg.returnValue = 'cancel';
     dlg.showModal();
     document.getElementById('confirm-cancel').focus();
@@ -566,7 +576,10 @@ function historySection(current) {
   async function rollback(n) {
     if (!await confirmDialog(`Roll back to revision ${n}?`, `This writes a new revision with the content of revision ${n}; every instance serves it within seconds.`, 'Roll back')) return;
     const r = await api('POST', `/admin/v1/popups/${current.id}/rollback`, { revision: n });
-    if (!r.ok) return toast('Rollback failed: ' + errorText(r));
+    if (!r.ok) {
+      box.prepend(alertBox(`Rollback to revision ${n} failed: ` + errorText(r)));
+      return;
+    }
     toast(`Rolled back to revision ${n}: now revision ${r.body?.revision ?? ''}.`);
     route();
   }
