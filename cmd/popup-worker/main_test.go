@@ -101,6 +101,7 @@ func (w workerEnv) with(vars ...string) []string {
 		"POPUP_SHUTDOWN_TIMEOUT=5s",
 		"POPUP_LOG_LEVEL=info",
 		"POPUP_WORKER_FAILPOINT=",
+		"POPUP_ACTION_LOG_RETENTION=876000h", // the test events are dated 2026-03: the purge keeps them
 	}
 	// Later entries win: the test's settings over the caller's environment.
 	return append(append(os.Environ(), base...), vars...)
@@ -215,7 +216,8 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func mkEvent(i int) event.Event {
 	actions := []event.Action{event.Impression, event.Click, event.Close}
-	at := t0.Add(time.Duration(i) * time.Millisecond)
+	// Spread over four UTC days, so the daily stats have several rows per popup.
+	at := t0.Add(time.Duration(i)*time.Millisecond + time.Duration(i%4)*24*time.Hour)
 	return event.Event{
 		ID: fmt.Sprintf("crash-%06d", i), UID: fmt.Sprintf("u%d", i%997), PopupID: int64(1 + i%7),
 		Action: actions[i%3], At: at, NextShowAt: at.Add(time.Duration(i%5000) * time.Second), Impressions: i % 1013,
@@ -356,6 +358,7 @@ func TestWorkerLosesNothingWhenKilledRepeatedly(t *testing.T) {
 
 	requireExactlyOnce(t, db, ids)
 	requireStates(t, db, want)
+	requireStatsMatchLog(t, db, 7*4)
 	for shard := range keys.Shards {
 		workers, err := rdb.SMembers(ctx, keys.Workers(shard)).Result()
 		require.NoError(t, err)
@@ -407,6 +410,33 @@ func requireExactlyOnce(t *testing.T, db *sql.DB, ids []string) {
 	}
 	require.Empty(t, missing, "events not in the log exactly once")
 	require.Len(t, seen, len(ids), "no unexpected events")
+}
+
+// requireStatsMatchLog checks that the daily stats equal a direct count of the action log, for
+// every popup, day and action: no event counted twice (a batch redelivered after a crash between
+// commit and acknowledgement), none missed. wantRows is how many (popup, day) rows there are.
+func requireStatsMatchLog(t *testing.T, db *sql.DB, wantRows int) {
+	t.Helper()
+	type counts struct{ imp, clk, cls int64 }
+	read := func(q string) map[string]counts {
+		rows, err := db.Query(q)
+		require.NoError(t, err)
+		defer rows.Close()
+		out := map[string]counts{}
+		for rows.Next() {
+			var key string
+			var c counts
+			require.NoError(t, rows.Scan(&key, &c.imp, &c.clk, &c.cls))
+			out[key] = c
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	fromLog := read(`SELECT CONCAT(popup_id, '/', DATE(event_at)), SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
+		FROM popup_action_log GROUP BY popup_id, DATE(event_at)`)
+	stats := read(`SELECT CONCAT(popup_id, '/', day), impressions, clicks, closes FROM popup_daily_stats`)
+	require.Len(t, fromLog, wantRows)
+	require.Equal(t, fromLog, stats, "daily stats equal the action log's counts")
 }
 
 func requireStates(t *testing.T, db *sql.DB, want map[stateKey]wantState) {

@@ -144,6 +144,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}}
 	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
+	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), gate: repo}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -287,6 +288,20 @@ func (g *gatedRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 
 func (g *gatedRepo) Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
 	return gate(g, func() (popup.ImportResult, error) { return g.repo.Import(ctx, actor, ps, dryRun) })
+}
+
+// gatedStats is the stats reader behind the same MySQL gate as the popup repository.
+type gatedStats struct {
+	stats *mysqlstore.StatsRepo
+	gate  *gatedRepo
+}
+
+func (g *gatedStats) PopupStats(ctx context.Context, id int64, from, to time.Time) (popup.Stats, error) {
+	return gate(g.gate, func() (popup.Stats, error) { return g.stats.PopupStats(ctx, id, from, to) })
+}
+
+func (g *gatedStats) AllStats(ctx context.Context, from, to time.Time) ([]popup.Stats, error) {
+	return gate(g.gate, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, from, to) })
 }
 
 // configs is one config version as the snapshot source returns it.

@@ -325,6 +325,23 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "GET cache reload", method: "GET", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{noMethod}},
 		{name: "metrics", method: "GET", url: adm + "/metrics", header: auth, want: []int{ok}},
 		{name: "pprof index", method: "GET", url: adm + "/debug/pprof/", header: auth, want: []int{ok}},
+
+		// admin: stats
+		{name: "stats of a popup", method: "GET", url: adm + "/admin/v1/popups/" + active + "/stats", header: auth, want: []int{ok}},
+		{name: "stats of a range", method: "GET", url: adm + "/admin/v1/popups/" + active + "/stats?from=2026-11-01&to=2026-11-22", header: auth, want: []int{ok}},
+		{name: "stats of an archived popup", method: "GET", url: adm + "/admin/v1/popups/" + archived + "/stats", header: auth, want: []int{ok}},
+		{name: "stats bad from", method: "GET", url: adm + "/admin/v1/popups/" + active + "/stats?from=11/01/2026", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "stats from after to", method: "GET", url: adm + "/admin/v1/popups/" + active + "/stats?from=2026-11-02&to=2026-11-01", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "stats of an unknown popup", method: "GET", url: adm + "/admin/v1/popups/999999999/stats", header: auth, want: []int{notFound}, errCode: "popup_not_found"},
+		{name: "stats popup id not a number", method: "GET", url: adm + "/admin/v1/popups/abc/stats", header: auth, want: []int{bad}, errCode: "invalid_popup_id"},
+		{name: "stats without token", method: "GET", url: adm + "/admin/v1/popups/" + active + "/stats", want: []int{unauth}},
+		{name: "POST stats", method: "POST", url: adm + "/admin/v1/popups/" + active + "/stats", header: auth, want: []int{noMethod}},
+		{name: "all stats", method: "GET", url: adm + "/admin/v1/stats", header: auth, want: []int{ok}},
+		{name: "all stats with days", method: "GET", url: adm + "/admin/v1/stats?days=true&from=2026-11-20", header: auth, want: []int{ok}},
+		{name: "all stats over 366 days", method: "GET", url: adm + "/admin/v1/stats?from=2020-01-01&to=2026-01-01", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "all stats bad days", method: "GET", url: adm + "/admin/v1/stats?days=2", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "all stats without token", method: "GET", url: adm + "/admin/v1/stats", want: []int{unauth}},
+		{name: "DELETE all stats", method: "DELETE", url: adm + "/admin/v1/stats", header: auth, want: []int{noMethod}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) { s.do(t, c) })
@@ -400,6 +417,8 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		{name: "audit", method: "GET", url: adm + "/admin/v1/audit", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "export", method: "GET", url: adm + "/admin/v1/export", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "import", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"x"}]}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "stats", method: "GET", url: adm + "/admin/v1/popups/" + id + "/stats", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "all stats", method: "GET", url: adm + "/admin/v1/stats", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "decision", method: "GET", url: pub + "/api/v1/popup?uid=down-1&platform=ios&app_version=1", want: []int{ok}},
 		{name: "action", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-1","action":"close"}`, want: []int{accepted}},
 		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},

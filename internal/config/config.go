@@ -63,6 +63,9 @@ type Config struct {
 	WorkerFlushEvery time.Duration `env:"WORKER_FLUSH_INTERVAL" envDefault:"200ms" desc:"how long the worker waits for a batch to fill when the queue is quiet"`
 	WorkerLease      time.Duration `env:"WORKER_LEASE" envDefault:"15s" desc:"a worker silent this long is dead and its processing list is reclaimed"`
 	WarmInterval     time.Duration `env:"WARM_INTERVAL" envDefault:"30s" desc:"how often the worker re-warms the Redis config cache from MySQL"`
+	// At least a day: the API's per-event de-duplication marker in Redis lives 24 hours, and the
+	// action log's (uid, event_id) key must outlive it.
+	ActionLogRetention time.Duration `env:"ACTION_LOG_RETENTION" envDefault:"720h" desc:"how long the raw action log keeps a row (by event time) before the worker removes it; at least 24h; daily stats and user state are kept"`
 }
 
 // Prefix is the environment prefix of every variable.
@@ -158,6 +161,9 @@ func (c Config) Validate() error {
 		if d <= 0 {
 			bad(name, "must be a positive duration, got %s", d)
 		}
+	}
+	if c.ActionLogRetention < 24*time.Hour {
+		bad("ACTION_LOG_RETENTION", "must be at least 24h (the event de-duplication marker lives a day), got %s", c.ActionLogRetention)
 	}
 	if _, err := popup.ParseLinkSchemes(c.LinkSchemes); err != nil {
 		bad("LINK_SCHEMES", "%v", strings.ReplaceAll(err.Error(), "\n", "; "))

@@ -3,11 +3,15 @@ package drain_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"popupsvc/internal/event"
+	"popupsvc/internal/mysqlstore"
 )
 
 // BenchmarkDrain measures the whole drain (claim from Redis, decode, write to MySQL, acknowledge)
@@ -66,5 +70,93 @@ func BenchmarkDrain(b *testing.B) {
 			r.stop(b)
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
 		})
+	}
+}
+
+// BenchmarkDrainWhilePurging measures what the action-log retention purge costs the drain: the
+// same batched drain of b.N events into a log already holding 256,000 rows older than the
+// retention, once alone ("idle") and once while mysqlstore.LogPurger removes those old rows
+// with its production settings ("purging"). It reports the drain's events/s and the rows the
+// purge removed per second meanwhile. Run it with a fixed count, so the 256,000 rows are laid
+// down once per mode:
+//
+//	go test -run '^$' -bench '^BenchmarkDrainWhilePurging$' -benchtime 20000x ./internal/drain/
+func BenchmarkDrainWhilePurging(b *testing.B) {
+	for _, purging := range []bool{false, true} {
+		name := map[bool]string{false: "idle", true: "purging"}[purging]
+		b.Run(name, func(b *testing.B) {
+			n := b.N
+			e := newEnv(b, 1, 15*time.Second)
+			fillOldLog(b, e, 256_000)
+			e.produce(fmt.Sprintf("purge%d", n), 0, n)
+			var written atomic.Int64
+			done := make(chan struct{})
+			sink := sinkFunc(func(ctx context.Context, events []event.Event) error {
+				if err := e.writer.WriteBatch(ctx, events); err != nil {
+					return err
+				}
+				if written.Add(int64(len(events))) == int64(n) {
+					close(done)
+				}
+				return nil
+			})
+			cfg := e.config("bench")
+			cfg.BatchSize = 500
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var purged atomic.Int64
+			purgeDone := make(chan struct{})
+			b.ResetTimer()
+			start := time.Now()
+			if purging {
+				go func() {
+					defer close(purgeDone)
+					p := mysqlstore.NewLogPurger(e.db)
+					// The drained events are at t0; the old rows 60 days before it.
+					_, _ = p.Purge(ctx, t0.Add(-24*time.Hour), func(k int64) { purged.Add(k) })
+				}()
+			} else {
+				close(purgeDone)
+			}
+			r := e.start(sink, cfg)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Minute):
+				b.Fatalf("drained %d of %d events in 5 minutes", written.Load(), n)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			cancel()
+			<-purgeDone
+			r.stop(b)
+			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
+			b.ReportMetric(float64(purged.Load())/elapsed.Seconds(), "purged/s")
+		})
+	}
+}
+
+// fillOldLog lays down at least rows action-log rows 60 days before t0 over popups 1-5 (the drained
+// events' popups), by doubling a seed.
+func fillOldLog(b *testing.B, e *env, rows int) {
+	b.Helper()
+	ctx := context.Background()
+	var q strings.Builder
+	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ")
+	const seed = 1000
+	old := t0.Add(-60 * 24 * time.Hour)
+	args := make([]any, 0, seed*5)
+	for i := range seed {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?)")
+		args = append(args, fmt.Sprintf("old-%d", i), fmt.Sprintf("u%d", i%300), 1+i%5, "impression", old.Add(time.Duration(i)*time.Second))
+	}
+	_, err := e.db.ExecContext(ctx, q.String(), args...)
+	require.NoError(b, err)
+	for k, have := 0, seed; have < rows; k, have = k+1, have*2 {
+		_, err := e.db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
+			SELECT CONCAT(event_id, 'd', ?), uid, popup_id, action, event_at + INTERVAL ? SECOND FROM popup_action_log`, k, 1<<k)
+		require.NoError(b, err)
 	}
 }

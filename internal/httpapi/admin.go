@@ -55,6 +55,7 @@ type Admin struct {
 	Now       func() time.Time
 	Log       *slog.Logger
 	Gatherer  prometheus.Gatherer
+	Stats     StatsReader // GET .../stats: daily results per popup
 	// Reload rebuilds the Redis cache from MySQL, announces it to every instance and refreshes
 	// this one; it returns the version now served.
 	Reload func(ctx context.Context) (int64, error)
@@ -97,6 +98,8 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.POST("/preview", a.previewDraft)
 	v1.GET("/users/:uid/state", a.userState)
 	v1.POST("/cache/reload", a.reload)
+	v1.GET("/popups/:id/stats", a.popupStats)
+	v1.GET("/stats", a.allStats)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.Gatherer, promhttp.HandlerOpts{})))
 	r.GET("/debug/pprof/", gin.WrapF(pprof.Index))
 	r.GET("/debug/pprof/cmdline", gin.WrapF(pprof.Cmdline))

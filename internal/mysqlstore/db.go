@@ -28,6 +28,7 @@ func Connect(dsn string, maxOpen int) (*sql.DB, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
+	cfg.ClientFoundRows = false // EventWriter counts the rows an upsert inserted by its affected rows
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,11 +45,12 @@ const (
 	TableUserState = "popup_user_state"
 )
 
-// WriteBatch writes events in one transaction of two multi-row statements: an insert into the
-// action log that skips known (uid, event_id) pairs, and an upsert of the user state with the events merged
-// per (uid, popup_id) beforehand. Rows go in key order, so that concurrent writers lock in the
-// same order and do not deadlock each other. A *PermanentError means some event of the batch is
-// rejected by the database whatever the retries; any other error is worth retrying.
+// WriteBatch writes events in one transaction: an insert into the action log that skips known
+// (uid, event_id) pairs, an upsert of the user state with the events merged per (uid, popup_id)
+// beforehand, and the daily counters of the events the log newly accepted (see dailyCount).
+// Rows go in key order, so that concurrent writers lock in the same order and do not deadlock
+// each other. A *PermanentError means some event of the batch is rejected by the database
+// whatever the retries; any other error is worth retrying.
 //
 // Statement size: a row is at most maxRowBytes on the wire, so the largest batch the config
 // allows (5,000) stays under 2.5 MiB, well under the default max_allowed_packet (16 MiB on MariaDB
@@ -60,10 +62,13 @@ func (w *EventWriter) WriteBatch(ctx context.Context, events []event.Event) erro
 	if err := checkTimes(events); err != nil {
 		return err
 	}
-	logQ, logArgs := actionLogInsert(events)
 	stateQ, stateArgs, states := userStateUpsert(events)
+	rows := logRows(events)
 	return w.retry(ctx, func() error {
-		inserted, err := w.tx(ctx, logQ, logArgs, stateQ, stateArgs)
+		// A fresh batch id per attempt: the rows carrying it are the ones this attempt inserted.
+		batch := newBatchID()
+		logQ, logArgs := actionLogInsert(events, rows, batch)
+		inserted, err := w.tx(ctx, batch, logQ, logArgs, stateQ, stateArgs, events, rows)
 		if err == nil && w.OnRows != nil {
 			w.OnRows(TableActionLog, inserted)
 			w.OnRows(TableUserState, int64(states))
@@ -100,7 +105,8 @@ func (w *EventWriter) WriteOneByOne(ctx context.Context, events []event.Event) e
 	return nil
 }
 
-func (w *EventWriter) tx(ctx context.Context, logQ string, logArgs []any, stateQ string, stateArgs []any) (inserted int64, err error) {
+func (w *EventWriter) tx(ctx context.Context, batch uint64, logQ string, logArgs []any, stateQ string, stateArgs []any,
+	events []event.Event, rows []int) (inserted int64, err error) {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -114,11 +120,165 @@ func (w *EventWriter) tx(ctx context.Context, logQ string, logArgs []any, stateQ
 	if err != nil {
 		return 0, err
 	}
+	// Affected rows count 1 per inserted row and 0 per known one left as it was (Connect turns
+	// the driver's found-rows counting off).
 	inserted, _ = res.RowsAffected()
 	if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
 		return 0, err
 	}
+	var counts []dailyCount
+	switch {
+	case inserted == 0:
+		// A batch written again after a crash: nothing new, nothing to count.
+	case inserted == int64(len(rows)) && exactMillis(events, rows):
+		counts = countEvents(events, rows)
+	default:
+		if counts, err = countNewRows(ctx, tx, batch, events, rows); err != nil {
+			return 0, err
+		}
+	}
+	if err = addDailyStats(ctx, tx, counts); err != nil {
+		return 0, err
+	}
 	return inserted, tx.Commit()
+}
+
+// The daily stats count each event once, in the transaction that makes it part of the action
+// log: the events the log newly accepted. A batch redelivered after a crash between commit and
+// acknowledgement, an event repeated within a batch, or the same events written by two workers
+// at once therefore count once. Which rows of the multi-row insert were new:
+//
+//   - none, when the insert affected no row (the common redelivery);
+//   - all, when it affected as many rows as the statement has (the common case: the counts are
+//     taken from the events themselves, no read at all);
+//   - otherwise, the rows of this batch's keys that carry this attempt's batch id: a known
+//     (uid, event_id) keeps its old row and its old batch id. countNewRows reads them, a range
+//     of the (uid, event_id) key, with a plain consistent read that sees this transaction's own
+//     rows and locks nothing (an INSERT ... SELECT would take shared locks on the log).
+//
+// The per-batch id costs a column and no index. The purge (LogPurger) keeps this exact for as
+// long as a row lives.
+
+// dailyCount is one popup_daily_stats increment.
+type dailyCount struct {
+	popupID          int64
+	day              string // YYYY-MM-DD, UTC
+	imp, clicks, cls int64
+}
+
+// newBatchID returns a random non-zero batch id (rows written before batch ids existed hold 0).
+// 63 random bits: two batches sharing one is not a practical concern.
+func newBatchID() uint64 { return rand.Uint64()>>1 | 1 }
+
+// exactMillis reports whether every row's time is whole milliseconds (as queued events are), so
+// that the stored DATETIME(3), and its day, is the time itself on every server (MySQL rounds
+// finer times, MariaDB truncates them).
+func exactMillis(events []event.Event, rows []int) bool {
+	for _, i := range rows {
+		if toDB(events[i].At).Nanosecond()%int(time.Millisecond) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// countEvents counts the given events per popup and UTC day, in (popup_id, day) order.
+func countEvents(events []event.Event, rows []int) []dailyCount {
+	type key struct {
+		popupID int64
+		day     string
+	}
+	idx := make(map[key]int, 8)
+	var out []dailyCount
+	for _, i := range rows {
+		e := &events[i]
+		k := key{e.PopupID, toDB(e.At).Format(time.DateOnly)}
+		j, ok := idx[k]
+		if !ok {
+			j = len(out)
+			idx[k] = j
+			out = append(out, dailyCount{popupID: k.popupID, day: k.day})
+		}
+		switch e.Action {
+		case event.Impression:
+			out[j].imp++
+		case event.Click:
+			out[j].clicks++
+		case event.Close:
+			out[j].cls++
+		}
+	}
+	sortCounts(out)
+	return out
+}
+
+func sortCounts(c []dailyCount) {
+	slices.SortFunc(c, func(a, b dailyCount) int {
+		return cmp.Or(cmp.Compare(a.popupID, b.popupID), strings.Compare(a.day, b.day))
+	})
+}
+
+// countNewRows reads, per popup and day, the rows of this batch's keys that this attempt
+// inserted (they carry its batch id).
+func countNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.Event, rows []int) ([]dailyCount, error) {
+	var q strings.Builder
+	q.Grow(256 + len(rows)*6)
+	q.WriteString(`SELECT popup_id, DATE_FORMAT(event_at, '%Y-%m-%d'),
+		SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
+		FROM popup_action_log WHERE batch_id = ? AND (uid, event_id) IN (`)
+	args := make([]any, 0, 1+2*len(rows))
+	args = append(args, batch)
+	for n, i := range rows {
+		if n > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?)")
+		args = append(args, events[i].UID, events[i].ID)
+	}
+	q.WriteString(") GROUP BY popup_id, DATE(event_at)")
+	res, err := tx.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var out []dailyCount
+	for res.Next() {
+		var c dailyCount
+		if err := res.Scan(&c.popupID, &c.day, &c.imp, &c.clicks, &c.cls); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	sortCounts(out)
+	return out, nil
+}
+
+// addDailyStats adds counts to popup_daily_stats, rows in primary-key order so that concurrent
+// writers take the counter rows' locks in the same order.
+func addDailyStats(ctx context.Context, tx *sql.Tx, counts []dailyCount) error {
+	if len(counts) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString("INSERT INTO popup_daily_stats (popup_id, day, impressions, clicks, closes) VALUES ")
+	args := make([]any, 0, len(counts)*5)
+	for n, c := range counts {
+		if n > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?)")
+		args = append(args, c.popupID, c.day, c.imp, c.clicks, c.cls)
+	}
+	q.WriteString(` ON DUPLICATE KEY UPDATE
+		impressions = impressions + VALUES(impressions),
+		clicks = clicks + VALUES(clicks),
+		closes = closes + VALUES(closes),
+		updated_at = CURRENT_TIMESTAMP(3)`)
+	_, err := tx.ExecContext(ctx, q.String(), args...)
+	return err
 }
 
 // maxDatetime bounds a DATETIME column; the driver refuses later times before the server sees them.
@@ -135,32 +295,43 @@ func checkTimes(events []event.Event) error {
 	return nil
 }
 
-// actionLogInsert builds the action-log statement, rows sorted by (uid, event_id), the order of
-// its unique key. An event_id is the client's key for one uid only: two users sending the same
-// event_id are two events, and both rows are written. A known (uid, event_id) pair, whether from
-// an earlier batch or repeated within this one, is skipped by a no-op update rather than INSERT
-// IGNORE: IGNORE would also turn a bad value into a warning and store it truncated or replaced
-// (two different non-ASCII ids could collapse into one and an event would vanish), where a
-// plain error sends the event to the dead-letter list.
-func actionLogInsert(events []event.Event) (string, []any) {
+// logRows returns the indexes of the events the action-log statement writes: one per
+// (uid, event_id), the first queued of any repeats, sorted by (uid, event_id), the order of the
+// unique key. An event_id is the client's key for one uid only: two users sending the same
+// event_id are two events, and both rows are written.
+func logRows(events []event.Event) []int {
 	order := make([]int, len(events))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int {
+	key := func(a, b int) int {
 		return cmp.Or(strings.Compare(events[a].UID, events[b].UID), strings.Compare(events[a].ID, events[b].ID))
-	})
+	}
+	slices.SortStableFunc(order, key)
+	return slices.CompactFunc(order, func(a, b int) bool { return key(a, b) == 0 })
+}
 
+// actionLogInsert builds the action-log statement of rows (see logRows). A (uid, event_id)
+// already in the log is skipped by a no-op update rather than INSERT IGNORE: IGNORE would also
+// turn a bad value into a warning and store it truncated or replaced (two different non-ASCII
+// ids could collapse into one and an event would vanish), where a plain error sends the event to
+// the dead-letter list. The no-op update also keeps the known row's batch_id, which is how the
+// daily stats tell new rows from known ones: it must never set batch_id.
+func actionLogInsert(events []event.Event, rows []int, batch uint64) (string, []any) {
 	var q strings.Builder
-	q.Grow(96 + len(events)*16)
-	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id) VALUES ")
-	args := make([]any, 0, len(events)*6)
-	for n, i := range order {
+	q.Grow(128 + len(rows)*48)
+	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id, batch_id) VALUES ")
+	args := make([]any, 0, len(rows)*6)
+	// The batch id is the same number in every row: written into the statement, not bound per row.
+	tail := strconv.AppendUint([]byte(",?,?,?,?,?,"), batch, 10)
+	tail = append(tail, ')')
+	for n, i := range rows {
 		e := &events[i]
 		if n > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?,?)")
+		q.WriteString("(?")
+		q.Write(tail)
 		args = append(args, e.ID, e.UID, e.PopupID, string(e.Action), toDB(e.At), e.DecisionID)
 	}
 	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")

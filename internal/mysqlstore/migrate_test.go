@@ -74,7 +74,7 @@ func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
 	applied, err := mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
 	require.NotEmpty(t, applied)
-	assert.Equal(t, int64(2), applied[0], "migrations from 2 on apply")
+	assert.Equal(t, int64(2), applied[0], "version 2 first, then the later ones")
 	again, err := mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
 	assert.Empty(t, again, "migrating twice is a no-op")

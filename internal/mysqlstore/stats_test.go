@@ -1,0 +1,286 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/testenv"
+)
+
+// dayKey is one (popup, UTC day, action) count.
+type dayKey struct {
+	PopupID int64
+	Day     string
+	Action  string
+}
+
+// logCounts counts the action log directly: what the daily stats must equal.
+func logCounts(t *testing.T, db *sql.DB) map[dayKey]int64 {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT popup_id, DATE_FORMAT(event_at, '%Y-%m-%d'), action, COUNT(*)
+		FROM popup_action_log GROUP BY popup_id, DATE(event_at), action`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[dayKey]int64{}
+	for rows.Next() {
+		var k dayKey
+		var n int64
+		require.NoError(t, rows.Scan(&k.PopupID, &k.Day, &k.Action, &n))
+		out[k] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// statsCounts reads popup_daily_stats as the same (popup, day, action) counts (zeros left out).
+func statsCounts(t *testing.T, db *sql.DB) map[dayKey]int64 {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT popup_id, DATE_FORMAT(day, '%Y-%m-%d'), impressions, clicks, closes FROM popup_daily_stats`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[dayKey]int64{}
+	for rows.Next() {
+		var id, imp, clk, cls int64
+		var day string
+		require.NoError(t, rows.Scan(&id, &day, &imp, &clk, &cls))
+		for action, n := range map[string]int64{"impression": imp, "click": clk, "close": cls} {
+			if n > 0 {
+				out[dayKey{id, day, action}] = n
+			}
+		}
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// spreadEvent is event i of a set spread over 3 popups, 5 UTC days and the three actions.
+func spreadEvent(i int) event.Event {
+	actions := []event.Action{event.Impression, event.Impression, event.Click, event.Close}
+	at := t0.Add(time.Duration(i%5)*24*time.Hour + time.Duration(i%7)*time.Hour - 11*time.Hour)
+	e := event.Event{ID: fmt.Sprintf("e%d", i), UID: fmt.Sprintf("u%d", i%41), PopupID: int64(1 + i%3),
+		Action: actions[i%len(actions)], At: at, NextShowAt: at.Add(time.Hour)}
+	if e.Action == event.Impression {
+		e.Impressions = 1 + i%4
+	}
+	return e
+}
+
+func TestDailyStatsCountEachAcceptedEventOnce(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	w := mysqlstore.NewEventWriter(db)
+	events := make([]event.Event, 600)
+	for i := range events {
+		events[i] = spreadEvent(i)
+	}
+
+	require.NoError(t, w.WriteBatch(ctx, events[:300]))
+	require.NoError(t, w.WriteBatch(ctx, events[:300]), "a batch redelivered after a crash")
+	withDup := append([]event.Event{events[10], events[250]}, events[200:400]...)
+	require.NoError(t, w.WriteBatch(ctx, withDup), "overlapping, with repeats inside the batch")
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{spreadEvent(700), spreadEvent(700), spreadEvent(701)}), "new, one of them twice")
+	late := spreadEvent(702)
+	late.At = late.At.Add(999_999 * time.Nanosecond) // finer than the log keeps: counted from the log
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{late}))
+	// Two writers at once, each writing overlapping batches of the rest several times.
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for worker := range 2 {
+		wg.Go(func() {
+			for round := range 4 {
+				lo := 350 + (worker*37+round*53)%100
+				errs <- w.WriteBatch(ctx, events[lo:600])
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	want := logCounts(t, db)
+	require.Len(t, readLog(t, db), 603, "every event once in the log")
+	assert.Len(t, want, 3*5*3, "the events cover 3 popups × 5 days × 3 actions")
+	assert.Equal(t, want, statsCounts(t, db), "daily stats equal the log's counts")
+}
+
+func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	_, err := db.ExecContext(ctx, `INSERT INTO popup_config (id, name, targeting, content) VALUES (1, 'a', '{}', '{}'), (2, 'b', '{}', '{}'), (3, 'c', '{}', '{}')`)
+	require.NoError(t, err)
+	w := mysqlstore.NewEventWriter(db)
+	events := make([]event.Event, 300)
+	for i := range events {
+		events[i] = spreadEvent(i)
+	}
+	require.NoError(t, w.WriteBatch(ctx, events))
+	repo := mysqlstore.NewStatsRepo(db)
+
+	day := func(d int) time.Time { return time.Date(2026, 3, d, 0, 0, 0, 0, time.UTC) }
+	s, err := repo.PopupStats(ctx, 2, day(1), day(3))
+	require.NoError(t, err)
+	var wantDays []string
+	var got []string
+	for k := range logCounts(t, db) {
+		if k.PopupID == 2 && k.Day >= "2026-03-01" && k.Day <= "2026-03-03" && k.Action == "impression" {
+			wantDays = append(wantDays, k.Day)
+		}
+	}
+	for _, d := range s.Days {
+		got = append(got, d.Day.Format(time.DateOnly))
+	}
+	assert.ElementsMatch(t, wantDays, got)
+	var reached int64
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(DISTINCT uid) FROM popup_action_log WHERE popup_id = 2 AND action = 'impression'`).Scan(&reached))
+	assert.Equal(t, reached, s.UsersReached)
+
+	_, err = repo.PopupStats(ctx, 99, day(1), day(3))
+	assert.ErrorContains(t, err, "not found")
+
+	all, err := repo.AllStats(ctx, day(1), day(10))
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	assert.Equal(t, []int64{1, 2, 3}, []int64{all[0].PopupID, all[1].PopupID, all[2].PopupID})
+}
+
+func TestStatsQueriesUseIndexes(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	events := make([]event.Event, 3000)
+	for i := range events {
+		events[i] = spreadEvent(i)
+	}
+	w := mysqlstore.NewEventWriter(db)
+	for i := 0; i < len(events); i += 500 {
+		require.NoError(t, w.WriteBatch(ctx, events[i:i+500]))
+	}
+	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_action_log, popup_user_state, popup_daily_stats")
+	require.NoError(t, err)
+	tests := []struct {
+		name, query, wantKey string
+	}{
+		{"one popup's days", "EXPLAIN SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats WHERE popup_id = 7 AND day BETWEEN '2026-01-01' AND '2026-01-14' ORDER BY day", "PRIMARY"},
+		{"users reached", "EXPLAIN SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (7) AND impressions > 0 GROUP BY popup_id", "idx_popup_user_state_popup_impressions"},
+		{"a batch's new rows", `EXPLAIN SELECT popup_id, DATE_FORMAT(event_at, '%Y-%m-%d'), SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
+			FROM popup_action_log WHERE batch_id = 5 AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3')) GROUP BY popup_id, DATE(event_at)`, "uk_popup_action_log_uid_event"},
+		{"purge: each popup's oldest row", "EXPLAIN SELECT popup_id, MIN(event_at) FROM popup_action_log GROUP BY popup_id", "idx_popup_action_log_popup_time"},
+		{"purge one popup", "EXPLAIN DELETE FROM popup_action_log WHERE popup_id = 7 AND event_at < '2026-01-01' ORDER BY event_at LIMIT 1000", "idx_popup_action_log_popup_time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, err := db.QueryContext(ctx, tt.query)
+			require.NoError(t, err)
+			defer rows.Close()
+			cols, err := rows.Columns()
+			require.NoError(t, err)
+			require.True(t, rows.Next())
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			require.NoError(t, rows.Scan(ptrs...))
+			plan := map[string]string{}
+			for i, c := range cols {
+				plan[c] = vals[i].String
+			}
+			t.Logf("plan: %v", plan)
+			assert.Equal(t, tt.wantKey, plan["key"], "plan: %v", plan)
+			assert.NotEqual(t, "ALL", plan["type"], "no table scan: %v", plan)
+		})
+	}
+}
+
+func TestPurgeRemovesOldLogRowsOnlyInBatches(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	w := mysqlstore.NewEventWriter(db)
+	events := make([]event.Event, 0, 900)
+	for i := range 900 {
+		e := spreadEvent(i)
+		if i < 700 {
+			e.At = t0.Add(-time.Duration(40+i%20) * 24 * time.Hour) // old
+		} else {
+			e.At = t0.Add(-time.Duration(i%20) * time.Hour) // recent
+		}
+		events = append(events, e)
+	}
+	require.NoError(t, w.WriteBatch(ctx, events))
+	statsBefore := statsCounts(t, db)
+	statesBefore := readStates(t, db)
+
+	p := mysqlstore.NewLogPurger(db)
+	p.Batch, p.MinPause = 100, time.Millisecond
+	var deletes []int64
+	removed, err := p.Purge(ctx, t0.Add(-30*24*time.Hour), func(n int64) { deletes = append(deletes, n) })
+	require.NoError(t, err)
+	assert.Equal(t, int64(700), removed)
+	var sum int64
+	for _, n := range deletes {
+		assert.LessOrEqual(t, n, int64(100), "each delete removes at most a batch")
+		sum += n
+	}
+	assert.Equal(t, int64(700), sum)
+	assert.GreaterOrEqual(t, len(deletes), 7)
+
+	var left, old int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(event_at < ?), 0) FROM popup_action_log`, t0.Add(-30*24*time.Hour)).Scan(&left, &old))
+	assert.Equal(t, 200, left, "recent rows are kept")
+	assert.Zero(t, old)
+	assert.Equal(t, statsBefore, statsCounts(t, db), "daily stats are kept")
+	assert.Equal(t, statesBefore, readStates(t, db), "user state is kept")
+
+	again, err := p.Purge(ctx, t0.Add(-30*24*time.Hour), nil)
+	require.NoError(t, err)
+	assert.Zero(t, again, "nothing left to purge")
+}
+
+func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
+	ctx := context.Background()
+	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 2))
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES
+		('e1', 'u1', 7, 'impression', '2026-03-01 10:00:00'), ('e2', 'u1', 7, 'click', '2026-03-01 10:00:01'),
+		('e3', 'u2', 7, 'impression', '2026-03-02 23:59:59.999'), ('e4', 'u2', 8, 'close', '2026-03-02 00:00:00')`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_user_state (uid, popup_id, impressions) VALUES ('u1', 7, 1), ('u2', 7, 1), ('u2', 8, 0)`)
+	require.NoError(t, err)
+
+	applied, err := mysqlstore.Migrate(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), applied[0], "version 3 first, then the later ones")
+	again, err := mysqlstore.Migrate(ctx, db)
+	require.NoError(t, err)
+	assert.Empty(t, again, "migrating twice is a no-op")
+	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
+
+	assert.Equal(t, logCounts(t, db), statsCounts(t, db), "the existing log is rolled up")
+	// New events count on top; a replay of an old one does not.
+	w := mysqlstore.NewEventWriter(db)
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{
+		{ID: "e1", UID: "u1", PopupID: 7, Action: event.Impression, At: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
+		{ID: "e5", UID: "u3", PopupID: 7, Action: event.Impression, At: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC), Impressions: 1},
+	}))
+	got := statsCounts(t, db)
+	assert.Equal(t, logCounts(t, db), got)
+	assert.Equal(t, int64(2), got[dayKey{7, "2026-03-01", "impression"}])
+
+	s, err := mysqlstore.NewStatsRepo(db).AllStats(ctx, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	require.Len(t, s, 2)
+	assert.Equal(t, int64(3), s[0].UsersReached, "popup 7: u1, u2, u3")
+	assert.Zero(t, s[1].UsersReached, "popup 8: u2's state shows no impression")
+}
