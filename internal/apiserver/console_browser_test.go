@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +21,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/config"
+	"popupsvc/internal/workerserver"
 )
 
 // The operator console (internal/console) driven in a real headless Chromium against a real
@@ -309,8 +314,29 @@ func (b *browser) createThroughForm(name, title string) int64 {
 	return id
 }
 
+// startWorker runs a popup-worker on cfg until the test ends: it turns the queued impressions and
+// clicks into the daily stats the console shows.
+func startWorker(t *testing.T, cfg config.Config) {
+	t.Helper()
+	cfg.WorkerAddr = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- workerserver.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), workerserver.Hooks{}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "popup-worker stopped with an error")
+		case <-time.After(20 * time.Second):
+			t.Error("popup-worker did not stop in 20 s")
+		}
+	})
+}
+
 func TestConsoleInBrowser(t *testing.T) {
-	in := start(t, testConfig(t), nil)
+	cfg := testConfig(t)
+	in := start(t, cfg, nil)
+	startWorker(t, cfg)
 	b := newBrowser(t, in)
 
 	// the static files load without the token, with the security headers
@@ -359,6 +385,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	assert.Equal(t, "2026-11-01T08:00", shown, "the stored UTC time is shown in local time again")
 	b.shot("edit", "")
 
+	// today's numbers: two impressions (u-1, u-2) and a click, once the worker has counted them
+	require.Equal(t, http.StatusAccepted, in.action(t, id, map[string]any{"uid": "u-1", "action": "click"}).Status)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/stats", nil)
+		require.Equal(t, http.StatusOK, res.Status, res.Raw)
+		if totals, _ := res.Body["totals"].(map[string]any); totals["impressions"] == 2.0 && totals["clicks"] == 1.0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the worker never counted the events: %s", res.Raw)
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	// the list shows it, among others (their rows show status, window and targeting)
 	for _, p := range []map[string]any{
 		{"name": "app update nudge", "priority": 80, "title": "Update the app", "targeting": map[string]any{"platforms": []string{"android"},
@@ -372,6 +411,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
 	b.waitFor(`document.querySelector('#popup-results[aria-busy=false] #popup-table')`)
 	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(id)+`"]`), "winter sale")
+	var today []string
+	b.eval(`[...document.querySelectorAll('#popup-table tr[data-id="`+itoa(id)+`"] td.num')].map(td => td.textContent)`, &today)
+	assert.Equal(t, []string{"50", "2", "50.0%"}, today, "priority, today's impressions and CTR")
+	var spark string
+	b.eval(`document.querySelector('#popup-table tr[data-id="`+itoa(id)+`"] svg.spark').getAttribute('aria-label')`, &spark)
+	assert.Contains(t, spark, "0, 0, 2", "the 14-day sparkline ends with today's 2")
 	assert.Contains(t, b.text(`#popup-table`), "android · v8.0.0–* · regions cn · 25% rollout")
 	b.fill("#filter-status", "paused")
 	b.waitFor(`document.querySelectorAll('#popup-table tbody tr').length === 1`)
@@ -380,14 +425,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitFor(`document.querySelectorAll('#popup-table tbody tr').length === 4`)
 	b.shot("list", "")
 
-	// explain for a user: chosen for one uid, then shown again after its impression? no: reshow
+	// explain for a user: u-1 clicked it (click cooldown), a new user gets it
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
 	b.fill("#x-uid", "u-1")
 	b.fill("#x-version", "9.0.0")
 	b.run(chromedp.Click("#explain", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#explain-out .candidates')`)
-	assert.Contains(t, b.text("#explain-out .verdict"), "no popup", "u-1 saw it a moment ago: reshow")
-	assert.Equal(t, "reshow", b.attr(`#explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
+	assert.Contains(t, b.text("#explain-out .verdict"), "no popup", "u-1 clicked it a moment ago")
+	assert.Equal(t, "click_cooldown", b.attr(`#explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
 	assert.Contains(t, b.text("#explain-out"), "Popups shown to this user today: 1")
 	b.fill("#x-uid", "u-new")
 	b.run(chromedp.Click("#explain", chromedp.ByQuery))
@@ -398,6 +443,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// pause with If-Match; a stale ETag is a 412 shown as "changed by someone else"
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id)))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"] #pause')`)
+	b.waitFor(`document.querySelector('#stats-h').parentElement.textContent.includes('Impressions 2, clicks 1, closes 0, CTR 50.0%, users reached 2')`)
 	in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), map[string]any{"name": "winter sale", "status": "active", "title": "changed elsewhere",
 		"buttons": []map[string]any{{"text": "Shop now", "link_url": "https://shop.example/sale"}}, "targeting": map[string]any{"uids": []string{"qa-device-1"}}, "priority": 50})
 	b.run(chromedp.Click("#pause", chromedp.ByQuery))

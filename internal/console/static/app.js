@@ -182,6 +182,7 @@ function dailySeries(stat, cache) {
 }
 
 async function listScreen() {
+  statsCache.at = 0; // fresh numbers each time the list opens; paging reuses them
   const results = h('div', { id: 'popup-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
   const status = h('select', { id: 'filter-status', name: 'status' },
     [['', 'Any status but archived'], ['active', 'Active'], ['paused', 'Paused'], ['draft', 'Draft'], ['archived', 'Archived']]
