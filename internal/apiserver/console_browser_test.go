@@ -321,7 +321,9 @@ func startWorker(t *testing.T, cfg config.Config) {
 	cfg.WorkerAddr = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- workerserver.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), workerserver.Hooks{}) }()
+	go func() {
+		done <- workerserver.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), workerserver.Hooks{})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
