@@ -6,7 +6,8 @@
 #   scripts/services.sh install                 install what the scripts need when missing: mariadb-server,
 #                                               mariadb-client, redis-server, redis-tools, python3 and
 #                                               python3-venv (free-port, the .venv of locust and
-#                                               schemathesis), iproute2 (ss, ip netns), curl
+#                                               schemathesis), iproute2 (ss, ip netns), curl,
+#                                               chromium and npm (the console's browser test)
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
 #   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
 #   scripts/services.sh start-redis-cluster DIR PORT1 PORT2 PORT3
@@ -41,6 +42,9 @@ cmd_install() {
   if ! find_bin python3 >/dev/null || ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then pkgs+=(python3-venv); fi
   find_bin ss >/dev/null && find_bin ip >/dev/null || pkgs+=(iproute2)
   find_bin curl >/dev/null || pkgs+=(curl)
+  # the operator console's browser test: headless Chromium, and npm for its pinned axe-core
+  find_bin chromium chromium-browser >/dev/null || pkgs+=(chromium)
+  find_bin npm >/dev/null || pkgs+=(npm)
   if [ ${#pkgs[@]} -eq 0 ]; then return 0; fi
   log "installing: ${pkgs[*]}"
   local sudo=""

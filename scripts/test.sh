@@ -8,6 +8,8 @@ root=$(pwd)
 
 scripts/services.sh install
 go mod download
+# axe-core for the console's browser test, pinned by package-lock.json, into ./node_modules
+npm ci --no-audit --no-fund --loglevel=error
 
 run_dir="$root/.testdata/run-$$"
 mkdir -p "$run_dir"

@@ -81,6 +81,7 @@ func (a *Admin) Router() (*gin.Engine, error) {
 		return nil, err
 	}
 	r := newEngine(a.Log)
+	r.Use(serveConsole()) // before auth: the console's static files (console.go)
 	r.Use(func(c *gin.Context) { a.auth(c, keys) })
 	v1 := r.Group("/admin/v1")
 	v1.POST("/popups", a.create)

@@ -1,0 +1,766 @@
+// The operator console: a hash-routed page over the admin API (docs/CONTRACT.md).
+import {
+  api, token, setUnauthorizedHandler, notAvailable, errorText, h, uid, utcToLocalInput, localInputToUTC,
+  fmtTime, isoDay, fmtPct, diff, diffTable, sparkline, splitList,
+} from './lib.js';
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+const signoutBtn = document.getElementById('signout');
+const toastEl = document.getElementById('toast');
+const PAGE = 50;
+
+// setKids replaces el's children, skipping the null and false of optional parts.
+const setKids = (el, ...children) => el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+
+let signInNotice = '';
+setUnauthorizedHandler(() => {
+  token.clear();
+  signInNotice = 'The admin API refused the token (401). Sign in again.';
+  route();
+});
+
+signoutBtn.addEventListener('click', () => {
+  token.clear();
+  signInNotice = 'Signed out.';
+  location.hash = '#/popups';
+  route();
+});
+
+function toast(msg) {
+  toastEl.textContent = msg;
+  clearTimeout(toast.t);
+  toast.t = setTimeout(() => { toastEl.textContent = ''; }, 6000);
+}
+
+// screen replaces the main content, sets the title and moves focus to the heading.
+function screen(title, ...children) {
+  document.title = title + ' — Popup console';
+  const h1 = h('h1', { tabindex: '-1', id: 'page-title' }, title);
+  setKids(main, h1, ...children);
+  h1.focus();
+  return h1;
+}
+
+function alertBox(msg, kind = 'error') {
+  return h('div', { class: 'alert ' + kind, role: kind === 'error' ? 'alert' : 'status' }, msg);
+}
+
+// confirmDialog opens the shared <dialog>; resolves true when confirmed. Focus starts on Cancel
+// and goes back to the opener when the dialog closes. The answer is taken from the form's submit
+// (or Esc), not from the close event: that event is queued, and one from a dialog just
+// cancelled could otherwise answer the next one, opened quickly after.
+const dlg = document.getElementById('confirm');
+let answerDialog = null;
+dlg.querySelector('form').addEventListener('submit', (ev) => answerDialog?.(ev.submitter?.value === 'ok'));
+dlg.addEventListener('cancel', () => answerDialog?.(false));
+dlg.addEventListener('close', () => { if (!dlg.open) answerDialog?.(dlg.returnValue === 'ok'); });
+
+function confirmDialog(title, text, okLabel) {
+  const opener = document.activeElement;
+  document.getElementById('confirm-title').textContent = title;
+  document.getElementById('confirm-text').textContent = text;
+  document.getElementById('confirm-ok').textContent = okLabel;
+  answerDialog?.(false);
+  return new Promise((resolve) => {
+    answerDialog = (ok) => {
+      answerDialog = null;
+      if (dlg.open) dlg.close();
+      if (opener && opener.isConnected) opener.focus();
+      resolve(ok);
+    };
+    dlg.returnValue = 'cancel';
+    dlg.showModal();
+    document.getElementById('confirm-cancel').focus();
+  });
+}
+
+// ---------------------------------------------------------------- routing
+
+const routes = [
+  [/^#\/popups\/new$/, () => editScreen(null)],
+  [/^#\/popups\/(\d+)$/, (m) => editScreen(Number(m[1]))],
+  [/^#\/popups$/, () => listScreen()],
+  [/^#\/explain$/, () => explainScreen()],
+  [/^#\/audit$/, () => auditScreen()],
+  [/^#\/import$/, () => importScreen()],
+];
+
+let navSeq = 0; // a screen that loads asynchronously renders only if no navigation came after
+
+function route() {
+  navSeq++;
+  const signedIn = !!token.get();
+  nav.hidden = !signedIn;
+  signoutBtn.hidden = !signedIn;
+  if (!signedIn) return signInScreen();
+  const hash = location.hash || '#/popups';
+  for (const a of nav.querySelectorAll('a')) {
+    if (hash.startsWith('#/' + a.dataset.nav)) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  for (const [re, f] of routes) {
+    const m = hash.match(re);
+    if (m) return f(m);
+  }
+  location.hash = '#/popups';
+}
+window.addEventListener('hashchange', route);
+
+// ---------------------------------------------------------------- sign-in
+
+function signInScreen() {
+  const err = h('p', { id: 'token-error', class: 'field-error', hidden: true });
+  const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true, 'aria-describedby': 'token-help' });
+  const form = h('form', { class: 'card narrow', novalidate: true },
+    h('div', { class: 'field' },
+      h('label', { for: 'token' }, 'Admin token'),
+      input,
+      h('p', { id: 'token-help', class: 'help' }, 'The bearer token of the admin API (after make up: .local/admin-token). It is kept in this browser tab only and cleared by Sign out.'),
+      err),
+    h('button', { type: 'submit', id: 'signin' }, 'Sign in'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const t = input.value.trim();
+    const fail = (msg) => {
+      err.textContent = msg; err.hidden = false;
+      input.setAttribute('aria-invalid', 'true');
+      input.setAttribute('aria-describedby', 'token-help token-error');
+      input.focus();
+    };
+    if (!t) return fail('Enter the admin token.');
+    const r = await api('GET', '/admin/v1/popups?limit=1', undefined, { token: t });
+    if (r.status === 401) return fail('Wrong token: the admin API answered 401.');
+    if (!r.ok) return fail(errorText(r));
+    token.set(t);
+    signInNotice = '';
+    route();
+  });
+  screen('Sign in', signInNotice ? alertBox(signInNotice, signInNotice === 'Signed out.' ? 'info' : 'error') : null, form);
+}
+
+// ---------------------------------------------------------------- popup list
+
+const listState = { status: '', q: '', cursors: [''], page: 0 };
+let statsCache = { at: 0, byId: null, available: true };
+
+async function loadListStats() {
+  if (Date.now() - statsCache.at < 30000) return statsCache;
+  const to = new Date();
+  const from = new Date(to.getTime() - 13 * 86400000);
+  const r = await api('GET', `/admin/v1/stats?from=${isoDay(from)}&to=${isoDay(to)}&days=true`);
+  const byId = new Map();
+  if (r.ok) for (const p of r.body?.popups || []) byId.set(p.popup_id, p);
+  statsCache = { at: Date.now(), byId, available: r.ok, today: isoDay(to), from, days: 14 };
+  return statsCache;
+}
+
+function targetingSummary(t = {}) {
+  const parts = [];
+  parts.push(t.platforms?.length ? t.platforms.join('/') : 'all platforms');
+  if (t.min_app_version || t.max_app_version) parts.push(`v${t.min_app_version || '*'}–${t.max_app_version || '*'}`);
+  if (t.regions?.length) parts.push('regions ' + t.regions.join(','));
+  if (t.langs?.length) parts.push('langs ' + t.langs.join(','));
+  if (t.rollout_percent !== undefined && t.rollout_percent < 100) parts.push(t.rollout_percent + '% rollout');
+  if (t.uids?.length) parts.push(t.uids.length + ' test uid' + (t.uids.length > 1 ? 's' : ''));
+  return parts.join(' · ');
+}
+
+function windowText(p) {
+  if (!p.start_at && !p.end_at) return 'always';
+  return `${p.start_at ? fmtTime(p.start_at) : 'now'} → ${p.end_at ? fmtTime(p.end_at) : 'open'}`;
+}
+
+function dailySeries(stat, cache) {
+  const byDate = new Map((stat?.days || []).map((d) => [d.date, d]));
+  const out = [];
+  for (let i = 0; i < cache.days; i++) {
+    const d = isoDay(new Date(cache.from.getTime() + i * 86400000));
+    out.push(byDate.get(d) || { date: d, impressions: 0, clicks: 0, closes: 0 });
+  }
+  return out;
+}
+
+async function listScreen() {
+  statsCache.at = 0; // fresh numbers each time the list opens; paging reuses them
+  const results = h('div', { id: 'popup-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
+  const status = h('select', { id: 'filter-status', name: 'status' },
+    [['', 'Any status but archived'], ['active', 'Active'], ['paused', 'Paused'], ['draft', 'Draft'], ['archived', 'Archived']]
+      .map(([v, l]) => h('option', { value: v, selected: listState.status === v }, l)));
+  const q = h('input', { id: 'filter-q', name: 'q', type: 'search', value: listState.q });
+  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter popups' },
+    h('div', { class: 'field inline' }, h('label', { for: 'filter-status' }, 'Status'), status),
+    h('div', { class: 'field inline' }, h('label', { for: 'filter-q' }, 'Search by name'), q),
+    h('button', { type: 'submit' }, 'Apply filter'));
+  filters.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    Object.assign(listState, { status: status.value, q: q.value.trim(), cursors: [''], page: 0 });
+    renderPage();
+  });
+  status.addEventListener('change', () => filters.requestSubmit());
+  screen('Popups',
+    h('p', {}, h('a', { href: '#/popups/new', class: 'button' }, 'New popup')),
+    filters, results);
+
+  let pageSeq = 0; // only the newest request renders
+  async function renderPage() {
+    const mine = ++pageSeq;
+    results.setAttribute('aria-busy', 'true');
+    const params = new URLSearchParams({ limit: String(PAGE) });
+    if (listState.status) params.set('status', listState.status);
+    if (listState.status === 'archived') params.set('include_archived', 'true');
+    if (listState.q) params.set('q', listState.q);
+    const cursor = listState.cursors[listState.page];
+    if (cursor) params.set('cursor', cursor);
+    const [r, stats] = await Promise.all([api('GET', '/admin/v1/popups?' + params), loadListStats()]);
+    if (mine !== pageSeq) return;
+    results.setAttribute('aria-busy', 'false');
+    if (!r.ok) return setKids(results, alertBox(errorText(r)));
+    let rows = r.body.popups || [];
+    let next = r.body.next ?? null;
+    if (!('next' in r.body)) {
+      // A server without list pagination answers every popup: filter and page here.
+      rows = rows.filter((p) => (listState.status ? p.status === listState.status : p.status !== 'archived') &&
+        (!listState.q || p.name.toLowerCase().includes(listState.q.toLowerCase())));
+      const start = listState.page * PAGE;
+      next = start + PAGE < rows.length ? String(start + PAGE) : null;
+      rows = rows.slice(start, start + PAGE);
+    }
+    const table = h('table', { class: 'popups', id: 'popup-table' },
+      h('caption', { class: 'sr-only' }, 'Popups, by id'),
+      h('thead', {}, h('tr', {}, ['Name', 'Status', 'Priority', 'Window', 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days']
+        .map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows.map((p) => {
+        const st = stats.byId?.get(p.id);
+        const series = dailySeries(st, stats);
+        const today = series[series.length - 1];
+        const ctr = today.impressions ? today.clicks / today.impressions : null;
+        return h('tr', { 'data-id': p.id },
+          h('th', { scope: 'row' }, h('a', { href: '#/popups/' + p.id }, p.name || '(unnamed)'), h('span', { class: 'muted' }, ' #' + p.id)),
+          h('td', {}, h('span', { class: 'badge ' + p.status }, p.status)),
+          h('td', { class: 'num' }, p.priority),
+          h('td', {}, windowText(p)),
+          h('td', {}, targetingSummary(p.targeting)),
+          h('td', { class: 'num' }, stats.available ? today.impressions : '—'),
+          h('td', { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
+          h('td', {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
+      })));
+    const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of popups' },
+      h('button', { type: 'button', class: 'secondary', disabled: listState.page === 0, onclick: () => { listState.page--; renderPage(); } }, 'Previous page'),
+      h('span', {}, `Page ${listState.page + 1}`),
+      h('button', { type: 'button', class: 'secondary', disabled: !next, onclick: () => { listState.cursors[listState.page + 1] = next; listState.page++; renderPage(); } }, 'Next page'));
+    setKids(results, 
+      stats.available ? null : alertBox('Stats: not available on this server.', 'info'),
+      rows.length ? table : h('p', {}, 'No popups match.'),
+      pager);
+    results.dataset.rendered = String(performance.now());
+  }
+  renderPage();
+}
+
+// ---------------------------------------------------------------- edit / create
+
+const DEFAULTS = {
+  name: '', status: 'draft', priority: 0, start_at: null, end_at: null,
+  targeting: { platforms: [], min_app_version: '', max_app_version: '', regions: [], langs: [], rollout_percent: 100, uids: [] },
+  reshow_after_seconds: 86400, click_cooldown_seconds: 604800, close_cooldown_seconds: 86400, max_impressions: 0,
+  title: '', content: '', image_url: '', link_url: '', buttons: [], ext: {},
+};
+let pendingDuplicate = null;
+
+function field(id, label, input, help) {
+  input.id = id;
+  const helpId = help ? id + '-help' : null;
+  if (helpId) input.setAttribute('aria-describedby', helpId);
+  return h('div', { class: 'field' },
+    h('label', { for: id }, label), input,
+    help ? h('p', { class: 'help', id: helpId }, help) : null);
+}
+
+function textInput(name, value, attrs = {}) {
+  return h('input', { type: 'text', name, 'data-field': name, value: value ?? '', ...attrs });
+}
+function numInput(name, value, attrs = {}) {
+  return h('input', { type: 'number', name, 'data-field': name, value: value ?? '', inputmode: 'numeric', ...attrs });
+}
+
+async function editScreen(id) {
+  let current = null; // the stored popup, for an edit
+  let etag = null;
+  const seq = navSeq;
+  if (id) {
+    const r = await api('GET', '/admin/v1/popups/' + id);
+    if (seq !== navSeq) return;
+    if (!r.ok) return screen('Popup #' + id, alertBox(errorText(r)));
+    current = r.body; etag = r.etag;
+  }
+  const start = current || pendingDuplicate || DEFAULTS;
+  pendingDuplicate = null;
+  const p = structuredClone(start);
+  p.targeting = { ...DEFAULTS.targeting, ...(p.targeting || {}) };
+
+  const errSummary = h('div', { id: 'form-errors', tabindex: '-1' });
+  const buttonsBox = h('div', { id: 'buttons-list' });
+  const previewBox = h('div', { class: 'preview', id: 'preview' });
+
+  const f = {
+    name: textInput('name', p.name, { required: true, autocomplete: 'off' }),
+    status: h('select', { name: 'status', 'data-field': 'status' }, ['draft', 'active', 'paused', 'archived'].map((s) => h('option', { value: s, selected: p.status === s }, s))),
+    priority: numInput('priority', p.priority),
+    start_at: h('input', { type: 'datetime-local', name: 'start_at', 'data-field': 'start_at', value: utcToLocalInput(p.start_at) }),
+    end_at: h('input', { type: 'datetime-local', name: 'end_at', 'data-field': 'end_at', value: utcToLocalInput(p.end_at) }),
+    min_app_version: textInput('min_app_version', p.targeting.min_app_version, { 'data-field': 'targeting.min_app_version', placeholder: 'e.g. 8.10.0' }),
+    max_app_version: textInput('max_app_version', p.targeting.max_app_version, { 'data-field': 'targeting.max_app_version' }),
+    regions: textInput('regions', (p.targeting.regions || []).join(', '), { 'data-field': 'targeting.regions' }),
+    langs: textInput('langs', (p.targeting.langs || []).join(', '), { 'data-field': 'targeting.langs' }),
+    rollout_percent: numInput('rollout_percent', p.targeting.rollout_percent, { 'data-field': 'targeting.rollout_percent' }),
+    uids: h('textarea', { name: 'uids', 'data-field': 'targeting.uids', rows: 3 }, (p.targeting.uids || []).join('\n')),
+    reshow_after_seconds: numInput('reshow_after_seconds', p.reshow_after_seconds),
+    click_cooldown_seconds: numInput('click_cooldown_seconds', p.click_cooldown_seconds),
+    close_cooldown_seconds: numInput('close_cooldown_seconds', p.close_cooldown_seconds),
+    max_impressions: numInput('max_impressions', p.max_impressions),
+    title: textInput('title', p.title),
+    content: h('textarea', { name: 'content', 'data-field': 'content', rows: 4 }, p.content || ''),
+    image_url: textInput('image_url', p.image_url, { type: 'url', placeholder: 'https://…' }),
+    link_url: textInput('link_url', p.link_url),
+    ext: h('textarea', { name: 'ext', 'data-field': 'ext', rows: 4, class: 'mono', spellcheck: 'false' }, JSON.stringify(p.ext ?? {}, null, 2)),
+  };
+  const platformBoxes = ['ios', 'android', 'web'].map((pl) => {
+    const cid = 'platform-' + pl;
+    return h('label', { class: 'check', for: cid }, h('input', { type: 'checkbox', id: cid, name: 'platforms', value: pl, checked: (p.targeting.platforms || []).includes(pl) }), ' ' + pl);
+  });
+  const platformSet = h('fieldset', { 'data-field': 'targeting.platforms', id: 'platforms', 'aria-describedby': 'platforms-help' },
+    h('legend', {}, 'Platforms'), platformBoxes, h('p', { class: 'help', id: 'platforms-help' }, 'None checked: every platform.'));
+
+  function buttonRow(b = { text: '', link_url: '' }) {
+    const row = h('fieldset', { class: 'button-row' });
+    const text = h('input', { type: 'text', name: 'button-text', value: b.text });
+    const link = h('input', { type: 'text', name: 'button-link', value: b.link_url });
+    const n = () => [...buttonsBox.children].indexOf(row);
+    row.append(h('legend', {}, 'Button'),
+      (() => { const i = uid('btn-text'); text.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Text'), text); })(),
+      (() => { const i = uid('btn-link'); link.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Link URL'), link); })(),
+      h('button', { type: 'button', class: 'secondary', onclick: () => { row.remove(); renumber(); update(); } }, 'Remove button'));
+    row.n = n;
+    return row;
+  }
+  function renumber() {
+    [...buttonsBox.children].forEach((row, i) => {
+      row.querySelector('legend').textContent = 'Button ' + (i + 1);
+      row.querySelector('[name=button-text]').dataset.field = `buttons[${i}].text`;
+      row.querySelector('[name=button-link]').dataset.field = `buttons[${i}].link_url`;
+    });
+  }
+  for (const b of p.buttons || []) buttonsBox.append(buttonRow(b));
+  renumber();
+
+  // body reads the form into the admin wire shape; ext that is not JSON is reported here.
+  function body() {
+    const num = (el) => (el.value.trim() === '' ? undefined : Number(el.value));
+    let ext;
+    try { ext = f.ext.value.trim() === '' ? {} : JSON.parse(f.ext.value); } catch { ext = undefined; }
+    return {
+      name: f.name.value, status: f.status.value, priority: num(f.priority),
+      start_at: localInputToUTC(f.start_at.value), end_at: localInputToUTC(f.end_at.value),
+      targeting: {
+        platforms: platformBoxes.map((l) => l.querySelector('input')).filter((c) => c.checked).map((c) => c.value),
+        min_app_version: f.min_app_version.value.trim(), max_app_version: f.max_app_version.value.trim(),
+        regions: splitList(f.regions.value), langs: splitList(f.langs.value),
+        rollout_percent: num(f.rollout_percent), uids: splitList(f.uids.value),
+      },
+      reshow_after_seconds: num(f.reshow_after_seconds), click_cooldown_seconds: num(f.click_cooldown_seconds),
+      close_cooldown_seconds: num(f.close_cooldown_seconds), max_impressions: num(f.max_impressions),
+      title: f.title.value, content: f.content.value, image_url: f.image_url.value.trim(), link_url: f.link_url.value.trim(),
+      buttons: [...buttonsBox.children].map((row) => ({ text: row.querySelector('[name=button-text]').value, link_url: row.querySelector('[name=button-link]').value.trim() })),
+      ext,
+    };
+  }
+
+  const utcNote = h('p', { class: 'help', id: 'window-utc', 'aria-live': 'polite' });
+  function update() {
+    const b = body();
+    renderPreview(previewBox, b);
+    utcNote.textContent = `Stored as UTC: start ${b.start_at || 'open'}, end ${b.end_at || 'open'}.`;
+  }
+
+  const form = h('form', { id: 'popup-form', novalidate: true, 'data-id': current?.id ?? 'new', 'data-revision': current?.revision ?? 0 },
+    errSummary,
+    h('fieldset', {}, h('legend', {}, 'Basics'),
+      field('f-name', 'Name', f.name, 'Unique among popups that are not archived.'),
+      field('f-status', 'Status', f.status),
+      field('f-priority', 'Priority', f.priority, 'Higher wins; ties go to the lower id.')),
+    h('fieldset', {}, h('legend', {}, 'Schedule'),
+      field('f-start', 'Start (your local time)', f.start_at, 'Empty: starts at once.'),
+      field('f-end', 'End (your local time)', f.end_at, 'Empty: never ends.'),
+      utcNote),
+    h('fieldset', {}, h('legend', {}, 'Targeting'),
+      platformSet,
+      field('f-minv', 'Minimum app version', f.min_app_version, 'Inclusive; empty: no minimum.'),
+      field('f-maxv', 'Maximum app version', f.max_app_version, 'Inclusive; empty: no maximum.'),
+      field('f-regions', 'Regions', f.regions, 'Comma-separated, e.g. cn, us. Empty: every region.'),
+      field('f-langs', 'Languages', f.langs, 'Comma-separated, e.g. en, zh. Empty: every language.'),
+      field('f-rollout', 'Rollout percent', f.rollout_percent, '0 to 100 of users, stable per user.'),
+      field('f-uids', 'Test uids', f.uids, 'One per line: these users get the popup whatever the rollout.')),
+    h('fieldset', {}, h('legend', {}, 'Display rules'),
+      field('f-reshow', 'Show again after (seconds)', f.reshow_after_seconds),
+      field('f-click', 'After a click, hide for (seconds)', f.click_cooldown_seconds, '-1: never again.'),
+      field('f-close', 'After a close, hide for (seconds)', f.close_cooldown_seconds),
+      field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.')),
+    h('fieldset', {}, h('legend', {}, 'Content'),
+      field('f-title', 'Title', f.title),
+      field('f-content', 'Content', f.content),
+      field('f-image', 'Image URL', f.image_url, 'The preview shows https images only.'),
+      field('f-link', 'Link URL', f.link_url),
+      h('div', { class: 'field' }, h('p', { class: 'label', id: 'buttons-label' }, 'Buttons'), buttonsBox,
+        h('button', { type: 'button', class: 'secondary', onclick: () => { buttonsBox.append(buttonRow()); renumber(); update(); buttonsBox.lastChild.querySelector('input').focus(); } }, 'Add button')),
+      field('f-ext', 'Extra data (ext, a JSON object)', f.ext, 'Passed to the app as it is.')),
+    h('div', { class: 'actions sticky' },
+      h('button', { type: 'submit', id: 'save' }, current ? 'Save changes' : 'Create popup'),
+      current ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate') : null,
+      current && current.status !== 'archived' ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
+      current && current.status !== 'archived' ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null));
+  form.addEventListener('input', update);
+  form.addEventListener('change', update);
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); save(); });
+
+  function clearErrors() {
+    setKids(errSummary, );
+    for (const el of form.querySelectorAll('[aria-invalid]')) {
+      el.removeAttribute('aria-invalid');
+      el.setAttribute('aria-describedby', (el.getAttribute('aria-describedby') || '').split(' ').filter((x) => !x.endsWith('-err')).join(' '));
+    }
+    for (const el of form.querySelectorAll('.field-error')) el.remove();
+  }
+
+  function target(fieldName) {
+    const candidates = [fieldName, fieldName.replace(/\[\d+\]$/, ''), fieldName.split('.')[0]];
+    for (const c of candidates) {
+      const el = form.querySelector(`[data-field="${CSS.escape(c)}"]`);
+      if (el) return el;
+    }
+    return null;
+  }
+
+  function showErrors(r, localFields) {
+    clearErrors();
+    const fields = localFields || r.body?.error?.fields || [];
+    const items = [];
+    let first = null;
+    for (const fe of fields) {
+      const el = target(fe.field);
+      const msg = `${fe.field}: ${fe.message}`;
+      if (el) {
+        const errId = (el.id || uid('fld')) + '-err';
+        if (!el.id) el.id = errId.slice(0, -4);
+        if (!document.getElementById(errId)) {
+          const p = h('p', { class: 'field-error', id: errId }, fe.message);
+          (el.tagName === 'FIELDSET' ? el : el.closest('.field') || el.parentElement).append(p);
+        }
+        el.setAttribute('aria-invalid', 'true');
+        el.setAttribute('aria-describedby', [el.getAttribute('aria-describedby'), errId].filter(Boolean).join(' '));
+        first = first || el;
+        items.push(h('li', {}, h('a', { href: '#' + el.id, onclick: (ev) => { ev.preventDefault(); (el.tagName === 'FIELDSET' ? el.querySelector('input') : el).focus(); } }, msg)));
+      } else items.push(h('li', {}, msg));
+    }
+    const text = localFields ? 'Fix the fields below.' : errorText(r);
+    setKids(errSummary, h('div', { class: 'alert error', role: 'alert' },
+      h('p', {}, r?.status === 412 ? text : (fields.length ? 'The popup was not saved: ' + fields.length + ' field' + (fields.length > 1 ? 's need' : ' needs') + ' fixing.' : text)),
+      items.length ? h('ul', {}, items) : null,
+      r?.status === 412 ? h('button', { type: 'button', onclick: () => route() }, 'Reload the popup') : null));
+    (first && first.tagName !== 'FIELDSET' ? first : errSummary).focus();
+  }
+
+  async function save() {
+    const b = body();
+    if (b.ext === undefined || typeof b.ext !== 'object' || Array.isArray(b.ext)) {
+      return showErrors(null, [{ field: 'ext', message: 'must be a JSON object, e.g. {"campaign": "winter"}' }]);
+    }
+    const r = current
+      ? await api('PUT', '/admin/v1/popups/' + current.id, b, { ifMatch: etag })
+      : await api('POST', '/admin/v1/popups', b);
+    if (!r.ok) return showErrors(r);
+    toast(current ? `Saved revision ${r.body.revision}.` : `Created popup #${r.body.id}.`);
+    statsCache.at = 0;
+    if (current) route(); else location.hash = '#/popups/' + r.body.id;
+  }
+
+  function duplicate() {
+    const b = body();
+    pendingDuplicate = { ...b, name: b.name + ' (copy)', status: 'draft', ext: b.ext ?? {} };
+    if (location.hash === '#/popups/new') route(); else location.hash = '#/popups/new';
+    toast('Duplicated into a new draft: not saved yet.');
+  }
+
+  async function togglePause() {
+    const next = current.status === 'paused' ? 'active' : 'paused';
+    const r = await api('PUT', '/admin/v1/popups/' + current.id, { ...current, status: next }, { ifMatch: etag });
+    if (!r.ok) return showErrors(r);
+    toast(next === 'paused' ? 'Paused.' : 'Resumed.');
+    route();
+  }
+
+  async function archive() {
+    if (!await confirmDialog('Archive this popup?', `“${current.name}” stops being served at once. Its history is kept.`, 'Archive')) return;
+    const r = await api('DELETE', '/admin/v1/popups/' + current.id, undefined, { ifMatch: etag });
+    if (!r.ok) return showErrors(r);
+    toast('Archived.');
+    route();
+  }
+
+  const sizeGroup = h('fieldset', { class: 'device-pick' }, h('legend', {}, 'Preview on'),
+    ['phone', 'web'].map((s) => h('label', { class: 'check' },
+      h('input', { type: 'radio', name: 'device', value: s, checked: s === 'phone', onchange: () => { previewBox.dataset.device = s; } }), ' ' + (s === 'phone' ? 'Phone' : 'Web'))));
+  previewBox.dataset.device = 'phone';
+
+  const title = current ? `${current.name} (#${current.id})` : 'New popup';
+  screen(title,
+    current ? h('p', { class: 'muted' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)}. Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
+    h('div', { class: 'editor' },
+      h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
+      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewBox)),
+    draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
+    current ? statsSection(current.id) : null,
+    current ? historySection(current) : null);
+  update();
+}
+
+// renderPreview draws the popup as the app shows it, in a phone or web frame.
+function renderPreview(box, p) {
+  const img = p.image_url
+    ? (/^https:\/\//i.test(p.image_url)
+      ? h('img', { src: p.image_url, alt: 'Popup image', class: 'pv-img', onerror: (ev) => ev.target.replaceWith(h('p', { class: 'pv-noimg' }, 'The image could not be loaded.')) })
+      : h('p', { class: 'pv-noimg' }, 'Image not previewed: only https images are shown here.'))
+    : null;
+  const buttons = (p.buttons || []).filter((b) => b.text).map((b) => h('span', { class: 'pv-btn', title: b.link_url }, b.text));
+  setKids(box, h('div', { class: 'frame', 'aria-label': 'Device preview', role: 'group' },
+    h('div', { class: 'screen' },
+      h('div', { class: 'pv-card' },
+        h('span', { class: 'pv-close', 'aria-hidden': 'true' }, '×'),
+        img,
+        h('p', { class: 'pv-title', id: 'pv-title' }, p.title || '(no title)'),
+        h('p', { class: 'pv-content' }, p.content || ''),
+        buttons.length ? h('div', { class: 'pv-btns' }, buttons) : null))));
+}
+
+function statsSection(id) {
+  const box = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  api('GET', `/admin/v1/popups/${id}/stats`).then((r) => {
+    if (!r.ok) return setKids(box, alertBox('Stats: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+    const t = r.body.totals || {};
+    const days = r.body.days || [];
+    setKids(box, 
+      h('p', {}, `Impressions ${t.impressions ?? 0}, clicks ${t.clicks ?? 0}, closes ${t.closes ?? 0}, CTR ${fmtPct(t.ctr)}, users reached ${t.users_reached ?? 0}.`),
+      sparkline(days.map((d) => d.impressions), 'Daily impressions: ' + days.map((d) => d.impressions).join(', ')),
+      h('table', {}, h('caption', { class: 'sr-only' }, 'Daily numbers'),
+        h('thead', {}, h('tr', {}, ['Date', 'Impressions', 'Clicks', 'Closes', 'CTR'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, days.slice().reverse().map((d) => h('tr', {}, h('th', { scope: 'row' }, d.date),
+          h('td', { class: 'num' }, d.impressions), h('td', { class: 'num' }, d.clicks), h('td', { class: 'num' }, d.closes), h('td', { class: 'num' }, fmtPct(d.ctr)))))));
+  });
+  return h('section', { 'aria-labelledby': 'stats-h' }, h('h2', { id: 'stats-h' }, 'Results (last 14 days)'), box);
+}
+
+function historySection(current) {
+  const box = h('div', { id: 'history' }, h('p', { class: 'muted' }, 'Loading…'));
+  api('GET', `/admin/v1/popups/${current.id}/history`).then((r) => {
+    if (!r.ok) return setKids(box, alertBox('History: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+    const revs = (r.body.revisions || []).slice().sort((a, b) => b.revision - a.revision);
+    setKids(box, h('ol', { class: 'revisions', reversed: true }, revs.map((rev, i) => {
+      const older = revs[i + 1];
+      const isCurrent = rev.revision === current.revision;
+      return h('li', { 'data-revision': rev.revision },
+        h('h3', {}, `Revision ${rev.revision}`, isCurrent ? ' (current)' : ''),
+        h('p', { class: 'muted' }, `${fmtTime(rev.at)} by ${rev.actor || 'unknown'}`),
+        older ? diffTable(diff(older.popup, rev.popup), `Changes from revision ${older.revision} to ${rev.revision}`) : h('p', { class: 'muted' }, 'First revision.'),
+        isCurrent ? null : h('button', { type: 'button', class: 'secondary', 'data-rollback': rev.revision, onclick: () => rollback(rev.revision) }, `Roll back to revision ${rev.revision}`));
+    })));
+  });
+  async function rollback(n) {
+    if (!await confirmDialog(`Roll back to revision ${n}?`, `This writes a new revision with the content of revision ${n}; every instance serves it within seconds.`, 'Roll back')) return;
+    const r = await api('POST', `/admin/v1/popups/${current.id}/rollback`, { revision: n });
+    if (!r.ok) {
+      box.prepend(alertBox(`Rollback to revision ${n} failed: ` + errorText(r)));
+      return;
+    }
+    toast(`Rolled back to revision ${n}: now revision ${r.body?.revision ?? ''}.`);
+    route();
+  }
+  return h('section', { 'aria-labelledby': 'history-h' }, h('h2', { id: 'history-h' }, 'History'), box);
+}
+
+// ---------------------------------------------------------------- explain
+
+const REASONS = {
+  '': 'chosen', not_active: 'not active', not_started: 'not started yet', ended: 'ended', platform: 'platform not targeted',
+  app_version: 'app version out of range', region: 'region not targeted', lang: 'language not targeted',
+  rollout: 'outside the rollout percent', reshow: 'shown recently (reshow interval)', click_cooldown: 'clicked recently (click cooldown)',
+  close_cooldown: 'closed recently (close cooldown)', max_impressions: 'max impressions reached', daily_cap: 'daily cap of popups reached',
+  lower_priority: 'eligible, but a higher-priority popup wins',
+};
+
+function userFields(prefix) {
+  const el = {
+    uid: h('input', { type: 'text', name: 'uid', required: true, autocomplete: 'off' }),
+    platform: h('select', { name: 'platform' }, ['ios', 'android', 'web'].map((p) => h('option', { value: p }, p))),
+    app_version: h('input', { type: 'text', name: 'app_version', value: '1.0.0' }),
+    region: h('input', { type: 'text', name: 'region' }),
+    lang: h('input', { type: 'text', name: 'lang' }),
+  };
+  const row = h('div', { class: 'row' },
+    field(prefix + '-uid', 'User id (uid)', el.uid), field(prefix + '-platform', 'Platform', el.platform),
+    field(prefix + '-version', 'App version', el.app_version), field(prefix + '-region', 'Region', el.region, 'Optional'),
+    field(prefix + '-lang', 'Language', el.lang, 'Optional'));
+  const values = () => ({ uid: el.uid.value.trim(), platform: el.platform.value, app_version: el.app_version.value.trim(), region: el.region.value.trim(), lang: el.lang.value.trim() });
+  return { row, values };
+}
+
+function renderExplain(r, draftLabel) {
+  if (!r.ok) return alertBox(errorText(r), notAvailable(r) ? 'info' : 'error');
+  const chosen = r.body.popup;
+  const prev = h('div', { class: 'preview small', 'data-device': 'phone' });
+  if (chosen) renderPreview(prev, chosen);
+  return h('div', { class: 'explain-result' },
+    h('div', {},
+      h('p', { class: 'verdict' }, chosen ? `This user would get popup #${chosen.id}${chosen.title ? ' “' + chosen.title + '”' : ''}.` : 'This user would get no popup.',
+        ` (config version ${r.body.config_version ?? '?'})`),
+      h('table', { class: 'candidates' }, h('caption', {}, 'Every active popup, in the order they are tried'),
+        h('thead', {}, h('tr', {}, ['Popup', 'Priority', 'Eligible', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, (r.body.candidates || []).map((c) => h('tr', { class: c.eligible ? 'chosen' : '', 'data-id': c.id },
+          h('th', { scope: 'row' }, c.id > 0 ? h('a', { href: '#/popups/' + c.id }, `#${c.id} ${c.name || ''}`) : (draftLabel || `#${c.id} ${c.name || ''}`)),
+          h('td', { class: 'num' }, c.priority ?? ''), h('td', {}, c.eligible ? 'yes' : 'no'),
+          h('td', { 'data-reason': c.reason || '' }, REASONS[c.reason || ''] || c.reason)))))),
+    chosen ? prev : null);
+}
+
+function renderState(r) {
+  if (!r.ok) return alertBox('User state: ' + errorText(r));
+  const rows = r.body.popups || [];
+  return h('div', {},
+    h('p', {}, `Popups shown to this user today: ${r.body.impressions_today ?? 0}.`),
+    rows.length ? h('table', {}, h('caption', {}, 'Per-popup state of this user'),
+      h('thead', {}, h('tr', {}, ['Popup', 'Impressions', 'Next show', 'Last impression', 'Last click', 'Last close'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows.map((s) => h('tr', {}, h('th', { scope: 'row' }, h('a', { href: '#/popups/' + s.popup_id }, '#' + s.popup_id)),
+        h('td', { class: 'num' }, s.impressions), h('td', {}, fmtTime(s.next_show_at)), h('td', {}, fmtTime(s.last_impression_at)),
+        h('td', {}, fmtTime(s.last_click_at)), h('td', {}, fmtTime(s.last_close_at))))))
+      : h('p', { class: 'muted' }, 'No per-popup state: this user has not seen any popup.'));
+}
+
+function explainScreen() {
+  const u = userFields('x');
+  const out = h('div', { id: 'explain-out', 'aria-live': 'polite' });
+  const form = h('form', { class: 'card', novalidate: true }, u.row, h('button', { type: 'submit', id: 'explain' }, 'Explain'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const v = u.values();
+    const qs = new URLSearchParams(Object.entries(v).filter(([, x]) => x));
+    setKids(out, h('p', { class: 'muted' }, 'Asking…'));
+    const [pr, sr] = await Promise.all([api('GET', '/admin/v1/preview?' + qs), v.uid ? api('GET', '/admin/v1/users/' + encodeURIComponent(v.uid) + '/state') : null]);
+    setKids(out, 
+      h('section', { 'aria-labelledby': 'decision-h' }, h('h2', { id: 'decision-h' }, 'Decision'), renderExplain(pr)),
+      sr ? h('section', { 'aria-labelledby': 'state-h' }, h('h2', { id: 'state-h' }, 'User state'), renderState(sr)) : null);
+  });
+  screen('Explain for a user',
+    h('p', {}, 'What would this user get right now, and why not the others? Nothing is recorded.'), form, out);
+}
+
+function draftExplainSection(body) {
+  const u = userFields('d');
+  const out = h('div', { id: 'draft-explain-out', 'aria-live': 'polite' });
+  const form = h('form', { novalidate: true }, u.row, h('button', { type: 'submit', class: 'secondary' }, 'Explain this draft for the user'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const b = body();
+    const r = await api('POST', '/admin/v1/preview', { ...u.values(), popup: { ...b, ext: b.ext ?? {} } });
+    setKids(out, renderExplain(r, 'This draft'));
+  });
+  return h('section', { 'aria-labelledby': 'draft-h' },
+    h('h2', { id: 'draft-h' }, 'Try the draft on a user'),
+    h('p', { class: 'muted' }, 'As if the form above were saved and active, alongside the live popups. Nothing is saved or recorded.'),
+    form, out);
+}
+
+// ---------------------------------------------------------------- audit
+
+function auditScreen() {
+  const popupIn = h('input', { type: 'text', name: 'popup_id', inputmode: 'numeric' });
+  const actorIn = h('input', { type: 'text', name: 'actor' });
+  const list = h('div', { id: 'audit-list', 'aria-live': 'polite' });
+  let before = '';
+  const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log', novalidate: true },
+    field('a-popup', 'Popup id', popupIn), field('a-actor', 'Operator', actorIn), h('button', { type: 'submit' }, 'Apply filter'));
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); before = ''; setKids(list, ); load(); });
+  const more = h('button', { type: 'button', class: 'secondary', hidden: true, onclick: () => load() }, 'Older entries');
+  let loadSeq = 0; // a filter applied while a page loads: only the newest request renders
+  async function load() {
+    const mine = ++loadSeq;
+    const qs = new URLSearchParams({ limit: String(PAGE) });
+    if (popupIn.value.trim()) qs.set('popup_id', popupIn.value.trim());
+    if (actorIn.value.trim()) qs.set('actor', actorIn.value.trim());
+    if (before) qs.set('before', before);
+    const r = await api('GET', '/admin/v1/audit?' + qs);
+    if (mine !== loadSeq) return;
+    if (!r.ok) { more.hidden = true; return setKids(list, alertBox('Audit log: ' + errorText(r), notAvailable(r) ? 'info' : 'error')); }
+    const entries = r.body.entries || [];
+    if (!entries.length && !before) list.append(h('p', {}, 'No entries.'));
+    for (const e of entries) {
+      list.append(h('article', { class: 'audit-entry', 'data-action': e.action, 'data-popup': e.popup_id ?? '' },
+        h('h2', { class: 'h3' }, `${e.action} of `, e.popup_id ? h('a', { href: '#/popups/' + e.popup_id }, `popup #${e.popup_id}`) : 'the config',
+          e.revision ? ` (revision ${e.revision})` : ''),
+        h('p', { class: 'muted' }, `${fmtTime(e.at)} by ${e.actor}`),
+        (e.before || e.after) ? h('details', {}, h('summary', {}, 'Changes'), diffTable(diff(e.before, e.after), 'Changes of entry ' + e.id)) : null));
+    }
+    before = r.body.next || '';
+    more.hidden = !before;
+  }
+  screen('Audit log', form, list, more);
+  load();
+}
+
+// ---------------------------------------------------------------- import / export
+
+function importScreen() {
+  const out = h('div', { id: 'import-out', 'aria-live': 'polite' });
+  const exportOut = h('div', { id: 'export-out', 'aria-live': 'polite' });
+  const fileIn = h('input', { type: 'file', accept: 'application/json,.json' });
+  const text = h('textarea', { rows: 10, class: 'mono', spellcheck: 'false', name: 'import' });
+  const applyBtn = h('button', { type: 'button', id: 'import-apply', disabled: true, onclick: () => run(false) }, 'Apply import');
+  fileIn.addEventListener('change', async () => { if (fileIn.files[0]) { text.value = await fileIn.files[0].text(); applyBtn.disabled = true; } });
+  text.addEventListener('input', () => { applyBtn.disabled = true; });
+
+  async function exportAll() {
+    const r = await api('GET', '/admin/v1/export');
+    if (!r.ok) return setKids(exportOut, alertBox('Export: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+    const blob = new Blob([JSON.stringify(r.body, null, 2)], { type: 'application/json' });
+    const a = h('a', { href: URL.createObjectURL(blob), download: `popups-${isoDay(new Date())}.json` }, 'Download the export');
+    setKids(exportOut, h('p', {}, `${(r.body.popups || []).length} popup(s) exported. `, a));
+    a.focus();
+  }
+
+  async function run(dryRun) {
+    let body;
+    try { body = JSON.parse(text.value); } catch { return setKids(out, alertBox('The import is not valid JSON.')); }
+    if (!dryRun && !await confirmDialog('Apply the import?', 'Every popup in the file is created or updated in one step.', 'Apply import')) return;
+    const r = await api('POST', '/admin/v1/import?dry_run=' + dryRun, body);
+    if (!r.ok) {
+      applyBtn.disabled = true;
+      const fields = r.body?.error?.fields || [];
+      return setKids(out, alertBox(h('div', {}, h('p', {}, 'Import: ' + errorText(r)), fields.length ? h('ul', {}, fields.map((f) => h('li', {}, `${f.field}: ${f.message}`))) : null), notAvailable(r) ? 'info' : 'error'));
+    }
+    const b = r.body;
+    setKids(out, alertBox(`${b.dry_run ? 'Dry run: would create' : 'Imported: created'} ${b.created}, ${b.dry_run ? 'update' : 'updated'} ${b.updated}, ${b.unchanged} unchanged.`, 'info'));
+    applyBtn.disabled = !b.dry_run;
+    if (!b.dry_run) { applyBtn.disabled = true; statsCache.at = 0; }
+  }
+
+  screen('Import / export',
+    h('section', { 'aria-labelledby': 'export-h' }, h('h2', { id: 'export-h' }, 'Export'),
+      h('p', {}, 'Every popup, in the shape the import takes.'),
+      h('button', { type: 'button', id: 'export', onclick: exportAll }, 'Export all popups'), exportOut),
+    h('section', { 'aria-labelledby': 'import-h' }, h('h2', { id: 'import-h' }, 'Import'),
+      h('p', {}, 'Popups are matched by name. Check first: the dry run changes nothing.'),
+      field('i-file', 'Export file', fileIn),
+      field('i-text', 'Or paste the JSON', text),
+      h('div', { class: 'actions' }, h('button', { type: 'button', id: 'import-dry', onclick: () => run(true) }, 'Check (dry run)'), applyBtn),
+      out));
+}
+
+route();
