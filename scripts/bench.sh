@@ -28,6 +28,10 @@ root=$(pwd)
 unset BENCH_QUERY_REGION # only the impression runs set it
 if [ "${BENCH_BIG:-0}" = 1 ]; then
   : "${BENCH_CONFIGS:=10000}" "${BENCH_UIDS:=1000000}" "${BENCH_WARM:=fill}"
+  # 10,000 popups over 5,000 region codes: a handful of candidates per request, as a real
+  # campaign list has (over 8 regions every request would match hundreds, and fill would
+  # simulate each user seeing all of them).
+  : "${BENCH_REGIONS:=5000}"
   export BENCH_WARM
 fi
 configs=${BENCH_CONFIGS:-20}
