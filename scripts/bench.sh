@@ -18,7 +18,7 @@
 #   BENCH_CONFIGS (20)  BENCH_UIDS (100000)  BENCH_DURATION (8s)  BENCH_CONNS (64)  BENCH_THREADS (2)
 #   BENCH_ROUNDS (3)    BENCH_OPEN_DURATION (8s)  BENCH_OPEN_ROUNDS (2)  BENCH_OPEN_CONNS (64)
 #   BENCH_REGIONS (8)   BENCH_DRAIN_TARGET (5: seconds)  BENCH_BIG=1 (10,000 popups, 1,000,000 users,
-#   BENCH_WARM=fill)    BENCH_WARM (api: GET every user until it answers no popup; fill: write that
+#   5,000 regions, BENCH_WARM=fill)    BENCH_WARM (api: GET every user until it answers no popup; fill: write that
 #   state straight into Redis with `benchtool fill`)  BENCH_WARM_TRIES (30)
 #   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run)
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
