@@ -257,24 +257,35 @@ func (s QueueStats) ProcessingTotal() int64 {
 
 // Stats reads the sizes of shard's lists in two round trips.
 func (q *Queue) Stats(ctx context.Context, shard int) (QueueStats, error) {
-	workers, err := q.Workers(ctx, shard)
-	if err != nil {
-		return QueueStats{}, err
-	}
+	// The queue first, the workers after: a claim moves events from the queue into a processing
+	// list and registers its worker in one script, so an event that has left the queue by the time
+	// the queue is read belongs to a worker registered by then, whose list is read below (or it is
+	// acknowledged already). Reading the workers first would miss a batch claimed in between, and a
+	// drained-looking queue could still have a batch on its way to MySQL.
 	pipe := q.rdb.Pipeline()
 	qlen := pipe.LLen(ctx, q.keys.Queue(shard))
 	head := pipe.LIndex(ctx, q.keys.Queue(shard), 0)
 	dead := pipe.LLen(ctx, q.keys.Dead(shard))
-	procs := make([]*redis.IntCmd, len(workers))
-	for i, w := range workers {
-		procs[i] = pipe.LLen(ctx, q.keys.Processing(shard, w))
-	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return QueueStats{}, fmt.Errorf("queue stats of shard %d: %w", shard, err)
 	}
+	workers, err := q.Workers(ctx, shard)
+	if err != nil {
+		return QueueStats{}, err
+	}
 	st := QueueStats{Length: qlen.Val(), Dead: dead.Val(), Processing: make(map[string]int64, len(workers))}
-	for i, w := range workers {
-		st.Processing[w] = procs[i].Val()
+	if len(workers) > 0 {
+		pipe = q.rdb.Pipeline()
+		procs := make([]*redis.IntCmd, len(workers))
+		for i, w := range workers {
+			procs[i] = pipe.LLen(ctx, q.keys.Processing(shard, w))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return QueueStats{}, fmt.Errorf("processing lists of shard %d: %w", shard, err)
+		}
+		for i, w := range workers {
+			st.Processing[w] = procs[i].Val()
+		}
 	}
 	if h, err := head.Result(); err == nil {
 		st.OldestAt = eventTime(h)
