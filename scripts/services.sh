@@ -3,11 +3,12 @@
 # directories on their own ports, tracked by PID files. Never touches the machine's default
 # services (they may run on 3306/6379 beside ours).
 #
-#   scripts/services.sh install                 install what the scripts need when missing: mariadb-server,
+#   scripts/services.sh install [test]          install what the scripts need when missing: mariadb-server,
 #                                               mariadb-client, redis-server, redis-tools, python3 and
 #                                               python3-venv (free-port, the .venv of locust and
-#                                               schemathesis), iproute2 (ss, ip netns), curl,
-#                                               chromium and npm (the console's browser test)
+#                                               schemathesis), iproute2 (ss, ip netns), curl; with
+#                                               `test` also chromium and npm (the console's browser
+#                                               test, `make test` only)
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
 #   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
 #   scripts/services.sh start-redis-cluster DIR PORT1 PORT2 PORT3
@@ -31,7 +32,7 @@ find_bin() { # first of the names found on PATH or in sbin dirs
   return 1
 }
 
-cmd_install() {
+cmd_install() { # [test]: also what only `make test` needs
   local pkgs=()
   { find_bin mariadbd mysqld && find_bin mariadb-install-db mysql_install_db; } >/dev/null || pkgs+=(mariadb-server)
   find_bin mariadb mysql >/dev/null || pkgs+=(mariadb-client)
@@ -42,9 +43,11 @@ cmd_install() {
   if ! find_bin python3 >/dev/null || ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then pkgs+=(python3-venv); fi
   find_bin ss >/dev/null && find_bin ip >/dev/null || pkgs+=(iproute2)
   find_bin curl >/dev/null || pkgs+=(curl)
-  # the operator console's browser test: headless Chromium, and npm for its pinned axe-core
-  find_bin chromium chromium-browser >/dev/null || pkgs+=(chromium)
-  find_bin npm >/dev/null || pkgs+=(npm)
+  if [ "${1:-}" = test ]; then
+    # the operator console's browser test: headless Chromium, and npm for its pinned axe-core
+    find_bin chromium chromium-browser >/dev/null || pkgs+=(chromium)
+    find_bin npm >/dev/null || pkgs+=(npm)
+  fi
   if [ ${#pkgs[@]} -eq 0 ]; then return 0; fi
   log "installing: ${pkgs[*]}"
   local sudo=""
@@ -269,7 +272,7 @@ cmd_stop() {
 }
 
 case "${1:-}" in
-  install) cmd_install ;;
+  install) shift; cmd_install "$@" ;;
   start-mariadb) shift; cmd_start_mariadb "$@" ;;
   start-redis) shift; cmd_start_redis "$@" ;;
   start-redis-cluster) shift; cmd_start_redis_cluster "$@" ;;

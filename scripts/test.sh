@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-scripts/services.sh install
+scripts/services.sh install test
 go mod download
 # axe-core for the console's browser test, pinned by package-lock.json, into ./node_modules
 npm ci --no-audit --no-fund --loglevel=error
