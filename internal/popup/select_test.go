@@ -338,3 +338,30 @@ func BenchmarkParseVersion(b *testing.B) {
 		sinkVersion, _ = popup.ParseVersion("8.10.0")
 	}
 }
+
+// TestAnyMatch checks the no-I/O pre-check: true exactly when some popup is active, in its window
+// and targets the request, whatever the user has seen.
+func TestAnyMatch(t *testing.T) {
+	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
+	tests := []struct {
+		name string
+		give []spec
+		want bool
+	}{
+		{name: "none", give: nil, want: false},
+		{name: "one that matches", give: []spec{{1, 10, nil}}, want: true},
+		{name: "other region only", give: []spec{{1, 10, targeting(popup.TargetingInput{Regions: []string{"cn"}})}}, want: false},
+		{name: "not started", give: []spec{{1, 10, window(now.Add(time.Hour), now.Add(day))}}, want: false},
+		{name: "ended", give: []spec{{1, 10, window(now.Add(-day), now.Add(-time.Hour))}}, want: false},
+		{name: "paused", give: []spec{{1, 10, status(popup.StatusPaused)}}, want: false},
+		{name: "a later one matches", give: []spec{
+			{1, 50, targeting(popup.TargetingInput{Platforms: []string{popup.PlatformAndroid}})},
+			{2, 10, nil},
+		}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, popup.AnyMatch(candidates(t, tt.give...), req, now))
+		})
+	}
+}
