@@ -267,6 +267,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		{name: "Select", give: func() { sinkCompiled = popup.Select(cs, req, state, now, 3) }},
 		{name: "Select with nil state", give: func() { sinkCompiled = popup.Select(cs, req, nil, now, 3) }},
 		{name: "Match", give: func() { sinkReason = cs[1].Match(req) }},
+		{name: "AnyMatch", give: func() { sinkBool = popup.AnyMatch(cs, req, now) }},
 		{name: "Eligible", give: func() { sinkReason = cs[3].Eligible(state, now, 3) }},
 		{name: "RolloutBucket", give: func() { sinkInt = popup.RolloutBucket(1234567, "user-123456") }},
 		{name: "ParseVersion", give: func() { sinkVersion, _ = popup.ParseVersion("8.10.0.1") }},
