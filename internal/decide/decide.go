@@ -88,7 +88,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		return d.degraded(outDegradedNoSnapshot)
 	}
 	cands := snap.Candidates(req.Platform, req.Region)
-	if !anyCandidate(cands, &req, now) {
+	if !popup.AnyMatch(cands, req, now) {
 		// Nothing targets this request: no Redis round trip needed.
 		d.Metrics.count(outNoCandidate)
 		return Answer{Kind: None, Version: snap.Version}
@@ -143,16 +143,6 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	}
 	d.Metrics.count(outConflict)
 	return Answer{Kind: None, Version: snap.Version}
-}
-
-// anyCandidate reports whether some active popup is in window and targets req, before any I/O.
-func anyCandidate(cs []*popup.Compiled, req *popup.Request, now time.Time) bool {
-	for _, c := range cs {
-		if c.InWindow(now) && c.Match(*req) == popup.ReasonNone {
-			return true
-		}
-	}
-	return false
 }
 
 // Action is a click or close of a popup reported by the app.

@@ -402,7 +402,7 @@ func (v *validator) text(field, s string, minLen, maxLen int) {
 func (v *validator) codes(field string, list []string) {
 	for i, s := range list {
 		if !validCode(s) {
-			v.add(field+"["+strconv.Itoa(i)+"]", "must be 1-16 characters of A-Z a-z 0-9 _ -")
+			v.add(field+"["+strconv.Itoa(i)+"]", "must be "+CodeRule)
 		}
 	}
 }

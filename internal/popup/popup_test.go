@@ -274,16 +274,16 @@ func TestBuildRejects(t *testing.T) {
 		}, "targeting.min_app_version", "must not be greater than max_app_version"},
 		{"empty region", func(in *popup.Input) {
 			in.Targeting = &popup.TargetingInput{Regions: []string{""}}
-		}, "targeting.regions[0]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		}, "targeting.regions[0]", "must be 1-16 characters of [A-Za-z0-9_-]"},
 		{"17 character region", func(in *popup.Input) {
 			in.Targeting = &popup.TargetingInput{Regions: []string{"cn", "abcdefghijklmnopq"}}
-		}, "targeting.regions[1]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		}, "targeting.regions[1]", "must be 1-16 characters of [A-Za-z0-9_-]"},
 		{"region with space", func(in *popup.Input) {
 			in.Targeting = &popup.TargetingInput{Regions: []string{"c n"}}
-		}, "targeting.regions[0]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		}, "targeting.regions[0]", "must be 1-16 characters of [A-Za-z0-9_-]"},
 		{"lang with symbol", func(in *popup.Input) {
 			in.Targeting = &popup.TargetingInput{Langs: []string{"zh*"}}
-		}, "targeting.langs[0]", "must be 1-16 characters of A-Z a-z 0-9 _ -"},
+		}, "targeting.langs[0]", "must be 1-16 characters of [A-Za-z0-9_-]"},
 		{"rollout below 0", func(in *popup.Input) {
 			in.Targeting = &popup.TargetingInput{RolloutPercent: ptr(-1)}
 		}, "targeting.rollout_percent", "must be between 0 and 100"},

@@ -42,6 +42,21 @@ func Select(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int
 	return nil
 }
 
+// AnyMatch reports whether some popup in cs is active, in its window at now and targets r:
+// whether Select could choose anything for r under some user state. It is the check that needs
+// no I/O, so a caller can skip reading the state when it fails. It prepares r once for all of cs
+// and does not allocate.
+func AnyMatch(cs []*Compiled, r Request, now time.Time) bool {
+	q := newQuery(&r)
+	sec, nsec := now.Unix(), int32(now.Nanosecond())
+	for _, c := range cs {
+		if c.active && c.windowReason(sec, nsec) == ReasonNone && c.match(&q) == ReasonNone {
+			return true
+		}
+	}
+	return false
+}
+
 // Candidate is one popup's verdict in an Explain: the admin preview's answer to "why not this one?".
 // Eligible is true for the chosen popup only, so Eligible == (Reason == ReasonNone); a popup that
 // passed every rule but lost to a higher-priority one has Reason ReasonLowerPriority.

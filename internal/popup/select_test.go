@@ -267,6 +267,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		{name: "Select", give: func() { sinkCompiled = popup.Select(cs, req, state, now, 3) }},
 		{name: "Select with nil state", give: func() { sinkCompiled = popup.Select(cs, req, nil, now, 3) }},
 		{name: "Match", give: func() { sinkReason = cs[1].Match(req) }},
+		{name: "AnyMatch", give: func() { sinkBool = popup.AnyMatch(cs, req, now) }},
 		{name: "Eligible", give: func() { sinkReason = cs[3].Eligible(state, now, 3) }},
 		{name: "RolloutBucket", give: func() { sinkInt = popup.RolloutBucket(1234567, "user-123456") }},
 		{name: "ParseVersion", give: func() { sinkVersion, _ = popup.ParseVersion("8.10.0.1") }},
@@ -336,5 +337,32 @@ func BenchmarkParseVersion(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sinkVersion, _ = popup.ParseVersion("8.10.0")
+	}
+}
+
+// TestAnyMatch checks the no-I/O pre-check: true exactly when some popup is active, in its window
+// and targets the request, whatever the user has seen.
+func TestAnyMatch(t *testing.T) {
+	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
+	tests := []struct {
+		name string
+		give []spec
+		want bool
+	}{
+		{name: "none", give: nil, want: false},
+		{name: "one that matches", give: []spec{{1, 10, nil}}, want: true},
+		{name: "other region only", give: []spec{{1, 10, targeting(popup.TargetingInput{Regions: []string{"cn"}})}}, want: false},
+		{name: "not started", give: []spec{{1, 10, window(now.Add(time.Hour), now.Add(day))}}, want: false},
+		{name: "ended", give: []spec{{1, 10, window(now.Add(-day), now.Add(-time.Hour))}}, want: false},
+		{name: "paused", give: []spec{{1, 10, status(popup.StatusPaused)}}, want: false},
+		{name: "a later one matches", give: []spec{
+			{1, 50, targeting(popup.TargetingInput{Platforms: []string{popup.PlatformAndroid}})},
+			{2, 10, nil},
+		}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, popup.AnyMatch(candidates(t, tt.give...), req, now))
+		})
 	}
 }

@@ -30,8 +30,12 @@ var ErrStateLoad = errors.New("user state load failed")
 // UIDRule describes a well-formed uid (ValidUID) in the words every error message uses.
 const UIDRule = "1-64 characters of [A-Za-z0-9_.:-]"
 
+// CodeRule describes a well-formed region or language code (validCode) in the words every error
+// message uses.
+const CodeRule = "1-16 characters of [A-Za-z0-9_-]"
+
 // ValidRequestCode reports whether s may be a request's region or language: absent ("") or a code
-// as popups list them (1-16 characters of [A-Za-z0-9_-]).
+// as popups list them (CodeRule).
 func ValidRequestCode(s string) bool { return s == "" || validCode(s) }
 
 // CodeKey is a region or language code as the matcher compares it: lower-cased (ASCII) and
