@@ -362,32 +362,26 @@ func nameKey(name string) string { return strings.TrimRight(name, " ") }
 // importWrite inserts ps (update=false) or overwrites the rows of their ids (update=true), in
 // multi-row statements.
 func importWrite(ctx context.Context, tx *sql.Tx, ps []popup.Popup, update bool) error {
-	const cols = `name, status, priority, start_at, end_at, reshow_after_seconds, click_cooldown_seconds,
-		close_cooldown_seconds, max_impressions, targeting, content`
 	for len(ps) > 0 {
 		n := min(len(ps), importBatch)
 		batch := ps[:n]
 		ps = ps[n:]
-		width := 11
-		if update {
-			width = 12
-		}
-		args := make([]any, 0, width*n)
+		args := make([]any, 0, 12*n)
 		for _, p := range batch {
-			targeting, body, err := encodeParts(p)
+			values, err := configValues(p)
 			if err != nil {
 				return err
 			}
 			if update {
 				args = append(args, p.ID)
 			}
-			args = append(args, p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-				p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body)
+			args = append(args, values...)
 		}
-		q := `INSERT INTO popup_config (` + cols + `) VALUES ` + placeholders(n, width)
+		width := len(args) / n
+		q := `INSERT INTO popup_config (` + configColumns + `) VALUES ` + placeholders(n, width)
 		if update {
 			// Every id exists (locked by this transaction): the duplicate-key branch always runs.
-			q = `INSERT INTO popup_config (id, ` + cols + `) VALUES ` + placeholders(n, width) + `
+			q = `INSERT INTO popup_config (id, ` + configColumns + `) VALUES ` + placeholders(n, width) + `
 				ON DUPLICATE KEY UPDATE status = VALUES(status), priority = VALUES(priority), start_at = VALUES(start_at),
 				end_at = VALUES(end_at), reshow_after_seconds = VALUES(reshow_after_seconds),
 				click_cooldown_seconds = VALUES(click_cooldown_seconds), close_cooldown_seconds = VALUES(close_cooldown_seconds),

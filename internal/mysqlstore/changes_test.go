@@ -14,12 +14,9 @@ import (
 
 func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
-	require.NoError(t, err)
-	defer db.Close()
-	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 2))
+	db := openAt(t, 2)
 	// Two live popups share a name (allowed before), a third is archived under it too.
-	_, err = db.ExecContext(ctx, `INSERT INTO popup_config (name, status, priority, start_at, targeting, content, revision) VALUES
+	_, err := db.ExecContext(ctx, `INSERT INTO popup_config (name, status, priority, start_at, targeting, content, revision) VALUES
 		('sale', 'active', 5, '2026-12-01 00:00:00.250', '{"platforms":["ios"],"rollout_percent":50}', '{"title":"T \\"1\\"","content":"c","buttons":[],"ext":{"k":1}}', 3),
 		('sale', 'paused', 0, NULL, '{}', '{"title":"two"}', 1),
 		('sale', 'archived', 0, NULL, '{}', '{}', 2),

@@ -4,12 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +92,7 @@ func (w *EventWriter) CheckBatchSize(ctx context.Context, n int) error {
 	return nil
 }
 
-// WriteOneByOne writes events one at a time, each in its own transaction of two single-row
+// WriteOneByOne writes events one at a time, each in its own transaction of single-row
 // statements: what a naive worker does. It exists as the benchmark's baseline.
 func (w *EventWriter) WriteOneByOne(ctx context.Context, events []event.Event) error {
 	for i := range events {
@@ -485,14 +482,12 @@ func isPermanent(err error) bool {
 	return errors.As(err, &me) && permanentCodes[me.Number]
 }
 
+// isRetryable: a server error of the moment, or the connection could not be made or broke.
 func isRetryable(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		return retryableCodes[me.Number]
 	}
-	var ne net.Error
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne)
+	return Unavailable(err) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -2,6 +2,7 @@ package mysqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,13 +12,24 @@ import (
 	"popupsvc/internal/testenv"
 )
 
+// openAt opens a database of its own for t, migrated up to version only (0: not at all), as an
+// older release left it.
+func openAt(t *testing.T, version int64) *sql.DB {
+	t.Helper()
+	db, err := mysqlstore.Open(context.Background(), testenv.MySQLDSN(t, false), 2)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	if version > 0 {
+		require.NoError(t, mysqlstore.MigrateTo(context.Background(), db, version))
+	}
+	return db
+}
+
 func TestMigrateIsIdempotentAndCheckSchemaFollowsIt(t *testing.T) {
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
-	require.NoError(t, err)
-	defer db.Close()
+	db := openAt(t, 0)
 
-	err = mysqlstore.CheckSchema(ctx, db)
+	err := mysqlstore.CheckSchema(ctx, db)
 	require.ErrorIs(t, err, mysqlstore.ErrSchema, "an unmigrated database is refused")
 	assert.Contains(t, err.Error(), "popup-worker migrate")
 
@@ -59,11 +71,8 @@ func TestActionLogEventIDIsUniquePerUID(t *testing.T) {
 
 func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
-	require.NoError(t, err)
-	defer db.Close()
-	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 1))
-	_, err = db.ExecContext(ctx, `INSERT INTO popup_config (name, targeting, content) VALUES ('old one', '{}', '{}'), ('old two', '{}', '{}')`)
+	db := openAt(t, 1)
+	_, err := db.ExecContext(ctx, `INSERT INTO popup_config (name, targeting, content) VALUES ('old one', '{}', '{}'), ('old two', '{}', '{}')`)
 	require.NoError(t, err)
 	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
 		VALUES ('e1', 'u1', 1, 'click', UTC_TIMESTAMP(3)), ('e2', 'u1', 1, 'close', UTC_TIMESTAMP(3))`)

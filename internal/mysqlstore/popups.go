@@ -132,6 +132,20 @@ func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body []byte) 
 	return nil
 }
 
+// configValues is p as the values of configColumns, in that order.
+func configValues(p popup.Popup) ([]any, error) {
+	targeting, body, err := encodeParts(p)
+	if err != nil {
+		return nil, err
+	}
+	return []any{p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
+		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body}, nil
+}
+
+// configColumns are the popup_config columns a write sets from a popup (configValues).
+const configColumns = `name, status, priority, start_at, end_at, reshow_after_seconds, click_cooldown_seconds,
+	close_cooldown_seconds, max_impressions, targeting, content`
+
 func encodeParts(p popup.Popup) (targeting, body []byte, err error) {
 	if targeting, err = json.Marshal(toTargetingDoc(p.Targeting)); err != nil {
 		return nil, nil, err
@@ -221,17 +235,14 @@ func get(ctx context.Context, q interface {
 // Create stores a new popup at revision 1 and returns it with its id; actor is recorded as its
 // author in the popup's history and the audit log, in the same transaction.
 func (r *PopupRepo) Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error) {
-	targeting, body, err := encodeParts(p)
+	values, err := configValues(p)
 	if err != nil {
 		return popup.Popup{}, err
 	}
 	var stored popup.Popup
 	err = r.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO popup_config (name, status, priority, start_at, end_at,
-			reshow_after_seconds, click_cooldown_seconds, close_cooldown_seconds, max_impressions, targeting, content)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-			p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body)
+		res, err := tx.ExecContext(ctx, `INSERT INTO popup_config (`+configColumns+`) VALUES `+
+			placeholders(1, len(values)), values...)
 		if err != nil {
 			return err
 		}
@@ -269,7 +280,7 @@ func (r *PopupRepo) Update(ctx context.Context, actor string, id int64, p popup.
 // replace is the write of an update or a rollback, inside tx: it locks the popup, writes p over
 // it under the If-Match condition and records the change.
 func replace(ctx context.Context, tx *sql.Tx, actor string, action popup.Action, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
-	targeting, body, err := encodeParts(p)
+	values, err := configValues(p)
 	if err != nil {
 		return popup.Popup{}, err
 	}
@@ -278,8 +289,7 @@ func replace(ctx context.Context, tx *sql.Tx, actor string, action popup.Action,
 		return popup.Popup{}, err
 	}
 	cond, condArgs := revisionCond(ifRevision)
-	args := append([]any{p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, id}, condArgs...)
+	args := append(append(values, id), condArgs...)
 	res, err := tx.ExecContext(ctx, `UPDATE popup_config SET name = ?, status = ?, priority = ?, start_at = ?,
 		end_at = ?, reshow_after_seconds = ?, click_cooldown_seconds = ?, close_cooldown_seconds = ?,
 		max_impressions = ?, targeting = ?, content = ?, updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1

@@ -248,11 +248,8 @@ func TestPurgeRemovesOldLogRowsOnlyInBatches(t *testing.T) {
 
 func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
-	require.NoError(t, err)
-	defer db.Close()
-	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 2))
-	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES
+	db := openAt(t, 2)
+	_, err := db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES
 		('e1', 'u1', 7, 'impression', '2026-03-01 10:00:00'), ('e2', 'u1', 7, 'click', '2026-03-01 10:00:01'),
 		('e3', 'u2', 7, 'impression', '2026-03-02 23:59:59.999'), ('e4', 'u2', 8, 'close', '2026-03-02 00:00:00')`)
 	require.NoError(t, err)
