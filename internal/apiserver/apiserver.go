@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}}
 	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
-	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), gate: repo}
+	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -249,83 +249,82 @@ type gatedRepo struct {
 	dep  *health.Dep
 }
 
-func gate[T any](g *gatedRepo, call func() (T, error)) (T, error) {
+// gate runs call unless dep is known down, and marks dep down when call finds MySQL unreachable.
+func gate[T any](dep *health.Dep, call func() (T, error)) (T, error) {
 	var zero T
-	if g.dep.Down() {
+	if dep.Down() {
 		return zero, httpapi.ErrMySQLUnavailable
 	}
 	v, err := call()
 	if mysqlstore.Unavailable(err) {
-		g.dep.Failed()
+		dep.Failed()
 		return zero, fmt.Errorf("%w: %w", httpapi.ErrMySQLUnavailable, err)
 	}
 	return v, err
 }
 
 func (g *gatedRepo) List(ctx context.Context, includeArchived bool) ([]popup.Popup, error) {
-	return gate(g, func() ([]popup.Popup, error) { return g.repo.List(ctx, includeArchived) })
+	return gate(g.dep, func() ([]popup.Popup, error) { return g.repo.List(ctx, includeArchived) })
 }
 
 func (g *gatedRepo) Get(ctx context.Context, id int64) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Get(ctx, id) })
+	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Get(ctx, id) })
 }
 
 func (g *gatedRepo) Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error) {
-	return gate(g, func() ([]popup.Popup, error) { return g.repo.Find(ctx, q) })
+	return gate(g.dep, func() ([]popup.Popup, error) { return g.repo.Find(ctx, q) })
 }
 
 func (g *gatedRepo) Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Create(ctx, actor, p) })
+	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Create(ctx, actor, p) })
 }
 
 func (g *gatedRepo) Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Update(ctx, actor, id, p, ifRevision) })
+	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Update(ctx, actor, id, p, ifRevision) })
 }
 
 func (g *gatedRepo) Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Archive(ctx, actor, id, ifRevision) })
+	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Archive(ctx, actor, id, ifRevision) })
 }
 
 func (g *gatedRepo) Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
-	return gate(g, func() (popup.Popup, error) { return g.repo.Rollback(ctx, actor, id, toRevision, ifRevision) })
+	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Rollback(ctx, actor, id, toRevision, ifRevision) })
 }
 
 func (g *gatedRepo) History(ctx context.Context, id int64) ([]popup.Revision, error) {
-	return gate(g, func() ([]popup.Revision, error) { return g.repo.History(ctx, id) })
+	return gate(g.dep, func() ([]popup.Revision, error) { return g.repo.History(ctx, id) })
 }
 
 func (g *gatedRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error) {
-	return gate(g, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
+	return gate(g.dep, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
 }
 
 func (g *gatedRepo) Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
-	return gate(g, func() (popup.ImportResult, error) { return g.repo.Import(ctx, actor, ps, dryRun) })
+	return gate(g.dep, func() (popup.ImportResult, error) { return g.repo.Import(ctx, actor, ps, dryRun) })
 }
 
 // gatedStats is the stats reader behind the same MySQL gate as the popup repository.
 type gatedStats struct {
 	stats *mysqlstore.StatsRepo
-	gate  *gatedRepo
+	dep   *health.Dep
 }
 
 func (g *gatedStats) PopupStats(ctx context.Context, id int64, from, to time.Time) (popup.Stats, error) {
-	return gate(g.gate, func() (popup.Stats, error) { return g.stats.PopupStats(ctx, id, from, to) })
+	return gate(g.dep, func() (popup.Stats, error) { return g.stats.PopupStats(ctx, id, from, to) })
 }
 
 func (g *gatedStats) AllStats(ctx context.Context, from, to time.Time) ([]popup.Stats, error) {
-	return gate(g.gate, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, from, to) })
-}
-
-// configs is one config version as the snapshot source returns it.
-type configs struct {
-	version int64
-	popups  []popup.Popup
+	return gate(g.dep, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, from, to) })
 }
 
 func (g *gatedRepo) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {
-	c, err := gate(g, func() (configs, error) {
-		v, ps, err := g.repo.Snapshot(ctx)
-		return configs{v, ps}, err
+	var version int64
+	popups, err := gate(g.dep, func() (ps []popup.Popup, err error) {
+		version, ps, err = g.repo.Snapshot(ctx)
+		return ps, err
 	})
-	return c.version, c.popups, err
+	if err != nil {
+		return 0, nil, err
+	}
+	return version, popups, nil
 }

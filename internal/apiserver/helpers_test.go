@@ -69,19 +69,33 @@ type instance struct {
 	done          chan error
 }
 
+// start starts popup-api and returns once it is ready (OnListen).
 func start(t *testing.T, cfg config.Config, clk *clock) *instance {
+	t.Helper()
+	return launch(t, cfg, clk, true)
+}
+
+// launch starts popup-api and returns once it is ready, or only bound (OnBound) when ready is
+// false; it stops the server at the end of the test.
+func launch(t *testing.T, cfg config.Config, clk *clock, ready bool) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan error, 1), client: &http.Client{Timeout: 5 * time.Second}}
-	ready := make(chan struct{})
-	hooks := apiserver.Hooks{OnListen: func(p, a net.Addr) { in.public, in.admin = p.String(), a.String(); close(ready) }}
+	up := make(chan struct{})
+	listening := func(p, a net.Addr) { in.public, in.admin = p.String(), a.String(); close(up) }
+	var hooks apiserver.Hooks
+	if ready {
+		hooks.OnListen = listening
+	} else {
+		hooks.OnBound = listening
+	}
 	if clk != nil {
 		hooks.Now = clk.Now
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	go func() { in.done <- apiserver.Run(ctx, cfg, log, hooks) }()
 	select {
-	case <-ready:
+	case <-up:
 	case err := <-in.done:
 		t.Fatalf("popup-api did not start: %v", err)
 	case <-time.After(15 * time.Second):

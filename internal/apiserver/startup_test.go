@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -42,31 +41,7 @@ func proxied(t *testing.T, cfg *config.Config) (mysqlProxy, redisProxy *testenv.
 // startBound starts popup-api and returns once its listeners are bound, ready or not.
 func startBound(t *testing.T, cfg config.Config) *instance {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{cancel: cancel, done: make(chan error, 1), client: &http.Client{Timeout: 5 * time.Second}}
-	bound := make(chan struct{})
-	hooks := apiserver.Hooks{OnBound: func(p, a net.Addr) { in.public, in.admin = p.String(), a.String(); close(bound) }}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() { in.done <- apiserver.Run(ctx, cfg, log, hooks) }()
-	select {
-	case <-bound:
-	case err := <-in.done:
-		t.Fatalf("popup-api exited at start: %v", err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("popup-api did not bind in 15 s")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-in.done:
-			if err != nil {
-				t.Errorf("popup-api stopped with %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("popup-api did not stop in 20 s")
-		}
-	})
-	return in
+	return launch(t, cfg, nil, false)
 }
 
 // status answers method path on the public listener: status code and body length.
