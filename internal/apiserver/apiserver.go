@@ -145,15 +145,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
-	reloads := &coalesce.Group[int64]{Fn: func(ctx context.Context) (int64, error) {
-		if _, err := snapshot.Warm(ctx, repo, cache); err != nil {
-			return 0, err
-		}
-		if err := refresher.Refresh(ctx); err != nil {
-			return 0, err
-		}
-		return holder.Load().Version, nil
-	}}
+	reloads := &coalesce.Group[int64]{Fn: refresher.Reload}
 	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}

@@ -119,6 +119,34 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 			return errors.Join(err, serr)
 		}
 	}
+	r.install(version, popups)
+	return nil
+}
+
+// Reload publishes the source's configs to the cache (and so to every instance) and serves them
+// here, returning the version now served. When the cache took them, this instance builds its
+// snapshot from the configs it just read instead of loading the same blob back from the cache;
+// when the cache already held a newer version, it refreshes from the cache as usual.
+func (r *Refresher) Reload(ctx context.Context) (int64, error) {
+	version, popups, err := r.Source.Snapshot(ctx)
+	if err != nil {
+		return 0, err
+	}
+	held, err := r.Cache.Publish(ctx, version, popups)
+	if err != nil {
+		return 0, err
+	}
+	if held == version {
+		r.install(version, popups)
+	} else if err := r.Refresh(ctx); err != nil {
+		return 0, err
+	}
+	return r.Holder.Load().Version, nil
+}
+
+// install builds the snapshot of (version, popups) and publishes it to the holder unless a newer
+// one is there already.
+func (r *Refresher) install(version int64, popups []popup.Popup) {
 	s := BuildWith(version, popups, r.Now(), r.Links)
 	for _, p := range s.Problems {
 		r.Log.Warn("popup left out of snapshot", "err", p)
@@ -126,7 +154,6 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	if r.Holder.Store(s) && r.OnSwap != nil {
 		r.OnSwap(s)
 	}
-	return nil
 }
 
 // Run loads the first snapshot (retrying on Backoff, or at once when kicked, until it has one),
