@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -154,13 +153,9 @@ func (a *Admin) history(c *gin.Context) {
 // readSmallJSON reads a small JSON object body into dst, refusing unknown keys; problems are
 // 400s (413 over limit).
 func readSmallJSON(c *gin.Context, limit int64, dst any) *apiError {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over " + strconv.FormatInt(limit, 10) + " bytes"}
-		}
-		return badRequest("invalid_body", "could not read the request body")
+	raw, aerr := readBody(c, limit, &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over " + strconv.FormatInt(limit, 10) + " bytes"})
+	if aerr != nil {
+		return aerr
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
