@@ -282,7 +282,13 @@ func (a *Admin) preview(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	ex, err := a.Decider.Explain(c.Request.Context(), req, a.Now(), decide.ExplainOptions{})
+	a.explain(c, req, a.Now(), decide.ExplainOptions{})
+}
+
+// explain answers a preview (GET and POST): the decision for req at now with its candidates,
+// recording nothing.
+func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts decide.ExplainOptions) {
+	ex, err := a.Decider.Explain(c.Request.Context(), req, now, opts)
 	if err != nil {
 		if errors.Is(err, decide.ErrUnavailable) {
 			err = errPreviewUnavailable
