@@ -68,14 +68,17 @@ func limitParam(c *gin.Context, def, max int) (int, *apiError) {
 	return int(n), nil
 }
 
-// cursor is a page's "next": the id the following page continues after (or before), as a string
-// so that clients treat it as opaque.
-func cursor(more bool, id int64) *string {
-	if !more {
-		return nil
+// nextPage takes the rows of a page read with one row more than limit (that row tells whether
+// there is a next page), keeps at most limit and gives the page's "next": the id of the last row
+// kept, which the following page continues after (or before), as a string so that clients treat
+// it as opaque; nil on the last page.
+func nextPage[T any](rows []T, limit int, id func(T) int64) ([]T, *string) {
+	if len(rows) <= limit {
+		return rows, nil
 	}
-	s := strconv.FormatInt(id, 10)
-	return &s
+	rows = rows[:limit]
+	s := strconv.FormatInt(id(rows[limit-1]), 10)
+	return rows, &s
 }
 
 // list answers one page of popups in id order, filtered by status and a name substring.
@@ -104,25 +107,19 @@ func (a *Admin) list(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	limit := q.Limit
 	q.Limit++ // one more tells whether there is a next page
 	ps, err := a.Repo.Find(c.Request.Context(), q)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	more := len(ps) == q.Limit
-	if more {
-		ps = ps[:len(ps)-1]
-	}
+	ps, next := nextPage(ps, limit, func(p popup.Popup) int64 { return p.ID })
 	out := make([]adminPopup, len(ps))
 	for i, p := range ps {
 		out[i] = toWire(p)
 	}
-	var last int64
-	if len(ps) > 0 {
-		last = ps[len(ps)-1].ID
-	}
-	c.JSON(http.StatusOK, gin.H{"popups": out, "next": cursor(more, last)})
+	c.JSON(http.StatusOK, gin.H{"popups": out, "next": next})
 }
 
 type revisionView struct {
@@ -241,26 +238,20 @@ func (a *Admin) audit(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	q.Limit++
+	limit := q.Limit
+	q.Limit++ // one more tells whether there is a next page
 	entries, err := a.Repo.Audit(c.Request.Context(), q)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	more := len(entries) == q.Limit
-	if more {
-		entries = entries[:len(entries)-1]
-	}
+	entries, next := nextPage(entries, limit, func(e popup.AuditEntry) int64 { return e.ID })
 	out := make([]auditView, len(entries))
 	for i, e := range entries {
 		out[i] = auditView{ID: e.ID, At: e.At, Actor: e.Actor, Action: string(e.Action), PopupID: e.PopupID,
 			Revision: e.Revision, Before: wirePtr(e.Before), After: wirePtr(e.After)}
 	}
-	var last int64
-	if len(entries) > 0 {
-		last = entries[len(entries)-1].ID
-	}
-	c.JSON(http.StatusOK, gin.H{"entries": out, "next": cursor(more, last)})
+	c.JSON(http.StatusOK, gin.H{"entries": out, "next": next})
 }
 
 // export answers every popup that is not archived, in the shape import takes.
