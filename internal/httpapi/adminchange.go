@@ -160,7 +160,7 @@ func readSmallJSON(c *gin.Context, limit int64, dst any) *apiError {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			return &apiError{status: http.StatusBadRequest, code: "invalid_json", message: te.Field + " must be " + jsonKind(te.Type),
-				fields: []popup.FieldError{{Field: te.Field, Message: "must be " + jsonKind(te.Type) + ", not " + te.Value}}}
+				fields: []popup.FieldError{{Field: te.Field, Message: typeMismatch(te)}}}
 		}
 		return badRequest("invalid_json", "body is not the expected JSON object: "+strings.TrimPrefix(err.Error(), "json: "))
 	}
