@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -135,17 +134,15 @@ func popupID(c *gin.Context) (int64, *apiError) {
 	return id, nil
 }
 
+var errPopupTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "popup body over 1 MiB"}
+
 // readPopup reads, decodes and validates a popup body. pathID is the id of a PUT's path (0 for
 // a POST): a body id that differs from it is refused, since the client meant another popup. The
 // error is an *apiError or a *popup.ValidationError naming the fields.
 func (a *Admin) readPopup(c *gin.Context, pathID int64) (popup.Popup, error) {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxAdminBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return popup.Popup{}, &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "popup body over 1 MiB"}
-		}
-		return popup.Popup{}, badRequest("invalid_body", "could not read the request body")
+	raw, aerr := readBody(c, maxAdminBody, errPopupTooLarge)
+	if aerr != nil {
+		return popup.Popup{}, aerr
 	}
 	in, err := decodePopupBody(raw)
 	if err != nil {
@@ -285,7 +282,13 @@ func (a *Admin) preview(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	ex, err := a.Decider.Explain(c.Request.Context(), req, a.Now(), decide.ExplainOptions{})
+	a.explain(c, req, a.Now(), decide.ExplainOptions{})
+}
+
+// explain answers a preview (GET and POST): the decision for req at now with its candidates,
+// recording nothing.
+func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts decide.ExplainOptions) {
+	ex, err := a.Decider.Explain(c.Request.Context(), req, now, opts)
 	if err != nil {
 		if errors.Is(err, decide.ErrUnavailable) {
 			err = errPreviewUnavailable

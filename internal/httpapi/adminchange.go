@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,14 +68,17 @@ func limitParam(c *gin.Context, def, max int) (int, *apiError) {
 	return int(n), nil
 }
 
-// cursor is a page's "next": the id the following page continues after (or before), as a string
-// so that clients treat it as opaque.
-func cursor(more bool, id int64) *string {
-	if !more {
-		return nil
+// nextPage takes the rows of a page read with one row more than limit (that row tells whether
+// there is a next page), keeps at most limit and gives the page's "next": the id of the last row
+// kept, which the following page continues after (or before), as a string so that clients treat
+// it as opaque; nil on the last page.
+func nextPage[T any](rows []T, limit int, id func(T) int64) ([]T, *string) {
+	if len(rows) <= limit {
+		return rows, nil
 	}
-	s := strconv.FormatInt(id, 10)
-	return &s
+	rows = rows[:limit]
+	s := strconv.FormatInt(id(rows[limit-1]), 10)
+	return rows, &s
 }
 
 // list answers one page of popups in id order, filtered by status and a name substring.
@@ -105,25 +107,19 @@ func (a *Admin) list(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	limit := q.Limit
 	q.Limit++ // one more tells whether there is a next page
 	ps, err := a.Repo.Find(c.Request.Context(), q)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	more := len(ps) == q.Limit
-	if more {
-		ps = ps[:len(ps)-1]
-	}
+	ps, next := nextPage(ps, limit, func(p popup.Popup) int64 { return p.ID })
 	out := make([]adminPopup, len(ps))
 	for i, p := range ps {
 		out[i] = toWire(p)
 	}
-	var last int64
-	if len(ps) > 0 {
-		last = ps[len(ps)-1].ID
-	}
-	c.JSON(http.StatusOK, gin.H{"popups": out, "next": cursor(more, last)})
+	c.JSON(http.StatusOK, gin.H{"popups": out, "next": next})
 }
 
 type revisionView struct {
@@ -154,13 +150,9 @@ func (a *Admin) history(c *gin.Context) {
 // readSmallJSON reads a small JSON object body into dst, refusing unknown keys; problems are
 // 400s (413 over limit).
 func readSmallJSON(c *gin.Context, limit int64, dst any) *apiError {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over " + strconv.FormatInt(limit, 10) + " bytes"}
-		}
-		return badRequest("invalid_body", "could not read the request body")
+	raw, aerr := readBody(c, limit, &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over " + strconv.FormatInt(limit, 10) + " bytes"})
+	if aerr != nil {
+		return aerr
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -168,7 +160,7 @@ func readSmallJSON(c *gin.Context, limit int64, dst any) *apiError {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			return &apiError{status: http.StatusBadRequest, code: "invalid_json", message: te.Field + " must be " + jsonKind(te.Type),
-				fields: []popup.FieldError{{Field: te.Field, Message: "must be " + jsonKind(te.Type) + ", not " + te.Value}}}
+				fields: []popup.FieldError{{Field: te.Field, Message: typeMismatch(te)}}}
 		}
 		return badRequest("invalid_json", "body is not the expected JSON object: "+strings.TrimPrefix(err.Error(), "json: "))
 	}
@@ -246,26 +238,20 @@ func (a *Admin) audit(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	q.Limit++
+	limit := q.Limit
+	q.Limit++ // one more tells whether there is a next page
 	entries, err := a.Repo.Audit(c.Request.Context(), q)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	more := len(entries) == q.Limit
-	if more {
-		entries = entries[:len(entries)-1]
-	}
+	entries, next := nextPage(entries, limit, func(e popup.AuditEntry) int64 { return e.ID })
 	out := make([]auditView, len(entries))
 	for i, e := range entries {
 		out[i] = auditView{ID: e.ID, At: e.At, Actor: e.Actor, Action: string(e.Action), PopupID: e.PopupID,
 			Revision: e.Revision, Before: wirePtr(e.Before), After: wirePtr(e.After)}
 	}
-	var last int64
-	if len(entries) > 0 {
-		last = entries[len(entries)-1].ID
-	}
-	c.JSON(http.StatusOK, gin.H{"entries": out, "next": cursor(more, last)})
+	c.JSON(http.StatusOK, gin.H{"entries": out, "next": next})
 }
 
 // export answers every popup that is not archived, in the shape import takes.

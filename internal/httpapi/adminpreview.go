@@ -58,19 +58,7 @@ func (a *Admin) previewDraft(c *gin.Context) {
 	}
 	popups = append(popups, draft)
 	snap := snapshot.BuildWith(live.Version, popups, now, a.Links)
-	ex, err := a.Decider.Explain(c.Request.Context(), req, now, decide.ExplainOptions{Snapshot: snap})
-	if err != nil {
-		if errors.Is(err, decide.ErrUnavailable) {
-			err = errPreviewUnavailable
-		}
-		writeError(c, a.Log, err)
-		return
-	}
-	var shown json.RawMessage = []byte("null")
-	if ex.Shown != nil {
-		shown = ex.Shown
-	}
-	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)})
+	a.explain(c, req, now, decide.ExplainOptions{Snapshot: snap})
 }
 
 // readDraft decodes and validates the draft; errors name its fields as popup.<field>.

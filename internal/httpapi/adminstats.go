@@ -139,11 +139,11 @@ func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiErr
 	}
 	switch {
 	case to.Year() > 9999:
-		return from, to, dayError("to", "must be at most 9999-12-31")
+		return from, to, queryError("to", "must be at most 9999-12-31")
 	case from.After(to):
-		return from, to, dayError("from", "must not be after to")
+		return from, to, queryError("from", "must not be after to")
 	case to.Sub(from) >= statsMaxDays*24*time.Hour:
-		return from, to, dayError("from", "the range from..to is at most 366 days")
+		return from, to, queryError("from", "the range from..to is at most 366 days")
 	}
 	return from, to, nil
 }
@@ -151,14 +151,9 @@ func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiErr
 func parseDay(name, v string) (time.Time, *apiError) {
 	d, err := time.Parse(time.DateOnly, v)
 	if err != nil {
-		return d, dayError(name, "must be a date YYYY-MM-DD (UTC)")
+		return d, queryError(name, "must be a date YYYY-MM-DD (UTC)")
 	}
 	return d, nil
-}
-
-func dayError(field, msg string) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: "invalid_query", message: field + " " + msg,
-		fields: []popup.FieldError{{Field: field, Message: msg}}}
 }
 
 // statsSeries spreads a popup's days with events over every day of from..to (zeros between) and

@@ -227,7 +227,7 @@ func fieldDecodeError(key string, err error) popup.FieldError {
 		if te.Field != "" {
 			field = key + "." + te.Field
 		}
-		return popup.FieldError{Field: field, Message: "must be " + jsonKind(te.Type) + ", not " + te.Value}
+		return popup.FieldError{Field: field, Message: typeMismatch(te)}
 	}
 	const unknownPrefix = "json: unknown field "
 	if msg := err.Error(); strings.HasPrefix(msg, unknownPrefix) {
@@ -236,6 +236,11 @@ func fieldDecodeError(key string, err error) popup.FieldError {
 		}
 	}
 	return popup.FieldError{Field: key, Message: "is not valid: " + strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// typeMismatch says what a JSON value of the wrong type should have been, and what it was.
+func typeMismatch(te *json.UnmarshalTypeError) string {
+	return "must be " + jsonKind(te.Type) + ", not " + te.Value
 }
 
 // jsonKind names what a Go type expects in JSON, for an error message.

@@ -236,15 +236,25 @@ func readActionBody(c *gin.Context) (actionBody, *apiError) {
 	if c.Request.ContentLength > maxActionBody {
 		return b, errTooLarge
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxActionBody))
+	raw, aerr := readBody(c, maxActionBody, errTooLarge)
+	if aerr != nil {
+		return b, aerr
+	}
+	return decodeActionBody(raw)
+}
+
+// readBody reads the request body up to limit bytes: tooLarge (a 413) past it, a 400
+// invalid_body when it cannot be read.
+func readBody(c *gin.Context, limit int64, tooLarge *apiError) ([]byte, *apiError) {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return b, errTooLarge
+			return nil, tooLarge
 		}
-		return b, badRequest("invalid_body", "could not read the request body")
+		return nil, badRequest("invalid_body", "could not read the request body")
 	}
-	return decodeActionBody(raw)
+	return raw, nil
 }
 
 // decodeActionBody parses and validates an action body.

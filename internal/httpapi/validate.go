@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -51,8 +50,7 @@ func parseFlag(name, v string) (bool, *apiError) {
 	case "false", "0", "no", "":
 		return false, nil
 	}
-	return false, &apiError{status: http.StatusBadRequest, code: "invalid_query", message: name + " must be true or false (also 1/0, yes/no)",
-		fields: []popup.FieldError{{Field: name, Message: "must be true or false (also 1/0, yes/no)"}}}
+	return false, queryError(name, "must be true or false (also 1/0, yes/no)")
 }
 
 // validID accepts client event and decision ids: 1-64 characters of [A-Za-z0-9_.:-].
