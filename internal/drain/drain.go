@@ -138,24 +138,12 @@ func (d *Drain) Run(ctx context.Context) error {
 func (d *Drain) drainShard(ctx, work context.Context, shard int) {
 	bo := d.backoff()
 	log := d.log.With("shard", shard)
-	// Our processing list can hold events only at start (a previous life of this id) or after a
-	// failed claim or batch; after a finished batch it is empty, so it is read only then, not
-	// before every claim (a Redis round trip per batch).
-	pending := true
 	for ctx.Err() == nil {
-		var (
-			raws []string
-			err  error
-		)
-		if pending {
-			raws, err = d.queue.Pending(ctx, shard, d.cfg.Worker, d.cfg.BatchSize)
-		}
+		raws, err := d.queue.Pending(ctx, shard, d.cfg.Worker, d.cfg.BatchSize)
 		if err == nil && len(raws) == 0 {
-			pending = false
 			raws, err = d.queue.Claim(ctx, shard, d.cfg.Worker, d.cfg.BatchSize)
 		}
 		if err != nil {
-			pending = true
 			if ctx.Err() == nil {
 				log.Warn("claim events; retrying", "err", err)
 				bo.wait(ctx)
@@ -167,7 +155,6 @@ func (d *Drain) drainShard(ctx, work context.Context, shard int) {
 			continue
 		}
 		if err := d.process(work, shard, raws); err != nil {
-			pending = true
 			if work.Err() != nil {
 				return // grace is over: Run returns the batch to the queue
 			}
