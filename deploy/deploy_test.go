@@ -66,6 +66,7 @@ func isGoRuntimeVar(name string) bool { return name == "GOMEMLIMIT" || name == "
 // ---------------------------------------------------------------- every file parses ---
 
 func TestEveryYAMLAndJSONFileParses(t *testing.T) {
+	t.Parallel()
 	var files []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -179,6 +180,7 @@ func loadK8s(t *testing.T) *k8sObjects {
 }
 
 func TestKubernetesObjectsDecodeStrictly(t *testing.T) {
+	t.Parallel()
 	o := loadK8s(t)
 	for _, name := range []string{"popup-api", "popup-worker"} {
 		assert.Contains(t, o.deployments, name)
@@ -208,6 +210,7 @@ type kustomization struct {
 }
 
 func TestKustomizationListsEveryManifest(t *testing.T) {
+	t.Parallel()
 	o := loadK8s(t)
 	data, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
 	require.NoError(t, err)
@@ -249,6 +252,7 @@ func (o *k8sObjects) podSpecs() []ownedPodSpec {
 }
 
 func TestKubernetesSelectorsAndReferences(t *testing.T) {
+	t.Parallel()
 	o := loadK8s(t)
 
 	for name, d := range o.deployments {
@@ -329,6 +333,7 @@ func hasContainerPort(spec *corev1.PodSpec, port string) bool {
 // TestKubernetesPodsPassRestricted checks what Pod Security Admission's "restricted" profile
 // (enforced by namespace.yaml) requires, plus our own rules: read-only root, resources set.
 func TestKubernetesPodsPassRestricted(t *testing.T) {
+	t.Parallel()
 	o := loadK8s(t)
 	for _, ns := range o.namespaces {
 		assert.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"], "Namespace %s", ns.Name)
@@ -362,6 +367,7 @@ func TestKubernetesPodsPassRestricted(t *testing.T) {
 }
 
 func TestKubernetesAPIPodSysctlsAreTheSafeKeysOfTheProfile(t *testing.T) {
+	t.Parallel()
 	o := loadK8s(t)
 	api := o.deployments["popup-api"]
 	require.NotNil(t, api)
@@ -388,6 +394,7 @@ func TestKubernetesAPIPodSysctlsAreTheSafeKeysOfTheProfile(t *testing.T) {
 }
 
 func TestKubernetesEnvNamesAreInTheREADME(t *testing.T) {
+	t.Parallel()
 	o := loadK8s(t)
 	vars := readmeVars(t)
 	for name, cm := range o.configMaps {
@@ -415,6 +422,7 @@ func TestKubernetesEnvNamesAreInTheREADME(t *testing.T) {
 }
 
 func TestKubernetesProbesPortsAndCommands(t *testing.T) {
+	t.Parallel()
 	o := loadK8s(t)
 	cfg := o.configMaps["popup-config"]
 	require.NotNil(t, cfg)
@@ -547,6 +555,7 @@ func loadCompose(t *testing.T) (composeFile, map[string]any) {
 }
 
 func TestComposeStructure(t *testing.T) {
+	t.Parallel()
 	c, raw := loadCompose(t)
 	for key := range raw {
 		assert.True(t, composeTopKeys[key] || strings.HasPrefix(key, "x-"), "unknown top-level key %q", key)
@@ -604,6 +613,7 @@ func TestComposeStructure(t *testing.T) {
 }
 
 func TestComposeCommandsAndEnvironment(t *testing.T) {
+	t.Parallel()
 	c, _ := loadCompose(t)
 	vars := readmeVars(t)
 	bins := dockerfileBinaries(t)
@@ -645,6 +655,7 @@ func TestComposeCommandsAndEnvironment(t *testing.T) {
 }
 
 func TestComposeSysctlsAreTheNetnsKeysOfTheProfiles(t *testing.T) {
+	t.Parallel()
 	c, _ := loadCompose(t)
 	tests := []struct {
 		service, profile string
@@ -747,6 +758,7 @@ func dockerfileBinaries(t *testing.T) []string {
 }
 
 func TestDockerfileStages(t *testing.T) {
+	t.Parallel()
 	args, stages := loadDockerfile(t)
 	seen := map[string]bool{}
 	for i, s := range stages {
@@ -803,6 +815,7 @@ func TestDockerfileStages(t *testing.T) {
 }
 
 func TestDockerfileCopySourcesExistAndAreInTheContext(t *testing.T) {
+	t.Parallel()
 	_, stages := loadDockerfile(t)
 	ignore, err := os.ReadFile(dockerignore)
 	require.NoError(t, err)
@@ -871,6 +884,7 @@ func (u unitFile) get(section, key string) string {
 }
 
 func TestSystemdUnits(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		unit      string
 		typ       string
@@ -911,6 +925,7 @@ func TestSystemdUnits(t *testing.T) {
 // sets GOMEMLIMIT at 70-90% of the cap (docs/DEPLOY.md), so the collector works harder near the
 // cap instead of the process being OOM-killed; and no GOMEMLIMIT without a cap.
 func TestGOMEMLIMITNextToEveryMemoryLimit(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, where string, limit int64, goMemLimit string) {
 		t.Helper()
 		if limit == 0 {
@@ -994,6 +1009,7 @@ func parseUnitBytes(t *testing.T, s string) int64 {
 // of the installed systemd and reports unknown keys and bad values. The binaries are not
 // installed here, so ExecStart is pointed at /bin/true for the check.
 func TestSystemdUnitsVerify(t *testing.T) {
+	t.Parallel()
 	tool, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Skip("systemd-analyze not installed")
@@ -1028,6 +1044,7 @@ func TestSystemdUnitsVerify(t *testing.T) {
 }
 
 func TestEnvExampleMatchesTheREADME(t *testing.T) {
+	t.Parallel()
 	vars := readmeVars(t)
 	f, err := os.Open(envExample)
 	require.NoError(t, err)
@@ -1087,6 +1104,7 @@ var dashboardMetrics = []string{
 }
 
 func TestGrafanaDashboard(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(dashboardPath)
 	require.NoError(t, err)
 	var d dashboard
@@ -1131,6 +1149,7 @@ func TestGrafanaDashboard(t *testing.T) {
 }
 
 func TestPromQLMetricNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		give string
 		want []string

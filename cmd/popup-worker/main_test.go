@@ -240,6 +240,7 @@ type wantState struct {
 // action log exactly once, the user state must be the max-merge of all events, and no processing
 // list may be left.
 func TestWorkerLosesNothingWhenKilledRepeatedly(t *testing.T) {
+	t.Parallel()
 	const total, chunk = 24_000, 400
 	w := newWorkerEnv(t, 2)
 	keys := w.keys()
@@ -466,6 +467,7 @@ func requireStates(t *testing.T, db *sql.DB, want map[stateKey]wantState) {
 }
 
 func TestWorkerRefusesAnUnmigratedSchema(t *testing.T) {
+	t.Parallel()
 	w := newWorkerEnvDSN(t, testenv.MySQLDSN(t, false), 1)
 	logs := newLogSink(t)
 
@@ -477,6 +479,7 @@ func TestWorkerRefusesAnUnmigratedSchema(t *testing.T) {
 }
 
 func TestWorkerMigrateIsSafeToRunTwice(t *testing.T) {
+	t.Parallel()
 	w := newWorkerEnvDSN(t, testenv.MySQLDSN(t, false), 1)
 
 	first, err := runWorker(t, w.with(), "migrate")
@@ -494,6 +497,7 @@ func TestWorkerMigrateIsSafeToRunTwice(t *testing.T) {
 }
 
 func TestWorkerServesHealthMetricsWarmsTheCacheAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	w := newWorkerEnv(t, 2)
 	addr := freeAddr(t)
 	logs := newLogSink(t)
@@ -526,6 +530,7 @@ func TestWorkerServesHealthMetricsWarmsTheCacheAndStopsOnSIGTERM(t *testing.T) {
 }
 
 func TestParseFailpoint(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		give    string
 		wantSet bool
@@ -552,6 +557,7 @@ func TestParseFailpoint(t *testing.T) {
 }
 
 func TestRunRejectsAnUnknownCommand(t *testing.T) {
+	t.Parallel()
 	err := run(context.Background(), []string{"frobnicate"}, io.Discard)
 
 	var ue usageError

@@ -17,6 +17,7 @@ import (
 // over a log holding rows of 40 days ago and of an hour ago: it removes the old rows at start,
 // counts them in its metrics, and leaves the recent rows, the daily stats and the user state.
 func TestWorkerPurgesTheActionLogPastItsRetention(t *testing.T) {
+	t.Parallel()
 	w := newWorkerEnv(t, 1)
 	db := openDB(t, w.dsn)
 	ctx := context.Background()

@@ -41,6 +41,7 @@ func getHealth(t *testing.T, addr string) health {
 // stay up, say on /healthz (200) what it waits for, and drain every event once the dependency is
 // back.
 func TestWorkerStartsWithADependencyDownAndDrainsOnceItIsBack(t *testing.T) {
+	t.Parallel()
 	testenv.SingleNodeRedis(t) // the fault proxy stands in front of one node
 	tests := []struct {
 		name string
@@ -100,6 +101,7 @@ func TestWorkerStartsWithADependencyDownAndDrainsOnceItIsBack(t *testing.T) {
 }
 
 func TestWorkerRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
 	w := newWorkerEnv(t, 1)
 	_, err := openDB(t, w.dsn).Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, 1)")
 	require.NoError(t, err)

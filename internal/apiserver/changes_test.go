@@ -57,6 +57,7 @@ func entries(t *testing.T, res response) []map[string]any {
 }
 
 func TestOperatorsAreAttributedInTheAuditLog(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	file := filepath.Join(t.TempDir(), "tokens")
 	require.NoError(t, os.WriteFile(file, []byte("# operators\ncarol:tok-carol\n"), 0o600))
@@ -145,6 +146,7 @@ func indexOf(s string, c byte) int {
 }
 
 func TestAFailedWriteLeavesNoRevisionAndNoAuditEntry(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
 	db := testDB(t, cfg)
@@ -193,6 +195,7 @@ func TestAFailedWriteLeavesNoRevisionAndNoAuditEntry(t *testing.T) {
 }
 
 func TestHistoryAndRollbackPropagate(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.ConfigPoll = 10 * time.Second // pub/sub must do it
 	cfg.AdminTokens = []string{"alice:tok-alice"}
@@ -267,6 +270,7 @@ func TestHistoryAndRollbackPropagate(t *testing.T) {
 }
 
 func TestListPagesAndFilters(t *testing.T) {
+	t.Parallel()
 	api := start(t, testConfig(t), nil)
 	var ids []int64
 	for i, status := range []string{"active", "draft", "paused", "active", "active", "archived"} {

@@ -17,6 +17,7 @@ import (
 // confirmation dialog, the audit log, a draft explained for a user before it is saved, and an
 // import checked by a dry run before it is applied.
 func TestConsoleHistoryAuditImport(t *testing.T) {
+	t.Parallel()
 	in := start(t, testConfig(t), nil)
 	b := newBrowser(t, in)
 	b.signIn()
@@ -127,6 +128,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 //
 //	POPUP_CONSOLE_PERF=1 go test -count=1 -v -run TestConsoleListOf10000Popups ./internal/apiserver/
 func TestConsoleListOf10000Popups(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("POPUP_CONSOLE_PERF") != "1" {
 		t.Skip("a measurement: set POPUP_CONSOLE_PERF=1")
 	}

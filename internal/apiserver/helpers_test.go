@@ -43,7 +43,10 @@ func (c *clock) Advance(d time.Duration) {
 const token = "test-admin-token"
 
 // testConfig is a config against the test MariaDB and Redis, with a database and a key prefix
-// of this test's own.
+// of this test's own. Its Redis and request budgets are generous: tests run in parallel under
+// the race detector on two shared cores, where the production budgets (tens of milliseconds)
+// would turn a slow scheduler into degraded answers. A test of the budgets sets them back with
+// tightBudgets.
 func testConfig(t *testing.T) config.Config {
 	t.Helper()
 	cfg, err := config.Parse(map[string]string{
@@ -55,10 +58,21 @@ func testConfig(t *testing.T) config.Config {
 		"POPUP_CONFIG_POLL_INTERVAL": "500ms",
 		"POPUP_LOG_LEVEL":            "warn",
 		"POPUP_LINK_SCHEMES":         "http,https,app", // popupSpec's buttons link to app://
+		"POPUP_REDIS_TIMEOUT":        "1s",
+		"POPUP_REQUEST_BUDGET":       "2s",
 	})
 	require.NoError(t, err)
 	cfg.HTTPAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	return cfg
+}
+
+// tightBudgets sets the production defaults of the Redis timeout and the request budget, for a
+// test of what happens when a dependency misses them.
+func tightBudgets(t *testing.T, cfg *config.Config) {
+	t.Helper()
+	def, err := config.Parse(map[string]string{"POPUP_MYSQL_DSN": cfg.MySQLDSN, "POPUP_REDIS_ADDR": cfg.RedisAddr})
+	require.NoError(t, err)
+	cfg.RedisTimeout, cfg.RequestBudget = def.RedisTimeout, def.RequestBudget
 }
 
 // instance is one running popup-api.
@@ -102,6 +116,9 @@ func launch(t *testing.T, cfg config.Config, clk *clock, ready bool) *instance {
 		t.Fatal("popup-api did not start in 15 s")
 	}
 	t.Cleanup(func() {
+		// An idle keep-alive connection of the test's client would hold the graceful shutdown
+		// for its whole poll interval (about half a second per server).
+		in.client.CloseIdleConnections()
 		cancel()
 		select {
 		case err := <-in.done:

@@ -45,6 +45,7 @@ func (in *instance) adminDoHeader(t *testing.T, method, path string, body any, h
 }
 
 func TestAdminGetAnswerPutsBackAsItIs(t *testing.T) {
+	t.Parallel()
 	api := start(t, testConfig(t), nil)
 	id := api.createPopup(t, popupSpec("round-trip", map[string]any{"priority": 5}))
 	path := "/admin/v1/popups/" + itoa(id)
@@ -86,6 +87,7 @@ func TestAdminGetAnswerPutsBackAsItIs(t *testing.T) {
 }
 
 func TestAdminIfMatchRefusesAStaleWrite(t *testing.T) {
+	t.Parallel()
 	api := start(t, testConfig(t), nil)
 	id := api.createPopup(t, popupSpec("etag", nil))
 	path := "/admin/v1/popups/" + itoa(id)
@@ -130,6 +132,7 @@ func TestAdminIfMatchRefusesAStaleWrite(t *testing.T) {
 }
 
 func TestAdminConcurrentEditsOfOneRevisionLetOneWin(t *testing.T) {
+	t.Parallel()
 	api := start(t, testConfig(t), nil)
 	id := api.createPopup(t, popupSpec("race", nil))
 	path := "/admin/v1/popups/" + itoa(id)
@@ -157,6 +160,7 @@ func TestAdminConcurrentEditsOfOneRevisionLetOneWin(t *testing.T) {
 }
 
 func TestAdminHostileBodiesAre400sNamingTheField(t *testing.T) {
+	t.Parallel()
 	api := start(t, testConfig(t), nil)
 	id := api.createPopup(t, popupSpec("target", nil))
 	deep := strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000)
@@ -206,6 +210,7 @@ func TestAdminHostileBodiesAre400sNamingTheField(t *testing.T) {
 }
 
 func TestListIncludeArchivedFlag(t *testing.T) {
+	t.Parallel()
 	api := start(t, testConfig(t), nil)
 	id := api.createPopup(t, popupSpec("archived", nil))
 	require.Equal(t, http.StatusOK, api.adminDo(t, http.MethodDelete, "/admin/v1/popups/"+itoa(id), nil).Status)
@@ -234,6 +239,7 @@ func TestListIncludeArchivedFlag(t *testing.T) {
 // is deleted for the public API (404); draft and paused popups still exist (202), since a paused
 // popup may have been shown before it was paused and its click still counts.
 func TestClicksFollowTheLifecycle(t *testing.T) {
+	t.Parallel()
 	api := start(t, relaxedConfig(t), nil)
 	tests := []struct {
 		status string
@@ -286,6 +292,7 @@ func runWorker(t *testing.T, cfg config.Config, db *sql.DB) {
 }
 
 func TestOneEventIDOfTwoUsersCountsForBoth(t *testing.T) {
+	t.Parallel()
 	cfg := relaxedConfig(t)
 	api := start(t, cfg, nil)
 	ctx := context.Background()

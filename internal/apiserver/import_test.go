@@ -3,6 +3,8 @@ package apiserver_test
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,7 @@ func exportOf(t *testing.T, in *instance) []any {
 }
 
 func TestImportDryRunAndRoundTrip(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
 	db := testDB(t, cfg)
@@ -81,6 +84,7 @@ func TestImportDryRunAndRoundTrip(t *testing.T) {
 }
 
 func TestImportErrorsNameThePopupAndTheField(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
 	db := testDB(t, cfg)
@@ -115,11 +119,15 @@ func TestImportErrorsNameThePopupAndTheField(t *testing.T) {
 	assert.Contains(t, res.Raw, `"field":"dry_run"`)
 }
 
-// TestImportOf10000PopupsPropagates imports 10,000 popups through the admin API and checks the
-// counts, the single version bump, an identical second import (all unchanged) and that another
-// running instance serves them. Timings are logged (go test -v -run TestImportOf10000).
-func TestImportOf10000PopupsPropagates(t *testing.T) {
-	const n = 10000
+// TestBulkImportPropagates imports popups in bulk through the admin API (1,000; set
+// POPUP_IMPORT_POPUPS=10000 for the figure of docs/PERFORMANCE.md) and checks the version bump,
+// idempotence and that another running instance serves them. Timings are logged (go test -v).
+func TestBulkImportPropagates(t *testing.T) {
+	t.Parallel()
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("POPUP_IMPORT_POPUPS")); err == nil && v > 0 {
+		n = v
+	}
 	cfg := testConfig(t)
 	cfg.ConfigPoll = 10 * time.Second // pub/sub must do it
 	a := start(t, cfg, nil)
@@ -162,7 +170,7 @@ func TestImportOf10000PopupsPropagates(t *testing.T) {
 	t.Logf("identical second import answered in %s", time.Since(began))
 	assert.Equal(t, version+1, readyVersion(t, b))
 
-	res = a.adminDo(t, http.MethodGet, "/admin/v1/popups?limit=1000", nil)
-	assert.Len(t, res.Body["popups"], 1000)
+	res = a.adminDo(t, http.MethodGet, "/admin/v1/popups?limit=500", nil)
+	assert.Len(t, res.Body["popups"], 500)
 	assert.NotNil(t, res.Body["next"])
 }

@@ -41,6 +41,7 @@ func (in *instance) redisReads(t *testing.T) float64 {
 }
 
 func TestSteadyStateUserCostsNoRedisRead(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	api := start(t, testConfig(t), clk)
 	id := api.createPopup(t, popupSpec("steady", map[string]any{"reshow_after_seconds": 3600}))
@@ -72,6 +73,7 @@ func TestSteadyStateUserCostsNoRedisRead(t *testing.T) {
 }
 
 func TestLocalAnswerOffReadsRedisEveryTime(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.LocalAnswerCacheSize = 0
 	api := start(t, cfg, nil)
@@ -90,6 +92,7 @@ func TestLocalAnswerOffReadsRedisEveryTime(t *testing.T) {
 // TestConfigChangeReachesARememberedUserWithin2s: a user another instance remembers as "nothing
 // to show" sees a new popup as soon as that instance has the new config.
 func TestConfigChangeReachesARememberedUserWithin2s(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.ConfigPoll = 10 * time.Second // pub/sub must do it; the poll is only the safety net
 	a := start(t, cfg, nil)

@@ -119,6 +119,7 @@ func (s *specChecker) matchesErrorSchema(t *testing.T, body []byte) {
 // TestResponsesMatchOpenAPI sends every route of both listeners good and bad requests against a
 // real popup-api on MariaDB and Redis, and validates every answer against api/openapi.yaml.
 func TestResponsesMatchOpenAPI(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	api := start(t, testConfig(t), clk)
 
@@ -381,6 +382,7 @@ func waitServed(t *testing.T, in *instance, id string) {
 // then Redis, is unreachable (a proxy in front of each refuses connections): the degraded GET,
 // the 503s with Retry-After, readiness.
 func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
+	t.Parallel()
 	testenv.SingleNodeRedis(t) // the fault proxy stands in front of one node
 	cfg := testConfig(t)
 	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)

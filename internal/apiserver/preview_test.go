@@ -21,6 +21,7 @@ func reasonsOf(t *testing.T, res response) map[int64]string {
 }
 
 func TestDraftPreviewAsIfTheDraftWereActive(t *testing.T) {
+	t.Parallel()
 	api := start(t, testConfig(t), nil)
 	live := api.createPopup(t, popupSpec("live", map[string]any{"priority": 10}))
 	draftOnly := api.createPopup(t, popupSpec("shelved", map[string]any{"status": "draft", "priority": 50}))

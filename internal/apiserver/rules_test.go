@@ -23,6 +23,7 @@ func popupSpec(name string, extra map[string]any) map[string]any {
 // TestDisplayRulesThroughHTTP walks every display rule of docs/CONTRACT.md §2 through the real API, Redis and
 // MariaDB, with a settable clock instead of sleeps.
 func TestDisplayRulesThroughHTTP(t *testing.T) {
+	t.Parallel()
 	t.Run("reshow interval hides the popup until it passes", func(t *testing.T) {
 		clk := newClock()
 		api := start(t, testConfig(t), clk)

@@ -14,6 +14,7 @@ import (
 // TestActionRateLimitPerUID: POPUP_ACTION_RATE_LIMIT caps one uid's recorded clicks and closes
 // per minute with a 429, and leaves other uids alone (docs/SECURITY.md).
 func TestActionRateLimitPerUID(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	cfg.ActionRateLimit = 3
 	api := start(t, cfg, nil)
@@ -33,6 +34,7 @@ func TestActionRateLimitPerUID(t *testing.T) {
 // a popup's fields is stored and read back verbatim and runs nowhere. (uids, event ids and
 // decision ids cannot carry a quote at all: [A-Za-z0-9_.:-].)
 func TestSQLMetacharactersAreData(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
 	hostile := map[string]any{

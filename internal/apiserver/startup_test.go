@@ -93,6 +93,7 @@ func knownUser(t *testing.T, cfg config.Config, uid string) {
 }
 
 func TestStartsWithMySQLDownServesFromTheRedisCacheAndHeals(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	// An earlier instance filled the config cache, then MySQL went away.
 	seeder := start(t, cfg, nil)
@@ -126,6 +127,7 @@ func TestStartsWithMySQLDownServesFromTheRedisCacheAndHeals(t *testing.T) {
 }
 
 func TestStartsWithRedisDownServesDegradedAndHeals(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t)
 	seeder := start(t, cfg, nil)
 	id := seeder.createPopup(t, popupSpec("from-mysql", nil))
@@ -152,6 +154,7 @@ func TestStartsWithRedisDownServesDegradedAndHeals(t *testing.T) {
 }
 
 func TestStartsWithBothDownAndBecomesReadyWhenOneReturns(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		back    string // the dependency that comes back
@@ -195,6 +198,7 @@ func TestStartsWithBothDownAndBecomesReadyWhenOneReturns(t *testing.T) {
 }
 
 func TestRefusesAnUnmigratedOrNewerSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		give    func(t *testing.T) string // the DSN

@@ -51,6 +51,7 @@ type allStatsResp struct {
 type sqlDay struct{ imp, clk, cls int64 }
 
 func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := newClock() // 2026-11-22 10:00 UTC
 	cfg := testConfig(t)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestUIDSignatureEndToEnd(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	cfg := testConfig(t)
 	key := strings.Repeat("k", uidauth.MinKeyLen)

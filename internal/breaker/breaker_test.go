@@ -8,6 +8,7 @@ import (
 )
 
 func TestBreaker(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	tests := []struct {
 		name  string

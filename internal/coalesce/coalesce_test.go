@@ -48,6 +48,7 @@ type result struct {
 }
 
 func TestCallersDuringARunShareTheNextRun(t *testing.T) {
+	t.Parallel()
 	f := newGated()
 	g := &Group[int64]{Fn: f.fn}
 	first := make(chan result, 1)
@@ -90,6 +91,7 @@ func TestCallersDuringARunShareTheNextRun(t *testing.T) {
 }
 
 func TestIdleGroupRunsOncePerCall(t *testing.T) {
+	t.Parallel()
 	var runs atomic.Int64
 	g := &Group[int64]{Fn: func(context.Context) (int64, error) { return runs.Add(1), nil }}
 	for i := int64(1); i <= 3; i++ {
@@ -100,6 +102,7 @@ func TestIdleGroupRunsOncePerCall(t *testing.T) {
 }
 
 func TestErrorsReachEveryCallerOfThatRun(t *testing.T) {
+	t.Parallel()
 	f := newGated()
 	g := &Group[int64]{Fn: f.fn}
 	boom := errors.New("mysql down")
@@ -118,6 +121,7 @@ func TestErrorsReachEveryCallerOfThatRun(t *testing.T) {
 }
 
 func TestCallerContextEndsWaitNotRun(t *testing.T) {
+	t.Parallel()
 	f := newGated()
 	g := &Group[int64]{Fn: f.fn}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -137,6 +141,7 @@ func TestCallerContextEndsWaitNotRun(t *testing.T) {
 }
 
 func TestRunIsBoundedByTimeout(t *testing.T) {
+	t.Parallel()
 	f := newGated()
 	g := &Group[int64]{Fn: f.fn, Timeout: 50 * time.Millisecond}
 	_, err := g.Do(context.Background())

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := Parse(map[string]string{})
 	require.NoError(t, err)
 	assert.Equal(t, ":8080", c.HTTPAddr)
@@ -26,6 +27,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestLinkSchemesAddAppSchemes(t *testing.T) {
+	t.Parallel()
 	c, err := Parse(map[string]string{"POPUP_LINK_SCHEMES": "https,myapp,com.example.app"})
 	require.NoError(t, err)
 	assert.True(t, c.Links().Allows("myapp"))
@@ -33,6 +35,7 @@ func TestLinkSchemesAddAppSchemes(t *testing.T) {
 }
 
 func TestUIDHMACKeysRotation(t *testing.T) {
+	t.Parallel()
 	c, err := Parse(map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("n", 32) + "," + strings.Repeat("o", 64), "POPUP_UID_HMAC_MAX_AGE": "90s"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{strings.Repeat("n", 32), strings.Repeat("o", 64)}, c.UIDHMACKeys)
@@ -40,6 +43,7 @@ func TestUIDHMACKeysRotation(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give map[string]string
@@ -74,6 +78,7 @@ func TestParseRejects(t *testing.T) {
 }
 
 func TestStringMasksSecrets(t *testing.T) {
+	t.Parallel()
 	hmacKeys := []string{"uid-hmac-key-one-0123456789abcdef0123", "uid-hmac-key-two-0123456789abcdef0123"}
 	c, err := Parse(map[string]string{"POPUP_ADMIN_TOKEN": "s3cret-token", "POPUP_REDIS_PASSWORD": "redispass",
 		"POPUP_MYSQL_DSN": "app:dbpass@tcp(db:3306)/popup", "POPUP_UID_HMAC_KEYS": strings.Join(hmacKeys, ",")})
@@ -92,6 +97,7 @@ func TestStringMasksSecrets(t *testing.T) {
 }
 
 func TestREADMEListsEveryVariable(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	for _, v := range Vars() {
@@ -100,6 +106,7 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 }
 
 func TestOperatorsFromEveryVariable(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	require.NoError(t, os.WriteFile(file, []byte("# mounted secret\n\ncarol:tok-c\n  dave:tok-d  \n"), 0o600))
 	c, err := Parse(map[string]string{"POPUP_ADMIN_TOKENS": "alice:tok-a,bob:tok:b", "POPUP_ADMIN_TOKENS_FILE": file,
@@ -116,6 +123,7 @@ func TestOperatorsFromEveryVariable(t *testing.T) {
 }
 
 func TestOperatorsRejected(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give map[string]string
@@ -140,6 +148,7 @@ func TestOperatorsRejected(t *testing.T) {
 }
 
 func TestOperatorsFileLineNamed(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	require.NoError(t, os.WriteFile(file, []byte("alice:tok-a\n# c\nbob\n"), 0o600))
 	_, err := Parse(map[string]string{"POPUP_ADMIN_TOKENS_FILE": file})

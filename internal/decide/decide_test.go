@@ -121,6 +121,7 @@ func (f *fixture) decide(t *testing.T, req popup.Request, now time.Time) (decide
 }
 
 func TestDecideShowsThenRemembersNothingUntilTheReshow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1000, 0, active(1, nil))
 
 	kind, id, read := f.decide(t, iosReq, t0)
@@ -157,6 +158,7 @@ func withHidden(st popup.UserState) popup.UserState {
 
 // TestLocalAnswerInvalidation covers each way a remembered "nothing" must stop answering.
 func TestLocalAnswerInvalidation(t *testing.T) {
+	t.Parallel()
 	later := t0.Add(2 * time.Hour)
 	tests := []struct {
 		name     string
@@ -317,6 +319,7 @@ func TestLocalAnswerInvalidation(t *testing.T) {
 }
 
 func TestLocalAnswerNeverShowingIsHeldUntilAConfigChange(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1000, 0, active(1, func(p *popup.Popup) { p.MaxImpressions = 1 }))
 	f.store.set("u1", popup.UserState{Popups: map[int64]popup.PopupState{1: {Impressions: 1}}})
 	_, _, read := f.decide(t, iosReq, t0)
@@ -332,6 +335,7 @@ func TestLocalAnswerNeverShowingIsHeldUntilAConfigChange(t *testing.T) {
 
 // TestNotRemembered: degraded answers, conflicts and errors say nothing about the user.
 func TestNotRemembered(t *testing.T) {
+	t.Parallel()
 	later := t0.Add(time.Hour)
 	tests := []struct {
 		name  string
@@ -361,6 +365,7 @@ func TestNotRemembered(t *testing.T) {
 }
 
 func TestLocalAnswersOff(t *testing.T) {
+	t.Parallel()
 	later := t0.Add(time.Hour)
 	f := newFixture(t, 0, 0, active(1, func(p *popup.Popup) { p.StartAt = &later }), hidden)
 	f.store.set("u1", withHidden(popup.UserState{}))
@@ -372,6 +377,7 @@ func TestLocalAnswersOff(t *testing.T) {
 }
 
 func TestActRecordsAndMapsOutcomes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		popupID int64
@@ -406,6 +412,7 @@ func TestActRecordsAndMapsOutcomes(t *testing.T) {
 }
 
 func TestExplainRecordsNothingAndTakesADraft(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1000, 0, active(1, nil), active(2, func(p *popup.Popup) { p.Priority = 5 }))
 	ex, err := f.d.Explain(context.Background(), iosReq, t0, decide.ExplainOptions{})
 	require.NoError(t, err)

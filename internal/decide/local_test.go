@@ -24,6 +24,7 @@ func keyOf(uid string) *localKey {
 }
 
 func TestLocalAnswersStayWithinTheirSize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		size int
@@ -72,6 +73,7 @@ func value(t *testing.T, l *LocalAnswers, name string) float64 {
 }
 
 func TestLocalAnswersCountHitsAndMisses(t *testing.T) {
+	t.Parallel()
 	l := NewLocalAnswers(100)
 	k := keyOf("u1")
 	assert.False(t, l.lookup(k, 1, lt0), "empty")
@@ -88,6 +90,7 @@ func TestLocalAnswersCountHitsAndMisses(t *testing.T) {
 }
 
 func TestLocalKeyRejectsOversizedRequests(t *testing.T) {
+	t.Parallel()
 	var k localKey
 	long := string(make([]byte, 200))
 	k.build(&popup.Request{UID: long, Platform: popup.PlatformIOS})
@@ -98,6 +101,7 @@ func TestLocalKeyRejectsOversizedRequests(t *testing.T) {
 }
 
 func TestLocalAnswersConcurrentUse(t *testing.T) {
+	t.Parallel()
 	l := NewLocalAnswers(1000)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {

@@ -23,6 +23,7 @@ type sinkFunc func(ctx context.Context, events []event.Event) error
 func (f sinkFunc) WriteBatch(ctx context.Context, events []event.Event) error { return f(ctx, events) }
 
 func TestDrainWritesEveryQueuedEventOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, 2*time.Second)
 	ids := e.produce("a", 0, 3000)
 	r := e.start(e.writer, e.config("w1"))
@@ -40,6 +41,7 @@ func TestDrainWritesEveryQueuedEventOnce(t *testing.T) {
 }
 
 func TestDrainFinishesItsOwnPendingListFirst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2*time.Second)
 	ids := e.produce("p", 0, 300)
 	_, err := e.queue.Claim(context.Background(), 0, "w1", 100) // as a previous life of w1 left it
@@ -71,6 +73,7 @@ func TestDrainFinishesItsOwnPendingListFirst(t *testing.T) {
 }
 
 func TestDrainReclaimsTheListOfADeadWorker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 300*time.Millisecond)
 	ids := e.produce("r", 0, 500)
 	_, err := e.queue.Claim(context.Background(), 0, "ghost", 200) // claimed, then the ghost died
@@ -91,6 +94,7 @@ func TestDrainReclaimsTheListOfADeadWorker(t *testing.T) {
 }
 
 func TestDrainKeepsEverythingThroughAMySQLOutage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, 2*time.Second)
 	p := startProxy(t, mustAddr(t, e.dsn))
 	viaProxy := openDB(t, dsnVia(t, e.dsn, p.addr))
@@ -121,6 +125,7 @@ func TestDrainKeepsEverythingThroughAMySQLOutage(t *testing.T) {
 }
 
 func TestDrainDeadLettersPoisonAndKeepsGoing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2*time.Second)
 	tooMany := event.Event{ID: "too-many", UID: "u1", PopupID: 1, Action: event.Impression, At: t0, Impressions: 5_000_000_000}
 	notASCII := event.Event{ID: "not-ascii", UID: "üser", PopupID: 1, Action: event.Click, At: t0}
@@ -153,6 +158,7 @@ func TestDrainDeadLettersPoisonAndKeepsGoing(t *testing.T) {
 }
 
 func TestSeveralDrainsShareTheQueueWithoutLossOrDuplicates(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, 2*time.Second)
 	var delivered atomic.Int64
 	counting := sinkFunc(func(ctx context.Context, events []event.Event) error {
@@ -185,6 +191,7 @@ func TestSeveralDrainsShareTheQueueWithoutLossOrDuplicates(t *testing.T) {
 }
 
 func TestDrainShutdownFinishesTheBatchInHand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2*time.Second)
 	ids := e.produce("h", 0, 50)
 	started := make(chan struct{})
@@ -212,6 +219,7 @@ func TestDrainShutdownFinishesTheBatchInHand(t *testing.T) {
 }
 
 func TestDrainShutdownReturnsAnUnwritableBatchToTheQueue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2*time.Second)
 	e.produce("u", 0, 50)
 	before, err := e.rdb.LRange(context.Background(), e.keys.Queue(0), 0, -1).Result()
@@ -240,6 +248,7 @@ func TestDrainShutdownReturnsAnUnwritableBatchToTheQueue(t *testing.T) {
 }
 
 func TestQueueCollectorReportsShardSizes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, 2*time.Second)
 	e.reg.MustRegister(drain.NewQueueCollector(e.queue, 2))
 	old := event.Event{ID: "x", UID: "u", PopupID: 1, Action: event.Click, At: time.Now().Add(-10 * time.Second)}

@@ -18,6 +18,7 @@ import (
 // lost, so the drain writes the same batch again. The daily stats must count each produced
 // event once: computed here from the events themselves, not from the log.
 func TestDailyStatsStayExactWithRedeliveryAndSeveralDrains(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, 2*time.Second)
 	var calls, redelivered atomic.Int64
 	errLostAck := errors.New("acknowledgement lost")

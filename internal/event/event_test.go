@@ -10,6 +10,7 @@ import (
 )
 
 func TestAppendDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
 	tests := []struct {
 		name string
@@ -32,6 +33,7 @@ func TestAppendDecodeRoundTrip(t *testing.T) {
 }
 
 func TestDecodeRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give string

@@ -14,6 +14,7 @@ import (
 )
 
 func TestBackoffDoublesWithJitterUpToTheCap(t *testing.T) {
+	t.Parallel()
 	b := Backoff{Min: 100 * time.Millisecond, Max: time.Second}
 	tests := []struct {
 		attempt  int
@@ -40,6 +41,7 @@ func newDep(check func(context.Context) error) *Dep {
 }
 
 func TestDepRetriesUntilUpThenReportsUp(t *testing.T) {
+	t.Parallel()
 	var calls, ups atomic.Int32
 	d := newDep(func(context.Context) error {
 		if calls.Add(1) < 5 {
@@ -66,6 +68,7 @@ func TestDepRetriesUntilUpThenReportsUp(t *testing.T) {
 }
 
 func TestDepFailedMarksDownAndChecksAgain(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	d := newDep(func(context.Context) error { calls.Add(1); return nil })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,6 +83,7 @@ func TestDepFailedMarksDownAndChecksAgain(t *testing.T) {
 }
 
 func TestDepReturnsAFatalError(t *testing.T) {
+	t.Parallel()
 	fatal := errors.New("schema is newer")
 	d := newDep(func(context.Context) error { return fatal })
 	d.Fatal = func(err error) bool { return errors.Is(err, fatal) }
@@ -91,6 +95,7 @@ func TestDepReturnsAFatalError(t *testing.T) {
 }
 
 func TestDepIsNeitherUpNorDownBeforeItsFirstCheck(t *testing.T) {
+	t.Parallel()
 	d := newDep(func(context.Context) error { return errors.New("refused") })
 	assert.False(t, d.Up())
 	assert.False(t, d.Down())

@@ -7,6 +7,7 @@ import (
 )
 
 func TestNextPage(t *testing.T) {
+	t.Parallel()
 	id := func(n int64) int64 { return n }
 	for _, tc := range []struct {
 		name     string

@@ -29,6 +29,7 @@ func (r *createOnlyRepo) Create(_ context.Context, actor string, p popup.Popup) 
 }
 
 func TestAWriteIsAttributedAndLoggedOnceWithoutTheToken(t *testing.T) {
+	t.Parallel()
 	var logged bytes.Buffer
 	repo := &createOnlyRepo{}
 	a := &Admin{Operators: []Operator{{"alice", "secret-alice-token"}, {"bob", "secret-bob-token"}}, Repo: repo,

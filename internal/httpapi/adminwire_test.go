@@ -16,6 +16,7 @@ import (
 )
 
 func TestDecodePopupBodyNamesTheField(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give string
@@ -61,6 +62,7 @@ func TestDecodePopupBodyNamesTheField(t *testing.T) {
 }
 
 func TestDecodePopupBodyRefusesANonObject(t *testing.T) {
+	t.Parallel()
 	for _, give := range []string{``, `[]`, `"x"`, `null`, `{"name":"x"} {}`, `{"name":`, `{"name":"x"`} {
 		t.Run(give, func(t *testing.T) {
 			_, err := decodePopupBody([]byte(give))
@@ -72,6 +74,7 @@ func TestDecodePopupBodyRefusesANonObject(t *testing.T) {
 }
 
 func TestDecodePopupBodyAcceptsServerManagedFields(t *testing.T) {
+	t.Parallel()
 	in, err := decodePopupBody([]byte(`{"id":7,"revision":3,"created_at":"2026-01-01T00:00:00Z","updated_at":"x","name":"n","priority":2}`))
 	require.NoError(t, err)
 	require.NotNil(t, in.ID)
@@ -81,6 +84,7 @@ func TestDecodePopupBodyAcceptsServerManagedFields(t *testing.T) {
 }
 
 func TestWireRoundTripIsLossless(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	links, err := popup.ParseLinkSchemes([]string{"https", "app"})
 	require.NoError(t, err)
@@ -105,6 +109,7 @@ func TestWireRoundTripIsLossless(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 func TestIfMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give []string
@@ -133,6 +138,7 @@ func TestIfMatch(t *testing.T) {
 }
 
 func TestParseFlag(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		give    string
 		want    bool

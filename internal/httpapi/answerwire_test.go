@@ -13,6 +13,7 @@ import (
 // The preview's candidates and an error's fields keep the keys api/openapi.yaml gives them
 // (Candidate; Error.fields), now that the domain types carry no JSON tags.
 func TestAnswerWireShapesKeepTheirKeys(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give any

@@ -48,6 +48,7 @@ func wait(ctx context.Context) error {
 // as Redis failures (a load balancer or load generator closing its connections at once would
 // otherwise open the breaker and degrade everyone), while the request budget running out must.
 func TestClientHangUpsDoNotOpenTheBreaker(t *testing.T) {
+	t.Parallel()
 	const threshold = 3
 	br := breaker.New(threshold, time.Minute)
 	holder := &snapshot.Holder{}

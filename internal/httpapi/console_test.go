@@ -15,6 +15,7 @@ import (
 // The console's files are served without the token, with the security headers; the API next to
 // them still needs the token.
 func TestConsoleServedBeforeAuth(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, err := (&Admin{Token: "t", Log: log}).Router()
 	require.NoError(t, err)

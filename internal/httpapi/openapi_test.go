@@ -16,6 +16,7 @@ import (
 
 // TestOpenAPIListsTheRouterRoutes keeps api/openapi.yaml and the routers in step.
 func TestOpenAPIListsTheRouterRoutes(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../api/openapi.yaml")
 	require.NoError(t, err)
 	var doc struct {

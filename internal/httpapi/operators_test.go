@@ -9,6 +9,7 @@ import (
 )
 
 func TestMatchOperatorComparesEveryTokenWithoutEarlyExit(t *testing.T) {
+	t.Parallel()
 	keys, err := operatorKeys([]Operator{{"alice", "tok-a"}, {"bob", "tok-b"}, {"carol", "a-much-longer-token-of-carol"}})
 	require.NoError(t, err)
 	tests := []struct {
@@ -40,6 +41,7 @@ func TestMatchOperatorComparesEveryTokenWithoutEarlyExit(t *testing.T) {
 }
 
 func TestOperatorKeysRefusesBadLists(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give []Operator
@@ -61,6 +63,7 @@ func TestOperatorKeysRefusesBadLists(t *testing.T) {
 }
 
 func TestRouterRefusesToStartWithoutATokenOrWithADuplicate(t *testing.T) {
+	t.Parallel()
 	_, err := (&Admin{}).Router()
 	require.ErrorIs(t, err, ErrNoToken)
 	_, err = (&Admin{Token: "t", Operators: []Operator{{"admin", "u"}}}).Router()

@@ -31,6 +31,7 @@ func startServer(t *testing.T) string {
 }
 
 func TestServerRefusesOversizedHeaders(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t)
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -45,6 +46,7 @@ func TestServerRefusesOversizedHeaders(t *testing.T) {
 }
 
 func TestServerCutsSlowHeaderClients(t *testing.T) {
+	t.Parallel()
 	addr := startServer(t)
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -64,6 +66,7 @@ func TestServerCutsSlowHeaderClients(t *testing.T) {
 // connection opened before it is still served once, told to close (Connection: close) and sees
 // the draining flag (what /readyz answers 503 on); Serve returns once that connection has closed.
 func TestServeDrainsKeepAliveConnectionsBeforeShutdown(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr := make(chan string, 1)

@@ -81,6 +81,7 @@ func serve(h http.Handler, method, target, body string, sigs ...string) *httptes
 }
 
 func TestUIDSignatureRequiredWhenConfigured(t *testing.T) {
+	t.Parallel()
 	h, users := publicRouter(t, []string{gatewayKey, retiredKey})
 	get := "/api/v1/popup?uid=u1&platform=ios&app_version=8.10.0"
 	post := "/api/v1/popups/" + strconv.Itoa(signedPopupID) + "/actions"
@@ -131,6 +132,7 @@ func TestUIDSignatureRequiredWhenConfigured(t *testing.T) {
 }
 
 func TestUIDSignatureAcceptedWithEveryKey(t *testing.T) {
+	t.Parallel()
 	h, _ := publicRouter(t, []string{gatewayKey, retiredKey})
 	post := "/api/v1/popups/" + strconv.Itoa(signedPopupID) + "/actions"
 	tests := []struct {
@@ -153,6 +155,7 @@ func TestUIDSignatureAcceptedWithEveryKey(t *testing.T) {
 }
 
 func TestUIDSignatureIgnoredWhenNotConfigured(t *testing.T) {
+	t.Parallel()
 	h, _ := publicRouter(t, nil)
 	tests := []struct {
 		name string

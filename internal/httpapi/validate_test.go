@@ -9,6 +9,7 @@ import (
 )
 
 func TestScanQueryAgreesWithURLValues(t *testing.T) {
+	t.Parallel()
 	tests := []string{
 		"uid=u1&platform=ios&app_version=8.10.0",
 		"uid=a%3Ab&platform=web&app_version=1&region=cn&lang=zh",
@@ -34,6 +35,7 @@ func TestScanQueryAgreesWithURLValues(t *testing.T) {
 }
 
 func TestScanQueryRejectsBadEscapes(t *testing.T) {
+	t.Parallel()
 	_, aerr := scanQuery("uid=%zz&platform=ios")
 	require.NotNil(t, aerr)
 	assert.Equal(t, "invalid_query", aerr.code)

@@ -20,6 +20,7 @@ type shape struct {
 }
 
 func TestUnmarshalMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give string

@@ -13,6 +13,7 @@ import (
 )
 
 func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openAt(t, 2)
 	// Two live popups share a name (allowed before), a third is archived under it too.
@@ -73,6 +74,7 @@ func mustBuild(t *testing.T, in popup.Input) popup.Popup {
 }
 
 func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "a"}))
@@ -108,6 +110,7 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 }
 
 func TestImportMatchesNamesAsTheUniqueIndexDoes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	_, err := repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "a"}))

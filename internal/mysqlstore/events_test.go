@@ -67,6 +67,7 @@ func readLog(t *testing.T, db *sql.DB) map[string]string {
 var never = time.Unix(0, 0).UTC()
 
 func TestWriteBatchStoresTheLogAndOneMergedStateRowPerUserPopup(t *testing.T) {
+	t.Parallel()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
 	events := []event.Event{
@@ -91,6 +92,7 @@ func TestWriteBatchStoresTheLogAndOneMergedStateRowPerUserPopup(t *testing.T) {
 }
 
 func TestWriteBatchKeepsOneEventIDOfTwoUsers(t *testing.T) {
+	t.Parallel()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
 	ctx := context.Background()
@@ -139,6 +141,7 @@ func randomEvents(r *rand.Rand, n int) []event.Event {
 }
 
 func TestWriteBatchIsIdempotentAndOrderIndependent(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	events := randomEvents(r, 600)
 	ctx := context.Background()
@@ -182,6 +185,7 @@ func TestWriteBatchIsIdempotentAndOrderIndependent(t *testing.T) {
 }
 
 func TestWriteBatchNeverMovesStateBackwards(t *testing.T) {
+	t.Parallel()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
 	ctx := context.Background()
@@ -200,6 +204,7 @@ func TestWriteBatchNeverMovesStateBackwards(t *testing.T) {
 }
 
 func TestWriteOneByOneLeavesTheSameRowsAsWriteBatch(t *testing.T) {
+	t.Parallel()
 	events := randomEvents(rand.New(rand.NewPCG(3, 4)), 150)
 	ctx := context.Background()
 	batched, single := testenv.MySQL(t), testenv.MySQL(t)
@@ -212,6 +217,7 @@ func TestWriteOneByOneLeavesTheSameRowsAsWriteBatch(t *testing.T) {
 }
 
 func TestWriteBatchReportsRowsWritten(t *testing.T) {
+	t.Parallel()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
 	got := map[string]int64{}
@@ -226,6 +232,7 @@ func TestWriteBatchReportsRowsWritten(t *testing.T) {
 }
 
 func TestWriteBatchRejectsABadValueAsPermanentAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	good := event.Event{ID: "good", UID: "u", PopupID: 1, Action: event.Impression, At: at(0), NextShowAt: at(10), Impressions: 1}
 	tests := []struct {
 		name string
@@ -252,6 +259,7 @@ func TestWriteBatchRejectsABadValueAsPermanentAndWritesNothing(t *testing.T) {
 }
 
 func TestWriteBatchOfATransientFailureIsNotPermanent(t *testing.T) {
+	t.Parallel()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
 	require.NoError(t, db.Close())
@@ -264,6 +272,7 @@ func TestWriteBatchOfATransientFailureIsNotPermanent(t *testing.T) {
 }
 
 func TestCheckBatchSizeAgainstMaxAllowedPacket(t *testing.T) {
+	t.Parallel()
 	w := mysqlstore.NewEventWriter(testenv.MySQL(t))
 	ctx := context.Background()
 
@@ -272,6 +281,7 @@ func TestCheckBatchSizeAgainstMaxAllowedPacket(t *testing.T) {
 }
 
 func TestConcurrentOverlappingWritersConverge(t *testing.T) {
+	t.Parallel()
 	events := randomEvents(rand.New(rand.NewPCG(7, 8)), 2000)
 	ctx := context.Background()
 	reference := testenv.MySQL(t)
@@ -305,6 +315,7 @@ func TestConcurrentOverlappingWritersConverge(t *testing.T) {
 }
 
 func TestWriteBatchRetriesADeadlock(t *testing.T) {
+	t.Parallel()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

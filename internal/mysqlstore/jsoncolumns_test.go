@@ -38,6 +38,7 @@ func storedColumnsPopup() popup.Popup {
 }
 
 func TestRowsWrittenByOlderBuildsStillRead(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	db := testenv.MySQL(t)
@@ -56,6 +57,7 @@ func TestRowsWrittenByOlderBuildsStillRead(t *testing.T) {
 }
 
 func TestStoredJSONColumnsKeepTheirKeys(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	db := testenv.MySQL(t)
@@ -70,6 +72,7 @@ func TestStoredJSONColumnsKeepTheirKeys(t *testing.T) {
 }
 
 func TestContentWithoutButtonsOrExtReadsAsEmpty(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	db := testenv.MySQL(t)

@@ -26,6 +26,7 @@ func openAt(t *testing.T, version int64) *sql.DB {
 }
 
 func TestMigrateIsIdempotentAndCheckSchemaFollowsIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openAt(t, 0)
 
@@ -58,6 +59,7 @@ func TestMigrateIsIdempotentAndCheckSchemaFollowsIt(t *testing.T) {
 }
 
 func TestActionLogEventIDIsUniquePerUID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
 	const q = "INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', ?, 1, 'click', UTC_TIMESTAMP(3))"
@@ -70,6 +72,7 @@ func TestActionLogEventIDIsUniquePerUID(t *testing.T) {
 }
 
 func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openAt(t, 1)
 	_, err := db.ExecContext(ctx, `INSERT INTO popup_config (name, targeting, content) VALUES ('old one', '{}', '{}'), ('old two', '{}', '{}')`)

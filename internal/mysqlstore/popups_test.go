@@ -21,6 +21,7 @@ func newPopup(t *testing.T, name string) popup.Popup {
 }
 
 func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 
@@ -39,6 +40,7 @@ func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
 }
 
 func TestConditionalWritesCheckTheRevision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, "tester", newPopup(t, "a"))
@@ -73,6 +75,7 @@ func TestConditionalWritesCheckTheRevision(t *testing.T) {
 }
 
 func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, "tester", newPopup(t, "a"))

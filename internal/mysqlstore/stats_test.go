@@ -75,6 +75,7 @@ func spreadEvent(i int) event.Event {
 }
 
 func TestDailyStatsCountEachAcceptedEventOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
@@ -115,6 +116,7 @@ func TestDailyStatsCountEachAcceptedEventOnce(t *testing.T) {
 }
 
 func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
 	_, err := db.ExecContext(ctx, `INSERT INTO popup_config (id, name, targeting, content) VALUES (1, 'a', '{}', '{}'), (2, 'b', '{}', '{}'), (3, 'c', '{}', '{}')`)
@@ -155,6 +157,7 @@ func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
 }
 
 func TestStatsQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
 	events := make([]event.Event, 3000)
@@ -203,6 +206,7 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 }
 
 func TestPurgeRemovesOldLogRowsOnlyInBatches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
@@ -247,6 +251,7 @@ func TestPurgeRemovesOldLogRowsOnlyInBatches(t *testing.T) {
 }
 
 func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openAt(t, 2)
 	_, err := db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES

@@ -10,6 +10,7 @@ import (
 )
 
 func TestNextEligibleAt(t *testing.T) {
+	t.Parallel()
 	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 	tomorrow := time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC) // the end of now's UTC day
 	seenToday := func(popups map[int64]popup.PopupState, count int) *popup.UserState {
@@ -146,6 +147,7 @@ func TestNextEligibleAt(t *testing.T) {
 // TestNextEligibleAtAgreesWithSelect checks the promise callers rely on: Select chooses nothing
 // before the instant NextEligibleAt names, and something at it.
 func TestNextEligibleAtAgreesWithSelect(t *testing.T) {
+	t.Parallel()
 	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}}
 	cs := candidates(t, spec{1, 50, window(now.Add(5*time.Hour), now.Add(day))}, spec{2, 10, nil}, spec{3, 5, rules(3600, 0, 3600, 1)})
 	state := &popup.UserState{Popups: map[int64]popup.PopupState{

@@ -46,6 +46,7 @@ func fieldErrors(t *testing.T, err error) []popup.FieldError {
 }
 
 func TestBuildAppliesDefaults(t *testing.T) {
+	t.Parallel()
 	got, err := popup.Input{Name: "winter sale"}.Build()
 	require.NoError(t, err)
 
@@ -71,6 +72,7 @@ func TestBuildAppliesDefaults(t *testing.T) {
 }
 
 func TestBuildDefaultsTargetingFieldsOmittedInsideTargeting(t *testing.T) {
+	t.Parallel()
 	got, err := input(func(in *popup.Input) {
 		in.Targeting = &popup.TargetingInput{Platforms: []string{"ios"}}
 	}).Build()
@@ -80,6 +82,7 @@ func TestBuildDefaultsTargetingFieldsOmittedInsideTargeting(t *testing.T) {
 }
 
 func TestBuildCloseCooldownDefaultsToReshow(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give popup.Input
@@ -107,6 +110,7 @@ func TestBuildCloseCooldownDefaultsToReshow(t *testing.T) {
 }
 
 func TestBuildKeepsSuppliedZeroValues(t *testing.T) {
+	t.Parallel()
 	// Pointers exist so that an explicit 0 (or -1) is not mistaken for "omitted".
 	in := popup.Input{
 		Name: "x", Status: ptr(popup.StatusPaused), Priority: ptr(0),
@@ -127,6 +131,7 @@ func TestBuildKeepsSuppliedZeroValues(t *testing.T) {
 }
 
 func TestBuildNormalizes(t *testing.T) {
+	t.Parallel()
 	shanghai := time.FixedZone("UTC+8", 8*3600)
 	start := time.Date(2026, 12, 1, 8, 0, 0, 0, shanghai)
 	got, err := input(func(in *popup.Input) {
@@ -141,6 +146,7 @@ func TestBuildNormalizes(t *testing.T) {
 }
 
 func TestBuiltPopupHasEmptyListsAndObjectsNotNil(t *testing.T) {
+	t.Parallel()
 	// Every encoding of a popup (admin API, Redis blob, MySQL columns) then shows [] and {},
 	// never null, for what was left out.
 	p, err := input(noChange).Build()
@@ -160,6 +166,7 @@ func TestBuiltPopupHasEmptyListsAndObjectsNotNil(t *testing.T) {
 }
 
 func TestBuildAccepts(t *testing.T) {
+	t.Parallel()
 	start := now
 	tests := []struct {
 		name string
@@ -241,6 +248,7 @@ func TestBuildAccepts(t *testing.T) {
 }
 
 func TestBuildRejects(t *testing.T) {
+	t.Parallel()
 	start := now
 	tests := []struct {
 		name      string
@@ -403,6 +411,7 @@ func nested(depth int) string {
 }
 
 func TestBuildWithAppSchemes(t *testing.T) {
+	t.Parallel()
 	links, err := popup.ParseLinkSchemes([]string{"http", "https", "app", "fb123", "com.example.app"})
 	require.NoError(t, err)
 	tests := []struct {
@@ -441,6 +450,7 @@ func TestBuildWithAppSchemes(t *testing.T) {
 }
 
 func TestParseLinkSchemes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		give    []string
@@ -473,6 +483,7 @@ func TestParseLinkSchemes(t *testing.T) {
 }
 
 func TestZeroLinkSchemesAllowOnlyTheWeb(t *testing.T) {
+	t.Parallel()
 	var links popup.LinkSchemes
 	assert.True(t, links.Allows("https"))
 	assert.True(t, links.Allows("HTTP"))
@@ -481,6 +492,7 @@ func TestZeroLinkSchemesAllowOnlyTheWeb(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblemInFieldOrder(t *testing.T) {
+	t.Parallel()
 	p := popup.Popup{
 		Status:    "live",
 		Targeting: popup.Targeting{Platforms: []string{"tv"}, RolloutPercent: 200},
@@ -499,6 +511,7 @@ func TestValidateReportsEveryProblemInFieldOrder(t *testing.T) {
 }
 
 func TestValidateReturnsUntypedNil(t *testing.T) {
+	t.Parallel()
 	p, err := input(noChange).Build()
 	require.NoError(t, err)
 
@@ -507,6 +520,7 @@ func TestValidateReturnsUntypedNil(t *testing.T) {
 }
 
 func TestValidUID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		give string
 		want bool
@@ -530,6 +544,7 @@ func TestValidUID(t *testing.T) {
 }
 
 func TestStatusValid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		give popup.Status
 		want bool

@@ -25,6 +25,7 @@ func rules(reshow, click, closeCooldown int64, maxImpressions int) func(*popup.I
 }
 
 func TestEligible(t *testing.T) {
+	t.Parallel()
 	// Popup 1 hides for 1h after an impression, 7 days after a click, 2h after a close, and may be
 	// seen 3 times. The user saw it at now, and state times are relative to that.
 	const id = 1
@@ -92,12 +93,14 @@ func TestEligible(t *testing.T) {
 }
 
 func TestEligibleWithNilState(t *testing.T) {
+	t.Parallel()
 	c := compiled(t, 1, noChange)
 
 	assert.Equal(t, popup.ReasonNone, c.Eligible(nil, now, 1))
 }
 
 func TestImpressionsOn(t *testing.T) {
+	t.Parallel()
 	s := &popup.UserState{Day: popup.DayNumber(now), DayCount: 4}
 	tests := []struct {
 		name string
@@ -118,6 +121,7 @@ func TestImpressionsOn(t *testing.T) {
 }
 
 func TestDayNumber(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		give time.Time
 		want int32
@@ -149,6 +153,7 @@ var (
 )
 
 func TestTransitionsOnlyExtendHiding(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		rules  func(*popup.Input)
@@ -246,6 +251,7 @@ func TestTransitionsOnlyExtendHiding(t *testing.T) {
 }
 
 func TestTransitionOrderDoesNotMatter(t *testing.T) {
+	t.Parallel()
 	// A queue may deliver events in any order; the state they leave must be the same.
 	c := compiled(t, 1, rules(3600, 600, 7200, 0))
 	events := []event{{impression, now}, {click, now.Add(time.Minute)}, {closeIt, now.Add(2 * time.Minute)}, {impression, now.Add(3 * time.Hour)}}
@@ -263,6 +269,7 @@ func TestTransitionOrderDoesNotMatter(t *testing.T) {
 }
 
 func TestApplyImpressionCountsTheUTCDay(t *testing.T) {
+	t.Parallel()
 	today := popup.DayNumber(now)
 	tests := []struct {
 		name                   string
@@ -292,6 +299,7 @@ func TestApplyImpressionCountsTheUTCDay(t *testing.T) {
 }
 
 func TestApplyKeepsOtherPopups(t *testing.T) {
+	t.Parallel()
 	a, b := compiled(t, 1, noChange), compiled(t, 2, noChange)
 	var s popup.UserState
 
@@ -304,6 +312,7 @@ func TestApplyKeepsOtherPopups(t *testing.T) {
 }
 
 func TestMergeState(t *testing.T) {
+	t.Parallel()
 	t1, t2 := now, now.Add(time.Hour)
 	a := popup.PopupState{NextShowAt: t2, Impressions: 1, LastImpressionAt: t1, LastClickAt: t2}
 	b := popup.PopupState{NextShowAt: t1, Impressions: 3, LastImpressionAt: t2, LastCloseAt: t1}
@@ -329,6 +338,7 @@ func TestMergeState(t *testing.T) {
 }
 
 func TestForeverFitsMySQLDatetime(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "9999-12-31 23:59:59", popup.Forever.Format(time.DateTime))
 }
 

@@ -61,6 +61,7 @@ func window(start, end time.Time) func(*popup.Input) {
 }
 
 func TestSortForSelection(t *testing.T) {
+	t.Parallel()
 	cs := candidates(t, spec{id: 4, priority: 10}, spec{id: 9, priority: 100}, spec{id: 2, priority: 10},
 		spec{id: 7, priority: -1}, spec{id: 1, priority: 50}, spec{id: 3, priority: 10})
 
@@ -68,6 +69,7 @@ func TestSortForSelection(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		specs    []spec
@@ -158,6 +160,7 @@ func TestSelect(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	// Priority 100-id keeps the candidates in id order, so each row reads top to bottom.
 	everyReason := []spec{
 		{1, 99, status(popup.StatusPaused)},
@@ -343,6 +346,7 @@ func BenchmarkParseVersion(b *testing.B) {
 // TestAnyMatch checks the no-I/O pre-check: true exactly when some popup is active, in its window
 // and targets the request, whatever the user has seen.
 func TestAnyMatch(t *testing.T) {
+	t.Parallel()
 	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
 	tests := []struct {
 		name string

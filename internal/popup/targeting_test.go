@@ -21,6 +21,7 @@ func targeting(tg popup.TargetingInput) func(*popup.Input) {
 }
 
 func TestMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give popup.TargetingInput
@@ -123,6 +124,7 @@ func apply(mod func(*popup.Request), r *popup.Request) {
 }
 
 func TestRolloutBucketKnownAnswers(t *testing.T) {
+	t.Parallel()
 	// The same vector is in RolloutBucket's doc comment; SQL or Python ports must reproduce it.
 	tests := []struct {
 		id   int64
@@ -144,6 +146,7 @@ func TestRolloutBucketKnownAnswers(t *testing.T) {
 }
 
 func TestRolloutIsSticky(t *testing.T) {
+	t.Parallel()
 	c := compiled(t, 9, targeting(popup.TargetingInput{RolloutPercent: ptr(50)}))
 	r := baseRequest(t)
 	for i := range 1000 {
@@ -155,6 +158,7 @@ func TestRolloutIsSticky(t *testing.T) {
 }
 
 func TestRolloutExtremes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		percent int
@@ -172,12 +176,14 @@ func TestRolloutExtremes(t *testing.T) {
 }
 
 func TestRolloutZeroAdmitsAllowListedUIDs(t *testing.T) {
+	t.Parallel()
 	c := compiled(t, 3, targeting(popup.TargetingInput{RolloutPercent: ptr(0), UIDs: []string{"user-17", "user-4242"}}))
 
 	assert.Equal(t, 2, countAdmitted(t, c, 10000))
 }
 
 func TestRaisingRolloutOnlyAddsUsers(t *testing.T) {
+	t.Parallel()
 	const users = 10000
 	admitted := make([][]bool, 101) // admitted[percent][user]
 	for percent := range admitted {
@@ -203,6 +209,7 @@ func TestRaisingRolloutOnlyAddsUsers(t *testing.T) {
 }
 
 func TestRolloutBucketsAreUniform(t *testing.T) {
+	t.Parallel()
 	const users = 100000
 	var buckets [100]int
 	for i := range users {
@@ -216,6 +223,7 @@ func TestRolloutBucketsAreUniform(t *testing.T) {
 }
 
 func TestRolloutSlicesDifferBetweenPopups(t *testing.T) {
+	t.Parallel()
 	// The hash is keyed by popup id so one unlucky user is not in every 10% experiment: two 50%
 	// rollouts should share about a quarter of the users, not half.
 	const users = 10000
@@ -228,6 +236,7 @@ func TestRolloutSlicesDifferBetweenPopups(t *testing.T) {
 }
 
 func TestInWindow(t *testing.T) {
+	t.Parallel()
 	start, end := now, now.Add(time.Hour)
 	tests := []struct {
 		name       string
@@ -255,6 +264,7 @@ func TestInWindow(t *testing.T) {
 }
 
 func TestCompileRejectsInvalidPopup(t *testing.T) {
+	t.Parallel()
 	c, err := popup.Compile(popup.Popup{ID: 1, Name: "x", Status: "bogus"})
 
 	assert.Nil(t, c)
@@ -262,6 +272,7 @@ func TestCompileRejectsInvalidPopup(t *testing.T) {
 }
 
 func TestCompileNormalizesAStoredPopup(t *testing.T) {
+	t.Parallel()
 	// A row read from a store may have nil slices and no ext; the compiled copy encodes as [] and {}.
 	c, err := popup.Compile(popup.Popup{ID: 1, Name: "x", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}})
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ func mustVersion(t testing.TB, s string) popup.Version {
 }
 
 func TestParseVersion(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		give string
 		want popup.Version
@@ -39,6 +40,7 @@ func TestParseVersion(t *testing.T) {
 }
 
 func TestParseVersionRejects(t *testing.T) {
+	t.Parallel()
 	tests := []string{
 		"", ".", "1.", ".1", "1..2", "a.b", "8.1.0-beta", "v8", "1.2.3.4.5",
 		"+1", "-1", "1.-2", " 1", "1 ", "1. 2", "1000000", "1.1000000", "99999999999999999999", "１",
@@ -53,6 +55,7 @@ func TestParseVersionRejects(t *testing.T) {
 }
 
 func TestVersionCompare(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b string
 		want int

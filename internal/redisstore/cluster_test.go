@@ -16,6 +16,7 @@ import (
 // against a healthy three-master cluster, with queue shards landing on different masters (so the
 // scripts' one-slot keys are exercised across nodes, not all on one). The single-node pass skips it.
 func TestClusterPassSpansThreeMasters(t *testing.T) {
+	t.Parallel()
 	if !testenv.RedisCluster(t) {
 		t.Skip("single-node pass: the cluster pass of scripts/test.sh runs this")
 	}

@@ -69,6 +69,7 @@ func newConfigCache(t *testing.T) (*redisstore.ConfigCache, redisstore.Keys, con
 }
 
 func TestConfigCacheReadsTheBlobOlderBuildsWrote(t *testing.T) {
+	t.Parallel()
 	cache, keys, ctx := newConfigCache(t)
 	rdb := testenv.Redis(t)
 	require.NoError(t, rdb.Set(ctx, keys.ConfigBlob(), oldConfigBlob, 0).Err())
@@ -82,6 +83,7 @@ func TestConfigCacheReadsTheBlobOlderBuildsWrote(t *testing.T) {
 }
 
 func TestConfigBlobKeysStayCompatible(t *testing.T) {
+	t.Parallel()
 	cache, keys, ctx := newConfigCache(t)
 	held, err := cache.Publish(ctx, 5, configBlobPopups())
 	require.NoError(t, err)
@@ -101,6 +103,7 @@ func TestConfigBlobKeysStayCompatible(t *testing.T) {
 }
 
 func TestConfigCacheRefusesABrokenBlob(t *testing.T) {
+	t.Parallel()
 	cache, keys, ctx := newConfigCache(t)
 	rdb := testenv.Redis(t)
 	// json-iterator alone accepts a raw control character in a string; the cache must not.

@@ -39,6 +39,7 @@ func slot(key string) int {
 }
 
 func TestSlotMatchesRedisCluster(t *testing.T) {
+	t.Parallel()
 	// Reference values: the CRC16 check value of the Redis Cluster spec, and CLUSTER KEYSLOT.
 	assert.Equal(t, uint16(0x31C3), crc16("123456789"))
 	tests := []struct {
@@ -64,6 +65,7 @@ func TestSlotMatchesRedisCluster(t *testing.T) {
 // script (or one MULTI-key command) touches hashes to the same slot, for any prefix, shard count,
 // uid, worker and event id, so no script ever fails with CROSSSLOT.
 func TestScriptKeysShareOneSlot(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// keys are the keys the script is given, in KEYS order.
@@ -114,6 +116,7 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 }
 
 func TestQueueShardsHaveSlotsOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	// POPUP_QUEUE_SHARDS promises each shard its own slot, so that shards can spread over a
 	// cluster's masters; checked far past any sensible shard count.
 	k := redisstore.Keys{Prefix: "popup", Shards: 1024}
@@ -128,6 +131,7 @@ func TestQueueShardsHaveSlotsOfTheirOwn(t *testing.T) {
 }
 
 func TestEventIDMarkerIsPerUID(t *testing.T) {
+	t.Parallel()
 	k := redisstore.Keys{Prefix: "popup", Shards: 1}
 	tests := []struct {
 		name         string

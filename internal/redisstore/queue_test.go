@@ -54,6 +54,7 @@ func seq(prefix string, n int) []string {
 }
 
 func TestQueueClaimMovesHeadToProcessingList(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	f.push(1, "a", "b", "c", "d", "e")
 
@@ -73,6 +74,7 @@ func TestQueueClaimMovesHeadToProcessingList(t *testing.T) {
 }
 
 func TestQueueClaimOnEmptyQueueReturnsNothing(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 
 	got, err := f.q.Claim(f.ctx, 0, "w1", 10)
@@ -85,6 +87,7 @@ func TestQueueClaimOnEmptyQueueReturnsNothing(t *testing.T) {
 }
 
 func TestQueueClaimLargerThanLuaStackLimit(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	items := seq("e", 9000)
 	f.push(0, items...)
@@ -97,6 +100,7 @@ func TestQueueClaimLargerThanLuaStackLimit(t *testing.T) {
 }
 
 func TestQueueAckRemovesAcknowledgedHead(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	f.push(0, "a", "b", "c")
 	_, err := f.q.Claim(f.ctx, 0, "w1", 3)
@@ -120,6 +124,7 @@ func TestQueueAckRemovesAcknowledgedHead(t *testing.T) {
 }
 
 func TestQueuePendingIsBoundedAndOldestFirst(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	f.push(0, "a", "b", "c")
 	_, err := f.q.Claim(f.ctx, 0, "w1", 3)
@@ -132,6 +137,7 @@ func TestQueuePendingIsBoundedAndOldestFirst(t *testing.T) {
 }
 
 func TestQueueReclaimRefusesAWorkerWithALiveLease(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	f.push(0, "a", "b")
 	_, err := f.q.Claim(f.ctx, 0, "w1", 2)
@@ -145,6 +151,7 @@ func TestQueueReclaimRefusesAWorkerWithALiveLease(t *testing.T) {
 }
 
 func TestQueueReclaimReturnsADeadWorkersEventsToTheHeadInOrder(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, 100*time.Millisecond)
 	f.push(0, "a", "b", "c", "d")
 	_, err := f.q.Claim(f.ctx, 0, "dead", 3)
@@ -164,6 +171,7 @@ func TestQueueReclaimReturnsADeadWorkersEventsToTheHeadInOrder(t *testing.T) {
 }
 
 func TestQueueReleaseReturnsOwnListAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	f.push(0, "a", "b", "c")
 	_, err := f.q.Claim(f.ctx, 0, "w1", 2)
@@ -180,6 +188,7 @@ func TestQueueReleaseReturnsOwnListAtOnce(t *testing.T) {
 }
 
 func TestQueueDeadLetterMovesOneEventWithItsReason(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	garbage := "\xff\xfe not json"
 	f.push(0, "good1", garbage, "good2")
@@ -201,6 +210,7 @@ func TestQueueDeadLetterMovesOneEventWithItsReason(t *testing.T) {
 }
 
 func TestQueueDeadLetterOfAnEventNoLongerHeldDoesNothing(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 
 	moved, err := f.q.DeadLetter(f.ctx, 0, "w1", "gone", "whatever", time.Now())
@@ -211,6 +221,7 @@ func TestQueueDeadLetterOfAnEventNoLongerHeldDoesNothing(t *testing.T) {
 }
 
 func TestQueueStatsReportsSizesAndOldestEventAge(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 	at := time.Date(2026, 5, 6, 7, 8, 9, 123e6, time.UTC)
 	ev := event.Event{ID: "e1", UID: "u1", PopupID: 1, Action: event.Click, At: at}
@@ -234,6 +245,7 @@ func TestQueueStatsReportsSizesAndOldestEventAge(t *testing.T) {
 }
 
 func TestQueueStatsOfAnEmptyShard(t *testing.T) {
+	t.Parallel()
 	f := newQueue(t, time.Minute)
 
 	st, err := f.q.Stats(f.ctx, 1)

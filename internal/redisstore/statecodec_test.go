@@ -14,6 +14,7 @@ import (
 )
 
 func TestStateCodecRoundTrip(t *testing.T) {
+	t.Parallel()
 	at := time.UnixMilli(1_790_000_000_123).UTC()
 	tests := []struct {
 		name string
@@ -40,6 +41,7 @@ func TestStateCodecRoundTrip(t *testing.T) {
 }
 
 func TestStateCodecRejects(t *testing.T) {
+	t.Parallel()
 	for _, give := range []string{"", "2|0|0", "1|x|0", "1|0", "1|0|0|7,1,2", "1|0|0|7,a,0,0,0,0"} {
 		_, err := DecodeState(give)
 		assert.Error(t, err, give)

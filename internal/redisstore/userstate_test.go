@@ -16,6 +16,7 @@ import (
 )
 
 func TestAutoPipelineAnswersEveryCallerWithItsOwnReply(t *testing.T) {
+	t.Parallel()
 	rdb := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t)
 	ap, err := rdb.AsyncAutoPipeline()
@@ -56,6 +57,7 @@ func TestAutoPipelineAnswersEveryCallerWithItsOwnReply(t *testing.T) {
 }
 
 func TestAutoPipelineGivesUpWithTheCallersContext(t *testing.T) {
+	t.Parallel()
 	// A "Redis" that accepts connections and never answers: only the caller's context ends the wait.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

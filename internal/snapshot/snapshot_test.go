@@ -56,6 +56,7 @@ func randomPopups(rng *rand.Rand, n int) []popup.Popup {
 // selecting from every active popup, for every platform and region, including ones no config
 // names.
 func TestCandidatesNeverChangeTheDecision(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 50; round++ {
 		s := Build(int64(round), randomPopups(rng, 40), t0)
@@ -74,6 +75,7 @@ func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 }
 
 func TestBuildPreEncodesThePublicShape(t *testing.T) {
+	t.Parallel()
 	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com/go"}}}.Build()
 	require.NoError(t, err)
 	p.ID = 7
@@ -86,6 +88,7 @@ func TestBuildPreEncodesThePublicShape(t *testing.T) {
 }
 
 func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
+	t.Parallel()
 	ok, err := popup.Input{Name: "ok", LinkURL: "https://e.com"}.Build()
 	require.NoError(t, err)
 	ok.ID = 1
@@ -117,6 +120,7 @@ func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
 }
 
 func TestHolderNeverGoesBack(t *testing.T) {
+	t.Parallel()
 	var h Holder
 	assert.True(t, h.Store(Build(2, nil, t0)))
 	assert.False(t, h.Store(Build(1, nil, t0)))
@@ -163,6 +167,7 @@ func BenchmarkSelect10k(b *testing.B) {
 }
 
 func TestBuildShowsEmptyButtonsAndExtForAPopupWithoutThem(t *testing.T) {
+	t.Parallel()
 	// A popup as it may come out of the Redis cache: nil slices, no ext.
 	p := popup.Popup{ID: 9, Name: "bare", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}}
 	s := Build(1, []popup.Popup{p}, t0)

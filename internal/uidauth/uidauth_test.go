@@ -21,6 +21,7 @@ const (
 var now = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	v, err := New([]string{newKey, oldKey}, 5*time.Minute)
 	require.NoError(t, err)
 	sig := func(key, uid string, at time.Time) string { return Sign(key, uid, at) }
@@ -93,6 +94,7 @@ func flip(mac string) string {
 // TestSignMatchesTheDocumentedVector pins the vector of docs/SECURITY.md, computed with
 // printf '%s' 1767225600.user-42 | openssl dgst -sha256 -hmac example-key-0123456789abcdef0123456789abcdef
 func TestSignMatchesTheDocumentedVector(t *testing.T) {
+	t.Parallel()
 	const key = "example-key-0123456789abcdef0123456789abcdef"
 	const want = "t=1767225600,v1=854e9b8f81533ee16142d21035b05344f2414d316bc38d000c1a52cabea7c9b8"
 	at := time.Unix(1767225600, 0)
@@ -103,6 +105,7 @@ func TestSignMatchesTheDocumentedVector(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		keys   []string

@@ -14,6 +14,7 @@ import (
 )
 
 func TestPurgeLoopRunsAtOnceThenOnItsTickerAndStopsWithItsContext(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var runs atomic.Int64
 	done := make(chan struct{})
