@@ -21,6 +21,7 @@ import (
 
 func TestChangePropagatesToAnotherInstanceWithin2s(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := testConfig(t)
 	cfg.ConfigPoll = 10 * time.Second // pub/sub must do it; the poll is only the safety net
 	a := start(t, cfg, nil)
@@ -52,6 +53,7 @@ func TestChangePropagatesToAnotherInstanceWithin2s(t *testing.T) {
 
 func TestPollCatchesAChangeWithoutPubSub(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := testConfig(t)
 	cfg.ConfigPoll = 200 * time.Millisecond
 	api := start(t, cfg, nil)
@@ -77,6 +79,7 @@ func TestPollCatchesAChangeWithoutPubSub(t *testing.T) {
 
 func TestConcurrentRequestsOfOneUserGetThePopupOnce(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	api := start(t, testConfig(t), nil)
 	id := api.createPopup(t, popupSpec("once", nil))
 	const n = 40
@@ -157,6 +160,7 @@ func TestBadInput(t *testing.T) {
 
 func TestActionEventIDAppliedOnce(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
 	id := api.createPopup(t, popupSpec("dedupe", nil))
@@ -177,6 +181,7 @@ func TestActionEventIDAppliedOnce(t *testing.T) {
 
 func TestUserStateComesBackFromMySQLAfterRedisLosesIt(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	clk := newClock()
 	cfg := testConfig(t)
 	api := start(t, cfg, clk)
@@ -214,6 +219,7 @@ func TestUserStateComesBackFromMySQLAfterRedisLosesIt(t *testing.T) {
 
 func TestNewUserStateCachedAsEmpty(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
 	api.createPopup(t, popupSpec("targeted", map[string]any{"targeting": map[string]any{"rollout_percent": 0}}))

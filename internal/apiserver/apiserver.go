@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		}
 		// It carries the Redis calls of the requests in flight: it closes (flushing what it
 		// holds) only after both listeners have shut down, when Run returns.
-		defer pipe.Close() //nolint:errcheck // nothing left to answer
+		defer pipe.Close() // nothing left to answer
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, pipe)
 	users.SetActionRateLimit(cfg.ActionRateLimit)

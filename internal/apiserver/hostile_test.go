@@ -240,6 +240,7 @@ func TestListIncludeArchivedFlag(t *testing.T) {
 // popup may have been shown before it was paused and its click still counts.
 func TestClicksFollowTheLifecycle(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	api := start(t, relaxedConfig(t), nil)
 	tests := []struct {
 		status string
@@ -293,6 +294,7 @@ func runWorker(t *testing.T, cfg config.Config, db *sql.DB) {
 
 func TestOneEventIDOfTwoUsersCountsForBoth(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := relaxedConfig(t)
 	api := start(t, cfg, nil)
 	ctx := context.Background()

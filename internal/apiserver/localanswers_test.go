@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/testenv"
 )
 
 // metric reads one series from the instance's /metrics (0 when absent).
@@ -42,6 +44,7 @@ func (in *instance) redisReads(t *testing.T) float64 {
 
 func TestSteadyStateUserCostsNoRedisRead(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	clk := newClock()
 	api := start(t, testConfig(t), clk)
 	id := api.createPopup(t, popupSpec("steady", map[string]any{"reshow_after_seconds": 3600}))
@@ -93,6 +96,7 @@ func TestLocalAnswerOffReadsRedisEveryTime(t *testing.T) {
 // to show" sees a new popup as soon as that instance has the new config.
 func TestConfigChangeReachesARememberedUserWithin2s(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := testConfig(t)
 	cfg.ConfigPoll = 10 * time.Second // pub/sub must do it; the poll is only the safety net
 	a := start(t, cfg, nil)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/testenv"
 )
 
 const q = "uid=u1&platform=ios&app_version=8.10.0"
@@ -24,6 +26,7 @@ func popupSpec(name string, extra map[string]any) map[string]any {
 // MariaDB, with a settable clock instead of sleeps.
 func TestDisplayRulesThroughHTTP(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	t.Run("reshow interval hides the popup until it passes", func(t *testing.T) {
 		clk := newClock()
 		api := start(t, testConfig(t), clk)

@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/testenv"
 )
 
 // TestActionRateLimitPerUID: POPUP_ACTION_RATE_LIMIT caps one uid's recorded clicks and closes
 // per minute with a 429, and leaves other uids alone (docs/SECURITY.md).
 func TestActionRateLimitPerUID(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := testConfig(t)
 	cfg.ActionRateLimit = 3
 	api := start(t, cfg, nil)

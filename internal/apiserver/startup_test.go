@@ -94,6 +94,7 @@ func knownUser(t *testing.T, cfg config.Config, uid string) {
 
 func TestStartsWithMySQLDownServesFromTheRedisCacheAndHeals(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	cfg := testConfig(t)
 	// An earlier instance filled the config cache, then MySQL went away.
 	seeder := start(t, cfg, nil)

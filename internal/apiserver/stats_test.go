@@ -13,6 +13,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/testenv"
 )
 
 type statsDayBody struct {
@@ -52,6 +53,7 @@ type sqlDay struct{ imp, clk, cls int64 }
 
 func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
 	t.Parallel()
+	testenv.RedisFacing(t)
 	ctx := context.Background()
 	clk := newClock() // 2026-11-22 10:00 UTC
 	cfg := testConfig(t)

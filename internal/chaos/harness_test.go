@@ -454,24 +454,6 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// countLines counts the lines of a log file that contain s.
-func countLines(path, s string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), s) {
-			n++
-		}
-	}
-	return n
-}
-
 // ctxFor is a context for a bounded setup or check step of a test.
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	t.Helper()

@@ -64,7 +64,7 @@ func TestMySQLStopped(t *testing.T) {
 		"backlog_peak", peak, "caught_up_after_restart_s", fmt.Sprintf("%.1f", caughtUp.Seconds()), "final_drain_ms", drain.Milliseconds(),
 		"goroutines", fmt.Sprintf("%d→%d→%d", base.goroutines, during.goroutines, after.goroutines),
 		"rss_mb", fmt.Sprintf("%.1f→%.1f→%.1f", base.rssMB, during.rssMB, after.rssMB),
-		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff)
+		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "stats_mismatch", c.statsDiff, "dead_lettered", c.dead)
 
 	assert.Equal(t, gets.n, gets.ok, "every GET of a known user answers normally while MySQL is down")
 	assert.Equal(t, acts.n, acts.ok, "every action of a known user is accepted while MySQL is down")

@@ -97,7 +97,7 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 		"recovery_ms", ms(rcv), "goroutines", fmt.Sprintf("%d→%d→%d", base.goroutines, during.goroutines, after.goroutines),
 		"rss_mb", fmt.Sprintf("%.1f→%.1f→%.1f", base.rssMB, during.rssMB, after.rssMB),
 		"heap_mb", fmt.Sprintf("%.1f→%.1f→%.1f", base.heapMB, during.heapMB, after.heapMB),
-		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff,
+		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "stats_mismatch", c.statsDiff, "dead_lettered", c.dead,
 		"drain_ms", drain.Milliseconds())
 
 	assert.Equal(t, all.n, all.statuses[http.StatusOK], "every GET answers 200")

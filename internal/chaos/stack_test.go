@@ -199,7 +199,7 @@ func (s *stack) apiStats() procStats {
 
 // backlog is what the queue holds: waiting plus claimed and not yet acknowledged.
 func (s *stack) backlog(ctx context.Context) (int64, error) {
-	q := redisstore.NewQueue(s.rdb, redisstore.Keys{Prefix: "popup", Shards: 1}, 2*time.Second)
+	q := redisstore.NewQueue(s.rdb, stackKeys, 2*time.Second)
 	st, err := q.Stats(ctx, 0)
 	if err != nil {
 		return 0, err
@@ -240,12 +240,17 @@ func (s *stack) waitBacklogBelow(n int64, within time.Duration) time.Duration {
 
 // check compares what the clients were told (acknowledged event ids) with MySQL once the queue is
 // drained.
+// stackKeys are the Redis keys of a stack's services: the default prefix and queue shards.
+var stackKeys = redisstore.Keys{Prefix: "popup", Shards: 1}
+
 type check struct {
 	acked     int // acknowledged events: impressions answered with a popup, actions answered 202
 	lost      int // acknowledged, not in popup_action_log
 	unacked   int // in popup_action_log, never acknowledged (the client saw an error or a degraded answer)
 	dupRows   int // action log rows beyond one per event_id
 	stateDiff int // (uid, popup) rows whose impressions count differs from its logged impressions
+	statsDiff int // (popup, day) rows of popup_daily_stats that differ from a count of the log
+	dead      int // events dead-lettered (docs/RELIABILITY.md: none in any scenario)
 	rows      int // popup_action_log rows
 }
 
@@ -285,7 +290,43 @@ func (s *stack) verify(rec *recorder) check {
 		  ON l.uid = s.uid AND l.popup_id = s.popup_id
 		WHERE s.impressions <> COALESCE(l.n, 0)`).Scan(&c.stateDiff)
 	require.NoError(t, err)
+	// The daily rollup is written in the same transaction as the log: a batch redelivered after
+	// a crash between commit and acknowledgement must not count twice there either.
+	fromLog := s.dailyCounts(ctx, `SELECT CONCAT(popup_id, '/', DATE(event_at)), SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
+		FROM popup_action_log GROUP BY popup_id, DATE(event_at)`)
+	stats := s.dailyCounts(ctx, `SELECT CONCAT(popup_id, '/', day), impressions, clicks, closes FROM popup_daily_stats`)
+	for k, v := range fromLog {
+		if stats[k] != v {
+			c.statsDiff++
+		}
+	}
+	for k := range stats {
+		if _, ok := fromLog[k]; !ok {
+			c.statsDiff++
+		}
+	}
+	dead, err := s.rdb.LLen(ctx, stackKeys.Dead(0)).Result()
+	require.NoError(t, err)
+	c.dead = int(dead)
 	return c
+}
+
+// dailyCounts reads (popup/day → impressions, clicks, closes) rows.
+func (s *stack) dailyCounts(ctx context.Context, query string) map[string][3]int64 {
+	t := s.t
+	t.Helper()
+	rows, err := s.db.QueryContext(ctx, query)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string][3]int64{}
+	for rows.Next() {
+		var key string
+		var n [3]int64
+		require.NoError(t, rows.Scan(&key, &n[0], &n[1], &n[2]))
+		out[key] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
 }
 
 // requireNoLoss asserts docs/CONTRACT.md §6: every acknowledged event is in the action log, once.
@@ -295,4 +336,6 @@ func (c check) requireNoLoss(t *testing.T) {
 	require.Zero(t, c.lost, "acknowledged events missing from popup_action_log")
 	require.Zero(t, c.dupRows, "event ids logged more than once")
 	require.Zero(t, c.stateDiff, "popup_user_state impressions differ from the logged impressions")
+	require.Zero(t, c.statsDiff, "popup_daily_stats rows differ from a count of popup_action_log")
+	require.Zero(t, c.dead, "events dead-lettered")
 }

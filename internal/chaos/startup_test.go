@@ -62,7 +62,7 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 		"worker_health", waiting.Status+"/"+fmt.Sprint(waiting.WaitingFor), "gets", gets.n, "get_status", gets.statusList(),
 		"degraded", gets.degraded, "get_errors", gets.errList(), "actions", acts.n, "action_status", acts.statusList(),
 		"caught_up_after_restart_s", fmt.Sprintf("%.1f", drainedIn.Seconds()), "final_drain_ms", final.Milliseconds(),
-		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff)
+		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "stats_mismatch", c.statsDiff, "dead_lettered", c.dead)
 
 	assert.Equal(t, http.StatusOK, waiting.Code, "the waiting worker is alive")
 	assert.Equal(t, []string{"mysql"}, waiting.WaitingFor)

@@ -101,7 +101,7 @@ func TestWorkerKillStorm(t *testing.T) {
 		"storm_s", h.plan.storm.Seconds(), "worker_starts", starts.Load(), "sigkill_by_test", kills.Load(),
 		"sigkill_after_commit_before_ack", selfKills.Load(), "reclaimed_lists", reclaimedLists, "reclaimed_events", reclaimedEvents,
 		"gets", gets.n, "get_status", gets.statusList(), "actions", acts.n, "action_status", acts.statusList(),
-		"acked", c.acked, "lost", c.lost, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "unacked_applied", c.unacked,
+		"acked", c.acked, "lost", c.lost, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "stats_mismatch", c.statsDiff, "dead_lettered", c.dead, "unacked_applied", c.unacked,
 		"final_drain_ms", drain.Milliseconds())
 
 	assert.Equal(t, gets.n, gets.ok, "GETs failed during the storm")

@@ -292,7 +292,7 @@ func (r *PopupRepo) Import(ctx context.Context, actor string, ps []popup.Popup, 
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	defer tx.Rollback() // after Commit it is a no-op
 	live, err := r.query(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' FOR UPDATE`)
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)

@@ -197,7 +197,7 @@ func (r *PopupRepo) Snapshot(ctx context.Context) (version int64, popups []popup
 	if err != nil {
 		return 0, nil, fmt.Errorf("snapshot: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only
+	defer tx.Rollback() // read-only
 	if err := tx.QueryRowContext(ctx, `SELECT version FROM popup_config_version WHERE id = 1`).Scan(&version); err != nil {
 		return 0, nil, fmt.Errorf("snapshot version: %w", err)
 	}
@@ -386,7 +386,7 @@ func (r *PopupRepo) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	defer tx.Rollback() // after Commit it is a no-op
 	if err := fn(tx); err != nil {
 		return nameTaken(err)
 	}

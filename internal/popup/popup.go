@@ -41,7 +41,7 @@ const (
 // Defaults applied by Input.Build to omitted fields (docs/CONTRACT.md §2).
 const (
 	DefaultReshowAfterSeconds int64 = 86400
-	DefaultRolloutPercent           = 100
+	DefaultRolloutPercent     int   = 100
 )
 
 // Limits enforced by Validate. They keep a single popup's JSON small, because it is sent on every

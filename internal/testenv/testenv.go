@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,37 @@ const (
 	// EnvStrict=1 (set by `make test`) turns every "cannot run here" skip into a failure, so
 	// that the full suite never passes with a test left out.
 	EnvStrict = "POPUP_TEST_STRICT"
+	// EnvRedisFacingOnly=1 (the Redis Cluster pass of `make test`) runs only the storage tests
+	// marked RedisFacing: the others do not depend on what kind of Redis serves them and have
+	// passed against the single node already.
+	EnvRedisFacingOnly = "POPUP_TEST_REDIS_FACING_ONLY"
 )
+
+// redisFacing holds the names of the top-level tests marked RedisFacing.
+var redisFacing sync.Map
+
+// RedisFacing marks a test whose outcome depends on how Redis is deployed (slots, pub/sub,
+// scripts, the queue): the Redis Cluster pass runs it again.
+func RedisFacing(t testing.TB) {
+	t.Helper()
+	redisFacing.Store(topName(t), true)
+}
+
+func topName(t testing.TB) string {
+	name, _, _ := strings.Cut(t.Name(), "/")
+	return name
+}
+
+// selected skips a storage test that the current pass does not run (EnvRedisFacingOnly).
+func selected(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvRedisFacingOnly) != "1" {
+		return
+	}
+	if _, ok := redisFacing.Load(topName(t)); !ok {
+		t.Skipf("%s=1: this pass runs only the tests marked testenv.RedisFacing", EnvRedisFacingOnly)
+	}
+}
 
 func need(t testing.TB, name string) string {
 	t.Helper()
@@ -66,6 +97,7 @@ func Suffix(t testing.TB) string {
 // is dropped when the test ends.
 func MySQLDSN(t testing.TB, migrate bool) string {
 	t.Helper()
+	selected(t)
 	base := need(t, EnvMySQL)
 	cfg, err := mysql.ParseDSN(base)
 	require.NoError(t, err)
@@ -110,6 +142,7 @@ func MySQL(t testing.TB) *sql.DB {
 // a local three-master cluster this way).
 func RedisAddr(t testing.TB) string {
 	t.Helper()
+	selected(t)
 	return need(t, EnvRedis)
 }
 

@@ -82,7 +82,7 @@ func seed(args []string) (err error) {
 	n := fs.Int("n", 20, "popups to create")
 	nRegions := fs.Int("regions", 8, "region codes r0..rN-1 the narrow popups spread over")
 	record := fs.Bool("record", false, "also create the popup of the record runs: region \"rec\", top priority, reshow 0 (shown, and so recorded, on every call)")
-	fs.Parse(args) //nolint:errcheck // ExitOnError
+	fs.Parse(args) // ExitOnError
 	c := client(8)
 	// The list comes in pages: follow next to count them all.
 	var list struct{ Popups []json.RawMessage }
@@ -203,7 +203,7 @@ func warm(args []string) error {
 	uids := fs.Int("uids", 100000, "uid pool size")
 	conns := fs.Int("c", 64, "concurrent connections")
 	tries := fs.Int("tries", 30, "calls per uid at most (a user may be eligible for several popups)")
-	fs.Parse(args) //nolint:errcheck
+	fs.Parse(args) // ExitOnError
 	c := client(*conns)
 	jobs := make(chan int, 1024)
 	var wg sync.WaitGroup
@@ -262,7 +262,7 @@ func fill(args []string) error {
 	uids := fs.Int("uids", 100000, "uid pool size")
 	workers := fs.Int("c", 4, "concurrent pipelines")
 	want := fs.Int("want", 1, "popups the config cache must hold first")
-	fs.Parse(args) //nolint:errcheck
+	fs.Parse(args) // ExitOnError
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -367,7 +367,7 @@ func openloop(args []string) error {
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the generator (it shares the cores with the server)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	hist := fs.String("hist", "", "write latency percentiles (0-100 in 0.1 steps) to this CSV file")
-	fs.Parse(args) //nolint:errcheck
+	fs.Parse(args) // ExitOnError
 	runtime.GOMAXPROCS(*procs)
 	u, err := neturl.Parse(*target)
 	if err != nil || u.Scheme != "http" || u.Host == "" {

@@ -25,7 +25,7 @@ func main() {
 		h := w.Header()
 		h["Content-Type"] = []string{"application/json; charset=utf-8"}
 		h["Content-Length"] = []string{length}
-		w.Write(body) //nolint:errcheck // benchmark reference
+		w.Write(body) // benchmark reference
 	}))
 	log.Fatal(err)
 }

@@ -42,7 +42,7 @@ func main() {
 		h := w.Header()
 		h["Content-Type"] = []string{"application/json; charset=utf-8"}
 		h["Content-Length"] = []string{length}
-		w.Write(body) //nolint:errcheck // a static experiment server; the client sees any failure
+		w.Write(body) // a static experiment server; the client sees any failure
 	})
 	mux.HandleFunc("/client-closes", func(w http.ResponseWriter, _ *http.Request) {
 		conn, rw, err := http.NewResponseController(w).Hijack()
@@ -59,8 +59,8 @@ func main() {
 		}
 		// Wait for the client's FIN: reading hits EOF once the client has closed. Only then close
 		// our side, so that the client is the one that closed first.
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck // best effort
-		io.Copy(io.Discard, rw.Reader)                        //nolint:errcheck // EOF or deadline
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second)) // best effort
+		io.Copy(io.Discard, rw.Reader)                        // EOF or deadline
 	})
 
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
