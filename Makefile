@@ -1,11 +1,11 @@
 # popup service. `make up` brings up the whole local stack; `make test` runs every test.
 SHELL := /bin/bash
 GO    ?= go
-# Gin (and everything else that goes through its JSON codec) uses json-iterator: every build,
-# vet and test of the service carries this tag, so the tests exercise what ships.
-TAGS  ?= jsoniter
+# GO_TAGS: the build tags of every build, vet and test (scripts/build.env says why).
+include scripts/build.env
+TAGS  ?= $(GO_TAGS)
 
-.PHONY: all build up down status test vet fmt bench bench-worker soak fuzz timewait loadtest migrate clean chaos
+.PHONY: all build up down status test test-quick lint vet fmt bench bench-worker soak fuzz timewait loadtest migrate clean chaos
 
 all: build
 
@@ -24,6 +24,15 @@ status:
 
 test: ## every test: unit, integration (own MariaDB + Redis), sysctl profiles
 	scripts/test.sh
+
+test-quick: ## the edit loop (well under a minute): pure packages; storage tests skip unless POPUP_TEST_* are set
+	$(GO) test -tags $(TAGS) ./...
+
+lint: ## go vet, staticcheck and gofmt, as make test runs them
+	$(GO) vet -tags $(TAGS) ./...
+	$(GO) tool staticcheck -tags $(TAGS) ./...
+	$(GO) tool staticcheck -tags chaos,$(TAGS) ./internal/chaos/
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...

@@ -75,12 +75,9 @@ if [ $stack -eq 1 ]; then
   POPUP_MARIADB_FLUSH=2 scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
   scripts/services.sh start-redis "$run_dir" "$redis_port"
   export POPUP_ADMIN_TOKEN="fuzz-$$-$RANDOM"
-  stack_env=(POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup" POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
-    POPUP_ADMIN_TOKEN="$POPUP_ADMIN_TOKEN" POPUP_LOG_LEVEL=warn POPUP_HTTP_ADDR="127.0.0.1:${api_port}"
-    POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}")
-  env "${stack_env[@]}" bin/popup-worker migrate >/dev/null
-  env "${stack_env[@]}" bin/popup-worker >"$run_dir/worker.log" 2>&1 & pids+=($!)
-  env "${stack_env[@]}" bin/popup-api >"$run_dir/api.log" 2>&1 & pids+=($!)
+  POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup" POPUP_REDIS_ADDR="127.0.0.1:${redis_port}" \
+    POPUP_LOG_LEVEL=warn POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" \
+    POPUP_WORKER_ADDR="127.0.0.1:${worker_port}" scripts/services.sh start-app "$run_dir"
   export POPUP_TARGET="http://127.0.0.1:${api_port}" POPUP_ADMIN_URL="http://127.0.0.1:${admin_port}"
 fi
 
@@ -135,7 +132,7 @@ fuzz admin "$POPUP_ADMIN_URL" $((secs - secs * 2 / 5)) --include-tag admin \
 elapsed=$(( $(date +%s) - start ))
 if [ ${#failed[@]} -gt 0 ]; then
   log "FAIL (${failed[*]}) after ${elapsed} s; logs and JUnit reports in $reports/"
-  if [ -n "$run_dir" ]; then grep -h '"level":"ERROR"' "$run_dir/api.log" | cut -c1-300 | sort | uniq -c | sort -rn | head -10 >&2 || true; fi
+  if [ -n "$run_dir" ]; then grep -h '"level":"ERROR"' "$run_dir/popup-api.log" | cut -c1-300 | sort | uniq -c | sort -rn | head -10 >&2 || true; fi
   exit 1
 fi
 log "PASS in ${elapsed} s; reports in $reports/"

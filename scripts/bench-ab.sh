@@ -24,8 +24,10 @@ log() { printf '[bench-ab] %s\n' "$*" >&2; }
 source scripts/benchstack.sh
 
 restart_api() { # VALUE
-  kill -TERM "$api_pid"; wait "$api_pid" 2>/dev/null || true
-  env "$var=$1" bin/popup-api >>"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
+  kill -TERM "$api_pid"
+  for _ in $(seq 1 300); do kill -0 "$api_pid" 2>/dev/null || break; sleep 0.1; done
+  env "$var=$1" setsid bin/popup-api >>"$run_dir/popup-api.log" 2>&1 </dev/null & api_pid=$!
+  echo "$api_pid" >"$run_dir/popup-api.pid" # scripts/services.sh stop stops it
   for _ in $(seq 1 100); do curl -fsS -o /dev/null "$api/readyz" 2>/dev/null && break; sleep 0.1; done
   wrk -t2 -c64 -d3s -s loadtest/bench.lua "$api" >/dev/null # warm the process up
 }

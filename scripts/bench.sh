@@ -162,7 +162,7 @@ for r in $(seq 1 "$open_rounds"); do
 done
 decisions=$(metrics | grep '^popup_decisions_total' || true)
 # why any answer was degraded (the API logs that at most once a second)
-grep -h "degraded" "$run_dir/api.log" | cut -c1-400 | head -5 >&2 || true
+grep -h "degraded" "$run_dir/popup-api.log" | cut -c1-400 | head -5 >&2 || true
 
 sweep_csv=
 if [ -n "${BENCH_SWEEP:-}" ]; then

@@ -33,12 +33,9 @@ export POPUP_ADMIN_TOKEN=bench
 export POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}"
 export POPUP_LOG_LEVEL=warn
 export POPUP_LINK_SCHEMES=http,https,app # benchtool's popups link to app://
-bin/popup-worker migrate >/dev/null
-bin/popup-worker >"$run_dir/worker.log" 2>&1 & worker_pid=$!; pids+=($worker_pid)
-bin/popup-api >"$run_dir/api.log" 2>&1 & api_pid=$!; pids+=($api_pid)
+scripts/services.sh start-app "$run_dir"
+api_pid=$(cat "$run_dir/popup-api.pid") worker_pid=$(cat "$run_dir/popup-worker.pid")
 bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & ref_pid=$!; pids+=($ref_pid)
-for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz" 2>/dev/null && break; sleep 0.1; done
-curl -fsS -o /dev/null "http://127.0.0.1:${api_port}/readyz"
 for _ in $(seq 1 50); do curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" 2>/dev/null && break; sleep 0.1; done
 curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" # the reference must answer 200 too
 

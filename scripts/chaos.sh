@@ -13,6 +13,7 @@
 # CHAOS_RUN=regexp runs only the matching tests (go test -run); POPUP_CHAOS_KEEP=1 keeps the logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/build.env
 
 mode=${1:-full}
 case "$mode" in
@@ -36,7 +37,7 @@ trap cleanup EXIT
 start=$(date +%s)
 status=0
 POPUP_CHAOS=$mode POPUP_CHAOS_DIR="$dir" POPUP_CHAOS_RESULTS="$results" \
-  go test -tags chaos,jsoniter -count=1 -timeout "$timeout" $verbose -run "${CHAOS_RUN:-.}" ./internal/chaos || status=$?
+  go test -tags "chaos,$GO_TAGS" -count=1 -timeout "$timeout" $verbose -run "${CHAOS_RUN:-.}" ./internal/chaos || status=$?
 took=$(( $(date +%s) - start ))
 
 echo "== chaos ($mode): $(grep -c '^CHAOS' "$results" || true) scenarios in ${took}s"

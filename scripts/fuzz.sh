@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# fuzz.sh [SECONDS]: run every `go test -fuzz` target for SECONDS each (default 5: the smoke that
-# `make test` runs; `make fuzz` runs 60). A crasher is saved by Go under the package's
-# testdata/fuzz/ and becomes a regression seed that plain `go test` replays: commit it.
+# fuzz.sh [SECONDS]: run every `go test -fuzz` target of the module for SECONDS each (default 5:
+# the smoke that `make test` runs; `make fuzz` runs 60). The targets are discovered (go test
+# -list), never listed by hand. A crasher is saved by Go under the package's testdata/fuzz/ and
+# becomes a regression seed that plain `go test` replays: commit it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/build.env
 secs=${1:-5}
-targets=(
-  "./internal/event FuzzDecode"
-  "./internal/httpapi FuzzScanQuery"
-  "./internal/httpapi FuzzActionBody"
-  "./internal/uidauth FuzzUIDSig"
-)
-for t in "${targets[@]}"; do
-  read -r pkg name <<<"$t"
-  echo "== fuzz $name ($pkg) for ${secs}s"
-  go test -run '^$' -fuzz "^${name}\$" -fuzztime "${secs}s" "$pkg"
+# Packages that define a fuzz target, then each package's targets by name.
+pkgs=$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u)
+[ -n "$pkgs" ] || { echo "fuzz.sh: no fuzz targets found" >&2; exit 1; }
+n=0
+for pkg in $pkgs; do
+  for name in $(go test -tags "$GO_TAGS" -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
+    echo "== fuzz $name ($pkg) for ${secs}s"
+    go test -tags "$GO_TAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "${secs}s" "$pkg"
+    n=$((n + 1))
+  done
 done
+echo "== fuzz: $n targets, ${secs}s each"

@@ -5,8 +5,7 @@
 #
 #   scripts/services.sh install [test]          install what the scripts need when missing: mariadb-server,
 #                                               mariadb-client, redis-server, redis-tools, python3 and
-#                                               python3-venv (free-port, the .venv of locust and
-#                                               schemathesis), iproute2 (ss, ip netns), curl; with
+#                                               python3-venv (the .venv of locust and schemathesis), iproute2 (ss, ip netns), curl; with
 #                                               `test` also chromium and npm (the console's browser
 #                                               test, `make test` only)
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
@@ -14,7 +13,11 @@
 #   scripts/services.sh start-redis-cluster DIR PORT1 PORT2 PORT3
 #                                               start three cluster-enabled redis-servers with AOF in
 #                                               DIR, make them a three-master cluster, wait until ok
-#   scripts/services.sh stop DIR                stop whatever this script started in DIR (by PID)
+#   scripts/services.sh start-app DIR           with the caller's POPUP_* environment: migrate, start
+#                                               bin/popup-worker and bin/popup-api (logs DIR/NAME.log,
+#                                               PID files DIR/NAME.pid), wait until popup-api is ready
+#   scripts/services.sh stop DIR                stop whatever this script started in DIR (by PID),
+#                                               popup-api and popup-worker before their storage
 #   scripts/services.sh free-port [N]           print N (1) distinct free TCP ports on 127.0.0.1, below
 #                                               the kernel's ephemeral range (see cmd_free_port)
 set -euo pipefail
@@ -58,69 +61,41 @@ cmd_install() { # [test]: also what only `make test` needs
   $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 }
 
-# cmd_free_port [N]: N distinct ports, one a line, each free now (bound once to check).
+# cmd_free_port [N]: N distinct ports, one a line, none in use now (ss).
 #
 # They come from below the kernel's ephemeral range (net.ipv4.ip_local_port_range) when there is
-# room: a port from that range (what binding port 0 hands out) can be taken by any outgoing
-# connection between this check and the server's bind, and the test servers restart on their
-# ports while load runs. connect() never picks a port below the range, so only a listener could
-# take one. The same rule as internal/chaos (freePort). With POPUP_PORTS_FILE set, the ports
-# handed out are appended to it and never handed out again by another call of the same run (a
-# port given but not yet bound would otherwise look free).
+# room: a port from that range can be taken by any outgoing connection between this check and the
+# server's bind, and the test servers restart on their ports while load runs. connect() never
+# picks a port below the range, so only a listener could take one. The same rule as
+# internal/chaos (freePort). With POPUP_PORTS_FILE set, the ports handed out are appended to it
+# (under a lock: the stages of scripts/test.sh ask concurrently) and never handed out again in
+# the same run: a port given but not yet bound would otherwise look free.
 cmd_free_port() {
-  python3 - "${1:-1}" <<'PY'
-import os, random, socket, sys
-
-n = int(sys.argv[1])
-given_path = os.environ.get("POPUP_PORTS_FILE", "")
-given = set()
-if given_path and os.path.exists(given_path):
-    given = {int(x) for x in open(given_path).read().split() if x.isdigit()}
-
-def ephemeral_low():
-    try:
-        return int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-out, socks = [], []
-
-def take(port):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        s.close()
-        return None
-    socks.append(s)  # held until every port is chosen: no two picks are equal
-    return s.getsockname()[1]
-
-lo = ephemeral_low()
-if lo > 2048:
-    first = max(1024, lo - 16384)
-    for _ in range(64 * n):
-        if len(out) == n:
-            break
-        p = random.randrange(first, lo)
-        if p in given or p in out:
-            continue
-        if take(p):
-            out.append(p)
-for _ in range(64 * n):  # no room below the range (or all taken): let the kernel choose
-    if len(out) == n:
-        break
-    p = take(0)
-    if p and p not in given and p not in out:
-        out.append(p)
-for s in socks:
-    s.close()
-if len(out) < n:
-    sys.exit(f"free-port: found {len(out)} of {n} free ports")
-if given_path:
-    with open(given_path, "a") as f:
-        f.write("".join(f"{p}\n" for p in out))
-print("\n".join(map(str, out)))
-PY
+  local n=${1:-1}
+  if [ -n "${POPUP_PORTS_FILE:-}" ]; then
+    touch "$POPUP_PORTS_FILE"
+    exec 9<"$POPUP_PORTS_FILE"
+    flock 9
+  fi
+  local lo=0 hi first span p i
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=0
+  if [ "$lo" -gt 2048 ]; then first=$(( lo > 17408 ? lo - 16384 : 1024 )); span=$(( lo - first ))
+  else first=20000; span=10000; fi # no room below the range: a fixed band, checked as well
+  declare -A taken=()
+  for p in $(ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://'); do taken[$p]=1; done
+  if [ -n "${POPUP_PORTS_FILE:-}" ]; then
+    for p in $(cat "$POPUP_PORTS_FILE"); do taken[$p]=1; done
+  fi
+  local out=()
+  for (( i = 0; i < 64 * n && ${#out[@]} < n; i++ )); do
+    p=$(( first + (RANDOM * 32768 + RANDOM) % span ))
+    [ -z "${taken[$p]:-}" ] || continue
+    taken[$p]=1
+    out+=("$p")
+  done
+  if [ ${#out[@]} -lt "$n" ]; then log "free-port: found ${#out[@]} of $n free ports"; return 1; fi
+  if [ -n "${POPUP_PORTS_FILE:-}" ]; then printf '%s\n' "${out[@]}" >>"$POPUP_PORTS_FILE"; fi
+  printf '%s\n' "${out[@]}"
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -249,6 +224,40 @@ cmd_start_redis_cluster() {
   return 1
 }
 
+# cmd_start_app DIR: the one start-up sequence of the service (make up, the test smoke, the API
+# fuzzer, the benchmarks): migrate, then the worker and the API in the background, tracked by PID
+# files like the servers above, and wait for the API's readiness.
+cmd_start_app() {
+  local dir; dir=$(realpath -m "$1")
+  mkdir -p "$dir"
+  : "${POPUP_MYSQL_DSN:?start-app needs POPUP_MYSQL_DSN}" "${POPUP_REDIS_ADDR:?start-app needs POPUP_REDIS_ADDR}"
+  local name
+  for name in popup-worker popup-api; do
+    [ -x "bin/$name" ] || { log "bin/$name is missing: make build"; return 1; }
+  done
+  bin/popup-worker migrate >>"$dir/popup-worker.log" 2>&1 || { log "migrate failed:"; tail -5 "$dir/popup-worker.log" >&2; return 1; }
+  for name in popup-worker popup-api; do
+    if alive "$dir/$name.pid"; then log "$name already running (pid $(cat "$dir/$name.pid"))"; continue; fi
+    # setsid: it outlives the make target that started it; its PID file is our handle.
+    setsid "bin/$name" </dev/null >>"$dir/$name.log" 2>&1 &
+    echo $! >"$dir/$name.pid"
+  done
+  local addr=${POPUP_HTTP_ADDR:-:8080} i
+  addr="${addr/#:/127.0.0.1:}"
+  for i in $(seq 1 300); do
+    if curl -fsS -o /dev/null "http://$addr/readyz" 2>/dev/null; then
+      log "popup-api ready on $addr (pid $(cat "$dir/popup-api.pid")), popup-worker pid $(cat "$dir/popup-worker.pid"), logs in $dir"
+      return 0
+    fi
+    for name in popup-worker popup-api; do
+      alive "$dir/$name.pid" || { log "$name exited:"; tail -20 "$dir/$name.log" >&2; return 1; }
+    done
+    sleep 0.1
+  done
+  log "popup-api not ready on $addr after 30 s:"; tail -20 "$dir/popup-api.log" >&2
+  return 1
+}
+
 stop_pidfile() {
   local pidf=$1 name=$2 pid i
   [ -f "$pidf" ] || return 0
@@ -265,7 +274,8 @@ stop_pidfile() {
 cmd_stop() {
   local dir; dir=$(realpath -m "$1")
   local f
-  for f in "$dir"/*.pid; do
+  # the service first: a worker stopped after its MariaDB or Redis would log errors meanwhile
+  for f in "$dir"/popup-api.pid "$dir"/popup-worker.pid "$dir"/*.pid; do
     [ -e "$f" ] || continue
     stop_pidfile "$f" "$(basename "$f" .pid)"
   done
@@ -276,7 +286,8 @@ case "${1:-}" in
   start-mariadb) shift; cmd_start_mariadb "$@" ;;
   start-redis) shift; cmd_start_redis "$@" ;;
   start-redis-cluster) shift; cmd_start_redis_cluster "$@" ;;
+  start-app) shift; cmd_start_app "$@" ;;
   stop) shift; cmd_stop "$@" ;;
   free-port) shift; cmd_free_port "$@" ;;
-  *) echo "usage: $0 install|start-mariadb DIR PORT|start-redis DIR PORT|start-redis-cluster DIR PORT1 PORT2 PORT3|stop DIR|free-port" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start-mariadb DIR PORT|start-redis DIR PORT|start-redis-cluster DIR PORT1 PORT2 PORT3|start-app DIR|stop DIR|free-port" >&2; exit 2 ;;
 esac

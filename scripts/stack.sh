@@ -31,23 +31,6 @@ stack_env() {
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-start_bin() { # name: start bin/NAME in the background, log to .local/NAME.log
-  local name=$1 pidf="$dir/$1.pid"
-  if alive "$pidf"; then log "$name already running (pid $(cat "$pidf"))"; return 0; fi
-  setsid "bin/$name" </dev/null >>"$dir/$name.log" 2>&1 &
-  echo $! >"$pidf"
-  log "$name started (pid $!, log .local/$name.log)"
-}
-
-wait_http() { # url, seconds
-  local i
-  for i in $(seq 1 $(( $2 * 10 ))); do
-    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
 seed() {
   local admin="http://${POPUP_ADMIN_ADDR/#:/127.0.0.1:}"
   local auth="Authorization: Bearer $POPUP_ADMIN_TOKEN"
@@ -71,13 +54,8 @@ cmd_up() {
   stack_env
   scripts/services.sh start-mariadb "$dir" "$mysql_port"
   scripts/services.sh start-redis "$dir" "$redis_port"
-  bin/popup-worker migrate
-  start_bin popup-worker
-  start_bin popup-api
+  scripts/services.sh start-app "$dir"
   local public="http://127.0.0.1:${POPUP_HTTP_ADDR##*:}"
-  if ! wait_http "$public/readyz" 20; then
-    log "popup-api is not ready; last log lines:"; tail -20 "$dir/popup-api.log" >&2; return 1
-  fi
   seed
   cat >&2 <<MSG
 [stack] up:
@@ -90,16 +68,6 @@ MSG
 }
 
 cmd_down() {
-  local name
-  for name in popup-api popup-worker; do
-    local pidf="$dir/$name.pid"
-    if alive "$pidf"; then
-      kill -TERM "$(cat "$pidf")"
-      for _ in $(seq 1 200); do alive "$pidf" || break; sleep 0.1; done
-      log "stopped $name"
-    fi
-    rm -f "$pidf"
-  done
   scripts/services.sh stop "$dir"
 }
 

@@ -24,6 +24,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/testenv"
 )
 
 // plan holds the durations of one mode: fast (inside `make test`) or full (`make chaos`, the
@@ -113,7 +115,7 @@ func setup() (*harness, error) {
 	start := time.Now()
 	hs.api, hs.worker = filepath.Join(dir, "bin", "popup-api"), filepath.Join(dir, "bin", "popup-worker")
 	for bin, pkg := range map[string]string{hs.api: "./cmd/popup-api", hs.worker: "./cmd/popup-worker"} {
-		cmd := exec.Command("go", "build", "-tags", "jsoniter", "-trimpath", "-o", bin, pkg)
+		cmd := exec.Command("go", "build", "-tags", testenv.BuildTags(), "-trimpath", "-o", bin, pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)

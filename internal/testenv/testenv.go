@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +228,20 @@ func Redis(t testing.TB) redis.UniversalClient {
 	c := newRedis(t)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// BuildTags returns the -tags this test binary was built with (scripts/build.env's, under `make
+// test`), for a test that builds one of the service's binaries: the binary under test is built
+// as the test itself was.
+func BuildTags() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-tags" {
+			return s.Value
+		}
+	}
+	return ""
 }
