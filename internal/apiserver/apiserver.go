@@ -130,6 +130,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, pipe)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	var known *redisstore.KnownUsers
+	if cfg.KnownUsers > 0 {
+		if known, err = redisstore.NewKnownUsers(keys, cfg.KnownUsers, cfg.KnownUsersFP); err != nil {
+			return err
+		}
+	}
+	users.UseKnownUsers(known, redisstore.NewStateMetrics(reg))
 	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
 	reg.MustRegister(local.Collectors()...)
 	decider := &decide.Decider{Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),

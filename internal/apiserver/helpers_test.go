@@ -60,6 +60,7 @@ func testConfig(t *testing.T) config.Config {
 		"POPUP_LINK_SCHEMES":         "http,https,app", // popupSpec's buttons link to app://
 		"POPUP_REDIS_TIMEOUT":        "1s",
 		"POPUP_REQUEST_BUDGET":       "2s",
+		"POPUP_KNOWN_USERS":          "10000", // a filter of 12 KB per test, not the default's 12 MB
 	})
 	require.NoError(t, err)
 	cfg.HTTPAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"

@@ -56,6 +56,10 @@ type Config struct {
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
 	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
 
+	KnownUsers            int     `env:"KNOWN_USERS" envDefault:"10000000" desc:"expected number of uids with durable state, the size of the known-users Bloom filter in Redis (about 1.2 MB per million at 1%): a state miss for a uid it has never seen costs no SQL; 0 = off (every miss loads from MySQL). popup-api and popup-worker must agree"`
+	KnownUsersFP          float64 `env:"KNOWN_USERS_FP" envDefault:"0.01" desc:"false-positive rate of the known-users filter at KNOWN_USERS uids (a false positive costs one MySQL load); popup-api and popup-worker must agree"`
+	KnownUsersRebuildRate int     `env:"KNOWN_USERS_REBUILD_RATE" envDefault:"20000" desc:"uids per second the worker reads from popup_user_state while it rebuilds a known-users filter Redis lost"`
+
 	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
 
 	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"1" desc:"number of event queue shards (each its own Redis hash slot)"`
@@ -135,6 +139,15 @@ func (c Config) Validate() error {
 	}
 	if c.ActionRateLimit < 0 {
 		bad("ACTION_RATE_LIMIT", "must be >= 0")
+	}
+	if c.KnownUsers < 0 {
+		bad("KNOWN_USERS", "must be >= 0 (0 = off)")
+	}
+	if c.KnownUsersFP <= 0 || c.KnownUsersFP >= 0.5 {
+		bad("KNOWN_USERS_FP", "must be in (0, 0.5), got %g", c.KnownUsersFP)
+	}
+	if c.KnownUsersRebuildRate <= 0 {
+		bad("KNOWN_USERS_REBUILD_RATE", "must be > 0, got %d", c.KnownUsersRebuildRate)
 	}
 	if c.LocalAnswerCacheSize < 0 {
 		bad("LOCAL_ANSWER_CACHE_SIZE", "must be >= 0 (0 = off)")

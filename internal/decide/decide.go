@@ -112,6 +112,9 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			if d.storeFailed(ctx, now, opGetState, err) {
 				return Answer{Kind: ClientGone}
 			}
+			if errors.Is(err, popup.ErrStateLoad) {
+				return d.degraded(outDegradedMySQL)
+			}
 			return d.degraded(outDegradedRedisError)
 		}
 		chosen := popup.Select(cands, req, &st.UserState, now, d.DailyCap)

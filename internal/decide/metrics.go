@@ -15,6 +15,7 @@ const (
 	outDegradedNoSnapshot
 	outDegradedBreakerOpen
 	outDegradedRedisError
+	outDegradedMySQL
 	numOutcomes
 )
 
@@ -28,6 +29,7 @@ var outcomeNames = [numOutcomes]string{
 	outDegradedNoSnapshot:  "degraded_no_snapshot",
 	outDegradedBreakerOpen: "degraded_breaker_open",
 	outDegradedRedisError:  "degraded_redis_error",
+	outDegradedMySQL:       "degraded_mysql", // loading a user's lost state from MySQL failed or missed the budget
 }
 
 // storeOp is a label value of popup_redis_errors_total.

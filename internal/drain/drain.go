@@ -38,6 +38,9 @@ type Config struct {
 	// Failpoint, when set, is called at the named points of the loop (FailpointAfterCommit). Tests
 	// use it to crash the process where it hurts most. Never set in production.
 	Failpoint func(point string)
+	// Written, when set, is told of every committed batch of shard before it is acknowledged
+	// (the worker adds the batch's uids to the known-users filter). It must not fail the batch.
+	Written func(ctx context.Context, shard int, events []event.Event)
 }
 
 // FailpointAfterCommit is reached when a batch is committed to MySQL and not yet acknowledged.
@@ -197,6 +200,9 @@ func (d *Drain) process(ctx context.Context, shard int, raws []string) error {
 		return err
 	}
 	held -= moved
+	if d.cfg.Written != nil {
+		d.cfg.Written(ctx, shard, events)
+	}
 	if d.cfg.Failpoint != nil {
 		d.cfg.Failpoint(FailpointAfterCommit)
 	}

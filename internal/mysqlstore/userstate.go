@@ -58,3 +58,23 @@ func (l *UserStateLoader) Load(ctx context.Context, uid string, now time.Time) (
 	}
 	return st, nil
 }
+
+// StateUIDs returns up to limit distinct uids of popup_user_state greater than after, in order:
+// one step of a scan of every uid with durable state (the known-users filter's rebuild), on the
+// primary key's (uid, popup_id) order.
+func (l *UserStateLoader) StateUIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT DISTINCT uid FROM popup_user_state WHERE uid > ? ORDER BY uid LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scan user-state uids: %w", err)
+	}
+	defer rows.Close()
+	uids := make([]string, 0, limit)
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, fmt.Errorf("scan user-state uids: %w", err)
+		}
+		uids = append(uids, uid)
+	}
+	return uids, rows.Err()
+}

@@ -30,6 +30,21 @@ type UserStore struct {
 	pipe   *redis.AutoPipeliner // nil: every command is its own round trip
 	// actionLimit caps recorded actions per uid per RateWindow; 0 = none.
 	actionLimit int
+	// known answers "new user" on a state miss without MySQL; nil = every miss loads.
+	known    *KnownUsers
+	emptyRaw string // the stored value of the empty state
+	metrics  *StateMetrics
+}
+
+// StateLoadTimeout bounds one shared load of a user's state from MySQL. It runs detached from
+// the requests waiting for it: a caller whose budget ends answers degraded, a client that hangs
+// up leaves, and the load still finishes and caches the state for the user's next request.
+const StateLoadTimeout = 2 * time.Second
+
+// UseKnownUsers makes a state miss consult f before MySQL (see KnownUsers); m counts the
+// answers (nil: uncounted).
+func (s *UserStore) UseKnownUsers(f *KnownUsers, m *StateMetrics) {
+	s.known, s.metrics = f, m
 }
 
 // NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (a
@@ -37,7 +52,8 @@ type UserStore struct {
 // requests (GET and the record script) share pipelines: under load many requests share one
 // write, one read and one Redis wake-up; with nothing waiting a command goes out at once.
 func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *redis.AutoPipeliner) *UserStore {
-	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe}
+	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe,
+		emptyRaw: string(AppendState(nil, &popup.UserState{}))}
 }
 
 // do runs cmd through the autopipeliner when there is one. The autopipeliner runs a queued command
@@ -83,11 +99,22 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 	} else if !errors.Is(err, redis.Nil) {
 		return State{}, fmt.Errorf("get user state: %w", err)
 	}
-	v, err, shared := s.group.Do(key, func() (any, error) { return s.load(ctx, key, uid, now) })
-	if err != nil {
-		return State{}, err
+	// One load per uid at a time in this process, on a context of its own: see StateLoadTimeout.
+	ch := s.group.DoChan(key, func() (any, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StateLoadTimeout)
+		defer cancel()
+		return s.load(lctx, key, uid, now)
+	})
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		return State{}, fmt.Errorf("%w: %w", ErrLoad, ctx.Err())
 	}
-	st := v.(State)
+	if res.Err != nil {
+		return State{}, res.Err
+	}
+	st, shared := res.Val.(State), res.Shared
 	if shared {
 		// Callers mutate their state: each sharer gets its own copy.
 		dec, err := DecodeState(st.Raw)
@@ -100,6 +127,22 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 }
 
 func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (State, error) {
+	if s.known != nil {
+		ans, raw, err := s.known.check(ctx, s.rdb, key, uid, s.emptyRaw, s.ttl.Milliseconds())
+		if err != nil {
+			return State{}, fmt.Errorf("get user state: %w", err)
+		}
+		s.metrics.miss(ans)
+		if ans == KnownNew {
+			st, err := DecodeState(raw)
+			if err != nil {
+				return State{}, err
+			}
+			return State{UserState: st, Raw: raw}, nil
+		}
+	} else {
+		s.metrics.miss(KnownUntrusted)
+	}
 	// Wait for a slot within the caller's budget: a burst of new users queues for MySQL
 	// instead of all hitting it at once, and degrades only if the budget runs out.
 	select {
@@ -137,22 +180,27 @@ type Outcome = popup.Outcome
 // recordScript atomically: refuses a replayed event id, compares the state with what the caller
 // decided on, writes the new state, queues the event and remembers the event id.
 //
-//	KEYS[1] user state  KEYS[2] queue  KEYS[3] event-id marker (optional)  KEYS[4] rate counter (optional)
+// For a user without recorded state yet, it also adds the uid to the known-users filter
+// (KnownUsers) in the same step, so that the filter never lacks a uid whose event is queued.
+//
+//	KEYS[1] user state  KEYS[2] queue  KEYS[3] known-users filter
+//	KEYS[4] event-id marker (optional)  KEYS[5] rate counter (optional)
 //	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] event  ARGV[5] marker TTL ms
-//	ARGV[6] actions allowed per rate window  ARGV[7] rate window ms
+//	ARGV[6] actions allowed per rate window  ARGV[7] rate window ms  ARGV[8..] filter bit offsets
 var recordScript = redis.NewScript(`
-if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
+if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return 2 end
 local cur = redis.call('GET', KEYS[1])
 if cur == false then cur = '' end
 if cur ~= ARGV[1] then return 1 end
-if KEYS[4] then
-  local n = redis.call('INCR', KEYS[4])
-  if n == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[7]) end
+if KEYS[5] then
+  local n = redis.call('INCR', KEYS[5])
+  if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[7]) end
   if n > tonumber(ARGV[6]) then return 3 end
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 redis.call('RPUSH', KEYS[2], ARGV[4])
-if KEYS[3] then redis.call('SET', KEYS[3], '1', 'PX', ARGV[5]) end
+if KEYS[4] then redis.call('SET', KEYS[4], '1', 'PX', ARGV[5]) end
+for i = 8, #ARGV do redis.call('SETBIT', KEYS[3], ARGV[i], 1) end
 return 0
 `)
 
@@ -171,7 +219,13 @@ const EventIDTTL = 24 * time.Hour
 // action rate limit as RateLimited.
 func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (Outcome, error) {
 	shard := s.keys.Shard(uid)
-	keys := []string{s.keys.User(uid), s.keys.Queue(shard)}
+	// Without a filter the third key is a name nothing writes (no offsets follow); it keeps
+	// the script's key positions fixed.
+	knownKey := s.keys.Queue(shard)
+	if s.known != nil {
+		knownKey = s.known.Key(shard)
+	}
+	keys := []string{s.keys.User(uid), s.keys.Queue(shard), knownKey}
 	if dedupe {
 		keys = append(keys, s.keys.EventID(uid, ev.ID))
 		if s.actionLimit > 0 {
@@ -181,6 +235,10 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 	var sb, eb [512]byte
 	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), event.Append(eb[:0], ev), EventIDTTL.Milliseconds(),
 		s.actionLimit, RateWindow.Milliseconds()}
+	if s.known != nil && (prev == "" || prev == s.emptyRaw) {
+		// The user's first recorded state: add the uid. Later records find it there already.
+		args = s.known.appendOffsets(args, uid)
+	}
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
 	cmdArgs = append(cmdArgs, "evalsha", recordScript.Hash(), len(keys))
 	for _, k := range keys {

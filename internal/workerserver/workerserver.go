@@ -83,10 +83,23 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	writer := mysqlstore.NewEventWriter(db)
 	writer.OnRows = metrics.RowsWritten
-	drainer := drain.New(queue, writer, drain.Config{
+	dcfg := drain.Config{
 		Worker: worker, Shards: cfg.QueueShards, BatchSize: cfg.WorkerBatchSize, FlushEvery: cfg.WorkerFlushEvery,
 		Lease: cfg.WorkerLease, Grace: cfg.ShutdownTimeout, Failpoint: hooks.Failpoint,
-	}, log, metrics)
+	}
+	var known *knownUsers
+	if cfg.KnownUsers > 0 {
+		f, err := redisstore.NewKnownUsers(keys, cfg.KnownUsers, cfg.KnownUsersFP)
+		if err != nil {
+			return err
+		}
+		known = newKnownUsers(f, rdb, cfg.QueueShards, cfg.KnownUsersRebuildRate, mysqlstore.NewUserStateLoader(db).StateUIDs, log, reg)
+		// Checked as often as the config cache is warmed, at most every 10 s.
+		known.every = min(known.every, cfg.WarmInterval)
+		dcfg.Written = known.written
+		log.Info("known-users filter", "uids", cfg.KnownUsers, "fp", cfg.KnownUsersFP, "bits_per_shard", f.Bits, "k", f.K, "redis_bytes", f.Bytes())
+	}
+	drainer := drain.New(queue, writer, dcfg, log, metrics)
 
 	warmNow := make(chan struct{}, 1)
 	kickWarm := func() {
@@ -148,6 +161,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		})
 		return nil
 	})
+	if known != nil {
+		g.Go(func() error {
+			if waitUp(gctx, deps) {
+				known.run(gctx)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		if !waitUp(gctx, deps) {
 			return nil

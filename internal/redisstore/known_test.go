@@ -1,0 +1,166 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+	"popupsvc/internal/testenv"
+)
+
+func TestKnownUsersSizing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name             string
+		expected, shards int
+		fp               float64
+		wantBits         uint64 // per shard
+		wantK            int
+	}{
+		// m = -n ln p / ln² 2: 9.585 bits per uid at 1%, 14.38 at 0.1%; k = m/n ln 2
+		{name: "1M at 1%", expected: 1_000_000, shards: 1, fp: 0.01, wantBits: 9_585_059, wantK: 7},
+		{name: "1M at 1% over 4 shards", expected: 1_000_000, shards: 4, fp: 0.01, wantBits: 2_396_265, wantK: 7},
+		{name: "10M at 0.1%", expected: 10_000_000, shards: 1, fp: 0.001, wantBits: 143_775_876, wantK: 10},
+		{name: "tiny", expected: 1, shards: 1, fp: 0.4, wantBits: 64, wantK: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := NewKnownUsers(Keys{Prefix: "p", Shards: tt.shards}, tt.expected, tt.fp)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantBits, f.Bits)
+			assert.Equal(t, tt.wantK, f.K)
+		})
+	}
+	f, err := NewKnownUsers(Keys{Prefix: "p", Shards: 1}, 1_000_000, 0.01)
+	require.NoError(t, err)
+	assert.InDelta(t, 1.2e6, float64(f.Bytes()), 0.01e6, "about 1.2 MB per million uids at 1%")
+	for _, bad := range []struct {
+		n  int
+		fp float64
+	}{{0, 0.01}, {-1, 0.01}, {10, 0}, {10, 1}} {
+		_, err := NewKnownUsers(Keys{Prefix: "p", Shards: 1}, bad.n, bad.fp)
+		assert.Error(t, err, "expected %d, fp %g", bad.n, bad.fp)
+	}
+}
+
+// TestKnownUsersFalsePositiveRate fills an in-memory copy of the filter with its expected number
+// of uids and measures the false positives among others: near the configured rate, and never a
+// false negative.
+func TestKnownUsersFalsePositiveRate(t *testing.T) {
+	t.Parallel()
+	const n = 20_000
+	f, err := NewKnownUsers(Keys{Prefix: "p", Shards: 1}, n, 0.01)
+	require.NoError(t, err)
+	bits := make([]bool, knownHeaderBits+f.Bits)
+	buf := make([]any, 0, f.K)
+	set := func(uid string, mark bool) (all bool) {
+		all = true
+		buf = f.appendOffsets(buf[:0], uid)
+		for _, o := range buf {
+			off := o.(uint64)
+			if off < knownHeaderBits || off >= knownHeaderBits+f.Bits {
+				t.Fatalf("offset %d of %q outside the filter's bits", off, uid)
+			}
+			if mark {
+				bits[off] = true
+			}
+			all = all && bits[off]
+		}
+		return all
+	}
+	for i := range n {
+		set("user-"+strconv.Itoa(i), true)
+	}
+	for i := range n {
+		if !set("user-"+strconv.Itoa(i), false) {
+			t.Fatalf("false negative: user-%d", i)
+		}
+	}
+	fp := 0
+	const probes = 100_000
+	for i := range probes {
+		if set("other-"+strconv.Itoa(i), false) {
+			fp++
+		}
+	}
+	rate := float64(fp) / probes
+	t.Logf("false positives: %d of %d (%.3f%%)", fp, probes, 100*rate)
+	assert.InDelta(t, 0.01, rate, 0.005)
+}
+
+// TestKnownUsersLifecycle runs the filter against the real Redis (and, in the cluster pass, a
+// Redis Cluster): untrusted until a rebuild finishes; then "new" for an unseen uid, with the
+// empty state cached, and "maybe" for an added one; a filter lost during a rebuild is never
+// declared complete; one rebuild at a time.
+func TestKnownUsersLifecycle(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	keys := Keys{Prefix: testenv.RedisPrefix(t), Shards: 2}
+	f, err := NewKnownUsers(keys, 1000, 0.01)
+	require.NoError(t, err)
+	ctx := context.Background()
+	empty := string(AppendState(nil, &popup.UserState{}))
+	check := func(uid string) KnownAnswer {
+		t.Helper()
+		a, _, err := f.check(ctx, rdb, keys.User(uid), uid, empty, 60_000)
+		require.NoError(t, err)
+		return a
+	}
+	uid := "alice"
+	shard := keys.Shard(uid)
+
+	assert.Equal(t, KnownUntrusted, check(uid), "no filter yet")
+	require.NoError(t, f.Add(ctx, rdb, shard, []string{"bob"}))
+	assert.Equal(t, KnownUntrusted, check(uid), "bits alone are not a complete filter")
+
+	r, err := f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	require.NotNil(t, r)
+	other, err := f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	assert.Nil(t, other, "the lease keeps a second worker out")
+	ok, err := r.Add(ctx, []string{"carol"})
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, KnownUntrusted, check(uid), "not complete before Finish")
+	ok, err = r.Finish(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	done, err := f.Complete(ctx, rdb, shard)
+	require.NoError(t, err)
+	assert.True(t, done)
+	for _, known := range []string{"bob", "carol"} {
+		if keys.Shard(known) == shard {
+			assert.Equal(t, KnownMaybe, check(known), known)
+		}
+	}
+	a, raw, err := f.check(ctx, rdb, keys.User(uid), uid, empty, 60_000)
+	require.NoError(t, err)
+	assert.Equal(t, KnownNew, a)
+	assert.Equal(t, empty, raw)
+	cached, err := rdb.Get(ctx, keys.User(uid)).Result()
+	require.NoError(t, err)
+	assert.Equal(t, empty, cached, "the empty state is cached with the answer")
+	again, err := f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	assert.Nil(t, again, "a complete filter needs no rebuild")
+
+	// Lost during a rebuild: the rebuild notices at its next step and cannot finish.
+	require.NoError(t, rdb.Del(ctx, f.Key(shard)).Err())
+	r, err = f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	require.NotNil(t, r, "a lost filter is rebuilt")
+	require.NoError(t, rdb.Del(ctx, f.Key(shard)).Err())
+	ok, err = r.Add(ctx, []string{"dave"})
+	require.NoError(t, err)
+	assert.False(t, ok)
+	ok, err = r.Finish(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, KnownUntrusted, check("erin"))
+}
