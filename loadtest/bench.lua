@@ -7,13 +7,36 @@ local pool = tonumber(os.getenv("BENCH_UIDS") or "100000")
 local regions = tonumber(os.getenv("BENCH_REGIONS") or "8")
 local platforms = {"ios", "android", "web"}
 local fixed_region = os.getenv("BENCH_QUERY_REGION") or ""
+-- BENCH_UID_MODE: pool (default) a uniform user of the pool; fresh: every request a uid never
+-- seen before (first visits); zipf: a user of BENCH_ZIPF_USERS (1,000,000) drawn from a Zipf
+-- distribution (s = 1: a few users return often, most rarely; those beyond the warmed pool are
+-- new on their first request). uid i keeps the pool's mapping to platform, version and region.
+local mode = os.getenv("BENCH_UID_MODE") or "pool"
+local zipf_users = tonumber(os.getenv("BENCH_ZIPF_USERS") or "1000000")
+local log_zipf = math.log(zipf_users + 1)
+local fresh_prefix, fresh_n = "", 0
 
 function init(args)
   math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+  -- per thread and run: with the counter, a uid no earlier request used
+  fresh_prefix = "fv" .. os.time() .. "x" .. math.random(0, 2^30) .. "x"
+end
+
+local function pick()
+  if mode == "fresh" then
+    fresh_n = fresh_n + 1
+    return fresh_prefix .. fresh_n, fresh_n
+  elseif mode == "zipf" then
+    -- inverse of the continuous approximation of Zipf(s = 1) over 1..N: P(rank <= k) ~ ln(k+1)/ln(N+1)
+    local i = math.floor(math.exp(math.random() * log_zipf)) - 1
+    return "user-" .. i, i
+  end
+  local i = math.random(0, pool - 1)
+  return "user-" .. i, i
 end
 
 function request()
-  local i = math.random(0, pool - 1)
-  return wrk.format("GET", "/api/v1/popup?uid=user-" .. i .. "&platform=" .. platforms[i % 3 + 1] ..
+  local uid, i = pick()
+  return wrk.format("GET", "/api/v1/popup?uid=" .. uid .. "&platform=" .. platforms[i % 3 + 1] ..
     "&app_version=8." .. (i % 13) .. ".0&region=" .. (fixed_region ~= "" and fixed_region or ("r" .. (i % regions))) .. "&lang=en")
 end

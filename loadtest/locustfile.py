@@ -1,6 +1,7 @@
 """The homepage scenario of the popup service (docs/CONTRACT.md §3), for locust.
 
-A simulated user opens the app's homepage: GET /api/v1/popup for a uid drawn from a pool, with
+A simulated user opens the app's homepage: GET /api/v1/popup for a uid drawn from a pool (or, for
+a share of the opens, a brand-new uid: a first visit), with
 that uid's platform, app version, region and language (stable per uid). When a popup comes back,
 the user waits a moment and clicks it, closes it, or ignores it, with the configured
 probabilities: POST /api/v1/popups/{id}/actions with a fresh event_id (uuid4) and the decision_id
@@ -193,7 +194,10 @@ class HomepageUser(FastHttpUser):
     def open_homepage(self):
         o = _Run.opts
         pop = _Run.population
-        dev = pop.device(random.randrange(pop.pool))
+        if random.random() < o["popup_new_user_share"]:
+            dev = pop.new_device()  # a first visit
+        else:
+            dev = pop.device(random.randrange(pop.pool))
         with self.client.get(dev.path, name=GET_NAME,
                              catch_response=True) as r:
             if r.status_code == 0:  # no HTTP answer: connection refused, reset, timeout

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import random
 from urllib.parse import quote
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -130,6 +131,9 @@ OPTIONS: Sequence[Option] = (
            "number of distinct uids; every homepage open picks one at random"),
     Option("popup-uid-prefix", "POPUP_LOAD_UID_PREFIX", "lt-", str,
            "uids are PREFIX0 .. PREFIX(pool-1)"),
+    Option("popup-new-user-share", "POPUP_LOAD_NEW_USER_SHARE", 0.05, parse_probability,
+           "share of homepage opens by a brand-new uid (a first visit: an install, a new account), "
+           "never seen before by the service; the rest pick a uid of the pool"),
     Option("popup-platforms", "POPUP_LOAD_PLATFORMS", "android:55,ios:35,web:10", parse_mix,
            "platform mix, value:weight,..."),
     Option("popup-app-versions", "POPUP_LOAD_APP_VERSIONS",
@@ -250,6 +254,11 @@ class Population:
     def from_options(cls, opts: dict[str, Any]) -> "Population":
         return cls(opts["popup_uid_pool"], opts["popup_uid_prefix"], opts["popup_platforms"],
                    opts["popup_app_versions"], opts["popup_locales"])
+
+    def new_device(self) -> Device:
+        """A device no run has used before: an index far beyond the pool (62 random bits), with
+        the attributes device() gives that index."""
+        return self.device(self.pool + random.getrandbits(62))
 
     def device(self, i: int) -> Device:
         h = _mix64(i)

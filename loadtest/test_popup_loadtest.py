@@ -262,3 +262,14 @@ def test_readme_documents_every_variable():
     for o in sc.OPTIONS:
         assert f"`--{o.name}`" in readme, o.name
         assert f"`{o.env}`" in readme, o.env
+
+
+def test_new_devices_are_first_visits_outside_the_pool():
+    p = sc.Population(1000, "lt-", "ios", "1.0", "us/en")
+    pool = {p.device(i).uid for i in range(1000)}
+    fresh = [p.new_device() for _ in range(200)]
+    uids = {d.uid for d in fresh}
+    assert len(uids) == 200, "every first visit is a new uid"
+    assert not uids & pool
+    for d in fresh:
+        assert len(d.uid) <= 64 and d.path.startswith(f"/api/v1/popup?uid={d.uid}&")

@@ -11,6 +11,12 @@
 #   (c) API CPU per steady-state request / bare server CPU per request;             target <= 1.3
 #   (d) open-loop p99 at a fixed offered rate of half the API's best steady-state req/s, ratio to
 #       the bare server's p99 at the same rate (benchtool openloop);                target <= 1.5
+#   (e) first visits: every GET a uid never seen before (BENCH_UID_MODE=fresh) shown the record
+#       popup and recorded, req/s as a ratio to (b)'s returning users in the same round;
+#                                                                                   target >= 0.85
+#       and MySQL loads of user state per 1,000 first visits (the API's own count)  target <= 1
+#   (f) revisits: users drawn from a Zipf distribution over BENCH_ZIPF_USERS (1,000,000), so that
+#       most return and some are new, req/s ratio to the bare steady-state server;   target >= 0.7
 #
 # and prints a summary table with PASS/FAIL per target (BENCH_STRICT=1: exit 1 on any FAIL). Ratios
 # are taken per round (neighbouring runs share the machine's mood) and their median is judged.
@@ -50,6 +56,8 @@ log() { printf '[bench] %s\n' "$*" >&2; }
 source scripts/benchstack.sh
 
 degraded() { metrics | awk '/^popup_degraded_responses_total/ {n+=$2} END {printf "%d", n}'; } # every label
+# MySQL loads of user state by the API: the state misses the known-users filter could not answer
+loads() { metrics | awk '/^popup_user_state_misses_total\{answer="(maybe|untrusted)"\}/ {n+=$2} END {printf "%d", n}'; }
 questions() { mariadb --no-defaults -h127.0.0.1 -P"$mysql_port" -upopup -ppopup -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
 
 # wrk_run URL [CONNS] → "rps p50_ms p99_ms requests non2xx_or_errors"
@@ -101,6 +109,7 @@ log "answer sizes: steady ${steady_size} B, impression ${rec_size} B (the bare s
 wait_drained
 
 steady=(); records=(); r_a=(); r_b=(); r_cpu=(); drains=(); backlogs=(); errors=0
+firsts=(); revisits=(); r_e=(); r_f=(); e_loads=()
 best_api=0
 for r in $(seq 1 "$rounds"); do
   # A: bare, steady-state size
@@ -144,6 +153,31 @@ for r in $(seq 1 "$rounds"); do
   log "round $r impression: bare ${ac_rps} req/s | api ${c_rps} req/s p99 ${c_p99} ms errors ${c_bad} | ratio ${c_ratio} | CPU-ms/1k api redis worker mariadb = ${c_cpu}| backlog ${backlog} drained in ${drained} s"
   records+=("$r $ac_rps $c_rps $c_p50 $c_p99 $c_bad $c_ratio ${c_cpu}${backlog} $drained")
   r_b+=("$c_ratio"); backlogs+=("$backlog"); drains+=("$drained"); errors=$((errors + c_bad))
+
+  # E: first visits, the same answer as C, each for a uid the service has never seen
+  d0=$(degraded); l0=$(loads); p0=$(cpu_of "$procs")
+  read -r e_rps e_p50 e_p99 e_reqs e_bad < <(BENCH_QUERY_REGION=rec BENCH_UID_MODE=fresh wrk_run "$api")
+  p1=$(cpu_of "$procs"); d1=$(degraded); l1=$(loads)
+  wait_drained
+  e_bad=$(awk -v b="$e_bad" -v a="$d0" -v c="$d1" 'BEGIN {printf "%d", b + c - a}')
+  e_cpu=$(per_k "$p0" "$p1" "$e_reqs")
+  e_per_k=$(awk -v a="$l0" -v b="$l1" -v n="$e_reqs" 'BEGIN {printf "%.3f", (b-a)*1000/n}')
+  e_ratio=$(div "$e_rps" "$c_rps")
+  log "round $r first visits: api ${e_rps} req/s p99 ${e_p99} ms errors ${e_bad} | ratio to returning users ${e_ratio} | MySQL loads/1k ${e_per_k} | CPU-ms/1k api redis worker mariadb = ${e_cpu}"
+  firsts+=("$r $c_rps $e_rps $e_p50 $e_p99 $e_bad $e_ratio $e_per_k ${e_cpu}")
+  r_e+=("$e_ratio"); e_loads+=("$e_per_k"); errors=$((errors + e_bad))
+
+  # F: revisits, Zipf over BENCH_ZIPF_USERS users; against A (the bare steady-state server)
+  d0=$(degraded); l0=$(loads)
+  read -r f_rps f_p50 f_p99 f_reqs f_bad < <(BENCH_UID_MODE=zipf wrk_run "$api")
+  d1=$(degraded); l1=$(loads)
+  wait_drained
+  f_bad=$(awk -v b="$f_bad" -v a="$d0" -v c="$d1" 'BEGIN {printf "%d", b + c - a}')
+  f_per_k=$(awk -v a="$l0" -v b="$l1" -v n="$f_reqs" 'BEGIN {printf "%.3f", (b-a)*1000/n}')
+  f_ratio=$(div "$f_rps" "$a_rps")
+  log "round $r revisits (zipf over ${BENCH_ZIPF_USERS:-1000000}): api ${f_rps} req/s p99 ${f_p99} ms errors ${f_bad} | ratio to bare ${f_ratio} | MySQL loads/1k ${f_per_k}"
+  revisits+=("$r $a_rps $f_rps $f_p50 $f_p99 $f_bad $f_ratio $f_per_k")
+  r_f+=("$f_ratio"); errors=$((errors + f_bad))
 done
 
 # (d) the same offered rate to both, alternating; the API at half its best closed-loop req/s
@@ -178,11 +212,14 @@ fi
 
 m_a=$(echo "${r_a[*]}" | median); m_b=$(echo "${r_b[*]}" | median)
 m_cpu=$(echo "${r_cpu[*]}" | median); m_p99=$(echo "${r_p99[*]}" | median)
+m_e=$(echo "${r_e[*]}" | median); m_f=$(echo "${r_f[*]}" | median)
+worst_loads=$(printf '%s\n' "${e_loads[@]}" | sort -g | tail -1)
 worst_drain=$(printf '%s\n' "${drains[@]}" | sort -g | tail -1)
 verdict() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { ok = (op == ">=") ? (v+0 >= t+0) : (v+0 <= t+0); print ok ? "PASS" : "FAIL" }'; }
 v_a=$(verdict "$m_a" ">=" 0.8); v_b=$(verdict "$m_b" ">=" 0.4); v_cpu=$(verdict "$m_cpu" "<=" 1.3)
 v_p99=$(verdict "$m_p99" "<=" 1.5); v_drain=$([ "$worst_drain" != inf ] && verdict "$worst_drain" "<=" "$drain_target" || echo FAIL)
 v_err=$([ "$errors" = 0 ] && echo PASS || echo FAIL)
+v_e=$(verdict "$m_e" ">=" 0.85); v_loads=$(verdict "$worst_loads" "<=" 1); v_f=$(verdict "$m_f" ">=" 0.7)
 
 report="loadtest/reports/bench-${stamp}.md"
 {
@@ -200,6 +237,9 @@ report="loadtest/reports/bench-${stamp}.md"
   echo "| (b) queue backlog at the end of each impression run, drained in | ${backlogs[*]} events; ${drains[*]} s | <= ${drain_target} s | ${v_drain} |"
   echo "| (c) API CPU per steady-state request / bare CPU per request | ${m_cpu} (rounds: ${r_cpu[*]}) | <= 1.3 | ${v_cpu} |"
   echo "| (d) open-loop p99 at ${half} req/s (half the API's best), api / bare | ${m_p99} (rounds: ${r_p99[*]}) | <= 1.5 | ${v_p99} |"
+  echo "| (e) first-visit req/s / returning users' impression req/s | ${m_e} (rounds: ${r_e[*]}) | >= 0.85 | ${v_e} |"
+  echo "| (e) MySQL loads of user state per 1,000 first visits (worst round) | ${worst_loads} (rounds: ${e_loads[*]}) | <= 1 | ${v_loads} |"
+  echo "| (f) revisit req/s (Zipf over ${BENCH_ZIPF_USERS:-1000000} users) / bare | ${m_f} (rounds: ${r_f[*]}) | >= 0.7 | ${v_f} |"
   echo "| errors: non-2xx, socket errors, degraded answers (all API runs) | ${errors} | 0 | ${v_err} |"
   echo
   echo "## Steady state (warm users, every answer \"no popup\"); CPU in ms per 1,000 requests"
@@ -213,6 +253,18 @@ report="loadtest/reports/bench-${stamp}.md"
   echo "| round | bare req/s | api req/s | api p50 ms | api p99 ms | api errors (incl. degraded) | ratio | api CPU | redis | worker | mariadb | backlog at end | drained in s |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for row in "${records[@]}"; do echo "| ${row// / | } |"; done
+  echo
+  echo "## First visits (every GET a new uid, shown the record popup and recorded)"
+  echo
+  echo "| round | returning users req/s (b) | first visits req/s | p50 ms | p99 ms | errors (incl. degraded) | ratio | MySQL loads / 1k | api CPU | redis | worker | mariadb |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for row in "${firsts[@]}"; do echo "| ${row// / | } |"; done
+  echo
+  echo "## Revisits (Zipf over ${BENCH_ZIPF_USERS:-1000000} users)"
+  echo
+  echo "| round | bare req/s | api req/s | p50 ms | p99 ms | errors (incl. degraded) | ratio | MySQL loads / 1k |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for row in "${revisits[@]}"; do echo "| ${row// / | } |"; done
   echo
   echo "## Open loop (benchtool openloop, ${open_conns} connections, ${open_duration})"
   echo

@@ -35,6 +35,14 @@ export POPUP_LOG_LEVEL=warn
 export POPUP_LINK_SCHEMES=http,https,app # benchtool's popups link to app://
 scripts/services.sh start-app "$run_dir"
 api_pid=$(cat "$run_dir/popup-api.pid") worker_pid=$(cat "$run_dir/popup-worker.pid")
+if [ "${POPUP_KNOWN_USERS:-1}" != 0 ]; then
+  # First visits cost no SQL once the worker has built the known-users filter (an empty state
+  # table: its first rebuild finishes at once).
+  for _ in $(seq 1 150); do
+    curl -fsS "http://127.0.0.1:${worker_port}/metrics" 2>/dev/null | grep -q '^popup_known_users_complete{shard="0"} 1' && break
+    sleep 0.2
+  done
+fi
 bin/refserver -addr "127.0.0.1:${ref_port}" >"$run_dir/ref.log" 2>&1 & ref_pid=$!; pids+=($ref_pid)
 for _ in $(seq 1 50); do curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" 2>/dev/null && break; sleep 0.1; done
 curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" # the reference must answer 200 too

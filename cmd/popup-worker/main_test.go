@@ -285,6 +285,7 @@ func TestWorkerMigrateIsSafeToRunTwice(t *testing.T) {
 	assert.Contains(t, first, "applied migration 00001")
 	assert.Contains(t, first, "applied migration 00002")
 	assert.Contains(t, first, "applied migration 00004")
+	assert.Contains(t, first, "applied migration 00005")
 	_, latest, err := mysqlstore.SchemaVersions(context.Background(), openDB(t, w.dsn))
 	require.NoError(t, err)
 	assert.Contains(t, second, "schema is up to date at version "+strconv.FormatInt(latest, 10))

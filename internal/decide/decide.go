@@ -129,7 +129,8 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		ps := chosen.ApplyImpression(&st.UserState, now)
 		decision := d.ids.get().next()
 		ev := event.Event{ID: decision, UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
-			At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
+			At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions,
+			DayCount: st.UserState.ImpressionsOn(now)}
 		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, &ev, false)
 		if err != nil {
 			if d.storeFailed(ctx, now, opRecordImpression, err) {

@@ -37,6 +37,11 @@ type Event struct {
 	// The user's state of this popup after the event.
 	NextShowAt  time.Time
 	Impressions int
+	// DayCount is, for an impression, the user's impressions of every popup on the UTC day of At,
+	// this one included: the daily cap's count, kept in the state rows so that a user's state
+	// comes back from MySQL in one statement. 0 = not carried (clicks, closes, and impressions
+	// queued before it existed).
+	DayCount int
 }
 
 // MaxIDLen bounds event and decision ids (the action_log columns are VARCHAR(64)).
@@ -56,6 +61,7 @@ type wire struct {
 	D  string `json:"d,omitempty"`
 	N  int64  `json:"n"`
 	I  int    `json:"i"`
+	C  int    `json:"c,omitempty"`
 }
 
 // Append appends e's wire form to dst. It builds the JSON by hand (ids and uids are validated
@@ -79,6 +85,10 @@ func Append(dst []byte, e *Event) []byte {
 	dst = strconv.AppendInt(dst, unixMilli(e.NextShowAt), 10)
 	dst = append(dst, `,"i":`...)
 	dst = strconv.AppendInt(dst, int64(e.Impressions), 10)
+	if e.DayCount > 0 {
+		dst = append(dst, `,"c":`...)
+		dst = strconv.AppendInt(dst, int64(e.DayCount), 10)
+	}
 	return append(dst, '}')
 }
 
@@ -89,7 +99,7 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
 	e := Event{ID: w.ID, UID: w.U, PopupID: w.P, Action: Action(w.A), At: fromMilli(w.T),
-		DecisionID: w.D, NextShowAt: fromMilli(w.N), Impressions: w.I}
+		DecisionID: w.D, NextShowAt: fromMilli(w.N), Impressions: w.I, DayCount: w.C}
 	switch {
 	case w.V != 1:
 		return Event{}, fmt.Errorf("%w: unknown version %d", ErrDecode, w.V)
@@ -103,7 +113,7 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: bad popup id", ErrDecode)
 	case !e.Action.Valid():
 		return Event{}, fmt.Errorf("%w: bad action %q", ErrDecode, w.A)
-	case w.T <= 0 || w.N < 0 || w.I < 0:
+	case w.T <= 0 || w.N < 0 || w.I < 0 || w.C < 0:
 		return Event{}, fmt.Errorf("%w: bad time or count", ErrDecode)
 	}
 	return e, nil

@@ -17,6 +17,7 @@ func TestAppendDecodeRoundTrip(t *testing.T) {
 		give Event
 	}{
 		{"impression", Event{ID: "d1", UID: "u-1", PopupID: 7, Action: Impression, At: at, NextShowAt: at.Add(time.Hour), Impressions: 3}},
+		{"impression with the day's count", Event{ID: "d2", UID: "u-1", PopupID: 7, Action: Impression, At: at, NextShowAt: at.Add(time.Hour), Impressions: 1, DayCount: 4}},
 		{"click with decision", Event{ID: "e:1", UID: "u.2", PopupID: 1, Action: Click, At: at, DecisionID: "d1", NextShowAt: at}},
 		{"close never shown again", Event{ID: "e2", UID: "u", PopupID: 9, Action: Close, At: at, NextShowAt: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)}},
 		{"odd characters escaped", Event{ID: "e\"\\\n\u00e9", UID: "u", PopupID: 2, Action: Click, At: at}},
@@ -47,6 +48,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"bad action", `{"v":1,"id":"e","u":"u","p":1,"a":"like","t":1,"n":0,"i":0}`},
 		{"no time", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":0,"n":0,"i":0}`},
 		{"negative count", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":-1}`},
+		{"negative day count", `{"v":1,"id":"e","u":"u","p":1,"a":"impression","t":1,"n":0,"i":1,"c":-1}`},
 		{"id too long", `{"v":1,"id":"` + string(make([]byte, 0)) + `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","u":"u","p":1,"a":"click","t":1,"n":0,"i":0}`},
 	}
 	for _, tt := range tests {

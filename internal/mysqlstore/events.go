@@ -346,6 +346,22 @@ type stateKey struct {
 type mergedState struct {
 	stateKey
 	popup.PopupState
+	day      int32 // UTC day number of the latest impression carrying a day count
+	dayCount int   // the user's impressions that day, as of it
+}
+
+// mergeDay keeps the later day's count, or the larger count of the same day.
+func (r *mergedState) mergeDay(e *event.Event) {
+	if e.Action != event.Impression || e.DayCount <= 0 {
+		return
+	}
+	day := popup.DayNumber(e.At)
+	switch {
+	case day > r.day:
+		r.day, r.dayCount = day, e.DayCount
+	case day == r.day:
+		r.dayCount = max(r.dayCount, e.DayCount)
+	}
 }
 
 // eventState is what one event says about its popup's state: the next-show instant and the
@@ -379,6 +395,7 @@ func mergeStates(events []event.Event) []mergedState {
 		}
 		r := &rows[j]
 		r.PopupState = popup.MergeState(r.PopupState, eventState(e))
+		r.mergeDay(e)
 	}
 	slices.SortFunc(rows, func(a, b mergedState) int {
 		return cmp.Or(strings.Compare(a.uid, b.uid), cmp.Compare(a.popupID, b.popupID))
@@ -394,17 +411,22 @@ func userStateUpsert(events []event.Event) (string, []any, int) {
 	rows := mergeStates(events)
 	var q strings.Builder
 	q.Grow(512 + len(rows)*16)
-	q.WriteString("INSERT INTO popup_user_state (uid, popup_id, next_show_at, impressions, last_impression_at, last_click_at, last_close_at) VALUES ")
-	args := make([]any, 0, len(rows)*7)
+	q.WriteString("INSERT INTO popup_user_state (uid, popup_id, next_show_at, impressions, last_impression_at, last_click_at, last_close_at, impression_day, day_impressions) VALUES ")
+	args := make([]any, 0, len(rows)*9)
 	for n := range rows {
 		r := &rows[n]
 		if n > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?,?,?)")
-		args = append(args, r.uid, r.popupID, toDB(r.NextShowAt), r.Impressions, toDB(r.LastImpressionAt), toDB(r.LastClickAt), toDB(r.LastCloseAt))
+		q.WriteString("(?,?,?,?,?,?,?,?,?)")
+		args = append(args, r.uid, r.popupID, toDB(r.NextShowAt), r.Impressions, toDB(r.LastImpressionAt), toDB(r.LastClickAt), toDB(r.LastCloseAt),
+			r.day, r.dayCount)
 	}
+	// day_impressions before impression_day: an assignment sees the columns assigned before it.
 	q.WriteString(` ON DUPLICATE KEY UPDATE
+		day_impressions = IF(VALUES(impression_day) > impression_day, VALUES(day_impressions),
+			IF(VALUES(impression_day) = impression_day, GREATEST(day_impressions, VALUES(day_impressions)), day_impressions)),
+		impression_day = GREATEST(impression_day, VALUES(impression_day)),
 		next_show_at = GREATEST(next_show_at, VALUES(next_show_at)),
 		impressions = GREATEST(impressions, VALUES(impressions)),
 		last_impression_at = GREATEST(last_impression_at, VALUES(last_impression_at)),

@@ -16,24 +16,27 @@ type UserStateLoader struct{ db *sql.DB }
 func NewUserStateLoader(db *sql.DB) *UserStateLoader { return &UserStateLoader{db: db} }
 
 // Load returns uid's per-popup state and today's impression count (for the daily cap), as of
-// what the worker has written. Two indexed reads: the state table's primary key and the action
-// log's (uid, event_at) index.
+// what the worker has written: one statement on the state table's primary key (the count is the
+// largest day_impressions of the rows whose impression_day is today; migration 00005).
 func (l *UserStateLoader) Load(ctx context.Context, uid string, now time.Time) (popup.UserState, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT popup_id, next_show_at, impressions, last_impression_at,
-		last_click_at, last_close_at FROM popup_user_state WHERE uid = ?`, uid)
+		last_click_at, last_close_at, impression_day, day_impressions FROM popup_user_state WHERE uid = ?`, uid)
 	if err != nil {
 		return popup.UserState{}, fmt.Errorf("load user state: %w", err)
 	}
 	defer rows.Close()
 	st := popup.UserState{}
+	today := popup.DayNumber(now)
 	for rows.Next() {
 		var (
 			id               int64
 			ps               popup.PopupState
 			next, imp, click time.Time
 			closed           time.Time
+			day              int32
+			dayCount         int
 		)
-		if err := rows.Scan(&id, &next, &ps.Impressions, &imp, &click, &closed); err != nil {
+		if err := rows.Scan(&id, &next, &ps.Impressions, &imp, &click, &closed, &day, &dayCount); err != nil {
 			return popup.UserState{}, fmt.Errorf("scan user state: %w", err)
 		}
 		ps.NextShowAt, ps.LastImpressionAt, ps.LastClickAt, ps.LastCloseAt = fromDB(next), fromDB(imp), fromDB(click), fromDB(closed)
@@ -41,20 +44,12 @@ func (l *UserStateLoader) Load(ctx context.Context, uid string, now time.Time) (
 			st.Popups = map[int64]popup.PopupState{}
 		}
 		st.Popups[id] = ps
+		if day == today && dayCount > st.DayCount {
+			st.Day, st.DayCount = today, dayCount
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return popup.UserState{}, err
-	}
-	day := popup.DayNumber(now)
-	dayStart := time.Unix(int64(day)*86400, 0).UTC()
-	var n int
-	err = l.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log
-		WHERE uid = ? AND event_at >= ? AND action = 'impression'`, uid, dayStart).Scan(&n)
-	if err != nil {
-		return popup.UserState{}, fmt.Errorf("count today's impressions: %w", err)
-	}
-	if n > 0 {
-		st.Day, st.DayCount = day, n
 	}
 	return st, nil
 }
