@@ -8,7 +8,8 @@
 #   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
 #   venv     .venv with locust and schemathesis (loadtest/requirements.txt)
 #   stack    MariaDB, Redis and the Redis Cluster of this run
-#   lint     go vet and staticcheck (both build-tag sets: the service's and the chaos suite's)
+#   lint     go vet's and staticcheck's checks (tools/popup-lint), both build-tag sets (the
+#            service's and the chaos suite's), and gofmt
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, netns
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (60)
@@ -55,7 +56,6 @@ compile() {
   go build -tags "$GO_TAGS" ./...
   # -run of nothing: builds and links every test binary into the cache, runs no test
   "${gotest[@]}" -run '^$' ./... >/dev/null
-  go build -tags "chaos,$GO_TAGS" ./... && go vet -tags "chaos,$GO_TAGS" ./internal/chaos/
 }
 install() {
   scripts/services.sh install test
@@ -63,9 +63,11 @@ install() {
   npm ci --no-audit --no-fund --loglevel=error
 }
 lint() {
-  go vet -tags "$GO_TAGS" ./...
-  go tool staticcheck -tags "$GO_TAGS" ./...
-  go tool staticcheck -tags "chaos,$GO_TAGS" ./internal/chaos/
+  # go vet's analyzers and staticcheck's bug checks, one pass per package on the build's export
+  # data (tools/popup-lint says why and which)
+  go build -o bin/popup-lint ./tools/popup-lint
+  go vet -tags "$GO_TAGS" -vettool=bin/popup-lint ./...
+  go vet -tags "chaos,$GO_TAGS" -vettool=bin/popup-lint ./internal/chaos/
   local unformatted
   unformatted=$(gofmt -l $(git ls-files '*.go'))
   [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted"; return 1; }
