@@ -3,7 +3,9 @@ package redisstore
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -163,4 +165,61 @@ func TestKnownUsersLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Equal(t, KnownUntrusted, check("erin"))
+}
+
+// slowLoader stands in for MySQL in the tests of the shared load: it answers after delay.
+type slowLoader struct {
+	delay time.Duration
+	calls atomic.Int64
+}
+
+func (l *slowLoader) Load(ctx context.Context, uid string, now time.Time) (popup.UserState, error) {
+	l.calls.Add(1)
+	select {
+	case <-time.After(l.delay):
+	case <-ctx.Done():
+		return popup.UserState{}, ctx.Err()
+	}
+	return popup.UserState{Popups: map[int64]popup.PopupState{7: {Impressions: 2}}}, nil
+}
+
+// TestSharedStateLoadOutlivesItsCallers: a MySQL load that misses a request's budget fails that
+// request (degraded) but finishes and caches the state, so the same user's next request is a
+// Redis hit; a caller that hangs up does not fail the others waiting on the same load.
+func TestSharedStateLoadOutlivesItsCallers(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	keys := Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}
+	loader := &slowLoader{delay: 300 * time.Millisecond}
+	s := NewUserStore(rdb, keys, time.Hour, loader, 4, nil)
+	now := time.Now()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	_, err := s.Get(ctx, "late", now)
+	cancel()
+	require.ErrorIs(t, err, ErrLoad, "past the budget: an error the caller answers degraded")
+	require.Eventually(t, func() bool { return rdb.Exists(context.Background(), keys.User("late")).Val() == 1 },
+		5*time.Second, 10*time.Millisecond, "the load finishes on its own and caches the state")
+	st, err := s.Get(context.Background(), "late", now)
+	require.NoError(t, err)
+	assert.Equal(t, 2, st.Popups[7].Impressions)
+	assert.EqualValues(t, 1, loader.calls.Load(), "the next request was a Redis hit")
+
+	// Two requests of one uid share a load; the first hangs up.
+	gone, hangUp := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Get(gone, "shared", now)
+		first <- err
+	}()
+	require.Eventually(t, func() bool { return loader.calls.Load() == 2 }, 5*time.Second, time.Millisecond)
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.Get(context.Background(), "shared", now)
+		second <- err
+	}()
+	hangUp()
+	assert.ErrorIs(t, <-first, context.Canceled)
+	assert.NoError(t, <-second, "the other request still gets the state")
+	assert.EqualValues(t, 2, loader.calls.Load(), "one load for both")
 }
