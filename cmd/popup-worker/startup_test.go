@@ -74,7 +74,7 @@ func TestWorkerStartsWithADependencyDownAndDrainsOnceItIsBack(t *testing.T) {
 			p := startWorker(t, w.with("POPUP_MYSQL_DSN="+dsn.FormatDSN(), "POPUP_REDIS_ADDR="+redisProxy.Addr(),
 				"POPUP_WORKER_ADDR="+addr), logs)
 			waitHealthy(t, addr)
-			time.Sleep(time.Second) // several retries
+			require.Eventually(t, func() bool { return proxy.Refused() >= 3 }, 15*time.Second, 10*time.Millisecond, "several retries")
 
 			h := getHealth(t, addr)
 			assert.Equal(t, http.StatusOK, h.Code)

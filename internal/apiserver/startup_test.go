@@ -175,7 +175,8 @@ func TestStartsWithBothDownAndBecomesReadyWhenOneReturns(t *testing.T) {
 			knownUser(t, cfg, "known")
 
 			api := startBound(t, cfg)
-			time.Sleep(time.Second) // several retries of both
+			require.Eventually(t, func() bool { return mysqlProxy.Refused() >= 3 && redisProxy.Refused() >= 3 },
+				15*time.Second, 10*time.Millisecond, "several retries of both")
 
 			for _, method := range []string{http.MethodGet, http.MethodHead} {
 				code, n := api.status(t, method, "/healthz")

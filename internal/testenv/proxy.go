@@ -12,13 +12,14 @@ import (
 // Proxy is a loopback TCP proxy for fault tests: it can refuse service (drop every connection)
 // and add latency in both directions, then heal.
 type Proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	delay  time.Duration
-	conns  map[net.Conn]struct{}
-	closed bool
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	down    bool
+	delay   time.Duration
+	conns   map[net.Conn]struct{}
+	closed  bool
+	refused int // connections refused while down
 }
 
 // NewProxy listens on 127.0.0.1 and forwards to target until the test ends.
@@ -54,6 +55,14 @@ func (p *Proxy) SetDelay(d time.Duration) {
 	p.delay = d
 }
 
+// Refused is how many connections the proxy has refused while down: a test waits for a client's
+// retries with it instead of sleeping.
+func (p *Proxy) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
+}
+
 // Close stops the proxy and its connections.
 func (p *Proxy) Close() {
 	p.mu.Lock()
@@ -67,6 +76,9 @@ func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.down || p.closed {
+		if p.down && !p.closed {
+			p.refused++
+		}
 		c.Close()
 		return false
 	}
