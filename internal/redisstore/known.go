@@ -90,20 +90,17 @@ const (
 	KnownMaybe                        // seen, or a false positive: ask MySQL
 )
 
-// knownCheckScript answers for a uid on a state miss; for a new uid it also caches the empty
-// state (SET NX) in the same step, so that a first visit costs one round trip after the GET.
+// knownCheckScript answers for a uid on a state miss, reading the filter only:
 //
-//	KEYS[1] filter  KEYS[2] user state  ARGV[1] empty state  ARGV[2] state TTL ms  ARGV[3..] offsets
+//	KEYS[1] filter  ARGV[1..] offsets
 //
-// Returns 0 (untrusted), 2 (maybe), or for a new uid the user's stored value after the SET NX
-// (the empty state, or what a concurrent request recorded first).
+// Returns 0 (untrusted), 1 (new: never seen) or 2 (maybe). A new user's empty state is not
+// cached here: the record script that shows the user a popup writes it, and a new user with
+// nothing to show costs this read again next time, never SQL.
 var knownCheckScript = redis.NewScript(`
 if redis.call('GETRANGE', KEYS[1], 8, 8) ~= '\1' then return 0 end
-for i = 3, #ARGV do
-  if redis.call('GETBIT', KEYS[1], ARGV[i]) == 0 then
-    redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX')
-    return redis.call('GET', KEYS[2])
-  end
+for i = 1, #ARGV do
+  if redis.call('GETBIT', KEYS[1], ARGV[i]) == 0 then return 1 end
 end
 return 2
 `)
@@ -221,25 +218,14 @@ func (r *Rebuild) Finish(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// check asks shard's filter about uid on a state miss (see knownCheckScript).
-func (f *KnownUsers) check(ctx context.Context, rdb redis.UniversalClient, userKey, uid, empty string, ttlMS int64) (KnownAnswer, string, error) {
-	args := make([]any, 0, 2+f.K)
-	args = append(args, empty, ttlMS)
-	args = f.appendOffsets(args, uid)
-	v, err := knownCheckScript.Run(ctx, rdb, []string{f.Key(f.Keys.Shard(uid)), userKey}, args...).Result()
-	if err != nil {
-		return KnownUntrusted, "", fmt.Errorf("known users: check: %w", err)
-	}
-	switch v := v.(type) {
-	case string:
-		return KnownNew, v, nil
-	case int64:
-		if v == 2 {
-			return KnownMaybe, "", nil
-		}
-		return KnownUntrusted, "", nil
-	}
-	return KnownUntrusted, "", fmt.Errorf("known users: check: unexpected reply %T", v)
+// checkCmd is the filter question for uid (see knownCheckScript), for the caller to send.
+func (f *KnownUsers) checkCmd(ctx context.Context, uid string) (*redis.Cmd, []string, []any) {
+	args := f.appendOffsets(make([]any, 0, f.K), uid)
+	keys := []string{f.Key(f.Keys.Shard(uid))}
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", knownCheckScript.Hash(), len(keys), keys[0])
+	cmdArgs = append(cmdArgs, args...)
+	return redis.NewCmd(ctx, cmdArgs...), keys, args
 }
 
 // StateMetrics count what a state miss cost: popup_user_state_misses_total{answer}, where

@@ -96,7 +96,7 @@ func TestKnownUsersFalsePositiveRate(t *testing.T) {
 
 // TestKnownUsersLifecycle runs the filter against the real Redis (and, in the cluster pass, a
 // Redis Cluster): untrusted until a rebuild finishes; then "new" for an unseen uid, with the
-// empty state cached, and "maybe" for an added one; a filter lost during a rebuild is never
+// empty state without the loader, and "maybe" for an added one; a filter lost during a rebuild is never
 // declared complete; one rebuild at a time.
 func TestKnownUsersLifecycle(t *testing.T) {
 	t.Parallel()
@@ -105,10 +105,11 @@ func TestKnownUsersLifecycle(t *testing.T) {
 	f, err := NewKnownUsers(keys, 1000, 0.01)
 	require.NoError(t, err)
 	ctx := context.Background()
-	empty := string(AppendState(nil, &popup.UserState{}))
+	s := NewUserStore(rdb, keys, time.Hour, nil, 1, nil)
+	s.UseKnownUsers(f, nil)
 	check := func(uid string) KnownAnswer {
 		t.Helper()
-		a, _, err := f.check(ctx, rdb, keys.User(uid), uid, empty, 60_000)
+		a, err := s.knownCheck(ctx, uid)
 		require.NoError(t, err)
 		return a
 	}
@@ -141,13 +142,10 @@ func TestKnownUsersLifecycle(t *testing.T) {
 			assert.Equal(t, KnownMaybe, check(known), known)
 		}
 	}
-	a, raw, err := f.check(ctx, rdb, keys.User(uid), uid, empty, 60_000)
-	require.NoError(t, err)
-	assert.Equal(t, KnownNew, a)
-	assert.Equal(t, empty, raw)
-	cached, err := rdb.Get(ctx, keys.User(uid)).Result()
-	require.NoError(t, err)
-	assert.Equal(t, empty, cached, "the empty state is cached with the answer")
+	assert.Equal(t, KnownNew, check(uid))
+	st, err := s.Get(ctx, uid, time.Now())
+	require.NoError(t, err, "a new user's state needs no loader")
+	assert.Empty(t, st.Popups)
 	again, err := f.BeginRebuild(ctx, rdb, shard, 60_000)
 	require.NoError(t, err)
 	assert.Nil(t, again, "a complete filter needs no rebuild")

@@ -115,7 +115,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 		return State{}, res.Err
 	}
 	st, shared := res.Val.(State), res.Shared
-	if shared {
+	if shared && st.Raw != "" { // "" is a new user's empty state: nothing shared to copy
 		// Callers mutate their state: each sharer gets its own copy.
 		dec, err := DecodeState(st.Raw)
 		if err != nil {
@@ -128,17 +128,14 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 
 func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (State, error) {
 	if s.known != nil {
-		ans, raw, err := s.known.check(ctx, s.rdb, key, uid, s.emptyRaw, s.ttl.Milliseconds())
+		ans, err := s.knownCheck(ctx, uid)
 		if err != nil {
 			return State{}, fmt.Errorf("get user state: %w", err)
 		}
 		s.metrics.miss(ans)
 		if ans == KnownNew {
-			st, err := DecodeState(raw)
-			if err != nil {
-				return State{}, err
-			}
-			return State{UserState: st, Raw: raw}, nil
+			// No state stored: the record script compares against "" (a missing key).
+			return State{}, nil
 		}
 	} else {
 		s.metrics.miss(KnownUntrusted)
@@ -172,6 +169,23 @@ func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (S
 		raw = cur
 	}
 	return State{UserState: st, Raw: raw}, nil
+}
+
+// knownCheck asks the known-users filter about uid, through the autopipeliner like the GET.
+func (s *UserStore) knownCheck(ctx context.Context, uid string) (KnownAnswer, error) {
+	cmd, keys, args := s.known.checkCmd(ctx, uid)
+	err := s.do(ctx, cmd)
+	var n int
+	if err == nil {
+		n, err = cmd.Int()
+	}
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		n, err = knownCheckScript.Run(ctx, s.rdb, keys, args...).Int()
+	}
+	if err != nil {
+		return KnownUntrusted, fmt.Errorf("known users: check: %w", err)
+	}
+	return KnownAnswer(n), nil
 }
 
 // Outcome of Record: the domain's popup.Outcome, whose values the record script returns.
