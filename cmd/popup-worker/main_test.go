@@ -390,9 +390,10 @@ func scrape(addr string) []byte {
 // runWorker runs the binary to completion and returns its combined output.
 func runWorker(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
+	bin := workerBinary(t) // built before the clock starts: a cold build may take a minute
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, workerBinary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
