@@ -4,6 +4,11 @@
 #
 #   stage NAME CMD...       run CMD now; its output goes to the terminal
 #   stage_bg NAME CMD...    run CMD in the background, output to $stage_dir/NAME.log
+#
+# CMD runs in a subshell of its own, as an asynchronous command that is waited for: there `set -e`
+# stops a shell function at its first failing command (inside `CMD || ...` bash would ignore
+# `set -e` for the whole function, and a failing first step would pass unnoticed). Being a
+# subshell, CMD cannot export to the caller: it writes what the caller needs to a file.
 #   stage_wait NAME...      wait for background stages; on failure print the log and exit 1
 #   stage_report            the duration table (also printed on failure, by the EXIT trap)
 #
@@ -21,7 +26,8 @@ stage() {
   _stage_mark "$name" started
   local t0; t0=$(date +%s)
   local rc=0
-  "$@" || rc=$?
+  ( "$@" ) &
+  wait $! || rc=$?
   stage_secs[$name]=$(( $(date +%s) - t0 ))
   stage_status[$name]=$([ $rc -eq 0 ] && echo ok || echo FAILED)
   if [ $rc -ne 0 ]; then echo "== $name FAILED (exit $rc)"; exit 1; fi
@@ -34,7 +40,8 @@ stage_bg() {
   (
     t0=$(date +%s)
     rc=0
-    "$@" >"$stage_dir/$name.log" 2>&1 || rc=$?
+    ( "$@" ) >"$stage_dir/$name.log" 2>&1 &
+    wait $! || rc=$?
     echo $(( $(date +%s) - t0 )) >"$stage_dir/$name.secs"
     exit $rc
   ) &

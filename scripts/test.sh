@@ -56,8 +56,15 @@ gotest=(go test -tags "$GO_TAGS" $race -count=1)
 race_pkgs() { go list ./... | grep -v '/deploy$'; }
 compile() {
   go mod download
-  # -run of nothing: builds and links every race test binary into the cache, runs no test
-  "${gotest[@]}" -run '^$' $(race_pkgs) >/dev/null
+  # Both variants at once, each compiled once: the race test binaries (-run of nothing: built and
+  # linked into the cache, no test run) and every package without -race, which go vet, the
+  # binaries of smoke and chaos and the tests' own builds of popup-worker then find in the cache
+  # (compiled later, several of them would compile the same packages side by side).
+  local pids=() p rc=0
+  go build -tags "$GO_TAGS" ./... & pids+=($!)
+  "${gotest[@]}" -run '^$' $(race_pkgs) >/dev/null & pids+=($!)
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  return $rc
 }
 install() {
   scripts/services.sh install test
@@ -81,10 +88,12 @@ stack() {
   POPUP_MARIADB_FLUSH=2 scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
   scripts/services.sh start-redis "$run_dir" "$redis_port"
   scripts/services.sh start-redis-cluster "$run_dir" "$cl1" "$cl2" "$cl3"
-  export POPUP_TEST_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/"
-  export POPUP_TEST_REDIS_ADDR="127.0.0.1:${redis_port}"
-  export POPUP_TEST_RUN_DIR="$run_dir"
-  cluster_addr="127.0.0.1:${cl1},127.0.0.1:${cl2},127.0.0.1:${cl3}"
+  cat >"$run_dir/stack.env" <<ENV
+export POPUP_TEST_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/"
+export POPUP_TEST_REDIS_ADDR="127.0.0.1:${redis_port}"
+export POPUP_TEST_RUN_DIR="$run_dir"
+cluster_addr="127.0.0.1:${cl1},127.0.0.1:${cl2},127.0.0.1:${cl3}"
+ENV
 }
 gotests() {
   "${gotest[@]}" -timeout 10m ${GOTEST_FLAGS:-} $(race_pkgs)
@@ -128,16 +137,17 @@ stage install install
 stage_bg venv scripts/venv.sh # after install: both may need apt
 stage_bg sysctl bash sysctl/test.sh
 stage stack stack
+source "$run_dir/stack.env"
 stage_wait compile
-# lint compiles every package without -race (shared with the builds of smoke and chaos), fuzz
-# with coverage instrumentation: both CPU work that overlaps the tests' waiting
+# CPU work in the background (lint's analysis, fuzz's instrumented build, the smoke's load) fills
+# the time the tests spend waiting on servers and timers
 stage_bg lint lint
 stage_bg fuzz env FUZZ_PARALLEL=1 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
-stage go gotests
 stage_wait venv
 stage_bg smoke smoke
-stage cluster cluster
+stage go gotests
+stage_bg cluster cluster
 stage chaos scripts/chaos.sh fast
-stage_wait lint fuzz smoke sysctl
+stage_wait cluster lint fuzz smoke sysctl
 echo
 echo "== make test: every stage passed"
