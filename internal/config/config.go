@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
@@ -216,37 +215,28 @@ type Operator struct{ Name, Token string }
 // AdminOperatorName is the operator of POPUP_ADMIN_TOKEN.
 const AdminOperatorName = "admin"
 
-var operatorNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 // Operators returns every admin operator: those of ADMIN_TOKENS, then of ADMIN_TOKENS_FILE (read
 // now), then "admin" for ADMIN_TOKEN. Names must be 1-64 characters of [A-Za-z0-9_.-] and
 // unique, tokens non-empty and unique; an error names the variable and the pair's position or
 // the file's line, never a token.
 func (c Config) Operators() ([]Operator, error) {
 	var (
-		ops    []Operator
-		errs   []error
-		names  = map[string]bool{}
-		tokens = map[string]bool{}
+		ops   []Operator
+		errs  []error
+		check popup.Operators
 	)
 	add := func(where, pair string) {
 		name, token, ok := strings.Cut(pair, ":")
 		name, token = strings.TrimSpace(name), strings.TrimSpace(token)
-		switch {
-		case !ok:
+		if !ok {
 			errs = append(errs, fmt.Errorf("%s: not a name:token pair", where))
-		case !operatorNameRE.MatchString(name):
-			errs = append(errs, fmt.Errorf("%s: operator name must be 1-64 characters of [A-Za-z0-9_.-]", where))
-		case token == "":
-			errs = append(errs, fmt.Errorf("%s: operator %q has an empty token", where, name))
-		case names[name]:
-			errs = append(errs, fmt.Errorf("%s: operator %q is named twice", where, name))
-		case tokens[token]:
-			errs = append(errs, fmt.Errorf("%s: operator %q has the token of another operator", where, name))
-		default:
-			names[name], tokens[token] = true, true
-			ops = append(ops, Operator{Name: name, Token: token})
+			return
 		}
+		if err := check.Add(name, token); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			return
+		}
+		ops = append(ops, Operator{Name: name, Token: token})
 	}
 	for i, pair := range c.AdminTokens {
 		add(fmt.Sprintf("%sADMIN_TOKENS: pair %d", Prefix, i+1), pair)

@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
 
+	"popupsvc/internal/backoff"
 	"popupsvc/internal/event"
 	"popupsvc/internal/redisstore"
 )
@@ -212,7 +212,7 @@ func (d *Drain) process(ctx context.Context, shard int, raws []string) error {
 // write writes events, retrying as long as ctx lasts. A permanent rejection splits the batch in
 // halves until the rejected events stand alone; those go to the dead-letter list and the rest is
 // written. It returns how many events it moved to the dead-letter list.
-func (d *Drain) write(ctx context.Context, shard int, events []event.Event, raws []string, bo *backoff) (int, error) {
+func (d *Drain) write(ctx context.Context, shard int, events []event.Event, raws []string, bo *retries) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
@@ -339,25 +339,25 @@ func isPermanent(err error) bool {
 	return errors.As(err, &p) && p.Permanent()
 }
 
-// backoff is a capped exponential back-off with jitter, so that workers that failed together do
-// not retry in lockstep.
-type backoff struct {
-	next, base, max time.Duration
+// retries counts the attempts of one piece of work on the service's backoff schedule
+// (internal/backoff), so that workers that failed together do not retry in lockstep.
+type retries struct {
+	schedule backoff.Backoff
+	attempt  int
 }
 
-func (d *Drain) backoff() *backoff {
-	base := min(100*time.Millisecond, d.cfg.MaxBackoff)
-	return &backoff{next: base, base: base, max: d.cfg.MaxBackoff}
+func (d *Drain) backoff() *retries {
+	return &retries{schedule: backoff.Backoff{Min: min(100*time.Millisecond, d.cfg.MaxBackoff), Max: d.cfg.MaxBackoff}}
 }
 
 // wait sleeps for the next delay; false if ctx ended first.
-func (b *backoff) wait(ctx context.Context) bool {
-	delay := b.next/2 + rand.N(b.next/2+1)
-	b.next = min(b.next*2, b.max)
-	return sleep(ctx, delay)
+func (r *retries) wait(ctx context.Context) bool {
+	ok := r.schedule.Sleep(ctx, r.attempt)
+	r.attempt++
+	return ok
 }
 
-func (b *backoff) reset() { b.next = b.base }
+func (r *retries) reset() { r.attempt = 0 }
 
 // sleep waits for d; false if ctx ended first.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -6,37 +6,18 @@ package health
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"popupsvc/internal/backoff"
 )
-
-// Backoff is a capped exponential backoff with jitter.
-type Backoff struct {
-	Min, Max time.Duration
-}
-
-// Delay is the wait before retry number attempt (0 for the first retry): Min doubled per
-// attempt, capped at Max, then drawn at random from its upper half so that many instances that
-// failed together do not retry together.
-func (b Backoff) Delay(attempt int) time.Duration {
-	d := b.Min
-	for i := 0; i < attempt && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
-}
 
 // DefaultBackoff is the retry schedule of every dependency check: fast at first (a restart of a
 // dependency takes a second or two), never slower than every 5 s.
-var DefaultBackoff = Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
+var DefaultBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // NewUpGauge registers popup_dependency_up{dependency}: 1 while the last check of a dependency
 // succeeded, 0 otherwise.
@@ -60,7 +41,7 @@ type Dep struct {
 	// Every is the check interval while the dependency is up.
 	Every   time.Duration
 	Timeout time.Duration // bound of one check
-	Backoff Backoff
+	Backoff backoff.Backoff
 	Log     *slog.Logger
 	Gauge   *prometheus.GaugeVec // optional
 	// OnUp, when set, is called each time the dependency comes up (after a failed or no check).

@@ -11,33 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-func TestBackoffDoublesWithJitterUpToTheCap(t *testing.T) {
-	t.Parallel()
-	b := Backoff{Min: 100 * time.Millisecond, Max: time.Second}
-	tests := []struct {
-		attempt  int
-		min, max time.Duration
-	}{
-		{attempt: 0, min: 50 * time.Millisecond, max: 100 * time.Millisecond},
-		{attempt: 1, min: 100 * time.Millisecond, max: 200 * time.Millisecond},
-		{attempt: 3, min: 400 * time.Millisecond, max: 800 * time.Millisecond},
-		{attempt: 4, min: 500 * time.Millisecond, max: time.Second},
-		{attempt: 1000, min: 500 * time.Millisecond, max: time.Second},
-	}
-	for _, tt := range tests {
-		for range 100 {
-			d := b.Delay(tt.attempt)
-			assert.GreaterOrEqual(t, d, tt.min, "attempt %d", tt.attempt)
-			assert.LessOrEqual(t, d, tt.max, "attempt %d", tt.attempt)
-		}
-	}
-}
+	"popupsvc/internal/backoff"
+)
 
 func newDep(check func(context.Context) error) *Dep {
 	return &Dep{Name: "x", Check: check, Every: time.Hour, Timeout: time.Second,
-		Backoff: Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Backoff: backoff.Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func TestDepRetriesUntilUpThenReportsUp(t *testing.T) {

@@ -224,8 +224,8 @@ func (a *Admin) audit(c *gin.Context) {
 		return
 	}
 	if actor, ok := c.GetQuery("actor"); ok {
-		if !ValidOperatorName(actor) {
-			writeError(c, a.Log, queryError("actor", "must be an operator name: 1-64 characters of [A-Za-z0-9_.-]"))
+		if !popup.ValidOperatorName(actor) {
+			writeError(c, a.Log, queryError("actor", "must be an operator name: "+popup.OperatorNameRule))
 			return
 		}
 		q.Actor = actor

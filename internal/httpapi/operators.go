@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"regexp"
 
 	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/popup"
 )
 
 // Operator is one named holder of an admin token: every write is attributed to its name.
@@ -17,11 +18,6 @@ type Operator struct {
 
 // AdminOperator is the name of the operator whose token is POPUP_ADMIN_TOKEN.
 const AdminOperator = "admin"
-
-var operatorName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// ValidOperatorName reports whether s may name an operator: 1-64 characters of [A-Za-z0-9_.-].
-func ValidOperatorName(s string) bool { return operatorName.MatchString(s) }
 
 // operatorKey is an operator's token as the auth check compares it: its SHA-256, so every
 // comparison is of 32 bytes whatever the tokens' lengths.
@@ -36,21 +32,12 @@ func operatorKeys(ops []Operator) ([]operatorKey, error) {
 	if len(ops) == 0 {
 		return nil, ErrNoToken
 	}
-	names := map[string]bool{}
-	tokens := map[string]bool{}
+	var check popup.Operators
 	keys := make([]operatorKey, 0, len(ops))
 	for i, op := range ops {
-		switch {
-		case !ValidOperatorName(op.Name):
-			return nil, fmt.Errorf("operator %d: name must be 1-64 characters of [A-Za-z0-9_.-]", i+1)
-		case op.Token == "":
-			return nil, fmt.Errorf("operator %q: empty token", op.Name)
-		case names[op.Name]:
-			return nil, fmt.Errorf("operator %q: named twice", op.Name)
-		case tokens[op.Token]:
-			return nil, fmt.Errorf("operator %q: shares its token with another operator", op.Name)
+		if err := check.Add(op.Name, op.Token); err != nil {
+			return nil, fmt.Errorf("operator %d: %w", i+1, err)
 		}
-		names[op.Name], tokens[op.Token] = true, true
 		keys = append(keys, operatorKey{name: op.Name, sum: sha256.Sum256([]byte(op.Token))})
 	}
 	return keys, nil

@@ -51,7 +51,7 @@ func TestOperatorKeysRefusesBadLists(t *testing.T) {
 		{"bad name", []Operator{{"a b", "t"}}, "name must be"},
 		{"empty token", []Operator{{"alice", ""}}, "empty token"},
 		{"name twice", []Operator{{"alice", "t1"}, {"alice", "t2"}}, "named twice"},
-		{"token twice", []Operator{{"alice", "t1"}, {"bob", "t1"}}, "shares its token"},
+		{"token twice", []Operator{{"alice", "t1"}, {"bob", "t1"}}, "has the token of another operator"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -366,7 +366,7 @@ func importWrite(ctx context.Context, tx *sql.Tx, ps []popup.Popup, update bool)
 		n := min(len(ps), importBatch)
 		batch := ps[:n]
 		ps = ps[n:]
-		args := make([]any, 0, 12*n)
+		args := make([]any, 0, (len(configCols)+1)*n)
 		for _, p := range batch {
 			values, err := configValues(p)
 			if err != nil {
@@ -382,11 +382,7 @@ func importWrite(ctx context.Context, tx *sql.Tx, ps []popup.Popup, update bool)
 		if update {
 			// Every id exists (locked by this transaction): the duplicate-key branch always runs.
 			q = `INSERT INTO popup_config (id, ` + configColumns + `) VALUES ` + placeholders(n, width) + `
-				ON DUPLICATE KEY UPDATE status = VALUES(status), priority = VALUES(priority), start_at = VALUES(start_at),
-				end_at = VALUES(end_at), reshow_after_seconds = VALUES(reshow_after_seconds),
-				click_cooldown_seconds = VALUES(click_cooldown_seconds), close_cooldown_seconds = VALUES(close_cooldown_seconds),
-				max_impressions = VALUES(max_impressions), targeting = VALUES(targeting), content = VALUES(content),
-				updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1`
+				ON DUPLICATE KEY UPDATE ` + configUpserts + `, updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1`
 		}
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return err

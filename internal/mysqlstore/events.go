@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"popupsvc/internal/backoff"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 )
@@ -436,10 +437,12 @@ func userStateUpsert(events []event.Event) (string, []any, int) {
 	return q.String(), args, len(rows)
 }
 
+// writeRetry spaces the retries of a batch write: short, a deadlock or lock wait clears quickly.
+var writeRetry = backoff.Backoff{Min: 10 * time.Millisecond, Max: time.Second}
+
 // retry runs fn, retrying deadlocks, lock wait timeouts and lost connections a few times with a
 // short jittered back-off, and classifies the final error.
 func (w *EventWriter) retry(ctx context.Context, fn func() error) error {
-	delay := 10 * time.Millisecond
 	attempts := max(w.Attempts, 1)
 	for attempt := 1; ; attempt++ {
 		err := fn()
@@ -452,14 +455,9 @@ func (w *EventWriter) retry(ctx context.Context, fn func() error) error {
 		if attempt >= attempts || !isRetryable(err) || ctx.Err() != nil {
 			return fmt.Errorf("write events: %w", err)
 		}
-		t := time.NewTimer(delay/2 + rand.N(delay))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !writeRetry.Sleep(ctx, attempt-1) {
 			return fmt.Errorf("write events: %w", errors.Join(err, ctx.Err()))
-		case <-t.C:
 		}
-		delay = min(delay*2, time.Second)
 	}
 }
 

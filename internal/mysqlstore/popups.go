@@ -83,8 +83,31 @@ func fromContent(p *popup.Popup, c content) {
 	}
 }
 
-const popupColumns = `id, name, status, priority, start_at, end_at, reshow_after_seconds,
-	click_cooldown_seconds, close_cooldown_seconds, max_impressions, targeting, content, created_at, updated_at, revision`
+// configCols are the popup_config columns a write sets from a popup, in the order of
+// configValues: the one list every statement below is built from.
+var configCols = []string{"name", "status", "priority", "start_at", "end_at", "reshow_after_seconds",
+	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "targeting", "content"}
+
+var (
+	// configColumns is configCols for an INSERT's column list.
+	configColumns = strings.Join(configCols, ", ")
+	// popupColumns is what scanPopup reads: the id, configCols, then the columns the database keeps.
+	popupColumns = "id, " + configColumns + ", created_at, updated_at, revision"
+	// configAssignments sets configCols from configValues' placeholders (an UPDATE).
+	configAssignments = joinEach(configCols, " = ?")
+	// configUpserts takes every column but the name (an import matches popups by name) from the
+	// inserted row (INSERT ... ON DUPLICATE KEY UPDATE).
+	configUpserts = joinEach(configCols[1:], " = VALUES(%s)")
+)
+
+// joinEach joins "col" + suffix for each column; a %s in suffix is the column again.
+func joinEach(cols []string, suffix string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = c + strings.ReplaceAll(suffix, "%s", c)
+	}
+	return strings.Join(parts, ", ")
+}
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -132,7 +155,7 @@ func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body []byte) 
 	return nil
 }
 
-// configValues is p as the values of configColumns, in that order.
+// configValues is p as the values of configCols, in that order.
 func configValues(p popup.Popup) ([]any, error) {
 	targeting, body, err := encodeParts(p)
 	if err != nil {
@@ -142,9 +165,6 @@ func configValues(p popup.Popup) ([]any, error) {
 		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body}, nil
 }
 
-// configColumns are the popup_config columns a write sets from a popup (configValues).
-const configColumns = `name, status, priority, start_at, end_at, reshow_after_seconds, click_cooldown_seconds,
-	close_cooldown_seconds, max_impressions, targeting, content`
 
 func encodeParts(p popup.Popup) (targeting, body []byte, err error) {
 	if targeting, err = json.Marshal(toTargetingDoc(p.Targeting)); err != nil {
@@ -290,10 +310,8 @@ func replace(ctx context.Context, tx *sql.Tx, actor string, action popup.Action,
 	}
 	cond, condArgs := revisionCond(ifRevision)
 	args := append(append(values, id), condArgs...)
-	res, err := tx.ExecContext(ctx, `UPDATE popup_config SET name = ?, status = ?, priority = ?, start_at = ?,
-		end_at = ?, reshow_after_seconds = ?, click_cooldown_seconds = ?, close_cooldown_seconds = ?,
-		max_impressions = ?, targeting = ?, content = ?, updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1
-		WHERE id = ?`+cond, args...)
+	res, err := tx.ExecContext(ctx, `UPDATE popup_config SET `+configAssignments+`,
+		updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1 WHERE id = ?`+cond, args...)
 	if err != nil {
 		return popup.Popup{}, err
 	}

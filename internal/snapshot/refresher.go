@@ -30,7 +30,7 @@ type Source interface {
 	Snapshot(ctx context.Context) (version int64, popups []popup.Popup, err error)
 }
 
-// Backoff spaces the retries of the first load (health.Backoff).
+// Backoff spaces the retries of the first load (backoff.Backoff).
 type Backoff interface {
 	Delay(attempt int) time.Duration
 }
