@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,7 +75,10 @@ func TestWorkerStartsWithADependencyDownAndDrainsOnceItIsBack(t *testing.T) {
 			p := startWorker(t, w.with("POPUP_MYSQL_DSN="+dsn.FormatDSN(), "POPUP_REDIS_ADDR="+redisProxy.Addr(),
 				"POPUP_WORKER_ADDR="+addr), logs)
 			waitHealthy(t, addr)
-			require.Eventually(t, func() bool { return proxy.Refused() >= 3 }, 15*time.Second, 10*time.Millisecond, "several retries")
+			// several retries of the one that is down, and the other one found up
+			require.Eventually(t, func() bool {
+				return proxy.Refused() >= 3 && slices.Equal(getHealth(t, addr).WaitingFor, []string{tt.down})
+			}, 15*time.Second, 10*time.Millisecond, "several retries")
 
 			h := getHealth(t, addr)
 			assert.Equal(t, http.StatusOK, h.Code)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/popuptest"
 )
 
 func TestDecodePopupBodyNamesTheField(t *testing.T) {
@@ -161,4 +162,23 @@ func TestParseFlag(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestWireCarriesEveryField: the admin wire shows every field of a popup, and a popup put back as
+// it was read builds into the same popup (the fields the server owns aside).
+func TestWireCarriesEveryField(t *testing.T) {
+	t.Parallel()
+	want := popuptest.Full()
+	out := toWire(want)
+	popuptest.RequireNoZeroField(t, out)
+	raw, err := json.Marshal(out)
+	require.NoError(t, err)
+	in, err := decodePopupBody(raw)
+	require.NoError(t, err)
+	links, err := popup.ParseLinkSchemes([]string{"https", "app"})
+	require.NoError(t, err)
+	got, err := fromWire(in).BuildWith(links)
+	require.NoError(t, err)
+	got.ID, got.Revision, got.CreatedAt, got.UpdatedAt = want.ID, want.Revision, want.CreatedAt, want.UpdatedAt
+	assert.Equal(t, want, got)
 }

@@ -165,7 +165,6 @@ func configValues(p popup.Popup) ([]any, error) {
 		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body}, nil
 }
 
-
 func encodeParts(p popup.Popup) (targeting, body []byte, err error) {
 	if targeting, err = json.Marshal(toTargetingDoc(p.Targeting)); err != nil {
 		return nil, nil, err

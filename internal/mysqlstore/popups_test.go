@@ -10,6 +10,7 @@ import (
 
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/popuptest"
 	"popupsvc/internal/testenv"
 )
 
@@ -105,4 +106,19 @@ func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T)
 	got, err := repo.Get(ctx, p.ID)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Revision)
+}
+
+// TestPopupRowCarriesEveryField: a popup with every field set reads back from its popup_config
+// row as it was written (the id, revision and times are the store's).
+func TestPopupRowCarriesEveryField(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	want := popuptest.Full()
+	stored, err := repo.Create(ctx, "alice", want)
+	require.NoError(t, err)
+	got, err := repo.Get(ctx, stored.ID)
+	require.NoError(t, err)
+	want.ID, want.Revision, want.CreatedAt, want.UpdatedAt = got.ID, got.Revision, got.CreatedAt, got.UpdatedAt
+	assert.Equal(t, want, got)
 }
