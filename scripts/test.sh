@@ -56,13 +56,14 @@ gotest=(go test -tags "$GO_TAGS" $race -count=1)
 race_pkgs() { go list ./... | grep -v '/deploy$'; }
 compile() {
   go mod download
-  # Both variants at once, each compiled once: the race test binaries (-run of nothing: built and
-  # linked into the cache, no test run) and every package without -race, which go vet, the
-  # binaries of smoke and chaos and the tests' own builds of popup-worker then find in the cache
-  # (compiled later, several of them would compile the same packages side by side).
+  # Both variants at once, each compiled once: every package with -race (the tests') and without
+  # (go vet's, the binaries of smoke and chaos, the tests' own builds of popup-worker), which the
+  # later stages then find in the cache (compiled later, several of them would compile the same
+  # packages side by side).
+  # (go build compiles without linking: the go stage links each test binary once, as it must.)
   local pids=() p rc=0
   go build -tags "$GO_TAGS" ./... & pids+=($!)
-  "${gotest[@]}" -run '^$' $(race_pkgs) >/dev/null & pids+=($!)
+  go build -tags "$GO_TAGS" $race ./... & pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   return $rc
 }
@@ -133,16 +134,18 @@ smoke() {
 }
 
 stage_bg compile compile
+# fuzz's coverage-instrumented build shares nothing with the others: it starts at once, so that
+# it is not the last stage to finish
+stage_bg fuzz env FUZZ_PARALLEL=1 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 stage install install
 stage_bg venv scripts/venv.sh # after install: both may need apt
 stage_bg sysctl bash sysctl/test.sh
 stage stack stack
 source "$run_dir/stack.env"
 stage_wait compile
-# CPU work in the background (lint's analysis, fuzz's instrumented build, the smoke's load) fills
+# CPU work in the background (lint's analysis, the smoke's load) fills
 # the time the tests spend waiting on servers and timers
 stage_bg lint lint
-stage_bg fuzz env FUZZ_PARALLEL=1 scripts/fuzz.sh "${FUZZ_SECONDS:-5}"
 stage_wait venv
 stage_bg smoke smoke
 stage go gotests

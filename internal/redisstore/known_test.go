@@ -167,12 +167,17 @@ func TestKnownUsersLifecycle(t *testing.T) {
 
 // slowLoader stands in for MySQL in the tests of the shared load: it answers after delay.
 type slowLoader struct {
-	delay time.Duration
-	calls atomic.Int64
+	delay   time.Duration
+	calls   atomic.Int64
+	started chan struct{} // told of each call
 }
 
 func (l *slowLoader) Load(ctx context.Context, uid string, now time.Time) (popup.UserState, error) {
 	l.calls.Add(1)
+	select {
+	case l.started <- struct{}{}:
+	default:
+	}
 	select {
 	case <-time.After(l.delay):
 	case <-ctx.Done():
@@ -188,13 +193,14 @@ func TestSharedStateLoadOutlivesItsCallers(t *testing.T) {
 	t.Parallel()
 	rdb := testenv.Redis(t)
 	keys := Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}
-	loader := &slowLoader{delay: 300 * time.Millisecond}
+	loader := &slowLoader{delay: 300 * time.Millisecond, started: make(chan struct{}, 1)}
 	s := NewUserStore(rdb, keys, time.Hour, loader, 4, nil)
 	now := time.Now()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	// The request's budget ends while the load runs (the GET before it has answered "no state").
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-loader.started; cancel() }()
 	_, err := s.Get(ctx, "late", now)
-	cancel()
 	require.ErrorIs(t, err, ErrLoad, "past the budget: an error the caller answers degraded")
 	require.Eventually(t, func() bool { return rdb.Exists(context.Background(), keys.User("late")).Val() == 1 },
 		5*time.Second, 10*time.Millisecond, "the load finishes on its own and caches the state")
@@ -210,7 +216,7 @@ func TestSharedStateLoadOutlivesItsCallers(t *testing.T) {
 		_, err := s.Get(gone, "shared", now)
 		first <- err
 	}()
-	require.Eventually(t, func() bool { return loader.calls.Load() == 2 }, 5*time.Second, time.Millisecond)
+	<-loader.started
 	second := make(chan error, 1)
 	go func() {
 		_, err := s.Get(context.Background(), "shared", now)
