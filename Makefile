@@ -56,7 +56,7 @@ clean:
 bench: ## A/B throughput and latency: bare net/http vs GET /api/v1/popup (docs/PERFORMANCE.md)
 	scripts/bench.sh
 
-fuzz: ## every Go fuzz target for 60 s each (make test runs 5 s each), then the API fuzzer for 300 s on its own stack
+fuzz: ## every Go fuzz target for 60 s each (make test replays their seeds and saved crashers), then the API fuzzer for 300 s on its own stack
 	scripts/fuzz.sh 60
 	scripts/api-fuzz.sh --stack $${API_FUZZ_SECONDS:-300}
 

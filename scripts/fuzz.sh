@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# fuzz.sh [SECONDS]: run every `go test -fuzz` target of the module for SECONDS each (default 5:
-# the smoke that `make test` runs; `make fuzz` runs 60). The targets are discovered (go test
-# -list), never listed by hand. FUZZ_PARALLEL=N limits the fuzzing workers (make test: 1). A crasher is saved by Go under the package's testdata/fuzz/ and
-# becomes a regression seed that plain `go test` replays: commit it.
+# fuzz.sh [SECONDS]: run every `go test -fuzz` target of the module for SECONDS each (default 5;
+# `make fuzz` runs 60). The targets are discovered (go test -list), never listed by hand.
+# FUZZ_PARALLEL=N limits the fuzzing workers. A crasher is saved by Go under the package's
+# testdata/fuzz/ and becomes a regression seed that plain `go test` (so `make test`) replays:
+# commit it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/build.env

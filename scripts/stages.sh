@@ -37,12 +37,14 @@ stage_bg() {
   local name=$1; shift
   stage_order+=("$name")
   _stage_mark "$name" "started in the background (log: $stage_dir/$name.log)"
+  rm -f "$stage_dir/$name.rc"
   (
     t0=$(date +%s)
     rc=0
     ( "$@" ) >"$stage_dir/$name.log" 2>&1 &
     wait $! || rc=$?
     echo $(( $(date +%s) - t0 )) >"$stage_dir/$name.secs"
+    echo $rc >"$stage_dir/$name.rc"
     exit $rc
   ) &
   stage_pid[$name]=$!
@@ -51,8 +53,10 @@ stage_bg() {
 stage_wait() {
   local name rc failed=0
   for name in "$@"; do
-    rc=0
-    wait "${stage_pid[$name]}" || rc=$?
+    # the stage's own record of its end (bash may have reaped and forgotten a long-finished job)
+    while [ ! -s "$stage_dir/$name.rc" ] && kill -0 "${stage_pid[$name]}" 2>/dev/null; do sleep 0.2; done
+    wait "${stage_pid[$name]}" 2>/dev/null || true
+    rc=$(cat "$stage_dir/$name.rc" 2>/dev/null || echo 1)
     stage_secs[$name]=$(cat "$stage_dir/$name.secs" 2>/dev/null || echo "?")
     if [ $rc -eq 0 ]; then
       stage_status[$name]=ok
