@@ -29,7 +29,7 @@ const usage = `popup-sysctl: check, apply and roll back the popup service's kern
 profiles (sysctl/*.conf, built in). See sysctl/README.md.
 
   popup-sysctl check    PROFILE   live values vs the profile (exit 1 on any DIFF)
-  popup-sysctl apply    PROFILE   back up, install into d, load
+  popup-sysctl apply    PROFILE   back up, install into sysctl.d, load
   popup-sysctl rollback [PROFILE] undo the most recent apply (of PROFILE)
   popup-sysctl keys     PROFILE   list keys with their namespace scope
   popup-sysctl backups            list backups, oldest first
@@ -39,12 +39,12 @@ Options (anywhere on the command line):
   --global-only    only host-global keys
   --strict         check: a key missing on this kernel counts as a failure
   --force          rollback: ignore a proc-tree mismatch with the backup
-  --root DIR       operate on a fake tree: DIR/proc/sys, DIR/etc/d,
+  --root DIR       operate on a fake tree: DIR/proc/sys, DIR/etc/sysctl.d,
                    DIR/var/lib/popup-sysctl (for tests)
 
 Environment:
   POPUP_SYSCTL_PROC        sysctl tree          (default /proc/sys)
-  POPUP_SYSCTL_DIR         d directory   (default /etc/d)
+  POPUP_SYSCTL_DIR         sysctl.d directory   (default /etc/sysctl.d)
   POPUP_SYSCTL_BACKUP_DIR  backup directory     (default /var/lib/popup-sysctl)
   POPUP_SYSCTL_PROFILE_DIR where PROFILE names are looked up (default: built in)
 
@@ -54,7 +54,7 @@ Exit status: 0 success / all match, 1 a difference or a failed write,
 
 const (
 	realProc      = "/proc/sys"
-	realSysctlDir = "/etc/d"
+	realSysctlDir = "/etc/sysctl.d"
 )
 
 // exitError carries an exit code; a non-empty message goes to stderr.
@@ -97,7 +97,7 @@ func Run(argv []string, out io.Writer) error {
 	}
 	setRoot := func(dir string) {
 		t.proc = filepath.Join(dir, "proc/sys")
-		t.sysctlDir = filepath.Join(dir, "etc/d")
+		t.sysctlDir = filepath.Join(dir, "etc/sysctl.d")
 		t.bdir = filepath.Join(dir, "var/lib/popup-sysctl")
 	}
 	var args []string
@@ -256,10 +256,10 @@ func (t *tool) apply(arg string) error {
 	if len(set) == 0 {
 		return fail(2, "profile %s has no keys selected by --%s-only", name, t.filter)
 	}
-	// A fake proc tree with the real d would install a file that the
+	// A fake proc tree with the real sysctl.d would install a file that the
 	// next boot applies to the real kernel. That is never what a test wants.
 	if !sameFile(t.proc, realProc) && (t.sysctlDir == realSysctlDir || sameFile(t.sysctlDir, realSysctlDir)) {
-		return fail(2, "refusing: tree %s is not %s but the d dir is %s; set POPUP_SYSCTL_DIR or use --root", t.proc, realProc, realSysctlDir)
+		return fail(2, "refusing: tree %s is not %s but the sysctl.d dir is %s; set POPUP_SYSCTL_DIR or use --root", t.proc, realProc, realSysctlDir)
 	}
 	if !isDir(t.proc) {
 		return fail(2, "sysctl tree not found: %s", t.proc)
@@ -301,7 +301,7 @@ func (t *tool) apply(arg string) error {
 	}
 	fmt.Fprintf(t.out, "backup: %s\n", backup)
 
-	// 2. Install the profile into d (atomically).
+	// 2. Install the profile into sysctl.d (atomically).
 	if err := writeAtomic(installed, []byte(RenderInstall(text, src, stamp, t.filter, set)), 0o644); err != nil {
 		return fail(2, "%v", err)
 	}
