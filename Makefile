@@ -9,9 +9,10 @@ TAGS  ?= jsoniter
 
 all: build
 
-build: ## bin/popup-api and bin/popup-worker
+build: ## bin/popup-api, bin/popup-worker and bin/popup-sysctl
 	$(GO) build -tags $(TAGS) -trimpath -o bin/popup-api ./cmd/popup-api
 	$(GO) build -tags $(TAGS) -trimpath -o bin/popup-worker ./cmd/popup-worker
+	$(GO) build -tags $(TAGS) -trimpath -o bin/popup-sysctl ./cmd/popup-sysctl
 
 up: ## install what is missing, start MariaDB, Redis, migrate, seed, start api + worker
 	scripts/stack.sh up
