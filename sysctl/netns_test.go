@@ -92,6 +92,9 @@ func TestNetnsApplyCheckRollback(t *testing.T) {
 			}
 			host := map[string]string{}
 			for _, s := range all {
+				if !DirTree("/proc/sys").Present(s.Key) {
+					t.Errorf("%s is not on this kernel", s.Key)
+				}
 				host[s.Key] = readHost(s.Key)
 			}
 			t.Cleanup(func() {
