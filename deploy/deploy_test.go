@@ -25,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -33,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"popupsvc/sysctl"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -47,7 +49,6 @@ const (
 	systemdDir    = "systemd"
 	envExample    = "systemd/popup.env.example"
 	dashboardPath = "grafana/popup-dashboard.json"
-	sysctlTool    = "../sysctl/popup-sysctl"
 	sysctlReadme  = "../sysctl/README.md"
 )
 
@@ -1249,17 +1250,17 @@ func readmeVars(t *testing.T) map[string]string {
 
 type profileKey struct{ name, scope, k8s string }
 
-// profileKeys asks the sysctl tool itself how it classifies each key of a profile, so that
-// deploy/ and sysctl/ share one classification.
+// profileKeys asks package sysctl (what popup-sysctl keys prints) how it classifies each key of
+// a profile, so that deploy/ and sysctl/ share one classification.
 func profileKeys(t *testing.T, profile string) []profileKey {
 	t.Helper()
-	out, err := exec.Command("bash", sysctlTool, "keys", profile).Output()
-	require.NoError(t, err, "sysctl/popup-sysctl keys %s", profile)
+	text, ok := sysctl.Profile(profile)
+	require.True(t, ok, "no profile %s", profile)
+	set, err := sysctl.Parse(profile, text, sysctl.All)
+	require.NoError(t, err)
 	var keys []profileKey
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		require.Len(t, f, 3, "popup-sysctl keys output: %q", line)
-		keys = append(keys, profileKey{f[0], f[1], f[2]})
+	for _, s := range set {
+		keys = append(keys, profileKey{s.Key, sysctl.Scope(s.Key), sysctl.K8s(s.Key)})
 	}
 	require.NotEmpty(t, keys)
 	return keys

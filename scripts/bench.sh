@@ -26,7 +26,8 @@
 #   BENCH_REGIONS (8)   BENCH_DRAIN_TARGET (5: seconds)  BENCH_BIG=1 (10,000 popups, 1,000,000 users,
 #   5,000 regions, BENCH_WARM=fill)    BENCH_WARM (api: GET every user until it answers no popup; fill: write that
 #   state straight into Redis with `benchtool fill`)  BENCH_WARM_TRIES (30)
-#   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run)
+#   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run; FILE-first.prof
+#   of the first first-visit run)
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -156,8 +157,13 @@ for r in $(seq 1 "$rounds"); do
 
   # E: first visits, the same answer as C, each for a uid the service has never seen
   d0=$(degraded); l0=$(loads); p0=$(cpu_of "$procs")
+  if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
+    curl -fsS -H 'Authorization: Bearer bench' -o "${BENCH_PROFILE%.prof}-first.prof" \
+      "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
+  fi
   read -r e_rps e_p50 e_p99 e_reqs e_bad < <(BENCH_QUERY_REGION=rec BENCH_UID_MODE=fresh wrk_run "$api")
   p1=$(cpu_of "$procs"); d1=$(degraded); l1=$(loads)
+  if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
   wait_drained
   e_bad=$(awk -v b="$e_bad" -v a="$d0" -v c="$d1" 'BEGIN {printf "%d", b + c - a}')
   e_cpu=$(per_k "$p0" "$p1" "$e_reqs")

@@ -10,12 +10,12 @@
 #   stack    MariaDB, Redis and the Redis Cluster of this run
 #   lint     go vet's and staticcheck's checks (tools/popup-lint), both build-tag sets (the
 #            service's and the chaos suite's), and gofmt
-#   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, netns
+#   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
+#            sysctl profiles applied and checked in network namespaces (root)
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (40)
 #   cluster  the Redis-facing tests again against the Redis Cluster
 #   chaos    the fast subset of `make chaos`: its own MariaDB and Redis, which it kills
-#   sysctl   the kernel profiles applied and checked in network namespaces (root)
 #
 # POPUP_TEST_STRICT=1: a test that cannot run here (Chromium missing, say) fails instead of
 # skipping. RACE=0 drops -race (benchmarks); GOTEST_FLAGS are added to the go stage's go test.
@@ -137,7 +137,6 @@ smoke() {
 stage_bg compile compile
 stage install install
 stage_bg venv scripts/venv.sh # after install: both may need apt
-stage_bg sysctl bash sysctl/test.sh
 stage stack stack
 source "$run_dir/stack.env"
 stage_wait compile
@@ -149,6 +148,6 @@ stage_bg smoke smoke
 stage go gotests
 stage_bg cluster cluster
 stage chaos scripts/chaos.sh fast
-stage_wait cluster lint smoke sysctl
+stage_wait cluster lint smoke
 echo
 echo "== make test: every stage passed"

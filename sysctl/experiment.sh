@@ -83,6 +83,7 @@ trap 'exit 130' INT TERM
 
 echo "building sysctl/expserver"
 go build -o "$work/expserver" ./sysctl/expserver
+go build -o "$work/popup-sysctl" ./cmd/popup-sysctl
 
 pin_srv=() pin_cli=()
 if (($(nproc) >= 2)) && command -v taskset >/dev/null; then
@@ -133,8 +134,8 @@ apply_profile() {
 	local ns=$1 profile=$2 dir="$work/sysctl-$1"
 	mkdir -p "$dir"
 	in_ns "$ns" env POPUP_SYSCTL_DIR="$dir/sysctl.d" POPUP_SYSCTL_BACKUP_DIR="$dir/backup" \
-		"$root/sysctl/popup-sysctl" apply --netns-only "$profile" >"$dir/apply.log"
-	in_ns "$ns" "$root/sysctl/popup-sysctl" check --netns-only "$profile" >"$dir/check.log" || {
+		"$work/popup-sysctl" apply --netns-only "$profile" >"$dir/apply.log"
+	in_ns "$ns" "$work/popup-sysctl" check --netns-only "$profile" >"$dir/check.log" || {
 		cat "$dir/check.log" >&2
 		echo "experiment.sh: $profile did not take in $ns" >&2
 		return 1

@@ -90,21 +90,6 @@ const (
 	KnownMaybe                        // seen, or a false positive: ask MySQL
 )
 
-// knownCheckScript answers for a uid on a state miss, reading the filter only:
-//
-//	KEYS[1] filter  ARGV[1..] offsets
-//
-// Returns 0 (untrusted), 1 (new: never seen) or 2 (maybe). A new user's empty state is not
-// cached here: the record script that shows the user a popup writes it, and a new user with
-// nothing to show costs this read again next time, never SQL.
-var knownCheckScript = redis.NewScript(`
-if redis.call('GETRANGE', KEYS[1], 8, 8) ~= '\1' then return 0 end
-for i = 1, #ARGV do
-  if redis.call('GETBIT', KEYS[1], ARGV[i]) == 0 then return 1 end
-end
-return 2
-`)
-
 // knownAddScript sets bits of a filter. With ARGV[1] not empty, only while the filter's rebuild
 // id is ARGV[1] (a rebuild's step: it refreshes the rebuild's lease too); returns 0 when the
 // filter is no longer that rebuild's.
@@ -218,14 +203,30 @@ func (r *Rebuild) Finish(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// checkCmd is the filter question for uid (see knownCheckScript), for the caller to send.
-func (f *KnownUsers) checkCmd(ctx context.Context, uid string) (*redis.Cmd, []string, []any) {
-	args := f.appendOffsets(make([]any, 0, f.K), uid)
-	keys := []string{f.Key(f.Keys.Shard(uid))}
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", knownCheckScript.Hash(), len(keys), keys[0])
-	cmdArgs = append(cmdArgs, args...)
-	return redis.NewCmd(ctx, cmdArgs...), keys, args
+// checkCmd is the filter question for uid: one BITFIELD (no script) reading the complete flag
+// (the header's byte 8) and the uid's K bits; answer reads its reply.
+func (f *KnownUsers) checkCmd(ctx context.Context, uid string) *redis.IntSliceCmd {
+	args := make([]any, 0, 2+4+4*f.K)
+	args = append(args, "bitfield", f.Key(f.Keys.Shard(uid)), "get", "u8", 64)
+	var offs [16]any
+	for _, o := range f.appendOffsets(offs[:0], uid) {
+		args = append(args, "get", "u1", o)
+	}
+	return redis.NewIntSliceCmd(ctx, args...)
+}
+
+// answer is what a checkCmd's reply says: untrusted unless the flag is set; new when any of
+// the uid's bits is clear; else maybe.
+func answer(reply []int64) KnownAnswer {
+	if len(reply) == 0 || reply[0] != 1 {
+		return KnownUntrusted
+	}
+	for _, bit := range reply[1:] {
+		if bit == 0 {
+			return KnownNew
+		}
+	}
+	return KnownMaybe
 }
 
 // StateMetrics count what a state miss cost: popup_user_state_misses_total{answer}, where

@@ -99,6 +99,20 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 	} else if !errors.Is(err, redis.Nil) {
 		return State{}, fmt.Errorf("get user state: %w", err)
 	}
+	if s.known != nil {
+		// A first visit: answered here, on the caller's context, with no shared load to set up.
+		ans, err := s.knownCheck(ctx, uid)
+		if err != nil {
+			return State{}, fmt.Errorf("get user state: %w", err)
+		}
+		s.metrics.miss(ans)
+		if ans == KnownNew {
+			// No state stored: the record script compares against "" (a missing key).
+			return State{}, nil
+		}
+	} else {
+		s.metrics.miss(KnownUntrusted)
+	}
 	// One load per uid at a time in this process, on a context of its own: see StateLoadTimeout.
 	ch := s.group.DoChan(key, func() (any, error) {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StateLoadTimeout)
@@ -115,7 +129,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 		return State{}, res.Err
 	}
 	st, shared := res.Val.(State), res.Shared
-	if shared && st.Raw != "" { // "" is a new user's empty state: nothing shared to copy
+	if shared {
 		// Callers mutate their state: each sharer gets its own copy.
 		dec, err := DecodeState(st.Raw)
 		if err != nil {
@@ -127,19 +141,6 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 }
 
 func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (State, error) {
-	if s.known != nil {
-		ans, err := s.knownCheck(ctx, uid)
-		if err != nil {
-			return State{}, fmt.Errorf("get user state: %w", err)
-		}
-		s.metrics.miss(ans)
-		if ans == KnownNew {
-			// No state stored: the record script compares against "" (a missing key).
-			return State{}, nil
-		}
-	} else {
-		s.metrics.miss(KnownUntrusted)
-	}
 	// Wait for a slot within the caller's budget: a burst of new users queues for MySQL
 	// instead of all hitting it at once, and degrades only if the budget runs out.
 	select {
@@ -173,19 +174,11 @@ func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (S
 
 // knownCheck asks the known-users filter about uid, through the autopipeliner like the GET.
 func (s *UserStore) knownCheck(ctx context.Context, uid string) (KnownAnswer, error) {
-	cmd, keys, args := s.known.checkCmd(ctx, uid)
-	err := s.do(ctx, cmd)
-	var n int
-	if err == nil {
-		n, err = cmd.Int()
-	}
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		n, err = knownCheckScript.Run(ctx, s.rdb, keys, args...).Int()
-	}
-	if err != nil {
+	cmd := s.known.checkCmd(ctx, uid)
+	if err := s.do(ctx, cmd); err != nil {
 		return KnownUntrusted, fmt.Errorf("known users: check: %w", err)
 	}
-	return KnownAnswer(n), nil
+	return answer(cmd.Val()), nil
 }
 
 // Outcome of Record: the domain's popup.Outcome, whose values the record script returns.
