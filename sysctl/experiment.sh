@@ -2,7 +2,7 @@
 # experiment.sh: the TIME_WAIT experiment. Short-connection HTTP load (one request per
 # connection) with the kernel defaults and then with our profiles, and the same load over
 # keep-alive, all between two network namespaces this script creates. Prints req/s, errors and
-# TIME_WAIT counts side by side (docs/PERFORMANCE.md, "TIME_WAIT experiment").
+# TIME_WAIT counts side by side (docs/PERFORMANCE.md, "TIME_WAIT").
 #
 #   sudo bash sysctl/experiment.sh            # 6 runs of 15 s, about 2 minutes
 #
