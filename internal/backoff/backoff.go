@@ -30,8 +30,14 @@ func (b Backoff) Delay(attempt int) time.Duration {
 }
 
 // Sleep waits Delay(attempt); false when ctx ended first.
-func (b Backoff) Sleep(ctx context.Context, attempt int) bool {
-	t := time.NewTimer(b.Delay(attempt))
+func (b Backoff) Sleep(ctx context.Context, attempt int) bool { return Wait(ctx, b.Delay(attempt)) }
+
+// Wait waits for d (not at all when d <= 0); false when ctx ended first.
+func Wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

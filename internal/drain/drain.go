@@ -154,7 +154,7 @@ func (d *Drain) drainShard(ctx, work context.Context, shard int) {
 			continue
 		}
 		if len(raws) == 0 {
-			sleep(ctx, d.cfg.FlushEvery)
+			backoff.Wait(ctx, d.cfg.FlushEvery)
 			continue
 		}
 		if err := d.process(work, shard, raws); err != nil {
@@ -169,7 +169,7 @@ func (d *Drain) drainShard(ctx, work context.Context, shard int) {
 		}
 		bo.reset()
 		if len(raws) < d.cfg.BatchSize {
-			sleep(ctx, d.cfg.FlushEvery)
+			backoff.Wait(ctx, d.cfg.FlushEvery)
 		}
 	}
 }
@@ -358,18 +358,6 @@ func (r *retries) wait(ctx context.Context) bool {
 }
 
 func (r *retries) reset() { r.attempt = 0 }
-
-// sleep waits for d; false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"popupsvc/internal/backoff"
 	"popupsvc/internal/event"
 	"popupsvc/internal/redisstore"
 )
@@ -152,7 +153,7 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 			break
 		}
 		after = uids[len(uids)-1]
-		if !sleepCtx(ctx, pace-time.Since(began)) {
+		if !backoff.Wait(ctx, pace-time.Since(began)) {
 			return
 		}
 	}
@@ -170,20 +171,6 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 			k.complete.WithLabelValues(shard).Set(1)
 			k.log.Info("known-users filter rebuilt", "shard", r.Shard(), "uids_scanned", total)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
