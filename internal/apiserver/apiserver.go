@@ -164,6 +164,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	publicSrv := httpapi.NewServer(cfg.HTTPAddr, public.Router())
 	adminSrv := httpapi.NewServer(cfg.AdminAddr, adminRouter)
 	adminSrv.WriteTimeout = 2 * time.Minute // pprof profiles and traces run for a while
+	// An import may be 64 MiB: the public listener's 5 s to read a request would cut it off
+	// (headers keep their short timeout; slow-header clients are what that one is for).
+	adminSrv.ReadTimeout = 2 * time.Minute
 
 	var publicAddr, adminAddr net.Addr
 	bound := make(chan struct{}, 2)

@@ -246,6 +246,11 @@ func readActionBody(c *gin.Context) (actionBody, *apiError) {
 // readBody reads the request body up to limit bytes: tooLarge (a 413) past it, a 400
 // invalid_body when it cannot be read.
 func readBody(c *gin.Context, limit int64, tooLarge *apiError) ([]byte, *apiError) {
+	if c.Request.ContentLength > limit {
+		// Declared too large: refused before a byte is read (reading it would only run into the
+		// listener's read timeout and end as a 400).
+		return nil, tooLarge
+	}
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
