@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	if now == nil {
 		now = func() time.Time { return time.Now().UTC() }
 	}
-	db, err := mysqlstore.Connect(cfg.MySQLDSN, cfg.MySQLMaxOpen)
+	db, err := mysqlstore.NewPool(cfg.MySQLDSN, cfg.MySQLMaxOpen)
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// Connect builds the pool with the driver parameters the service relies on, whatever the DSN
+// NewPool builds the pool with the driver parameters the service relies on, whatever the DSN
 // says: parseTime, UTC on both ends, and client-side placeholder interpolation (one round trip
 // per statement; values are still escaped by the driver, never concatenated by us). It does not
 // reach the server (database/sql dials on first use): a bad DSN is its only error, so a binary
 // can start while MySQL is down and track its availability instead.
-func Connect(dsn string, maxOpen int) (*sql.DB, error) {
+func NewPool(dsn string, maxOpen int) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse MySQL DSN: %w", err)
@@ -56,7 +56,7 @@ func Connect(dsn string, maxOpen int) (*sql.DB, error) {
 // Open is Connect, then a ping (failing when MySQL cannot be reached) and a prewarmed pool: for
 // tools and tests that need MySQL now.
 func Open(ctx context.Context, dsn string, maxOpen int) (*sql.DB, error) {
-	db, err := Connect(dsn, maxOpen)
+	db, err := NewPool(dsn, maxOpen)
 	if err != nil {
 		return nil, err
 	}

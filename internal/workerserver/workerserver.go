@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	log = log.With("worker", worker)
 	log.Info("popup-worker starting", "config", cfg.String())
 
-	db, err := mysqlstore.Connect(cfg.MySQLDSN, cfg.MySQLMaxOpen)
+	db, err := mysqlstore.NewPool(cfg.MySQLDSN, cfg.MySQLMaxOpen)
 	if err != nil {
 		return err
 	}
