@@ -53,7 +53,7 @@ func NewPool(dsn string, maxOpen int) (*sql.DB, error) {
 	return db, nil
 }
 
-// Open is Connect, then a ping (failing when MySQL cannot be reached) and a prewarmed pool: for
+// Open is NewPool, then a ping (failing when MySQL cannot be reached) and a prewarmed pool: for
 // tools and tests that need MySQL now.
 func Open(ctx context.Context, dsn string, maxOpen int) (*sql.DB, error) {
 	db, err := NewPool(dsn, maxOpen)
