@@ -38,12 +38,12 @@ import (
 
 // Hooks let a caller observe the running server (tests bind to port 0).
 type Hooks struct {
-	// OnBound is called once both listeners are bound, ready or not (/healthz answers).
-	OnBound func(public, admin net.Addr)
-	// OnListen is called once the listeners are bound and the server is ready: the first config
-	// snapshot is loaded and the config subscription confirmed (or given up on).
+	// OnListen is called once both listeners are bound, ready or not (/healthz answers).
 	OnListen func(public, admin net.Addr)
-	Now      func() time.Time
+	// OnReady is called once the listeners are bound and the server is ready: the first config
+	// snapshot is loaded and the config subscription confirmed (or given up on).
+	OnReady func(public, admin net.Addr)
+	Now     func() time.Time
 }
 
 // Breaker settings: consecutive Redis failures that open it, and how long it stays open before a
@@ -188,8 +188,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 				return nil
 			}
 		}
-		if hooks.OnBound != nil {
-			hooks.OnBound(publicAddr, adminAddr)
+		if hooks.OnListen != nil {
+			hooks.OnListen(publicAddr, adminAddr)
 		}
 		select {
 		case <-subscribed:
@@ -197,8 +197,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 			return nil
 		}
 		log.Info("popup-api serving", "public", publicAddr.String(), "admin", adminAddr.String(), "config_version", holder.Load().Version)
-		if hooks.OnListen != nil {
-			hooks.OnListen(publicAddr, adminAddr)
+		if hooks.OnReady != nil {
+			hooks.OnReady(publicAddr, adminAddr)
 		}
 		return nil
 	})

@@ -84,13 +84,13 @@ type instance struct {
 	done          chan error
 }
 
-// start starts popup-api and returns once it is ready (OnListen).
+// start starts popup-api and returns once it is ready (OnReady).
 func start(t *testing.T, cfg config.Config, clk *clock) *instance {
 	t.Helper()
 	return launch(t, cfg, clk, true)
 }
 
-// launch starts popup-api and returns once it is ready, or only bound (OnBound) when ready is
+// launch starts popup-api and returns once it is ready (OnReady), or only bound (OnListen) when ready is
 // false; it stops the server at the end of the test.
 func launch(t *testing.T, cfg config.Config, clk *clock, ready bool) *instance {
 	t.Helper()
@@ -100,9 +100,9 @@ func launch(t *testing.T, cfg config.Config, clk *clock, ready bool) *instance {
 	listening := func(p, a net.Addr) { in.public, in.admin = p.String(), a.String(); close(up) }
 	var hooks apiserver.Hooks
 	if ready {
-		hooks.OnListen = listening
+		hooks.OnReady = listening
 	} else {
-		hooks.OnBound = listening
+		hooks.OnListen = listening
 	}
 	if clk != nil {
 		hooks.Now = clk.Now
