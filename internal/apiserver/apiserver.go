@@ -202,7 +202,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		}
 		return nil
 	})
-	return g.Wait()
+	err = g.Wait()
+	// A reload whose callers left (their requests ended) may still run: it uses the Redis client
+	// and the database pool, which close when Run returns.
+	reloads.Wait()
+	return err
 }
 
 // adminOperators is every operator of the admin API: POPUP_ADMIN_TOKENS, POPUP_ADMIN_TOKENS_FILE

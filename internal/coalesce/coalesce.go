@@ -25,7 +25,12 @@ type Group[T any] struct {
 	mu      sync.Mutex
 	running bool
 	next    *run[T] // the run the callers arriving now will share; nil until one asks
+	runs    sync.WaitGroup
 }
+
+// Wait returns once no run is in flight: the owner calls it at shutdown, after the last Do (a
+// run outlives the callers that left, and must not outlive what it uses).
+func (g *Group[T]) Wait() { g.runs.Wait() }
 
 type run[T any] struct {
 	done    chan struct{}
@@ -62,7 +67,9 @@ func (g *Group[T]) startLocked() {
 	r := g.next
 	g.next = nil
 	g.running = true
+	g.runs.Add(1)
 	go func() {
+		defer g.runs.Done()
 		timeout := g.Timeout
 		if timeout <= 0 {
 			timeout = 30 * time.Second

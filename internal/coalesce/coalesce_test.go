@@ -148,3 +148,30 @@ func TestRunIsBoundedByTimeout(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	<-f.started
 }
+
+// TestWaitOutlastsTheRunsItsCallersLeft: a caller that leaves does not stop its run, and Wait
+// returns only once that run has ended.
+func TestWaitOutlastsTheRunsItsCallersLeft(t *testing.T) {
+	t.Parallel()
+	f := newGated()
+	g := &Group[int64]{Fn: f.fn}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := g.Do(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	waitStarted(t, f, 1)
+
+	waited := make(chan struct{})
+	go func() { g.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned while a run was in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.release <- nil
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after the run ended")
+	}
+}
