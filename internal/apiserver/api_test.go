@@ -68,7 +68,7 @@ func TestPollCatchesAChangeWithoutPubSub(t *testing.T) {
 	_, err = db.ExecContext(ctx, "UPDATE popup_config_version SET version = version + 1")
 	require.NoError(t, err)
 	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	require.NoError(t, rdb.Del(ctx, keys.ConfigVersion(), keys.ConfigBlob()).Err(), "an emptied cache is warmed again by the poll")
 	require.Eventually(t, func() bool {
 		res := api.adminDo(t, http.MethodGet, "/admin/v1/preview?uid=x&platform=web&app_version=1", nil)
@@ -169,7 +169,7 @@ func TestActionEventIDAppliedOnce(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	}
 	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	n, err := rdb.LLen(context.Background(), keys.Queue(keys.Shard("u9"))).Result()
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, n, "three posts of one event_id queue one event")
@@ -191,7 +191,7 @@ func TestUserStateComesBackFromMySQLAfterRedisLosesIt(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 
 	// What the worker would have written for a user shown the popup a minute ago.
 	_, err = db.ExecContext(ctx, `INSERT INTO popup_user_state (uid, popup_id, next_show_at, impressions, last_impression_at)
@@ -225,7 +225,7 @@ func TestNewUserStateCachedAsEmpty(t *testing.T) {
 	api.createPopup(t, popupSpec("targeted", map[string]any{"targeting": map[string]any{"rollout_percent": 0}}))
 	api.createPopup(t, popupSpec("open", map[string]any{"targeting": map[string]any{"platforms": []string{"android"}}}))
 	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	// Targeted at android: an iOS request matches nothing and touches no store at all.
 	got, _ := api.get(t, "uid=ios-user&platform=ios&app_version=1")
 	assert.Zero(t, got)

@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return err
 	}
 	defer rdb.Close()
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -130,6 +130,18 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, pipe)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	if cfg.RedisAckReplicas > 0 {
+		// WAIT blocks its connection for up to an action's budget (four request budgets): these
+		// records get a client whose read timeout allows that.
+		acfg := cfg
+		acfg.RedisTimeout = max(cfg.RedisTimeout, 4*cfg.RequestBudget+cfg.RedisTimeout)
+		ackRDB, err := redisstore.NewClient(acfg)
+		if err != nil {
+			return err
+		}
+		defer ackRDB.Close()
+		users.SetAckReplicas(cfg.RedisAckReplicas, ackRDB)
+	}
 	var known *redisstore.KnownUsers
 	if cfg.KnownUsers > 0 {
 		if known, err = redisstore.NewKnownUsers(keys, cfg.KnownUsers, cfg.KnownUsersFP); err != nil {

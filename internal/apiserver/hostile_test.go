@@ -276,9 +276,9 @@ func relaxedConfig(t *testing.T) config.Config {
 func runWorker(t *testing.T, cfg config.Config, db *sql.DB) {
 	t.Helper()
 	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	d := drain.New(redisstore.NewQueue(rdb, keys, cfg.WorkerLease), mysqlstore.NewEventWriter(db), drain.Config{
-		Worker: drain.WorkerID(), Shards: cfg.QueueShards, BatchSize: 100, FlushEvery: 20 * time.Millisecond,
+		Worker: drain.WorkerID(), Shards: cfg.Shards(), BatchSize: 100, FlushEvery: 20 * time.Millisecond,
 		Lease: cfg.WorkerLease, Grace: time.Second,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)), drain.NewMetrics(prometheus.NewRegistry()))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -346,7 +346,7 @@ func TestOneEventIDOfTwoUsersCountsForBoth(t *testing.T) {
 	res := api.action(t, id, map[string]any{"uid": "user-a", "action": "click", "event_id": "shared-evt-1"})
 	require.Equal(t, http.StatusAccepted, res.Status)
 	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	assert.Equal(t, int64(1), rdb.Exists(ctx, keys.EventID("user-a", "shared-evt-1")).Val())
 	time.Sleep(300 * time.Millisecond) // several worker rounds: a wrongly queued replay would be logged by now
 	var n int

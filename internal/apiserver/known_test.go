@@ -41,7 +41,7 @@ func TestKnownUsersKeepMySQLOffTheFirstVisit(t *testing.T) {
 
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	filter, err := redisstore.NewKnownUsers(keys, cfg.KnownUsers, cfg.KnownUsersFP)
 	require.NoError(t, err)
 	complete := func() bool {

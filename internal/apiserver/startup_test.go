@@ -87,7 +87,7 @@ func (in *instance) requireAlive(t *testing.T) {
 // MySQL down, a user Redis does not know cannot be answered (its state would load from MySQL).
 func knownUser(t *testing.T, cfg config.Config, uid string) {
 	t.Helper()
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	raw := redisstore.AppendState(nil, &popup.UserState{})
 	require.NoError(t, testenv.Redis(t).Set(context.Background(), keys.User(uid), raw, time.Hour).Err())
 }

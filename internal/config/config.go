@@ -40,6 +40,9 @@ type Config struct {
 	RequestBudget   time.Duration `env:"REQUEST_BUDGET" envDefault:"80ms" desc:"all Redis (and, on a state miss, MySQL) work of one GET; past it the answer is degraded"`
 	RedisPipelining bool          `env:"REDIS_AUTOPIPELINE" envDefault:"true" desc:"coalesce concurrent requests' hot-path Redis commands into shared pipelines (go-redis autopipelining); false = one round trip per command"`
 	RedisPoolSize   int           `env:"REDIS_POOL_SIZE" envDefault:"64" desc:"connections per Redis node"`
+	// RedisClusterReload and RedisAckReplicas are the high-availability settings (docs/RELIABILITY.md).
+	RedisClusterReload time.Duration `env:"REDIS_CLUSTER_RELOAD" envDefault:"1s" desc:"how often a Redis Cluster client re-reads the slot map while it has traffic; a node that cannot be reached makes it re-read at once, so a promoted replica is followed within about this long"`
+	RedisAckReplicas   int           `env:"REDIS_ACK_REPLICAS" envDefault:"0" desc:"replicas that must hold a click, close or impression (Redis WAIT, within the request's budget) before it is acknowledged; past the budget the action answers 503 and the GET degrades. 1 with 2 replicas per primary survives a host crash and one replica's loss; 0 = acknowledge on the primary's write"`
 
 	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
 	MySQLMaxOpen int    `env:"MYSQL_MAX_OPEN" envDefault:"16" desc:"max open MySQL connections per process"`
@@ -61,7 +64,7 @@ type Config struct {
 
 	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
 
-	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"1" desc:"number of event queue shards (each its own Redis hash slot)"`
+	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"0" desc:"number of event queue shards, each its own Redis hash slot holding its users' state; 0 = 16 on a Redis Cluster (a master's failure then affects the users of its shards only), 1 otherwise. popup-api and popup-worker must agree"`
 	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
 	WorkerFlushEvery time.Duration `env:"WORKER_FLUSH_INTERVAL" envDefault:"200ms" desc:"how long the worker waits for a batch to fill when the queue is quiet"`
 	WorkerLease      time.Duration `env:"WORKER_LEASE" envDefault:"15s" desc:"a worker silent this long is dead and its processing list is reclaimed"`
@@ -127,11 +130,17 @@ func (c Config) Validate() error {
 		bad("MYSQL_DSN", "%v", err)
 	}
 	positive := map[string]int{"REDIS_POOL_SIZE": c.RedisPoolSize, "MYSQL_MAX_OPEN": c.MySQLMaxOpen,
-		"STATE_LOAD_CONCURRENCY": c.StateLoadLimit, "QUEUE_SHARDS": c.QueueShards, "WORKER_BATCH_SIZE": c.WorkerBatchSize}
+		"STATE_LOAD_CONCURRENCY": c.StateLoadLimit, "WORKER_BATCH_SIZE": c.WorkerBatchSize}
 	for name, v := range positive {
 		if v <= 0 {
 			bad(name, "must be > 0, got %d", v)
 		}
+	}
+	if c.QueueShards < 0 || c.QueueShards > 1024 {
+		bad("QUEUE_SHARDS", "must be 0 (automatic) to 1024, got %d", c.QueueShards)
+	}
+	if c.RedisAckReplicas < 0 || c.RedisAckReplicas > 16 {
+		bad("REDIS_ACK_REPLICAS", "must be 0 (off) to 16, got %d", c.RedisAckReplicas)
 	}
 	if c.WorkerBatchSize > 5000 {
 		bad("WORKER_BATCH_SIZE", "must be <= 5000 to stay well under max_allowed_packet, got %d", c.WorkerBatchSize)
@@ -167,7 +176,7 @@ func (c Config) Validate() error {
 		bad("UID_HMAC_MAX_AGE", "must be at least 1s, got %s", c.UIDHMACMaxAge)
 	}
 	durations := map[string]time.Duration{"REDIS_TIMEOUT": c.RedisTimeout, "REQUEST_BUDGET": c.RequestBudget, "USER_STATE_TTL": c.UserStateTTL,
-		"CONFIG_POLL_INTERVAL": c.ConfigPoll, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout,
+		"CONFIG_POLL_INTERVAL": c.ConfigPoll, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "REDIS_CLUSTER_RELOAD": c.RedisClusterReload,
 		"WORKER_FLUSH_INTERVAL": c.WorkerFlushEvery, "WORKER_LEASE": c.WorkerLease, "WARM_INTERVAL": c.WarmInterval}
 	for name, d := range durations {
 		if d <= 0 {
@@ -266,6 +275,30 @@ func (c Config) Links() popup.LinkSchemes {
 		return popup.LinkSchemes{} // Validate refuses such a config: http and https only
 	}
 	return links
+}
+
+// ClusterQueueShards is the queue shard count on a Redis Cluster when POPUP_QUEUE_SHARDS is 0:
+// each shard's hash slot lands on some master, so 16 spread a three-master cluster's users about
+// five shards to a master, and one master's failure degrades about a third of them instead of
+// (with one shard) either nobody or everybody.
+const ClusterQueueShards = 16
+
+// IsCluster says whether REDIS_ADDR names a Redis Cluster: several seeds without a sentinel
+// master name, or POPUP_REDIS_CLUSTER.
+func (c Config) IsCluster() bool {
+	return c.RedisMasterName == "" && (c.RedisCluster || len(c.RedisAddrs()) > 1)
+}
+
+// Shards is the number of queue shards in use: POPUP_QUEUE_SHARDS, or when it is 0,
+// ClusterQueueShards on a Redis Cluster and 1 otherwise.
+func (c Config) Shards() int {
+	switch {
+	case c.QueueShards > 0:
+		return c.QueueShards
+	case c.IsCluster():
+		return ClusterQueueShards
+	}
+	return 1
 }
 
 // RedisAddrs splits REDIS_ADDR into its addresses (one for a URL or a single node).

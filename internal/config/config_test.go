@@ -156,3 +156,30 @@ func TestOperatorsFileLineNamed(t *testing.T) {
 	assert.Contains(t, err.Error(), "line 3: not a name:token pair")
 	assert.NotContains(t, err.Error(), "tok-a")
 }
+
+func TestShardsDefaultToSixteenOnAClusterOnly(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{"POPUP_REDIS_ADDR": "127.0.0.1:6379"}, 1},
+		{map[string]string{"POPUP_REDIS_ADDR": "a:1,b:2,c:3"}, ClusterQueueShards},
+		{map[string]string{"POPUP_REDIS_ADDR": "a:1", "POPUP_REDIS_CLUSTER": "true"}, ClusterQueueShards},
+		{map[string]string{"POPUP_REDIS_ADDR": "s1:26379,s2:26379", "POPUP_REDIS_MASTER_NAME": "popup"}, 1},
+		{map[string]string{"POPUP_REDIS_ADDR": "a:1,b:2", "POPUP_QUEUE_SHARDS": "4"}, 4},
+		{map[string]string{"POPUP_REDIS_ADDR": "127.0.0.1:6379", "POPUP_QUEUE_SHARDS": "3"}, 3},
+	} {
+		cfg, err := Parse(c.env)
+		require.NoError(t, err, c.env)
+		assert.Equal(t, c.want, cfg.Shards(), "%v", c.env)
+	}
+	for _, bad := range []map[string]string{{"POPUP_QUEUE_SHARDS": "-1"}, {"POPUP_QUEUE_SHARDS": "1025"},
+		{"POPUP_REDIS_ACK_REPLICAS": "-1"}, {"POPUP_REDIS_CLUSTER_RELOAD": "0s"}} {
+		_, err := Parse(bad)
+		require.Error(t, err, bad)
+		for name := range bad {
+			assert.Contains(t, err.Error(), name, "the error names the variable")
+		}
+	}
+}

@@ -1,8 +1,13 @@
 package redisstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,5 +47,63 @@ func NewClient(cfg config.Config) (redis.UniversalClient, error) {
 		}
 		opts.TLSConfig = u.TLSConfig
 	}
-	return redis.NewUniversalClient(opts), nil
+	if !cfg.IsCluster() {
+		// A single node, or Sentinel: the failover client follows +switch-master from the
+		// sentinels, and asks them again whenever its master cannot be reached.
+		return redis.NewUniversalClient(opts), nil
+	}
+	copts := opts.Cluster()
+	copts.ClusterStateReloadInterval = cfg.RedisClusterReload
+	cc := redis.NewClusterClient(copts)
+	cc.AddHook(reloadOnNetError{cc})
+	return cc, nil
+}
+
+// reloadOnNetError makes a cluster client re-read the slot map as soon as a node cannot be
+// reached. go-redis re-reads it on MOVED, ASK and READONLY answers and every
+// ClusterStateReloadInterval, but a master that died answers nothing: without this, clients
+// would keep dialling it until the interval ran out, although a replica took its slots over
+// within seconds. ReloadState is asynchronous and coalesced (at most one reload in flight, then a
+// 200 ms pause), so a burst of failures costs one CLUSTER SLOTS round trip per node pause.
+type reloadOnNetError struct{ cc *redis.ClusterClient }
+
+func (h reloadOnNetError) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			h.cc.ReloadState(ctx)
+		}
+		return conn, err
+	}
+}
+
+func (h reloadOnNetError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if unreachable(err) {
+			h.cc.ReloadState(ctx)
+		}
+		return err
+	}
+}
+
+func (h reloadOnNetError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if unreachable(err) {
+			h.cc.ReloadState(ctx)
+		}
+		return err
+	}
+}
+
+// unreachable says whether err means a node could not be reached or dropped the connection, as
+// opposed to an answer (redis.Nil, a script error) or the caller's own deadline.
+func unreachable(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, redis.ErrClosed)
 }

@@ -34,6 +34,22 @@ type UserStore struct {
 	known    *KnownUsers
 	emptyRaw string // the stored value of the empty state
 	metrics  *StateMetrics
+	// ackReplicas > 0: a record is acknowledged once that many replicas hold it (see
+	// SetAckReplicas), and goes through ackRDB.
+	ackReplicas int
+	ackRDB      redis.UniversalClient
+}
+
+// ErrNotReplicated means a record reached the primary but not the required number of replicas
+// within the caller's budget: it must not be acknowledged (a host crash could still lose it).
+var ErrNotReplicated = errors.New("write not held by enough replicas")
+
+// SetAckReplicas makes Record wait, with Redis WAIT on the connection that wrote, until n
+// replicas hold each record before it returns (0 = the primary's write is enough). rdb is a
+// client of the same Redis whose read timeout covers the longest budget a caller gives Record:
+// WAIT blocks its connection, so these records go out on their own, never autopipelined.
+func (s *UserStore) SetAckReplicas(n int, rdb redis.UniversalClient) {
+	s.ackReplicas, s.ackRDB = n, rdb
 }
 
 // StateLoadTimeout bounds one shared load of a user's state from MySQL. It runs detached from
@@ -187,6 +203,9 @@ type Outcome = popup.Outcome
 // recordScript atomically: refuses a replayed event id, compares the state with what the caller
 // decided on, writes the new state, queues the event and remembers the event id.
 //
+// A replayed event id refreshes its marker's TTL: a write, so that a WAIT after it also waits
+// for the first recording, which may not have reached the replicas when its own WAIT gave up.
+//
 // For a user without recorded state yet, it also adds the uid to the known-users filter
 // (KnownUsers) in the same step, so that the filter never lacks a uid whose event is queued.
 //
@@ -195,7 +214,10 @@ type Outcome = popup.Outcome
 //	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] event  ARGV[5] marker TTL ms
 //	ARGV[6] actions allowed per rate window  ARGV[7] rate window ms  ARGV[8..] filter bit offsets
 var recordScript = redis.NewScript(`
-if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return 2 end
+if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+  return 2
+end
 local cur = redis.call('GET', KEYS[1])
 if cur == false then cur = '' end
 if cur ~= ARGV[1] then return 1 end
@@ -252,6 +274,13 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		cmdArgs = append(cmdArgs, k)
 	}
 	cmdArgs = append(cmdArgs, args...)
+	if s.ackReplicas > 0 {
+		n, err := s.recordReplicated(ctx, keys[0], cmdArgs)
+		if err != nil {
+			return 0, fmt.Errorf("record %s: %w", ev.Action, err)
+		}
+		return Outcome(n), nil
+	}
 	cmd := redis.NewCmd(ctx, cmdArgs...)
 	var n int
 	err := s.do(ctx, cmd)
@@ -266,4 +295,63 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		return 0, fmt.Errorf("record %s: %w", ev.Action, err)
 	}
 	return Outcome(n), nil
+}
+
+// recordReplicated runs the record script and WAIT in one pipeline on one connection of the
+// user's primary: WAIT waits for that connection's last write, so it covers exactly this record
+// (and, for a replay, the marker refresh that follows the first recording). The WAIT's timeout is
+// what remains of ctx's budget.
+func (s *UserStore) recordReplicated(ctx context.Context, userKey string, cmdArgs []any) (int, error) {
+	var node redis.Cmdable = s.ackRDB
+	if cc, ok := s.ackRDB.(*redis.ClusterClient); ok {
+		// A pipeline of the cluster client may send a keyless WAIT to another node.
+		c, err := cc.MasterForKey(ctx, userKey)
+		if err != nil {
+			return 0, err
+		}
+		node = c
+	}
+	timeout := waitTimeout(ctx)
+	for try := 0; ; try++ {
+		var rec *redis.Cmd
+		var acks *redis.Cmd
+		// Each command carries its own error; Pipelined's is the first of them.
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			rec = p.Do(ctx, cmdArgs...)
+			acks = p.Do(ctx, "wait", s.ackReplicas, timeout.Milliseconds())
+			return nil
+		})
+		n, err := rec.Int()
+		if err != nil {
+			if try == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				if err := recordScript.Load(ctx, node).Err(); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			return 0, err
+		}
+		if out := Outcome(n); out != popup.Recorded && out != popup.Duplicate {
+			return n, nil // nothing to acknowledge: a conflict or the rate limit
+		}
+		got, err := acks.Int64()
+		if err != nil {
+			return 0, fmt.Errorf("%w: wait: %w", ErrNotReplicated, err)
+		}
+		if got < int64(s.ackReplicas) {
+			return 0, fmt.Errorf("%w: %d of %d replicas within %s", ErrNotReplicated, got, s.ackReplicas, timeout)
+		}
+		return n, nil
+	}
+}
+
+// waitTimeout is the WAIT timeout for a caller with ctx's deadline: what remains of it, less a
+// little for the answer's way back, and at least a millisecond (WAIT 0 would wait forever).
+func waitTimeout(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Second
+	}
+	left := time.Until(d)
+	return max(left-left/10-time.Millisecond, time.Millisecond)
 }

@@ -67,12 +67,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return err
 	}
 	defer rdb.Close()
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	queue := redisstore.NewQueue(rdb, keys, cfg.WorkerLease)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(drain.NewQueueCollector(queue, cfg.QueueShards))
+	reg.MustRegister(drain.NewQueueCollector(queue, cfg.Shards()))
 	metrics := drain.NewMetrics(reg)
 	depUp := health.NewUpGauge(reg)
 	purged := prometheus.NewCounter(prometheus.CounterOpts{
@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	writer := mysqlstore.NewEventWriter(db)
 	writer.OnRows = metrics.RowsWritten
 	dcfg := drain.Config{
-		Worker: worker, Shards: cfg.QueueShards, BatchSize: cfg.WorkerBatchSize, FlushEvery: cfg.WorkerFlushEvery,
+		Worker: worker, Shards: cfg.Shards(), BatchSize: cfg.WorkerBatchSize, FlushEvery: cfg.WorkerFlushEvery,
 		Lease: cfg.WorkerLease, Grace: cfg.ShutdownTimeout, Failpoint: hooks.Failpoint,
 	}
 	var known *knownUsers
@@ -93,7 +93,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		if err != nil {
 			return err
 		}
-		known = newKnownUsers(f, rdb, cfg.QueueShards, cfg.KnownUsersRebuildRate, mysqlstore.NewUserStateLoader(db).StateUIDs, log, reg)
+		known = newKnownUsers(f, rdb, cfg.Shards(), cfg.KnownUsersRebuildRate, mysqlstore.NewUserStateLoader(db).StateUIDs, log, reg)
 		// Checked as often as the config cache is warmed, at most every 10 s.
 		known.every = min(known.every, cfg.WarmInterval)
 		dcfg.Written = known.written
@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", healthz(deps)) // GET patterns answer HEAD too
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	log.Info("popup-worker listening", "addr", ln.Addr().String(), "shards", cfg.QueueShards)
+	log.Info("popup-worker listening", "addr", ln.Addr().String(), "shards", cfg.Shards())
 	if hooks.OnListen != nil {
 		hooks.OnListen(ln.Addr())
 	}

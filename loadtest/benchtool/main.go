@@ -277,7 +277,7 @@ func fill(args []string) error {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.QueueShards}
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	// Admin writes reach the cache asynchronously: wait (10 s at most) until it holds -want popups.
 	var version int64
 	var popups []popup.Popup

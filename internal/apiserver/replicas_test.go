@@ -1,0 +1,79 @@
+package apiserver_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
+)
+
+// TestAcknowledgementsWaitForReplicas is POPUP_REDIS_ACK_REPLICAS=1 end to end, against a primary
+// and a replica of the test's own: a click is acknowledged (202) and a popup shown while the
+// replica keeps up; with the replica's link down, the click answers 503 with Retry-After (never a
+// 202 that was not replicated) and the GET degrades; the client's retry of the same event, once
+// the link is back, is acknowledged.
+func TestAcknowledgementsWaitForReplicas(t *testing.T) {
+	t.Parallel()
+	primary := testenv.RedisServer(t)
+	link := testenv.NewProxy(t, primary)
+	host, port, err := net.SplitHostPort(link.Addr())
+	require.NoError(t, err)
+	replica := redis.NewClient(&redis.Options{Addr: testenv.RedisServer(t, "--replicaof", host, port)})
+	defer replica.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		info, _ := replica.Info(context.Background(), "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "replica not linked in 15 s")
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	cfg := testConfig(t)
+	cfg.RedisAddr, cfg.RedisCluster, cfg.QueueShards = primary, false, 0
+	cfg.RedisAckReplicas = 1
+	cfg.RequestBudget = 300 * time.Millisecond // a WAIT that cannot succeed takes the whole budget
+	api := start(t, cfg, nil)
+	id := api.createPopup(t, popupSpec("replicated", nil))
+	const query = "platform=ios&app_version=1&uid="
+	shown, _ := api.get(t, query+"u1")
+	assert.Equal(t, id, shown, "a replicated impression shows its popup")
+	click := map[string]any{"uid": "u1", "action": "click", "event_id": "k1"}
+	res := api.action(t, id, click)
+	assert.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+
+	link.SetDown(true)
+	shown, res = api.get(t, query+"u2")
+	assert.Zero(t, shown, "an impression no replica holds must not be shown")
+	assert.Equal(t, "1", res.Header.Get("X-Popup-Degraded"))
+	click["event_id"] = "k2"
+	res = api.action(t, id, click)
+	require.Equal(t, http.StatusServiceUnavailable, res.Status, res.Raw)
+	assert.NotEmpty(t, res.Header.Get("Retry-After"), "a 503 without Retry-After")
+	assert.NotEmpty(t, res.Body["error"], "a 503 without a JSON error")
+
+	link.SetDown(false)
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		res = api.action(t, id, click) // the client's retry: same event id
+		if res.Status == http.StatusAccepted {
+			break
+		}
+		require.Equal(t, http.StatusServiceUnavailable, res.Status, res.Raw)
+		require.False(t, time.Now().After(deadline), "the retried click was never acknowledged after the link came back")
+		time.Sleep(100 * time.Millisecond)
+	}
+	n, err := replica.Exists(context.Background(), redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: 1}.EventID("u1", "k2")).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "acknowledged, yet the replica lacks the click")
+}

@@ -1,0 +1,105 @@
+package redisstore
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/testenv"
+)
+
+// waitReplicaLinked waits until replica reports its link to the primary up and in sync.
+func waitReplicaLinked(t *testing.T, replica *redis.Client) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		info, err := replica.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
+			return
+		}
+		require.False(t, time.Now().After(deadline), "replica not linked in 15 s: %v\n%s", err, info)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRecordIsAcknowledgedOnlyOnceReplicasHoldIt is POPUP_REDIS_ACK_REPLICAS against a real
+// primary and replica, the replica's link 20 ms late: an acknowledged record is on the replica at
+// once; too few replicas, or a link that is down, is ErrNotReplicated (never an acknowledgement);
+// and a replay of an event whose first recording was not acknowledged waits for that recording
+// to reach the replica before it is acknowledged as a duplicate.
+func TestRecordIsAcknowledgedOnlyOnceReplicasHoldIt(t *testing.T) {
+	t.Parallel()
+	primary := testenv.RedisServer(t)
+	link := testenv.NewProxy(t, primary)
+	link.SetDelay(20 * time.Millisecond)
+	host, port, err := net.SplitHostPort(link.Addr())
+	require.NoError(t, err)
+	replica := testenv.RedisServer(t, "--replicaof", host, port)
+	pc := redis.NewClient(&redis.Options{Addr: primary})
+	defer pc.Close()
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	defer rc.Close()
+	waitReplicaLinked(t, rc)
+
+	keys := Keys{Prefix: "p", Shards: 1}
+	s := NewUserStore(pc, keys, time.Hour, nil, 1, nil)
+	s.SetAckReplicas(1, pc)
+	uid := "alice"
+	record := func(id string, within time.Duration) (Outcome, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		prev, err := pc.Get(ctx, keys.User(uid)).Result()
+		if err == redis.Nil {
+			prev, err = "", nil
+		}
+		require.NoError(t, err)
+		ev := &event.Event{ID: id, UID: uid, PopupID: 7, Action: event.Click, At: time.Now().UTC()}
+		return s.Record(ctx, uid, prev, &popup.UserState{Day: 1}, ev, true)
+	}
+	onReplica := func(id string) int64 {
+		t.Helper()
+		n, err := rc.Exists(context.Background(), keys.User(uid), keys.EventID(uid, id)).Result()
+		require.NoError(t, err)
+		return n
+	}
+
+	out, err := record("e1", 2*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, popup.Recorded, out)
+	assert.EqualValues(t, 2, onReplica("e1"), "acknowledged, yet the replica lacks the state or the marker")
+
+	s.SetAckReplicas(2, pc)
+	start := time.Now()
+	_, err = record("e2", 150*time.Millisecond)
+	assert.ErrorIs(t, err, ErrNotReplicated, "two replicas asked for, one exists")
+	assert.Less(t, time.Since(start), time.Second, "WAIT outlived the caller's budget")
+
+	s.SetAckReplicas(1, pc)
+	link.SetDown(true)
+	_, err = record("e3", 150*time.Millisecond)
+	assert.ErrorIs(t, err, ErrNotReplicated, "the replica's link is down")
+	assert.EqualValues(t, 1, onReplica("e3"), "the replica holds the state but must not hold e3's marker yet")
+	// The replay comes on another connection, as a client's retry would reach another instance.
+	other := redis.NewClient(&redis.Options{Addr: primary})
+	defer other.Close()
+	s.SetAckReplicas(1, other)
+	marker := keys.EventID(uid, "e3")
+	require.NoError(t, pc.PExpire(context.Background(), marker, time.Minute).Err())
+	link.SetDown(false)
+	out, err = record("e3", 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, popup.Duplicate, out)
+	ttl, err := pc.PTTL(context.Background(), marker).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Hour, "a replay refreshes its marker (the write its WAIT waits for)")
+	assert.EqualValues(t, 2, onReplica("e3"), "a duplicate was acknowledged before its first recording reached the replica")
+}
