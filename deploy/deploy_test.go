@@ -40,16 +40,19 @@ import (
 
 // Paths are relative to this package's directory (deploy/), where `go test` runs it.
 const (
-	repoRoot      = ".."
-	readmePath    = "../README.md"
-	k8sDir        = "k8s"
-	composePath   = "docker-compose.yml"
-	dockerfile    = "Dockerfile"
-	dockerignore  = "Dockerfile.dockerignore"
-	systemdDir    = "systemd"
-	envExample    = "systemd/popup.env.example"
-	dashboardPath = "grafana/popup-dashboard.json"
-	sysctlReadme  = "../sysctl/README.md"
+	repoRoot        = ".."
+	readmePath      = "../README.md"
+	k8sDir          = "k8s"
+	composePath     = "docker-compose.yml"
+	composeHAPath   = "docker-compose.ha.yml"
+	redisHADir      = "k8s/redis-ha"
+	redisClusterDir = "k8s/redis-ha/cluster"
+	dockerfile      = "Dockerfile"
+	dockerignore    = "Dockerfile.dockerignore"
+	systemdDir      = "systemd"
+	envExample      = "systemd/popup.env.example"
+	dashboardPath   = "grafana/popup-dashboard.json"
+	sysctlReadme    = "../sysctl/README.md"
 )
 
 // isLoadtestVar: variables read by loadtest/ (locustfile.py: POPUP_TARGET, POPUP_ADMIN_URL, the
@@ -106,6 +109,7 @@ func TestEveryYAMLAndJSONFileParses(t *testing.T) {
 // k8sObjects are the typed objects of deploy/k8s, decoded strictly.
 type k8sObjects struct {
 	deployments  map[string]*appsv1.Deployment
+	statefulSets map[string]*appsv1.StatefulSet
 	services     map[string]*corev1.Service
 	configMaps   map[string]*corev1.ConfigMap
 	secrets      map[string]*corev1.Secret
@@ -123,6 +127,9 @@ func (o *k8sObjects) newObject(apiVersion, kind string) (obj metav1.Object, keep
 	case "apps/v1/Deployment":
 		v := &appsv1.Deployment{}
 		return v, func() { o.deployments[v.Name] = v }, nil
+	case "apps/v1/StatefulSet":
+		v := &appsv1.StatefulSet{}
+		return v, func() { o.statefulSets[v.Name] = v }, nil
 	case "v1/Service":
 		v := &corev1.Service{}
 		return v, func() { o.services[v.Name] = v }, nil
@@ -148,20 +155,36 @@ func (o *k8sObjects) newObject(apiVersion, kind string) (obj metav1.Object, keep
 	return nil, nil, fmt.Errorf("no typed decoder for %s %s: add it to newObject", apiVersion, kind)
 }
 
+func newK8sObjects() *k8sObjects {
+	return &k8sObjects{
+		deployments: map[string]*appsv1.Deployment{}, statefulSets: map[string]*appsv1.StatefulSet{},
+		services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{},
+		secrets: map[string]*corev1.Secret{}, jobs: map[string]*batchv1.Job{},
+		hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
+		namespaces: map[string]*corev1.Namespace{},
+	}
+}
+
+// loadK8s loads deploy/k8s (the files of the directory itself; its subdirectories are optional
+// components, loaded by loadK8sFiles).
 func loadK8s(t *testing.T) *k8sObjects {
 	t.Helper()
-	o := &k8sObjects{
-		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
-		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
-		jobs: map[string]*batchv1.Job{}, hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
-		pdbs: map[string]*policyv1.PodDisruptionBudget{}, namespaces: map[string]*corev1.Namespace{},
-	}
 	paths, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
 	require.NoError(t, err)
+	var manifests []string
 	for _, path := range paths {
-		if filepath.Base(path) == "kustomization.yaml" {
-			continue
+		if filepath.Base(path) != "kustomization.yaml" {
+			manifests = append(manifests, path)
 		}
+	}
+	return loadK8sFiles(t, manifests)
+}
+
+// loadK8sFiles decodes the objects of the given manifest files strictly.
+func loadK8sFiles(t *testing.T, paths []string) *k8sObjects {
+	t.Helper()
+	o := newK8sObjects()
+	for _, path := range paths {
 		o.files = append(o.files, filepath.Base(path))
 		for i, doc := range yamlDocs(t, path) {
 			var tm metav1.TypeMeta
@@ -245,6 +268,10 @@ func (o *k8sObjects) podSpecs() []ownedPodSpec {
 		d := o.deployments[name]
 		out = append(out, ownedPodSpec{"Deployment " + name, &d.Spec.Template.Spec, &d.Spec.Template.ObjectMeta})
 	}
+	for _, name := range sortedKeys(o.statefulSets) {
+		s := o.statefulSets[name]
+		out = append(out, ownedPodSpec{"StatefulSet " + name, &s.Spec.Template.Spec, &s.Spec.Template.ObjectMeta})
+	}
 	for _, name := range sortedKeys(o.jobs) {
 		j := o.jobs[name]
 		out = append(out, ownedPodSpec{"Job " + name, &j.Spec.Template.Spec, &j.Spec.Template.ObjectMeta})
@@ -254,12 +281,31 @@ func (o *k8sObjects) podSpecs() []ownedPodSpec {
 
 func TestKubernetesSelectorsAndReferences(t *testing.T) {
 	t.Parallel()
-	o := loadK8s(t)
+	checkSelectorsAndReferences(t, loadK8s(t))
+}
 
+// checkSelectorsAndReferences: selectors match pod templates, Services' target ports exist, HPAs
+// and PDBs find their pods, envFrom and volumes refer to objects of the set.
+func checkSelectorsAndReferences(t *testing.T, o *k8sObjects) {
+	t.Helper()
 	for name, d := range o.deployments {
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		require.NoError(t, err, name)
 		assert.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "Deployment %s: selector does not match its pod labels", name)
+	}
+	for name, s := range o.statefulSets {
+		sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
+		require.NoError(t, err, name)
+		assert.True(t, sel.Matches(labels.Set(s.Spec.Template.Labels)), "StatefulSet %s: selector does not match its pod labels", name)
+		svc, ok := o.services[s.Spec.ServiceName]
+		if assert.True(t, ok, "StatefulSet %s: serviceName %q is not a Service of the set", name, s.Spec.ServiceName) {
+			assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP, "StatefulSet %s: its Service %s must be headless", name, svc.Name)
+		}
+		claims := map[string]bool{}
+		for _, c := range s.Spec.VolumeClaimTemplates {
+			claims[c.Name] = true
+		}
+		checkVolumes(t, o, "StatefulSet "+name, &s.Spec.Template.Spec, claims)
 	}
 	for name, svc := range o.services {
 		pods := o.podsSelectedBy(labels.SelectorFromSet(svc.Spec.Selector))
@@ -307,6 +353,30 @@ func TestKubernetesSelectorsAndReferences(t *testing.T) {
 				}
 			}
 		}
+		if !strings.HasPrefix(ps.owner, "StatefulSet ") {
+			checkVolumes(t, o, ps.owner, ps.spec, nil)
+		}
+	}
+}
+
+// checkVolumes: every volume mount names a volume of the pod (or a claim template), and
+// ConfigMap and Secret volumes refer to objects of the set.
+func checkVolumes(t *testing.T, o *k8sObjects, owner string, spec *corev1.PodSpec, claims map[string]bool) {
+	t.Helper()
+	volumes := map[string]bool{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = true
+		if v.ConfigMap != nil {
+			assert.Contains(t, o.configMaps, v.ConfigMap.Name, "%s: volume %s refers to a missing ConfigMap", owner, v.Name)
+		}
+		if v.Secret != nil {
+			assert.Contains(t, o.secrets, v.Secret.SecretName, "%s: volume %s refers to a missing Secret", owner, v.Name)
+		}
+	}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		for _, m := range c.VolumeMounts {
+			assert.True(t, volumes[m.Name] || claims[m.Name], "%s/%s: mount of an undeclared volume %s", owner, c.Name, m.Name)
+		}
 	}
 }
 
@@ -339,6 +409,11 @@ func TestKubernetesPodsPassRestricted(t *testing.T) {
 	for _, ns := range o.namespaces {
 		assert.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"], "Namespace %s", ns.Name)
 	}
+	checkRestrictedPods(t, o)
+}
+
+func checkRestrictedPods(t *testing.T, o *k8sObjects) {
+	t.Helper()
 	for _, ps := range o.podSpecs() {
 		psc := ps.spec.SecurityContext
 		require.NotNil(t, psc, "%s: no pod securityContext", ps.owner)
@@ -487,6 +562,218 @@ func TestKubernetesProbesPortsAndCommands(t *testing.T) {
 	assert.Less(t, preStop+shutdown, *api.TerminationGracePeriodSeconds, "popup-api: preStop %ds + POPUP_SHUTDOWN_TIMEOUT %ds must fit in terminationGracePeriodSeconds", preStop, shutdown)
 }
 
+// component is the part of kustomize's Component that deploy/k8s/redis-ha uses, decoded strictly.
+type component struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Patches    []struct {
+		Path string `json:"path"`
+	} `json:"patches"`
+}
+
+// loadComponent loads an optional component of deploy/k8s: its resources (decoded strictly)
+// added to deploy/k8s's objects, with its ConfigMap patches applied; and the patches themselves.
+func loadComponent(t *testing.T, dir string) (withBase, own *k8sObjects, patches map[string]*corev1.ConfigMap) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k component
+	require.NoError(t, sigsyaml.UnmarshalStrict(data, &k), dir)
+	assert.Equal(t, "kustomize.config.k8s.io/v1alpha1", k.APIVersion, dir)
+	assert.Equal(t, "Component", k.Kind, "%s: a Component, used only where it is named", dir)
+
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	var listed []string
+	var resources []string
+	for _, r := range k.Resources {
+		listed = append(listed, r)
+		resources = append(resources, filepath.Join(dir, r))
+	}
+	patches = map[string]*corev1.ConfigMap{}
+	for _, p := range k.Patches {
+		listed = append(listed, p.Path)
+		for i, doc := range yamlDocs(t, filepath.Join(dir, p.Path)) {
+			var cm corev1.ConfigMap
+			require.NoError(t, sigsyaml.UnmarshalStrict(doc, &cm), "%s document %d: only ConfigMap patches", p.Path, i+1)
+			require.Equal(t, "ConfigMap", cm.Kind, p.Path)
+			patches[cm.Name] = &cm
+		}
+	}
+	var present []string
+	for _, f := range files {
+		if filepath.Base(f) != "kustomization.yaml" {
+			present = append(present, filepath.Base(f))
+		}
+	}
+	assert.ElementsMatch(t, present, listed, "%s/kustomization.yaml resources and patches vs the files of %s", dir, dir)
+
+	own = loadK8sFiles(t, resources)
+	withBase = loadK8s(t)
+	for name, cm := range withBase.configMaps {
+		c := cm.DeepCopy()
+		if p, ok := patches[name]; ok {
+			for k, v := range p.Data {
+				c.Data[k] = v
+			}
+		}
+		withBase.configMaps[name] = c
+	}
+	for name := range patches {
+		assert.Contains(t, withBase.configMaps, name, "%s patches a ConfigMap deploy/k8s does not have", dir)
+	}
+	for n, v := range own.deployments {
+		withBase.deployments[n] = v
+	}
+	for n, v := range own.statefulSets {
+		withBase.statefulSets[n] = v
+	}
+	for n, v := range own.services {
+		assert.NotContains(t, withBase.services, n, "%s: Service %s is also in deploy/k8s", dir, n)
+		withBase.services[n] = v
+	}
+	for n, v := range own.configMaps {
+		assert.NotContains(t, withBase.configMaps, n, "%s: ConfigMap %s is also in deploy/k8s", dir, n)
+		withBase.configMaps[n] = v
+	}
+	for n, v := range own.pdbs {
+		assert.NotContains(t, withBase.pdbs, n, "%s: PDB %s is also in deploy/k8s", dir, n)
+		withBase.pdbs[n] = v
+	}
+	assert.Empty(t, own.secrets, "%s: no Secrets (deploy/k8s/secret.yaml has them)", dir)
+	assert.Empty(t, own.namespaces, dir)
+	return withBase, own, patches
+}
+
+// checkPatchEnv: the keys a component's patches set are README variables, and the ConfigMaps it
+// adds are not env sources of the popup binaries (those only read popup-config).
+func checkPatchEnv(t *testing.T, dir string, patches map[string]*corev1.ConfigMap) {
+	t.Helper()
+	vars := readmeVars(t)
+	require.NotEmpty(t, patches, dir)
+	for name, p := range patches {
+		for key := range p.Data {
+			assert.Contains(t, vars, key, "%s: ConfigMap %s patch: %s is not in README.md's configuration table", dir, name, key)
+		}
+	}
+}
+
+func TestKubernetesMainKustomizationLeavesRedisHAOut(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k kustomization // strict: a components: entry would fail here
+	require.NoError(t, sigsyaml.UnmarshalStrict(data, &k))
+	for _, r := range k.Resources {
+		assert.False(t, strings.HasPrefix(r, "redis-ha"), "deploy/k8s includes %s: redis-ha is optional", r)
+	}
+}
+
+func TestKubernetesRedisHAComponent(t *testing.T) {
+	t.Parallel()
+	o, own, patches := loadComponent(t, redisHADir)
+	checkRestrictedPods(t, own)
+	checkSelectorsAndReferences(t, o)
+	checkPatchEnv(t, redisHADir, patches)
+
+	require.Len(t, own.statefulSets, 1)
+	var sts *appsv1.StatefulSet
+	for _, s := range own.statefulSets {
+		sts = s
+	}
+	require.NotNil(t, sts.Spec.Replicas)
+	replicas := int(*sts.Spec.Replicas)
+	assert.Equal(t, 3, replicas, "StatefulSet %s: a primary and 2 replicas", sts.Name)
+	pdbSel := false
+	for _, pdb := range own.pdbs {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		require.NoError(t, err)
+		if sel.Matches(labels.Set(sts.Spec.Template.Labels)) {
+			pdbSel = true
+			require.NotNil(t, pdb.Spec.MaxUnavailable, "PDB %s", pdb.Name)
+			assert.Equal(t, 1, pdb.Spec.MaxUnavailable.IntValue(), "PDB %s: one Redis pod at a time keeps the sentinels' quorum", pdb.Name)
+		}
+	}
+	assert.True(t, pdbSel, "no PDB covers StatefulSet %s", sts.Name)
+	svc := own.services[sts.Spec.ServiceName]
+	require.NotNil(t, svc)
+	assert.True(t, svc.Spec.PublishNotReadyAddresses, "Service %s: the pods must find each other before they are ready", svc.Name)
+
+	var containers []string
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		containers = append(containers, c.Name)
+		assert.NotNil(t, c.ReadinessProbe, "%s/%s: readiness probe", sts.Name, c.Name)
+		assert.NotNil(t, c.LivenessProbe, "%s/%s: liveness probe", sts.Name, c.Name)
+	}
+	assert.ElementsMatch(t, []string{"redis", "sentinel"}, containers)
+
+	scripts := ""
+	for _, cm := range own.configMaps {
+		for _, v := range cm.Data {
+			scripts += v + "\n"
+		}
+	}
+	m := regexp.MustCompile(`(?m)^sentinel monitor (\S+) \$\{primary\} 6379 (\d+)$`).FindStringSubmatch(scripts)
+	require.NotNil(t, m, "no sentinel monitor line in the scripts")
+	master := m[1]
+	assert.Equal(t, strconv.Itoa(replicas/2+1), m[2], "quorum: a majority of the %d sentinels", replicas)
+	for _, want := range []string{
+		"sentinel down-after-milliseconds " + master + " 1000\n", "sentinel failover-timeout " + master + " 10000\n",
+		"sentinel parallel-syncs " + master + " 1\n", "sentinel resolve-hostnames yes\n", "sentinel announce-hostnames yes\n",
+		"--appendonly yes --appendfsync everysec", "--replica-serve-stale-data yes", "--replica-announce-ip",
+		"get-master-addr-by-name " + master,
+	} {
+		assert.Contains(t, scripts, want)
+	}
+	var ordinals []string
+	for i := 0; i < replicas; i++ {
+		ordinals = append(ordinals, strconv.Itoa(i))
+	}
+	assert.Contains(t, scripts, "for i in "+strings.Join(ordinals, " ")+"; do", "find-primary.sh asks every pod of the StatefulSet")
+
+	// The kustomization's namespace is where the pods' names resolve.
+	data, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k kustomization
+	require.NoError(t, sigsyaml.UnmarshalStrict(data, &k))
+	var addrs []string
+	for i := 0; i < replicas; i++ {
+		addrs = append(addrs, fmt.Sprintf("%s-%d.%s.%s.svc.cluster.local:26379", sts.Name, i, svc.Name, k.Namespace))
+	}
+	cfg := o.configMaps["popup-config"]
+	require.NotNil(t, cfg)
+	assert.Equal(t, strings.Join(addrs, ","), cfg.Data["POPUP_REDIS_ADDR"], "POPUP_REDIS_ADDR: the sentinels of every pod")
+	assert.Equal(t, master, cfg.Data["POPUP_REDIS_MASTER_NAME"], "POPUP_REDIS_MASTER_NAME: the name the sentinels monitor")
+	assertAckReplicas(t, redisHADir, cfg.Data["POPUP_REDIS_ACK_REPLICAS"], replicas-1)
+	assert.Equal(t, "16", cfg.Data["POPUP_QUEUE_SHARDS"])
+}
+
+func TestKubernetesRedisClusterComponent(t *testing.T) {
+	t.Parallel()
+	o, own, patches := loadComponent(t, redisClusterDir)
+	checkSelectorsAndReferences(t, o)
+	checkPatchEnv(t, redisClusterDir, patches)
+	assert.Empty(t, own.podSpecs(), "the cluster itself is yours (an operator, a managed service)")
+
+	cfg := o.configMaps["popup-config"]
+	require.NotNil(t, cfg)
+	assert.GreaterOrEqual(t, len(strings.Split(cfg.Data["POPUP_REDIS_ADDR"], ",")), 2, "several seeds mean a cluster")
+	assert.NotContains(t, patches["popup-config"].Data, "POPUP_REDIS_MASTER_NAME", "a master name means sentinels")
+	assert.Equal(t, "1s", cfg.Data["POPUP_REDIS_CLUSTER_RELOAD"])
+	assert.Equal(t, "1", cfg.Data["POPUP_REDIS_ACK_REPLICAS"])
+	assert.Equal(t, "16", cfg.Data["POPUP_QUEUE_SHARDS"])
+
+	conf := ""
+	for _, cm := range own.configMaps {
+		conf += cm.Data["redis.conf"]
+	}
+	for _, want := range []string{"cluster-enabled yes", "cluster-node-timeout 1000", "cluster-require-full-coverage no",
+		"cluster-allow-reads-when-down no", "appendonly yes", "appendfsync everysec"} {
+		assert.Regexp(t, "(?m)^"+regexp.QuoteMeta(want)+"$", conf)
+	}
+}
+
 func hasNamedPort(c corev1.Container, name, port string) bool {
 	for _, p := range c.Ports {
 		if p.Name == name && strconv.Itoa(int(p.ContainerPort)) == port {
@@ -544,20 +831,83 @@ var (
 
 func loadCompose(t *testing.T) (composeFile, map[string]any) {
 	t.Helper()
-	data, err := os.ReadFile(composePath)
-	require.NoError(t, err)
-	js, err := sigsyaml.YAMLToJSONStrict(data)
-	require.NoError(t, err)
+	return loadComposeFiles(t, composePath)
+}
+
+// loadComposeFiles reads compose files as `docker compose -f A -f B` does: each later file is
+// merged onto the earlier ones (mappings merge key by key; command, entrypoint and
+// healthcheck.test are replaced; other sequences are appended).
+func loadComposeFiles(t *testing.T, paths ...string) (composeFile, map[string]any) {
+	t.Helper()
 	var raw map[string]any
-	require.NoError(t, json.Unmarshal(js, &raw))
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		js, err := sigsyaml.YAMLToJSONStrict(data)
+		require.NoError(t, err, path)
+		var one map[string]any
+		require.NoError(t, json.Unmarshal(js, &one), path)
+		if raw == nil {
+			raw = one
+		} else {
+			raw = mergeCompose(raw, one, "").(map[string]any)
+		}
+	}
+	js, err := json.Marshal(raw)
+	require.NoError(t, err)
 	var c composeFile
 	require.NoError(t, json.Unmarshal(js, &c), "compose file does not fit the shapes this test reads (lists for command, maps for environment and depends_on)")
 	return c, raw
 }
 
+func mergeCompose(dst, src any, key string) any {
+	if dm, ok := dst.(map[string]any); ok {
+		if sm, ok := src.(map[string]any); ok {
+			out := make(map[string]any, len(dm)+len(sm))
+			for k, v := range dm {
+				out[k] = v
+			}
+			for k, v := range sm {
+				if old, ok := out[k]; ok {
+					out[k] = mergeCompose(old, v, k)
+				} else {
+					out[k] = v
+				}
+			}
+			return out
+		}
+	}
+	if dl, ok := dst.([]any); ok {
+		if sl, ok := src.([]any); ok && key != "command" && key != "entrypoint" && key != "test" {
+			return append(slices.Clone(dl), sl...)
+		}
+	}
+	return src
+}
+
 func TestComposeStructure(t *testing.T) {
 	t.Parallel()
 	c, raw := loadCompose(t)
+	checkComposeStructure(t, c, raw)
+	for _, name := range []string{"db", "redis", "migrate", "api", "worker", "locust-master", "locust-worker"} {
+		require.Contains(t, c.Services, name)
+	}
+	for _, name := range []string{"db", "redis", "api", "worker"} {
+		assert.NotNil(t, c.Services[name].Healthcheck, "service %s has no healthcheck", name)
+	}
+	assert.Equal(t, "service_healthy", c.Services["migrate"].DependsOn["db"].Condition)
+	for _, name := range []string{"api", "worker"} {
+		assert.Equal(t, "service_completed_successfully", c.Services[name].DependsOn["migrate"].Condition, name)
+	}
+	redis := strings.Join(c.Services["redis"].Command, " ")
+	assert.Contains(t, redis, "--appendonly yes")
+	assert.Contains(t, redis, "--appendfsync everysec")
+}
+
+// checkComposeStructure: keys of the Compose specification, images or builds, depends_on
+// targets and conditions, named volumes, build targets.
+func checkComposeStructure(t *testing.T, c composeFile, raw map[string]any) {
+	t.Helper()
 	for key := range raw {
 		assert.True(t, composeTopKeys[key] || strings.HasPrefix(key, "x-"), "unknown top-level key %q", key)
 	}
@@ -566,9 +916,6 @@ func TestComposeStructure(t *testing.T) {
 		for key := range s.(map[string]any) {
 			assert.True(t, composeServiceKeys[key] || strings.HasPrefix(key, "x-"), "service %s: unknown key %q", name, key)
 		}
-	}
-	for _, name := range []string{"db", "redis", "migrate", "api", "worker", "locust-master", "locust-worker"} {
-		require.Contains(t, c.Services, name)
 	}
 	stages := dockerStages(t)
 	for name, s := range c.Services {
@@ -601,16 +948,6 @@ func TestComposeStructure(t *testing.T) {
 			assert.Contains(t, stages, s.Build.Target, "service %s: build target %q is not a stage of deploy/Dockerfile", name, s.Build.Target)
 		}
 	}
-	for _, name := range []string{"db", "redis", "api", "worker"} {
-		assert.NotNil(t, c.Services[name].Healthcheck, "service %s has no healthcheck", name)
-	}
-	assert.Equal(t, "service_healthy", c.Services["migrate"].DependsOn["db"].Condition)
-	for _, name := range []string{"api", "worker"} {
-		assert.Equal(t, "service_completed_successfully", c.Services[name].DependsOn["migrate"].Condition, name)
-	}
-	redis := strings.Join(c.Services["redis"].Command, " ")
-	assert.Contains(t, redis, "--appendonly yes")
-	assert.Contains(t, redis, "--appendfsync everysec")
 }
 
 func TestComposeCommandsAndEnvironment(t *testing.T) {
@@ -679,6 +1016,92 @@ func TestComposeSysctlsAreTheNetnsKeysOfTheProfiles(t *testing.T) {
 		}
 		assert.Equal(t, want, got, "service %s sysctls vs the netns keys of sysctl/%s.conf", tt.service, tt.profile)
 	}
+}
+
+func TestComposeHAOverride(t *testing.T) {
+	t.Parallel()
+	// The override alone: only keys of the specification.
+	_, own := loadComposeFiles(t, composeHAPath)
+	for key := range own {
+		assert.True(t, composeTopKeys[key] || strings.HasPrefix(key, "x-"), "%s: unknown top-level key %q", composeHAPath, key)
+	}
+	// Merged onto docker-compose.yml, as `docker compose -f ... -f ...` runs it.
+	c, raw := loadComposeFiles(t, composePath, composeHAPath)
+	checkComposeStructure(t, c, raw)
+	vars := readmeVars(t)
+	for _, name := range []string{"migrate", "api", "worker"} {
+		for key := range c.Services[name].Environment {
+			assert.True(t, isGoRuntimeVar(key) || hasKey(vars, key), "service %s: %s is not in README.md's configuration table", name, key)
+		}
+	}
+
+	var sentinels, replicas []string
+	masterName := ""
+	for _, name := range sortedKeys(c.Services) {
+		s := c.Services[name]
+		cmd := strings.Join(s.Command, " ")
+		switch {
+		case strings.Contains(cmd, "--sentinel"):
+			sentinels = append(sentinels, name)
+			for _, want := range []string{"port 26379", "sentinel resolve-hostnames yes", "sentinel announce-hostnames yes"} {
+				assert.Contains(t, cmd, want, "sentinel %s", name)
+			}
+			m := regexp.MustCompile(`sentinel monitor (\S+) redis 6379 (\d+)`).FindStringSubmatch(cmd)
+			if !assert.NotNil(t, m, "sentinel %s monitors no master at redis:6379", name) {
+				continue
+			}
+			assert.True(t, masterName == "" || masterName == m[1], "sentinels monitor different master names")
+			masterName = m[1]
+			assert.Equal(t, "2", m[2], "sentinel %s: quorum of 3 sentinels", name)
+			for _, want := range []string{"down-after-milliseconds", "failover-timeout", "parallel-syncs"} {
+				assert.Contains(t, cmd, "sentinel "+want+" "+m[1]+" ", "sentinel %s", name)
+			}
+			assert.Contains(t, cmd, "sentinel down-after-milliseconds "+m[1]+" 1000\n", "sentinel %s", name)
+			assert.Contains(t, cmd, "sentinel failover-timeout "+m[1]+" 10000\n", "sentinel %s", name)
+			assert.Contains(t, cmd, "sentinel parallel-syncs "+m[1]+" 1\n", "sentinel %s", name)
+			assert.NotNil(t, s.Healthcheck, "sentinel %s has no healthcheck", name)
+		case strings.Contains(cmd, "--replicaof"):
+			replicas = append(replicas, name)
+			assert.Contains(t, cmd, "--replicaof redis 6379", "replica %s", name)
+		}
+		if strings.Contains(cmd, "redis-server") && !strings.Contains(cmd, "--sentinel") {
+			for _, want := range []string{"--appendonly yes", "--appendfsync everysec", "--replica-serve-stale-data yes", "--replica-announce-ip"} {
+				assert.Contains(t, cmd, want, "redis node %s", name)
+			}
+			assert.NotNil(t, s.Healthcheck, "redis node %s has no healthcheck", name)
+		}
+	}
+	assert.Len(t, sentinels, 3, "3 sentinels")
+	assert.Len(t, replicas, 2, "2 replicas, so that POPUP_REDIS_ACK_REPLICAS=1 survives one replica's loss")
+
+	var addrs []string
+	for _, s := range sentinels {
+		addrs = append(addrs, s+":26379")
+	}
+	for _, name := range []string{"api", "worker"} {
+		env := c.Services[name].Environment
+		assert.Equal(t, strings.Join(addrs, ","), env["POPUP_REDIS_ADDR"], "service %s: POPUP_REDIS_ADDR lists the sentinels", name)
+		assert.Equal(t, masterName, env["POPUP_REDIS_MASTER_NAME"], "service %s: the sentinels' master name", name)
+		assertAckReplicas(t, "service "+name, env["POPUP_REDIS_ACK_REPLICAS"], len(replicas))
+		assert.Equal(t, "16", env["POPUP_QUEUE_SHARDS"], "service %s", name)
+		for _, s := range sentinels {
+			assert.Equal(t, "service_healthy", c.Services[name].DependsOn[s].Condition, "service %s waits for %s", name, s)
+		}
+	}
+}
+
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
+
+// assertAckReplicas: POPUP_REDIS_ACK_REPLICAS is at least 1 and below the replica count, so that
+// losing one replica does not stop the acknowledgements.
+func assertAckReplicas(t *testing.T, where, value string, replicas int) {
+	t.Helper()
+	n, err := strconv.Atoi(value)
+	if !assert.NoError(t, err, "%s: POPUP_REDIS_ACK_REPLICAS %q", where, value) {
+		return
+	}
+	assert.GreaterOrEqual(t, n, 1, "%s: POPUP_REDIS_ACK_REPLICAS", where)
+	assert.Less(t, n, replicas, "%s: POPUP_REDIS_ACK_REPLICAS=%d needs more than %d replicas to survive one replica's loss", where, n, replicas)
 }
 
 // ------------------------------------------------------------------------ Dockerfile ---
