@@ -746,7 +746,7 @@ func TestKubernetesRedisHAComponent(t *testing.T) {
 	assert.Equal(t, strings.Join(addrs, ","), cfg.Data["POPUP_REDIS_ADDR"], "POPUP_REDIS_ADDR: the sentinels of every pod")
 	assert.Equal(t, master, cfg.Data["POPUP_REDIS_MASTER_NAME"], "POPUP_REDIS_MASTER_NAME: the name the sentinels monitor")
 	assertAckReplicas(t, redisHADir, cfg.Data["POPUP_REDIS_ACK_REPLICAS"], replicas-1)
-	assert.Equal(t, "16", cfg.Data["POPUP_QUEUE_SHARDS"])
+	assert.Equal(t, "0", cfg.Data["POPUP_QUEUE_SHARDS"], "automatic: one shard with Sentinel")
 }
 
 func TestKubernetesRedisClusterComponent(t *testing.T) {
@@ -1083,7 +1083,7 @@ func TestComposeHAOverride(t *testing.T) {
 		assert.Equal(t, strings.Join(addrs, ","), env["POPUP_REDIS_ADDR"], "service %s: POPUP_REDIS_ADDR lists the sentinels", name)
 		assert.Equal(t, masterName, env["POPUP_REDIS_MASTER_NAME"], "service %s: the sentinels' master name", name)
 		assertAckReplicas(t, "service "+name, env["POPUP_REDIS_ACK_REPLICAS"], len(replicas))
-		assert.Equal(t, "16", env["POPUP_QUEUE_SHARDS"], "service %s", name)
+		assert.Equal(t, "0", env["POPUP_QUEUE_SHARDS"], "service %s: automatic, one shard with Sentinel", name)
 		for _, s := range sentinels {
 			assert.Equal(t, "service_healthy", c.Services[name].DependsOn[s].Condition, "service %s waits for %s", name, s)
 		}
