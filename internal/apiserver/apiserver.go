@@ -46,11 +46,13 @@ type Hooks struct {
 	Now     func() time.Time
 }
 
-// Breaker settings: consecutive Redis failures that open it, and how long it stays open before a
-// probe. Together with POPUP_REDIS_TIMEOUT they bound a degraded answer's latency.
+// Breaker settings (one breaker per queue shard): consecutive Redis failures that open it, and
+// how long it stays open before a probe. Together with POPUP_REDIS_TIMEOUT they bound a degraded
+// answer's latency. A probe costs one request's degraded answer at most, so it comes often: a
+// promoted replica is found within a cooldown of the clients following it (docs/RELIABILITY.md).
 const (
 	breakerThreshold = 5
-	breakerCooldown  = time.Second
+	breakerCooldown  = 250 * time.Millisecond
 )
 
 // Dependency checks: how often while the dependency is up, and how long one check may take.
@@ -151,7 +153,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	users.UseKnownUsers(known, redisstore.NewStateMetrics(reg))
 	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
 	reg.MustRegister(local.Collectors()...)
-	decider := &decide.Decider{Snapshots: holder, Users: users, Breaker: breaker.New(breakerThreshold, breakerCooldown),
+	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown), ShardOf: keys.Shard,
 		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
 	public := &httpapi.Public{
 		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics,

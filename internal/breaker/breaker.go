@@ -50,3 +50,20 @@ func (b *Breaker) Failure(now time.Time) {
 		b.openUntil.Store(now.UnixNano() + int64(b.cooldown))
 	}
 }
+
+// Set is one breaker per partition of a dependency: per queue shard, whose hash slot holds its
+// users' state, so that a failing Redis Cluster master opens the breakers of its own shards and
+// the users of the others are served meanwhile.
+type Set struct{ bs []*Breaker }
+
+// NewSet returns n closed breakers (at least one) of the given threshold and cooldown.
+func NewSet(n, threshold int, cooldown time.Duration) *Set {
+	s := &Set{bs: make([]*Breaker, max(n, 1))}
+	for i := range s.bs {
+		s.bs[i] = New(threshold, cooldown)
+	}
+	return s
+}
+
+// Get returns partition i's breaker.
+func (s *Set) Get(i int) *Breaker { return s.bs[i] }

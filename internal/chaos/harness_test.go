@@ -305,13 +305,21 @@ func (m *mariadb) stop() error {
 type redisServer struct {
 	dir, fsync string
 	port       int
+	extra      []string // more redis-server arguments (replication, cluster)
 	mu         sync.Mutex
 	proc       *proc
 }
 
 func startRedis(t *testing.T, name, fsync string) *redisServer {
 	t.Helper()
-	r := &redisServer{dir: filepath.Join(h.dir, name), fsync: fsync, port: mustPort(t)}
+	return startRedisNode(t, filepath.Join(h.dir, name), fsync)
+}
+
+// startRedisNode starts a redis-server with its data and logs under dir and the extra arguments
+// (a replica's --replicaof, a cluster node's settings); it is killed when the test ends.
+func startRedisNode(t *testing.T, dir, fsync string, extra ...string) *redisServer {
+	t.Helper()
+	r := &redisServer{dir: dir, fsync: fsync, port: mustPort(t), extra: extra}
 	require.NoError(t, os.MkdirAll(filepath.Join(r.dir, "redis"), 0o755))
 	r.start(t)
 	t.Cleanup(func() { r.signal(syscall.SIGKILL); r.wait(t) })
@@ -328,6 +336,7 @@ func (r *redisServer) start(t *testing.T) {
 	}
 	args := append([]string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", filepath.Join(r.dir, "redis"),
 		"--daemonize", "no", "--save", "", "--logfile", filepath.Join(r.dir, "redis.log")}, persistence...)
+	args = append(args, r.extra...)
 	p := startProc(t, "redis-server", filepath.Join(r.dir, "redis-stdout.log"), "redis-server", nil, args...)
 	r.mu.Lock()
 	r.proc = p

@@ -39,8 +39,9 @@ type stack struct {
 	dir     string
 	dsn     string
 	db      *sql.DB
-	redis   *redisServer
-	rdb     *redis.Client
+	redis   *redisServer // nil for a Sentinel or Cluster topology
+	rdb     redis.UniversalClient
+	keys    redisstore.Keys
 	api     *proc
 	apiLog  string
 	public  string // http://host:port of the public listener
@@ -54,10 +55,19 @@ type stack struct {
 // prepares the environment of both binaries; it starts neither.
 func newStack(t *testing.T, name, fsync string) *stack {
 	t.Helper()
-	s := &stack{t: t, name: name, dir: filepath.Join(h.dir, name)}
+	r := startRedis(t, name, fsync)
+	s := newStackOn(t, name, redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1}), stackKeys, "POPUP_REDIS_ADDR="+r.Addr())
+	s.redis = r
+	return s
+}
+
+// newStackOn is newStack for a Redis the scenario started itself (a Sentinel or Cluster
+// topology): rdb is the harness's client of it, keys the services' key layout there, and
+// redisEnv the POPUP_REDIS_* settings that point both binaries at it.
+func newStackOn(t *testing.T, name string, rdb redis.UniversalClient, keys redisstore.Keys, redisEnv ...string) *stack {
+	t.Helper()
+	s := &stack{t: t, name: name, dir: filepath.Join(h.dir, name), rdb: rdb, keys: keys}
 	require.NoError(t, os.MkdirAll(s.dir, 0o755))
-	s.redis = startRedis(t, name, fsync)
-	s.rdb = redis.NewClient(&redis.Options{Addr: s.redis.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { s.rdb.Close() })
 
 	dbName := "chaos_" + strings.ReplaceAll(name, "-", "_")
@@ -74,8 +84,8 @@ func newStack(t *testing.T, name, fsync string) *stack {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.db.Close() })
 
-	s.env = []string{"POPUP_MYSQL_DSN=" + s.dsn, "POPUP_REDIS_ADDR=" + s.redis.Addr(), "POPUP_ADMIN_TOKEN=" + adminToken,
-		"POPUP_LOG_LEVEL=info", "POPUP_WORKER_LEASE=2s", "POPUP_WORKER_FLUSH_INTERVAL=100ms"}
+	s.env = append([]string{"POPUP_MYSQL_DSN=" + s.dsn, "POPUP_ADMIN_TOKEN=" + adminToken,
+		"POPUP_LOG_LEVEL=info", "POPUP_WORKER_LEASE=2s", "POPUP_WORKER_FLUSH_INTERVAL=100ms"}, redisEnv...)
 	out, err := execEnv(h.worker, s.env, "migrate")
 	require.NoError(t, err, out)
 	return s
@@ -197,14 +207,19 @@ func (s *stack) apiStats() procStats {
 	return st
 }
 
-// backlog is what the queue holds: waiting plus claimed and not yet acknowledged.
+// backlog is what the queue holds, over every shard: waiting plus claimed and not yet
+// acknowledged.
 func (s *stack) backlog(ctx context.Context) (int64, error) {
-	q := redisstore.NewQueue(s.rdb, stackKeys, 2*time.Second)
-	st, err := q.Stats(ctx, 0)
-	if err != nil {
-		return 0, err
+	q := redisstore.NewQueue(s.rdb, s.keys, 2*time.Second)
+	var n int64
+	for shard := range s.keys.Shards {
+		st, err := q.Stats(ctx, shard)
+		if err != nil {
+			return 0, err
+		}
+		n += st.Length + st.ProcessingTotal()
 	}
-	return st.Length + st.ProcessingTotal(), nil
+	return n, nil
 }
 
 // waitDrained waits until the queue is empty (nothing waiting, nothing claimed) and returns how
@@ -305,9 +320,11 @@ func (s *stack) verify(rec *recorder) check {
 			c.statsDiff++
 		}
 	}
-	dead, err := s.rdb.LLen(ctx, stackKeys.Dead(0)).Result()
-	require.NoError(t, err)
-	c.dead = int(dead)
+	for shard := range s.keys.Shards {
+		dead, err := s.rdb.LLen(ctx, s.keys.Dead(shard)).Result()
+		require.NoError(t, err)
+		c.dead += int(dead)
+	}
 	return c
 }
 

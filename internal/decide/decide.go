@@ -46,8 +46,12 @@ const maxRecordTries = 4
 type Decider struct {
 	Snapshots *snapshot.Holder
 	Users     UserStates
-	Breaker   *breaker.Breaker
-	DailyCap  int // popups per user per UTC day; 0 = no cap
+	// Breaker guards Redis; with Breakers and ShardOf set, each uid's queue shard has its own
+	// (Breakers.Get(ShardOf(uid))) and Breaker is unused.
+	Breaker  *breaker.Breaker
+	Breakers *breaker.Set
+	ShardOf  func(uid string) int
+	DailyCap int // popups per user per UTC day; 0 = no cap
 	// Budget bounds the store work of one homepage decision; past it the answer degrades. An
 	// action gets four times as much.
 	Budget time.Duration
@@ -101,7 +105,8 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			return Answer{Kind: None, Version: snap.Version}
 		}
 	}
-	if !d.Breaker.Allow(now) {
+	br := d.breakerFor(req.UID)
+	if !br.Allow(now) {
 		return d.degraded(outDegradedBreakerOpen)
 	}
 	bctx, cancel := context.WithTimeout(ctx, d.Budget)
@@ -109,7 +114,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	for try := 0; try < maxRecordTries; try++ {
 		st, err := d.Users.Get(bctx, req.UID, now)
 		if err != nil {
-			if d.storeFailed(ctx, now, opGetState, err) {
+			if d.storeFailed(ctx, br, now, opGetState, err) {
 				return Answer{Kind: ClientGone}
 			}
 			if errors.Is(err, popup.ErrStateLoad) {
@@ -119,7 +124,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		}
 		chosen := popup.Select(cands, req, &st.UserState, now, d.DailyCap)
 		if chosen == nil {
-			d.Breaker.Success()
+			br.Success()
 			if d.Local != nil {
 				d.Local.remember(&key, snap.Version, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
 			}
@@ -133,12 +138,12 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			DayCount: st.UserState.ImpressionsOn(now)}
 		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, &ev, false)
 		if err != nil {
-			if d.storeFailed(ctx, now, opRecordImpression, err) {
+			if d.storeFailed(ctx, br, now, opRecordImpression, err) {
 				return Answer{Kind: ClientGone}
 			}
 			return d.degraded(outDegradedRedisError)
 		}
-		d.Breaker.Success()
+		br.Success()
 		if out == popup.Recorded {
 			d.Metrics.count(outPopup)
 			return Answer{Kind: Shown, Version: snap.Version, Popup: snap.Entry(chosen.Popup.ID), DecisionID: decision}
@@ -147,6 +152,14 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	}
 	d.Metrics.count(outConflict)
 	return Answer{Kind: None, Version: snap.Version}
+}
+
+// breakerFor is the breaker guarding uid's state.
+func (d *Decider) breakerFor(uid string) *breaker.Breaker {
+	if d.Breakers != nil && d.ShardOf != nil {
+		return d.Breakers.Get(d.ShardOf(uid))
+	}
+	return d.Breaker
 }
 
 // Action is a click or close of a popup reported by the app.
@@ -170,7 +183,8 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 	if entry == nil {
 		return popup.ErrNotFound
 	}
-	if !d.Breaker.Allow(now) {
+	br := d.breakerFor(a.UID)
+	if !br.Allow(now) {
 		return ErrUnavailable
 	}
 	if a.EventID == "" {
@@ -181,7 +195,7 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 	for try := 0; try < maxRecordTries; try++ {
 		st, err := d.Users.Get(bctx, a.UID, now)
 		if err != nil {
-			if d.storeFailed(ctx, now, opGetState, err) {
+			if d.storeFailed(ctx, br, now, opGetState, err) {
 				return ErrClientGone
 			}
 			return ErrUnavailable
@@ -196,12 +210,12 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 			DecisionID: a.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
 		out, err := d.Users.Record(bctx, a.UID, st.Raw, &st.UserState, &ev, true)
 		if err != nil {
-			if d.storeFailed(ctx, now, opRecordAction, err) {
+			if d.storeFailed(ctx, br, now, opRecordAction, err) {
 				return ErrClientGone
 			}
 			return ErrUnavailable
 		}
-		d.Breaker.Success()
+		br.Success()
 		switch out {
 		case popup.Recorded, popup.Duplicate: // a duplicate was applied once already
 			return nil
@@ -262,7 +276,7 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 
 // storeFailed accounts for a failed store call. It reports whether the client has gone: then
 // the store did not fail, the caller's hang-up cancelled its call, and nobody reads an answer.
-func (d *Decider) storeFailed(ctx context.Context, now time.Time, op storeOp, err error) (clientGone bool) {
+func (d *Decider) storeFailed(ctx context.Context, br *breaker.Breaker, now time.Time, op storeOp, err error) (clientGone bool) {
 	if ctx.Err() != nil {
 		// Counting a hang-up would let a mass disconnect (a load generator stopping, a proxy
 		// restarting) open the breaker and degrade everybody else's answers.
@@ -274,7 +288,7 @@ func (d *Decider) storeFailed(ctx context.Context, now time.Time, op storeOp, er
 		// says nothing about Redis, so the breaker is left alone.
 		d.Metrics.mysqlError()
 	} else {
-		d.Breaker.Failure(now)
+		br.Failure(now)
 		d.Metrics.redisError(op)
 	}
 	// At most one log line a second: an outage must not turn into a log flood.

@@ -54,8 +54,17 @@ func NewClient(cfg config.Config) (redis.UniversalClient, error) {
 	}
 	copts := opts.Cluster()
 	copts.ClusterStateReloadInterval = cfg.RedisClusterReload
+	// The hook goes on every node's client, where the dials and the node pipelines (the
+	// autopipeliner's too) happen, and on the cluster client for single commands.
+	hook := &reloadOnNetError{}
+	copts.NewClient = func(o *redis.Options) *redis.Client {
+		c := redis.NewClient(o)
+		c.AddHook(hook)
+		return c
+	}
 	cc := redis.NewClusterClient(copts)
-	cc.AddHook(reloadOnNetError{cc})
+	hook.cc = cc
+	cc.AddHook(hook)
 	return cc, nil
 }
 
@@ -67,7 +76,7 @@ func NewClient(cfg config.Config) (redis.UniversalClient, error) {
 // 200 ms pause), so a burst of failures costs one CLUSTER SLOTS round trip per node pause.
 type reloadOnNetError struct{ cc *redis.ClusterClient }
 
-func (h reloadOnNetError) DialHook(next redis.DialHook) redis.DialHook {
+func (h *reloadOnNetError) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
@@ -77,7 +86,7 @@ func (h reloadOnNetError) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
-func (h reloadOnNetError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *reloadOnNetError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if unreachable(err) {
@@ -87,7 +96,7 @@ func (h reloadOnNetError) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 	}
 }
 
-func (h reloadOnNetError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *reloadOnNetError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		if unreachable(err) {

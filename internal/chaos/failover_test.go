@@ -1,0 +1,418 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/config"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
+)
+
+// The failover scenarios of docs/RELIABILITY.md: a Redis primary SIGKILLed under the steady load
+// and left down, behind Sentinel (a primary, two replicas, three sentinels) and in a Redis Cluster
+// (three masters with two replicas each). The same popup-api and popup-worker processes must
+// follow the promotion within failoverRecoveryLimit, answer every GET (degraded meanwhile) and
+// every failed action with 503 + Retry-After, and, with POPUP_REDIS_ACK_REPLICAS=1, lose no
+// acknowledged event, also when the replicas' links are late and cut at the kill (a host crash
+// loses the bytes in flight; a SIGKILLed process's kernel would still send them).
+
+// failoverRecoveryLimit: normal service again this long after the promotion (docs/CONTRACT.md).
+const failoverRecoveryLimit = 2 * time.Second
+
+// sentinelMaster is the name the scenarios' sentinels monitor.
+const sentinelMaster = "popup"
+
+// failover is one scenario's shape.
+type failover struct {
+	name        string
+	delay       time.Duration // the first replica's link to the primary is this late, each way
+	crash       bool          // cut the replicas' links, dropping the bytes in flight, at the kill
+	ackReplicas int           // POPUP_REDIS_ACK_REPLICAS
+	fast        bool          // in make test's fast subset; the others run in make chaos only
+	// lossExpected: the scenario shows what POPUP_REDIS_ACK_REPLICAS prevents; its losses are
+	// reported, not failed.
+	lossExpected bool
+}
+
+func (f failover) skipUnlessPlanned(t *testing.T) {
+	t.Helper()
+	if h.plan.mode == "fast" && !f.fast {
+		t.Skip("runs in make chaos (POPUP_CHAOS=full); make test's fast subset runs sentinel-crash-ack and cluster-failover")
+	}
+}
+
+// TestSentinelFailover: the primary killed, both replicas on prompt links.
+func TestSentinelFailover(t *testing.T) {
+	runSentinelFailover(t, failover{name: "sentinel-failover", ackReplicas: 1})
+}
+
+// TestSentinelHostCrash: the first replica's link 50 ms late, and both links cut at the kill:
+// an acknowledged event is on a replica all the same.
+func TestSentinelHostCrash(t *testing.T) {
+	runSentinelFailover(t, failover{name: "sentinel-crash-ack", delay: 50 * time.Millisecond, crash: true, ackReplicas: 1, fast: true})
+}
+
+// TestSentinelHostCrashWithoutAck is the same crash acknowledged on the primary's write alone:
+// what POPUP_REDIS_ACK_REPLICAS is for (docs/RELIABILITY.md reports its losses).
+func TestSentinelHostCrashWithoutAck(t *testing.T) {
+	runSentinelFailover(t, failover{name: "sentinel-crash-noack", delay: 50 * time.Millisecond, crash: true, lossExpected: true})
+}
+
+// TestClusterFailover: the master holding queue shard 0 killed; its users degrade until a replica
+// takes its slots over, the other masters' users are served throughout.
+func TestClusterFailover(t *testing.T) {
+	runClusterFailover(t, failover{name: "cluster-failover", ackReplicas: 1, fast: true})
+}
+
+func runSentinelFailover(t *testing.T, f failover) {
+	f.skipUnlessPlanned(t)
+	dir := filepath.Join(h.dir, f.name)
+	primary := startRedisNode(t, filepath.Join(dir, "primary"), "everysec")
+	links := make([]*testenv.Proxy, 2)
+	replicas := make([]*redisServer, 2)
+	for i := range replicas {
+		links[i] = testenv.NewProxy(t, primary.Addr())
+		if i == 0 {
+			links[i].SetDelay(f.delay)
+		}
+		host, port, err := net.SplitHostPort(links[i].Addr())
+		require.NoError(t, err)
+		replicas[i] = startRedisNode(t, filepath.Join(dir, fmt.Sprintf("replica-%d", i+1)), "everysec", "--replicaof", host, port)
+	}
+	sentinels := make([]string, 3)
+	for i := range sentinels {
+		sentinels[i] = startSentinel(t, filepath.Join(dir, fmt.Sprintf("sentinel-%d", i+1)), primary.port)
+	}
+	waitSentinelsReady(t, sentinels, primary.Addr(), len(replicas))
+	addrs := strings.Join(sentinels, ",")
+	rdb := harnessClient(t, config.Config{RedisAddr: addrs, RedisMasterName: sentinelMaster})
+	s := newStackOn(t, f.name, rdb, stackKeys, "POPUP_REDIS_ADDR="+addrs, "POPUP_REDIS_MASTER_NAME="+sentinelMaster,
+		fmt.Sprintf("POPUP_REDIS_ACK_REPLICAS=%d", f.ackReplicas))
+
+	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinels[0]})
+	defer sc.Close()
+	promoted := func(ctx context.Context) (bool, error) {
+		addr, err := sc.GetMasterAddrByName(ctx, sentinelMaster).Result()
+		if err != nil {
+			return false, err
+		}
+		return net.JoinHostPort(addr[0], addr[1]) != primary.Addr(), nil
+	}
+	s.runFailover(f, addrs, func() {
+		if f.crash {
+			for _, l := range links {
+				l.SetDown(true)
+			}
+		}
+		primary.signal(syscall.SIGKILL)
+		primary.wait(t)
+	}, promoted)
+}
+
+func runClusterFailover(t *testing.T, f failover) {
+	f.skipUnlessPlanned(t)
+	dir := filepath.Join(h.dir, f.name)
+	const masters, perMaster = 3, 2
+	nodes := make([]*redisServer, masters*(1+perMaster))
+	addrs := make([]string, len(nodes))
+	for i := range nodes {
+		nodes[i] = startRedisNode(t, filepath.Join(dir, fmt.Sprintf("node-%d", i+1)), "everysec",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", strconv.Itoa(mustPort(t)),
+			"--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no")
+		addrs[i] = nodes[i].Addr()
+	}
+	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", strconv.Itoa(perMaster), "--cluster-yes")
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	require.NoError(t, err, "redis-cli --cluster create: %s", out)
+	waitClusterReady(t, addrs, masters, perMaster)
+
+	seeds := strings.Join(addrs, ",")
+	rdb := harnessClient(t, config.Config{RedisAddr: seeds})
+	keys := redisstore.Keys{Prefix: stackKeys.Prefix, Shards: config.ClusterQueueShards}
+	s := newStackOn(t, f.name, rdb, keys, "POPUP_REDIS_ADDR="+seeds, fmt.Sprintf("POPUP_REDIS_ACK_REPLICAS=%d", f.ackReplicas))
+
+	ctx := ctxFor(t, 30*time.Second)
+	slot := redisSlot(keys.Queue(0))
+	victim, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, keys.Queue(0))
+	require.NoError(t, err)
+	var killed *redisServer
+	var witness string // a master that stays up, asked who serves the slot
+	for _, n := range nodes {
+		if n.Addr() == victim.Options().Addr {
+			killed = n
+		}
+	}
+	require.NotNil(t, killed, "no node serves %s", victim.Options().Addr)
+	for _, a := range clusterMasters(t, addrs[0]) {
+		if a != killed.Addr() {
+			witness = a
+		}
+	}
+	wc := redis.NewClient(&redis.Options{Addr: witness})
+	defer wc.Close()
+	promoted := func(ctx context.Context) (bool, error) {
+		owner, err := slotOwner(ctx, wc, slot)
+		return owner != "" && owner != killed.Addr(), err
+	}
+	s.runFailover(f, seeds, func() {
+		killed.signal(syscall.SIGKILL)
+		killed.wait(t)
+	}, promoted)
+}
+
+// runFailover starts a worker and popup-api on the topology, runs the steady load, kills the
+// primary (kill), waits until promoted says a replica took over, and checks and reports the
+// scenario.
+func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted func(context.Context) (bool, error)) {
+	t := s.t
+	t.Helper()
+	worker, _ := s.startWorker()
+	s.startAPI(redisAddr)
+	s.seed()
+	rec := newRecorder()
+	s.warm(rec, steadyLoad)
+	stopLoad := s.run(rec, steadyLoad)
+	defer stopLoad()
+	time.Sleep(h.plan.steady)
+
+	killAt := rec.now()
+	kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		done, err := promoted(ctx)
+		cancel()
+		if done {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "no replica promoted within 30 s of the kill (last error %v)", err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	promotedAt := rec.now()
+	waitNormal(t, rec, promotedAt, 15*time.Second)
+	time.Sleep(h.plan.steady)
+	stopLoad()
+
+	drain := s.waitDrained(h.plan.drainDeadline)
+	c := s.verify(rec)
+	gets := tallyOf(rec.window(kindGet, 0, rec.now()))
+	acts := tallyOf(rec.window(kindAction, 0, rec.now()))
+	outage := tallyOf(append(rec.window(kindGet, killAt, promotedAt), rec.window(kindAction, killAt, promotedAt)...))
+	rcv := recovery(t, rec, promotedAt)
+	first, last := failedSpan(rec, killAt)
+	if os.Getenv("CHAOS_DEBUG") != "" {
+		for _, o := range rec.all() {
+			if o.at >= promotedAt && !o.ok() {
+				t.Logf("DEBUG after promotion +%v kind=%c status=%d degraded=%v err=%s uid=%s took=%v", o.at-promotedAt, o.kind, o.status, o.degraded, o.errKind, o.uid, o.took)
+			}
+		}
+	}
+	summary(t, f.name, "ack_replicas", f.ackReplicas, "replica_delay_ms", f.delay.Milliseconds(), "links_cut", f.crash,
+		"promotion_ms", ms(promotedAt-killAt), "recovery_after_promotion_ms", ms(rcv), "degraded_window_ms", ms(last-first),
+		"failed_while_down", fmt.Sprintf("%d/%d", outage.n-outage.ok, outage.n),
+		"gets", gets.n, "get_status", gets.statusList(), "get_degraded", gets.degraded, "get_errors", gets.errList(), "get_max_ms", gets.maxMs,
+		"actions", acts.n, "action_status", acts.statusList(), "503_retry_after", fmt.Sprintf("%d/%d", acts.retryAfter, acts.status503),
+		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff,
+		"stats_mismatch", c.statsDiff, "dead_lettered", c.dead, "drain_ms", drain.Milliseconds())
+
+	assert.False(t, s.api.exited(), "popup-api exited: the same processes must follow the failover")
+	assert.False(t, worker.exited(), "popup-worker exited: the same processes must follow the failover")
+	assert.Equal(t, gets.n, gets.statuses[http.StatusOK], "every GET answers 200")
+	assert.Zero(t, gets.transportErr, "GET transport errors")
+	assert.LessOrEqual(t, gets.maxMs, ms(getBudget), "a GET took longer than %s", getBudget)
+	assert.Equal(t, acts.n, acts.statuses[http.StatusAccepted]+acts.status503, "actions answer 202 or 503, nothing else")
+	assert.Equal(t, acts.status503, acts.retryAfter, "a 503 without Retry-After")
+	assert.Positive(t, outage.n-outage.ok, "the kill never showed: nothing failed while the primary was down")
+	assert.LessOrEqual(t, rcv, failoverRecoveryLimit, "service not back within %s of the promotion", failoverRecoveryLimit)
+	if f.lossExpected {
+		return
+	}
+	c.requireNoLoss(t)
+}
+
+// failedSpan is when the first request that was not normal service after since started, and when
+// the last one ended (both 0 when none failed).
+func failedSpan(rec *recorder, since time.Duration) (first, last time.Duration) {
+	first = -1
+	for _, o := range rec.all() {
+		if o.at < since || o.ok() {
+			continue
+		}
+		if first < 0 || o.at < first {
+			first = o.at
+		}
+		last = max(last, o.at+o.took)
+	}
+	if first < 0 {
+		return 0, 0
+	}
+	return first, last
+}
+
+// harnessClient is the harness's own client of a topology, built like the services' (so that a
+// cluster client follows a failover as theirs do) with patient timeouts.
+func harnessClient(t *testing.T, cfg config.Config) redis.UniversalClient {
+	t.Helper()
+	cfg.RedisTimeout, cfg.RedisPoolSize, cfg.RedisClusterReload = 2*time.Second, 4, time.Second
+	c, err := redisstore.NewClient(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// startSentinel starts a sentinel watching the primary on port primaryPort (down after 1 s, as
+// deploy/ recommends) and returns its address.
+func startSentinel(t *testing.T, dir string, primaryPort int) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	port := mustPort(t)
+	conf := filepath.Join(dir, "sentinel.conf")
+	body := fmt.Sprintf(`port %d
+bind 127.0.0.1
+dir %s
+logfile %s
+sentinel monitor %s 127.0.0.1 %d 2
+sentinel down-after-milliseconds %[4]s 1000
+sentinel failover-timeout %[4]s 10000
+sentinel parallel-syncs %[4]s 2
+`, port, dir, filepath.Join(dir, "sentinel.log"), sentinelMaster, primaryPort)
+	require.NoError(t, os.WriteFile(conf, []byte(body), 0o644))
+	startProc(t, "redis-sentinel", filepath.Join(dir, "stdout.log"), "redis-server", nil, conf, "--sentinel")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		require.False(t, time.Now().After(deadline), "sentinel %s did not answer PING in 15 s", addr)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return addr
+}
+
+// waitSentinelsReady waits until the replicas are online at the primary and every sentinel knows
+// the other sentinels and the replicas: before that a failover could not elect a leader or pick a
+// replica, and a WAIT for a replica could not succeed.
+func waitSentinelsReady(t *testing.T, sentinels []string, primary string, replicas int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	pc := redis.NewClient(&redis.Options{Addr: primary})
+	defer pc.Close()
+	for {
+		info, err := pc.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Count(info, ",state=online,") == replicas {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "replicas not online at the primary in 30 s: %v\n%s", err, info)
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, addr := range sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		for {
+			m, err := sc.Master(context.Background(), sentinelMaster).Result()
+			if err == nil && m["num-other-sentinels"] == strconv.Itoa(len(sentinels)-1) && m["num-slaves"] == strconv.Itoa(replicas) {
+				break
+			}
+			if time.Now().After(deadline) {
+				sc.Close()
+				require.FailNow(t, "sentinels did not find each other and the replicas in 30 s", "%s: %v %v", addr, m, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		sc.Close()
+	}
+}
+
+// waitClusterReady waits until every node sees the cluster ok and every master has its replicas
+// online.
+func waitClusterReady(t *testing.T, addrs []string, masters, perMaster int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	ready := func() (bool, string) {
+		online := 0
+		for _, a := range addrs {
+			c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+			info, err := c.ClusterInfo(context.Background()).Result()
+			repl, rerr := c.Info(context.Background(), "replication").Result()
+			c.Close()
+			if err != nil || rerr != nil || !strings.Contains(info, "cluster_state:ok") ||
+				!strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", len(addrs))) {
+				return false, fmt.Sprintf("%s: %v %v %s", a, err, rerr, info)
+			}
+			online += strings.Count(repl, ",state=online,")
+		}
+		return online == masters*perMaster, fmt.Sprintf("%d of %d replicas online", online, masters*perMaster)
+	}
+	for {
+		ok, why := ready()
+		if ok {
+			return
+		}
+		require.False(t, time.Now().After(deadline), "cluster not ready in 60 s: %s", why)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// clusterMasters lists the masters that serve slots, as node addr sees them.
+func clusterMasters(t *testing.T, addr string) []string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	slots, err := c.ClusterSlots(context.Background()).Result()
+	require.NoError(t, err)
+	var out []string
+	for _, s := range slots {
+		out = append(out, s.Nodes[0].Addr)
+	}
+	return out
+}
+
+// slotOwner is the master serving slot as c's node sees it ("" = nobody).
+func slotOwner(ctx context.Context, c *redis.Client, slot int) (string, error) {
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	for _, s := range slots {
+		if slot >= s.Start && slot <= s.End && len(s.Nodes) > 0 {
+			return s.Nodes[0].Addr, nil
+		}
+	}
+	return "", nil
+}
+
+// redisSlot is the Redis Cluster hash slot of key: CRC16-XMODEM of its hash tag, mod 16384.
+func redisSlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % 16384)
+}
