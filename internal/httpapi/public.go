@@ -13,8 +13,7 @@ import (
 
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
-	"popupsvc/internal/jsonx"
-	"popupsvc/internal/popup"
+	"popupsvc/internal/reqparse"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
 )
@@ -85,12 +84,12 @@ var (
 )
 
 func (p *Public) getPopup(c *gin.Context) {
-	q, aerr := scanQuery(c.Request.URL.RawQuery)
-	if aerr != nil {
-		writeError(c, p.Log, aerr)
+	q, perr := reqparse.ScanQuery(c.Request.URL.RawQuery)
+	if perr != nil {
+		writeError(c, p.Log, parseError(perr))
 		return
 	}
-	req, aerr := parseRequest(q.uid, q.platform, q.appVersion, q.region, q.lang)
+	req, aerr := parseRequest(q.UID, q.Platform, q.AppVersion, q.Region, q.Lang)
 	if aerr != nil {
 		writeError(c, p.Log, aerr)
 		return
@@ -184,14 +183,6 @@ func answerPopup(c *gin.Context, version int64, e *snapshot.Entry, decision stri
 	writeBody(c, http.StatusOK, out)
 }
 
-// actionBody is the body of POST /api/v1/popups/{id}/actions.
-type actionBody struct {
-	UID        string `json:"uid"`
-	Action     string `json:"action"`
-	EventID    string `json:"event_id"`
-	DecisionID string `json:"decision_id"`
-}
-
 func (p *Public) postAction(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -231,8 +222,9 @@ func decisionError(err error) error {
 	return err // popup.ErrNotFound and anything unexpected: writeError's table
 }
 
-func readActionBody(c *gin.Context) (actionBody, *apiError) {
-	var b actionBody
+// readActionBody reads and validates the body of POST /api/v1/popups/{id}/actions.
+func readActionBody(c *gin.Context) (reqparse.ActionBody, *apiError) {
+	var b reqparse.ActionBody
 	if c.Request.ContentLength > maxActionBody {
 		return b, errTooLarge
 	}
@@ -240,7 +232,11 @@ func readActionBody(c *gin.Context) (actionBody, *apiError) {
 	if aerr != nil {
 		return b, aerr
 	}
-	return decodeActionBody(raw)
+	b, perr := reqparse.DecodeActionBody(raw)
+	if perr != nil {
+		return b, parseError(perr)
+	}
+	return b, nil
 }
 
 // readBody reads the request body up to limit bytes: tooLarge (a 413) past it, a 400
@@ -260,27 +256,6 @@ func readBody(c *gin.Context, limit int64, tooLarge *apiError) ([]byte, *apiErro
 		return nil, badRequest("invalid_body", "could not read the request body")
 	}
 	return raw, nil
-}
-
-// decodeActionBody parses and validates an action body.
-func decodeActionBody(raw []byte) (actionBody, *apiError) {
-	var b actionBody
-	if err := jsonx.Unmarshal(raw, &b); err != nil {
-		return b, badRequest("invalid_json", "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}")
-	}
-	switch {
-	case b.UID == "":
-		return b, badRequest("invalid_uid", "uid is required")
-	case !popup.ValidUID(b.UID):
-		return b, errUIDMalformed
-	case b.Action != string(event.Click) && b.Action != string(event.Close):
-		return b, badRequest("invalid_action", "action must be click or close")
-	case b.EventID != "" && !validID(b.EventID):
-		return b, badRequest("invalid_event_id", "event_id must be "+popup.UIDRule)
-	case b.DecisionID != "" && !validID(b.DecisionID):
-		return b, badRequest("invalid_decision_id", "decision_id must be "+popup.UIDRule)
-	}
-	return b, nil
 }
 
 // newEngine is a bare Gin engine with JSON answers for panics, unknown routes and methods; no

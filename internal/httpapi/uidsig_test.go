@@ -105,10 +105,12 @@ func TestUIDSignatureRequiredWhenConfigured(t *testing.T) {
 		{"GET signed in the future", "GET", get, "", []string{uidauth.Sign(gatewayKey, "u1", t0.Add(time.Hour))}, 401, "uid_signature_invalid"},
 		{"GET with two signatures", "GET", get, "", []string{sig, sig}, 401, "uid_signature_invalid"},
 		{"GET validates the uid first", "GET", "/api/v1/popup?uid=a%20b&platform=ios&app_version=1", "", nil, 400, "invalid_uid"},
+		{"GET validates the query's escapes first", "GET", "/api/v1/popup?uid=%zz&platform=ios&app_version=1", "", nil, 400, "invalid_query"},
 		{"POST without a signature", "POST", post, click, nil, 401, "uid_signature_missing"},
 		{"POST signed for another uid", "POST", post, click, []string{uidauth.Sign(gatewayKey, "u2", t0)}, 401, "uid_signature_invalid"},
 		{"POST with an expired signature", "POST", post, click, []string{uidauth.Sign(gatewayKey, "u1", t0.Add(-time.Hour))}, 401, "uid_signature_expired"},
 		{"POST validates the body first", "POST", post, `{"uid":"u1","action":"like"}`, nil, 400, "invalid_action"},
+		{"POST parses the body first", "POST", post, `{"uid":`, nil, 400, "invalid_json"},
 		{"POST of an unknown popup is refused before the lookup", "POST", "/api/v1/popups/999/actions", click, nil, 401, "uid_signature_missing"},
 	}
 	for _, tt := range tests {

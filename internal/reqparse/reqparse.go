@@ -1,0 +1,106 @@
+// Package reqparse reads the public API's two client inputs, the homepage query string and the
+// action body, into their raw fields, refusing what is malformed. It imports neither Gin nor
+// net/http on purpose: its fuzz targets are fuzzed by every `make test` (scripts/fuzz.sh), and
+// `go test -fuzz` compiles everything the package's tests import again with coverage
+// instrumentation, which for internal/httpapi's tree (Gin, Prometheus...) cost CPU-minutes.
+// Keep its tests on the standard library alone (no testify) for the same reason.
+package reqparse
+
+import (
+	"net/url"
+	"strings"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/jsonx"
+	"popupsvc/internal/popup"
+)
+
+// Error is an input refused with a 400: the answer's stable error code and its message.
+type Error struct{ Code, Message string }
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// ErrUIDMalformed refuses a uid that is present but not well formed, wherever a uid is read.
+var ErrUIDMalformed = &Error{Code: "invalid_uid", Message: "uid must be " + popup.UIDRule}
+
+// HomepageQuery holds the raw fields of the homepage query.
+type HomepageQuery struct{ UID, Platform, AppVersion, Region, Lang string }
+
+// ScanQuery reads the homepage fields out of a raw query string without building a url.Values
+// map; values are unescaped only when they contain an escape. The first occurrence of a key wins,
+// as with url.Values.Get.
+func ScanQuery(raw string) (HomepageQuery, *Error) {
+	var q HomepageQuery
+	var seen uint8 // bit i: the i-th field has appeared (the first occurrence wins, even if empty)
+	for raw != "" {
+		var pair string
+		if i := strings.IndexByte(raw, '&'); i >= 0 {
+			pair, raw = raw[:i], raw[i+1:]
+		} else {
+			pair, raw = raw, ""
+		}
+		key, val, _ := strings.Cut(pair, "=")
+		var dst *string
+		var bit uint8
+		switch key {
+		case "uid":
+			dst, bit = &q.UID, 1<<0
+		case "platform":
+			dst, bit = &q.Platform, 1<<1
+		case "app_version":
+			dst, bit = &q.AppVersion, 1<<2
+		case "region":
+			dst, bit = &q.Region, 1<<3
+		case "lang":
+			dst, bit = &q.Lang, 1<<4
+		default:
+			continue
+		}
+		if seen&bit != 0 {
+			continue
+		}
+		seen |= bit
+		if strings.ContainsAny(val, "%+") {
+			v, err := url.QueryUnescape(val)
+			if err != nil {
+				return q, &Error{Code: "invalid_query", Message: "query string has a malformed escape in " + key}
+			}
+			val = v
+		}
+		*dst = val
+	}
+	return q, nil
+}
+
+// ActionBody is the body of POST /api/v1/popups/{id}/actions.
+type ActionBody struct {
+	UID        string `json:"uid"`
+	Action     string `json:"action"`
+	EventID    string `json:"event_id"`
+	DecisionID string `json:"decision_id"`
+}
+
+// DecodeActionBody parses and validates an action body: what it accepts is fit to queue (a
+// valid uid, click or close, valid ids when present).
+func DecodeActionBody(raw []byte) (ActionBody, *Error) {
+	var b ActionBody
+	if err := jsonx.Unmarshal(raw, &b); err != nil {
+		return b, &Error{Code: "invalid_json", Message: "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}"}
+	}
+	switch {
+	case b.UID == "":
+		return b, &Error{Code: "invalid_uid", Message: "uid is required"}
+	case !popup.ValidUID(b.UID):
+		return b, ErrUIDMalformed
+	case b.Action != string(event.Click) && b.Action != string(event.Close):
+		return b, &Error{Code: "invalid_action", Message: "action must be click or close"}
+	case b.EventID != "" && !validID(b.EventID):
+		return b, &Error{Code: "invalid_event_id", Message: "event_id must be " + popup.UIDRule}
+	case b.DecisionID != "" && !validID(b.DecisionID):
+		return b, &Error{Code: "invalid_decision_id", Message: "decision_id must be " + popup.UIDRule}
+	}
+	return b, nil
+}
+
+// validID accepts client event and decision ids: 1-64 characters of [A-Za-z0-9_.:-].
+func validID(s string) bool { return popup.ValidUID(s) }
