@@ -53,8 +53,14 @@ type failover struct {
 
 func (f failover) skipUnlessPlanned(t *testing.T) {
 	t.Helper()
-	if h.plan.mode == "fast" && !f.fast {
-		t.Skip("runs in make chaos (POPUP_CHAOS=full); make test's fast subset runs sentinel-crash-ack and cluster-failover")
+	if h.plan.mode == "fast" {
+		if !f.fast {
+			t.Skip("runs in make chaos (POPUP_CHAOS=full); make test's fast subset runs sentinel-crash-ack and cluster-failover")
+		}
+		// The fast subset's two topologies run side by side, after the other scenarios (go test
+		// runs parallel tests last): they mostly wait for a promotion, and make test waits for
+		// them. make chaos runs each alone, for its figures.
+		t.Parallel()
 	}
 }
 
@@ -217,13 +223,6 @@ func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted 
 	outage := tallyOf(append(rec.window(kindGet, killAt, promotedAt), rec.window(kindAction, killAt, promotedAt)...))
 	rcv := recovery(t, rec, promotedAt)
 	first, last := failedSpan(rec, killAt)
-	if os.Getenv("CHAOS_DEBUG") != "" {
-		for _, o := range rec.all() {
-			if o.at >= promotedAt && !o.ok() {
-				t.Logf("DEBUG after promotion +%v kind=%c status=%d degraded=%v err=%s uid=%s took=%v", o.at-promotedAt, o.kind, o.status, o.degraded, o.errKind, o.uid, o.took)
-			}
-		}
-	}
 	summary(t, f.name, "ack_replicas", f.ackReplicas, "replica_delay_ms", f.delay.Milliseconds(), "links_cut", f.crash,
 		"promotion_ms", ms(promotedAt-killAt), "recovery_after_promotion_ms", ms(rcv), "degraded_window_ms", ms(last-first),
 		"failed_while_down", fmt.Sprintf("%d/%d", outage.n-outage.ok, outage.n),
