@@ -372,27 +372,41 @@ func clusterMasters(t *testing.T, addr string) []string {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	slots, err := c.ClusterSlots(context.Background()).Result()
+	shards, err := c.ClusterShards(context.Background()).Result()
 	require.NoError(t, err)
 	var out []string
-	for _, s := range slots {
-		out = append(out, s.Nodes[0].Addr)
+	for _, s := range shards {
+		if m := shardMaster(s); m != "" && len(s.Slots) > 0 {
+			out = append(out, m)
+		}
 	}
 	return out
 }
 
 // slotOwner is the master serving slot as c's node sees it ("" = nobody).
 func slotOwner(ctx context.Context, c *redis.Client, slot int) (string, error) {
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		return "", err
 	}
-	for _, s := range slots {
-		if slot >= s.Start && slot <= s.End && len(s.Nodes) > 0 {
-			return s.Nodes[0].Addr, nil
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			if slot >= int(r.Start) && slot <= int(r.End) {
+				return shardMaster(s), nil
+			}
 		}
 	}
 	return "", nil
+}
+
+// shardMaster is the address of a shard's master that is not marked failed ("" = none).
+func shardMaster(s redis.ClusterShard) string {
+	for _, n := range s.Nodes {
+		if n.Role == "master" && n.Health != "fail" {
+			return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+		}
+	}
+	return ""
 }
 
 // redisSlot is the Redis Cluster hash slot of key: CRC16-XMODEM of its hash tag, mod 16384.

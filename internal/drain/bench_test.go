@@ -34,6 +34,7 @@ func BenchmarkDrain(b *testing.B) {
 		{name: "batched-500", shards: 1, batch: 500},
 		{name: "batched-2000", shards: 1, batch: 2000},
 		{name: "batched-500-4shards", shards: 4, batch: 500},
+		{name: "batched-500-16shards", shards: 16, batch: 500}, // POPUP_QUEUE_SHARDS on a Cluster
 	}
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {

@@ -2,8 +2,11 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +20,7 @@ import (
 )
 
 // waitReplicaLinked waits until replica reports its link to the primary up and in sync.
-func waitReplicaLinked(t *testing.T, replica *redis.Client) {
+func waitReplicaLinked(t testing.TB, replica *redis.Client) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -102,4 +105,48 @@ func TestRecordIsAcknowledgedOnlyOnceReplicasHoldIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, ttl, time.Hour, "a replay refreshes its marker (the write its WAIT waits for)")
 	assert.EqualValues(t, 2, onReplica("e3"), "a duplicate was acknowledged before its first recording reached the replica")
+}
+
+// BenchmarkRecordAck is what POPUP_REDIS_ACK_REPLICAS=1 costs a record (docs/PERFORMANCE.md):
+// clicks of distinct users, 16 at a time, recorded through the autopipeliner on the primary's
+// word alone (replicas=0), and on their own connections each followed by a WAIT for the replica
+// (replicas=1), against a primary and a replica of the benchmark's own on loopback.
+func BenchmarkRecordAck(b *testing.B) {
+	primary := testenv.RedisServer(b)
+	host, port, err := net.SplitHostPort(primary)
+	require.NoError(b, err)
+	rc := redis.NewClient(&redis.Options{Addr: testenv.RedisServer(b, "--replicaof", host, port)})
+	defer rc.Close()
+	waitReplicaLinked(b, rc)
+	keys := Keys{Prefix: "p", Shards: 1}
+	now := time.Now().UTC()
+	var seq atomic.Int64
+	for _, replicas := range []int{0, 1} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			pc := redis.NewClient(&redis.Options{Addr: primary, PoolSize: 64})
+			defer pc.Close()
+			ap, err := pc.AsyncAutoPipeline()
+			require.NoError(b, err)
+			defer ap.Close()
+			s := NewUserStore(pc, keys, time.Hour, nil, 1, ap)
+			if replicas > 0 {
+				s.SetAckReplicas(replicas, pc)
+			}
+			b.SetParallelism(8) // 16 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					uid := "u" + strconv.FormatInt(seq.Add(1), 10)
+					ev := &event.Event{ID: uid, UID: uid, PopupID: 1, Action: event.Click, At: now}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					out, err := s.Record(ctx, uid, "", &popup.UserState{Day: 1}, ev, true)
+					cancel()
+					if err != nil || out != popup.Recorded {
+						b.Errorf("record: %v %v", out, err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
