@@ -1,6 +1,7 @@
 # stages.sh: sourced by scripts/test.sh. Runs named stages, in the foreground or in the
 # background (for stages that share no state), each with its output in a log of its own, and
-# prints a table of their durations at the end.
+# prints a table of their durations and CPU times at the end (CPU: user+sys of the stage's
+# processes that it waited for; servers it started and left running are not in it).
 #
 #   stage NAME CMD...       run CMD now; its output goes to the terminal
 #   stage_bg NAME CMD...    run CMD in the background, output to $stage_dir/NAME.log
@@ -20,13 +21,31 @@ stage_t0=$(date +%s)
 
 _stage_mark() { printf '\n== %s %s (+%ss)\n' "$1" "$2" "$(( $(date +%s) - stage_t0 ))"; }
 
+# _stage_cpu prints the CPU seconds (user+sys) of the calling shell's waited-for children.
+# (`times` must run in that shell itself: in a pipeline or $(...) it would report a subshell's.)
+_stage_cpu() {
+  local f; f=$(mktemp)
+  times >"$f"
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%d\n", n }' "$f"
+  rm -f "$f"
+}
+
+# _stage_run NAME CMD...: CMD in a subshell of its own (see above), its CPU time recorded.
+_stage_run() {
+  local name=$1 rc=0; shift
+  ( "$@" ) &
+  wait $! || rc=$?
+  _stage_cpu >"$stage_dir/$name.cpu"
+  return $rc
+}
+
 stage() {
   local name=$1; shift
   stage_order+=("$name")
   _stage_mark "$name" started
   local t0; t0=$(date +%s)
   local rc=0
-  ( "$@" ) &
+  ( _stage_run "$name" "$@" ) &
   wait $! || rc=$?
   stage_secs[$name]=$(( $(date +%s) - t0 ))
   stage_status[$name]=$([ $rc -eq 0 ] && echo ok || echo FAILED)
@@ -41,7 +60,7 @@ stage_bg() {
   (
     t0=$(date +%s)
     rc=0
-    ( "$@" ) >"$stage_dir/$name.log" 2>&1 &
+    ( _stage_run "$name" "$@" ) >"$stage_dir/$name.log" 2>&1 &
     wait $! || rc=$?
     echo $(( $(date +%s) - t0 )) >"$stage_dir/$name.secs"
     echo $rc >"$stage_dir/$name.rc"
@@ -74,9 +93,14 @@ stage_wait() {
 stage_report() {
   local name
   echo
-  echo "== stages (seconds; background stages overlap the others)"
+  echo "== stages (wall and CPU seconds; background stages overlap the others)"
+  printf '   %-10s %6s %6s\n' stage wall cpu
   for name in "${stage_order[@]}"; do
-    printf '   %-10s %6s  %s\n' "$name" "${stage_secs[$name]:-?}" "${stage_status[$name]:-not finished}"
+    printf '   %-10s %6s %6s  %s\n' "$name" "${stage_secs[$name]:-?}" "$(cat "$stage_dir/$name.cpu" 2>/dev/null || echo '?')" \
+      "${stage_status[$name]:-not finished}"
   done
-  printf '   %-10s %6s\n' total "$(( $(date +%s) - stage_t0 ))"
+  local cpu; cpu=$(mktemp)
+  _stage_cpu >"$cpu"
+  printf '   %-10s %6s %6s\n' total "$(( $(date +%s) - stage_t0 ))" "$(cat "$cpu")"
+  rm -f "$cpu"
 }
