@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -94,15 +95,25 @@ func TestKnownUsersKeepMySQLOffTheFirstVisit(t *testing.T) {
 	mysqlProxy.SetDown(false)
 
 	// Redis loses everything of the service (a FLUSHALL of our keys, the test Redis is shared).
-	all, err := testenv.RedisKeys(ctx, rdb, cfg.RedisPrefix+"*")
-	require.NoError(t, err)
-	require.NotEmpty(t, all)
-	for _, k := range all {
-		require.NoError(t, rdb.Del(ctx, k).Err())
+	// The worker may rebuild the filter (one uid) before the GET arrives; then the GET proves
+	// nothing about an untrusted filter, and the loss is made again (a bounded number of times).
+	untrusted := func() bool {
+		return regexp.MustCompile(`popup_user_state_misses_total\{answer="untrusted"\} [1-9]`).MatchString(api.metrics(t))
 	}
-	res = getClicker()
-	assert.Empty(t, res.Header.Get("X-Popup-Degraded"))
-	assert.Nil(t, res.Body["popup"], "an untrusted filter sends the miss to MySQL")
+	for try := 0; try < 10; try++ {
+		all, err := testenv.RedisKeys(ctx, rdb, cfg.RedisPrefix+"*")
+		require.NoError(t, err)
+		require.NotEmpty(t, all)
+		for _, k := range all {
+			require.NoError(t, rdb.Del(ctx, k).Err())
+		}
+		res = getClicker()
+		assert.Empty(t, res.Header.Get("X-Popup-Degraded"))
+		assert.Nil(t, res.Body["popup"], "an untrusted filter sends the miss to MySQL")
+		if untrusted() {
+			break
+		}
+	}
 	require.Eventually(t, complete, 15*time.Second, 50*time.Millisecond, "the worker rebuilds the filter from MySQL")
 
 	mysqlProxy.SetDown(true)
