@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		// WAIT blocks its connection for up to an action's budget (four request budgets): these
 		// records get a client whose read timeout allows that.
 		acfg := cfg
-		acfg.RedisTimeout = max(cfg.RedisTimeout, 4*cfg.RequestBudget+cfg.RedisTimeout)
+		acfg.RedisTimeout = 4*cfg.RequestBudget + cfg.RedisTimeout
 		ackRDB, err := redisstore.NewClient(acfg)
 		if err != nil {
 			return err
@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	users.UseKnownUsers(known, redisstore.NewStateMetrics(reg))
 	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
 	reg.MustRegister(local.Collectors()...)
-	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown), ShardOf: keys.Shard,
+	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown, keys.Shard),
 		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
 	public := &httpapi.Public{
 		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics,

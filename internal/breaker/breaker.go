@@ -54,16 +54,25 @@ func (b *Breaker) Failure(now time.Time) {
 // Set is one breaker per partition of a dependency: per queue shard, whose hash slot holds its
 // users' state, so that a failing Redis Cluster master opens the breakers of its own shards and
 // the users of the others are served meanwhile.
-type Set struct{ bs []*Breaker }
+type Set struct {
+	bs      []*Breaker
+	shardOf func(key string) int
+}
 
-// NewSet returns n closed breakers (at least one) of the given threshold and cooldown.
-func NewSet(n, threshold int, cooldown time.Duration) *Set {
-	s := &Set{bs: make([]*Breaker, max(n, 1))}
+// NewSet returns n closed breakers (at least one) of the given threshold and cooldown; shardOf
+// names a key's partition, in [0, n) (nil: one partition).
+func NewSet(n, threshold int, cooldown time.Duration, shardOf func(key string) int) *Set {
+	s := &Set{bs: make([]*Breaker, max(n, 1)), shardOf: shardOf}
 	for i := range s.bs {
 		s.bs[i] = New(threshold, cooldown)
 	}
 	return s
 }
 
-// Get returns partition i's breaker.
-func (s *Set) Get(i int) *Breaker { return s.bs[i] }
+// For returns the breaker of key's partition.
+func (s *Set) For(key string) *Breaker {
+	if s.shardOf == nil {
+		return s.bs[0]
+	}
+	return s.bs[s.shardOf(key)]
+}

@@ -43,3 +43,20 @@ func TestBreaker(t *testing.T) {
 		})
 	}
 }
+
+func TestSetOpensOnlyTheFailingPartitionsBreaker(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	s := NewSet(2, 1, time.Minute, func(key string) int { return len(key) % 2 })
+	s.For("a").Failure(now)
+	if s.For("c").Allow(now) {
+		t.Error("the failing partition's breaker stayed closed")
+	}
+	if !s.For("ab").Allow(now) {
+		t.Error("another partition's breaker opened")
+	}
+	one := NewSet(1, 1, time.Minute, nil)
+	if one.For("x") != one.For("yz") {
+		t.Error("without shardOf every key must share one breaker")
+	}
+}

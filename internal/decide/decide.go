@@ -46,11 +46,8 @@ const maxRecordTries = 4
 type Decider struct {
 	Snapshots *snapshot.Holder
 	Users     UserStates
-	// Breaker guards Redis; with Breakers and ShardOf set, each uid's queue shard has its own
-	// (Breakers.Get(ShardOf(uid))) and Breaker is unused.
-	Breaker  *breaker.Breaker
+	// Breakers guard Redis, one per queue shard of the uid (Breakers.For(uid)).
 	Breakers *breaker.Set
-	ShardOf  func(uid string) int
 	DailyCap int // popups per user per UTC day; 0 = no cap
 	// Budget bounds the store work of one homepage decision; past it the answer degrades. An
 	// action gets four times as much.
@@ -105,7 +102,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			return Answer{Kind: None, Version: snap.Version}
 		}
 	}
-	br := d.breakerFor(req.UID)
+	br := d.Breakers.For(req.UID)
 	if !br.Allow(now) {
 		return d.degraded(outDegradedBreakerOpen)
 	}
@@ -154,14 +151,6 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	return Answer{Kind: None, Version: snap.Version}
 }
 
-// breakerFor is the breaker guarding uid's state.
-func (d *Decider) breakerFor(uid string) *breaker.Breaker {
-	if d.Breakers != nil && d.ShardOf != nil {
-		return d.Breakers.Get(d.ShardOf(uid))
-	}
-	return d.Breaker
-}
-
 // Action is a click or close of a popup reported by the app.
 type Action struct {
 	UID        string
@@ -183,7 +172,7 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 	if entry == nil {
 		return popup.ErrNotFound
 	}
-	br := d.breakerFor(a.UID)
+	br := d.Breakers.For(a.UID)
 	if !br.Allow(now) {
 		return ErrUnavailable
 	}

@@ -94,7 +94,7 @@ func newFixture(t *testing.T, cacheSize, dailyCap int, popups ...popup.Popup) *f
 	t.Helper()
 	f := &fixture{holder: &snapshot.Holder{}, store: newMemStore()}
 	f.publish(t, 1, popups...)
-	f.d = &decide.Decider{Snapshots: f.holder, Users: f.store, Breaker: breaker.New(5, time.Second), DailyCap: dailyCap,
+	f.d = &decide.Decider{Snapshots: f.holder, Users: f.store, Breakers: breaker.NewSet(1, 5, time.Second, nil), DailyCap: dailyCap,
 		Budget: time.Second, Local: decide.NewLocalAnswers(cacheSize), Metrics: decide.NewMetrics(nil)}
 	return f
 }
@@ -355,7 +355,7 @@ func TestNotRemembered(t *testing.T) {
 			kind, _, _ := f.decide(t, iosReq, t0)
 			require.Equal(t, tt.want, kind)
 			f.store.fail, f.store.forcing = nil, false
-			f.d.Breaker = breaker.New(5, time.Second)
+			f.d.Breakers = breaker.NewSet(1, 5, time.Second, nil)
 			kind, id, read := f.decide(t, iosReq, t0.Add(time.Second))
 			assert.True(t, read)
 			assert.Equal(t, decide.Shown, kind)
@@ -457,7 +457,7 @@ func BenchmarkDecideSteadyState(b *testing.B) {
 			holder.Store(snapshot.Build(1, []popup.Popup{active(1, nil), hidden}, t0))
 			store := newMemStore()
 			store.set("u1", withHidden(popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}}}))
-			d := &decide.Decider{Snapshots: holder, Users: store, Breaker: breaker.New(5, time.Second), Budget: time.Second,
+			d := &decide.Decider{Snapshots: holder, Users: store, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
 				Local: decide.NewLocalAnswers(bc.size), Metrics: decide.NewMetrics(nil)}
 			ctx := context.Background()
 			now := t0.Add(time.Minute)

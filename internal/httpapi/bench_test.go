@@ -41,7 +41,7 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 			holder := &snapshot.Holder{}
 			holder.Store(snapshot.Build(1, []popup.Popup{{ID: signedPopupID, Name: "p", Status: popup.StatusActive, Title: "hi",
 				Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
-			d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breaker: breaker.New(5, time.Second), Budget: time.Second,
+			d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
 				Local: decide.NewLocalAnswers(bc.size)}
 			p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 }, Metrics: NewMetrics(prometheus.NewRegistry()),
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}

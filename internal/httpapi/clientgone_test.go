@@ -50,11 +50,12 @@ func wait(ctx context.Context) error {
 func TestClientHangUpsDoNotOpenTheBreaker(t *testing.T) {
 	t.Parallel()
 	const threshold = 3
-	br := breaker.New(threshold, time.Minute)
+	breakers := breaker.NewSet(1, threshold, time.Minute, nil)
+	br := breakers.For("")
 	holder := &snapshot.Holder{}
 	holder.Store(snapshot.Build(1, []popup.Popup{{ID: 9, Name: "p", Status: popup.StatusActive, Title: "hi",
 		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
-	d := &decide.Decider{Snapshots: holder, Users: ctxUsers{}, Breaker: br, Budget: 50 * time.Millisecond}
+	d := &decide.Decider{Snapshots: holder, Users: ctxUsers{}, Breakers: breakers, Budget: 50 * time.Millisecond}
 	p := &Public{Snapshots: holder, Decider: d,
 		Now: func() time.Time { return t0 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	h := p.Router()

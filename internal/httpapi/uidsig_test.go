@@ -55,7 +55,7 @@ func publicRouter(t *testing.T, keys []string) (http.Handler, *memUsers) {
 	holder.Store(snapshot.Build(1, []popup.Popup{{ID: signedPopupID, Name: "signed", Status: popup.StatusActive, Title: "hi",
 		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0))
 	users := &memUsers{}
-	d := &decide.Decider{Snapshots: holder, Users: users, Breaker: breaker.New(5, time.Second), Budget: time.Second}
+	d := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second}
 	p := &Public{Snapshots: holder, Decider: d,
 		Now: func() time.Time { return t0 }, Log: log}
 	if keys != nil {

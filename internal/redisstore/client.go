@@ -106,8 +106,11 @@ func (h *reloadOnNetError) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 	}
 }
 
-// unreachable says whether err means a node could not be reached or dropped the connection, as
-// opposed to an answer (redis.Nil, a script error) or the caller's own deadline.
+// unreachable says whether err means a node could not be reached, dropped the connection or did
+// not answer in time, as opposed to an answer (redis.Nil, a script error) or a caller that gave
+// up. A deadline counts (context.DeadlineExceeded is a net.Error that timed out): a host that
+// vanished without refusing connections looks like that, and a needless reload costs one
+// coalesced CLUSTER SLOTS.
 func unreachable(err error) bool {
 	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
 		return false

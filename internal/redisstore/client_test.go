@@ -22,6 +22,7 @@ func TestUnreachableTellsANodeThatCannotBeReachedFromAnAnswer(t *testing.T) {
 		{nil, false},
 		{redis.Nil, false},
 		{context.Canceled, false},
+		{context.DeadlineExceeded, true},
 		{errors.New("ERR unknown command"), false},
 		{fmt.Errorf("dial: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), true},
 		{syscall.ECONNRESET, true},
