@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,17 +26,10 @@ func TestAcknowledgementsWaitForReplicas(t *testing.T) {
 	link := testenv.NewProxy(t, primary)
 	host, port, err := net.SplitHostPort(link.Addr())
 	require.NoError(t, err)
-	replica := redis.NewClient(&redis.Options{Addr: testenv.RedisServer(t, "--replicaof", host, port)})
+	replicaAddr := testenv.RedisServer(t, "--replicaof", host, port)
+	testenv.WaitReplicaLinked(t, replicaAddr)
+	replica := redis.NewClient(&redis.Options{Addr: replicaAddr})
 	defer replica.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		info, _ := replica.Info(context.Background(), "replication").Result()
-		if strings.Contains(info, "master_link_status:up") {
-			break
-		}
-		require.False(t, time.Now().After(deadline), "replica not linked in 15 s")
-		time.Sleep(20 * time.Millisecond)
-	}
 
 	cfg := testConfig(t)
 	cfg.RedisAddr, cfg.RedisCluster, cfg.QueueShards = primary, false, 0
@@ -63,7 +55,7 @@ func TestAcknowledgementsWaitForReplicas(t *testing.T) {
 	assert.NotEmpty(t, res.Body["error"], "a 503 without a JSON error")
 
 	link.SetDown(false)
-	deadline = time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		res = api.action(t, id, click) // the client's retry: same event id
 		if res.Status == http.StatusAccepted {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,20 +17,6 @@ import (
 	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
 )
-
-// waitReplicaLinked waits until replica reports its link to the primary up and in sync.
-func waitReplicaLinked(t testing.TB, replica *redis.Client) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		info, err := replica.Info(context.Background(), "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
-			return
-		}
-		require.False(t, time.Now().After(deadline), "replica not linked in 15 s: %v\n%s", err, info)
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestRecordIsAcknowledgedOnlyOnceReplicasHoldIt is POPUP_REDIS_ACK_REPLICAS against a real
 // primary and replica, the replica's link 20 ms late: an acknowledged record is on the replica at
@@ -46,11 +31,11 @@ func TestRecordIsAcknowledgedOnlyOnceReplicasHoldIt(t *testing.T) {
 	host, port, err := net.SplitHostPort(link.Addr())
 	require.NoError(t, err)
 	replica := testenv.RedisServer(t, "--replicaof", host, port)
+	testenv.WaitReplicaLinked(t, replica)
 	pc := redis.NewClient(&redis.Options{Addr: primary})
 	defer pc.Close()
 	rc := redis.NewClient(&redis.Options{Addr: replica})
 	defer rc.Close()
-	waitReplicaLinked(t, rc)
 
 	keys := Keys{Prefix: "p", Shards: 1}
 	s := NewUserStore(pc, keys, time.Hour, nil, 1, nil)
@@ -115,9 +100,7 @@ func BenchmarkRecordAck(b *testing.B) {
 	primary := testenv.RedisServer(b)
 	host, port, err := net.SplitHostPort(primary)
 	require.NoError(b, err)
-	rc := redis.NewClient(&redis.Options{Addr: testenv.RedisServer(b, "--replicaof", host, port)})
-	defer rc.Close()
-	waitReplicaLinked(b, rc)
+	testenv.WaitReplicaLinked(b, testenv.RedisServer(b, "--replicaof", host, port))
 	keys := Keys{Prefix: "p", Shards: 1}
 	now := time.Now().UTC()
 	var seq atomic.Int64

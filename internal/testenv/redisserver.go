@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,23 @@ func RedisServer(t testing.TB, args ...string) string {
 		default:
 		}
 		require.False(t, time.Now().After(deadline), fmt.Sprintf("redis-server on %s did not answer PING in 10 s: %v", addr, err))
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitReplicaLinked waits until the Redis replica at addr reports its link to its primary up and
+// its first sync done.
+func WaitReplicaLinked(t testing.TB, addr string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
+			return
+		}
+		require.False(t, time.Now().After(deadline), "replica %s not linked in 15 s: %v\n%s", addr, err, info)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
