@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
 	reloads := &coalesce.Group[int64]{Fn: refresher.Reload}
 	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
-		Decider: decider, Now: now, Log: log, Gatherer: reg, Reload: reloads.Do, Links: cfg.Links()}
+		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	adminRouter, err := admin.Router()
 	if err != nil {
@@ -223,8 +223,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	return err
 }
 
-// adminOperators is every operator of the admin API: POPUP_ADMIN_TOKENS, POPUP_ADMIN_TOKENS_FILE
-// and POPUP_ADMIN_TOKEN (the operator "admin"). None at all is httpapi.ErrNoToken.
+// adminOperators is every operator of the admin API, each with its role: POPUP_ADMIN_TOKENS,
+// POPUP_ADMIN_TOKENS_FILE and POPUP_ADMIN_TOKEN (the operator "admin", role admin). None at all
+// is httpapi.ErrNoToken.
 func adminOperators(cfg config.Config) ([]httpapi.Operator, error) {
 	named, err := cfg.Operators()
 	if err != nil {
@@ -232,7 +233,7 @@ func adminOperators(cfg config.Config) ([]httpapi.Operator, error) {
 	}
 	ops := make([]httpapi.Operator, 0, len(named))
 	for _, op := range named {
-		ops = append(ops, httpapi.Operator{Name: op.Name, Token: op.Token})
+		ops = append(ops, httpapi.Operator{Name: op.Name, Role: op.Role, Token: op.Token})
 	}
 	if len(ops) == 0 {
 		return nil, httpapi.ErrNoToken
@@ -295,19 +296,19 @@ func (g *gatedRepo) Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup,
 	return gate(g.dep, func() ([]popup.Popup, error) { return g.repo.Find(ctx, q) })
 }
 
-func (g *gatedRepo) Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error) {
+func (g *gatedRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Create(ctx, actor, p) })
 }
 
-func (g *gatedRepo) Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
+func (g *gatedRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Update(ctx, actor, id, p, ifRevision) })
 }
 
-func (g *gatedRepo) Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error) {
+func (g *gatedRepo) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Archive(ctx, actor, id, ifRevision) })
 }
 
-func (g *gatedRepo) Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
+func (g *gatedRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Rollback(ctx, actor, id, toRevision, ifRevision) })
 }
 
@@ -319,7 +320,7 @@ func (g *gatedRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 	return gate(g.dep, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
 }
 
-func (g *gatedRepo) Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
+func (g *gatedRepo) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
 	return gate(g.dep, func() (popup.ImportResult, error) { return g.repo.Import(ctx, actor, ps, dryRun) })
 }
 

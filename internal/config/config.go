@@ -23,13 +23,13 @@ import (
 type Config struct {
 	HTTPAddr   string `env:"HTTP_ADDR" envDefault:":8080" desc:"public listener of popup-api"`
 	AdminAddr  string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:8081" desc:"admin listener of popup-api (admin API, /metrics, /debug/pprof)"`
-	AdminToken string `env:"ADMIN_TOKEN" secret:"true" desc:"bearer token of the admin API's operator admin; popup-api refuses to start without a token here, in ADMIN_TOKENS or in ADMIN_TOKENS_FILE"`
+	AdminToken string `env:"ADMIN_TOKEN" secret:"true" desc:"bearer token of the admin API's operator admin (role admin); popup-api refuses to start without a token here, in ADMIN_TOKENS or in ADMIN_TOKENS_FILE"`
 	WorkerAddr string `env:"WORKER_ADDR" envDefault:"127.0.0.1:8082" desc:"popup-worker's listener (/healthz, /metrics)"`
 
 	// AdminTokens and AdminTokensFile name the operators (Operators): every admin write is
 	// attributed to the operator whose token made it.
-	AdminTokens     []string `env:"ADMIN_TOKENS" secret:"true" desc:"comma-separated name:token pairs, one per admin operator (names 1-64 characters of [A-Za-z0-9_.-], unique, as are tokens)"`
-	AdminTokensFile string   `env:"ADMIN_TOKENS_FILE" desc:"file of name:token lines, one operator each, for mounted secrets (blank lines and # comments allowed); adds to ADMIN_TOKENS"`
+	AdminTokens     []string `env:"ADMIN_TOKENS" secret:"true" desc:"comma-separated operators, each name:token or name@role:token (role viewer, editor, publisher or admin; without one, admin); names 1-64 characters of [A-Za-z0-9_.-], unique, as are tokens"`
+	AdminTokensFile string   `env:"ADMIN_TOKENS_FILE" desc:"file of name:token or name@role:token lines, one operator each, for mounted secrets (blank lines and # comments allowed); adds to ADMIN_TOKENS"`
 
 	RedisAddr       string        `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379" desc:"host:port, a redis:// or rediss:// URL, or comma-separated seeds of a cluster or sentinels"`
 	RedisPassword   string        `env:"REDIS_PASSWORD" secret:"true" desc:"Redis password (a URL may carry it instead)"`
@@ -218,37 +218,40 @@ func nameVars(err error) error {
 	return errors.Join(out...)
 }
 
-// Operator is one named admin token.
-type Operator struct{ Name, Token string }
+// Operator is one named admin token and the operator's role.
+type Operator struct {
+	Name  string
+	Role  popup.Role
+	Token string
+}
 
 // AdminOperatorName is the operator of POPUP_ADMIN_TOKEN.
 const AdminOperatorName = "admin"
 
 // Operators returns every admin operator: those of ADMIN_TOKENS, then of ADMIN_TOKENS_FILE (read
-// now), then "admin" for ADMIN_TOKEN. Names must be 1-64 characters of [A-Za-z0-9_.-] and
-// unique, tokens non-empty and unique; an error names the variable and the pair's position or
-// the file's line, never a token.
+// now), then "admin" (role admin) for ADMIN_TOKEN. An entry is name:token or name@role:token
+// (popup.ParseOperator; without a role, admin). Names must be 1-64 characters of [A-Za-z0-9_.-]
+// and unique, roles known, tokens non-empty and unique; an error names the variable and the
+// entry's position or the file's line, and the entry without its token, never a token.
 func (c Config) Operators() ([]Operator, error) {
 	var (
 		ops   []Operator
 		errs  []error
 		check popup.Operators
 	)
-	add := func(where, pair string) {
-		name, token, ok := strings.Cut(pair, ":")
-		name, token = strings.TrimSpace(name), strings.TrimSpace(token)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s: not a name:token pair", where))
-			return
+	add := func(where, entry string) {
+		name, role, token, _, err := popup.ParseOperator(entry)
+		if err == nil {
+			err = check.Add(name, role, token)
 		}
-		if err := check.Add(name, token); err != nil {
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			return
 		}
-		ops = append(ops, Operator{Name: name, Token: token})
+		ops = append(ops, Operator{Name: name, Role: role, Token: token})
 	}
-	for i, pair := range c.AdminTokens {
-		add(fmt.Sprintf("%sADMIN_TOKENS: pair %d", Prefix, i+1), pair)
+	for i, entry := range c.AdminTokens {
+		add(fmt.Sprintf("%sADMIN_TOKENS: pair %d", Prefix, i+1), entry)
 	}
 	if c.AdminTokensFile != "" {
 		raw, err := os.ReadFile(c.AdminTokensFile)
@@ -263,7 +266,7 @@ func (c Config) Operators() ([]Operator, error) {
 		}
 	}
 	if c.AdminToken != "" {
-		add(Prefix+"ADMIN_TOKEN", AdminOperatorName+":"+c.AdminToken)
+		add(Prefix+"ADMIN_TOKEN", AdminOperatorName+"@"+popup.RoleAdmin.String()+":"+c.AdminToken)
 	}
 	return ops, errors.Join(errs...)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
 )
 
 func TestDefaults(t *testing.T) {
@@ -108,13 +110,20 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 func TestOperatorsFromEveryVariable(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	require.NoError(t, os.WriteFile(file, []byte("# mounted secret\n\ncarol:tok-c\n  dave:tok-d  \n"), 0o600))
-	c, err := Parse(map[string]string{"POPUP_ADMIN_TOKENS": "alice:tok-a,bob:tok:b", "POPUP_ADMIN_TOKENS_FILE": file,
+	require.NoError(t, os.WriteFile(file, []byte("# mounted secret\n\ncarol:tok-c\n  dave @ viewer :tok-d  \nerin@publisher:tok@e\n"), 0o600))
+	c, err := Parse(map[string]string{"POPUP_ADMIN_TOKENS": "alice:tok-a,bob@editor:tok:b", "POPUP_ADMIN_TOKENS_FILE": file,
 		"POPUP_ADMIN_TOKEN": "tok-admin"})
 	require.NoError(t, err)
 	ops, err := c.Operators()
 	require.NoError(t, err)
-	assert.Equal(t, []Operator{{"alice", "tok-a"}, {"bob", "tok:b"}, {"carol", "tok-c"}, {"dave", "tok-d"}, {"admin", "tok-admin"}}, ops)
+	assert.Equal(t, []Operator{
+		{"alice", popup.RoleAdmin, "tok-a"}, // no role: admin, as before roles existed
+		{"bob", popup.RoleEditor, "tok:b"},
+		{"carol", popup.RoleAdmin, "tok-c"},
+		{"dave", popup.RoleViewer, "tok-d"},
+		{"erin", popup.RolePublisher, "tok@e"}, // '@' in a token is the token's
+		{"admin", popup.RoleAdmin, "tok-admin"},
+	}, ops)
 	s := c.String()
 	for _, secret := range []string{"tok-a", "tok:b", "tok-admin"} {
 		assert.NotContains(t, s, secret)
@@ -129,7 +138,11 @@ func TestOperatorsRejected(t *testing.T) {
 		give map[string]string
 		want string
 	}{
-		{"no colon", map[string]string{"POPUP_ADMIN_TOKENS": "alice"}, "POPUP_ADMIN_TOKENS: pair 1: not a name:token pair"},
+		{"no colon", map[string]string{"POPUP_ADMIN_TOKENS": "alice"}, "POPUP_ADMIN_TOKENS: pair 1: not an operator entry (name:token or name@role:token)"},
+		{"unknown role", map[string]string{"POPUP_ADMIN_TOKENS": "bob:t2,alice@boss:t1"}, `POPUP_ADMIN_TOKENS: pair 2: operator "alice@boss": unknown role "boss": must be viewer, editor, publisher or admin`},
+		{"empty role", map[string]string{"POPUP_ADMIN_TOKENS": "alice@:t1"}, `POPUP_ADMIN_TOKENS: pair 1: operator "alice@": unknown role ""`},
+		{"role in upper case", map[string]string{"POPUP_ADMIN_TOKENS": "alice@Admin:t1"}, `unknown role "Admin"`},
+		{"two roles", map[string]string{"POPUP_ADMIN_TOKENS": "alice@editor@admin:t1"}, `unknown role "editor@admin"`},
 		{"bad name", map[string]string{"POPUP_ADMIN_TOKENS": "al ice:t"}, "POPUP_ADMIN_TOKENS: pair 1: operator name"},
 		{"empty token", map[string]string{"POPUP_ADMIN_TOKENS": "alice:"}, `operator "alice" has an empty token`},
 		{"name twice", map[string]string{"POPUP_ADMIN_TOKENS": "alice:t1,alice:t2"}, `pair 2: operator "alice" is named twice`},
@@ -150,10 +163,12 @@ func TestOperatorsRejected(t *testing.T) {
 func TestOperatorsFileLineNamed(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	require.NoError(t, os.WriteFile(file, []byte("alice:tok-a\n# c\nbob\n"), 0o600))
+	require.NoError(t, os.WriteFile(file, []byte("alice:tok-a\n# c\nbob\ncarol@owner:tok-c\n"), 0o600))
 	_, err := Parse(map[string]string{"POPUP_ADMIN_TOKENS_FILE": file})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "line 3: not a name:token pair")
+	assert.Contains(t, err.Error(), "line 3: not an operator entry")
+	assert.Contains(t, err.Error(), `line 4: operator "carol@owner": unknown role "owner"`)
+	assert.NotContains(t, err.Error(), "tok-c")
 	assert.NotContains(t, err.Error(), "tok-a")
 }
 

@@ -26,35 +26,41 @@ import (
 // PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo). Update,
 // Archive and Rollback with a non-nil ifRevision write only while the popup is at one of those
 // revisions, checked atomically with the write, and return popup.ErrRevisionMismatch otherwise.
-// Every write records the popup's new revision and an audit entry naming actor in its own
-// transaction; a write that would give two live popups one name returns popup.ErrNameTaken.
+// Every write records the popup's new revision and an audit entry naming actor and its role in
+// its own transaction; a write that would give two live popups one name returns
+// popup.ErrNameTaken. Every write first checks the actor's role against the rights rule
+// (popup.Write.Needs), with the stored popup read in the write's transaction (row locked), and
+// returns a *popup.ForbiddenError, having written nothing, when the role does not allow it.
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
 	Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
-	Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error)
-	Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error)
-	Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error)
-	Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error)
+	Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error)
+	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error)
+	Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error)
+	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (popup.Popup, error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
 	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
-	Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error)
+	Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error)
 }
 
-// Admin serves the admin listener. Every route needs the bearer token of an operator.
+// Admin serves the admin listener. Every route needs the bearer token of an operator, and the
+// operator's role must allow what the request does (docs/CONTRACT.md §9).
 type Admin struct {
 	// Operators hold the admin tokens (POPUP_ADMIN_TOKENS, POPUP_ADMIN_TOKENS_FILE); Token, when
-	// set, is one more, of the operator "admin" (POPUP_ADMIN_TOKEN).
+	// set, is one more, of the operator "admin" with role admin (POPUP_ADMIN_TOKEN).
 	Operators []Operator
 	Token     string
-	Repo      PopupRepo
-	Users     UserStates
-	Snapshots *snapshot.Holder
-	Decider   *decide.Decider // the preview explains its decisions
-	Now       func() time.Time
-	Log       *slog.Logger
-	Gatherer  prometheus.Gatherer
-	Stats     StatsReader // GET .../stats: daily results per popup
+	// Registerer takes the admin API's own series (popup_admin_forbidden_total); nil: unregistered.
+	Registerer prometheus.Registerer
+	Repo       PopupRepo
+	Users      UserStates
+	Snapshots  *snapshot.Holder
+	Decider    *decide.Decider // the preview explains its decisions
+	Now        func() time.Time
+	Log        *slog.Logger
+	Gatherer   prometheus.Gatherer
+	Stats      StatsReader // GET .../stats: daily results per popup
 	// Reload rebuilds the Redis cache from MySQL, announces it to every instance and refreshes
 	// this one; it returns the version now served.
 	Reload func(ctx context.Context) (int64, error)
@@ -73,57 +79,77 @@ const maxAdminBody = 1 << 20
 func (a *Admin) Router() (*gin.Engine, error) {
 	ops := a.Operators
 	if a.Token != "" {
-		ops = append(slices.Clip(ops), Operator{Name: AdminOperator, Token: a.Token})
+		ops = append(slices.Clip(ops), Operator{Name: AdminOperator, Role: popup.RoleAdmin, Token: a.Token})
 	}
 	keys, err := operatorKeys(ops)
 	if err != nil {
 		return nil, err
 	}
+	refused, err := newRefusals(a.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	// Reads (GET, and the previews, which record nothing) are every operator's. Each write route
+	// has the least role any of its requests needs as a guard; a popup write's own role (a draft
+	// that stays a draft is an editor's, anything live a publisher's) is checked in the store's
+	// write, against the stored popup (PopupRepo).
+	var (
+		editor    = a.requireRole(popup.RoleEditor, "writing popups")
+		publisher = func(what string) gin.HandlerFunc { return a.requireRole(popup.RolePublisher, what) }
+		admin     = func(what string) gin.HandlerFunc { return a.requireRole(popup.RoleAdmin, what) }
+	)
 	r := newEngine(a.Log)
 	r.Use(serveConsole()) // before auth: the console's static files (console.go)
 	r.Use(func(c *gin.Context) { a.auth(c, keys) })
+	r.Use(a.logRefusal(refused))
 	v1 := r.Group("/admin/v1")
-	v1.POST("/popups", a.create)
+	v1.GET("/me", a.me)
+	v1.GET("/operators", admin("listing operators"), operators(keys))
+	v1.POST("/popups", editor, a.create)
 	v1.GET("/popups", a.list)
 	v1.GET("/popups/:id", a.get)
-	v1.PUT("/popups/:id", a.update)
-	v1.DELETE("/popups/:id", a.archive)
+	v1.PUT("/popups/:id", editor, a.update)
+	v1.DELETE("/popups/:id", publisher("archiving a popup"), a.archive)
 	v1.GET("/popups/:id/history", a.history)
-	v1.POST("/popups/:id/rollback", a.rollback)
+	v1.POST("/popups/:id/rollback", publisher("rolling back a popup"), a.rollback)
 	v1.GET("/audit", a.audit)
 	v1.GET("/export", a.export)
-	v1.POST("/import", a.importPopups)
+	v1.POST("/import", editor, a.importPopups)
 	v1.GET("/preview", a.preview)
 	v1.POST("/preview", a.previewDraft)
 	v1.GET("/users/:uid/state", a.userState)
-	v1.POST("/cache/reload", a.reload)
+	v1.POST("/cache/reload", admin("reloading the cache"), a.reload)
 	v1.GET("/popups/:id/stats", a.popupStats)
 	v1.GET("/stats", a.allStats)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.Gatherer, promhttp.HandlerOpts{})))
-	r.GET("/debug/pprof/", gin.WrapF(pprof.Index))
-	r.GET("/debug/pprof/cmdline", gin.WrapF(pprof.Cmdline))
-	r.GET("/debug/pprof/profile", gin.WrapF(pprof.Profile))
-	r.GET("/debug/pprof/symbol", gin.WrapF(pprof.Symbol))
-	r.GET("/debug/pprof/trace", gin.WrapF(pprof.Trace))
-	r.GET("/debug/pprof/:name", func(c *gin.Context) { pprof.Handler(c.Param("name")).ServeHTTP(c.Writer, c.Request) })
+	dbg := r.Group("/debug/pprof", admin("profiling (/debug/pprof)"))
+	dbg.GET("/", gin.WrapF(pprof.Index))
+	dbg.GET("/cmdline", gin.WrapF(pprof.Cmdline))
+	dbg.GET("/profile", gin.WrapF(pprof.Profile))
+	dbg.GET("/symbol", gin.WrapF(pprof.Symbol))
+	dbg.GET("/trace", gin.WrapF(pprof.Trace))
+	dbg.GET("/:name", func(c *gin.Context) { pprof.Handler(c.Param("name")).ServeHTTP(c.Writer, c.Request) })
 	return r, nil
 }
 
 // auth finds the operator of the bearer token (matchOperator: constant time, every token
-// compared) and leaves the name for the handlers.
+// compared) and leaves it, with its role, for the handlers.
 func (a *Admin) auth(c *gin.Context, keys []operatorKey) {
 	const prefix = "Bearer "
 	h := c.GetHeader("Authorization")
-	name, ok := "", false
+	var (
+		act popup.Actor
+		ok  bool
+	)
 	if len(h) > len(prefix) && h[:len(prefix)] == prefix {
-		name, ok = matchOperator(keys, h[len(prefix):], subtle.ConstantTimeCompare)
+		act, ok = matchOperator(keys, h[len(prefix):], subtle.ConstantTimeCompare)
 	}
 	if !ok {
 		c.Header("WWW-Authenticate", `Bearer realm="popup-admin"`)
 		writeError(c, a.Log, errAuth)
 		return
 	}
-	c.Set(operatorCtxKey, name)
+	c.Set(actorCtxKey, act)
 }
 
 func popupID(c *gin.Context) (int64, *apiError) {
@@ -191,16 +217,16 @@ func writePopup(c *gin.Context, status int, p popup.Popup) {
 	c.JSON(status, toWire(p))
 }
 
-// save runs one popup write, logs it (operator, action, popup, revision; never a token),
+// save runs one popup write, logs it (operator, role, action, popup, revision; never a token),
 // propagates it to every instance and answers with the stored popup.
-func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, actor string) (popup.Popup, error)) {
-	actor := operator(c)
-	stored, err := write(c.Request.Context(), actor)
+func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, by popup.Actor) (popup.Popup, error)) {
+	by := actor(c)
+	stored, err := write(c.Request.Context(), by)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.Log.Info("popup written", "operator", actor, "action", string(action), "popup_id", stored.ID, "revision", stored.Revision)
+	a.Log.Info("popup written", "operator", by.Name, "role", by.Role.String(), "action", string(action), "popup_id", stored.ID, "revision", stored.Revision)
 	a.propagate(c.Request.Context())
 	writePopup(c, status, stored)
 }
@@ -211,8 +237,8 @@ func (a *Admin) create(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, actor string) (popup.Popup, error) {
-		return a.Repo.Create(ctx, actor, p)
+	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
+		return a.Repo.Create(ctx, by, p)
 	})
 }
 
@@ -228,8 +254,8 @@ func (a *Admin) update(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, actor string) (popup.Popup, error) {
-		return a.Repo.Update(ctx, actor, id, p, revs)
+	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
+		return a.Repo.Update(ctx, by, id, p, revs)
 	})
 }
 
@@ -240,8 +266,8 @@ func (a *Admin) archive(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, actor string) (popup.Popup, error) {
-		return a.Repo.Archive(ctx, actor, id, revs)
+	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
+		return a.Repo.Archive(ctx, by, id, revs)
 	})
 }
 

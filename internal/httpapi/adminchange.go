@@ -126,7 +126,18 @@ type revisionView struct {
 	Revision int64      `json:"revision"`
 	At       time.Time  `json:"at"`
 	Actor    string     `json:"actor"`
+	Role     *string    `json:"role"`
 	Popup    adminPopup `json:"popup"`
+}
+
+// roleWire is a recorded role as the history and the audit log answer it: null for a write from
+// before roles were recorded.
+func roleWire(r popup.Role) *string {
+	if !r.Valid() {
+		return nil
+	}
+	s := r.String()
+	return &s
 }
 
 func (a *Admin) history(c *gin.Context) {
@@ -142,7 +153,7 @@ func (a *Admin) history(c *gin.Context) {
 	}
 	out := make([]revisionView, len(revs))
 	for i, r := range revs {
-		out[i] = revisionView{Revision: r.Revision, At: r.At, Actor: r.Actor, Popup: toWire(r.Popup)}
+		out[i] = revisionView{Revision: r.Revision, At: r.At, Actor: r.Actor, Role: roleWire(r.Role), Popup: toWire(r.Popup)}
 	}
 	c.JSON(http.StatusOK, gin.H{"revisions": out})
 }
@@ -190,8 +201,8 @@ func (a *Admin) rollback(c *gin.Context) {
 		return
 	}
 	to, revs := *body.Revision, ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionRollback, func(ctx context.Context, actor string) (popup.Popup, error) {
-		return a.Repo.Rollback(ctx, actor, id, to, revs)
+	a.save(c, http.StatusOK, popup.ActionRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
+		return a.Repo.Rollback(ctx, by, id, to, revs)
 	})
 }
 
@@ -199,6 +210,7 @@ type auditView struct {
 	ID       int64       `json:"id"`
 	At       time.Time   `json:"at"`
 	Actor    string      `json:"actor"`
+	Role     *string     `json:"role"`
 	Action   string      `json:"action"`
 	PopupID  int64       `json:"popup_id"`
 	Revision int64       `json:"revision"`
@@ -248,7 +260,7 @@ func (a *Admin) audit(c *gin.Context) {
 	entries, next := nextPage(entries, limit, func(e popup.AuditEntry) int64 { return e.ID })
 	out := make([]auditView, len(entries))
 	for i, e := range entries {
-		out[i] = auditView{ID: e.ID, At: e.At, Actor: e.Actor, Action: string(e.Action), PopupID: e.PopupID,
+		out[i] = auditView{ID: e.ID, At: e.At, Actor: e.Actor, Role: roleWire(e.Role), Action: string(e.Action), PopupID: e.PopupID,
 			Revision: e.Revision, Before: wirePtr(e.Before), After: wirePtr(e.After)}
 	}
 	c.JSON(http.StatusOK, gin.H{"entries": out, "next": next})
@@ -292,14 +304,14 @@ func (a *Admin) importPopups(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	actor := operator(c)
-	res, err := a.Repo.Import(c.Request.Context(), actor, ps, dryRun)
+	by := actor(c)
+	res, err := a.Repo.Import(c.Request.Context(), by, ps, dryRun)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
 	if !dryRun && res.Created+res.Updated > 0 {
-		a.Log.Info("popups imported", "operator", actor, "action", string(popup.ActionImport),
+		a.Log.Info("popups imported", "operator", by.Name, "role", by.Role.String(), "action", string(popup.ActionImport),
 			"created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
 		a.propagate(c.Request.Context())
 	}

@@ -19,10 +19,10 @@ import (
 // createOnlyRepo stores a create at revision 1 and fails every other call (they are not used).
 type createOnlyRepo struct {
 	PopupRepo
-	actors []string
+	actors []popup.Actor
 }
 
-func (r *createOnlyRepo) Create(_ context.Context, actor string, p popup.Popup) (popup.Popup, error) {
+func (r *createOnlyRepo) Create(_ context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
 	r.actors = append(r.actors, actor)
 	p.ID, p.Revision, p.CreatedAt, p.UpdatedAt = 42, 1, time.Unix(0, 0).UTC(), time.Unix(0, 0).UTC()
 	return p, nil
@@ -32,22 +32,22 @@ func TestAWriteIsAttributedAndLoggedOnceWithoutTheToken(t *testing.T) {
 	t.Parallel()
 	var logged bytes.Buffer
 	repo := &createOnlyRepo{}
-	a := &Admin{Operators: []Operator{{"alice", "secret-alice-token"}, {"bob", "secret-bob-token"}}, Repo: repo,
+	a := &Admin{Operators: []Operator{{"alice", popup.RoleAdmin, "secret-alice-token"}, {"bob", popup.RoleEditor, "secret-bob-token"}}, Repo: repo,
 		Log: slog.New(slog.NewTextHandler(&logged, nil)), Now: time.Now,
 		Reload: func(context.Context) (int64, error) { return 1, nil }}
 	r, err := a.Router()
 	require.NoError(t, err)
 
-	req := httptest.NewRequest(http.MethodPost, "/admin/v1/popups", strings.NewReader(`{"name":"logged"}`))
+	req := httptest.NewRequest(http.MethodPost, "/admin/v1/popups", strings.NewReader(`{"name":"logged","status":"draft"}`))
 	req.Header.Set("Authorization", "Bearer secret-bob-token")
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 
-	assert.Equal(t, []string{"bob"}, repo.actors, "the write is attributed to the token's operator")
+	assert.Equal(t, []popup.Actor{{Name: "bob", Role: popup.RoleEditor}}, repo.actors, "the write is attributed to the token's operator, with its role")
 	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
 	require.Len(t, lines, 1, logged.String())
-	for _, want := range []string{"operator=bob", "action=create", "popup_id=42", "revision=1"} {
+	for _, want := range []string{"operator=bob", "role=editor", "action=create", "popup_id=42", "revision=1"} {
 		assert.Contains(t, lines[0], want)
 	}
 	assert.NotContains(t, logged.String(), "secret")

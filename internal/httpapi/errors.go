@@ -20,6 +20,8 @@ type apiError struct {
 	code    string
 	message string
 	fields  []popup.FieldError
+	// roleNeeded is set on a 403: the role the refused request needs.
+	roleNeeded string
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -63,8 +65,12 @@ var uidSigErrors = map[error]*apiError{
 func writeError(c *gin.Context, log *slog.Logger, err error) {
 	var ae *apiError
 	var ve *popup.ValidationError
+	var fe *popup.ForbiddenError
 	switch {
 	case errors.As(err, &ae):
+	case errors.As(err, &fe):
+		ae = &apiError{status: http.StatusForbidden, code: "forbidden", message: fe.Error(), roleNeeded: fe.Needed.String()}
+		c.Set(forbiddenCtxKey, fe) // logged and counted by the admin router (logRefusal)
 	case errors.As(err, &ve):
 		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: ve.Error(), fields: ve.Fields}
 	case errors.Is(err, popup.ErrNotFound):
@@ -92,6 +98,9 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	body := gin.H{"code": ae.code, "message": ae.message}
 	if len(ae.fields) > 0 {
 		body["fields"] = fieldErrorsToWire(ae.fields)
+	}
+	if ae.roleNeeded != "" {
+		body["role_needed"] = ae.roleNeeded
 	}
 	c.AbortWithStatusJSON(ae.status, gin.H{"error": body})
 }

@@ -1,33 +1,39 @@
 package httpapi
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"net/http"
+	"slices"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"popupsvc/internal/popup"
 )
 
-// Operator is one named holder of an admin token: every write is attributed to its name.
+// Operator is one named holder of an admin token: every write is attributed to its name, and its
+// role says what it may do (popup.Role; docs/CONTRACT.md §9).
 type Operator struct {
 	Name  string
+	Role  popup.Role
 	Token string
 }
 
-// AdminOperator is the name of the operator whose token is POPUP_ADMIN_TOKEN.
+// AdminOperator is the name of the operator whose token is POPUP_ADMIN_TOKEN (role admin).
 const AdminOperator = "admin"
 
 // operatorKey is an operator's token as the auth check compares it: its SHA-256, so every
 // comparison is of 32 bytes whatever the tokens' lengths.
 type operatorKey struct {
-	name string
-	sum  [sha256.Size]byte
+	actor popup.Actor
+	sum   [sha256.Size]byte
 }
 
-// operatorKeys checks the operators (named, unique names and tokens, non-empty tokens) and hashes
-// their tokens. No operator at all is ErrNoToken.
+// operatorKeys checks the operators (named, with a role, unique names and tokens, non-empty
+// tokens: popup.Operators) and hashes their tokens. No operator at all is ErrNoToken.
 func operatorKeys(ops []Operator) ([]operatorKey, error) {
 	if len(ops) == 0 {
 		return nil, ErrNoToken
@@ -35,10 +41,10 @@ func operatorKeys(ops []Operator) ([]operatorKey, error) {
 	var check popup.Operators
 	keys := make([]operatorKey, 0, len(ops))
 	for i, op := range ops {
-		if err := check.Add(op.Name, op.Token); err != nil {
+		if err := check.Add(op.Name, op.Role, op.Token); err != nil {
 			return nil, fmt.Errorf("operator %d: %w", i+1, err)
 		}
-		keys = append(keys, operatorKey{name: op.Name, sum: sha256.Sum256([]byte(op.Token))})
+		keys = append(keys, operatorKey{actor: popup.Actor{Name: op.Name, Role: op.Role}, sum: sha256.Sum256([]byte(op.Token))})
 	}
 	return keys, nil
 }
@@ -47,20 +53,101 @@ func operatorKeys(ops []Operator) ([]operatorKey, error) {
 // whether or not an earlier one matched, each comparison in constant time (eq is
 // subtle.ConstantTimeCompare; a test counts its calls), so the time taken says nothing about
 // which token, or how much of one, matched.
-func matchOperator(keys []operatorKey, given string, eq func(x, y []byte) int) (string, bool) {
+func matchOperator(keys []operatorKey, given string, eq func(x, y []byte) int) (popup.Actor, bool) {
 	sum := sha256.Sum256([]byte(given))
 	found := -1
 	for i := range keys {
 		found = subtle.ConstantTimeSelect(eq(sum[:], keys[i].sum[:]), i, found)
 	}
 	if found < 0 {
-		return "", false
+		return popup.Actor{}, false
 	}
-	return keys[found].name, true
+	return keys[found].actor, true
 }
 
-// operatorCtxKey is where auth leaves the authenticated operator's name in the gin context.
-const operatorCtxKey = "popup.operator"
+// Where auth leaves the authenticated operator in the gin context, and where writeError leaves a
+// refusal for the admin router's refusal log (logRefusal).
+const (
+	actorCtxKey     = "popup.actor"
+	forbiddenCtxKey = "popup.forbidden"
+)
 
-// operator is the name of the operator making the request (auth ran first).
-func operator(c *gin.Context) string { return c.GetString(operatorCtxKey) }
+// actor is the operator making the request, with its role (auth ran first).
+func actor(c *gin.Context) popup.Actor {
+	a, _ := c.Get(actorCtxKey)
+	act, _ := a.(popup.Actor)
+	return act
+}
+
+// requireRole is the guard of a route that needs role need whatever its request: it answers 403
+// (what needs the role, the operator's role) to an operator whose role is below it. Routes whose
+// rights depend on the request and the stored popup (popup writes, import) are checked again in
+// the store's write, where the stored popup is read (popup.Write.Needs).
+func (a *Admin) requireRole(need popup.Role, what string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := actor(c).Need(need, what); err != nil {
+			writeError(c, a.Log, err)
+		}
+	}
+}
+
+// refusals counts and logs the admin API's 403s: popup_admin_forbidden_total{role_needed}.
+type refusals struct{ total *prometheus.CounterVec }
+
+func newRefusals(reg prometheus.Registerer) (*refusals, error) {
+	r := &refusals{total: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "popup_admin_forbidden_total",
+		Help: "Admin API requests refused (403) because the operator's role is below the role the request needs, by that role.",
+	}, []string{"role_needed"})}
+	for _, role := range []popup.Role{popup.RoleEditor, popup.RolePublisher, popup.RoleAdmin} {
+		r.total.WithLabelValues(role.String()) // every series from the start, at 0
+	}
+	if reg != nil {
+		if err := reg.Register(r.total); err != nil {
+			return nil, fmt.Errorf("register popup_admin_forbidden_total: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// logRefusal is the admin middleware that, after the handler, logs a refused request at warn
+// (operator, role, route, role needed; never a token) and counts it.
+func (a *Admin) logRefusal(r *refusals) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		v, ok := c.Get(forbiddenCtxKey)
+		if !ok {
+			return
+		}
+		fe := v.(*popup.ForbiddenError)
+		a.Log.Warn("admin request refused", "operator", fe.Actor.Name, "role", fe.Actor.Role.String(),
+			"method", c.Request.Method, "route", c.FullPath(), "role_needed", fe.Needed.String())
+		r.total.WithLabelValues(fe.Needed.String()).Inc()
+	}
+}
+
+// me answers who the token's operator is and what its role allows (the console hides the
+// controls it cannot use).
+func (a *Admin) me(c *gin.Context) {
+	act := actor(c)
+	c.JSON(http.StatusOK, gin.H{"operator": act.Name, "role": act.Role.String(), "can": gin.H{
+		"edit_drafts": act.Role.Allows(popup.RoleEditor),
+		"publish":     act.Role.Allows(popup.RolePublisher),
+		"admin":       act.Role.Allows(popup.RoleAdmin),
+	}})
+}
+
+type operatorView struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// operators answers every operator's name and role, by name; never a token.
+func operators(keys []operatorKey) gin.HandlerFunc {
+	out := make([]operatorView, len(keys))
+	for i, k := range keys {
+		out[i] = operatorView{Name: k.actor.Name, Role: k.actor.Role.String()}
+	}
+	slices.SortFunc(out, func(x, y operatorView) int { return cmp.Compare(x.Name, y.Name) })
+	return func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"operators": out}) }
+}

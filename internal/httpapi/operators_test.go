@@ -6,23 +6,26 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
 )
 
 func TestMatchOperatorComparesEveryTokenWithoutEarlyExit(t *testing.T) {
 	t.Parallel()
-	keys, err := operatorKeys([]Operator{{"alice", "tok-a"}, {"bob", "tok-b"}, {"carol", "a-much-longer-token-of-carol"}})
+	keys, err := operatorKeys([]Operator{{"alice", popup.RoleViewer, "tok-a"}, {"bob", popup.RoleEditor, "tok-b"},
+		{"carol", popup.RoleAdmin, "a-much-longer-token-of-carol"}})
 	require.NoError(t, err)
 	tests := []struct {
-		give     string
-		wantName string
-		wantOK   bool
+		give      string
+		wantActor popup.Actor
+		wantOK    bool
 	}{
-		{"tok-a", "alice", true}, // the first key matches: the others are compared all the same
-		{"tok-b", "bob", true},
-		{"a-much-longer-token-of-carol", "carol", true},
-		{"tok-", "", false},
-		{"", "", false},
-		{"tok-a ", "", false},
+		{"tok-a", popup.Actor{Name: "alice", Role: popup.RoleViewer}, true}, // the first key matches: the others are compared all the same
+		{"tok-b", popup.Actor{Name: "bob", Role: popup.RoleEditor}, true},
+		{"a-much-longer-token-of-carol", popup.Actor{Name: "carol", Role: popup.RoleAdmin}, true},
+		{"tok-", popup.Actor{}, false},
+		{"", popup.Actor{}, false},
+		{"tok-a ", popup.Actor{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -32,8 +35,8 @@ func TestMatchOperatorComparesEveryTokenWithoutEarlyExit(t *testing.T) {
 				assert.Len(t, x, 32, "every comparison is of two SHA-256 sums: equal lengths")
 				return subtle.ConstantTimeCompare(x, y)
 			}
-			name, ok := matchOperator(keys, tt.give, eq)
-			assert.Equal(t, tt.wantName, name)
+			act, ok := matchOperator(keys, tt.give, eq)
+			assert.Equal(t, tt.wantActor, act)
 			assert.Equal(t, tt.wantOK, ok)
 			assert.Equal(t, len(keys), calls, "every token is compared, whichever matched")
 		})
@@ -48,10 +51,11 @@ func TestOperatorKeysRefusesBadLists(t *testing.T) {
 		want string
 	}{
 		{"none", nil, ErrNoToken.Error()},
-		{"bad name", []Operator{{"a b", "t"}}, "name must be"},
-		{"empty token", []Operator{{"alice", ""}}, "empty token"},
-		{"name twice", []Operator{{"alice", "t1"}, {"alice", "t2"}}, "named twice"},
-		{"token twice", []Operator{{"alice", "t1"}, {"bob", "t1"}}, "has the token of another operator"},
+		{"bad name", []Operator{{"a b", popup.RoleAdmin, "t"}}, "name must be"},
+		{"no role", []Operator{{"alice", 0, "t"}}, `operator "alice" has no role`},
+		{"empty token", []Operator{{"alice", popup.RoleAdmin, ""}}, "empty token"},
+		{"name twice", []Operator{{"alice", popup.RoleAdmin, "t1"}, {"alice", popup.RoleViewer, "t2"}}, "named twice"},
+		{"token twice", []Operator{{"alice", popup.RoleAdmin, "t1"}, {"bob", popup.RoleViewer, "t1"}}, "has the token of another operator"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +70,6 @@ func TestRouterRefusesToStartWithoutATokenOrWithADuplicate(t *testing.T) {
 	t.Parallel()
 	_, err := (&Admin{}).Router()
 	require.ErrorIs(t, err, ErrNoToken)
-	_, err = (&Admin{Token: "t", Operators: []Operator{{"admin", "u"}}}).Router()
+	_, err = (&Admin{Token: "t", Operators: []Operator{{"admin", popup.RoleViewer, "u"}}}).Router()
 	require.ErrorContains(t, err, "named twice")
 }

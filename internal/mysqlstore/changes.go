@@ -78,7 +78,7 @@ func decodeNullDoc(raw []byte) (*popup.Popup, error) {
 // change is one write as the history and the audit log record it; after is the popup as read
 // back in the write's transaction (its id, revision and updated_at are the stored ones).
 type change struct {
-	actor  string
+	actor  popup.Actor
 	action popup.Action
 	before *popup.Popup
 	after  popup.Popup
@@ -94,8 +94,8 @@ func record(ctx context.Context, tx *sql.Tx, changes []change) error {
 		n := min(len(changes), recordBatch)
 		batch := changes[:n]
 		changes = changes[n:]
-		revArgs := make([]any, 0, 5*n)
-		auditArgs := make([]any, 0, 7*n)
+		revArgs := make([]any, 0, 6*n)
+		auditArgs := make([]any, 0, 8*n)
 		for _, c := range batch {
 			after, err := encodeDoc(c.after)
 			if err != nil {
@@ -107,19 +107,34 @@ func record(ctx context.Context, tx *sql.Tx, changes []change) error {
 					return err
 				}
 			}
-			revArgs = append(revArgs, c.after.ID, c.after.Revision, c.after.UpdatedAt, c.actor, after)
-			auditArgs = append(auditArgs, c.after.UpdatedAt, c.actor, string(c.action), c.after.ID, c.after.Revision, before, after)
+			role := roleColumn(c.actor.Role)
+			revArgs = append(revArgs, c.after.ID, c.after.Revision, c.after.UpdatedAt, c.actor.Name, role, after)
+			auditArgs = append(auditArgs, c.after.UpdatedAt, c.actor.Name, role, string(c.action), c.after.ID, c.after.Revision, before, after)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_revision (popup_id, revision, at, actor, popup) VALUES `+
-			placeholders(n, 5), revArgs...); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_revision (popup_id, revision, at, actor, actor_role, popup) VALUES `+
+			placeholders(n, 6), revArgs...); err != nil {
 			return fmt.Errorf("record revisions: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_audit (at, actor, action, popup_id, revision, before_state, after_state) VALUES `+
-			placeholders(n, 7), auditArgs...); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_audit (at, actor, actor_role, action, popup_id, revision, before_state, after_state) VALUES `+
+			placeholders(n, 8), auditArgs...); err != nil {
 			return fmt.Errorf("record audit: %w", err)
 		}
 	}
 	return nil
+}
+
+// roleColumn is a role as the actor_role columns hold it: its name, NULL for no role.
+func roleColumn(r popup.Role) any {
+	if !r.Valid() {
+		return nil
+	}
+	return r.String()
+}
+
+// roleOf reads an actor_role column: NULL (a write from before roles were recorded) is no role.
+func roleOf(s sql.NullString) popup.Role {
+	r, _ := popup.ParseRole(s.String) // NULL or a name this binary does not know: no role
+	return r
 }
 
 // placeholders is "(?, ?), (?, ?)" for rows rows of cols columns.
@@ -170,7 +185,7 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // History returns every kept revision of popup id, newest first.
 func (r *PopupRepo) History(ctx context.Context, id int64) ([]popup.Revision, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT revision, at, actor, popup FROM popup_revision WHERE popup_id = ? ORDER BY revision DESC`, id)
+	rows, err := r.db.QueryContext(ctx, `SELECT revision, at, actor, actor_role, popup FROM popup_revision WHERE popup_id = ? ORDER BY revision DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("history of popup %d: %w", id, err)
 	}
@@ -178,16 +193,17 @@ func (r *PopupRepo) History(ctx context.Context, id int64) ([]popup.Revision, er
 	out := []popup.Revision{}
 	for rows.Next() {
 		var (
-			rev popup.Revision
-			raw []byte
+			rev  popup.Revision
+			role sql.NullString
+			raw  []byte
 		)
-		if err := rows.Scan(&rev.Revision, &rev.At, &rev.Actor, &raw); err != nil {
+		if err := rows.Scan(&rev.Revision, &rev.At, &rev.Actor, &role, &raw); err != nil {
 			return nil, fmt.Errorf("history of popup %d: %w", id, err)
 		}
 		if rev.Popup, err = decodeDoc(raw); err != nil {
 			return nil, fmt.Errorf("history of popup %d: %w", id, err)
 		}
-		rev.At = rev.At.UTC()
+		rev.At, rev.Role = rev.At.UTC(), roleOf(role)
 		out = append(out, rev)
 	}
 	if err := rows.Err(); err != nil {
@@ -216,7 +232,7 @@ func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 	if q.Before > 0 {
 		where, args = append(where, "id < ?"), append(args, q.Before)
 	}
-	query := `SELECT id, at, actor, action, popup_id, revision, before_state, after_state FROM popup_audit`
+	query := `SELECT id, at, actor, actor_role, action, popup_id, revision, before_state, after_state FROM popup_audit`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -229,13 +245,14 @@ func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 	for rows.Next() {
 		var (
 			e             popup.AuditEntry
+			role          sql.NullString
 			action        string
 			before, after []byte
 		)
-		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &action, &e.PopupID, &e.Revision, &before, &after); err != nil {
+		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &role, &action, &e.PopupID, &e.Revision, &before, &after); err != nil {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
-		e.At, e.Action = e.At.UTC(), popup.Action(action)
+		e.At, e.Role, e.Action = e.At.UTC(), roleOf(role), popup.Action(action)
 		if e.Before, err = decodeNullDoc(before); err != nil {
 			return nil, fmt.Errorf("audit entry %d: %w", e.ID, err)
 		}
@@ -249,14 +266,19 @@ func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 
 // Rollback writes revision toRevision's content over popup id as a new revision (audited as a
 // rollback); ifRevision as in Update. A revision the popup never had is popup.ErrRevisionNotKept.
-// The status is the old revision's too: rolling back over an archive brings the popup back.
-func (r *PopupRepo) Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
+// The status is the old revision's too: rolling back over an archive brings the popup back. An
+// actor whose role does not allow it (popup.Write.Needs) gets a *popup.ForbiddenError.
+func (r *PopupRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
 	var stored popup.Popup
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
 		var raw []byte
 		err := tx.QueryRowContext(ctx, `SELECT popup FROM popup_revision WHERE popup_id = ? AND revision = ?`, id, toRevision).Scan(&raw)
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err := getForUpdate(ctx, tx, id); err != nil {
+			before, err := getForUpdate(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if err := actor.May(popup.Write{Action: popup.ActionRollback, Before: before.Status}); err != nil {
 				return err
 			}
 			return fmt.Errorf("revision %d: %w", toRevision, popup.ErrRevisionNotKept)
@@ -285,9 +307,13 @@ const importBatch = 200
 // differs (each audited as an import). A dry run reads and counts the same way and writes
 // nothing; so does an import that would change nothing (no version bump either). ps must hold no
 // archived popup and no name twice (the caller validated it); the live popups are locked while
-// the import runs, so the counts are exact.
-func (r *PopupRepo) Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
+// the import runs, so the counts are exact. An actor whose role does not allow it
+// (popup.Write.Needs) gets a *popup.ForbiddenError and nothing is read.
+func (r *PopupRepo) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
 	var res popup.ImportResult
+	if err := actor.May(popup.Write{Action: popup.ActionImport, DryRun: dryRun}); err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)

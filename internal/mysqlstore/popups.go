@@ -252,8 +252,13 @@ func get(ctx context.Context, q interface {
 }
 
 // Create stores a new popup at revision 1 and returns it with its id; actor is recorded as its
-// author in the popup's history and the audit log, in the same transaction.
-func (r *PopupRepo) Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error) {
+// author in the popup's history and the audit log, in the same transaction. Every write checks
+// the actor's role against the rights rule (popup.Write.Needs) before it writes anything, and
+// fails with a *popup.ForbiddenError when the role does not allow it.
+func (r *PopupRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
+	if err := actor.May(popup.Write{Action: popup.ActionCreate, After: p.Status}); err != nil {
+		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
+	}
 	values, err := configValues(p)
 	if err != nil {
 		return popup.Popup{}, err
@@ -283,8 +288,10 @@ func (r *PopupRepo) Create(ctx context.Context, actor string, p popup.Popup) (po
 // Update replaces popup id with p and increments its revision. With ifRevision non-nil, the
 // write happens only while the popup's revision is one of ifRevision, checked by the UPDATE
 // itself, so of two writers who read the same revision exactly one wins; the other gets
-// popup.ErrRevisionMismatch. A nil ifRevision writes unconditionally.
-func (r *PopupRepo) Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
+// popup.ErrRevisionMismatch. A nil ifRevision writes unconditionally. The role check reads the
+// stored status from the row it locks (replace), so an editor's edit of a draft cannot become
+// a change of a live popup that another writer published meanwhile.
+func (r *PopupRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
 	var stored popup.Popup
 	err := r.inTx(ctx, func(tx *sql.Tx) (err error) {
 		stored, err = replace(ctx, tx, actor, popup.ActionUpdate, id, p, ifRevision)
@@ -296,15 +303,19 @@ func (r *PopupRepo) Update(ctx context.Context, actor string, id int64, p popup.
 	return stored, nil
 }
 
-// replace is the write of an update or a rollback, inside tx: it locks the popup, writes p over
-// it under the If-Match condition and records the change.
-func replace(ctx context.Context, tx *sql.Tx, actor string, action popup.Action, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
+// replace is the write of an update or a rollback, inside tx: it locks the popup, checks the
+// actor's role against the stored and the new status, writes p over it under the If-Match
+// condition and records the change.
+func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
 	values, err := configValues(p)
 	if err != nil {
 		return popup.Popup{}, err
 	}
 	before, err := getForUpdate(ctx, tx, id)
 	if err != nil {
+		return popup.Popup{}, err
+	}
+	if err := actor.May(popup.Write{Action: action, Before: before.Status, After: p.Status}); err != nil {
 		return popup.Popup{}, err
 	}
 	cond, condArgs := revisionCond(ifRevision)
@@ -326,12 +337,15 @@ func replace(ctx context.Context, tx *sql.Tx, actor string, action popup.Action,
 
 // Archive sets a popup's status to archived (DELETE in the admin API: rows are never removed,
 // the action log refers to them) and increments its revision; ifRevision as in Update.
-func (r *PopupRepo) Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error) {
+func (r *PopupRepo) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {
 	cond, condArgs := revisionCond(ifRevision)
 	var stored popup.Popup
 	err := r.inTx(ctx, func(tx *sql.Tx) error {
 		before, err := getForUpdate(ctx, tx, id)
 		if err != nil {
+			return err
+		}
+		if err := actor.May(popup.Write{Action: popup.ActionArchive, Before: before.Status}); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET status = 'archived', updated_at = CURRENT_TIMESTAMP(3),

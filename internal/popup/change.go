@@ -29,6 +29,7 @@ type Revision struct {
 	Revision int64
 	At       time.Time
 	Actor    string
+	Role     Role // the actor's role at the write; 0 for writes from before roles were recorded
 	Popup    Popup
 }
 
@@ -38,6 +39,7 @@ type AuditEntry struct {
 	ID       int64
 	At       time.Time
 	Actor    string
+	Role     Role // the actor's role at the write; 0 for writes from before roles were recorded
 	Action   Action
 	PopupID  int64
 	Revision int64

@@ -1,6 +1,9 @@
 package popup
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // OperatorNameRule describes a well-formed operator name (ValidOperatorName) in the words every
 // error message uses.
@@ -21,21 +24,49 @@ func ValidOperatorName(s string) bool {
 	return true
 }
 
+// OperatorSyntax is the form of one operator entry (ParseOperator), in the words every error
+// message uses.
+const OperatorSyntax = "name:token or name@role:token"
+
+// ParseOperator reads one operator entry, name:token or name@role:token (POPUP_ADMIN_TOKENS, a
+// line of POPUP_ADMIN_TOKENS_FILE). The token is everything after the first ':' (it may hold
+// more); '@' cannot occur in a name, so name@role is unambiguous; without @role the role is
+// DefaultRole. Spaces around the name, the role and the token are ignored. label is the entry
+// without its token ("alice@boss"), for error messages; errors never quote a token. The name and
+// the token are checked by Operators.Add.
+func ParseOperator(entry string) (name string, role Role, token, label string, err error) {
+	head, token, ok := strings.Cut(entry, ":")
+	if !ok {
+		return "", 0, "", "", fmt.Errorf("not an operator entry (%s)", OperatorSyntax)
+	}
+	label = strings.TrimSpace(head)
+	name, roleName, hasRole := strings.Cut(label, "@")
+	name, token, role = strings.TrimSpace(name), strings.TrimSpace(token), DefaultRole
+	if hasRole {
+		if role, err = ParseRole(strings.TrimSpace(roleName)); err != nil {
+			return "", 0, "", label, fmt.Errorf("operator %q: %w", label, err)
+		}
+	}
+	return name, role, token, label, nil
+}
+
 // Operators checks a list of admin operators as it is built, the one rule for the config and the
-// admin API: a valid name, a non-empty token, no name and no token twice. The zero value is
-// ready to use.
+// admin API: a valid name, a role, a non-empty token, no name and no token twice. The zero value
+// is ready to use.
 type Operators struct {
 	names, tokens map[string]bool
 }
 
 // Add accepts one more operator, or says what is wrong with it (never quoting a token).
-func (o *Operators) Add(name, token string) error {
+func (o *Operators) Add(name string, role Role, token string) error {
 	if o.names == nil {
 		o.names, o.tokens = map[string]bool{}, map[string]bool{}
 	}
 	switch {
 	case !ValidOperatorName(name):
 		return fmt.Errorf("operator name must be %s", OperatorNameRule)
+	case !role.Valid():
+		return fmt.Errorf("operator %q has no role: must be %s", name, RoleNames)
 	case token == "":
 		return fmt.Errorf("operator %q has an empty token", name)
 	case o.names[name]:

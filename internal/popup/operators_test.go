@@ -27,7 +27,7 @@ func TestOperatorsRefuseBadNamesEmptyAndRepeatedTokens(t *testing.T) {
 			var o Operators
 			var err error
 			for _, op := range tt.give {
-				err = o.Add(op[0], op[1])
+				err = o.Add(op[0], RoleEditor, op[1])
 			}
 			if tt.wantErr == "" {
 				require.NoError(t, err)
@@ -35,6 +35,53 @@ func TestOperatorsRefuseBadNamesEmptyAndRepeatedTokens(t *testing.T) {
 			}
 			require.ErrorContains(t, err, tt.wantErr)
 			assert.NotContains(t, err.Error(), "t1", "a token is never quoted")
+		})
+	}
+}
+
+func TestOperatorsRefuseAnOperatorWithoutARole(t *testing.T) {
+	t.Parallel()
+	var o Operators
+	require.ErrorContains(t, o.Add("alice", 0, "t1"), `operator "alice" has no role: must be viewer, editor, publisher or admin`)
+	require.ErrorContains(t, o.Add("bob", RoleAdmin+1, "t2"), `operator "bob" has no role`)
+}
+
+func TestParseOperator(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give      string
+		wantName  string
+		wantRole  Role
+		wantToken string
+		wantLabel string
+		wantErr   string
+	}{
+		{give: "alice:s3cret", wantName: "alice", wantRole: RoleAdmin, wantToken: "s3cret", wantLabel: "alice"},
+		{give: "alice@viewer:s3cret", wantName: "alice", wantRole: RoleViewer, wantToken: "s3cret", wantLabel: "alice@viewer"},
+		{give: "alice@editor:s3cret", wantName: "alice", wantRole: RoleEditor, wantToken: "s3cret", wantLabel: "alice@editor"},
+		{give: "alice@publisher:s3cret", wantName: "alice", wantRole: RolePublisher, wantToken: "s3cret", wantLabel: "alice@publisher"},
+		{give: "alice@admin:s3cret", wantName: "alice", wantRole: RoleAdmin, wantToken: "s3cret", wantLabel: "alice@admin"},
+		{give: " alice @ editor : s3cret ", wantName: "alice", wantRole: RoleEditor, wantToken: "s3cret", wantLabel: "alice @ editor"},
+		{give: "alice:t@k:x", wantName: "alice", wantRole: RoleAdmin, wantToken: "t@k:x", wantLabel: "alice"},
+		{give: "alice@owner:s3cret", wantLabel: "alice@owner", wantErr: `operator "alice@owner": unknown role "owner": must be viewer, editor, publisher or admin`},
+		{give: "alice@:s3cret", wantLabel: "alice@", wantErr: `unknown role ""`},
+		{give: "alice@Editor:s3cret", wantLabel: "alice@Editor", wantErr: `unknown role "Editor"`},
+		{give: "alice", wantErr: "not an operator entry (name:token or name@role:token)"},
+		{give: "s3cret", wantErr: "not an operator entry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			name, role, token, label, err := ParseOperator(tt.give)
+			assert.Equal(t, tt.wantLabel, label)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				assert.NotContains(t, err.Error(), "s3cret", "a token is never quoted")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantName, name)
+			assert.Equal(t, tt.wantRole, role)
+			assert.Equal(t, tt.wantToken, token)
 		})
 	}
 }
