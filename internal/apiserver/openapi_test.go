@@ -121,7 +121,9 @@ func (s *specChecker) matchesErrorSchema(t *testing.T, body []byte) {
 func TestResponsesMatchOpenAPI(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	api := start(t, testConfig(t), clk)
+	cfg := testConfig(t)
+	cfg.AdminTokens = []string{"ed@editor:tok-editor", "vera@viewer:tok-viewer"} // the 403s
+	api := start(t, cfg, clk)
 
 	// A second instance that demands the gateway's uid signature and rate-limits actions: the
 	// 401 and 429 answers of the public routes.
@@ -134,6 +136,8 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	s := newSpecChecker(t, api.public, api.admin, strict.public, strict.admin)
 	pub, adm, spub := "http://"+api.public, "http://"+api.admin, "http://"+strict.public
 	auth := map[string]string{"Authorization": "Bearer " + token}
+	editor := map[string]string{"Authorization": "Bearer tok-editor"}
+	viewer := map[string]string{"Authorization": "Bearer tok-viewer"}
 	withAuth := func(h map[string]string) map[string]string {
 		out := map[string]string{"Authorization": "Bearer " + token}
 		for k, v := range h {
@@ -182,6 +186,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		ok, created, accepted           = http.StatusOK, http.StatusCreated, http.StatusAccepted
 		bad, unauth, notFound, noMethod = http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed
 		precondition, tooLarge, tooMany = http.StatusPreconditionFailed, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests
+		forbidden                       = http.StatusForbidden
 	)
 
 	calls := []call{
@@ -326,6 +331,26 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "GET cache reload", method: "GET", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{noMethod}},
 		{name: "metrics", method: "GET", url: adm + "/metrics", header: auth, want: []int{ok}},
 		{name: "pprof index", method: "GET", url: adm + "/debug/pprof/", header: auth, want: []int{ok}},
+
+		// admin: roles
+		{name: "me", method: "GET", url: adm + "/admin/v1/me", header: auth, want: []int{ok}},
+		{name: "me, an editor", method: "GET", url: adm + "/admin/v1/me", header: editor, want: []int{ok}},
+		{name: "me without token", method: "GET", url: adm + "/admin/v1/me", want: []int{unauth}},
+		{name: "POST me", method: "POST", url: adm + "/admin/v1/me", header: auth, want: []int{noMethod}},
+		{name: "operators", method: "GET", url: adm + "/admin/v1/operators", header: auth, want: []int{ok}},
+		{name: "operators, an editor", method: "GET", url: adm + "/admin/v1/operators", header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "editor creates a draft", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"openapi-editor-draft","status":"draft"}`, header: editor, want: []int{created}},
+		{name: "editor creates an active popup", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"openapi-editor-live"}`, header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "viewer creates a draft", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"openapi-viewer-draft","status":"draft"}`, header: viewer, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "editor edits a live popup", method: "PUT", url: adm + "/admin/v1/popups/" + active, body: `{"name":"openapi-active"}`, header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "editor archives", method: "DELETE", url: adm + "/admin/v1/popups/" + active, header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "editor rolls back", method: "POST", url: adm + "/admin/v1/popups/" + active + "/rollback", body: `{"revision":1}`, header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "editor imports", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[]}`, header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "editor dry-runs an import", method: "POST", url: adm + "/admin/v1/import?dry_run=true", body: `{"popups":[]}`, header: editor, want: []int{ok}},
+		{name: "editor reloads the cache", method: "POST", url: adm + "/admin/v1/cache/reload", header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "editor profiles", method: "GET", url: adm + "/debug/pprof/", header: editor, want: []int{forbidden}, errCode: "forbidden"},
+		{name: "viewer reads the audit log", method: "GET", url: adm + "/admin/v1/audit", header: viewer, want: []int{ok}},
+		{name: "viewer reads metrics", method: "GET", url: adm + "/metrics", header: viewer, want: []int{ok}},
 
 		// admin: stats
 		{name: "stats of a popup", method: "GET", url: adm + "/admin/v1/popups/" + active + "/stats", header: auth, want: []int{ok}},

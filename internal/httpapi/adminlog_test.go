@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -51,4 +52,43 @@ func TestAWriteIsAttributedAndLoggedOnceWithoutTheToken(t *testing.T) {
 		assert.Contains(t, lines[0], want)
 	}
 	assert.NotContains(t, logged.String(), "secret")
+}
+
+func TestARefusalIsLoggedAtWarnAndCountedWithoutTheToken(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	repo := &createOnlyRepo{}
+	reg := prometheus.NewRegistry()
+	a := &Admin{Operators: []Operator{{"vera", popup.RoleViewer, "secret-vera-token"}}, Repo: repo, Registerer: reg,
+		Log: slog.New(slog.NewTextHandler(&logged, nil)), Now: time.Now,
+		Reload: func(context.Context) (int64, error) { return 1, nil }}
+	r, err := a.Router()
+	require.NoError(t, err)
+
+	req := httptest.NewRequest(http.MethodPost, "/admin/v1/popups", strings.NewReader(`{"name":"refused","status":"draft"}`))
+	req.Header.Set("Authorization", "Bearer secret-vera-token")
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusForbidden, rec.Code, rec.Body.String())
+	assert.JSONEq(t, `{"error":{"code":"forbidden","message":"writing popups needs the editor role; vera is a viewer","role_needed":"editor"}}`, rec.Body.String())
+	assert.Empty(t, repo.actors, "nothing reaches the store")
+
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	require.Len(t, lines, 1, logged.String())
+	for _, want := range []string{"level=WARN", "operator=vera", "role=viewer", "method=POST", "route=/admin/v1/popups", "role_needed=editor"} {
+		assert.Contains(t, lines[0], want)
+	}
+	assert.NotContains(t, logged.String(), "secret")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "popup_admin_forbidden_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	assert.Equal(t, map[string]float64{"editor": 1, "publisher": 0, "admin": 0}, got, "one series per role that can be needed, from the start")
 }
