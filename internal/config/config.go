@@ -240,7 +240,7 @@ func (c Config) Operators() ([]Operator, error) {
 		check popup.Operators
 	)
 	add := func(where, entry string) {
-		name, role, token, _, err := popup.ParseOperator(entry)
+		name, role, token, err := popup.ParseOperator(entry)
 		if err == nil {
 			err = check.Add(name, role, token)
 		}

@@ -31,23 +31,23 @@ const OperatorSyntax = "name:token or name@role:token"
 // ParseOperator reads one operator entry, name:token or name@role:token (POPUP_ADMIN_TOKENS, a
 // line of POPUP_ADMIN_TOKENS_FILE). The token is everything after the first ':' (it may hold
 // more); '@' cannot occur in a name, so name@role is unambiguous; without @role the role is
-// DefaultRole. Spaces around the name, the role and the token are ignored. label is the entry
-// without its token ("alice@boss"), for error messages; errors never quote a token. The name and
-// the token are checked by Operators.Add.
-func ParseOperator(entry string) (name string, role Role, token, label string, err error) {
+// DefaultRole. Spaces around the name, the role and the token are ignored. An unknown role's
+// error quotes the entry without its token ("alice@boss"); errors never quote a token. The name
+// and the token are checked by Operators.Add.
+func ParseOperator(entry string) (name string, role Role, token string, err error) {
 	head, token, ok := strings.Cut(entry, ":")
 	if !ok {
-		return "", 0, "", "", fmt.Errorf("not an operator entry (%s)", OperatorSyntax)
+		return "", 0, "", fmt.Errorf("not an operator entry (%s)", OperatorSyntax)
 	}
-	label = strings.TrimSpace(head)
-	name, roleName, hasRole := strings.Cut(label, "@")
+	head = strings.TrimSpace(head)
+	name, roleName, hasRole := strings.Cut(head, "@")
 	name, token, role = strings.TrimSpace(name), strings.TrimSpace(token), DefaultRole
 	if hasRole {
 		if role, err = ParseRole(strings.TrimSpace(roleName)); err != nil {
-			return "", 0, "", label, fmt.Errorf("operator %q: %w", label, err)
+			return "", 0, "", fmt.Errorf("operator %q: %w", head, err)
 		}
 	}
-	return name, role, token, label, nil
+	return name, role, token, nil
 }
 
 // Operators checks a list of admin operators as it is built, the one rule for the config and the
