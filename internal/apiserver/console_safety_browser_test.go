@@ -110,10 +110,11 @@ func TestConsoleTwoTabsNeverOverwriteEachOther(t *testing.T) {
 	assert.Contains(t, b.text("#form-errors"), "changed by someone else")
 	var rows [][]string
 	b.eval(`[...document.querySelectorAll('#stale table.compare tbody tr')].map(tr => [...tr.children].map(c => c.textContent))`, &rows)
-	assert.Contains(t, rows, []string{"title", "Second title", "A's title", "Second title"}, "field, B started from, newer stored, B's form")
-	assert.Contains(t, rows, []string{"content", "(empty)", "(empty)", "B's content"})
+	assert.Equal(t, [][]string{{"title", "Second title", "A's title", "Second title"}, {"content", "(empty)", "(empty)", "B's content"}}, rows,
+		"field, what B started from, stored now, B's form")
 	assert.Equal(t, "B's content", b.value("#f-content"), "the operator's edit is kept")
 	b.axeCheck("stale save comparison")
+	b.shot("edit-stale-compare", "#form-errors")
 
 	// re-applied onto revision 3: A's title and B's content, saved as revision 4
 	b.run(chromedp.Click("#reapply", chromedp.ByQuery))
@@ -191,6 +192,7 @@ func TestConsoleUnsavedEditsAndPublishing(t *testing.T) {
 	assert.Equal(t, [][]string{{"title", "Stored title", "Stored title (typed)"}}, diff)
 	assert.Empty(t, b.writes(), "nothing is written before Confirm")
 	b.axeCheck("publish review")
+	b.shot("edit-publish-review", "")
 	b.answerDialog("Publish", false)
 	assert.Empty(t, b.writes())
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
@@ -261,6 +263,7 @@ func TestConsoleFormSaysWhatItMeans(t *testing.T) {
 	assert.Contains(t, b.text("#f-uids-err"), "“qa 1”")
 	assert.Contains(t, b.text("#f-uids-err"), "line 2")
 	b.axeCheck("list field error")
+	b.shot("edit-durations-zone", "#f-start")
 
 	b.fill("#f-uids", "qa-device-1\nqa-1")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
@@ -360,6 +363,7 @@ func TestConsoleExplainGroupsReasons(t *testing.T) {
 	assert.Contains(t, b.text(`#explain-out details[data-reason="rollout"] summary`), "1000")
 	assert.Contains(t, b.text(`#explain-out details[data-reason="lower_priority"] summary`), "999")
 	b.axeCheck("explain, grouped")
+	b.shot("explain-grouped", "")
 
 	b.run(chromedp.Click(`#explain-out details[data-reason="rollout"] summary`, chromedp.ByQuery))
 	b.waitFor(`document.querySelectorAll('#explain-out details[data-reason="rollout"] tbody tr').length > 0`)

@@ -601,9 +601,9 @@ async function editScreen(id, carry) {
     const kept = dirty();
     const a = flatten(baseline); const b = flatten(newer); const c = flatten(mine);
     const show = (x) => (x === undefined ? '(none)' : (x === '' ? '(empty)' : x));
-    const skip = new Set(['id', 'revision', 'created_at', 'updated_at']);
+    const formKeys = new Set(Object.keys(baseline)); // what the form edits; the server's own fields are not compared
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b), ...Object.keys(c)])]
-      .filter((k) => !skip.has(k) && (a[k] !== b[k] || a[k] !== c[k]) && !(b[k] === undefined && c[k] === undefined && a[k] === ''));
+      .filter((k) => formKeys.has(k.split(/[.[]/)[0]) && (a[k] !== b[k] || a[k] !== c[k]));
     const table = h('table', { class: 'compare diff' },
       h('caption', {}, `Your form beside revision ${newer.revision}, saved by someone else since you opened revision ${current.revision}`),
       h('thead', {}, h('tr', {}, ['Field', `You started from (revision ${current.revision})`, `Stored now (revision ${newer.revision})`, 'Your form']
@@ -750,7 +750,7 @@ function historySection(current, ed) {
       const msg = r.status === 412
         ? `Rollback to revision ${n} refused: this popup was changed by someone else since you opened revision ${current.revision}. Nothing was written. Reload the popup to see the newer version before rolling back.`
         : `Rollback to revision ${n} failed: ` + errorText(r);
-      const alert = alertBox(h('div', {}, h('p', {}, msg), r.status === 412 ? h('button', { type: 'button', onclick: () => route() }, 'Reload the popup') : null));
+      const alert = alertBox(h('div', {}, h('p', {}, msg), r.status === 412 ? h('button', { type: 'button', onclick: async () => { if (!ed.dirty() || await confirmLeave()) route(); } }, 'Reload the popup') : null));
       alert.tabIndex = -1;
       box.prepend(alert);
       alert.focus();
