@@ -108,7 +108,26 @@ func newBrowser(t *testing.T, in *instance) *browser {
 		}
 	})
 	b := &browser{t: t, ctx: ctx, origin: "http://" + in.admin, axe: axeSource(t)}
-	chromedp.ListenTarget(ctx, func(ev any) {
+	b.listen()
+	return b
+}
+
+// newTab opens another tab in b's browser: a page of its own (its own sessionStorage, so it
+// signs in by itself), as a second operator's window would be.
+func (b *browser) newTab() *browser {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	b.t.Cleanup(cancel)
+	tab := &browser{t: b.t, ctx: ctx, origin: b.origin, axe: b.axe}
+	tab.listen()
+	return tab
+}
+
+// listen records the page's errors and requests (checked when the test ends).
+func (b *browser) listen() {
+	t := b.t
+	t.Helper()
+	chromedp.ListenTarget(b.ctx, func(ev any) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		switch e := ev.(type) {
@@ -126,9 +145,8 @@ func newBrowser(t *testing.T, in *instance) *browser {
 			b.requests = append(b.requests, e.Request.URL)
 		}
 	})
-	require.NoError(t, chromedp.Run(ctx, network.Enable()))
+	require.NoError(t, chromedp.Run(b.ctx, network.Enable()))
 	t.Cleanup(b.checkClean)
-	return b
 }
 
 // checkClean: no script error, no request to another origin, the token in no URL.
@@ -292,9 +310,11 @@ func (b *browser) createThroughForm(name, title string) int64 {
 	assert.NotEqual(t, phone, web, "the web frame is not the phone frame")
 	b.run(chromedp.Click(`input[name=device][value=phone]`))
 
-	// a bad value: the API's 400 names the field, shown at the field
+	// a bad value: the API's 400 names the field, shown at the field (an active popup is
+	// published: after the review)
 	b.fill("#f-rollout", "150")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialog("Publish", true)
 	b.waitFor(`document.querySelector('#f-rollout[aria-invalid=true]')`)
 	var described string
 	b.eval(`document.querySelector('#f-rollout').getAttribute('aria-describedby')`, &described)
@@ -308,6 +328,7 @@ func (b *browser) createThroughForm(name, title string) int64 {
 
 	b.fill("#f-rollout", "100")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialog("Publish", true)
 	b.waitFor(`document.querySelector('#popup-form[data-revision="1"]')`)
 	var hash string
 	b.eval(`location.hash`, &hash)
@@ -382,6 +403,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.fill("#f-end", "2027-01-01T07:59")
 	assert.Contains(t, b.text("#window-utc"), "start 2026-11-01T00:00:00Z, end 2026-12-31T23:59:00Z")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialog("Publish", true)
 	b.waitFor(`document.querySelector('#toast').textContent.includes('Saved revision 2') && document.querySelector('#popup-form[data-revision="2"]')`)
 	in.publicPopup(t, "u-2", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale: last days" })
 	saved := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
@@ -432,14 +454,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitFor(`document.querySelectorAll('#popup-table tbody tr').length === 4`)
 	b.shot("list", "")
 
-	// explain for a user: u-1 clicked it (click cooldown), a new user gets it
+	// explain for a user: u-1 saw it a moment ago (reshow interval; the click cooldown is the
+	// API's default, 0), a new user gets it
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
 	b.fill("#x-uid", "u-1")
 	b.fill("#x-version", "9.0.0")
 	b.run(chromedp.Click("#explain", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#explain-out .candidates')`)
-	assert.Contains(t, b.text("#explain-out .verdict"), "no popup", "u-1 clicked it a moment ago")
-	assert.Equal(t, "click_cooldown", b.attr(`#explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
+	assert.Contains(t, b.text("#explain-out .verdict"), "no popup", "u-1 saw it a moment ago")
+	b.run(chromedp.Click(`#explain-out details[data-reason="reshow"] summary`, chromedp.ByQuery))
+	assert.Equal(t, "reshow", b.attr(`#explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
 	assert.Contains(t, b.text("#explain-out"), "Popups shown to this user today: 1")
 	b.fill("#x-uid", "u-new")
 	b.run(chromedp.Click("#explain", chromedp.ByQuery))
@@ -470,8 +494,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.eval(`document.querySelector('#f-status').value`, &status)
 	assert.Equal(t, "draft", status)
 
-	// import/export screen renders (the endpoints may be absent: "not available")
+	// import/export screen renders (the endpoints may be absent: "not available"); the duplicate
+	// is not saved, so leaving it asks first
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/import"))
+	b.answerDialog("unsaved", true)
 	b.waitFor(`document.querySelector('#import-dry')`)
 	b.axeCheck("import/export")
 

@@ -25,6 +25,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	id := b.createThroughForm("spring sale", "Spring sale")
 	b.fill("#f-title", "Spring sale: 2 days left")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialog("Publish", true)
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
 	in.publicPopup(t, "v-1", func(p map[string]any) bool { return p != nil && p["title"] == "Spring sale: 2 days left" })
 
@@ -63,12 +64,16 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.run(chromedp.Click(`//button[text()="Explain this draft for the user"]`, chromedp.BySearch))
 	b.waitFor(`document.querySelector('#draft-explain-out .candidates')`)
 	assert.Contains(t, b.text("#draft-explain-out .verdict"), "no popup")
+	b.run(chromedp.Click(`#draft-explain-out details[data-reason="rollout"] summary`, chromedp.ByQuery))
 	assert.Equal(t, "rollout", b.attr(`#draft-explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
 	res = in.adminDo(t, "GET", "/admin/v1/popups/"+itoa(id), nil)
 	assert.Equal(t, float64(3), res.Body["revision"], "explaining a draft saves nothing")
 
 	// the audit log, filtered by the popup: create, update, rollback, newest first, by admin
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audit"))
+	// (the rollout typed for the draft explain is not saved: leaving asks first)
+	b.run(chromedp.Click(`a[data-nav="audit"]`, chromedp.ByQuery))
+	b.answerDialog("unsaved", true)
+	b.waitFor(`document.querySelector('#a-popup')`)
 	b.fill("#a-popup", itoa(id))
 	b.run(chromedp.Click(`//button[text()="Apply filter"]`, chromedp.BySearch))
 	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 3`)

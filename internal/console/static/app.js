@@ -1,7 +1,8 @@
 // The operator console: a hash-routed page over the admin API (docs/CONTRACT.md).
 import {
   api, token, setUnauthorizedHandler, notAvailable, errorText, h, uid, utcToLocalInput, localInputToUTC,
-  fmtTime, isoDay, fmtPct, diff, diffTable, sparkline, splitList,
+  fmtTime, isoDay, fmtPct, diff, diffTable, sparkline, splitLines, lineOf, merge3, flatten, zoneName,
+  nonexistentLocal, UNITS, NEVER, splitDuration, parseDuration,
 } from './lib.js';
 
 const main = document.getElementById('main');
@@ -20,7 +21,21 @@ setUnauthorizedHandler(() => {
   route();
 });
 
-signoutBtn.addEventListener('click', () => {
+// leaveGuard is set by the editor while it is open: it tells whether the form holds unsaved
+// edits. Leaving them (another screen, sign-out, reload, closing the tab) asks first.
+let leaveGuard = null;
+const unsaved = () => !!leaveGuard?.();
+const confirmLeave = () => confirmDialog('Leave with unsaved changes?', 'Your edits to this popup are not saved. Leave this screen and lose them?', 'Leave without saving');
+
+window.addEventListener('beforeunload', (ev) => {
+  if (!unsaved()) return;
+  ev.preventDefault();
+  ev.returnValue = ''; // older browsers ask only when this is set
+});
+
+signoutBtn.addEventListener('click', async () => {
+  if (unsaved() && !await confirmLeave()) return;
+  leaveGuard = null;
   token.clear();
   signInNotice = 'Signed out.';
   location.hash = '#/popups';
@@ -56,11 +71,14 @@ dlg.querySelector('form').addEventListener('submit', (ev) => answerDialog?.(ev.s
 dlg.addEventListener('cancel', () => answerDialog?.(false));
 dlg.addEventListener('close', () => { if (!dlg.open) answerDialog?.(dlg.returnValue === 'ok'); });
 
-function confirmDialog(title, text, okLabel) {
+// extra, when given, is shown below the text (the review of a publish: its diff table).
+function confirmDialog(title, text, okLabel, extra) {
   const opener = document.activeElement;
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-text').textContent = text;
   document.getElementById('confirm-ok').textContent = okLabel;
+  setKids(document.getElementById('confirm-body'), extra || null);
+  dlg.classList.toggle('wide', !!extra);
   answerDialog?.(false);
   return new Promise((resolve) => {
     answerDialog = (ok) => {
@@ -88,8 +106,12 @@ const routes = [
 
 let navSeq = 0; // a screen that loads asynchronously renders only if no navigation came after
 
+let shownHash = ''; // the hash of the screen on show
+
 function route() {
   navSeq++;
+  leaveGuard = null; // the editor sets it again once it is on show
+  shownHash = location.hash;
   const signedIn = !!token.get();
   nav.hidden = !signedIn;
   signoutBtn.hidden = !signedIn;
@@ -105,7 +127,16 @@ function route() {
   }
   location.hash = '#/popups';
 }
-window.addEventListener('hashchange', route);
+// In-app navigation (a menu link, Back) with unsaved edits: the address goes back to the editor
+// until the operator has answered.
+window.addEventListener('hashchange', async () => {
+  if (!unsaved()) return route();
+  const to = location.hash;
+  history.replaceState(null, '', shownHash || '#/popups');
+  if (!await confirmLeave()) return;
+  leaveGuard = null;
+  location.hash = to;
+});
 
 // ---------------------------------------------------------------- sign-in
 
@@ -195,6 +226,7 @@ async function listScreen() {
   filters.addEventListener('submit', (ev) => {
     ev.preventDefault();
     Object.assign(listState, { status: status.value, q: q.value.trim(), cursors: [''], page: 0 });
+    statsCache.at = 0; // an explicit action: fresh numbers, not the ones cached for paging
     renderPage();
   });
   status.addEventListener('change', () => filters.requestSubmit());
@@ -226,10 +258,11 @@ async function listScreen() {
       next = start + PAGE < rows.length ? String(start + PAGE) : null;
       rows = rows.slice(start, start + PAGE);
     }
+    const cols = ['Name', 'Status', 'Priority', `Window (${zoneName})`, 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days'];
+    const td = (i, attrs, ...kids) => h('td', { ...attrs, 'data-label': cols[i] }, ...kids);
     const table = h('table', { class: 'popups', id: 'popup-table' },
       h('caption', { class: 'sr-only' }, 'Popups, by id'),
-      h('thead', {}, h('tr', {}, ['Name', 'Status', 'Priority', 'Window', 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days']
-        .map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows.map((p) => {
         const st = stats.byId?.get(p.id);
         const series = dailySeries(st, stats);
@@ -237,13 +270,13 @@ async function listScreen() {
         const ctr = today.impressions ? today.clicks / today.impressions : null;
         return h('tr', { 'data-id': p.id },
           h('th', { scope: 'row' }, h('a', { href: '#/popups/' + p.id }, p.name || '(unnamed)'), h('span', { class: 'muted' }, ' #' + p.id)),
-          h('td', {}, h('span', { class: 'badge ' + p.status }, p.status)),
-          h('td', { class: 'num' }, p.priority),
-          h('td', {}, windowText(p)),
-          h('td', {}, targetingSummary(p.targeting)),
-          h('td', { class: 'num' }, stats.available ? today.impressions : '—'),
-          h('td', { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
-          h('td', {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
+          td(1, {}, h('span', { class: 'badge ' + p.status }, p.status)),
+          td(2, { class: 'num' }, p.priority),
+          td(3, {}, windowText(p)),
+          td(4, {}, targetingSummary(p.targeting)),
+          td(5, { class: 'num' }, stats.available ? today.impressions : '—'),
+          td(6, { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
+          td(7, {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
       })));
     const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of popups' },
       h('button', { type: 'button', class: 'secondary', disabled: listState.page === 0, onclick: () => { listState.page--; renderPage(); } }, 'Previous page'),
@@ -260,13 +293,17 @@ async function listScreen() {
 
 // ---------------------------------------------------------------- edit / create
 
+// DEFAULTS is a new popup's form: the API's defaults (docs/CONTRACT.md §2), so that the pre-fill,
+// an emptied field (omitted: the API's default) and the docs agree. An empty close cooldown is
+// the reshow interval.
 const DEFAULTS = {
   name: '', status: 'draft', priority: 0, start_at: null, end_at: null,
   targeting: { platforms: [], min_app_version: '', max_app_version: '', regions: [], langs: [], rollout_percent: 100, uids: [] },
-  reshow_after_seconds: 86400, click_cooldown_seconds: 604800, close_cooldown_seconds: 86400, max_impressions: 0,
+  reshow_after_seconds: 86400, click_cooldown_seconds: 0, close_cooldown_seconds: null, max_impressions: 0,
   title: '', content: '', image_url: '', link_url: '', buttons: [], ext: {},
 };
 let pendingDuplicate = null;
+const isLive = (status) => status === 'active' || status === 'paused';
 
 function field(id, label, input, help) {
   input.id = id;
@@ -277,57 +314,86 @@ function field(id, label, input, help) {
     help ? h('p', { class: 'help', id: helpId }, help) : null);
 }
 
-function textInput(name, value, attrs = {}) {
-  return h('input', { type: 'text', name, 'data-field': name, value: value ?? '', ...attrs });
+function textInput(name, attrs = {}) {
+  return h('input', { type: 'text', name, 'data-field': name, ...attrs });
 }
-function numInput(name, value, attrs = {}) {
-  return h('input', { type: 'number', name, 'data-field': name, value: value ?? '', inputmode: 'numeric', ...attrs });
+function numInput(name, attrs = {}) {
+  return h('input', { type: 'number', name, 'data-field': name, inputmode: 'numeric', ...attrs });
+}
+function listInput(name, dataField) {
+  return h('textarea', { name, 'data-field': dataField, rows: 3, spellcheck: 'false', class: 'list' });
 }
 
-async function editScreen(id) {
+// durationField: a number and its unit (and "never again" where the API takes -1).
+function durationField(id, name, label, help, never) {
+  const num = h('input', { type: 'text', inputmode: 'decimal', name, id, 'data-field': name, autocomplete: 'off', class: 'dur', 'aria-describedby': id + '-help' });
+  const unit = h('select', { id: id + '-unit', name: name + '-unit', 'aria-describedby': id + '-help' },
+    UNITS.filter(([u]) => u !== 'seconds').map(([u]) => h('option', { value: u }, u)),
+    never ? h('option', { value: NEVER }, 'never again') : null);
+  const sync = () => { num.disabled = unit.value === NEVER; };
+  unit.addEventListener('change', sync);
+  const el = h('div', { class: 'field' },
+    h('label', { for: id }, label),
+    h('div', { class: 'dur-row' }, num, h('label', { for: id + '-unit', class: 'sr-only' }, label + ': unit'), unit),
+    h('p', { class: 'help', id: id + '-help' }, help));
+  return {
+    el,
+    set(sec) {
+      const { n, unit: u } = splitDuration(sec);
+      if (u === 'seconds' && !unit.querySelector('option[value=seconds]')) unit.prepend(h('option', { value: 'seconds' }, 'seconds'));
+      num.value = n; unit.value = u; sync();
+    },
+    read: () => parseDuration(num.value, unit.value),
+  };
+}
+
+// editScreen shows a popup's form (id null: a new one). carry, when given, holds the stored
+// version already in hand ({stored, etag}, after Pause or a stale save) and the operator's unsaved
+// edits with the reading of the version they started from ({edits, base}), re-applied onto it.
+async function editScreen(id, carry) {
   let current = null; // the stored popup, for an edit
   let etag = null;
   const seq = navSeq;
-  if (id) {
+  if (id && carry?.stored) {
+    current = carry.stored; etag = carry.etag;
+  } else if (id) {
     const r = await api('GET', '/admin/v1/popups/' + id);
     if (seq !== navSeq) return;
     if (!r.ok) return screen('Popup #' + id, alertBox(errorText(r)));
     current = r.body; etag = r.etag;
   }
-  const start = current || pendingDuplicate || DEFAULTS;
-  pendingDuplicate = null;
-  const p = structuredClone(start);
-  p.targeting = { ...DEFAULTS.targeting, ...(p.targeting || {}) };
 
   const errSummary = h('div', { id: 'form-errors', tabindex: '-1' });
   const buttonsBox = h('div', { id: 'buttons-list' });
   const previewBox = h('div', { class: 'preview', id: 'preview' });
 
   const f = {
-    name: textInput('name', p.name, { required: true, autocomplete: 'off' }),
-    status: h('select', { name: 'status', 'data-field': 'status' }, ['draft', 'active', 'paused', 'archived'].map((s) => h('option', { value: s, selected: p.status === s }, s))),
-    priority: numInput('priority', p.priority),
-    start_at: h('input', { type: 'datetime-local', name: 'start_at', 'data-field': 'start_at', value: utcToLocalInput(p.start_at) }),
-    end_at: h('input', { type: 'datetime-local', name: 'end_at', 'data-field': 'end_at', value: utcToLocalInput(p.end_at) }),
-    min_app_version: textInput('min_app_version', p.targeting.min_app_version, { 'data-field': 'targeting.min_app_version', placeholder: 'e.g. 8.10.0' }),
-    max_app_version: textInput('max_app_version', p.targeting.max_app_version, { 'data-field': 'targeting.max_app_version' }),
-    regions: textInput('regions', (p.targeting.regions || []).join(', '), { 'data-field': 'targeting.regions' }),
-    langs: textInput('langs', (p.targeting.langs || []).join(', '), { 'data-field': 'targeting.langs' }),
-    rollout_percent: numInput('rollout_percent', p.targeting.rollout_percent, { 'data-field': 'targeting.rollout_percent' }),
-    uids: h('textarea', { name: 'uids', 'data-field': 'targeting.uids', rows: 3 }, (p.targeting.uids || []).join('\n')),
-    reshow_after_seconds: numInput('reshow_after_seconds', p.reshow_after_seconds),
-    click_cooldown_seconds: numInput('click_cooldown_seconds', p.click_cooldown_seconds),
-    close_cooldown_seconds: numInput('close_cooldown_seconds', p.close_cooldown_seconds),
-    max_impressions: numInput('max_impressions', p.max_impressions),
-    title: textInput('title', p.title),
-    content: h('textarea', { name: 'content', 'data-field': 'content', rows: 4 }, p.content || ''),
-    image_url: textInput('image_url', p.image_url, { type: 'url', placeholder: 'https://…' }),
-    link_url: textInput('link_url', p.link_url),
-    ext: h('textarea', { name: 'ext', 'data-field': 'ext', rows: 4, class: 'mono', spellcheck: 'false' }, JSON.stringify(p.ext ?? {}, null, 2)),
+    name: textInput('name', { required: true, autocomplete: 'off' }),
+    status: h('select', { name: 'status', 'data-field': 'status' }, ['draft', 'active', 'paused', 'archived'].map((s) => h('option', { value: s }, s))),
+    priority: numInput('priority'),
+    start_at: h('input', { type: 'datetime-local', name: 'start_at', 'data-field': 'start_at' }),
+    end_at: h('input', { type: 'datetime-local', name: 'end_at', 'data-field': 'end_at' }),
+    min_app_version: textInput('min_app_version', { 'data-field': 'targeting.min_app_version', placeholder: 'e.g. 8.10.0' }),
+    max_app_version: textInput('max_app_version', { 'data-field': 'targeting.max_app_version' }),
+    regions: listInput('regions', 'targeting.regions'),
+    langs: listInput('langs', 'targeting.langs'),
+    rollout_percent: numInput('rollout_percent', { 'data-field': 'targeting.rollout_percent' }),
+    uids: listInput('uids', 'targeting.uids'),
+    max_impressions: numInput('max_impressions'),
+    title: textInput('title'),
+    content: h('textarea', { name: 'content', 'data-field': 'content', rows: 4 }),
+    image_url: textInput('image_url', { type: 'url', placeholder: 'https://…' }),
+    link_url: textInput('link_url'),
+    ext: h('textarea', { name: 'ext', 'data-field': 'ext', rows: 4, class: 'mono', spellcheck: 'false' }),
+  };
+  const dur = {
+    reshow: durationField('f-reshow', 'reshow_after_seconds', 'Show again after', 'After an impression, hidden from that user this long. Empty: 1 day.', false),
+    click: durationField('f-click', 'click_cooldown_seconds', 'After a click, hide for', 'Empty: 0, shown again at the next reshow.', true),
+    close: durationField('f-close', 'close_cooldown_seconds', 'After a close, hide for', 'Empty: the same as “Show again after”.', true),
   };
   const platformBoxes = ['ios', 'android', 'web'].map((pl) => {
     const cid = 'platform-' + pl;
-    return h('label', { class: 'check', for: cid }, h('input', { type: 'checkbox', id: cid, name: 'platforms', value: pl, checked: (p.targeting.platforms || []).includes(pl) }), ' ' + pl);
+    return h('label', { class: 'check', for: cid }, h('input', { type: 'checkbox', id: cid, name: 'platforms', value: pl }), ' ' + pl);
   });
   const platformSet = h('fieldset', { 'data-field': 'targeting.platforms', id: 'platforms', 'aria-describedby': 'platforms-help' },
     h('legend', {}, 'Platforms'), platformBoxes, h('p', { class: 'help', id: 'platforms-help' }, 'None checked: every platform.'));
@@ -336,12 +402,10 @@ async function editScreen(id) {
     const row = h('fieldset', { class: 'button-row' });
     const text = h('input', { type: 'text', name: 'button-text', value: b.text });
     const link = h('input', { type: 'text', name: 'button-link', value: b.link_url });
-    const n = () => [...buttonsBox.children].indexOf(row);
     row.append(h('legend', {}, 'Button'),
       (() => { const i = uid('btn-text'); text.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Text'), text); })(),
       (() => { const i = uid('btn-link'); link.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Link URL'), link); })(),
       h('button', { type: 'button', class: 'secondary', onclick: () => { row.remove(); renumber(); update(); } }, 'Remove button'));
-    row.n = n;
     return row;
   }
   function renumber() {
@@ -351,60 +415,108 @@ async function editScreen(id) {
       row.querySelector('[name=button-link]').dataset.field = `buttons[${i}].link_url`;
     });
   }
-  for (const b of p.buttons || []) buttonsBox.append(buttonRow(b));
-  renumber();
 
-  // body reads the form into the admin wire shape; ext that is not JSON is reported here.
-  function body() {
+  // load puts a popup (stored, or in the form's own shape) into the form.
+  function load(src) {
+    const p = structuredClone(src);
+    const t = { ...DEFAULTS.targeting, ...(p.targeting || {}) };
+    f.name.value = p.name ?? ''; f.status.value = p.status || 'draft'; f.priority.value = p.priority ?? '';
+    f.start_at.value = utcToLocalInput(p.start_at); f.end_at.value = utcToLocalInput(p.end_at);
+    f.min_app_version.value = t.min_app_version || ''; f.max_app_version.value = t.max_app_version || '';
+    f.regions.value = (t.regions || []).join('\n'); f.langs.value = (t.langs || []).join('\n');
+    f.rollout_percent.value = t.rollout_percent ?? ''; f.uids.value = (t.uids || []).join('\n');
+    dur.reshow.set(p.reshow_after_seconds); dur.click.set(p.click_cooldown_seconds); dur.close.set(p.close_cooldown_seconds);
+    f.max_impressions.value = p.max_impressions ?? '';
+    f.title.value = p.title || ''; f.content.value = p.content || ''; f.image_url.value = p.image_url || ''; f.link_url.value = p.link_url || '';
+    f.ext.value = p.ext === undefined ? '' : JSON.stringify(p.ext ?? {}, null, 2);
+    for (const l of platformBoxes) { const c = l.querySelector('input'); c.checked = (t.platforms || []).includes(c.value); }
+    buttonsBox.replaceChildren(...(p.buttons || []).map((b) => buttonRow(b)));
+    renumber();
+  }
+
+  // read turns the form into the admin wire shape ({body}) and lists what the page itself can tell
+  // is wrong ({problems}: a duration that is no number, a time that does not exist here, ext).
+  function read() {
     const num = (el) => (el.value.trim() === '' ? undefined : Number(el.value));
+    const problems = [];
     let ext;
     try { ext = f.ext.value.trim() === '' ? {} : JSON.parse(f.ext.value); } catch { ext = undefined; }
-    return {
+    if (ext === undefined || typeof ext !== 'object' || ext === null || Array.isArray(ext)) {
+      problems.push({ field: 'ext', message: 'must be a JSON object, e.g. {"campaign": "winter"}' });
+    }
+    const seconds = {};
+    for (const [k, name] of [['reshow', 'reshow_after_seconds'], ['click', 'click_cooldown_seconds'], ['close', 'close_cooldown_seconds']]) {
+      const d = dur[k].read();
+      if (d.error) problems.push({ field: name, message: d.error });
+      seconds[name] = d.seconds;
+    }
+    for (const k of ['start_at', 'end_at']) {
+      const v = f[k].value;
+      const instead = nonexistentLocal(v);
+      if (instead) {
+        problems.push({ field: k, message: `${v.replace('T', ' ')} does not exist in ${zoneName}: the clocks jump forward that night (the browser would take ${instead.replace('T', ' ')}). Enter a time before or after the jump.` });
+      }
+    }
+    const body = {
       name: f.name.value, status: f.status.value, priority: num(f.priority),
       start_at: localInputToUTC(f.start_at.value), end_at: localInputToUTC(f.end_at.value),
       targeting: {
         platforms: platformBoxes.map((l) => l.querySelector('input')).filter((c) => c.checked).map((c) => c.value),
         min_app_version: f.min_app_version.value.trim(), max_app_version: f.max_app_version.value.trim(),
-        regions: splitList(f.regions.value), langs: splitList(f.langs.value),
-        rollout_percent: num(f.rollout_percent), uids: splitList(f.uids.value),
+        regions: splitLines(f.regions.value), langs: splitLines(f.langs.value),
+        rollout_percent: num(f.rollout_percent), uids: splitLines(f.uids.value),
       },
-      reshow_after_seconds: num(f.reshow_after_seconds), click_cooldown_seconds: num(f.click_cooldown_seconds),
-      close_cooldown_seconds: num(f.close_cooldown_seconds), max_impressions: num(f.max_impressions),
+      ...seconds, max_impressions: num(f.max_impressions),
       title: f.title.value, content: f.content.value, image_url: f.image_url.value.trim(), link_url: f.link_url.value.trim(),
       buttons: [...buttonsBox.children].map((row) => ({ text: row.querySelector('[name=button-text]').value, link_url: row.querySelector('[name=button-link]').value.trim() })),
       ext,
     };
+    return { body, problems };
   }
+  const body = () => read().body;
+
+  // baseline: the form's reading of the stored version (or of a new popup's defaults); the form
+  // holds unsaved edits while it reads otherwise.
+  load(current || DEFAULTS);
+  const baseline = body();
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  if (carry?.edits) load(merge3(carry.base, carry.edits, baseline));
+  else if (!current && pendingDuplicate) load(pendingDuplicate);
+  pendingDuplicate = null;
+  const dirty = () => !same(body(), baseline);
 
   const utcNote = h('p', { class: 'help', id: 'window-utc', 'aria-live': 'polite' });
+  const saveBtn = h('button', { type: 'button', id: 'save', onclick: () => save() });
   function update() {
     const b = body();
     renderPreview(previewBox, b);
     utcNote.textContent = `Stored as UTC: start ${b.start_at || 'open'}, end ${b.end_at || 'open'}.`;
+    const publishing = isLive(b.status) || (current && isLive(current.status));
+    saveBtn.textContent = publishing ? 'Review and publish…' : (current ? 'Save draft' : 'Create draft');
   }
 
+  const live = current && isLive(current.status);
+  // Enter in a field never saves: the form has no submit button, and a submit does nothing.
   const form = h('form', { id: 'popup-form', novalidate: true, 'data-id': current?.id ?? 'new', 'data-revision': current?.revision ?? 0 },
     errSummary,
     h('fieldset', {}, h('legend', {}, 'Basics'),
       field('f-name', 'Name', f.name, 'Unique among popups that are not archived.'),
-      field('f-status', 'Status', f.status),
+      field('f-status', 'Status', f.status, 'Active or paused is live: saving it publishes, after a review of what changes.'),
       field('f-priority', 'Priority', f.priority, 'Higher wins; ties go to the lower id.')),
     h('fieldset', {}, h('legend', {}, 'Schedule'),
-      field('f-start', 'Start (your local time)', f.start_at, 'Empty: starts at once.'),
-      field('f-end', 'End (your local time)', f.end_at, 'Empty: never ends.'),
+      field('f-start', `Start (${zoneName})`, f.start_at, `Empty: starts at once. In your browser's time zone, ${zoneName}.`),
+      field('f-end', `End (${zoneName})`, f.end_at, 'Empty: never ends.'),
       utcNote),
     h('fieldset', {}, h('legend', {}, 'Targeting'),
       platformSet,
       field('f-minv', 'Minimum app version', f.min_app_version, 'Inclusive; empty: no minimum.'),
       field('f-maxv', 'Maximum app version', f.max_app_version, 'Inclusive; empty: no maximum.'),
-      field('f-regions', 'Regions', f.regions, 'Comma-separated, e.g. cn, us. Empty: every region.'),
-      field('f-langs', 'Languages', f.langs, 'Comma-separated, e.g. en, zh. Empty: every language.'),
+      field('f-regions', 'Regions', f.regions, 'One per line, e.g. cn. Empty: every region.'),
+      field('f-langs', 'Languages', f.langs, 'One per line, e.g. en. Empty: every language.'),
       field('f-rollout', 'Rollout percent', f.rollout_percent, '0 to 100 of users, stable per user.'),
       field('f-uids', 'Test uids', f.uids, 'One per line: these users get the popup whatever the rollout.')),
     h('fieldset', {}, h('legend', {}, 'Display rules'),
-      field('f-reshow', 'Show again after (seconds)', f.reshow_after_seconds),
-      field('f-click', 'After a click, hide for (seconds)', f.click_cooldown_seconds, '-1: never again.'),
-      field('f-close', 'After a close, hide for (seconds)', f.close_cooldown_seconds),
+      dur.reshow.el, dur.click.el, dur.close.el,
       field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.')),
     h('fieldset', {}, h('legend', {}, 'Content'),
       field('f-title', 'Title', f.title),
@@ -415,13 +527,14 @@ async function editScreen(id) {
         h('button', { type: 'button', class: 'secondary', onclick: () => { buttonsBox.append(buttonRow()); renumber(); update(); buttonsBox.lastChild.querySelector('input').focus(); } }, 'Add button')),
       field('f-ext', 'Extra data (ext, a JSON object)', f.ext, 'Passed to the app as it is.')),
     h('div', { class: 'actions sticky' },
-      h('button', { type: 'submit', id: 'save' }, current ? 'Save changes' : 'Create popup'),
+      saveBtn,
+      current?.status === 'draft' ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null,
       current ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate') : null,
-      current && current.status !== 'archived' ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
+      live ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
       current && current.status !== 'archived' ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null));
   form.addEventListener('input', update);
   form.addEventListener('change', update);
-  form.addEventListener('submit', (ev) => { ev.preventDefault(); save(); });
+  form.addEventListener('submit', (ev) => ev.preventDefault());
 
   function clearErrors() {
     setKids(errSummary, );
@@ -441,6 +554,15 @@ async function editScreen(id) {
     return null;
   }
 
+  // entryMessage names the entry of a list field an error is about ("targeting.uids[1]": the
+  // second entry, as the form read it, on its line).
+  function entryMessage(fe, el) {
+    const m = fe.field.match(/\[(\d+)\]$/);
+    if (!m || el.tagName !== 'TEXTAREA') return fe.message;
+    const e = lineOf(el.value, Number(m[1]));
+    return e ? `“${e.text}” (line ${e.line}): ${fe.message}` : fe.message;
+  }
+
   function showErrors(r, localFields) {
     clearErrors();
     const fields = localFields || r.body?.error?.fields || [];
@@ -448,63 +570,105 @@ async function editScreen(id) {
     let first = null;
     for (const fe of fields) {
       const el = target(fe.field);
-      const msg = `${fe.field}: ${fe.message}`;
       if (el) {
+        const message = entryMessage(fe, el);
         const errId = (el.id || uid('fld')) + '-err';
         if (!el.id) el.id = errId.slice(0, -4);
-        if (!document.getElementById(errId)) {
-          const p = h('p', { class: 'field-error', id: errId }, fe.message);
-          (el.tagName === 'FIELDSET' ? el : el.closest('.field') || el.parentElement).append(p);
-        }
+        const existing = document.getElementById(errId);
+        if (existing) existing.textContent += ' ' + message;
+        else (el.tagName === 'FIELDSET' ? el : el.closest('.field') || el.parentElement).append(h('p', { class: 'field-error', id: errId }, message));
         el.setAttribute('aria-invalid', 'true');
-        el.setAttribute('aria-describedby', [el.getAttribute('aria-describedby'), errId].filter(Boolean).join(' '));
+        if (!(el.getAttribute('aria-describedby') || '').includes(errId)) el.setAttribute('aria-describedby', [el.getAttribute('aria-describedby'), errId].filter(Boolean).join(' '));
         first = first || el;
-        items.push(h('li', {}, h('a', { href: '#' + el.id, onclick: (ev) => { ev.preventDefault(); (el.tagName === 'FIELDSET' ? el.querySelector('input') : el).focus(); } }, msg)));
-      } else items.push(h('li', {}, msg));
+        items.push(h('li', {}, h('a', { href: '#' + el.id, onclick: (ev) => { ev.preventDefault(); (el.tagName === 'FIELDSET' ? el.querySelector('input') : el).focus(); } }, `${fe.field}: ${message}`)));
+      } else items.push(h('li', {}, `${fe.field}: ${fe.message}`));
     }
-    const text = localFields ? 'Fix the fields below.' : errorText(r);
+    const text = localFields ? 'Fix the fields below: nothing was sent.' : errorText(r);
     setKids(errSummary, h('div', { class: 'alert error', role: 'alert' },
-      h('p', {}, r?.status === 412 ? text : (fields.length ? 'The popup was not saved: ' + fields.length + ' field' + (fields.length > 1 ? 's need' : ' needs') + ' fixing.' : text)),
-      items.length ? h('ul', {}, items) : null,
-      r?.status === 412 ? h('button', { type: 'button', onclick: () => route() }, 'Reload the popup') : null));
+      h('p', {}, fields.length && !localFields ? 'The popup was not saved: ' + fields.length + ' field' + (fields.length > 1 ? 's need' : ' needs') + ' fixing.' : text),
+      items.length ? h('ul', {}, items) : null));
     (first && first.tagName !== 'FIELDSET' ? first : errSummary).focus();
   }
 
+  // stale: a write refused with 412. The operator's edits stay in the form; the newer stored
+  // version is shown beside them, field by field, with a way to re-apply them onto it.
+  async function stale(what) {
+    clearErrors();
+    const mine = body();
+    const r = await api('GET', '/admin/v1/popups/' + current.id);
+    if (!r.ok) return setKids(errSummary, alertBox(`${what} refused: this popup was changed by someone else since you opened it, and it cannot be read now: ${errorText(r)}`));
+    const newer = r.body;
+    const kept = dirty();
+    const a = flatten(baseline); const b = flatten(newer); const c = flatten(mine);
+    const show = (x) => (x === undefined ? '(none)' : (x === '' ? '(empty)' : x));
+    const formKeys = new Set(Object.keys(baseline)); // what the form edits; the server's own fields are not compared
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b), ...Object.keys(c)])]
+      .filter((k) => formKeys.has(k.split(/[.[]/)[0]) && (a[k] !== b[k] || a[k] !== c[k]));
+    const table = h('table', { class: 'compare diff' },
+      h('caption', {}, `Your form beside revision ${newer.revision}, saved by someone else since you opened revision ${current.revision}`),
+      h('thead', {}, h('tr', {}, ['Field', `You started from (revision ${current.revision})`, `Stored now (revision ${newer.revision})`, 'Your form']
+        .map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', {}, keys.map((k) => h('tr', { 'data-field': k }, h('th', { scope: 'row' }, k),
+        h('td', {}, show(a[k])), h('td', { class: a[k] !== b[k] ? 'del' : '' }, show(b[k])), h('td', { class: a[k] !== c[k] ? 'ins' : '' }, show(c[k]))))));
+    const reload = () => editScreen(current.id, { stored: newer, etag: r.etag });
+    setKids(errSummary, h('div', { class: 'alert error', role: 'alert', id: 'stale' },
+      h('p', {}, `${what} refused: this popup was changed by someone else since you opened it (now revision ${newer.revision}). Nothing was written.`),
+      kept ? h('p', {}, 'Your edits are kept in the form. Compare them with the stored version, then re-apply them onto it (the fields you did not change take the newer values) and save again.') : null,
+      kept ? table : null,
+      h('div', { class: 'actions' },
+        kept ? h('button', { type: 'button', id: 'reapply', onclick: () => editScreen(current.id, { stored: newer, etag: r.etag, edits: mine, base: baseline }) }, `Re-apply my edits onto revision ${newer.revision}`) : null,
+        h('button', { type: 'button', class: kept ? 'secondary' : '', id: 'discard', onclick: reload }, kept ? `Discard my edits and load revision ${newer.revision}` : 'Reload the popup'))));
+    errSummary.focus();
+  }
+
   async function save() {
-    const b = body();
-    if (b.ext === undefined || typeof b.ext !== 'object' || Array.isArray(b.ext)) {
-      return showErrors(null, [{ field: 'ext', message: 'must be a JSON object, e.g. {"campaign": "winter"}' }]);
+    const { body: b, problems } = read();
+    if (problems.length) return showErrors(null, problems);
+    if (current && !dirty()) { toast(`Nothing to save: the form is revision ${current.revision} as stored.`); return; }
+    if (isLive(b.status) || (current && isLive(current.status))) {
+      const rows = diff(current ? baseline : null, b);
+      const title = !current ? 'Publish this new popup?' : (isLive(current.status) ? 'Publish these changes?' : 'Publish this draft?');
+      const text = current ? `Every instance serves it within 2 seconds. What changes against the stored revision ${current.revision}:` : 'Every instance serves it within 2 seconds. What it holds:';
+      if (!await confirmDialog(title, text, 'Publish', diffTable(rows, 'What publishing changes'))) return;
     }
     const r = current
       ? await api('PUT', '/admin/v1/popups/' + current.id, b, { ifMatch: etag })
       : await api('POST', '/admin/v1/popups', b);
+    if (r.status === 412) return stale('Saving');
     if (!r.ok) return showErrors(r);
     toast(current ? `Saved revision ${r.body.revision}.` : `Created popup #${r.body.id}.`);
     statsCache.at = 0;
-    if (current) route(); else location.hash = '#/popups/' + r.body.id;
+    leaveGuard = null;
+    if (current) editScreen(current.id, { stored: r.body, etag: r.etag }); else location.hash = '#/popups/' + r.body.id;
   }
 
   function duplicate() {
     const b = body();
     pendingDuplicate = { ...b, name: b.name + ' (copy)', status: 'draft', ext: b.ext ?? {} };
+    leaveGuard = null; // the edits go into the copy
     if (location.hash === '#/popups/new') route(); else location.hash = '#/popups/new';
     toast('Duplicated into a new draft: not saved yet.');
   }
 
+  // Pause and Resume write the stored version with the other status; the form's unsaved edits
+  // stay, re-applied onto the version the pause stored.
   async function togglePause() {
     const next = current.status === 'paused' ? 'active' : 'paused';
     const r = await api('PUT', '/admin/v1/popups/' + current.id, { ...current, status: next }, { ifMatch: etag });
+    if (r.status === 412) return stale(next === 'paused' ? 'Pausing' : 'Resuming');
     if (!r.ok) return showErrors(r);
     toast(next === 'paused' ? 'Paused.' : 'Resumed.');
-    route();
+    editScreen(current.id, { stored: r.body, etag: r.etag, edits: body(), base: baseline });
   }
 
   async function archive() {
-    if (!await confirmDialog('Archive this popup?', `“${current.name}” stops being served at once. Its history is kept.`, 'Archive')) return;
+    if (!await confirmDialog('Archive this popup?', `“${current.name}” stops being served at once. Its history is kept.${dirty() ? ' Your unsaved edits are dropped.' : ''}`, 'Archive')) return;
     const r = await api('DELETE', '/admin/v1/popups/' + current.id, undefined, { ifMatch: etag });
+    if (r.status === 412) return stale('Archiving');
     if (!r.ok) return showErrors(r);
     toast('Archived.');
-    route();
+    leaveGuard = null;
+    editScreen(current.id, { stored: r.body, etag: r.etag });
   }
 
   const sizeGroup = h('fieldset', { class: 'device-pick' }, h('legend', {}, 'Preview on'),
@@ -514,14 +678,15 @@ async function editScreen(id) {
 
   const title = current ? `${current.name} (#${current.id})` : 'New popup';
   screen(title,
-    current ? h('p', { class: 'muted' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)}. Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
+    current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
       h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? statsSection(current.id) : null,
-    current ? historySection(current) : null);
+    current ? historySection(current, { etag: () => etag, dirty, reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
   update();
+  leaveGuard = dirty;
 }
 
 // renderPreview draws the popup as the app shows it, in a phone or web frame.
@@ -551,15 +716,17 @@ function statsSection(id) {
     setKids(box, 
       h('p', {}, `Impressions ${t.impressions ?? 0}, clicks ${t.clicks ?? 0}, closes ${t.closes ?? 0}, CTR ${fmtPct(t.ctr)}, users reached ${t.users_reached ?? 0}.`),
       sparkline(days.map((d) => d.impressions), 'Daily impressions: ' + days.map((d) => d.impressions).join(', ')),
-      h('table', {}, h('caption', { class: 'sr-only' }, 'Daily numbers'),
+      h('div', { class: 'table-wrap' }, h('table', {}, h('caption', { class: 'sr-only' }, 'Daily numbers'),
         h('thead', {}, h('tr', {}, ['Date', 'Impressions', 'Clicks', 'Closes', 'CTR'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, days.slice().reverse().map((d) => h('tr', {}, h('th', { scope: 'row' }, d.date),
-          h('td', { class: 'num' }, d.impressions), h('td', { class: 'num' }, d.clicks), h('td', { class: 'num' }, d.closes), h('td', { class: 'num' }, fmtPct(d.ctr)))))));
+          h('td', { class: 'num' }, d.impressions), h('td', { class: 'num' }, d.clicks), h('td', { class: 'num' }, d.closes), h('td', { class: 'num' }, fmtPct(d.ctr))))))));
   });
   return h('section', { 'aria-labelledby': 'stats-h' }, h('h2', { id: 'stats-h' }, 'Results (last 14 days)'), box);
 }
 
-function historySection(current) {
+// historySection lists the revisions with their diffs; a rollback carries the ETag the page was
+// based on (ed.etag), so a rollback from a page someone else has changed since is refused (412).
+function historySection(current, ed) {
   const box = h('div', { id: 'history' }, h('p', { class: 'muted' }, 'Loading…'));
   api('GET', `/admin/v1/popups/${current.id}/history`).then((r) => {
     if (!r.ok) return setKids(box, alertBox('History: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
@@ -575,14 +742,22 @@ function historySection(current) {
     })));
   });
   async function rollback(n) {
-    if (!await confirmDialog(`Roll back to revision ${n}?`, `This writes a new revision with the content of revision ${n}; every instance serves it within seconds.`, 'Roll back')) return;
-    const r = await api('POST', `/admin/v1/popups/${current.id}/rollback`, { revision: n });
+    const drop = ed.dirty() ? ' Your unsaved edits in the form above are dropped.' : '';
+    if (!await confirmDialog(`Roll back to revision ${n}?`, `This writes a new revision with the content of revision ${n}; every instance serves it within seconds.${drop}`, 'Roll back')) return;
+    const r = await api('POST', `/admin/v1/popups/${current.id}/rollback`, { revision: n }, { ifMatch: ed.etag() });
     if (!r.ok) {
-      box.prepend(alertBox(`Rollback to revision ${n} failed: ` + errorText(r)));
+      for (const old of box.querySelectorAll(':scope > .alert')) old.remove();
+      const msg = r.status === 412
+        ? `Rollback to revision ${n} refused: this popup was changed by someone else since you opened revision ${current.revision}. Nothing was written. Reload the popup to see the newer version before rolling back.`
+        : `Rollback to revision ${n} failed: ` + errorText(r);
+      const alert = alertBox(h('div', {}, h('p', {}, msg), r.status === 412 ? h('button', { type: 'button', onclick: async () => { if (!ed.dirty() || await confirmLeave()) route(); } }, 'Reload the popup') : null));
+      alert.tabIndex = -1;
+      box.prepend(alert);
+      alert.focus();
       return;
     }
     toast(`Rolled back to revision ${n}: now revision ${r.body?.revision ?? ''}.`);
-    route();
+    ed.reopen(r);
   }
   return h('section', { 'aria-labelledby': 'history-h' }, h('h2', { id: 'history-h' }, 'History'), box);
 }
@@ -613,21 +788,52 @@ function userFields(prefix) {
   return { row, values };
 }
 
+// renderExplain shows the chosen popup and why the others were not chosen, as groups with counts
+// ("1,000 outside the rollout percent"); a group's rows are rendered when it is opened, a page at a
+// time, so thousands of popups keep the page short.
+const GROUP_PAGE = 100;
 function renderExplain(r, draftLabel) {
   if (!r.ok) return alertBox(errorText(r), notAvailable(r) ? 'info' : 'error');
   const chosen = r.body.popup;
+  const cands = r.body.candidates || [];
   const prev = h('div', { class: 'preview small', 'data-device': 'phone' });
   if (chosen) renderPreview(prev, chosen);
+  const label = (c) => (c.id > 0 ? h('a', { href: '#/popups/' + c.id }, `#${c.id} ${c.name || ''}`) : (draftLabel || `#${c.id} ${c.name || ''}`));
+  const row = (c) => h('tr', { class: c.eligible && !c.reason ? 'chosen' : '', 'data-id': c.id },
+    h('th', { scope: 'row' }, label(c)),
+    h('td', { class: 'num' }, c.priority ?? ''), h('td', {}, c.eligible ? 'yes' : 'no'),
+    h('td', { 'data-reason': c.reason || '' }, REASONS[c.reason || ''] || c.reason));
+  const table = (rows, caption) => h('div', { class: 'table-wrap' }, h('table', {}, h('caption', { class: 'sr-only' }, caption),
+    h('thead', {}, h('tr', {}, ['Popup', 'Priority', 'Eligible', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows.map(row))));
+  const groups = new Map();
+  for (const c of cands) {
+    const k = c.reason || '';
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(c);
+  }
+  const chosenCand = chosen ? cands.find((c) => c.id === chosen.id) : null;
+  const others = [...groups.entries()].filter(([k]) => k !== '');
+  const group = ([reason, list]) => {
+    const body = h('div', {});
+    const d = h('details', { class: 'reason-group', 'data-reason': reason },
+      h('summary', {}, `${list.length} ${REASONS[reason] || reason}`), body);
+    let shown = 0;
+    const more = () => {
+      shown = Math.min(list.length, shown + GROUP_PAGE);
+      setKids(body, table(list.slice(0, shown), `${REASONS[reason] || reason}: ${shown} of ${list.length}`),
+        shown < list.length ? h('button', { type: 'button', class: 'secondary', onclick: more }, `Show ${Math.min(GROUP_PAGE, list.length - shown)} more of ${list.length}`) : null);
+    };
+    d.addEventListener('toggle', () => { if (d.open && !shown) more(); });
+    return d;
+  };
   return h('div', { class: 'explain-result' },
-    h('div', {},
-      h('p', { class: 'verdict' }, chosen ? `This user would get popup #${chosen.id}${chosen.title ? ' “' + chosen.title + '”' : ''}.` : 'This user would get no popup.',
+    h('div', { class: 'candidates' },
+      h('p', { class: 'verdict' }, chosen ? `This user would get popup #${chosen.id}${chosenCand?.name ? ' ' + chosenCand.name : ''}${chosen.title ? ' “' + chosen.title + '”' : ''}.` : 'This user would get no popup.',
         ` (config version ${r.body.config_version ?? '?'})`),
-      h('table', { class: 'candidates' }, h('caption', {}, 'Every active popup, in the order they are tried'),
-        h('thead', {}, h('tr', {}, ['Popup', 'Priority', 'Eligible', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, (r.body.candidates || []).map((c) => h('tr', { class: c.eligible ? 'chosen' : '', 'data-id': c.id },
-          h('th', { scope: 'row' }, c.id > 0 ? h('a', { href: '#/popups/' + c.id }, `#${c.id} ${c.name || ''}`) : (draftLabel || `#${c.id} ${c.name || ''}`)),
-          h('td', { class: 'num' }, c.priority ?? ''), h('td', {}, c.eligible ? 'yes' : 'no'),
-          h('td', { 'data-reason': c.reason || '' }, REASONS[c.reason || ''] || c.reason)))))),
+      chosenCand ? table([chosenCand], 'The chosen popup') : null,
+      h('h3', {}, `The other ${others.reduce((n, [, l]) => n + l.length, 0)} active popups, by reason`),
+      others.length ? others.map(group) : h('p', { class: 'muted' }, 'None.')),
     chosen ? prev : null);
 }
 
@@ -687,8 +893,10 @@ function auditScreen() {
   let before = '';
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log', novalidate: true },
     field('a-popup', 'Popup id', popupIn), field('a-actor', 'Operator', actorIn), h('button', { type: 'submit' }, 'Apply filter'));
-  form.addEventListener('submit', (ev) => { ev.preventDefault(); before = ''; setKids(list, ); load(); });
-  const more = h('button', { type: 'button', class: 'secondary', hidden: true, onclick: () => load() }, 'Older entries');
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); before = ''; more.hidden = true; setKids(list, ); load(); });
+  // shown only while the API answered a next page; a click without one does nothing, so the end
+  // of the log is never loaded twice
+  const more = h('button', { type: 'button', class: 'secondary', id: 'audit-more', hidden: true, onclick: () => { if (before) { more.hidden = true; load(); } } }, 'Older entries');
   let loadSeq = 0; // a filter applied while a page loads: only the newest request renders
   async function load() {
     const mine = ++loadSeq;
@@ -702,7 +910,7 @@ function auditScreen() {
     const entries = r.body.entries || [];
     if (!entries.length && !before) list.append(h('p', {}, 'No entries.'));
     for (const e of entries) {
-      list.append(h('article', { class: 'audit-entry', 'data-action': e.action, 'data-popup': e.popup_id ?? '' },
+      list.append(h('article', { class: 'audit-entry', 'data-id': e.id, 'data-action': e.action, 'data-popup': e.popup_id ?? '' },
         h('h2', { class: 'h3' }, `${e.action} of `, e.popup_id ? h('a', { href: '#/popups/' + e.popup_id }, `popup #${e.popup_id}`) : 'the config',
           e.revision ? ` (revision ${e.revision})` : ''),
         h('p', { class: 'muted' }, `${fmtTime(e.at)} by ${e.actor}`),

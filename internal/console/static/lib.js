@@ -86,11 +86,56 @@ export function localInputToUTC(v) {
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+// zoneName is the browser's IANA time zone: every time the console shows or takes is in it.
+export const zoneName = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+
+// nonexistentLocal: for a datetime-local value that names no instant in the browser's zone (a
+// time skipped when the clocks jump forward), the time the browser would silently take instead;
+// '' for a time that exists.
+export function nonexistentLocal(v) {
+  if (!v) return '';
+  const d = new Date(v);
+  if (isNaN(d)) return '';
+  const back = utcToLocalInput(d.toISOString());
+  return back === v.slice(0, 16) ? '' : back;
+}
+
+// fmtTime shows an instant in the browser's zone, labelled with the zone's short name.
 export function fmtTime(s) {
   if (!s) return '—';
   const d = new Date(s);
   if (isNaN(d)) return s;
-  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  const zone = new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' }).formatToParts(d).find((x) => x.type === 'timeZoneName')?.value;
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) + (zone ? ' ' + zone : '');
+}
+
+// Durations: the API speaks seconds; the form speaks a number and a unit. Seconds appear only for
+// a stored value that is no whole number of minutes.
+export const UNITS = [['seconds', 1], ['minutes', 60], ['hours', 3600], ['days', 86400]];
+export const NEVER = 'never';
+
+// splitDuration gives the form's {n, unit} for a number of seconds (-1 is never again; null or
+// undefined is an empty field).
+export function splitDuration(sec) {
+  if (sec === null || sec === undefined) return { n: '', unit: 'days' };
+  if (sec === -1) return { n: '', unit: NEVER };
+  if (sec === 0) return { n: '0', unit: 'minutes' };
+  for (const [unit, mult] of UNITS.slice().reverse()) if (sec % mult === 0) return { n: String(sec / mult), unit };
+  return { n: String(sec), unit: 'seconds' };
+}
+
+// parseDuration reads the form's number and unit: {seconds} (undefined for an empty field: the
+// API's default) or {error}. Only plain numbers are taken: "2h" is an error, never 2 seconds.
+export function parseDuration(text, unit) {
+  if (unit === NEVER) return { seconds: -1 };
+  const t = text.trim();
+  if (t === '') return { seconds: undefined };
+  const mult = UNITS.find(([u]) => u === unit)?.[1] ?? 1;
+  const n = Number(t);
+  if (!/^\d+(\.\d+)?$/.test(t) || !Number.isInteger(Math.round(n * mult * 1000) / 1000)) {
+    return { error: `“${t}” is not a number of ${unit}: type a number such as 2 and choose the unit in the list beside it.` };
+  }
+  return { seconds: Math.round(n * mult) };
 }
 
 export const isoDay = (d) => d.toISOString().slice(0, 10);
@@ -143,4 +188,30 @@ export function sparkline(values, label) {
     h('svg:polyline', { points: pts || `0,${hgt - 2} ${w},${hgt - 2}`, fill: 'none', stroke: 'currentColor', 'stroke-width': '1.5' }));
 }
 
-export const splitList = (s) => s.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean);
+// splitLines reads a list field: one entry per line, never split on spaces ("qa 1" is one uid).
+export const splitLines = (s) => s.split('\n').map((x) => x.trim()).filter(Boolean);
+
+// lineOf names entry i of a list field as splitLines read it: its text and its line number.
+export function lineOf(s, i) {
+  let n = -1;
+  const lines = s.split('\n');
+  for (let l = 0; l < lines.length; l++) {
+    if (lines[l].trim() && ++n === i) return { text: lines[l].trim(), line: l + 1 };
+  }
+  return null;
+}
+
+// merge3 re-applies the operator's edits onto a newer stored version: every field (a targeting
+// condition counts as a field) the operator changed from base takes mine, the rest theirs. All
+// three are in the form's shape.
+export function merge3(base, mine, theirs) {
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  const out = structuredClone(theirs);
+  out.targeting = { ...(theirs.targeting || {}) };
+  for (const k of Object.keys(mine)) {
+    if (k === 'targeting') {
+      for (const tk of Object.keys(mine.targeting || {})) if (!same(mine.targeting[tk], base.targeting?.[tk])) out.targeting[tk] = mine.targeting[tk];
+    } else if (!same(mine[k], base[k])) out[k] = mine[k];
+  }
+  return out;
+}
