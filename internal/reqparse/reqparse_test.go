@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+
+	"popupsvc/internal/event"
 )
 
 func TestScanQueryAgreesWithURLValues(t *testing.T) {
@@ -67,6 +69,10 @@ func TestDecodeActionBodyAccepts(t *testing.T) {
 		{`{"uid":"u1","action":"click","event_id":"e-1"}`, ActionBody{UID: "u1", Action: "click", EventID: "e-1"}},
 		{`{"uid":"u1","action":"close","decision_id":"d:1"}`, ActionBody{UID: "u1", Action: "close", DecisionID: "d:1"}},
 		{`{"uid":"u1","action":"click","extra":[1]}`, ActionBody{UID: "u1", Action: "click"}},
+		{`{"uid":"u1","action":"click","button":0}`, ActionBody{UID: "u1", Action: "click", Button: event.ButtonAt(0)}},
+		{`{"uid":"u1","action":"click","button":9}`, ActionBody{UID: "u1", Action: "click", Button: event.ButtonAt(9)}},
+		{`{"uid":"u1","action":"click","button":null}`, ActionBody{UID: "u1", Action: "click"}},
+		{`{"uid":"u1","action":"close"}`, ActionBody{UID: "u1", Action: "close"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -92,6 +98,14 @@ func TestDecodeActionBodyRefuses(t *testing.T) {
 		{`{"uid":"u1","action":"impression"}`, "invalid_action"},
 		{`{"uid":"u1","action":"click","event_id":"e 1"}`, "invalid_event_id"},
 		{`{"uid":"u1","action":"click","decision_id":"d/1"}`, "invalid_decision_id"},
+		{`{"uid":"u1","action":"click","button":-1}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":1.5}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":1.0}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":1e0}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":"1"}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":255}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":[0]}`, "invalid_button"},
+		{`{"uid":"u1","action":"close","button":0}`, "invalid_button"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
