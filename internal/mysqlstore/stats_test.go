@@ -13,6 +13,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
 )
 
@@ -130,7 +131,10 @@ func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
 	repo := mysqlstore.NewStatsRepo(db)
 
 	day := func(d int) time.Time { return time.Date(2026, 3, d, 0, 0, 0, 0, time.UTC) }
-	s, err := repo.PopupStats(ctx, 2, day(1), day(3))
+	utcDays := func(from, to time.Time) popup.StatsQuery {
+		return popup.StatsQuery{Bounds: popup.DayBounds(from, to, time.UTC), UTC: true}
+	}
+	s, err := repo.PopupStats(ctx, 2, utcDays(day(1), day(3)))
 	require.NoError(t, err)
 	var wantDays []string
 	var got []string
@@ -140,17 +144,19 @@ func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
 		}
 	}
 	for _, d := range s.Days {
-		got = append(got, d.Day.Format(time.DateOnly))
+		if d.Impressions > 0 {
+			got = append(got, d.Day.Format(time.DateOnly))
+		}
 	}
 	assert.ElementsMatch(t, wantDays, got)
 	var reached int64
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(DISTINCT uid) FROM popup_action_log WHERE popup_id = 2 AND action = 'impression'`).Scan(&reached))
 	assert.Equal(t, reached, s.UsersReached)
 
-	_, err = repo.PopupStats(ctx, 99, day(1), day(3))
+	_, err = repo.PopupStats(ctx, 99, utcDays(day(1), day(3)))
 	assert.ErrorContains(t, err, "not found")
 
-	all, err := repo.AllStats(ctx, day(1), day(10))
+	all, err := repo.AllStats(ctx, utcDays(day(1), day(10)))
 	require.NoError(t, err)
 	require.Len(t, all, 3)
 	assert.Equal(t, []int64{1, 2, 3}, []int64{all[0].PopupID, all[1].PopupID, all[2].PopupID})
@@ -281,7 +287,8 @@ func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	assert.Equal(t, logCounts(t, db), got)
 	assert.Equal(t, int64(2), got[dayKey{7, "2026-03-01", "impression"}])
 
-	s, err := mysqlstore.NewStatsRepo(db).AllStats(ctx, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	s, err := mysqlstore.NewStatsRepo(db).AllStats(ctx, popup.StatsQuery{
+		Bounds: popup.DayBounds(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), time.UTC), UTC: true})
 	require.NoError(t, err)
 	require.Len(t, s, 2)
 	assert.Equal(t, int64(3), s[0].UsersReached, "popup 7: u1, u2, u3")
