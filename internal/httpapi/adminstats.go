@@ -54,14 +54,14 @@ type statsDay struct {
 
 type statsTotals struct {
 	Impressions    int64          `json:"impressions"`
+	Users          *int64         `json:"users"` // distinct over the range; null when the log does not keep all of it
 	Clicks         int64          `json:"clicks"`
 	Closes         int64          `json:"closes"`
 	CTR            float64        `json:"ctr"`
 	CloseRate      float64        `json:"close_rate"`
 	UsersReached   int64          `json:"users_reached"`
+	ClicksByButton []buttonClicks `json:"clicks_by_button"`
 	Complete       bool           `json:"complete"`
-	Users          *int64         `json:"users,omitempty"`
-	ClicksByButton []buttonClicks `json:"clicks_by_button,omitempty"`
 }
 
 type popupStatsBody struct {
@@ -74,10 +74,18 @@ type popupStatsBody struct {
 	Totals          statsTotals `json:"totals"`
 }
 
+// statsListEntry is one popup of the all-popups list: its totals without unique users or clicks
+// per button (those read one popup's log and config).
 type statsListEntry struct {
-	PopupID int64 `json:"popup_id"`
-	statsTotals
-	Days []statsDay `json:"days,omitempty"`
+	PopupID      int64      `json:"popup_id"`
+	Impressions  int64      `json:"impressions"`
+	Clicks       int64      `json:"clicks"`
+	Closes       int64      `json:"closes"`
+	CTR          float64    `json:"ctr"`
+	CloseRate    float64    `json:"close_rate"`
+	UsersReached int64      `json:"users_reached"`
+	Complete     bool       `json:"complete"`
+	Days         []statsDay `json:"days,omitempty"`
 }
 
 type statsListBody struct {
@@ -168,8 +176,9 @@ func (a *Admin) allStats(c *gin.Context) {
 	out := statsListBody{From: p.from.Format(time.DateOnly), To: p.to.Format(time.DateOnly), TimeZone: p.zone,
 		Popups: make([]statsListEntry, len(all))}
 	for i, s := range all {
-		days, totals := statsSeries(s, nil)
-		out.Popups[i] = statsListEntry{PopupID: s.PopupID, statsTotals: totals}
+		days, t := statsSeries(s, nil)
+		out.Popups[i] = statsListEntry{PopupID: s.PopupID, Impressions: t.Impressions, Clicks: t.Clicks, Closes: t.Closes,
+			CTR: t.CTR, CloseRate: t.CloseRate, UsersReached: t.UsersReached, Complete: t.Complete}
 		if withDays {
 			out.Popups[i].Days = days
 		}
