@@ -174,15 +174,22 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 	for i := 0; i < len(events); i += 500 {
 		require.NoError(t, w.WriteBatch(ctx, events[i:i+500]))
 	}
-	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_action_log, popup_user_state, popup_daily_stats")
+	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_action_log, popup_user_state, popup_daily_stats, popup_slot_stats")
 	require.NoError(t, err)
 	tests := []struct {
 		name, query, wantKey string
 	}{
 		{"one popup's days", "EXPLAIN SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats WHERE popup_id = 7 AND day BETWEEN '2026-01-01' AND '2026-01-14' ORDER BY day", "PRIMARY"},
 		{"users reached", "EXPLAIN SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (7) AND impressions > 0 GROUP BY popup_id", "idx_popup_user_state_popup_impressions"},
-		{"a batch's new rows", `EXPLAIN SELECT popup_id, DATE_FORMAT(event_at, '%Y-%m-%d'), SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
-			FROM popup_action_log WHERE batch_id = 5 AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3')) GROUP BY popup_id, DATE(event_at)`, "uk_popup_action_log_uid_event"},
+		{"a batch's new rows", `EXPLAIN SELECT uid, event_id, event_at FROM popup_action_log
+			WHERE batch_id = 5 AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3'))`, "uk_popup_action_log_uid_event"},
+		{"one popup's quarter hours", `EXPLAIN SELECT popup_id, INTERVAL(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', slot_start), 29640000, 29641440) AS d, button,
+			SUM(impressions), SUM(clicks), SUM(closes) FROM popup_slot_stats WHERE popup_id = 2 AND slot_start >= '2026-03-01' AND slot_start < '2026-03-02'
+			GROUP BY popup_id, d, button`, "PRIMARY"},
+		{"every popup's quarter hours", `EXPLAIN SELECT popup_id, SUM(impressions) FROM popup_slot_stats
+			WHERE slot_start >= '2026-03-01 08:00' AND slot_start < '2026-03-01 09:00' GROUP BY popup_id`, "idx_popup_slot_stats_slot"},
+		{"unique users of a day", `EXPLAIN SELECT COUNT(DISTINCT uid) FROM popup_action_log
+			WHERE popup_id = 2 AND action = 'impression' AND event_at >= '2026-03-01 08:00' AND event_at < '2026-03-02 08:00'`, "idx_popup_action_log_popup_action_time_uid"},
 		{"purge: each popup's oldest row", "EXPLAIN SELECT popup_id, MIN(event_at) FROM popup_action_log GROUP BY popup_id", "idx_popup_action_log_popup_time"},
 		{"purge one popup", "EXPLAIN DELETE FROM popup_action_log WHERE popup_id = 7 AND event_at < '2026-01-01' ORDER BY event_at LIMIT 1000", "idx_popup_action_log_popup_time"},
 	}
