@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -347,7 +346,8 @@ func writeStatsCSV(w io.Writer, b popupStatsBody) {
 			head = append(head, "clicks unspecified")
 			continue
 		}
-		head = append(head, csvCell("clicks button "+strconv.Itoa(*bc.Button)+": "+*bc.Text))
+		// Every header cell starts with "clicks": a spreadsheet never runs a button's text as a formula.
+		head = append(head, "clicks button "+strconv.Itoa(*bc.Button)+": "+*bc.Text)
 	}
 	head = append(head, "complete")
 	_ = cw.Write(head) // a bytes.Buffer does not fail
@@ -368,12 +368,4 @@ func writeStatsCSV(w io.Writer, b popupStatsBody) {
 	t := b.Totals
 	_ = cw.Write(row("total", t.Impressions, t.Users, t.Clicks, t.Closes, t.CTR, t.CloseRate, t.ClicksByButton, t.Complete))
 	cw.Flush()
-}
-
-// csvCell keeps a text a spreadsheet would run as a formula (=, +, -, @ first) a text.
-func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
 }
