@@ -7,6 +7,7 @@
 package reqparse
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/url"
 	"strconv"
@@ -116,6 +117,7 @@ func DecodeActionBody(raw []byte) (ActionBody, *Error) {
 	case b.DecisionID != "" && !validID(b.DecisionID):
 		return b, &Error{Code: "invalid_decision_id", Message: "decision_id must be " + popup.UIDRule}
 	}
+	w.Button = bytes.TrimSpace(w.Button) // a decoder may keep the spaces around a raw value
 	if len(w.Button) == 0 || string(w.Button) == "null" {
 		return b, nil
 	}
