@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	_ "time/tzdata" // results by any IANA time zone, whatever the image carries
 
 	"popupsvc/internal/apiserver"
 	"popupsvc/internal/config"

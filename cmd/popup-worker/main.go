@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // results by any IANA time zone, whatever the image carries
 
 	"popupsvc/internal/config"
 	"popupsvc/internal/drain"

@@ -170,6 +170,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
+	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
+	admin.LogRetention = cfg.ActionLogRetention
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -330,12 +332,26 @@ type gatedStats struct {
 	dep   *health.Dep
 }
 
-func (g *gatedStats) PopupStats(ctx context.Context, id int64, from, to time.Time) (popup.Stats, error) {
-	return gate(g.dep, func() (popup.Stats, error) { return g.stats.PopupStats(ctx, id, from, to) })
+func (g *gatedStats) PopupStats(ctx context.Context, id int64, q popup.StatsQuery) (popup.Stats, error) {
+	return gate(g.dep, func() (popup.Stats, error) { return g.stats.PopupStats(ctx, id, q) })
 }
 
-func (g *gatedStats) AllStats(ctx context.Context, from, to time.Time) ([]popup.Stats, error) {
-	return gate(g.dep, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, from, to) })
+func (g *gatedStats) AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.Stats, error) {
+	return gate(g.dep, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, q) })
+}
+
+// gatedSettings is the settings store behind the same MySQL gate as the popup repository.
+type gatedSettings struct {
+	settings *mysqlstore.SettingsRepo
+	dep      *health.Dep
+}
+
+func (g *gatedSettings) Get(ctx context.Context, name, def string) (string, error) {
+	return gate(g.dep, func() (string, error) { return g.settings.Get(ctx, name, def) })
+}
+
+func (g *gatedSettings) Set(ctx context.Context, actor, name, value, def string) (string, error) {
+	return gate(g.dep, func() (string, error) { return g.settings.Set(ctx, actor, name, value, def) })
 }
 
 func (g *gatedRepo) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -155,9 +156,21 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 type Action struct {
 	UID        string
 	PopupID    int64
-	Kind       event.Action // event.Click or event.Close
-	EventID    string       // the client's id for de-duplication; "" = a fresh one
-	DecisionID string       // the impression it answers, when the client knows it
+	Kind       event.Action    // event.Click or event.Close
+	EventID    string          // the client's id for de-duplication; "" = a fresh one
+	DecisionID string          // the impression it answers, when the client knows it
+	Button     event.ButtonRef // the clicked button; zero = unspecified
+}
+
+// ButtonError refuses a click naming a button the popup does not have (in the config this
+// instance serves).
+type ButtonError struct{ Buttons int }
+
+func (e *ButtonError) Error() string {
+	if e.Buttons == 0 {
+		return "button: the popup has no buttons"
+	}
+	return "button must be from 0 to " + strconv.Itoa(e.Buttons-1) + " (the popup has " + strconv.Itoa(e.Buttons) + " buttons)"
 }
 
 // Act records a click or close at now. It returns nil when the action is recorded (or was
@@ -171,6 +184,9 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 	entry := snap.Entry(a.PopupID)
 	if entry == nil {
 		return popup.ErrNotFound
+	}
+	if i, ok := a.Button.Index(); ok && i >= len(entry.Popup.Buttons) {
+		return &ButtonError{Buttons: len(entry.Popup.Buttons)}
 	}
 	br := d.Breakers.For(a.UID)
 	if !br.Allow(now) {
@@ -196,7 +212,7 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 			ps = entry.ApplyClose(&st.UserState, now)
 		}
 		ev := event.Event{ID: a.EventID, UID: a.UID, PopupID: a.PopupID, Action: a.Kind, At: now,
-			DecisionID: a.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions}
+			DecisionID: a.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, Button: a.Button}
 		out, err := d.Users.Record(bctx, a.UID, st.Raw, &st.UserState, &ev, true)
 		if err != nil {
 			if d.storeFailed(ctx, br, now, opRecordAction, err) {

@@ -42,7 +42,24 @@ type Event struct {
 	// comes back from MySQL in one statement. 0 = not carried (clicks, closes, and impressions
 	// queued before it existed).
 	DayCount int
+	// Button is, for a click, which of the popup's buttons was clicked; the zero value is
+	// "unspecified" (the client did not say, as older clients do not).
+	Button ButtonRef
 }
+
+// ButtonRef names a clicked button: 0 is "unspecified", n is the button at 0-based index n-1.
+// The zero value of an Event is therefore an unspecified click, never button 0 by mistake.
+type ButtonRef uint8
+
+// MaxButton bounds a button index on the wire (a popup has at most 10 buttons; the queue takes
+// any index a ButtonRef can hold).
+const MaxButton = 254
+
+// ButtonAt names the button at 0-based index i (0 <= i <= MaxButton).
+func ButtonAt(i int) ButtonRef { return ButtonRef(i + 1) }
+
+// Index returns the 0-based button index and true, or false for "unspecified".
+func (b ButtonRef) Index() (int, bool) { return int(b) - 1, b != 0 }
 
 // MaxIDLen bounds event and decision ids (the action_log columns are VARCHAR(64)).
 const MaxIDLen = 64
@@ -62,6 +79,7 @@ type wire struct {
 	N  int64  `json:"n"`
 	I  int    `json:"i"`
 	C  int    `json:"c,omitempty"`
+	B  int    `json:"b"` // the clicked button's 0-based index; absent (older events) = unspecified
 }
 
 // Append appends e's wire form to dst. It builds the JSON by hand (ids and uids are validated
@@ -89,12 +107,16 @@ func Append(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"c":`...)
 		dst = strconv.AppendInt(dst, int64(e.DayCount), 10)
 	}
+	if i, ok := e.Button.Index(); ok {
+		dst = append(dst, `,"b":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+	}
 	return append(dst, '}')
 }
 
 // Decode parses one queued event and checks it is fit to write.
 func Decode(b []byte) (Event, error) {
-	var w wire
+	w := wire{B: -1} // a field absent from the input keeps its value: -1 = no button
 	if err := jsonx.Unmarshal(b, &w); err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
@@ -115,6 +137,11 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: bad action %q", ErrDecode, w.A)
 	case w.T <= 0 || w.N < 0 || w.I < 0 || w.C < 0:
 		return Event{}, fmt.Errorf("%w: bad time or count", ErrDecode)
+	case w.B < -1 || w.B > MaxButton || (w.B >= 0 && e.Action != Click):
+		return Event{}, fmt.Errorf("%w: bad button", ErrDecode)
+	}
+	if w.B >= 0 {
+		e.Button = ButtonAt(w.B)
 	}
 	return e, nil
 }

@@ -23,6 +23,8 @@ func TestAppendDecodeRoundTrip(t *testing.T) {
 		{"impression with the day's count", Event{ID: "d2", UID: "u-1", PopupID: 7, Action: Impression, At: at, NextShowAt: at.Add(time.Hour), Impressions: 1, DayCount: 4}},
 		{"click with decision", Event{ID: "e:1", UID: "u.2", PopupID: 1, Action: Click, At: at, DecisionID: "d1", NextShowAt: at}},
 		{"close never shown again", Event{ID: "e2", UID: "u", PopupID: 9, Action: Close, At: at, NextShowAt: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)}},
+		{"click on the first button", Event{ID: "e3", UID: "u", PopupID: 1, Action: Click, At: at, Button: ButtonAt(0)}},
+		{"click on the last button", Event{ID: "e4", UID: "u", PopupID: 1, Action: Click, At: at, Button: ButtonAt(MaxButton)}},
 		{"odd characters escaped", Event{ID: "e\"\\\n\u00e9", UID: "u", PopupID: 2, Action: Click, At: at}},
 	}
 	for _, tt := range tests {
@@ -58,6 +60,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"no time", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":0,"n":0,"i":0}`},
 		{"negative count", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":-1}`},
 		{"negative day count", `{"v":1,"id":"e","u":"u","p":1,"a":"impression","t":1,"n":0,"i":1,"c":-1}`},
+		{"button below 0", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":-2}`},
+		{"button too large", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":255}`},
+		{"button on a close", `{"v":1,"id":"e","u":"u","p":1,"a":"close","t":1,"n":0,"i":0,"b":0}`},
+		{"button not a number", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":"0"}`},
 		{"id too long", `{"v":1,"id":"` + string(make([]byte, 0)) + `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","u":"u","p":1,"a":"click","t":1,"n":0,"i":0}`},
 	}
 	for _, tt := range tests {
@@ -70,10 +76,23 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+// An event queued by a build that did not know buttons decodes as an unspecified click.
+func TestDecodeBeforeButtons(t *testing.T) {
+	t.Parallel()
+	e, err := Decode([]byte(`{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Button.Index(); ok || e.Button != 0 {
+		t.Errorf("Button = %d, want unspecified", e.Button)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	at := time.UnixMilli(1_700_000_000_000).UTC()
 	f.Add(Append(nil, &Event{ID: "e", UID: "u", PopupID: 1, Action: Click, At: at}))
 	f.Add([]byte(`{"v":1}`))
+	f.Add(Append(nil, &Event{ID: "e", UID: "u", PopupID: 1, Action: Click, At: at, Button: ButtonAt(3)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := Decode(b)
 		if err != nil {
@@ -97,5 +116,27 @@ func BenchmarkAppend(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = Append(buf[:0], &e)
+	}
+}
+
+func BenchmarkAppendClickButton(b *testing.B) {
+	e := Event{ID: "0123456789abcdef01234567", UID: "user-123456", PopupID: 42, Action: Click,
+		At: time.UnixMilli(1_700_000_000_000), NextShowAt: time.UnixMilli(1_700_086_400_000), Impressions: 2, Button: ButtonAt(1)}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = Append(buf[:0], &e)
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	e := Event{ID: "0123456789abcdef01234567", UID: "user-123456", PopupID: 42, Action: Impression,
+		At: time.UnixMilli(1_700_000_000_000), NextShowAt: time.UnixMilli(1_700_086_400_000), Impressions: 2}
+	raw := Append(nil, &e)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -61,6 +61,11 @@ type Admin struct {
 	Log        *slog.Logger
 	Gatherer   prometheus.Gatherer
 	Stats      StatsReader // GET .../stats: daily results per popup
+	// Settings holds the team's settings (the reporting time zone).
+	Settings SettingsStore
+	// LogRetention is POPUP_ACTION_LOG_RETENTION: unique users are counted for the days the
+	// action log still keeps whole (0: its default).
+	LogRetention time.Duration
 	// Reload rebuilds the Redis cache from MySQL, announces it to every instance and refreshes
 	// this one; it returns the version now served.
 	Reload func(ctx context.Context) (int64, error)
@@ -120,7 +125,11 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/users/:uid/state", a.userState)
 	v1.POST("/cache/reload", admin("reloading the cache"), a.reload)
 	v1.GET("/popups/:id/stats", a.popupStats)
+	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
 	v1.GET("/stats", a.allStats)
+	// Team settings: reading is for every operator, changing them is an admin's.
+	v1.GET("/settings", a.getSettings)
+	v1.PUT("/settings", admin("changing settings"), a.putSettings)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.Gatherer, promhttp.HandlerOpts{})))
 	dbg := r.Group("/debug/pprof", admin("profiling (/debug/pprof)"))
 	dbg.GET("/", gin.WrapF(pprof.Index))

@@ -1,8 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
+	"errors"
+	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -10,12 +15,13 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// StatsReader reads operators' results (mysqlstore.StatsRepo): per popup, the days between from
-// and to (UTC days, both included) that had events, and the users reached. PopupStats returns
-// popup.ErrNotFound for an unknown popup; AllStats returns only popups with events in the range.
+// StatsReader reads operators' results (mysqlstore.StatsRepo) over the days of a
+// popup.StatsQuery: per popup, every day of it, and the users reached. PopupStats returns
+// popup.ErrNotFound for an unknown popup and counts unique users when the query asks; AllStats
+// returns only popups with events in the range.
 type StatsReader interface {
-	PopupStats(ctx context.Context, id int64, from, to time.Time) (popup.Stats, error)
-	AllStats(ctx context.Context, from, to time.Time) ([]popup.Stats, error)
+	PopupStats(ctx context.Context, id int64, q popup.StatsQuery) (popup.Stats, error)
+	AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.Stats, error)
 }
 
 // Stats ranges: the default is the last statsDefaultDays days ending today; longer than
@@ -25,70 +31,135 @@ const (
 	statsMaxDays     = 366
 )
 
+// buttonClicks is one column of the clicks per button: Button nil is "unspecified" (clicks that
+// named no button); Text is the button's current text, in the totals only.
+type buttonClicks struct {
+	Button *int    `json:"button"`
+	Text   *string `json:"text,omitempty"`
+	Clicks int64   `json:"clicks"`
+}
+
 type statsDay struct {
-	Date        string  `json:"date"`
-	Impressions int64   `json:"impressions"`
-	Clicks      int64   `json:"clicks"`
-	Closes      int64   `json:"closes"`
-	CTR         float64 `json:"ctr"`
+	Date           string         `json:"date"`
+	Impressions    int64          `json:"impressions"`
+	Users          *int64         `json:"users"`
+	Clicks         int64          `json:"clicks"`
+	Closes         int64          `json:"closes"`
+	CTR            float64        `json:"ctr"`
+	CloseRate      float64        `json:"close_rate"`
+	ClicksByButton []buttonClicks `json:"clicks_by_button,omitempty"`
+	Complete       bool           `json:"complete"`
 }
 
 type statsTotals struct {
-	Impressions  int64   `json:"impressions"`
-	Clicks       int64   `json:"clicks"`
-	Closes       int64   `json:"closes"`
-	CTR          float64 `json:"ctr"`
-	UsersReached int64   `json:"users_reached"`
+	Impressions    int64          `json:"impressions"`
+	Users          *int64         `json:"users"` // distinct over the range; null when the log does not keep all of it
+	Clicks         int64          `json:"clicks"`
+	Closes         int64          `json:"closes"`
+	CTR            float64        `json:"ctr"`
+	CloseRate      float64        `json:"close_rate"`
+	UsersReached   int64          `json:"users_reached"`
+	ClicksByButton []buttonClicks `json:"clicks_by_button"`
+	Complete       bool           `json:"complete"`
 }
 
 type popupStatsBody struct {
-	PopupID int64       `json:"popup_id"`
-	From    string      `json:"from"`
-	To      string      `json:"to"`
-	Days    []statsDay  `json:"days"`
-	Totals  statsTotals `json:"totals"`
+	PopupID         int64       `json:"popup_id"`
+	From            string      `json:"from"`
+	To              string      `json:"to"`
+	TimeZone        string      `json:"time_zone"`
+	UniquesComplete bool        `json:"uniques_complete"`
+	Days            []statsDay  `json:"days"`
+	Totals          statsTotals `json:"totals"`
 }
 
+// statsListEntry is one popup of the all-popups list: its totals without unique users or clicks
+// per button (those read one popup's log and config).
 type statsListEntry struct {
-	PopupID int64 `json:"popup_id"`
-	statsTotals
-	Days []statsDay `json:"days,omitempty"`
+	PopupID      int64      `json:"popup_id"`
+	Impressions  int64      `json:"impressions"`
+	Clicks       int64      `json:"clicks"`
+	Closes       int64      `json:"closes"`
+	CTR          float64    `json:"ctr"`
+	CloseRate    float64    `json:"close_rate"`
+	UsersReached int64      `json:"users_reached"`
+	Complete     bool       `json:"complete"`
+	Days         []statsDay `json:"days,omitempty"`
 }
 
 type statsListBody struct {
-	From   string           `json:"from"`
-	To     string           `json:"to"`
-	Popups []statsListEntry `json:"popups"`
+	From     string           `json:"from"`
+	To       string           `json:"to"`
+	TimeZone string           `json:"time_zone"`
+	Popups   []statsListEntry `json:"popups"`
 }
 
-// popupStats answers GET /admin/v1/popups/:id/stats: every day of the range (zeros for days
-// without events) and the totals.
+// statsParams are the parsed parameters of a stats request.
+type statsParams struct {
+	from, to time.Time // dates (midnight UTC stands for the date)
+	zone     string
+	q        popup.StatsQuery
+}
+
+// popupStats answers GET /admin/v1/popups/:id/stats: every day of the range in the zone, its
+// unique users where the action log keeps them, clicks per button, and the totals.
 func (a *Admin) popupStats(c *gin.Context) {
-	id, aerr := popupID(c)
-	if aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
-	}
-	from, to, aerr := statsRange(c, a.Now())
-	if aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
-	}
-	s, err := a.Stats.PopupStats(c.Request.Context(), id, from, to)
+	body, err := a.popupResults(c)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	days, totals := statsSeries(s, from, to)
-	c.JSON(http.StatusOK, popupStatsBody{PopupID: id, From: from.Format(time.DateOnly), To: to.Format(time.DateOnly), Days: days, Totals: totals})
+	c.JSON(http.StatusOK, body)
+}
+
+// popupStatsCSV answers GET /admin/v1/popups/:id/stats.csv: the JSON route's answer as a table,
+// one row per day and a totals row. Bad parameters get the JSON route's 400.
+func (a *Admin) popupStatsCSV(c *gin.Context) {
+	body, err := a.popupResults(c)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	var buf bytes.Buffer
+	writeStatsCSV(&buf, body)
+	c.Header("Content-Disposition", `attachment; filename="popup-`+strconv.FormatInt(body.PopupID, 10)+`-`+body.From+`-`+body.To+`.csv"`)
+	c.Data(http.StatusOK, "text/csv; charset=utf-8", buf.Bytes())
+}
+
+// popupResults reads one popup's results as both routes answer them.
+func (a *Admin) popupResults(c *gin.Context) (popupStatsBody, error) {
+	id, aerr := popupID(c)
+	if aerr != nil {
+		return popupStatsBody{}, aerr
+	}
+	ctx := c.Request.Context()
+	p, err := a.statsParams(c)
+	if err != nil {
+		return popupStatsBody{}, err
+	}
+	p.q.Uniques = true
+	s, err := a.Stats.PopupStats(ctx, id, p.q)
+	if err != nil {
+		return popupStatsBody{}, err
+	}
+	var buttons []popup.Button
+	if cur, err := a.Repo.Get(ctx, id); err == nil {
+		buttons = cur.Buttons
+	} else if !errors.Is(err, popup.ErrNotFound) {
+		return popupStatsBody{}, err
+	}
+	days, totals := statsSeries(s, buttonColumns(s, buttons))
+	totals.Users = s.Users
+	return popupStatsBody{PopupID: id, From: p.from.Format(time.DateOnly), To: p.to.Format(time.DateOnly), TimeZone: p.zone,
+		UniquesComplete: s.Users != nil, Days: days, Totals: totals}, nil
 }
 
 // allStats answers GET /admin/v1/stats: the totals of every popup with events in the range, by
 // popup id, and with days=true each popup's every day (a console's sparklines in one call).
 func (a *Admin) allStats(c *gin.Context) {
-	from, to, aerr := statsRange(c, a.Now())
-	if aerr != nil {
-		writeError(c, a.Log, aerr)
+	p, err := a.statsParams(c)
+	if err != nil {
+		writeError(c, a.Log, err)
 		return
 	}
 	withDays, aerr := parseFlag("days", c.Query("days"))
@@ -96,15 +167,17 @@ func (a *Admin) allStats(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	all, err := a.Stats.AllStats(c.Request.Context(), from, to)
+	all, err := a.Stats.AllStats(c.Request.Context(), p.q)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	out := statsListBody{From: from.Format(time.DateOnly), To: to.Format(time.DateOnly), Popups: make([]statsListEntry, len(all))}
+	out := statsListBody{From: p.from.Format(time.DateOnly), To: p.to.Format(time.DateOnly), TimeZone: p.zone,
+		Popups: make([]statsListEntry, len(all))}
 	for i, s := range all {
-		days, totals := statsSeries(s, from, to)
-		out.Popups[i] = statsListEntry{PopupID: s.PopupID, statsTotals: totals}
+		days, t := statsSeries(s, nil)
+		out.Popups[i] = statsListEntry{PopupID: s.PopupID, Impressions: t.Impressions, Clicks: t.Clicks, Closes: t.Closes,
+			CTR: t.CTR, CloseRate: t.CloseRate, UsersReached: t.UsersReached, Complete: t.Complete}
 		if withDays {
 			out.Popups[i].Days = days
 		}
@@ -112,10 +185,45 @@ func (a *Admin) allStats(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// statsRange reads from and to (YYYY-MM-DD, UTC days, both included). Without them the range is
-// the statsDefaultDays days ending today; with one of them, it is that many days from or to it.
+// statsParams reads tz (an IANA name; the reporting time zone by default) and the date range
+// in it.
+func (a *Admin) statsParams(c *gin.Context) (statsParams, error) {
+	var p statsParams
+	p.zone = c.Query("tz")
+	if _, given := c.GetQuery("tz"); !given {
+		zone, err := a.reportingTimeZone(c.Request.Context())
+		if err != nil {
+			return p, err
+		}
+		p.zone = zone
+	}
+	loc, msg := loadZone(p.zone)
+	if msg != "" {
+		return p, queryError("tz", msg)
+	}
+	from, to, aerr := statsRange(c, a.Now().In(loc))
+	if aerr != nil {
+		return p, aerr
+	}
+	p.from, p.to = from, to
+	retention := a.LogRetention
+	if retention <= 0 {
+		retention = defaultLogRetention
+	}
+	p.q = popup.StatsQuery{Bounds: popup.DayBounds(from, to, loc), UTC: loc == time.UTC || p.zone == "UTC",
+		LogKeptSince: a.Now().Add(-retention)}
+	return p, nil
+}
+
+// defaultLogRetention is POPUP_ACTION_LOG_RETENTION's default, for an Admin built without it.
+const defaultLogRetention = 720 * time.Hour
+
+// statsRange reads from and to (YYYY-MM-DD, days of the zone of now, both included). Without
+// them the range is the statsDefaultDays days ending today; with one of them, it is that many
+// days from or to it. The dates come back as midnight UTC of the same calendar dates.
 func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiError) {
-	today := now.UTC().Truncate(24 * time.Hour)
+	y, m, d := now.Date()
+	today := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	span := (statsDefaultDays - 1) * 24 * time.Hour
 	fromQ, toQ := c.Query("from"), c.Query("to")
 	if toQ != "" {
@@ -140,6 +248,8 @@ func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiErr
 	switch {
 	case to.Year() > 9999:
 		return from, to, queryError("to", "must be at most 9999-12-31")
+	case from.Year() < 1970:
+		return from, to, queryError("from", "must be 1970-01-01 or later")
 	case from.After(to):
 		return from, to, queryError("from", "must not be after to")
 	case to.Sub(from) >= statsMaxDays*24*time.Hour:
@@ -151,30 +261,111 @@ func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiErr
 func parseDay(name, v string) (time.Time, *apiError) {
 	d, err := time.Parse(time.DateOnly, v)
 	if err != nil {
-		return d, queryError(name, "must be a date YYYY-MM-DD (UTC)")
+		return d, queryError(name, "must be a date YYYY-MM-DD (a day of the time zone tz)")
 	}
 	return d, nil
 }
 
-// statsSeries spreads a popup's days with events over every day of from..to (zeros between) and
-// sums them.
-func statsSeries(s popup.Stats, from, to time.Time) ([]statsDay, statsTotals) {
-	n := int(to.Sub(from)/(24*time.Hour)) + 1
-	days := make([]statsDay, n)
-	for i := range days {
-		days[i].Date = from.AddDate(0, 0, i).Format(time.DateOnly)
-	}
-	t := statsTotals{UsersReached: s.UsersReached}
+// buttonCol is one column of clicks per button: index -1 is "unspecified".
+type buttonCol struct {
+	index int
+	text  string
+}
+
+// buttonColumns lists the button columns of a popup's results: its current buttons, any other
+// index clicked in the range (a button since removed, text ""), then "unspecified".
+func buttonColumns(s popup.Stats, buttons []popup.Button) []buttonCol {
+	n := len(buttons)
 	for _, d := range s.Days {
-		i := int(d.Day.UTC().Sub(from) / (24 * time.Hour))
-		if i < 0 || i >= n {
-			continue
+		for i := range d.Buttons {
+			n = max(n, i+1)
 		}
-		days[i] = statsDay{Date: days[i].Date, Impressions: d.Impressions, Clicks: d.Clicks, Closes: d.Closes, CTR: popup.CTR(d.Clicks, d.Impressions)}
+	}
+	cols := make([]buttonCol, 0, n+1)
+	for i := range n {
+		col := buttonCol{index: i}
+		if i < len(buttons) {
+			col.text = buttons[i].Text
+		}
+		cols = append(cols, col)
+	}
+	return append(cols, buttonCol{index: -1, text: "unspecified"})
+}
+
+// statsSeries turns a popup's days into the answer's days and totals; cols, when not nil, adds
+// the clicks per button.
+func statsSeries(s popup.Stats, cols []buttonCol) ([]statsDay, statsTotals) {
+	days := make([]statsDay, len(s.Days))
+	t := statsTotals{UsersReached: s.UsersReached, Complete: true}
+	var totalByCol []int64
+	if cols != nil {
+		totalByCol = make([]int64, len(cols))
+	}
+	for i := range s.Days {
+		d := &s.Days[i]
+		days[i] = statsDay{Date: d.Day.Format(time.DateOnly), Impressions: d.Impressions, Users: d.Users, Clicks: d.Clicks,
+			Closes: d.Closes, CTR: popup.CTR(d.Clicks, d.Impressions), CloseRate: popup.CloseRate(d.Closes, d.Impressions), Complete: d.Complete}
+		if cols != nil {
+			days[i].ClicksByButton = make([]buttonClicks, len(cols))
+			for j, col := range cols {
+				n := d.Unspecified()
+				bc := buttonClicks{}
+				if col.index >= 0 {
+					n = d.Buttons[col.index]
+					bc.Button = &cols[j].index
+				}
+				bc.Clicks = n
+				days[i].ClicksByButton[j] = bc
+				totalByCol[j] += n
+			}
+		}
 		t.Impressions += d.Impressions
 		t.Clicks += d.Clicks
 		t.Closes += d.Closes
+		t.Complete = t.Complete && d.Complete
 	}
 	t.CTR = popup.CTR(t.Clicks, t.Impressions)
+	t.CloseRate = popup.CloseRate(t.Closes, t.Impressions)
+	for j := range cols {
+		bc := buttonClicks{Text: &cols[j].text, Clicks: totalByCol[j]}
+		if cols[j].index >= 0 {
+			bc.Button = &cols[j].index
+		}
+		t.ClicksByButton = append(t.ClicksByButton, bc)
+	}
 	return days, t
+}
+
+// writeStatsCSV writes b as CSV: a header row, one row per day, a totals row. Users is empty
+// where the JSON has null.
+func writeStatsCSV(w io.Writer, b popupStatsBody) {
+	cw := csv.NewWriter(w)
+	head := []string{"date", "impressions", "users", "clicks", "closes", "ctr", "close_rate"}
+	for _, bc := range b.Totals.ClicksByButton {
+		if bc.Button == nil {
+			head = append(head, "clicks unspecified")
+			continue
+		}
+		// Every header cell starts with "clicks": a spreadsheet never runs a button's text as a formula.
+		head = append(head, "clicks button "+strconv.Itoa(*bc.Button)+": "+*bc.Text)
+	}
+	head = append(head, "complete")
+	_ = cw.Write(head) // a bytes.Buffer does not fail
+	row := func(date string, imp int64, users *int64, clk, cls int64, ctr, closeRate float64, buttons []buttonClicks, complete bool) []string {
+		r := []string{date, strconv.FormatInt(imp, 10), "", strconv.FormatInt(clk, 10), strconv.FormatInt(cls, 10),
+			strconv.FormatFloat(ctr, 'g', -1, 64), strconv.FormatFloat(closeRate, 'g', -1, 64)}
+		if users != nil {
+			r[2] = strconv.FormatInt(*users, 10)
+		}
+		for _, bc := range buttons {
+			r = append(r, strconv.FormatInt(bc.Clicks, 10))
+		}
+		return append(r, strconv.FormatBool(complete))
+	}
+	for _, d := range b.Days {
+		_ = cw.Write(row(d.Date, d.Impressions, d.Users, d.Clicks, d.Closes, d.CTR, d.CloseRate, d.ClicksByButton, d.Complete))
+	}
+	t := b.Totals
+	_ = cw.Write(row("total", t.Impressions, t.Users, t.Clicks, t.Closes, t.CTR, t.CloseRate, t.ClicksByButton, t.Complete))
+	cw.Flush()
 }

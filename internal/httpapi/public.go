@@ -13,6 +13,7 @@ import (
 
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/reqparse"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
@@ -200,7 +201,7 @@ func (p *Public) postAction(c *gin.Context) {
 		return
 	}
 	err = p.Decider.Act(c.Request.Context(), decide.Action{UID: body.UID, PopupID: id, Kind: event.Action(body.Action),
-		EventID: body.EventID, DecisionID: body.DecisionID}, now)
+		EventID: body.EventID, DecisionID: body.DecisionID, Button: body.Button}, now)
 	switch {
 	case err == nil:
 		writeBody(c, http.StatusAccepted, acceptedBody)
@@ -218,6 +219,11 @@ func decisionError(err error) error {
 		return errRateLimited
 	case errors.Is(err, decide.ErrUnavailable):
 		return errUnavailable
+	}
+	var be *decide.ButtonError
+	if errors.As(err, &be) {
+		return &apiError{status: http.StatusBadRequest, code: "invalid_button", message: be.Error(),
+			fields: []popup.FieldError{{Field: "button", Message: be.Error()}}}
 	}
 	return err // popup.ErrNotFound and anything unexpected: writeError's table
 }

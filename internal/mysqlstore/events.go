@@ -125,18 +125,25 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, logQ string, logArgs
 	if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
 		return 0, err
 	}
-	var counts []dailyCount
+	var news []newRow
 	switch {
 	case inserted == 0:
 		// A batch written again after a crash: nothing new, nothing to count.
 	case inserted == int64(len(rows)) && exactMillis(events, rows):
-		counts = countEvents(events, rows)
+		news = make([]newRow, len(rows))
+		for n, i := range rows {
+			news[n] = newRow{i: i, at: toDB(events[i].At)}
+		}
 	default:
-		if counts, err = countNewRows(ctx, tx, batch, events, rows); err != nil {
+		if news, err = readNewRows(ctx, tx, batch, events, rows); err != nil {
 			return 0, err
 		}
 	}
-	if err = addDailyStats(ctx, tx, counts); err != nil {
+	daily, slots := countEvents(events, news)
+	if err = addDailyStats(ctx, tx, daily); err != nil {
+		return 0, err
+	}
+	if err = addSlotStats(ctx, tx, slots); err != nil {
 		return 0, err
 	}
 	return inserted, tx.Commit()
@@ -151,18 +158,50 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, logQ string, logArgs
 //   - all, when it affected as many rows as the statement has (the common case: the counts are
 //     taken from the events themselves, no read at all);
 //   - otherwise, the rows of this batch's keys that carry this attempt's batch id: a known
-//     (uid, event_id) keeps its old row and its old batch id. countNewRows reads them, a range
+//     (uid, event_id) keeps its old row and its old batch id. readNewRows reads them, a range
 //     of the (uid, event_id) key, with a plain consistent read that sees this transaction's own
 //     rows and locks nothing (an INSERT ... SELECT would take shared locks on the log).
 //
-// The per-batch id costs a column and no index. The purge (LogPurger) keeps this exact for as
-// long as a row lives.
+// The same new events are counted twice over: per popup and UTC day (popup_daily_stats, the
+// contract's UTC table) and per popup, UTC quarter hour and button (popup_slot_stats, which any
+// time zone's days are sums of). The per-batch id costs a column and no index. The purge
+// (LogPurger) keeps this exact for as long as a row lives.
 
 // dailyCount is one popup_daily_stats increment.
 type dailyCount struct {
 	popupID          int64
 	day              string // YYYY-MM-DD, UTC
 	imp, clicks, cls int64
+}
+
+// slotCount is one popup_slot_stats increment: button -1 carries the slot's impressions, closes
+// and unspecified clicks, button n >= 0 the clicks on button n.
+type slotCount struct {
+	popupID          int64
+	slot             time.Time // UTC start of the quarter hour
+	button           int
+	imp, clicks, cls int64
+}
+
+// SlotLength is the span of one popup_slot_stats row: every UTC offset in use is a multiple of it,
+// so every time zone's day is a whole number of slots.
+const SlotLength = 15 * time.Minute
+
+// NoButton is the button column's value for impressions, closes and clicks that named no button.
+const NoButton = -1
+
+// buttonColumn is e's value of the button columns.
+func buttonColumn(e *event.Event) int {
+	if i, ok := e.Button.Index(); ok && e.Action == event.Click {
+		return i
+	}
+	return NoButton
+}
+
+// newRow is an event the action log newly accepted, with its time as the log stores it.
+type newRow struct {
+	i  int // index in the batch
+	at time.Time
 }
 
 // newBatchID returns a random non-zero batch id (rows written before batch ids existed hold 0).
@@ -181,50 +220,79 @@ func exactMillis(events []event.Event, rows []int) bool {
 	return true
 }
 
-// countEvents counts the given events per popup and UTC day, in (popup_id, day) order.
-func countEvents(events []event.Event, rows []int) []dailyCount {
-	type key struct {
-		popupID int64
-		day     string
+// countEvents counts the newly accepted events per popup and UTC day, in (popup_id, day) order,
+// and per popup, UTC quarter hour and button, in primary-key order.
+func countEvents(events []event.Event, news []newRow) ([]dailyCount, []slotCount) {
+	if len(news) == 0 {
+		return nil, nil
 	}
-	idx := make(map[key]int, 8)
-	var out []dailyCount
-	for _, i := range rows {
-		e := &events[i]
-		k := key{e.PopupID, toDB(e.At).Format(time.DateOnly)}
-		j, ok := idx[k]
+	type dayKey struct {
+		popupID int64
+		day     int64 // unix day
+	}
+	type slotKey struct {
+		popupID int64
+		slot    int64 // unix quarter hour
+		button  int
+	}
+	dayIdx := make(map[dayKey]int, 8)
+	slotIdx := make(map[slotKey]int, 8)
+	var days []dailyCount
+	var slots []slotCount
+	for _, r := range news {
+		e := &events[r.i]
+		sec := r.at.Unix()
+		dk := dayKey{e.PopupID, floorDiv(sec, 86400)}
+		d, ok := dayIdx[dk]
 		if !ok {
-			j = len(out)
-			idx[k] = j
-			out = append(out, dailyCount{popupID: k.popupID, day: k.day})
+			d = len(days)
+			dayIdx[dk] = d
+			days = append(days, dailyCount{popupID: e.PopupID, day: r.at.Format(time.DateOnly)})
+		}
+		slotSec := int64(SlotLength / time.Second)
+		sk := slotKey{e.PopupID, floorDiv(sec, slotSec), buttonColumn(e)}
+		s, ok := slotIdx[sk]
+		if !ok {
+			s = len(slots)
+			slotIdx[sk] = s
+			slots = append(slots, slotCount{popupID: e.PopupID, slot: time.Unix(sk.slot*slotSec, 0).UTC(), button: sk.button})
 		}
 		switch e.Action {
 		case event.Impression:
-			out[j].imp++
+			days[d].imp++
+			slots[s].imp++
 		case event.Click:
-			out[j].clicks++
+			days[d].clicks++
+			slots[s].clicks++
 		case event.Close:
-			out[j].cls++
+			days[d].cls++
+			slots[s].cls++
 		}
 	}
-	sortCounts(out)
-	return out
-}
-
-func sortCounts(c []dailyCount) {
-	slices.SortFunc(c, func(a, b dailyCount) int {
+	slices.SortFunc(days, func(a, b dailyCount) int {
 		return cmp.Or(cmp.Compare(a.popupID, b.popupID), strings.Compare(a.day, b.day))
 	})
+	slices.SortFunc(slots, func(a, b slotCount) int {
+		return cmp.Or(cmp.Compare(a.popupID, b.popupID), a.slot.Compare(b.slot), cmp.Compare(a.button, b.button))
+	})
+	return days, slots
 }
 
-// countNewRows reads, per popup and day, the rows of this batch's keys that this attempt
-// inserted (they carry its batch id).
-func countNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.Event, rows []int) ([]dailyCount, error) {
+// floorDiv is a / b rounded down (times before 1970 included).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// readNewRows reads which of this batch's rows this attempt inserted (they carry its batch id),
+// with their stored times.
+func readNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.Event, rows []int) ([]newRow, error) {
 	var q strings.Builder
-	q.Grow(256 + len(rows)*6)
-	q.WriteString(`SELECT popup_id, DATE_FORMAT(event_at, '%Y-%m-%d'),
-		SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
-		FROM popup_action_log WHERE batch_id = ? AND (uid, event_id) IN (`)
+	q.Grow(128 + len(rows)*6)
+	q.WriteString(`SELECT uid, event_id, event_at FROM popup_action_log WHERE batch_id = ? AND (uid, event_id) IN (`)
 	args := make([]any, 0, 1+2*len(rows))
 	args = append(args, batch)
 	for n, i := range rows {
@@ -234,25 +302,58 @@ func countNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.
 		q.WriteString("(?,?)")
 		args = append(args, events[i].UID, events[i].ID)
 	}
-	q.WriteString(") GROUP BY popup_id, DATE(event_at)")
+	q.WriteByte(')')
 	res, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, err
 	}
 	defer res.Close()
-	var out []dailyCount
+	type key struct{ uid, id string }
+	at := make(map[key]time.Time)
 	for res.Next() {
-		var c dailyCount
-		if err := res.Scan(&c.popupID, &c.day, &c.imp, &c.clicks, &c.cls); err != nil {
+		var k key
+		var t time.Time
+		if err := res.Scan(&k.uid, &k.id, &t); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
+		at[k] = t
 	}
 	if err := res.Err(); err != nil {
 		return nil, err
 	}
-	sortCounts(out)
+	out := make([]newRow, 0, len(at))
+	for _, i := range rows {
+		if t, ok := at[key{events[i].UID, events[i].ID}]; ok {
+			out = append(out, newRow{i: i, at: t.UTC()})
+		}
+	}
 	return out, nil
+}
+
+// addSlotStats adds counts to popup_slot_stats, rows in primary-key order so that concurrent
+// writers take the counter rows' locks in the same order.
+func addSlotStats(ctx context.Context, tx *sql.Tx, counts []slotCount) error {
+	if len(counts) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.Grow(256 + len(counts)*14)
+	q.WriteString("INSERT INTO popup_slot_stats (popup_id, slot_start, button, impressions, clicks, closes) VALUES ")
+	args := make([]any, 0, len(counts)*6)
+	for n, c := range counts {
+		if n > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?,?)")
+		args = append(args, c.popupID, c.slot, c.button, c.imp, c.clicks, c.cls)
+	}
+	q.WriteString(` ON DUPLICATE KEY UPDATE
+		impressions = impressions + VALUES(impressions),
+		clicks = clicks + VALUES(clicks),
+		closes = closes + VALUES(closes),
+		updated_at = CURRENT_TIMESTAMP(3)`)
+	_, err := tx.ExecContext(ctx, q.String(), args...)
+	return err
 }
 
 // addDailyStats adds counts to popup_daily_stats, rows in primary-key order so that concurrent
@@ -319,11 +420,13 @@ func logRows(events []event.Event) []int {
 func actionLogInsert(events []event.Event, rows []int, batch uint64) (string, []any) {
 	var q strings.Builder
 	q.Grow(128 + len(rows)*48)
-	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id, batch_id) VALUES ")
+	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id, batch_id, button) VALUES ")
 	args := make([]any, 0, len(rows)*6)
-	// The batch id is the same number in every row: written into the statement, not bound per row.
+	// The batch id is the same number in every row, and the button a small one: both are written
+	// into the statement, not bound per row.
 	tail := strconv.AppendUint([]byte(",?,?,?,?,?,"), batch, 10)
-	tail = append(tail, ')')
+	tail = append(tail, ',')
+	var num [8]byte
 	for n, i := range rows {
 		e := &events[i]
 		if n > 0 {
@@ -331,6 +434,8 @@ func actionLogInsert(events []event.Event, rows []int, batch uint64) (string, []
 		}
 		q.WriteString("(?")
 		q.Write(tail)
+		q.Write(strconv.AppendInt(num[:0], int64(buttonColumn(e)), 10))
+		q.WriteByte(')')
 		args = append(args, e.ID, e.UID, e.PopupID, string(e.Action), toDB(e.At), e.DecisionID)
 	}
 	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")

@@ -1,30 +1,32 @@
 package mysqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"popupsvc/internal/popup"
 )
 
-// StatsRepo reads operators' results: the daily counters the worker keeps in popup_daily_stats
-// and the reach counted from popup_user_state. It never reads the action log, which the worker
-// purges after its retention and which grows with every homepage open.
+// StatsRepo reads operators' results: the counters the worker keeps in popup_daily_stats (UTC
+// days) and popup_slot_stats (UTC quarter hours and buttons), the unique users counted from the
+// action log for the days it still keeps, and the reach counted from popup_user_state.
 type StatsRepo struct{ db *sql.DB }
 
 // NewStatsRepo returns a stats reader over db.
 func NewStatsRepo(db *sql.DB) *StatsRepo { return &StatsRepo{db: db} }
 
-// PopupStats returns one popup's days with events between from and to (UTC days, both included)
-// and its users reached; popup.ErrNotFound when no popup has that id (archived ones count).
-// Queries: a primary-key lookup of popup_config, a primary-key range of popup_daily_stats
-// (popup_id = ? AND day BETWEEN ? AND ?) and a range count of popup_user_state's
-// (popup_id, impressions) index.
-func (r *StatsRepo) PopupStats(ctx context.Context, id int64, from, to time.Time) (popup.Stats, error) {
+// PopupStats returns one popup's every day of q, its unique users when q asks, and its users
+// reached; popup.ErrNotFound when no popup has that id (archived ones count).
+// Queries: a primary-key lookup of popup_config; primary-key ranges of popup_daily_stats and
+// popup_slot_stats; for uniques, ranges of the action log's (popup_id, action, event_at, uid)
+// index; a range count of popup_user_state's (popup_id, impressions) index.
+func (r *StatsRepo) PopupStats(ctx context.Context, id int64, q popup.StatsQuery) (popup.Stats, error) {
 	var one int
 	err := r.db.QueryRowContext(ctx, "SELECT 1 FROM popup_config WHERE id = ?", id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -33,14 +35,18 @@ func (r *StatsRepo) PopupStats(ctx context.Context, id int64, from, to time.Time
 	if err != nil {
 		return popup.Stats{}, fmt.Errorf("read popup %d: %w", id, err)
 	}
-	all, err := r.days(ctx, `SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats
-		WHERE popup_id = ? AND day BETWEEN ? AND ? ORDER BY day`, id, dateArg(from), dateArg(to))
+	all, err := r.counts(ctx, id, q)
 	if err != nil {
 		return popup.Stats{}, err
 	}
-	s := popup.Stats{PopupID: id}
+	s := popup.Stats{PopupID: id, Days: newDays(q)}
 	if len(all) > 0 {
 		s = all[0]
+	}
+	if q.Uniques {
+		if err := r.uniques(ctx, &s, q); err != nil {
+			return popup.Stats{}, err
+		}
 	}
 	reached, err := r.usersReached(ctx, []int64{id})
 	if err != nil {
@@ -50,13 +56,12 @@ func (r *StatsRepo) PopupStats(ctx context.Context, id int64, from, to time.Time
 	return s, nil
 }
 
-// AllStats returns, for every popup with events between from and to, its days with events and
-// its users reached, by popup id. Queries: a range of popup_daily_stats' day index
-// (day BETWEEN ? AND ?) and one grouped range count of popup_user_state's (popup_id,
-// impressions) index for the popups found.
-func (r *StatsRepo) AllStats(ctx context.Context, from, to time.Time) ([]popup.Stats, error) {
-	all, err := r.days(ctx, `SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats
-		WHERE day BETWEEN ? AND ? ORDER BY popup_id, day`, dateArg(from), dateArg(to))
+// AllStats returns, for every popup with events in q's days, its every day and its users
+// reached, by popup id (no unique users: they would read the action log of every popup).
+// Queries: ranges of popup_daily_stats' and popup_slot_stats' slot indexes, and one grouped
+// range count of popup_user_state's (popup_id, impressions) index for the popups found.
+func (r *StatsRepo) AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.Stats, error) {
+	all, err := r.counts(ctx, 0, q)
 	if err != nil || len(all) == 0 {
 		return all, err
 	}
@@ -76,30 +81,275 @@ func (r *StatsRepo) AllStats(ctx context.Context, from, to time.Time) ([]popup.S
 
 func dateArg(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// days runs a popup_daily_stats query ordered by popup_id then day and groups its rows by popup.
-func (r *StatsRepo) days(ctx context.Context, q string, args ...any) ([]popup.Stats, error) {
-	rows, err := r.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read daily stats: %w", err)
+// newDays is q's every day, zero and complete.
+func newDays(q popup.StatsQuery) []popup.DayCount {
+	days := make([]popup.DayCount, q.Days())
+	for i := range days {
+		days[i] = popup.DayCount{Day: q.Bounds[i], Complete: true}
 	}
-	defer rows.Close()
-	var out []popup.Stats
-	for rows.Next() {
-		var id int64
-		var d popup.DayCount
-		if err := rows.Scan(&id, &d.Day, &d.Impressions, &d.Clicks, &d.Closes); err != nil {
+	return days
+}
+
+// byPopup collects rows per popup (ordered by popup id), each with q's every day.
+type byPopup struct {
+	q   popup.StatsQuery
+	out []popup.Stats
+	idx map[int64]int
+}
+
+func (b *byPopup) days(id int64) []popup.DayCount {
+	if b.idx == nil {
+		b.idx = map[int64]int{}
+	}
+	i, ok := b.idx[id]
+	if !ok {
+		i = len(b.out)
+		b.idx[id] = i
+		b.out = append(b.out, popup.Stats{PopupID: id, Days: newDays(b.q)})
+	}
+	return b.out[i].Days
+}
+
+func (b *byPopup) result() []popup.Stats {
+	slices.SortFunc(b.out, func(x, y popup.Stats) int { return cmp.Compare(x.PopupID, y.PopupID) })
+	return b.out
+}
+
+// popupFilter is the WHERE clause start for one popup (id > 0) or every popup.
+func popupFilter(id int64, args []any) (string, []any) {
+	if id > 0 {
+		return "popup_id = ? AND ", append(args, id)
+	}
+	return "", args
+}
+
+// dayOf is the SQL of the 1-based index of the day of q holding a time expression (in whole
+// units of unit seconds since 1970): MySQL's INTERVAL() binary-searches the day boundaries.
+func dayOf(expr string, unit int64, q popup.StatsQuery, args []any) (string, []any) {
+	var sb strings.Builder
+	sb.WriteString("INTERVAL(")
+	sb.WriteString(expr)
+	for _, b := range q.Bounds {
+		sb.WriteString(",?")
+		args = append(args, floorDiv(b.Unix(), unit))
+	}
+	sb.WriteByte(')')
+	return sb.String(), args
+}
+
+const (
+	slotMinutes = "TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', slot_start)"
+	logSeconds  = "TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', event_at)"
+)
+
+// counts reads the counts of one popup (id > 0) or of every popup with events over q's days.
+// UTC days are popup_daily_stats' rows (complete, kept forever) with the named buttons' clicks
+// from popup_slot_stats; another zone's days are sums of popup_slot_stats' quarter hours, marked
+// incomplete where a UTC day they overlap has slot counts short of its daily row.
+func (r *StatsRepo) counts(ctx context.Context, id int64, q popup.StatsQuery) ([]popup.Stats, error) {
+	b := &byPopup{q: q}
+	n := q.Days()
+	from, to := q.Bounds[0], q.Bounds[n]
+	if q.UTC {
+		where, args := popupFilter(id, nil)
+		rows, err := r.db.QueryContext(ctx, `SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats
+			WHERE `+where+`day >= ? AND day < ? ORDER BY popup_id, day`, append(args, dateArg(from), dateArg(to))...)
+		if err != nil {
 			return nil, fmt.Errorf("read daily stats: %w", err)
 		}
-		if len(out) == 0 || out[len(out)-1].PopupID != id {
-			out = append(out, popup.Stats{PopupID: id})
+		err = scanRows(rows, func(rows *sql.Rows) error {
+			var pid int64
+			var day time.Time
+			var c popup.DayCount
+			if err := rows.Scan(&pid, &day, &c.Impressions, &c.Clicks, &c.Closes); err != nil {
+				return err
+			}
+			i := int(day.Sub(from) / (24 * time.Hour))
+			if i >= 0 && i < n {
+				d := &b.days(pid)[i]
+				d.Impressions, d.Clicks, d.Closes = c.Impressions, c.Clicks, c.Closes
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read daily stats: %w", err)
 		}
-		last := &out[len(out)-1]
-		last.Days = append(last.Days, d)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read daily stats: %w", err)
+	day, args := dayOf(slotMinutes, 60, q, nil)
+	where, args := popupFilter(id, args)
+	buttons := ""
+	if q.UTC {
+		buttons = " AND button >= 0" // the rest is in the daily rows
 	}
-	return out, nil
+	rows, err := r.db.QueryContext(ctx, `SELECT popup_id, `+day+` AS d, button, SUM(impressions), SUM(clicks), SUM(closes)
+		FROM popup_slot_stats WHERE `+where+`slot_start >= ? AND slot_start < ?`+buttons+`
+		GROUP BY popup_id, d, button`, append(args, from.UTC(), to.UTC())...)
+	if err != nil {
+		return nil, fmt.Errorf("read slot stats: %w", err)
+	}
+	err = scanRows(rows, func(rows *sql.Rows) error {
+		var pid int64
+		var i, button int
+		var imp, clk, cls int64
+		if err := rows.Scan(&pid, &i, &button, &imp, &clk, &cls); err != nil {
+			return err
+		}
+		if i--; i < 0 || i >= n {
+			return nil
+		}
+		d := &b.days(pid)[i]
+		if !q.UTC {
+			d.Impressions += imp
+			d.Clicks += clk
+			d.Closes += cls
+		}
+		if button >= 0 && clk > 0 {
+			if d.Buttons == nil {
+				d.Buttons = map[int]int64{}
+			}
+			d.Buttons[button] += clk
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read slot stats: %w", err)
+	}
+	if !q.UTC {
+		if err := r.markIncomplete(ctx, id, q, b); err != nil {
+			return nil, err
+		}
+	}
+	return b.result(), nil
+}
+
+// markIncomplete marks the days of another zone than UTC that overlap a UTC day whose
+// popup_slot_stats rows sum to less than its popup_daily_stats row: quarter hours the slot table
+// never got (days before the action log was kept when the table was installed). Both tables
+// count the same accepted events in one transaction since, so equal sums mean every event of
+// that UTC day is in the slots.
+func (r *StatsRepo) markIncomplete(ctx context.Context, id int64, q popup.StatsQuery, b *byPopup) error {
+	n := q.Days()
+	first := q.Bounds[0].UTC().Truncate(24 * time.Hour)
+	end := q.Bounds[n].UTC()
+	if t := end.Truncate(24 * time.Hour); t.Before(end) {
+		end = t.Add(24 * time.Hour)
+	}
+	type key struct {
+		popupID int64
+		day     string
+	}
+	daily := map[key][3]int64{}
+	where, args := popupFilter(id, nil)
+	rows, err := r.db.QueryContext(ctx, `SELECT popup_id, DATE_FORMAT(day, '%Y-%m-%d'), impressions, clicks, closes FROM popup_daily_stats
+		WHERE `+where+`day >= ? AND day < ?`, append(args, dateArg(first), dateArg(end))...)
+	if err != nil {
+		return fmt.Errorf("read daily stats: %w", err)
+	}
+	err = scanRows(rows, func(rows *sql.Rows) error {
+		var k key
+		var c [3]int64
+		if err := rows.Scan(&k.popupID, &k.day, &c[0], &c[1], &c[2]); err != nil {
+			return err
+		}
+		daily[k] = c
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read daily stats: %w", err)
+	}
+	where, args = popupFilter(id, nil)
+	rows, err = r.db.QueryContext(ctx, `SELECT popup_id, DATE_FORMAT(slot_start, '%Y-%m-%d') AS d, SUM(impressions), SUM(clicks), SUM(closes)
+		FROM popup_slot_stats WHERE `+where+`slot_start >= ? AND slot_start < ? GROUP BY popup_id, d`, append(args, first, end)...)
+	if err != nil {
+		return fmt.Errorf("read slot stats: %w", err)
+	}
+	err = scanRows(rows, func(rows *sql.Rows) error {
+		var k key
+		var c [3]int64
+		if err := rows.Scan(&k.popupID, &k.day, &c[0], &c[1], &c[2]); err != nil {
+			return err
+		}
+		if daily[k] == c {
+			delete(daily, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read slot stats: %w", err)
+	}
+	// What is left: UTC days with daily counts the slots do not match.
+	for k := range daily {
+		dayStart, _ := time.Parse(time.DateOnly, k.day)
+		dayEnd := dayStart.Add(24 * time.Hour)
+		days := b.days(k.popupID)
+		for i := range days {
+			if q.Bounds[i].Before(dayEnd) && q.Bounds[i+1].After(dayStart) {
+				days[i].Complete = false
+			}
+		}
+	}
+	return nil
+}
+
+// uniques counts the distinct users shown the popup on each day of q the action log keeps
+// whole, and over the range when it keeps all of it.
+func (r *StatsRepo) uniques(ctx context.Context, s *popup.Stats, q popup.StatsQuery) error {
+	n := q.Days()
+	k := 0
+	for k < n && q.Bounds[k].Before(q.LogKeptSince) {
+		k++
+	}
+	if k == n {
+		return nil
+	}
+	from, to := q.Bounds[k], q.Bounds[n]
+	for i := k; i < n; i++ {
+		zero := int64(0)
+		s.Days[i].Users = &zero
+	}
+	day, args := dayOf(logSeconds, 1, q, nil)
+	rows, err := r.db.QueryContext(ctx, `SELECT `+day+` AS d, COUNT(DISTINCT uid) FROM popup_action_log
+		WHERE popup_id = ? AND action = 'impression' AND event_at >= ? AND event_at < ? GROUP BY d`,
+		append(args, s.PopupID, toDB(from), toDB(to))...)
+	if err != nil {
+		return fmt.Errorf("count unique users: %w", err)
+	}
+	err = scanRows(rows, func(rows *sql.Rows) error {
+		var i int
+		var users int64
+		if err := rows.Scan(&i, &users); err != nil {
+			return err
+		}
+		if i--; i >= k && i < n {
+			*s.Days[i].Users = users
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("count unique users: %w", err)
+	}
+	if k > 0 {
+		return nil // the range starts before what the log keeps
+	}
+	var users int64
+	if err := r.db.QueryRowContext(ctx, `SELECT COUNT(DISTINCT uid) FROM popup_action_log
+		WHERE popup_id = ? AND action = 'impression' AND event_at >= ? AND event_at < ?`,
+		s.PopupID, toDB(from), toDB(to)).Scan(&users); err != nil {
+		return fmt.Errorf("count unique users: %w", err)
+	}
+	s.Users = &users
+	return nil
+}
+
+// scanRows calls scan for every row and closes rows.
+func scanRows(rows *sql.Rows, scan func(*sql.Rows) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // usersReached counts, per popup, the users whose state shows at least one impression:

@@ -13,6 +13,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
 )
 
@@ -130,7 +131,10 @@ func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
 	repo := mysqlstore.NewStatsRepo(db)
 
 	day := func(d int) time.Time { return time.Date(2026, 3, d, 0, 0, 0, 0, time.UTC) }
-	s, err := repo.PopupStats(ctx, 2, day(1), day(3))
+	utcDays := func(from, to time.Time) popup.StatsQuery {
+		return popup.StatsQuery{Bounds: popup.DayBounds(from, to, time.UTC), UTC: true}
+	}
+	s, err := repo.PopupStats(ctx, 2, utcDays(day(1), day(3)))
 	require.NoError(t, err)
 	var wantDays []string
 	var got []string
@@ -140,17 +144,19 @@ func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
 		}
 	}
 	for _, d := range s.Days {
-		got = append(got, d.Day.Format(time.DateOnly))
+		if d.Impressions > 0 {
+			got = append(got, d.Day.Format(time.DateOnly))
+		}
 	}
 	assert.ElementsMatch(t, wantDays, got)
 	var reached int64
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(DISTINCT uid) FROM popup_action_log WHERE popup_id = 2 AND action = 'impression'`).Scan(&reached))
 	assert.Equal(t, reached, s.UsersReached)
 
-	_, err = repo.PopupStats(ctx, 99, day(1), day(3))
+	_, err = repo.PopupStats(ctx, 99, utcDays(day(1), day(3)))
 	assert.ErrorContains(t, err, "not found")
 
-	all, err := repo.AllStats(ctx, day(1), day(10))
+	all, err := repo.AllStats(ctx, utcDays(day(1), day(10)))
 	require.NoError(t, err)
 	require.Len(t, all, 3)
 	assert.Equal(t, []int64{1, 2, 3}, []int64{all[0].PopupID, all[1].PopupID, all[2].PopupID})
@@ -168,15 +174,22 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 	for i := 0; i < len(events); i += 500 {
 		require.NoError(t, w.WriteBatch(ctx, events[i:i+500]))
 	}
-	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_action_log, popup_user_state, popup_daily_stats")
+	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_action_log, popup_user_state, popup_daily_stats, popup_slot_stats")
 	require.NoError(t, err)
 	tests := []struct {
 		name, query, wantKey string
 	}{
 		{"one popup's days", "EXPLAIN SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats WHERE popup_id = 7 AND day BETWEEN '2026-01-01' AND '2026-01-14' ORDER BY day", "PRIMARY"},
 		{"users reached", "EXPLAIN SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (7) AND impressions > 0 GROUP BY popup_id", "idx_popup_user_state_popup_impressions"},
-		{"a batch's new rows", `EXPLAIN SELECT popup_id, DATE_FORMAT(event_at, '%Y-%m-%d'), SUM(action = 'impression'), SUM(action = 'click'), SUM(action = 'close')
-			FROM popup_action_log WHERE batch_id = 5 AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3')) GROUP BY popup_id, DATE(event_at)`, "uk_popup_action_log_uid_event"},
+		{"a batch's new rows", `EXPLAIN SELECT uid, event_id, event_at FROM popup_action_log
+			WHERE batch_id = 5 AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3'))`, "uk_popup_action_log_uid_event"},
+		{"one popup's quarter hours", `EXPLAIN SELECT popup_id, INTERVAL(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', slot_start), 29640000, 29641440) AS d, button,
+			SUM(impressions), SUM(clicks), SUM(closes) FROM popup_slot_stats WHERE popup_id = 2 AND slot_start >= '2026-03-01' AND slot_start < '2026-03-02'
+			GROUP BY popup_id, d, button`, "PRIMARY"},
+		{"every popup's quarter hours", `EXPLAIN SELECT popup_id, SUM(impressions) FROM popup_slot_stats
+			WHERE slot_start >= '2026-03-01 08:00' AND slot_start < '2026-03-01 09:00' GROUP BY popup_id`, "idx_popup_slot_stats_slot"},
+		{"unique users of a day", `EXPLAIN SELECT COUNT(DISTINCT uid) FROM popup_action_log
+			WHERE popup_id = 2 AND action = 'impression' AND event_at >= '2026-03-01 08:00' AND event_at < '2026-03-02 08:00'`, "idx_popup_action_log_popup_action_time_uid"},
 		{"purge: each popup's oldest row", "EXPLAIN SELECT popup_id, MIN(event_at) FROM popup_action_log GROUP BY popup_id", "idx_popup_action_log_popup_time"},
 		{"purge one popup", "EXPLAIN DELETE FROM popup_action_log WHERE popup_id = 7 AND event_at < '2026-01-01' ORDER BY event_at LIMIT 1000", "idx_popup_action_log_popup_time"},
 	}
@@ -281,7 +294,8 @@ func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	assert.Equal(t, logCounts(t, db), got)
 	assert.Equal(t, int64(2), got[dayKey{7, "2026-03-01", "impression"}])
 
-	s, err := mysqlstore.NewStatsRepo(db).AllStats(ctx, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	s, err := mysqlstore.NewStatsRepo(db).AllStats(ctx, popup.StatsQuery{
+		Bounds: popup.DayBounds(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), time.UTC), UTC: true})
 	require.NoError(t, err)
 	require.Len(t, s, 2)
 	assert.Equal(t, int64(3), s[0].UsersReached, "popup 7: u1, u2, u3")

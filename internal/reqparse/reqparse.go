@@ -7,7 +7,10 @@
 package reqparse
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"popupsvc/internal/event"
@@ -74,19 +77,34 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 
 // ActionBody is the body of POST /api/v1/popups/{id}/actions.
 type ActionBody struct {
-	UID        string `json:"uid"`
-	Action     string `json:"action"`
-	EventID    string `json:"event_id"`
-	DecisionID string `json:"decision_id"`
+	UID        string
+	Action     string
+	EventID    string
+	DecisionID string
+	// Button is the clicked button (a click's optional "button", its 0-based index); the zero
+	// value is "unspecified". Whether the popup has that many buttons is the caller's to check
+	// against its config.
+	Button event.ButtonRef
+}
+
+// actionWire is the action body as sent; button stays raw so that a wrong one is refused naming
+// it rather than as a JSON error.
+type actionWire struct {
+	UID        string          `json:"uid"`
+	Action     string          `json:"action"`
+	EventID    string          `json:"event_id"`
+	DecisionID string          `json:"decision_id"`
+	Button     json.RawMessage `json:"button"`
 }
 
 // DecodeActionBody parses and validates an action body: what it accepts is fit to queue (a
-// valid uid, click or close, valid ids when present).
+// valid uid, click or close, valid ids when present, a button index only with a click).
 func DecodeActionBody(raw []byte) (ActionBody, *Error) {
-	var b ActionBody
-	if err := jsonx.Unmarshal(raw, &b); err != nil {
-		return b, &Error{Code: "invalid_json", Message: "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}"}
+	var w actionWire
+	if err := jsonx.Unmarshal(raw, &w); err != nil {
+		return ActionBody{}, &Error{Code: "invalid_json", Message: "body must be a JSON object like {\"uid\":\"u1\",\"action\":\"click\"}"}
 	}
+	b := ActionBody{UID: w.UID, Action: w.Action, EventID: w.EventID, DecisionID: w.DecisionID}
 	switch {
 	case b.UID == "":
 		return b, &Error{Code: "invalid_uid", Message: "uid is required"}
@@ -99,8 +117,24 @@ func DecodeActionBody(raw []byte) (ActionBody, *Error) {
 	case b.DecisionID != "" && !validID(b.DecisionID):
 		return b, &Error{Code: "invalid_decision_id", Message: "decision_id must be " + popup.UIDRule}
 	}
+	w.Button = bytes.TrimSpace(w.Button) // a decoder may keep the spaces around a raw value
+	if len(w.Button) == 0 || string(w.Button) == "null" {
+		return b, nil
+	}
+	if b.Action != string(event.Click) {
+		return b, &Error{Code: "invalid_button", Message: "button goes only with action click"}
+	}
+	// Plain digits only: JSON's 1.0, 1e0, "1" and -1 are not a button index.
+	i, err := strconv.Atoi(string(w.Button))
+	if err != nil || i < 0 || i > event.MaxButton || w.Button[0] == '-' {
+		return b, ErrButtonRange
+	}
+	b.Button = event.ButtonAt(i)
 	return b, nil
 }
+
+// ErrButtonRange refuses a button that is not an index of the popup's buttons.
+var ErrButtonRange = &Error{Code: "invalid_button", Message: "button must be an integer index of the popup's buttons, from 0"}
 
 // validID accepts client event and decision ids: 1-64 characters of [A-Za-z0-9_.:-].
 func validID(s string) bool { return popup.ValidUID(s) }

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+
+	"popupsvc/internal/event"
 )
 
 func TestScanQueryAgreesWithURLValues(t *testing.T) {
@@ -67,6 +69,11 @@ func TestDecodeActionBodyAccepts(t *testing.T) {
 		{`{"uid":"u1","action":"click","event_id":"e-1"}`, ActionBody{UID: "u1", Action: "click", EventID: "e-1"}},
 		{`{"uid":"u1","action":"close","decision_id":"d:1"}`, ActionBody{UID: "u1", Action: "close", DecisionID: "d:1"}},
 		{`{"uid":"u1","action":"click","extra":[1]}`, ActionBody{UID: "u1", Action: "click"}},
+		{`{"uid":"u1","action":"click","button":0}`, ActionBody{UID: "u1", Action: "click", Button: event.ButtonAt(0)}},
+		{`{"uid":"u1","action":"click","button":9}`, ActionBody{UID: "u1", Action: "click", Button: event.ButtonAt(9)}},
+		{`{"uid":"u1","action":"click","button":null}`, ActionBody{UID: "u1", Action: "click"}},
+		{`{"uid":"u1","action":"click","button" : 2 }`, ActionBody{UID: "u1", Action: "click", Button: event.ButtonAt(2)}},
+		{`{"uid":"u1","action":"close"}`, ActionBody{UID: "u1", Action: "close"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -92,6 +99,14 @@ func TestDecodeActionBodyRefuses(t *testing.T) {
 		{`{"uid":"u1","action":"impression"}`, "invalid_action"},
 		{`{"uid":"u1","action":"click","event_id":"e 1"}`, "invalid_event_id"},
 		{`{"uid":"u1","action":"click","decision_id":"d/1"}`, "invalid_decision_id"},
+		{`{"uid":"u1","action":"click","button":-1}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":1.5}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":1.0}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":1e0}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":"1"}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":255}`, "invalid_button"},
+		{`{"uid":"u1","action":"click","button":[0]}`, "invalid_button"},
+		{`{"uid":"u1","action":"close","button":0}`, "invalid_button"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -123,7 +138,8 @@ func FuzzActionBody(f *testing.F) {
 	f.Add(`{"uid":"u1","action":"click","event_id":"e-1"}`)
 	f.Add(`{"uid":"u1","action":"close","decision_id":"d"}`)
 	f.Add(`{"uid":`)
-	codes := []string{"invalid_json", "invalid_uid", "invalid_action", "invalid_event_id", "invalid_decision_id"}
+	f.Add(`{"uid":"u1","action":"click","button":3}`)
+	codes := []string{"invalid_json", "invalid_uid", "invalid_action", "invalid_event_id", "invalid_decision_id", "invalid_button"}
 	f.Fuzz(func(t *testing.T, body string) {
 		b, perr := DecodeActionBody([]byte(body))
 		if perr != nil {
@@ -135,7 +151,8 @@ func FuzzActionBody(f *testing.F) {
 		}
 		// Whatever is accepted is fit to queue: valid uid, a known action, valid ids.
 		if !validID(b.UID) || (b.Action != "click" && b.Action != "close") ||
-			(b.EventID != "" && !validID(b.EventID)) || (b.DecisionID != "" && !validID(b.DecisionID)) {
+			(b.EventID != "" && !validID(b.EventID)) || (b.DecisionID != "" && !validID(b.DecisionID)) ||
+			(b.Button != 0 && b.Action != "click") {
 			t.Errorf("DecodeActionBody(%q) accepted %+v", body, b)
 		}
 	})
