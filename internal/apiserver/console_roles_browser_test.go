@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,7 +128,10 @@ func TestConsoleRolesOfferOnlyWhatTheRoleMay(t *testing.T) {
 			b.eval(`[...document.querySelectorAll('#popup-form input, #popup-form select, #popup-form textarea')].filter(el => !el.disabled && !el.readOnly).length`, &editable)
 			assert.Zero(t, editable, "%s: the read-only view has no editable field", tt.role)
 			b.axeCheck(tt.role + " read-only live popup")
-			b.shot("roles-readonly-"+tt.role, "")
+			if tt.role == "editor" {
+				b.run(page.BringToFront()) // a tab in the background is never painted: its screenshot would wait forever
+				b.shot("roles-readonly-live", "")
+			}
 		}
 
 		b.run(chromedp.Navigate(b.origin + "/admin/ui/#/import"))
@@ -153,6 +157,7 @@ func TestConsoleRolesOfferOnlyWhatTheRoleMay(t *testing.T) {
 			assert.Equal(t, [][]string{{"admin", "admin"}, {"ed", "editor"}, {"old", "admin"}, {"pat", "publisher"}, {"vera", "viewer"}}, rows)
 			assert.Equal(t, map[string]bool{"#operators-table input": false, "main form": false}, b.offered("#operators-table input", "main form"), "read-only")
 			b.axeCheck("operators")
+			b.run(page.BringToFront())
 			b.shot("operators", "")
 		}
 	}

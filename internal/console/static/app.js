@@ -1045,7 +1045,7 @@ const ROLE_MAY = {
   viewer: 'reads everything',
   editor: 'also creates and edits drafts, checks imports',
   publisher: 'also publishes, pauses, resumes, archives, rolls back and imports',
-  admin: 'also sees the operators and reloads the cache',
+  admin: 'also lists the operators and reloads the config cache (API: POST /admin/v1/cache/reload)',
 };
 
 async function operatorsScreen() {
