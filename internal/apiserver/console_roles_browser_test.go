@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -211,4 +212,33 @@ func TestConsoleEditorSavesDraftsAndA403KeepsEdits(t *testing.T) {
 	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(draft), nil)
 	assert.Equal(t, float64(2), res.Body["revision"], "nothing was written")
 	b.axeCheck("403 on save")
+}
+
+// A role lowered while the page is open: the page was told publisher (its /me answer is stubbed
+// before the page loads), the API knows an editor. Pause is offered, refused (403): the message
+// names the role needed, and the title typed meanwhile stays in the form.
+func TestConsoleRoleChangedMeanwhile403KeepsEdits(t *testing.T) {
+	t.Parallel()
+	in, _ := startWithRoles(t)
+	live := in.createPopup(t, map[string]any{"name": "live", "status": "active", "title": "Stored"})
+	b := newBrowser(t, in)
+	stub := `(() => { const f = window.fetch; window.fetch = (u, o) => String(u).endsWith('/admin/v1/me')
+		? Promise.resolve(new Response(JSON.stringify({operator: 'ed', role: 'publisher', can: {edit_drafts: true, publish: true, admin: false}}), {status: 200, headers: {'Content-Type': 'application/json'}}))
+		: f(u, o); })()`
+	b.run(chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(stub).Do(ctx)
+		return err
+	}))
+	b.signInAs(roleTokens["editor"], "ed (publisher)")
+	b.openPopup(live, 1)
+	b.fill("#f-title", "Typed meanwhile")
+	b.run(chromedp.Click("#pause", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#form-errors .alert')`)
+	msg := b.text("#form-errors")
+	assert.Contains(t, msg, "publisher role")
+	assert.Contains(t, msg, "kept")
+	assert.Equal(t, "Typed meanwhile", b.value("#f-title"), "the edits are kept")
+	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(live), nil)
+	assert.Equal(t, "active", res.Body["status"], "nothing was written")
+	assert.Equal(t, float64(1), res.Body["revision"])
 }
