@@ -8,11 +8,39 @@ import {
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const signoutBtn = document.getElementById('signout');
+const whoEl = document.getElementById('whoami');
 const toastEl = document.getElementById('toast');
 const PAGE = 50;
 
 // setKids replaces el's children, skipping the null and false of optional parts.
 const setKids = (el, ...children) => el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+
+// me: who is signed in and what the role allows (GET /admin/v1/me: {operator, role, can}), read
+// once per sign-in. The console offers only the controls the role may use; the API enforces the
+// roles either way. A server without /me (older, without roles) is taken to allow everything.
+let me = null;
+const can = (what) => !!me?.can?.[what];
+
+async function loadMe() {
+  const r = await api('GET', '/admin/v1/me');
+  if (r.ok) me = { operator: r.body.operator || '', role: r.body.role || '', can: { ...r.body.can } };
+  else if (notAvailable(r)) me = { operator: '', role: '', can: { edit_drafts: true, publish: true, admin: true } };
+  return r;
+}
+
+// renderWho shows the operator and role in the header, and the Operators menu entry to admins only.
+function renderWho() {
+  whoEl.textContent = me?.operator ? `Signed in as ${me.operator} (${me.role})` : '';
+  whoEl.hidden = !me?.operator;
+  const li = document.getElementById('nav-operators');
+  if (can('admin') && !li) nav.querySelector('ul').append(h('li', { id: 'nav-operators' }, h('a', { href: '#/operators', 'data-nav': 'operators' }, 'Operators')));
+  if (!can('admin') && li) li.remove();
+}
+
+// roleNote is the notice that stands where a control the role may not use would be.
+function roleNote(text) {
+  return h('div', { class: 'alert info', role: 'status', id: 'readonly-note' }, text);
+}
 
 let signInNotice = '';
 setUnauthorizedHandler(() => {
@@ -102,20 +130,31 @@ const routes = [
   [/^#\/explain$/, () => explainScreen()],
   [/^#\/audit$/, () => auditScreen()],
   [/^#\/import$/, () => importScreen()],
+  [/^#\/operators$/, () => operatorsScreen()],
 ];
 
 let navSeq = 0; // a screen that loads asynchronously renders only if no navigation came after
 
 let shownHash = ''; // the hash of the screen on show
 
-function route() {
-  navSeq++;
+async function route() {
+  const seq = ++navSeq;
   leaveGuard = null; // the editor sets it again once it is on show
   shownHash = location.hash;
   const signedIn = !!token.get();
   nav.hidden = !signedIn;
   signoutBtn.hidden = !signedIn;
-  if (!signedIn) return signInScreen();
+  if (!signedIn) {
+    me = null;
+    renderWho();
+    return signInScreen();
+  }
+  if (!me) {
+    const r = await loadMe();
+    if (seq !== navSeq) return;
+    if (!me) return screen('Popup console', alertBox('Who is signed in cannot be read now: ' + errorText(r)));
+  }
+  renderWho();
   const hash = location.hash || '#/popups';
   for (const a of nav.querySelectorAll('a')) {
     if (hash.startsWith('#/' + a.dataset.nav)) a.setAttribute('aria-current', 'page');
@@ -164,6 +203,7 @@ function signInScreen() {
     if (r.status === 401) return fail('Wrong token: the admin API answered 401.');
     if (!r.ok) return fail(errorText(r));
     token.set(t);
+    me = null; // read for this token
     signInNotice = '';
     route();
   });
@@ -231,7 +271,7 @@ async function listScreen() {
   });
   status.addEventListener('change', () => filters.requestSubmit());
   screen('Popups',
-    h('p', {}, h('a', { href: '#/popups/new', class: 'button' }, 'New popup')),
+    can('edit_drafts') ? h('p', {}, h('a', { href: '#/popups/new', class: 'button' }, 'New popup')) : null,
     filters, results);
 
   let pageSeq = 0; // only the newest request renders
@@ -354,6 +394,9 @@ async function editScreen(id, carry) {
   let current = null; // the stored popup, for an edit
   let etag = null;
   const seq = navSeq;
+  if (!id && !can('edit_drafts')) {
+    return screen('New popup', roleNote(`You are signed in as ${me.operator}, a ${me.role}: creating popups needs the editor role (drafts) or the publisher role (live popups).`));
+  }
   if (id && carry?.stored) {
     current = carry.stored; etag = carry.etag;
   } else if (id) {
@@ -367,9 +410,13 @@ async function editScreen(id, carry) {
   const buttonsBox = h('div', { id: 'buttons-list' });
   const previewBox = h('div', { class: 'preview', id: 'preview' });
 
+  // mayEdit: the role may save this popup (a draft or a new one: editor; any other: publisher).
+  // Otherwise the form is a read-only view. Without publish, the status stays what it is.
+  const mayEdit = !current || current.status === 'draft' ? can('edit_drafts') : can('publish');
+  const statuses = can('publish') ? ['draft', 'active', 'paused', 'archived'] : [mayEdit ? 'draft' : current.status];
   const f = {
     name: textInput('name', { required: true, autocomplete: 'off' }),
-    status: h('select', { name: 'status', 'data-field': 'status' }, ['draft', 'active', 'paused', 'archived'].map((s) => h('option', { value: s }, s))),
+    status: h('select', { name: 'status', 'data-field': 'status' }, statuses.map((s) => h('option', { value: s }, s))),
     priority: numInput('priority'),
     start_at: h('input', { type: 'datetime-local', name: 'start_at', 'data-field': 'start_at' }),
     end_at: h('input', { type: 'datetime-local', name: 'end_at', 'data-field': 'end_at' }),
@@ -483,7 +530,7 @@ async function editScreen(id, carry) {
   if (carry?.edits) load(merge3(carry.base, carry.edits, baseline));
   else if (!current && pendingDuplicate) load(pendingDuplicate);
   pendingDuplicate = null;
-  const dirty = () => !same(body(), baseline);
+  const dirty = () => mayEdit && !same(body(), baseline);
 
   const utcNote = h('p', { class: 'help', id: 'window-utc', 'aria-live': 'polite' });
   const saveBtn = h('button', { type: 'button', id: 'save', onclick: () => save() });
@@ -527,11 +574,23 @@ async function editScreen(id, carry) {
         h('button', { type: 'button', class: 'secondary', onclick: () => { buttonsBox.append(buttonRow()); renumber(); update(); buttonsBox.lastChild.querySelector('input').focus(); } }, 'Add button')),
       field('f-ext', 'Extra data (ext, a JSON object)', f.ext, 'Passed to the app as it is.')),
     h('div', { class: 'actions sticky' },
-      saveBtn,
-      current?.status === 'draft' ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null,
-      current ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate') : null,
-      live ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
-      current && current.status !== 'archived' ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null));
+      mayEdit ? saveBtn : null,
+      current?.status === 'draft' && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null,
+      current && can('edit_drafts') ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate as draft') : null,
+      live && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
+      current && current.status !== 'archived' && can('publish') ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null));
+  if (!mayEdit) {
+    // a read-only view: every field shows its value and takes no input; the buttons that add or
+    // remove a button of the popup go
+    for (const el of form.querySelectorAll('input, textarea')) {
+      if (el.type === 'checkbox') el.disabled = true; else el.readOnly = true;
+    }
+    for (const el of form.querySelectorAll('select')) el.disabled = true;
+    for (const el of form.querySelectorAll('button')) if (!el.closest('.actions')) el.remove();
+  }
+  const readOnlyNote = mayEdit ? null : roleNote(can('edit_drafts')
+    ? `This popup is ${current.status}: changing it needs the publisher role, so a publisher must make the change. You are signed in as ${me.operator}, an editor: to work on a copy, use Duplicate as draft.`
+    : `You are signed in as ${me.operator}, a ${me.role}: this popup is shown read-only. Changing it needs the ${current.status === 'draft' ? 'editor' : 'publisher'} role.`);
   form.addEventListener('input', update);
   form.addEventListener('change', update);
   form.addEventListener('submit', (ev) => ev.preventDefault());
@@ -583,7 +642,9 @@ async function editScreen(id, carry) {
         items.push(h('li', {}, h('a', { href: '#' + el.id, onclick: (ev) => { ev.preventDefault(); (el.tagName === 'FIELDSET' ? el.querySelector('input') : el).focus(); } }, `${fe.field}: ${message}`)));
       } else items.push(h('li', {}, `${fe.field}: ${fe.message}`));
     }
-    const text = localFields ? 'Fix the fields below: nothing was sent.' : errorText(r);
+    const text = localFields ? 'Fix the fields below: nothing was sent.'
+      : errorText(r) + (r.status === 403 ? ' Nothing was written; your edits are kept in the form.' : '');
+    if (r?.status === 403) loadMe().then(renderWho); // the role may have changed since sign-in
     setKids(errSummary, h('div', { class: 'alert error', role: 'alert' },
       h('p', {}, fields.length && !localFields ? 'The popup was not saved: ' + fields.length + ' field' + (fields.length > 1 ? 's need' : ' needs') + ' fixing.' : text),
       items.length ? h('ul', {}, items) : null));
@@ -678,13 +739,14 @@ async function editScreen(id, carry) {
 
   const title = current ? `${current.name} (#${current.id})` : 'New popup';
   screen(title,
+    readOnlyNote,
     current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
       h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? statsSection(current.id) : null,
-    current ? historySection(current, { etag: () => etag, dirty, reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
+    current ? historySection(current, { etag: () => etag, dirty, mayRollback: can('publish'), reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
   update();
   leaveGuard = dirty;
 }
@@ -738,7 +800,7 @@ function historySection(current, ed) {
         h('h3', {}, `Revision ${rev.revision}`, isCurrent ? ' (current)' : ''),
         h('p', { class: 'muted' }, `${fmtTime(rev.at)} by ${rev.actor || 'unknown'}`),
         older ? diffTable(diff(older.popup, rev.popup), `Changes from revision ${older.revision} to ${rev.revision}`) : h('p', { class: 'muted' }, 'First revision.'),
-        isCurrent ? null : h('button', { type: 'button', class: 'secondary', 'data-rollback': rev.revision, onclick: () => rollback(rev.revision) }, `Roll back to revision ${rev.revision}`));
+        isCurrent || !ed.mayRollback ? null : h('button', { type: 'button', class: 'secondary', 'data-rollback': rev.revision, onclick: () => rollback(rev.revision) }, `Roll back to revision ${rev.revision}`));
     })));
   });
   async function rollback(n) {
@@ -931,6 +993,9 @@ function importScreen() {
   const fileIn = h('input', { type: 'file', accept: 'application/json,.json' });
   const text = h('textarea', { rows: 10, class: 'mono', spellcheck: 'false', name: 'import' });
   const applyBtn = h('button', { type: 'button', id: 'import-apply', disabled: true, onclick: () => run(false) }, 'Apply import');
+  // a dry run needs the editor role, applying the publisher role: what the role may not use is not offered
+  const mayCheck = can('edit_drafts');
+  const mayApply = can('publish');
   fileIn.addEventListener('change', async () => { if (fileIn.files[0]) { text.value = await fileIn.files[0].text(); applyBtn.disabled = true; } });
   text.addEventListener('input', () => { applyBtn.disabled = true; });
 
@@ -964,11 +1029,42 @@ function importScreen() {
       h('p', {}, 'Every popup, in the shape the import takes.'),
       h('button', { type: 'button', id: 'export', onclick: exportAll }, 'Export all popups'), exportOut),
     h('section', { 'aria-labelledby': 'import-h' }, h('h2', { id: 'import-h' }, 'Import'),
-      h('p', {}, 'Popups are matched by name. Check first: the dry run changes nothing.'),
-      field('i-file', 'Export file', fileIn),
-      field('i-text', 'Or paste the JSON', text),
-      h('div', { class: 'actions' }, h('button', { type: 'button', id: 'import-dry', onclick: () => run(true) }, 'Check (dry run)'), applyBtn),
-      out));
+      mayCheck ? [
+        h('p', {}, 'Popups are matched by name. Check first: the dry run changes nothing.'),
+        mayApply ? null : roleNote(`You are signed in as ${me.operator}, an ${me.role}: you can check an import; applying it needs the publisher role.`),
+        field('i-file', 'Export file', fileIn),
+        field('i-text', 'Or paste the JSON', text),
+        h('div', { class: 'actions' }, h('button', { type: 'button', id: 'import-dry', onclick: () => run(true) }, 'Check (dry run)'), mayApply ? applyBtn : null),
+        out,
+      ] : roleNote(`You are signed in as ${me.operator}, a ${me.role}: importing needs the publisher role (checking an import, the editor role).`)));
+}
+
+// ---------------------------------------------------------------- operators (admin)
+
+const ROLE_MAY = {
+  viewer: 'reads everything',
+  editor: 'also creates and edits drafts, checks imports',
+  publisher: 'also publishes, pauses, resumes, archives, rolls back and imports',
+  admin: 'also lists the operators and reloads the config cache (API: POST /admin/v1/cache/reload)',
+};
+
+async function operatorsScreen() {
+  const seq = navSeq;
+  if (!can('admin')) return screen('Operators', roleNote(`You are signed in as ${me.operator}, a ${me.role}: the list of operators needs the admin role.`));
+  const box = h('div', { id: 'operators-out', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Loading…'));
+  screen('Operators',
+    h('p', {}, 'Who may use the admin API, with which role. Operators and roles are declared with their tokens (POPUP_ADMIN_TOKENS, name@role:token); this list is read-only.'),
+    box);
+  const r = await api('GET', '/admin/v1/operators');
+  if (seq !== navSeq) return;
+  if (!r.ok) return setKids(box, alertBox('Operators: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+  const ops = r.body.operators || [];
+  setKids(box,
+    h('div', { class: 'table-wrap' }, h('table', { id: 'operators-table' }, h('caption', {}, `${ops.length} operator${ops.length === 1 ? '' : 's'}`),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Role'))),
+      h('tbody', {}, ops.map((o) => h('tr', {}, h('th', { scope: 'row' }, o.name), h('td', {}, o.role)))))),
+    h('h2', {}, 'What each role may do'),
+    h('ul', { id: 'role-rights' }, Object.entries(ROLE_MAY).map(([role, may]) => h('li', {}, h('strong', {}, role), ': ' + may))));
 }
 
 route();

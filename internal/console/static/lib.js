@@ -42,6 +42,7 @@ export function errorText(r) {
   if (notAvailable(r)) return 'Not available on this server.';
   const e = r.body?.error;
   if (!e) return 'The request failed (HTTP ' + r.status + ').';
+  if (r.status === 403 && e.role_needed) return `Not allowed: this needs the ${e.role_needed} role (${e.message}). Ask an operator with that role to make the change.`;
   return e.message || e.code;
 }
 
