@@ -63,16 +63,23 @@ gotest=(go test -tags "$GO_TAGS" $race -count=1)
 # packages, 120 CPU-seconds cold) and the binaries, which nothing runs race-built; the compile
 # stage's plain build already proves that they compile, and go vet checks them.
 race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/deploy$'; }
+# The packages outside this module that the tests of race_test_pkgs import (chromedp, kin-openapi,
+# testify...): go build of a package does not compile its tests' imports.
+race_test_deps() {
+  go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(race_test_pkgs) |
+    grep -v '^popupsvc\|\.test$\| \['
+}
 compile() {
   go mod download
-  # Both variants at once, each compiled once: the tested packages with -race (the tests') and all without
-  # (go vet's, the binaries of smoke and chaos, the tests' own builds of popup-worker), which the
-  # later stages then find in the cache (compiled later, several of them would compile the same
-  # packages side by side).
+  # Both variants at once, each compiled once: with -race the tested packages and their tests'
+  # imports (the go stage's, and lint's: go vet -race analyses the race build's export data), and
+  # without, every package (the binaries of smoke and chaos, the tests' own builds of popup-worker,
+  # tools/popup-lint and the staticcheck it runs on), which the later stages then find in the
+  # cache (compiled later, several of them would compile the same packages side by side).
   # (go build compiles without linking: the go stage links each test binary once, as it must.)
   local pids=() p rc=0
   go build -tags "$GO_TAGS" ./... & pids+=($!)
-  go build -tags "$GO_TAGS" $race $(race_test_pkgs) & pids+=($!)
+  go build -tags "$GO_TAGS" $race $(race_test_pkgs) $(race_test_deps) & pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   return $rc
 }
@@ -83,11 +90,14 @@ install() {
 }
 lint() {
   # go vet's analyzers and staticcheck's bug checks, one pass per package on the build's export
-  # data (tools/popup-lint says why and which)
+  # data (tools/popup-lint says why and which). The tested packages are analysed as the go stage
+  # builds them (-race), so their tests' imports are compiled once, not a second time without it;
+  # tools/ is not race-built (nothing runs it so), and is analysed as built.
   go build -o bin/popup-lint ./tools/popup-lint
   # deploy/ aside: its tests import the Kubernetes API, and the analysis of that whole tree (for
   # staticcheck's facts) would cost more than the rest of the module; go test vets it as it runs.
-  go vet -tags "$GO_TAGS" -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$')
+  go vet -tags "$GO_TAGS" $race -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$\|/tools/')
+  go vet -tags "$GO_TAGS" -vettool=bin/popup-lint ./tools/...
   go vet -tags "chaos,$GO_TAGS" -vettool=bin/popup-lint ./internal/chaos/
   local unformatted
   unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -108,7 +118,8 @@ cluster_addr="127.0.0.1:${cl1},127.0.0.1:${cl2},127.0.0.1:${cl3}"
 ENV
 }
 gotests() {
-  "${gotest[@]}" -timeout 10m ${GOTEST_FLAGS:-} $(race_test_pkgs)
+  # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
+  "${gotest[@]}" -vet=off -timeout 10m ${GOTEST_FLAGS:-} $(race_test_pkgs)
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }
 cluster() {
