@@ -25,6 +25,9 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 4))
+	// The repository reads the latest schema (migration 00007 added a column to popup_config).
+	_, err = mysqlstore.Migrate(ctx, db)
+	require.NoError(t, err)
 	repo := mysqlstore.NewPopupRepo(db)
 	all, err := repo.List(ctx, true)
 	require.NoError(t, err)
@@ -41,22 +44,19 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	assert.Equal(t, int64(3), hist[0].Revision)
 	assert.Equal(t, "(migration)", hist[0].Actor)
 	want := all[0]
-	assert.Equal(t, want, hist[0].Popup, "the revision holds the whole popup")
+	assert.Equal(t, want, hist[0].Popup, "the revision holds the whole popup (its bucket seed, the id, from the row)")
 	assert.Equal(t, `T "1"`, hist[0].Popup.Title)
 	assert.Equal(t, 50, hist[0].Popup.Targeting.RolloutPercent)
 	require.NotNil(t, hist[0].Popup.StartAt)
 	assert.Equal(t, int64(250), hist[0].Popup.StartAt.UnixMilli()%1000)
 
-	// A rollback to the migrated revision works (on the latest schema, which writes need); the
-	// audit log starts at the first write.
-	_, err = mysqlstore.Migrate(ctx, db)
-	require.NoError(t, err)
+	// A rollback to the migrated revision works; the audit log starts at the first write.
 	log, err := repo.Audit(ctx, popup.AuditQuery{Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, log)
-	_, err = repo.Update(ctx, "alice", 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), nil)
+	_, _, err = repo.Update(ctx, "alice", 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), nil)
 	require.NoError(t, err)
-	back, err := repo.Rollback(ctx, "alice", 1, 3, nil)
+	back, _, err := repo.Rollback(ctx, "alice", 1, 3, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `T "1"`, back.Title)
 	assert.Equal(t, int64(5), back.Revision)
@@ -82,13 +82,13 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, "alice", mustBuild(t, popup.Input{Name: "a"}))
 	require.NoError(t, err)
-	_, err = repo.Update(ctx, "bob", p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{1})
+	_, _, err = repo.Update(ctx, "bob", p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{1})
 	require.NoError(t, err)
-	_, err = repo.Update(ctx, "bob", p.ID, mustBuild(t, popup.Input{Name: "a", Title: "stale"}), []int64{1})
+	_, _, err = repo.Update(ctx, "bob", p.ID, mustBuild(t, popup.Input{Name: "a", Title: "stale"}), []int64{1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 	_, err = repo.Archive(ctx, "carol", p.ID, nil)
 	require.NoError(t, err)
-	_, err = repo.Rollback(ctx, "carol", p.ID, 9, nil)
+	_, _, err = repo.Rollback(ctx, "carol", p.ID, 9, nil)
 	require.ErrorIs(t, err, popup.ErrRevisionNotKept)
 
 	hist, err := repo.History(ctx, p.ID)

@@ -37,10 +37,10 @@ func NewBucketSeed() string {
 	return hex.EncodeToString(b[:])
 }
 
-// bucketSeed is the seed the popup's rollout buckets are keyed on: BucketSeed, or for a popup
+// RolloutSeed is the seed the popup's rollout buckets are keyed on: BucketSeed, or for a popup
 // without one (cached or recorded before seeds existed) its decimal id, which is the seed
 // migration 00007 stored for it.
-func (p *Popup) bucketSeed() string {
+func (p *Popup) RolloutSeed() string {
 	if p.BucketSeed != "" {
 		return p.BucketSeed
 	}
@@ -58,7 +58,7 @@ func (p *Popup) GiveBucketSeed() {
 // KeepBucketSeed applies "a seed never changes once stored" to p, the new content of stored: p
 // without a seed takes stored's; p with another one is ErrBucketSeedChanged.
 func (p *Popup) KeepBucketSeed(stored Popup) error {
-	seed := stored.bucketSeed()
+	seed := stored.RolloutSeed()
 	switch p.BucketSeed {
 	case "":
 		p.BucketSeed = seed

@@ -173,7 +173,7 @@ func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 		maxVersion:   Version{math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint32},
 		active:       p.Status == StatusActive,
 		rollout:      uint8(p.Targeting.RolloutPercent),
-		rolloutState: rolloutState(p.bucketSeed()),
+		rolloutState: rolloutState(p.RolloutSeed()),
 		Popup:        p,
 	}
 	if p.StartAt != nil {
