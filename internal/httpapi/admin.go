@@ -28,14 +28,17 @@ import (
 // revisions, checked atomically with the write, and return popup.ErrRevisionMismatch otherwise.
 // Every write records the popup's new revision and an audit entry naming actor in its own
 // transaction; a write that would give two live popups one name returns popup.ErrNameTaken.
+// Create draws a bucket seed for a popup without one; Update, Rollback and Import keep the stored
+// seed and refuse another (popup.ErrBucketSeedChanged). An Update or Rollback that would leave
+// the popup as it is writes nothing and says so (changed false).
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
-	Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error)
+	Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
 	Create(ctx context.Context, actor string, p popup.Popup) (popup.Popup, error)
-	Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error)
+	Update(ctx context.Context, actor string, id int64, p popup.Popup, ifRevision []int64) (stored popup.Popup, changed bool, err error)
 	Archive(ctx context.Context, actor string, id int64, ifRevision []int64) (popup.Popup, error)
-	Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (popup.Popup, error)
+	Rollback(ctx context.Context, actor string, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
 	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
 	Import(ctx context.Context, actor string, ps []popup.Popup, dryRun bool) (popup.ImportResult, error)
@@ -186,24 +189,30 @@ func ifMatch(c *gin.Context) []int64 {
 }
 
 // writePopup answers with one popup and its revision as the ETag.
-func writePopup(c *gin.Context, status int, p popup.Popup) {
+func (a *Admin) writePopup(c *gin.Context, status int, p popup.Popup) {
 	c.Header("ETag", etag(p.Revision))
-	c.JSON(status, toWire(p))
+	c.JSON(status, toWire(p, a.Now()))
 }
 
 // save runs one popup write, logs it (operator, action, popup, revision; never a token),
-// propagates it to every instance and answers with the stored popup.
-func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, actor string) (popup.Popup, error)) {
+// propagates it to every instance and answers with the stored popup. A write that changed
+// nothing (changed false) is answered with the stored popup alone: nothing to log or propagate.
+func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, actor string) (stored popup.Popup, changed bool, err error)) {
 	actor := operator(c)
-	stored, err := write(c.Request.Context(), actor)
+	stored, changed, err := write(c.Request.Context(), actor)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.Log.Info("popup written", "operator", actor, "action", string(action), "popup_id", stored.ID, "revision", stored.Revision)
-	a.propagate(c.Request.Context())
-	writePopup(c, status, stored)
+	if changed {
+		a.Log.Info("popup written", "operator", actor, "action", string(action), "popup_id", stored.ID, "revision", stored.Revision)
+		a.propagate(c.Request.Context())
+	}
+	a.writePopup(c, status, stored)
 }
+
+// alwaysChanges adapts a write that always changes the popup (a create, an archive) to save.
+func alwaysChanges(p popup.Popup, err error) (popup.Popup, bool, error) { return p, err == nil, err }
 
 func (a *Admin) create(c *gin.Context) {
 	p, err := a.readPopup(c, 0)
@@ -211,8 +220,8 @@ func (a *Admin) create(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, actor string) (popup.Popup, error) {
-		return a.Repo.Create(ctx, actor, p)
+	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, actor string) (popup.Popup, bool, error) {
+		return alwaysChanges(a.Repo.Create(ctx, actor, p))
 	})
 }
 
@@ -228,7 +237,7 @@ func (a *Admin) update(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, actor string) (popup.Popup, error) {
+	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, actor string) (popup.Popup, bool, error) {
 		return a.Repo.Update(ctx, actor, id, p, revs)
 	})
 }
@@ -240,8 +249,8 @@ func (a *Admin) archive(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, actor string) (popup.Popup, error) {
-		return a.Repo.Archive(ctx, actor, id, revs)
+	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, actor string) (popup.Popup, bool, error) {
+		return alwaysChanges(a.Repo.Archive(ctx, actor, id, revs))
 	})
 }
 
@@ -265,7 +274,7 @@ func (a *Admin) get(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	writePopup(c, http.StatusOK, p)
+	a.writePopup(c, http.StatusOK, p)
 }
 
 // errStateUnavailable: the user's state cannot be read (Redis down, or MySQL after a Redis miss).
