@@ -102,6 +102,13 @@ func TestTheBucketSeedIsKeptAndNeverChanged(t *testing.T) {
 	res = api.adminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": res.Body["popups"]})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.EqualValues(t, 1, res.Body["unchanged"], "an export imported back changes nothing, seeds included")
+
+	// The draft of an edit of an archived popup (not in the served config) keeps its seed too.
+	res = api.adminDo(t, http.MethodDelete, "/admin/v1/popups/"+itoa(id), nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	res = api.adminDo(t, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": "u1", "platform": "ios", "app_version": "8.1",
+		"popup": popupSpec("seeded", map[string]any{"id": id, "bucket_seed": "moved"})})
+	assert.Equal(t, "popup.bucket_seed", errorField(t, res))
 }
 
 // TestASaveThatChangesNothingWritesNothing is finding 10 of issue 22.

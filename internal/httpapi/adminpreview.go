@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -52,13 +53,10 @@ func (a *Admin) previewDraft(c *gin.Context) {
 		writeError(c, a.Log, errPreviewUnavailable)
 		return
 	}
-	if e := live.Entry(draft.ID); e != nil {
-		if err := draft.KeepBucketSeed(e.Popup); err != nil {
-			writeError(c, a.Log, prefixed("validation_failed", popup.FieldError{Field: "bucket_seed", Message: err.Error()}))
-			return
-		}
+	if err := a.keepDraftSeed(c.Request.Context(), live, &draft); err != nil {
+		writeError(c, a.Log, err)
+		return
 	}
-	draft.GiveBucketSeed()
 	now := a.Now()
 	popups := make([]popup.Popup, 0, len(live.Ordered)+1)
 	for _, cp := range live.Ordered {
@@ -69,6 +67,31 @@ func (a *Admin) previewDraft(c *gin.Context) {
 	popups = append(popups, draft)
 	snap := snapshot.BuildWith(live.Version, popups, now, a.Links)
 	a.explain(c, req, now, decide.ExplainOptions{Snapshot: snap})
+}
+
+// keepDraftSeed gives the draft the bucket seed saving it would: the stored popup's for the
+// draft of an edit (from the snapshot, or from the store for a popup the snapshot does not hold,
+// an archived one), refusing another; its own, or a fresh one, for a new popup.
+func (a *Admin) keepDraftSeed(ctx context.Context, live *snapshot.Snapshot, draft *popup.Popup) error {
+	var stored *popup.Popup
+	if e := live.Entry(draft.ID); e != nil {
+		stored = &e.Popup
+	} else if draft.ID != 0 {
+		p, err := a.Repo.Get(ctx, draft.ID)
+		switch {
+		case err == nil:
+			stored = &p
+		case !errors.Is(err, popup.ErrNotFound):
+			return err
+		}
+	}
+	if stored != nil {
+		if err := draft.KeepBucketSeed(*stored); err != nil {
+			return prefixed("validation_failed", popup.FieldError{Field: "bucket_seed", Message: err.Error()})
+		}
+	}
+	draft.GiveBucketSeed()
+	return nil
 }
 
 // readDraft decodes and validates the draft; errors name its fields as popup.<field>.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,11 +154,8 @@ func nameTaken(err error) error {
 // Pages continue by keyset, (sort key, id) past the previous page's last popup, so a page costs
 // the same wherever it is and popups sharing a key are neither repeated nor skipped.
 func (r *PopupRepo) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error) {
-	where, args := listFilter(q)
-	var total int
-	if err := r.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_config WHERE `+where, args...).Scan(&total); err != nil {
-		return popup.ListPage{}, fmt.Errorf("count popups: %w", err)
-	}
+	filter, filterArgs := listFilter(q)
+	where, args := filter, slices.Clone(filterArgs)
 	col, value := sortColumn(q.Sort.Key, q.After)
 	dir, cmp := "ASC", ">"
 	if q.Sort.Desc {
@@ -179,6 +177,14 @@ func (r *PopupRepo) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage
 	ps, err := r.query(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE `+where+` ORDER BY `+order+` LIMIT ?`, append(args, q.Limit)...)
 	if err != nil {
 		return popup.ListPage{}, err
+	}
+	// A first page that is not full holds every match: no need to count them again (a search
+	// that finds a few popups scans the table once, not twice).
+	total := len(ps)
+	if q.After != nil || len(ps) == q.Limit {
+		if err := r.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_config WHERE `+filter, filterArgs...).Scan(&total); err != nil {
+			return popup.ListPage{}, fmt.Errorf("count popups: %w", err)
+		}
 	}
 	return popup.ListPage{Popups: ps, Total: total}, nil
 }
@@ -207,8 +213,17 @@ func listFilter(q popup.ListQuery) (string, []any) {
 	}
 	if q.Search != "" {
 		like := "%" + likeEscaper.Replace(q.Search) + "%"
-		cond := `(name LIKE ? OR ` + jsonText("title") + ` LIKE ? OR ` + jsonText("content") + ` LIKE ?`
-		args = append(args, like, like, like)
+		texts := `(` + jsonText("title") + ` LIKE ? OR ` + jsonText("content") + ` LIKE ?)`
+		textArgs := []any{like, like}
+		if !strings.ContainsAny(q.Search, jsonEscaped) {
+			// The raw JSON holds the text as it is, so a popup whose content column does not
+			// contain the search cannot match: most rows are ruled out without parsing the JSON
+			// (BenchmarkFind10k: half the time).
+			texts = `(content LIKE ? AND ` + texts + `)`
+			textArgs = append([]any{like}, textArgs...)
+		}
+		cond := `(name LIKE ? OR ` + texts
+		args = append(append(args, like), textArgs...)
 		if id, err := strconv.ParseInt(q.Search, 10, 64); err == nil && id > 0 {
 			cond += ` OR id = ?`
 			args = append(args, id)
@@ -220,6 +235,11 @@ func listFilter(q popup.ListQuery) (string, []any) {
 	}
 	return strings.Join(where, " AND "), args
 }
+
+// jsonEscaped are the characters encoding/json may write escaped in a string (a quote, a
+// backslash, <, > and &, control characters; U+2028 and U+2029 too, which a search of them can
+// do without the shortcut), so that the raw JSON may not contain them as typed.
+const jsonEscaped = "\"\\<>&\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\u2028\u2029"
 
 // jsonText is a string of the content column's JSON, compared like the name column
 // (case-insensitively).
