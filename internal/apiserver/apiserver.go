@@ -294,24 +294,39 @@ func (g *gatedRepo) Get(ctx context.Context, id int64) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Get(ctx, id) })
 }
 
-func (g *gatedRepo) Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error) {
-	return gate(g.dep, func() ([]popup.Popup, error) { return g.repo.Find(ctx, q) })
+func (g *gatedRepo) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error) {
+	return gate(g.dep, func() (popup.ListPage, error) { return g.repo.Find(ctx, q) })
 }
 
 func (g *gatedRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Create(ctx, actor, p) })
 }
 
-func (g *gatedRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
-	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Update(ctx, actor, id, p, ifRevision) })
+func (g *gatedRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, bool, error) {
+	return gateSave(g.dep, func() (popup.Popup, bool, error) { return g.repo.Update(ctx, actor, id, p, ifRevision) })
 }
 
 func (g *gatedRepo) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Archive(ctx, actor, id, ifRevision) })
 }
 
-func (g *gatedRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (popup.Popup, error) {
-	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Rollback(ctx, actor, id, toRevision, ifRevision) })
+func (g *gatedRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (popup.Popup, bool, error) {
+	return gateSave(g.dep, func() (popup.Popup, bool, error) {
+		return g.repo.Rollback(ctx, actor, id, toRevision, ifRevision)
+	})
+}
+
+// gateSave is gate for a write that reports whether it changed the popup.
+func gateSave(dep *health.Dep, call func() (popup.Popup, bool, error)) (popup.Popup, bool, error) {
+	type saved struct {
+		p       popup.Popup
+		changed bool
+	}
+	s, err := gate(dep, func() (saved, error) {
+		p, changed, err := call()
+		return saved{p, changed}, err
+	})
+	return s.p, s.changed, err
 }
 
 func (g *gatedRepo) History(ctx context.Context, id int64) ([]popup.Revision, error) {

@@ -117,8 +117,10 @@ func TestAdminIfMatchRefusesAStaleWrite(t *testing.T) {
 	assert.Equal(t, `"2"`, now.Header.Get("ETag"))
 	assert.Equal(t, "active", now.Body["status"])
 
+	now.Body["title"] = "third"
 	res = api.adminDoHeader(t, http.MethodPut, path, now.Body, map[string]string{"If-Match": "*"})
 	require.Equal(t, http.StatusOK, res.Status, "If-Match: * means no check")
+	now.Body["title"] = "fourth"
 	res = api.adminDo(t, http.MethodPut, path, now.Body)
 	require.Equal(t, http.StatusOK, res.Status, "nor does no If-Match")
 	res = api.adminDoHeader(t, http.MethodDelete, path, nil, map[string]string{"If-Match": res.Header.Get("ETag")})

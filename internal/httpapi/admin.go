@@ -31,14 +31,18 @@ import (
 // popup.ErrNameTaken. Every write first checks the actor's role against the rights rule
 // (popup.Write.Needs), with the stored popup read in the write's transaction (row locked), and
 // returns a *popup.ForbiddenError, having written nothing, when the role does not allow it.
+// Create draws a bucket seed for a popup without one; Update, Rollback and Import keep the stored
+// seed and refuse another (popup.ErrBucketSeedChanged). An Update or Rollback that would leave
+// the popup as it is writes nothing and says so (changed false); the role check comes first, so
+// such a write is still refused to a role that may not make it.
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
-	Find(ctx context.Context, q popup.ListQuery) ([]popup.Popup, error)
+	Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
 	Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error)
-	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error)
+	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (stored popup.Popup, changed bool, err error)
 	Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error)
-	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (popup.Popup, error)
+	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
 	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
 	Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error)
@@ -221,24 +225,30 @@ func ifMatch(c *gin.Context) []int64 {
 }
 
 // writePopup answers with one popup and its revision as the ETag.
-func writePopup(c *gin.Context, status int, p popup.Popup) {
+func (a *Admin) writePopup(c *gin.Context, status int, p popup.Popup) {
 	c.Header("ETag", etag(p.Revision))
-	c.JSON(status, toWire(p))
+	c.JSON(status, toWire(p, a.Now()))
 }
 
 // save runs one popup write, logs it (operator, role, action, popup, revision; never a token),
-// propagates it to every instance and answers with the stored popup.
-func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, by popup.Actor) (popup.Popup, error)) {
+// propagates it to every instance and answers with the stored popup. A write that changed
+// nothing (changed false) is answered with the stored popup alone: nothing to log or propagate.
+func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, by popup.Actor) (stored popup.Popup, changed bool, err error)) {
 	by := actor(c)
-	stored, err := write(c.Request.Context(), by)
+	stored, changed, err := write(c.Request.Context(), by)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.Log.Info("popup written", "operator", by.Name, "role", by.Role.String(), "action", string(action), "popup_id", stored.ID, "revision", stored.Revision)
-	a.propagate(c.Request.Context())
-	writePopup(c, status, stored)
+	if changed {
+		a.Log.Info("popup written", "operator", by.Name, "role", by.Role.String(), "action", string(action), "popup_id", stored.ID, "revision", stored.Revision)
+		a.propagate(c.Request.Context())
+	}
+	a.writePopup(c, status, stored)
 }
+
+// alwaysChanges adapts a write that always changes the popup (a create, an archive) to save.
+func alwaysChanges(p popup.Popup, err error) (popup.Popup, bool, error) { return p, err == nil, err }
 
 func (a *Admin) create(c *gin.Context) {
 	p, err := a.readPopup(c, 0)
@@ -246,8 +256,8 @@ func (a *Admin) create(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
-		return a.Repo.Create(ctx, by, p)
+	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
+		return alwaysChanges(a.Repo.Create(ctx, by, p))
 	})
 }
 
@@ -263,7 +273,7 @@ func (a *Admin) update(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
+	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Update(ctx, by, id, p, revs)
 	})
 }
@@ -275,8 +285,8 @@ func (a *Admin) archive(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
-		return a.Repo.Archive(ctx, by, id, revs)
+	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
+		return alwaysChanges(a.Repo.Archive(ctx, by, id, revs))
 	})
 }
 
@@ -300,7 +310,7 @@ func (a *Admin) get(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	writePopup(c, http.StatusOK, p)
+	a.writePopup(c, http.StatusOK, p)
 }
 
 // errStateUnavailable: the user's state cannot be read (Redis down, or MySQL after a Redis miss).

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,27 +82,42 @@ func nextPage[T any](rows []T, limit int, id func(T) int64) ([]T, *string) {
 	return rows, &s
 }
 
-// list answers one page of popups in id order, filtered by status and a name substring.
+// list answers one page of popups in the order of sort (id by default), filtered by status,
+// campaign state and a search of name, title, content and id, with the number of popups the
+// filters match over every page.
 func (a *Admin) list(c *gin.Context) {
 	includeArchived, aerr := parseFlag("include_archived", c.Query("include_archived"))
 	if aerr != nil {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	q := popup.ListQuery{IncludeArchived: includeArchived, NameContains: c.Query("q")}
+	q := popup.ListQuery{IncludeArchived: includeArchived, Search: c.Query("q"), Now: a.Now()}
 	if s, ok := c.GetQuery("status"); ok {
 		if q.Status = popup.Status(s); !q.Status.Valid() {
 			writeError(c, a.Log, queryError("status", "must be active, draft, paused or archived"))
 			return
 		}
 	}
-	if len([]rune(q.NameContains)) > 200 {
+	if s, ok := c.GetQuery("state"); ok {
+		if q.State = popup.State(s); !q.State.Valid() {
+			writeError(c, a.Log, queryError("state", "must be draft, scheduled, running, paused, ended or archived"))
+			return
+		}
+	}
+	if len([]rune(q.Search)) > 200 {
 		writeError(c, a.Log, queryError("q", "must be at most 200 characters"))
 		return
 	}
-	if q.After, aerr = positiveParam(c, "cursor"); aerr != nil {
-		writeError(c, a.Log, queryError("cursor", "must be the next value of a previous page"))
+	var ok bool
+	if q.Sort, ok = popup.ParseListSort(c.Query("sort")); !ok {
+		writeError(c, a.Log, queryError("sort", "must be id, updated_at, name or priority, optionally prefixed by - for descending"))
 		return
+	}
+	if v, given := c.GetQuery("cursor"); given {
+		if q.After, ok = decodeCursor(v, q.Sort); !ok {
+			writeError(c, a.Log, queryError("cursor", "must be the next value of a previous page of the same sort"))
+			return
+		}
 	}
 	if q.Limit, aerr = limitParam(c, listDefaultLimit, listMaxLimit); aerr != nil {
 		writeError(c, a.Log, aerr)
@@ -109,17 +125,90 @@ func (a *Admin) list(c *gin.Context) {
 	}
 	limit := q.Limit
 	q.Limit++ // one more tells whether there is a next page
-	ps, err := a.Repo.Find(c.Request.Context(), q)
+	page, err := a.Repo.Find(c.Request.Context(), q)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	ps, next := nextPage(ps, limit, func(p popup.Popup) int64 { return p.ID })
+	var next *string
+	ps := page.Popups
+	if len(ps) > limit {
+		ps = ps[:limit]
+		cursor := encodeCursor(ps[limit-1], q.Sort)
+		next = &cursor
+	}
 	out := make([]adminPopup, len(ps))
 	for i, p := range ps {
-		out[i] = toWire(p)
+		out[i] = toWire(p, q.Now)
 	}
-	c.JSON(http.StatusOK, gin.H{"popups": out, "next": next})
+	c.JSON(http.StatusOK, gin.H{"popups": out, "next": next, "total": page.Total})
+}
+
+// listCursor is where a page of the list ends: the sort it belongs to, the last popup's id and
+// its value of the sort key (only that one is set). Clients see it as an opaque string.
+type listCursor struct {
+	Sort      string     `json:"s"`
+	ID        int64      `json:"id"`
+	UpdatedAt *time.Time `json:"u,omitempty"`
+	Name      *string    `json:"n,omitempty"`
+	Priority  *int       `json:"p,omitempty"`
+}
+
+// encodeCursor is the cursor of the page after p in sort order: base64url of listCursor's JSON.
+func encodeCursor(p popup.Popup, sort popup.ListSort) string {
+	c := listCursor{Sort: sort.String(), ID: p.ID}
+	switch sort.Key {
+	case popup.SortByUpdatedAt:
+		c.UpdatedAt = &p.UpdatedAt
+	case popup.SortByName:
+		c.Name = &p.Name
+	case popup.SortByPriority:
+		c.Priority = &p.Priority
+	}
+	raw, _ := json.Marshal(c) // a struct of strings, numbers and a time: cannot fail
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// decodeCursor reads a cursor of a page of the list sorted by sort; ok is false for anything
+// else (garbage, or a cursor of another sort, which would skip or repeat popups). A positive
+// decimal id, the cursor before lists could be sorted, still continues the list in id order.
+func decodeCursor(v string, sort popup.ListSort) (pos *popup.ListPosition, ok bool) {
+	if sort == (popup.ListSort{Key: popup.SortByID}) {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return &popup.ListPosition{ID: id}, id > 0
+		}
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil, false
+	}
+	var c listCursor
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&c) != nil || c.Sort != sort.String() || c.ID <= 0 {
+		return nil, false
+	}
+	pos = &popup.ListPosition{ID: c.ID}
+	switch sort.Key {
+	case popup.SortByUpdatedAt:
+		ok = c.UpdatedAt != nil
+		if ok {
+			pos.UpdatedAt = *c.UpdatedAt
+		}
+	case popup.SortByName:
+		ok = c.Name != nil
+		if ok {
+			pos.Name = *c.Name
+		}
+	case popup.SortByPriority:
+		ok = c.Priority != nil
+		if ok {
+			pos.Priority = *c.Priority
+		}
+	default:
+		ok = true
+	}
+	return pos, ok
 }
 
 type revisionView struct {
@@ -146,6 +235,7 @@ func (a *Admin) history(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	now := a.Now()
 	revs, err := a.Repo.History(c.Request.Context(), id)
 	if err != nil {
 		writeError(c, a.Log, err)
@@ -153,7 +243,7 @@ func (a *Admin) history(c *gin.Context) {
 	}
 	out := make([]revisionView, len(revs))
 	for i, r := range revs {
-		out[i] = revisionView{Revision: r.Revision, At: r.At, Actor: r.Actor, Role: roleWire(r.Role), Popup: toWire(r.Popup)}
+		out[i] = revisionView{Revision: r.Revision, At: r.At, Actor: r.Actor, Role: roleWire(r.Role), Popup: toWire(r.Popup, now)}
 	}
 	c.JSON(http.StatusOK, gin.H{"revisions": out})
 }
@@ -201,7 +291,7 @@ func (a *Admin) rollback(c *gin.Context) {
 		return
 	}
 	to, revs := *body.Revision, ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, error) {
+	a.save(c, http.StatusOK, popup.ActionRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Rollback(ctx, by, id, to, revs)
 	})
 }
@@ -218,11 +308,11 @@ type auditView struct {
 	After    *adminPopup `json:"after"`
 }
 
-func wirePtr(p *popup.Popup) *adminPopup {
+func wirePtr(p *popup.Popup, now time.Time) *adminPopup {
 	if p == nil {
 		return nil
 	}
-	w := toWire(*p)
+	w := toWire(*p, now)
 	return &w
 }
 
@@ -259,9 +349,10 @@ func (a *Admin) audit(c *gin.Context) {
 	}
 	entries, next := nextPage(entries, limit, func(e popup.AuditEntry) int64 { return e.ID })
 	out := make([]auditView, len(entries))
+	now := a.Now()
 	for i, e := range entries {
 		out[i] = auditView{ID: e.ID, At: e.At, Actor: e.Actor, Role: roleWire(e.Role), Action: string(e.Action), PopupID: e.PopupID,
-			Revision: e.Revision, Before: wirePtr(e.Before), After: wirePtr(e.After)}
+			Revision: e.Revision, Before: wirePtr(e.Before, now), After: wirePtr(e.After, now)}
 	}
 	c.JSON(http.StatusOK, gin.H{"entries": out, "next": next})
 }
@@ -274,8 +365,9 @@ func (a *Admin) export(c *gin.Context) {
 		return
 	}
 	out := make([]adminPopup, len(ps))
+	now := a.Now()
 	for i, p := range ps {
-		out[i] = toWire(p)
+		out[i] = toWire(p, now)
 	}
 	c.JSON(http.StatusOK, gin.H{"popups": out})
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -26,8 +27,11 @@ type draftPreviewRequest struct {
 // previewDraft answers like GET /admin/v1/preview as if the draft popup were active alongside
 // the live ones, recording nothing, through the homepage's decision code (decide.Explain). The
 // draft is evaluated with the id it carries, replacing the live popup of that id (the preview of
-// an edit: that popup's per-user state and rollout bucket apply), or with id 0 when it has none
-// (a new popup). Its status is taken as active; every other field counts as written.
+// an edit: that popup's per-user state and bucket seed apply, and another seed is refused as a
+// save would refuse it), or with id 0 when it has none (a new popup). Its rollout buckets are
+// those of its bucket_seed, which the saved popup keeps, so the preview is what saving it will
+// do; a new draft without a seed gets a fresh one, as a create would. Its status is taken as
+// active; every other field counts as written.
 func (a *Admin) previewDraft(c *gin.Context) {
 	var body draftPreviewRequest
 	if aerr := readSmallJSON(c, maxAdminBody, &body); aerr != nil {
@@ -49,6 +53,10 @@ func (a *Admin) previewDraft(c *gin.Context) {
 		writeError(c, a.Log, errPreviewUnavailable)
 		return
 	}
+	if err := a.keepDraftSeed(c.Request.Context(), live, &draft); err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
 	now := a.Now()
 	popups := make([]popup.Popup, 0, len(live.Ordered)+1)
 	for _, cp := range live.Ordered {
@@ -61,42 +69,75 @@ func (a *Admin) previewDraft(c *gin.Context) {
 	a.explain(c, req, now, decide.ExplainOptions{Snapshot: snap})
 }
 
+// keepDraftSeed gives the draft the bucket seed saving it would: the stored popup's for the
+// draft of an edit (from the snapshot, or from the store for a popup the snapshot does not hold,
+// an archived one), refusing another; its own, or a fresh one, for a new popup.
+func (a *Admin) keepDraftSeed(ctx context.Context, live *snapshot.Snapshot, draft *popup.Popup) error {
+	var stored *popup.Popup
+	if e := live.Entry(draft.ID); e != nil {
+		stored = &e.Popup
+	} else if draft.ID != 0 {
+		p, err := a.Repo.Get(ctx, draft.ID)
+		switch {
+		case err == nil:
+			stored = &p
+		case !errors.Is(err, popup.ErrNotFound):
+			return err
+		}
+	}
+	if stored != nil {
+		if err := draft.KeepBucketSeed(*stored); err != nil {
+			return prefixed("validation_failed", popup.FieldError{Field: "bucket_seed", Message: err.Error()})
+		}
+	}
+	draft.GiveBucketSeed()
+	return nil
+}
+
 // readDraft decodes and validates the draft; errors name its fields as popup.<field>.
 func (a *Admin) readDraft(raw json.RawMessage) (popup.Popup, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return popup.Popup{}, &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "popup is required: the unsaved popup to preview",
 			fields: []popup.FieldError{{Field: "popup", Message: "is required: a popup in the shape POST /admin/v1/popups takes"}}}
 	}
-	prefixed := func(code, msg string, fes []popup.FieldError) *apiError {
-		out := make([]popup.FieldError, len(fes))
-		for i, fe := range fes {
-			out[i] = popup.FieldError{Field: "popup." + fe.Field, Message: fe.Message}
-		}
-		if len(out) == 0 {
-			out = []popup.FieldError{{Field: "popup", Message: msg}}
-		}
-		return &apiError{status: http.StatusBadRequest, code: code, message: "popup: " + msg, fields: out}
-	}
 	in, err := decodePopupBody(raw)
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return popup.Popup{}, prefixed(ae.code, ae.message, ae.fields)
+		return popup.Popup{}, prefixedFields(ae.code, ae.message, ae.fields)
 	}
 	p, err := fromWire(in).BuildWith(a.Links)
 	var ve *popup.ValidationError
 	if errors.As(err, &ve) {
-		return popup.Popup{}, prefixed("validation_failed", ve.Error(), ve.Fields)
+		return popup.Popup{}, prefixedFields("validation_failed", ve.Error(), ve.Fields)
 	} else if err != nil {
 		return popup.Popup{}, err
 	}
 	p.Status = popup.StatusActive
 	if in.ID != nil {
 		if *in.ID <= 0 {
-			return popup.Popup{}, prefixed("validation_failed", "id must be a positive integer", []popup.FieldError{{Field: "id", Message: "must be a positive integer (a saved popup's id) or be left out"}})
+			return popup.Popup{}, prefixed("validation_failed", popup.FieldError{Field: "id", Message: "must be a positive integer (a saved popup's id) or be left out"})
 		}
 		p.ID = *in.ID
 	}
 	return p, nil
+}
+
+// prefixedFields is a 400 about the draft: its fields named popup.<field>, or popup itself
+// when none is named.
+func prefixedFields(code, msg string, fes []popup.FieldError) *apiError {
+	out := make([]popup.FieldError, len(fes))
+	for i, fe := range fes {
+		out[i] = popup.FieldError{Field: "popup." + fe.Field, Message: fe.Message}
+	}
+	if len(out) == 0 {
+		out = []popup.FieldError{{Field: "popup", Message: msg}}
+	}
+	return &apiError{status: http.StatusBadRequest, code: code, message: "popup: " + msg, fields: out}
+}
+
+// prefixed is a 400 about one field of the draft.
+func prefixed(code string, fe popup.FieldError) *apiError {
+	return prefixedFields(code, fe.Field+" "+fe.Message, []popup.FieldError{fe})
 }
 
 // candidateWire is one popup's verdict in a preview answer: why it would or would not show.

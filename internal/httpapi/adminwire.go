@@ -15,11 +15,13 @@ import (
 )
 
 // adminPopup is a popup as the admin API shows it: the domain popup plus the server-managed
-// fields (id, revision, created_at, updated_at). What GET returns, PUT accepts back.
+// fields (id, state, revision, created_at, updated_at). What GET returns, PUT accepts back.
 type adminPopup struct {
 	ID                   int64           `json:"id"`
 	Name                 string          `json:"name"`
+	BucketSeed           string          `json:"bucket_seed"`
 	Status               string          `json:"status"`
+	State                string          `json:"state"` // computed at the time of the answer
 	Priority             int             `json:"priority"`
 	StartAt              *time.Time      `json:"start_at"`
 	EndAt                *time.Time      `json:"end_at"`
@@ -54,8 +56,9 @@ type adminButton struct {
 	LinkURL string `json:"link_url"`
 }
 
-// toWire is the boundary from the domain popup to the admin API's JSON.
-func toWire(p popup.Popup) adminPopup {
+// toWire is the boundary from the domain popup to the admin API's JSON; the campaign state is
+// p's at now.
+func toWire(p popup.Popup, now time.Time) adminPopup {
 	buttons := make([]adminButton, len(p.Buttons))
 	for i, b := range p.Buttons {
 		buttons[i] = adminButton{Text: b.Text, LinkURL: b.LinkURL}
@@ -66,7 +69,8 @@ func toWire(p popup.Popup) adminPopup {
 	}
 	t := p.Targeting
 	return adminPopup{
-		ID: p.ID, Name: p.Name, Status: string(p.Status), Priority: p.Priority, StartAt: p.StartAt, EndAt: p.EndAt,
+		ID: p.ID, Name: p.Name, BucketSeed: p.RolloutSeed(), Status: string(p.Status), State: string(p.StateAt(now)),
+		Priority: p.Priority, StartAt: p.StartAt, EndAt: p.EndAt,
 		Targeting: adminTargeting{Platforms: nonNil(t.Platforms), MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 			Regions: nonNil(t.Regions), Langs: nonNil(t.Langs), RolloutPercent: t.RolloutPercent, UIDs: nonNil(t.UIDs)},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
@@ -86,10 +90,12 @@ func nonNil[T any](s []T) []T {
 // adminPopupInput is a popup body as POST and PUT accept it. Every field may be omitted (it takes
 // its default); scalars whose zero is a real setting are pointers so that omitted and zero stay
 // apart. The server-managed fields are accepted so that a GET's answer can be sent back as it is,
-// and ignored, except id, which must match the path of a PUT.
+// and ignored, except id, which must match the path of a PUT, and bucket_seed, which must match
+// the stored one (it never changes; "" or absent keeps it, and a create draws one).
 type adminPopupInput struct {
 	ID                   *int64               `json:"id"`
 	Name                 string               `json:"name"`
+	BucketSeed           string               `json:"bucket_seed"`
 	Status               *string              `json:"status"`
 	Priority             *int                 `json:"priority"`
 	StartAt              *time.Time           `json:"start_at"`
@@ -120,7 +126,7 @@ type adminTargetingInput struct {
 // fromWire is the boundary from the admin API's JSON to the domain's input.
 func fromWire(in adminPopupInput) popup.Input {
 	out := popup.Input{
-		Name: in.Name, Priority: in.Priority, StartAt: in.StartAt, EndAt: in.EndAt,
+		Name: in.Name, BucketSeed: in.BucketSeed, Priority: in.Priority, StartAt: in.StartAt, EndAt: in.EndAt,
 		ReshowAfterSeconds: in.ReshowAfterSeconds, ClickCooldownSeconds: in.ClickCooldownSeconds,
 		CloseCooldownSeconds: in.CloseCooldownSeconds, MaxImpressions: in.MaxImpressions,
 		Title: in.Title, Content: in.Content, ImageURL: in.ImageURL, LinkURL: in.LinkURL, Ext: in.Ext,
@@ -148,7 +154,8 @@ func fromWire(in adminPopupInput) popup.Input {
 func (in *adminPopupInput) inputFields() []inputField {
 	var ignored json.RawMessage
 	return []inputField{
-		{"id", &in.ID}, {"name", &in.Name}, {"status", &in.Status}, {"priority", &in.Priority},
+		{"id", &in.ID}, {"name", &in.Name}, {"bucket_seed", &in.BucketSeed}, {"status", &in.Status},
+		{"state", &ignored}, {"priority", &in.Priority},
 		{"start_at", &in.StartAt}, {"end_at", &in.EndAt}, {"targeting", &in.Targeting},
 		{"reshow_after_seconds", &in.ReshowAfterSeconds}, {"click_cooldown_seconds", &in.ClickCooldownSeconds},
 		{"close_cooldown_seconds", &in.CloseCooldownSeconds}, {"max_impressions", &in.MaxImpressions},

@@ -89,13 +89,13 @@ func TestWireRoundTripIsLossless(t *testing.T) {
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	links, err := popup.ParseLinkSchemes([]string{"https", "app"})
 	require.NoError(t, err)
-	want, err := popup.Input{Name: "n", Priority: ptrTo(7), StartAt: &start, Title: "t", LinkURL: "app://x",
+	want, err := popup.Input{Name: "n", BucketSeed: "seed-9", Priority: ptrTo(7), StartAt: &start, Title: "t", LinkURL: "app://x",
 		Targeting: &popup.TargetingInput{Platforms: []string{"ios"}, Regions: []string{"cn"}, RolloutPercent: ptrTo(30), UIDs: []string{"qa"}},
 		Buttons:   []popup.Button{{Text: "Go", LinkURL: "https://e.com"}}, Ext: json.RawMessage(`{"a":1}`)}.BuildWith(links)
 	require.NoError(t, err)
 	want.ID, want.Revision = 9, 4
 
-	raw, err := json.Marshal(toWire(want))
+	raw, err := json.Marshal(toWire(want, start))
 	require.NoError(t, err)
 	in, err := decodePopupBody(raw)
 	require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestParseFlag(t *testing.T) {
 func TestWireCarriesEveryField(t *testing.T) {
 	t.Parallel()
 	want := popuptest.Full()
-	out := toWire(want)
+	out := toWire(want, *want.StartAt)
 	popuptest.RequireNoZeroField(t, out)
 	raw, err := json.Marshal(out)
 	require.NoError(t, err)

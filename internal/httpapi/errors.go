@@ -73,6 +73,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		c.Set(forbiddenCtxKey, fe) // logged and counted by the admin router (logRefusal)
 	case errors.As(err, &ve):
 		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: ve.Error(), fields: ve.Fields}
+	case errors.Is(err, popup.ErrBucketSeedChanged):
+		ae = seedChanged(err)
 	case errors.Is(err, popup.ErrNotFound):
 		ae = errPopupGone
 	case errors.Is(err, ErrMySQLUnavailable):
@@ -103,6 +105,19 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		body["role_needed"] = ae.roleNeeded
 	}
 	c.AbortWithStatusJSON(ae.status, gin.H{"error": body})
+}
+
+// seedChanged is the 400 of a write that would change a stored bucket seed, naming the field:
+// bucket_seed, or popups[i].bucket_seed for the i-th popup of an import.
+func seedChanged(err error) *apiError {
+	field := "bucket_seed"
+	var item *popup.BatchItemError
+	if errors.As(err, &item) {
+		field = "popups[" + strconv.Itoa(item.Index) + "].bucket_seed"
+	}
+	msg := popup.ErrBucketSeedChanged.Error()
+	return &apiError{status: http.StatusBadRequest, code: "validation_failed", message: field + " " + msg,
+		fields: []popup.FieldError{{Field: field, Message: msg}}}
 }
 
 // fieldErrorWire is one entry of an error answer's fields: the field's JSON path and the problem.

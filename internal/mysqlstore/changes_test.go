@@ -25,6 +25,9 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 4))
+	// The repository reads the latest schema (migration 00007 added a column to popup_config).
+	_, err = mysqlstore.Migrate(ctx, db)
+	require.NoError(t, err)
 	repo := mysqlstore.NewPopupRepo(db)
 	all, err := repo.List(ctx, true)
 	require.NoError(t, err)
@@ -44,7 +47,7 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	assert.Equal(t, int64(3), hist[0].Revision)
 	assert.Equal(t, "(migration)", hist[0].Actor)
 	want := all[0]
-	assert.Equal(t, want, hist[0].Popup, "the revision holds the whole popup")
+	assert.Equal(t, want, hist[0].Popup, "the revision holds the whole popup (its bucket seed, the id, from the row)")
 	assert.Equal(t, `T "1"`, hist[0].Popup.Title)
 	assert.Equal(t, 50, hist[0].Popup.Targeting.RolloutPercent)
 	require.NotNil(t, hist[0].Popup.StartAt)
@@ -54,9 +57,9 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	log, err := repo.Audit(ctx, popup.AuditQuery{Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, log)
-	_, err = repo.Update(ctx, as("alice"), 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), nil)
+	_, _, err = repo.Update(ctx, as("alice"), 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), nil)
 	require.NoError(t, err)
-	back, err := repo.Rollback(ctx, as("alice"), 1, 3, nil)
+	back, _, err := repo.Rollback(ctx, as("alice"), 1, 3, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `T "1"`, back.Title)
 	assert.Equal(t, int64(5), back.Revision)
@@ -82,13 +85,13 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a"}))
 	require.NoError(t, err)
-	_, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{1})
+	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{1})
 	require.NoError(t, err)
-	_, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "stale"}), []int64{1})
+	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "stale"}), []int64{1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 	_, err = repo.Archive(ctx, as("carol"), p.ID, nil)
 	require.NoError(t, err)
-	_, err = repo.Rollback(ctx, as("carol"), p.ID, 9, nil)
+	_, _, err = repo.Rollback(ctx, as("carol"), p.ID, 9, nil)
 	require.ErrorIs(t, err, popup.ErrRevisionNotKept)
 
 	hist, err := repo.History(ctx, p.ID)
@@ -155,7 +158,7 @@ func TestMigration6KeepsEntriesWrittenBeforeRolesWithoutARole(t *testing.T) {
 	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
 
 	repo := mysqlstore.NewPopupRepo(db)
-	_, err = repo.Update(ctx, popup.Actor{Name: "ed", Role: popup.RoleEditor}, 1, mustBuild(t, popup.Input{Name: "old", Status: &draftStatus, Title: "t"}), nil)
+	_, _, err = repo.Update(ctx, popup.Actor{Name: "ed", Role: popup.RoleEditor}, 1, mustBuild(t, popup.Input{Name: "old", Status: &draftStatus, Title: "t"}), nil)
 	require.NoError(t, err)
 	hist, err := repo.History(ctx, 1)
 	require.NoError(t, err)
@@ -185,14 +188,14 @@ func TestTheRoleCheckReadsTheStoredStatusInTheWrite(t *testing.T) {
 	require.NoError(t, err)
 	live := draft
 	live.Status = popup.StatusActive
-	_, err = repo.Update(ctx, publisher, p.ID, live, nil)
+	_, _, err = repo.Update(ctx, publisher, p.ID, live, nil)
 	require.NoError(t, err)
 	before, err := repo.Get(ctx, p.ID)
 	require.NoError(t, err)
 
 	edit := draft
 	edit.Title = "the editor's edit of what was a draft"
-	_, err = repo.Update(ctx, editor, p.ID, edit, nil)
+	_, _, err = repo.Update(ctx, editor, p.ID, edit, nil)
 	var fe *popup.ForbiddenError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, popup.RolePublisher, fe.Needed)
@@ -204,8 +207,12 @@ func TestTheRoleCheckReadsTheStoredStatusInTheWrite(t *testing.T) {
 	}{
 		{"create an active popup", func() error { _, err := repo.Create(ctx, editor, live); return err }},
 		{"archive", func() error { _, err := repo.Archive(ctx, editor, p.ID, nil); return err }},
-		{"roll back", func() error { _, err := repo.Rollback(ctx, editor, p.ID, 1, nil); return err }},
-		{"roll back to a revision never had", func() error { _, err := repo.Rollback(ctx, editor, p.ID, 99, nil); return err }},
+		{"roll back", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 1, nil); return err }},
+		{"roll back to a revision never had", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 99, nil); return err }},
+		// A write that would change nothing is refused all the same: the role check comes
+		// before the no-op shortcut.
+		{"save the active popup unchanged", func() error { _, _, err := repo.Update(ctx, editor, p.ID, live, nil); return err }},
+		{"roll back to the revision it is at", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 2, nil); return err }},
 		{"import", func() error { _, err := repo.Import(ctx, editor, []popup.Popup{draft}, false); return err }},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package mysqlstore_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func TestRowsWrittenByOlderBuildsStillRead(t *testing.T) {
 	require.NoError(t, err)
 	want := storedColumnsPopup()
 	want.ID, want.Revision, want.CreatedAt, want.UpdatedAt = id, got.Revision, got.CreatedAt, got.UpdatedAt
+	want.BucketSeed = strconv.FormatInt(id, 10) // a row without a seed reads with its id, as migration 00007 gave old rows
 	assert.Equal(t, want, got)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,7 +86,7 @@ func fromContent(p *popup.Popup, c content) {
 
 // configCols are the popup_config columns a write sets from a popup, in the order of
 // configValues: the one list every statement below is built from.
-var configCols = []string{"name", "status", "priority", "start_at", "end_at", "reshow_after_seconds",
+var configCols = []string{"name", "bucket_seed", "status", "priority", "start_at", "end_at", "reshow_after_seconds",
 	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "targeting", "content"}
 
 var (
@@ -118,12 +119,13 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		status          string
 		targeting, body []byte
 	)
-	err := s.Scan(&p.ID, &p.Name, &status, &p.Priority, &start, &end, &p.ReshowAfterSeconds,
+	err := s.Scan(&p.ID, &p.Name, &p.BucketSeed, &status, &p.Priority, &start, &end, &p.ReshowAfterSeconds,
 		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &targeting, &body, &p.CreatedAt, &p.UpdatedAt, &p.Revision)
 	if err != nil {
 		return popup.Popup{}, err
 	}
 	p.Status = popup.Status(status)
+	p.BucketSeed = p.RolloutSeed() // '' (a row written by hand) is the decimal id
 	if err := fillParts(&p, start, end, targeting, body); err != nil {
 		return popup.Popup{}, err
 	}
@@ -161,7 +163,7 @@ func configValues(p popup.Popup) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{p.Name, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
+	return []any{p.Name, p.BucketSeed, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
 		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body}, nil
 }
 
@@ -259,25 +261,26 @@ func (r *PopupRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup
 	if err := actor.May(popup.Write{Action: popup.ActionCreate, After: p.Status}); err != nil {
 		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
 	}
+	p.GiveBucketSeed()
 	values, err := configValues(p)
 	if err != nil {
 		return popup.Popup{}, err
 	}
 	var stored popup.Popup
-	err = r.inTx(ctx, func(tx *sql.Tx) error {
+	err = r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		res, err := tx.ExecContext(ctx, `INSERT INTO popup_config (`+configColumns+`) VALUES `+
 			placeholders(1, len(values)), values...)
 		if err != nil {
-			return err
+			return false, err
 		}
 		id, err := res.LastInsertId()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if stored, err = get(ctx, tx, id); err != nil {
-			return err
+			return false, err
 		}
-		return record(ctx, tx, []change{{actor: actor, action: popup.ActionCreate, after: stored}})
+		return true, record(ctx, tx, []change{{actor: actor, action: popup.ActionCreate, after: stored}})
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
@@ -285,54 +288,69 @@ func (r *PopupRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup
 	return stored, nil
 }
 
-// Update replaces popup id with p and increments its revision. With ifRevision non-nil, the
-// write happens only while the popup's revision is one of ifRevision, checked by the UPDATE
-// itself, so of two writers who read the same revision exactly one wins; the other gets
-// popup.ErrRevisionMismatch. A nil ifRevision writes unconditionally. The role check reads the
-// stored status from the row it locks (replace), so an editor's edit of a draft cannot become
-// a change of a live popup that another writer published meanwhile.
-func (r *PopupRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
-	var stored popup.Popup
-	err := r.inTx(ctx, func(tx *sql.Tx) (err error) {
-		stored, err = replace(ctx, tx, actor, popup.ActionUpdate, id, p, ifRevision)
-		return err
+// Update replaces popup id with p and increments its revision. p without a bucket seed keeps the
+// stored one; another seed is popup.ErrBucketSeedChanged. With ifRevision non-nil, the write
+// happens only while the popup's revision is one of ifRevision, checked by the UPDATE itself, so
+// of two writers who read the same revision exactly one wins; the other gets
+// popup.ErrRevisionMismatch. A nil ifRevision writes unconditionally. When p equals the stored
+// popup nothing is written (no revision, audit entry or config version): changed is false and the
+// stored popup is returned as it is. The role check reads the stored status from the row it locks
+// (replace), so an editor's edit of a draft cannot become a change of a live popup that another
+// writer published meanwhile; it comes before the no-op shortcut, so a save that would change
+// nothing is still refused to a role that may not make it.
+func (r *PopupRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
+	err = r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		stored, changed, err = replace(ctx, tx, actor, popup.ActionUpdate, id, p, ifRevision)
+		return changed, err
 	})
 	if err != nil {
-		return popup.Popup{}, fmt.Errorf("update popup %d: %w", id, err)
+		return popup.Popup{}, false, fmt.Errorf("update popup %d: %w", id, err)
 	}
-	return stored, nil
+	return stored, changed, nil
 }
 
 // replace is the write of an update or a rollback, inside tx: it locks the popup, checks the
-// actor's role against the stored and the new status, writes p over it under the If-Match
-// condition and records the change.
-func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
-	values, err := configValues(p)
-	if err != nil {
-		return popup.Popup{}, err
-	}
+// actor's role against the stored and the new status, then the If-Match condition and the bucket
+// seed, and writes p over it and records the change unless p equals what is stored (changed
+// false: nothing written). The role comes first, as in Archive (whose revision condition is in
+// its UPDATE): a role that may not make the write gets a 403 whatever the revision or content.
+func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, id int64, p popup.Popup, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
 	before, err := getForUpdate(ctx, tx, id)
 	if err != nil {
-		return popup.Popup{}, err
+		return popup.Popup{}, false, err
 	}
 	if err := actor.May(popup.Write{Action: action, Before: before.Status, After: p.Status}); err != nil {
-		return popup.Popup{}, err
+		return popup.Popup{}, false, err
 	}
+	if ifRevision != nil && !slices.Contains(ifRevision, before.Revision) {
+		return popup.Popup{}, false, popup.ErrRevisionMismatch
+	}
+	if err := p.KeepBucketSeed(before); err != nil {
+		return popup.Popup{}, false, err
+	}
+	if sameContent(before, p) {
+		return before, false, nil
+	}
+	values, err := configValues(p)
+	if err != nil {
+		return popup.Popup{}, false, err
+	}
+	// The row is locked and its revision checked above; the condition stays in the UPDATE so that
+	// the write is conditional by itself, whatever runs before it.
 	cond, condArgs := revisionCond(ifRevision)
 	args := append(append(values, id), condArgs...)
 	res, err := tx.ExecContext(ctx, `UPDATE popup_config SET `+configAssignments+`,
 		updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1 WHERE id = ?`+cond, args...)
 	if err != nil {
-		return popup.Popup{}, err
+		return popup.Popup{}, false, err
 	}
 	if err := mustHaveWritten(ctx, tx, res, id); err != nil {
-		return popup.Popup{}, err
+		return popup.Popup{}, false, err
 	}
-	stored, err := get(ctx, tx, id)
-	if err != nil {
-		return popup.Popup{}, err
+	if stored, err = get(ctx, tx, id); err != nil {
+		return popup.Popup{}, false, err
 	}
-	return stored, record(ctx, tx, []change{{actor: actor, action: action, before: &before, after: stored}})
+	return stored, true, record(ctx, tx, []change{{actor: actor, action: action, before: &before, after: stored}})
 }
 
 // Archive sets a popup's status to archived (DELETE in the admin API: rows are never removed,
@@ -340,26 +358,26 @@ func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Ac
 func (r *PopupRepo) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {
 	cond, condArgs := revisionCond(ifRevision)
 	var stored popup.Popup
-	err := r.inTx(ctx, func(tx *sql.Tx) error {
+	err := r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		before, err := getForUpdate(ctx, tx, id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := actor.May(popup.Write{Action: popup.ActionArchive, Before: before.Status}); err != nil {
-			return err
+			return false, err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET status = 'archived', updated_at = CURRENT_TIMESTAMP(3),
 			revision = revision + 1 WHERE id = ?`+cond, append([]any{id}, condArgs...)...)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := mustHaveWritten(ctx, tx, res, id); err != nil {
-			return err
+			return false, err
 		}
 		if stored, err = get(ctx, tx, id); err != nil {
-			return err
+			return false, err
 		}
-		return record(ctx, tx, []change{{actor: actor, action: popup.ActionArchive, before: &before, after: stored}})
+		return true, record(ctx, tx, []change{{actor: actor, action: popup.ActionArchive, before: &before, after: stored}})
 	})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("archive popup %d: %w", id, err)
@@ -410,16 +428,20 @@ func mustHaveWritten(ctx context.Context, tx *sql.Tx, res sql.Result, id int64) 
 	return popup.ErrRevisionMismatch
 }
 
-// inTx runs fn and bumps the config version in the same transaction. A write that would give two
-// live popups one name fails with popup.ErrNameTaken.
-func (r *PopupRepo) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+// inTx runs fn and, when fn reports that it changed something, bumps the config version in the
+// same transaction. A write that would give two live popups one name fails with popup.ErrNameTaken.
+func (r *PopupRepo) inTx(ctx context.Context, fn func(*sql.Tx) (changed bool, err error)) error {
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() // after Commit it is a no-op
-	if err := fn(tx); err != nil {
+	changed, err := fn(tx)
+	if err != nil {
 		return nameTaken(err)
+	}
+	if !changed {
+		return nil // nothing written: the rollback releases the row lock
 	}
 	if err := bumpVersion(ctx, tx); err != nil {
 		return err

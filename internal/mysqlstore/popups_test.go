@@ -29,9 +29,10 @@ func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
 	created, err := repo.Create(ctx, as("tester"), newPopup(t, "a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), created.Revision)
-	updated, err := repo.Update(ctx, as("tester"), created.ID, newPopup(t, "a"), nil)
+	updated, changed, err := repo.Update(ctx, as("tester"), created.ID, newPopup(t, "b"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), updated.Revision, "an update that changes nothing is still a write")
+	assert.True(t, changed)
+	assert.Equal(t, int64(2), updated.Revision)
 	archived, err := repo.Archive(ctx, as("tester"), created.ID, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), archived.Revision)
@@ -50,14 +51,14 @@ func TestConditionalWritesCheckTheRevision(t *testing.T) {
 	require.NoError(t, err)
 
 	// Two operators read revision 1; the first write wins.
-	first, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "first"), []int64{1})
+	first, _, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "first"), []int64{1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), first.Revision)
-	_, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "second"), []int64{1})
+	_, _, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "second"), []int64{1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 	_, err = repo.Archive(ctx, as("tester"), p.ID, []int64{1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
-	_, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "none can match"), []int64{})
+	_, _, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "none can match"), []int64{})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 
 	got, err := repo.Get(ctx, p.ID)
@@ -68,10 +69,10 @@ func TestConditionalWritesCheckTheRevision(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, version+1, after, "a refused write does not bump the config version")
 
-	listed, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "third"), []int64{1, 2})
+	listed, _, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "third"), []int64{1, 2})
 	require.NoError(t, err, "any revision of the list matches")
 	assert.Equal(t, int64(3), listed.Revision)
-	_, err = repo.Update(ctx, as("tester"), p.ID+100, newPopup(t, "x"), []int64{1})
+	_, _, err = repo.Update(ctx, as("tester"), p.ID+100, newPopup(t, "x"), []int64{1})
 	require.ErrorIs(t, err, popup.ErrNotFound, "a missing popup is not found, whatever the condition")
 }
 
@@ -89,7 +90,7 @@ func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "writer"), []int64{p.Revision})
+			_, _, errs[i] = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "writer"), []int64{p.Revision})
 		}()
 	}
 	wg.Wait()

@@ -56,15 +56,83 @@ type AuditQuery struct {
 	Limit   int
 }
 
-// ListQuery selects popups in id order: with one status (when set; archived ones only when
-// Status is archived or IncludeArchived), whose name contains NameContains (case-insensitive),
-// with an id above After, at most Limit.
+// ListQuery selects one page of popups: with one status (when set), in one campaign state at Now
+// (when set), archived ones only when Status or State is archived or IncludeArchived; matching
+// Search when set; in Sort order, after the popup at After when set; at most Limit.
 type ListQuery struct {
 	Status          Status
+	State           State
+	Now             time.Time // the instant State is judged at
 	IncludeArchived bool
-	NameContains    string
-	After           int64
-	Limit           int
+	// Search matches a popup whose name, title or content contains it (case-insensitive), or,
+	// when it is a decimal number, whose id it is.
+	Search string
+	Sort   ListSort
+	After  *ListPosition
+	Limit  int
+}
+
+// ListPage is one page of a list and the number of popups matching the query's filters over
+// every page.
+type ListPage struct {
+	Popups []Popup
+	Total  int
+}
+
+// SortKey is what a popup list can be ordered by.
+type SortKey string
+
+// The sort keys of a popup list.
+const (
+	SortByID        SortKey = "id"
+	SortByUpdatedAt SortKey = "updated_at"
+	SortByName      SortKey = "name"
+	SortByPriority  SortKey = "priority"
+)
+
+// ListSort orders a popup list by Key, descending when Desc. Popups with equal keys follow in id
+// order of the same direction, so every popup has one place and a page never splits a tie.
+type ListSort struct {
+	Key  SortKey
+	Desc bool
+}
+
+// ParseListSort reads "key" or "-key" (descending); ok is false for anything else. "" is by id.
+func ParseListSort(s string) (sort ListSort, ok bool) {
+	if s == "" {
+		return ListSort{Key: SortByID}, true
+	}
+	if s[0] == '-' {
+		sort.Desc, s = true, s[1:]
+	}
+	switch k := SortKey(s); k {
+	case SortByID, SortByUpdatedAt, SortByName, SortByPriority:
+		sort.Key = k
+		return sort, true
+	}
+	return ListSort{}, false
+}
+
+// String is the sort as ParseListSort reads it.
+func (s ListSort) String() string {
+	if s.Desc {
+		return "-" + string(s.Key)
+	}
+	return string(s.Key)
+}
+
+// ListPosition is a popup's place in a sorted list: its id and the value of the sort key (only
+// the field of the list's key is used).
+type ListPosition struct {
+	ID        int64
+	UpdatedAt time.Time
+	Name      string
+	Priority  int
+}
+
+// PositionOf is p's place in a list sorted by any key.
+func PositionOf(p Popup) ListPosition {
+	return ListPosition{ID: p.ID, UpdatedAt: p.UpdatedAt, Name: p.Name, Priority: p.Priority}
 }
 
 // ImportResult counts what an import did (or, in a dry run, would do).

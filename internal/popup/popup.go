@@ -106,13 +106,17 @@ type Popup struct {
 	ID int64
 	// Revision counts the popup's writes, starting at 1: the admin API's ETag, checked against
 	// If-Match inside the write itself.
-	Revision  int64
-	Name      string
-	Status    Status
-	Priority  int        // higher wins; ties go to the lower id
-	StartAt   *time.Time // nil = open; the window is [StartAt, EndAt)
-	EndAt     *time.Time // nil = open
-	Targeting Targeting
+	Revision int64
+	Name     string
+	// BucketSeed keys the popup's rollout buckets (RolloutBucket): fixed before the first save and
+	// never changed, so a user stays in or out of the rollout whatever else is edited. "" stands for
+	// the decimal id, the seed migration 00007 gave every popup saved before seeds existed.
+	BucketSeed string
+	Status     Status
+	Priority   int        // higher wins; ties go to the lower id
+	StartAt    *time.Time // nil = open; the window is [StartAt, EndAt)
+	EndAt      *time.Time // nil = open
+	Targeting  Targeting
 
 	// ReshowAfterSeconds hides the popup from a user for this long after it was returned to them.
 	ReshowAfterSeconds int64
@@ -151,6 +155,7 @@ type TargetingInput struct {
 // so "omitted" and "zero" stay distinguishable; strings are plain because "" is their default.
 type Input struct {
 	Name                 string
+	BucketSeed           string // "" = none given: a create draws one, an update keeps the stored one
 	Status               *Status
 	Priority             *int
 	StartAt              *time.Time
@@ -181,6 +186,7 @@ func (in Input) Build() (Popup, error) { return in.BuildWith(LinkSchemes{}) }
 func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 	p := Popup{
 		Name:                 in.Name,
+		BucketSeed:           in.BucketSeed,
 		Status:               deref(in.Status, StatusActive),
 		Priority:             deref(in.Priority, 0),
 		StartAt:              utcPtr(in.StartAt),
@@ -272,6 +278,9 @@ func (p Popup) Validate() error { return p.ValidateWith(LinkSchemes{}) }
 func (p Popup) ValidateWith(links LinkSchemes) error {
 	var v validator
 	v.text("name", strings.TrimSpace(p.Name), 1, maxNameLen)
+	if p.BucketSeed != "" && !ValidBucketSeed(p.BucketSeed) {
+		v.add("bucket_seed", "must be "+BucketSeedRule)
+	}
 	if !p.Status.Valid() {
 		v.add("status", "must be one of draft, active, paused, archived")
 	}

@@ -272,7 +272,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		{name: "Match", give: func() { sinkReason = cs[1].Match(req) }},
 		{name: "AnyMatch", give: func() { sinkBool = popup.AnyMatch(cs, req, now) }},
 		{name: "Eligible", give: func() { sinkReason = cs[3].Eligible(state, now, 3) }},
-		{name: "RolloutBucket", give: func() { sinkInt = popup.RolloutBucket(1234567, "user-123456") }},
+		{name: "RolloutBucket", give: func() { sinkInt = popup.RolloutBucket("1234567", "user-123456") }},
 		{name: "ParseVersion", give: func() { sinkVersion, _ = popup.ParseVersion("8.10.0.1") }},
 		{name: "ParseVersion error", give: func() { sinkVersion, _ = popup.ParseVersion("8.x") }},
 		{name: "ValidUID", give: func() { sinkBool = popup.ValidUID("user-123456") }},
@@ -332,7 +332,7 @@ func BenchmarkSelect10k(b *testing.B) {
 func BenchmarkRolloutBucket(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		sinkInt = popup.RolloutBucket(1234567, "user-123456")
+		sinkInt = popup.RolloutBucket("1234567", "user-123456")
 	}
 }
 

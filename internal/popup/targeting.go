@@ -43,58 +43,40 @@ const (
 	fnvPrime64  uint64 = 1099511628211
 )
 
-// RolloutBucket is the stable bucket 0..99 of (popup id, uid) used by rollout_percent: a user is
-// in a popup's rollout of N percent when RolloutBucket(id, uid) < N. Keying on the popup id as well
-// as the uid means different popups reach different slices of the users, and because the bucket
-// never changes, raising N only ever adds users.
+// RolloutBucket is the stable bucket 0..99 of (bucket seed, uid) used by rollout_percent: a user
+// is in a popup's rollout of N percent when RolloutBucket(seed, uid) < N. Each popup has its own
+// seed (Popup.BucketSeed), so different popups reach different slices of the users; the seed is
+// fixed before the popup is first saved (a draft's preview already has it) and never changes, so
+// a preview buckets users as the saved popup will, and raising N only ever adds users.
 //
-// The bucket is FNV-1a 64-bit over the bytes of the decimal popup id (a leading '-' if negative),
-// one ':' byte and the uid bytes, taken mod 100 as an unsigned 64-bit integer. In Python:
+// The bucket is FNV-1a 64-bit over the bytes of the seed, one ':' byte and the uid bytes, taken
+// mod 100 as an unsigned 64-bit integer. In Python:
 //
 //	h = 0xcbf29ce484222325
-//	for b in f"{popup_id}:{uid}".encode():
+//	for b in f"{bucket_seed}:{uid}".encode():
 //	    h = ((h ^ b) * 0x100000001b3) % 2**64
 //	bucket = h % 100
 //
-// Known answers, for other implementations to check against:
+// Known answers, for other implementations to check against (a popup saved before seeds existed
+// has its decimal id as its seed, so these are also the buckets it always had):
 //
-//	RolloutBucket(1, "u1")            == 40
-//	RolloutBucket(7, "qa-device-1")   == 73
-//	RolloutBucket(42, "user-1000")    == 90
-//	RolloutBucket(123456789, "a:b.c") == 38
-//	RolloutBucket(-5, "x")            == 65
+//	RolloutBucket("1", "u1")                    == 40
+//	RolloutBucket("7", "qa-device-1")           == 73
+//	RolloutBucket("42", "user-1000")            == 90
+//	RolloutBucket("123456789", "a:b.c")         == 38
+//	RolloutBucket("-5", "x")                    == 65
+//	RolloutBucket("3f9a0c2b7d1e4a65", "user-1") == 75
+//	RolloutBucket("spring-sale_2026", "vip-3")  == 34
 //
 // It does not allocate.
-func RolloutBucket(popupID int64, uid string) int {
-	return bucketOf(rolloutSeed(popupID), uid)
+func RolloutBucket(seed, uid string) int {
+	return bucketOf(rolloutState(seed), uid)
 }
 
-// rolloutSeed is the FNV-1a state after "<popupID>:". Compile stores it, so matching a request
+// rolloutState is the FNV-1a state after "<seed>:". Compile stores it, so matching a request
 // hashes only the uid.
-func rolloutSeed(popupID int64) uint64 {
-	// Decimal digits of the id, written backwards into a stack buffer.
-	var digits [20]byte
-	i := len(digits)
-	n := uint64(popupID)
-	if popupID < 0 {
-		n = -n // two's complement: also right for math.MinInt64
-	}
-	for {
-		i--
-		digits[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	h := fnvOffset64
-	if popupID < 0 {
-		h = (h ^ '-') * fnvPrime64
-	}
-	for _, c := range digits[i:] {
-		h = (h ^ uint64(c)) * fnvPrime64
-	}
-	return (h ^ ':') * fnvPrime64
+func rolloutState(seed string) uint64 {
+	return (bucketHash(fnvOffset64, seed) ^ ':') * fnvPrime64
 }
 
 func bucketOf(seed uint64, uid string) int {
@@ -166,8 +148,8 @@ type Compiled struct {
 	active                 bool
 	rollout                uint8 // 0..100
 
-	regions, langs []code // empty = all
-	rolloutSeed    uint64
+	regions, langs []code    // empty = all
+	rolloutState   uint64    // FNV-1a state after "<bucket seed>:"
 	allow          []allowed // the uid allow-list, sorted by hash
 
 	Popup Popup
@@ -186,13 +168,13 @@ func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 		return nil, err
 	}
 	c := &Compiled{
-		startSec:    math.MinInt64,
-		endSec:      math.MaxInt64,
-		maxVersion:  Version{math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint32},
-		active:      p.Status == StatusActive,
-		rollout:     uint8(p.Targeting.RolloutPercent),
-		rolloutSeed: rolloutSeed(p.ID),
-		Popup:       p,
+		startSec:     math.MinInt64,
+		endSec:       math.MaxInt64,
+		maxVersion:   Version{math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint32},
+		active:       p.Status == StatusActive,
+		rollout:      uint8(p.Targeting.RolloutPercent),
+		rolloutState: rolloutState(p.RolloutSeed()),
+		Popup:        p,
 	}
 	if p.StartAt != nil {
 		c.startSec, c.startNsec = p.StartAt.Unix(), int32(p.StartAt.Nanosecond())
@@ -305,7 +287,7 @@ func (c *Compiled) match(q *query) Reason {
 // inRollout hashes before it looks at the allow-list: the hash is arithmetic, while the list
 // is memory to read, and a listed uid that also falls in the rollout gets the same answer.
 func (c *Compiled) inRollout(q *query) bool {
-	if c.rollout >= 100 || bucketOf(c.rolloutSeed, q.uid) < int(c.rollout) {
+	if c.rollout >= 100 || bucketOf(c.rolloutState, q.uid) < int(c.rollout) {
 		return true
 	}
 	// The hash only narrows the search; the uid itself decides, so a crafted collision gains nothing.

@@ -126,21 +126,26 @@ func apply(mod func(*popup.Request), r *popup.Request) {
 func TestRolloutBucketKnownAnswers(t *testing.T) {
 	t.Parallel()
 	// The same vector is in RolloutBucket's doc comment; SQL or Python ports must reproduce it.
+	// Changing one of these answers moves users in or out of every partial rollout: it is never
+	// a refactoring. The seeds that are decimal ids are those migration 00007 gave existing popups.
 	tests := []struct {
-		id   int64
+		seed string
 		uid  string
 		want int
 	}{
-		{id: 1, uid: "u1", want: 40},
-		{id: 7, uid: "qa-device-1", want: 73},
-		{id: 42, uid: "user-1000", want: 90},
-		{id: 123456789, uid: "a:b.c", want: 38},
-		{id: -5, uid: "x", want: 65},
-		{id: 9223372036854775807, uid: "z", want: 23},
+		{seed: "1", uid: "u1", want: 40},
+		{seed: "7", uid: "qa-device-1", want: 73},
+		{seed: "42", uid: "user-1000", want: 90},
+		{seed: "123456789", uid: "a:b.c", want: 38},
+		{seed: "-5", uid: "x", want: 65},
+		{seed: "9223372036854775807", uid: "z", want: 23},
+		{seed: "3f9a0c2b7d1e4a65", uid: "user-1", want: 75},
+		{seed: "spring-sale_2026", uid: "vip-3", want: 34},
+		{seed: "a", uid: "b", want: 4},
 	}
 	for _, tt := range tests {
-		t.Run(strconv.FormatInt(tt.id, 10)+":"+tt.uid, func(t *testing.T) {
-			assert.Equal(t, tt.want, popup.RolloutBucket(tt.id, tt.uid))
+		t.Run(tt.seed+":"+tt.uid, func(t *testing.T) {
+			assert.Equal(t, tt.want, popup.RolloutBucket(tt.seed, tt.uid))
 		})
 	}
 }
@@ -153,7 +158,7 @@ func TestRolloutIsSticky(t *testing.T) {
 		r.UID = "user-" + strconv.Itoa(i)
 		first, second := c.Match(r), c.Match(r)
 		assert.Equal(t, first, second, r.UID)
-		assert.Equal(t, popup.RolloutBucket(9, r.UID), popup.RolloutBucket(9, r.UID), r.UID)
+		assert.Equal(t, popup.RolloutBucket("9", r.UID), popup.RolloutBucket("9", r.UID), r.UID)
 	}
 }
 
@@ -213,7 +218,7 @@ func TestRolloutBucketsAreUniform(t *testing.T) {
 	const users = 100000
 	var buckets [100]int
 	for i := range users {
-		buckets[popup.RolloutBucket(7, "user-"+strconv.Itoa(i))]++
+		buckets[popup.RolloutBucket("7", "user-"+strconv.Itoa(i))]++
 	}
 
 	// 1,000 expected per bucket; the standard deviation is about 31, so ±150 is almost 5 sigma.
@@ -224,13 +229,13 @@ func TestRolloutBucketsAreUniform(t *testing.T) {
 
 func TestRolloutSlicesDifferBetweenPopups(t *testing.T) {
 	t.Parallel()
-	// The hash is keyed by popup id so one unlucky user is not in every 10% experiment: two 50%
+	// The hash is keyed by the popup's seed so one unlucky user is not in every 10% experiment: two 50%
 	// rollouts should share about a quarter of the users, not half.
 	const users = 10000
 	both := 0
 	for i := range users {
 		uid := "user-" + strconv.Itoa(i)
-		both += boolInt(popup.RolloutBucket(1, uid) < 50 && popup.RolloutBucket(2, uid) < 50)
+		both += boolInt(popup.RolloutBucket("1", uid) < 50 && popup.RolloutBucket("2", uid) < 50)
 	}
 	assert.InDelta(t, 0.25, float64(both)/users, 0.03)
 }

@@ -131,6 +131,7 @@ type (
 		ID                   int64           `json:"id"`
 		Revision             int64           `json:"revision"`
 		Name                 string          `json:"name"`
+		BucketSeed           string          `json:"bucket_seed"` // absent from an older build's blob: the popup's id is its seed
 		Status               string          `json:"status"`
 		Priority             int             `json:"priority"`
 		StartAt              *time.Time      `json:"start_at"`
@@ -204,7 +205,7 @@ func toBlob(p *popup.Popup) cachedPopup {
 	}
 	t := &p.Targeting
 	return cachedPopup{
-		ID: p.ID, Revision: p.Revision, Name: p.Name, Status: string(p.Status), Priority: p.Priority,
+		ID: p.ID, Revision: p.Revision, Name: p.Name, BucketSeed: p.BucketSeed, Status: string(p.Status), Priority: p.Priority,
 		StartAt: p.StartAt, EndAt: p.EndAt,
 		Targeting: cachedTargeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 			Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs},
@@ -226,7 +227,7 @@ func fromBlob(c *cachedPopup) popup.Popup {
 	}
 	t := &c.Targeting
 	return popup.Popup{
-		ID: c.ID, Revision: c.Revision, Name: c.Name, Status: popup.Status(c.Status), Priority: c.Priority,
+		ID: c.ID, Revision: c.Revision, Name: c.Name, BucketSeed: c.BucketSeed, Status: popup.Status(c.Status), Priority: c.Priority,
 		StartAt: c.StartAt, EndAt: c.EndAt,
 		Targeting: popup.Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 			Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs},

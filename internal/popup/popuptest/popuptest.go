@@ -22,7 +22,7 @@ func Full() popup.Popup {
 	start := time.Date(2026, 3, 1, 8, 0, 0, 250_000_000, time.UTC)
 	end := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
 	return popup.Popup{
-		ID: 7, Revision: 3, Name: "spring-sale", Status: popup.StatusPaused, Priority: 5,
+		ID: 7, Revision: 3, Name: "spring-sale", BucketSeed: "3f9a0c2b7d1e4a65", Status: popup.StatusPaused, Priority: 5,
 		StartAt: &start, EndAt: &end,
 		Targeting: popup.Targeting{Platforms: []string{"ios", "android"}, MinAppVersion: "8.1.0", MaxAppVersion: "9.0.0",
 			Regions: []string{"cn", "us"}, Langs: []string{"zh"}, RolloutPercent: 40, UIDs: []string{"vip-1", "vip-2"}},
