@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
@@ -114,6 +115,7 @@ func TestConsoleTwoTabsNeverOverwriteEachOther(t *testing.T) {
 		"field, what B started from, stored now, B's form")
 	assert.Equal(t, "B's content", b.value("#f-content"), "the operator's edit is kept")
 	b.axeCheck("stale save comparison")
+	b.run(page.BringToFront()) // a tab in the background is never painted: its screenshot would wait forever
 	b.shot("edit-stale-compare", "#form-errors")
 
 	// re-applied onto revision 3: A's title and B's content, saved as revision 4

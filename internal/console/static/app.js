@@ -1,7 +1,7 @@
 // The operator console: a hash-routed page over the admin API (docs/CONTRACT.md).
 import {
   api, token, setUnauthorizedHandler, notAvailable, errorText, h, uid, utcToLocalInput, localInputToUTC,
-  fmtTime, isoDay, fmtPct, diff, diffTable, sparkline, splitLines, lineOf, merge3, flatten, zoneName,
+  fmtTime, isoDay, fmtPct, download, newBucketSeed, zoneToday, addDays, diff, diffTable, sparkline, splitLines, lineOf, merge3, flatten, zoneName,
   nonexistentLocal, UNITS, NEVER, splitDuration, parseDuration,
 } from './lib.js';
 
@@ -28,13 +28,16 @@ async function loadMe() {
   return r;
 }
 
-// renderWho shows the operator and role in the header, and the Operators menu entry to admins only.
+// renderWho shows the operator and role in the header, and the Operators and Settings menu
+// entries to admins only.
 function renderWho() {
   whoEl.textContent = me?.operator ? `Signed in as ${me.operator} (${me.role})` : '';
   whoEl.hidden = !me?.operator;
-  const li = document.getElementById('nav-operators');
-  if (can('admin') && !li) nav.querySelector('ul').append(h('li', { id: 'nav-operators' }, h('a', { href: '#/operators', 'data-nav': 'operators' }, 'Operators')));
-  if (!can('admin') && li) li.remove();
+  for (const [key, label] of [['operators', 'Operators'], ['settings', 'Settings']]) {
+    const li = document.getElementById('nav-' + key);
+    if (can('admin') && !li) nav.querySelector('ul').append(h('li', { id: 'nav-' + key }, h('a', { href: '#/' + key, 'data-nav': key }, label)));
+    if (!can('admin') && li) li.remove();
+  }
 }
 
 // roleNote is the notice that stands where a control the role may not use would be.
@@ -126,11 +129,12 @@ function confirmDialog(title, text, okLabel, extra) {
 const routes = [
   [/^#\/popups\/new$/, () => editScreen(null)],
   [/^#\/popups\/(\d+)$/, (m) => editScreen(Number(m[1]))],
-  [/^#\/popups$/, () => listScreen()],
+  [/^#\/popups(?:\?(.*))?$/, (m) => listScreen(m[1])],
   [/^#\/explain$/, () => explainScreen()],
   [/^#\/audit$/, () => auditScreen()],
   [/^#\/import$/, () => importScreen()],
   [/^#\/operators$/, () => operatorsScreen()],
+  [/^#\/settings$/, () => settingsScreen()],
 ];
 
 let navSeq = 0; // a screen that loads asynchronously renders only if no navigation came after
@@ -212,18 +216,51 @@ function signInScreen() {
 
 // ---------------------------------------------------------------- popup list
 
-const listState = { status: '', q: '', cursors: [''], page: 0 };
+// listState: the list's filters, sort and search, kept in the address (#/popups?state=…&sort=…&q=…)
+// so that a reload or a shared link shows the same list; the page cursors are not.
+const SORTS = ['id', 'updated_at', 'name', 'priority'];
+const STATES = ['draft', 'scheduled', 'running', 'paused', 'ended', 'archived'];
+const DEFAULT_SORT = '-updated_at';
+const listState = { state: '', q: '', sort: DEFAULT_SORT, cursors: [''], page: 0 };
+
+function readListQuery(qs) {
+  const p = new URLSearchParams(qs || '');
+  const state = p.get('state') || '';
+  const sort = p.get('sort') || DEFAULT_SORT;
+  Object.assign(listState, {
+    state: STATES.includes(state) ? state : '',
+    q: p.get('q') || '',
+    sort: SORTS.includes(sort.replace(/^-/, '')) ? sort : DEFAULT_SORT,
+  });
+}
+
+function listQuery() {
+  const p = new URLSearchParams();
+  if (listState.state) p.set('state', listState.state);
+  if (listState.q) p.set('q', listState.q);
+  if (listState.sort !== DEFAULT_SORT) p.set('sort', listState.sort);
+  const s = p.toString();
+  return s ? '?' + s : '';
+}
+
 let statsCache = { at: 0, byId: null, available: true };
 
+// loadListStats reads the last 14 days of every popup, in the days of the reporting time zone:
+// the API's default range ends today in that zone, and its answer says which days it took.
 async function loadListStats() {
   if (Date.now() - statsCache.at < 30000) return statsCache;
-  const to = new Date();
-  const from = new Date(to.getTime() - 13 * 86400000);
-  const r = await api('GET', `/admin/v1/stats?from=${isoDay(from)}&to=${isoDay(to)}&days=true`);
+  const r = await api('GET', '/admin/v1/stats?days=true');
   const byId = new Map();
   if (r.ok) for (const p of r.body?.popups || []) byId.set(p.popup_id, p);
-  statsCache = { at: Date.now(), byId, available: r.ok, today: isoDay(to), from, days: 14 };
+  statsCache = { at: Date.now(), byId, available: r.ok, dates: r.ok ? dayRange(r.body.from, r.body.to) : [], zone: r.body?.time_zone || 'UTC' };
   return statsCache;
+}
+
+// dayRange lists the calendar dates from..to (YYYY-MM-DD, both included).
+function dayRange(from, to) {
+  const out = [];
+  for (let d = new Date(from + 'T00:00:00Z'); isoDay(d) <= to && out.length < 400; d = new Date(d.getTime() + 86400000)) out.push(isoDay(d));
+  return out;
 }
 
 function targetingSummary(t = {}) {
@@ -244,43 +281,57 @@ function windowText(p) {
 
 function dailySeries(stat, cache) {
   const byDate = new Map((stat?.days || []).map((d) => [d.date, d]));
-  const out = [];
-  for (let i = 0; i < cache.days; i++) {
-    const d = isoDay(new Date(cache.from.getTime() + i * 86400000));
-    out.push(byDate.get(d) || { date: d, impressions: 0, clicks: 0, closes: 0 });
-  }
-  return out;
+  return cache.dates.map((d) => byDate.get(d) || { date: d, impressions: 0, clicks: 0, closes: 0 });
 }
 
-async function listScreen() {
+const STATE_LABELS = [['', 'Any state but archived'], ...STATES.map((s) => [s, s[0].toUpperCase() + s.slice(1)])];
+const SORT_COLS = { Name: 'name', Priority: 'priority', Updated: 'updated_at' };
+
+async function listScreen(qs) {
+  readListQuery(qs);
+  listState.cursors = ['']; listState.page = 0;
   statsCache.at = 0; // fresh numbers each time the list opens; paging reuses them
   const results = h('div', { id: 'popup-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
-  const status = h('select', { id: 'filter-status', name: 'status' },
-    [['', 'Any status but archived'], ['active', 'Active'], ['paused', 'Paused'], ['draft', 'Draft'], ['archived', 'Archived']]
-      .map(([v, l]) => h('option', { value: v, selected: listState.status === v }, l)));
-  const q = h('input', { id: 'filter-q', name: 'q', type: 'search', value: listState.q });
+  const stateSel = h('select', { id: 'filter-state', name: 'state' },
+    STATE_LABELS.map(([v, l]) => h('option', { value: v, selected: listState.state === v }, l)));
+  const q = h('input', { id: 'filter-q', name: 'q', type: 'search', value: listState.q, 'aria-describedby': 'filter-q-help' });
   const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter popups' },
-    h('div', { class: 'field inline' }, h('label', { for: 'filter-status' }, 'Status'), status),
-    h('div', { class: 'field inline' }, h('label', { for: 'filter-q' }, 'Search by name'), q),
-    h('button', { type: 'submit' }, 'Apply filter'));
+    h('div', { class: 'field inline' }, h('label', { for: 'filter-state' }, 'State'), stateSel),
+    h('div', { class: 'field inline' }, h('label', { for: 'filter-q' }, 'Search name, title, content or id'), q),
+    h('button', { type: 'submit' }, 'Apply filter'),
+    h('p', { class: 'help', id: 'filter-q-help' }, 'A part of the name, title or content (any case), or a popup id.'));
+  // apply: the filters, sort and search go into the address (a reload keeps them), then the list
+  // renders page 1 with fresh numbers
+  const apply = () => {
+    listState.cursors = ['']; listState.page = 0;
+    statsCache.at = 0; // an explicit action: fresh numbers, not the ones cached for paging
+    history.replaceState(null, '', '#/popups' + listQuery());
+    shownHash = location.hash;
+    renderPage();
+  };
   filters.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    Object.assign(listState, { status: status.value, q: q.value.trim(), cursors: [''], page: 0 });
-    statsCache.at = 0; // an explicit action: fresh numbers, not the ones cached for paging
-    renderPage();
+    Object.assign(listState, { state: stateSel.value, q: q.value.trim() });
+    apply();
   });
-  status.addEventListener('change', () => filters.requestSubmit());
+  stateSel.addEventListener('change', () => filters.requestSubmit());
   screen('Popups',
     can('edit_drafts') ? h('p', {}, h('a', { href: '#/popups/new', class: 'button' }, 'New popup')) : null,
     filters, results);
+
+  const sortBy = (key) => {
+    const cur = listState.sort.replace(/^-/, '');
+    // a new column starts ascending (names A→Z, lowest priority) except Updated (newest first)
+    listState.sort = cur === key ? (listState.sort.startsWith('-') ? key : '-' + key) : (key === 'updated_at' ? '-updated_at' : key);
+    apply();
+  };
 
   let pageSeq = 0; // only the newest request renders
   async function renderPage() {
     const mine = ++pageSeq;
     results.setAttribute('aria-busy', 'true');
-    const params = new URLSearchParams({ limit: String(PAGE) });
-    if (listState.status) params.set('status', listState.status);
-    if (listState.status === 'archived') params.set('include_archived', 'true');
+    const params = new URLSearchParams({ limit: String(PAGE), sort: listState.sort });
+    if (listState.state) params.set('state', listState.state);
     if (listState.q) params.set('q', listState.q);
     const cursor = listState.cursors[listState.page];
     if (cursor) params.set('cursor', cursor);
@@ -288,43 +339,49 @@ async function listScreen() {
     if (mine !== pageSeq) return;
     results.setAttribute('aria-busy', 'false');
     if (!r.ok) return setKids(results, alertBox(errorText(r)));
-    let rows = r.body.popups || [];
-    let next = r.body.next ?? null;
-    if (!('next' in r.body)) {
-      // A server without list pagination answers every popup: filter and page here.
-      rows = rows.filter((p) => (listState.status ? p.status === listState.status : p.status !== 'archived') &&
-        (!listState.q || p.name.toLowerCase().includes(listState.q.toLowerCase())));
-      const start = listState.page * PAGE;
-      next = start + PAGE < rows.length ? String(start + PAGE) : null;
-      rows = rows.slice(start, start + PAGE);
-    }
-    const cols = ['Name', 'Status', 'Priority', `Window (${zoneName})`, 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days'];
+    const rows = r.body.popups || [];
+    const next = r.body.next ?? null;
+    const total = r.body.total;
+    const sortKey = listState.sort.replace(/^-/, '');
+    const dir = listState.sort.startsWith('-') ? 'descending' : 'ascending';
+    const cols = ['Name', 'State', 'Priority', 'Updated', `Window (${zoneName})`, 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days'];
+    const header = (c) => {
+      const key = SORT_COLS[c];
+      if (!key) return h('th', { scope: 'col' }, c);
+      const on = key === sortKey;
+      return h('th', { scope: 'col', 'data-sort': key, 'aria-sort': on ? dir : null },
+        h('button', { type: 'button', class: 'sort', onclick: () => sortBy(key) }, c, h('span', { 'aria-hidden': 'true' }, on ? (dir === 'ascending' ? ' ▲' : ' ▼') : ' ↕')));
+    };
     const td = (i, attrs, ...kids) => h('td', { ...attrs, 'data-label': cols[i] }, ...kids);
     const table = h('table', { class: 'popups', id: 'popup-table' },
-      h('caption', { class: 'sr-only' }, 'Popups, by id'),
-      h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+      h('caption', { class: 'sr-only' }, `Popups, sorted by ${sortKey.replace('_at', '')}, ${dir}`),
+      h('thead', {}, h('tr', {}, cols.map(header))),
       h('tbody', {}, rows.map((p) => {
         const st = stats.byId?.get(p.id);
         const series = dailySeries(st, stats);
-        const today = series[series.length - 1];
+        const today = series[series.length - 1] || { impressions: 0, clicks: 0 };
         const ctr = today.impressions ? today.clicks / today.impressions : null;
+        const state = p.state || p.status;
         return h('tr', { 'data-id': p.id },
           h('th', { scope: 'row' }, h('a', { href: '#/popups/' + p.id }, p.name || '(unnamed)'), h('span', { class: 'muted' }, ' #' + p.id)),
-          td(1, {}, h('span', { class: 'badge ' + p.status }, p.status)),
+          td(1, {}, h('span', { class: 'badge ' + state }, state)),
           td(2, { class: 'num' }, p.priority),
-          td(3, {}, windowText(p)),
-          td(4, {}, targetingSummary(p.targeting)),
-          td(5, { class: 'num' }, stats.available ? today.impressions : '—'),
-          td(6, { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
-          td(7, {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
+          td(3, {}, fmtTime(p.updated_at)),
+          td(4, {}, windowText(p)),
+          td(5, {}, targetingSummary(p.targeting)),
+          td(6, { class: 'num' }, stats.available ? today.impressions : '—'),
+          td(7, { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
+          td(8, {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days (${stats.zone} days) for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
       })));
     const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of popups' },
       h('button', { type: 'button', class: 'secondary', disabled: listState.page === 0, onclick: () => { listState.page--; renderPage(); } }, 'Previous page'),
-      h('span', {}, `Page ${listState.page + 1}`),
+      h('span', {}, `Page ${listState.page + 1}` + (typeof total === 'number' ? ` of ${Math.max(1, Math.ceil(total / PAGE))}` : '')),
       h('button', { type: 'button', class: 'secondary', disabled: !next, onclick: () => { listState.cursors[listState.page + 1] = next; listState.page++; renderPage(); } }, 'Next page'));
-    setKids(results, 
+    setKids(results,
+      typeof total === 'number' ? h('p', { id: 'popup-total' }, `${total} popup${total === 1 ? '' : 's'}`, listState.state ? ` ${listState.state}` : '', listState.q ? ` matching “${listState.q}”` : '',
+        stats.available ? h('span', { class: 'muted' }, ` · today is ${stats.dates[stats.dates.length - 1] || ''} in ${stats.zone}`) : null) : null,
       stats.available ? null : alertBox('Stats: not available on this server.', 'info'),
-      rows.length ? table : h('p', {}, 'No popups match.'),
+      rows.length ? h('div', { class: 'table-wrap' }, table) : h('p', {}, 'No popups match.'),
       pager);
     results.dataset.rendered = String(performance.now());
   }
@@ -406,6 +463,11 @@ async function editScreen(id, carry) {
     current = r.body; etag = r.etag;
   }
 
+  // seed: the popup's bucketing seed (docs/CONTRACT.md §2). A new draft (a duplicate too) draws
+  // its own when the form opens and sends it with every preview and with the create, so a
+  // preview buckets users as the saved popup will; a stored popup's is sent back unchanged.
+  const seed = current ? current.bucket_seed : newBucketSeed();
+  const seedIn = h('input', { type: 'text', name: 'bucket_seed', 'data-field': 'bucket_seed', readonly: true, class: 'mono', value: seed ?? '' });
   const errSummary = h('div', { id: 'form-errors', tabindex: '-1' });
   const buttonsBox = h('div', { id: 'buttons-list' });
   const previewBox = h('div', { class: 'preview', id: 'preview' });
@@ -518,6 +580,7 @@ async function editScreen(id, carry) {
       buttons: [...buttonsBox.children].map((row) => ({ text: row.querySelector('[name=button-text]').value, link_url: row.querySelector('[name=button-link]').value.trim() })),
       ext,
     };
+    if (seed) body.bucket_seed = seed;
     return { body, problems };
   }
   const body = () => read().body;
@@ -561,7 +624,11 @@ async function editScreen(id, carry) {
       field('f-regions', 'Regions', f.regions, 'One per line, e.g. cn. Empty: every region.'),
       field('f-langs', 'Languages', f.langs, 'One per line, e.g. en. Empty: every language.'),
       field('f-rollout', 'Rollout percent', f.rollout_percent, '0 to 100 of users, stable per user.'),
-      field('f-uids', 'Test uids', f.uids, 'One per line: these users get the popup whatever the rollout.')),
+      field('f-uids', 'Test uids', f.uids, 'One per line: these users get the popup whatever the rollout.'),
+      h('details', { class: 'advanced' }, h('summary', {}, 'Advanced: bucketing seed'),
+        field('f-seed', 'Bucketing seed', seedIn, current
+          ? 'Which users fall in the rollout percent is decided by this seed, fixed when the popup was created; it never changes.'
+          : 'Drawn for this new popup: “Try the draft” below buckets users with it, and the popup keeps it when saved, so the preview is what saving does.'))),
     h('fieldset', {}, h('legend', {}, 'Display rules'),
       dur.reshow.el, dur.click.el, dur.close.el,
       field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.')),
@@ -705,7 +772,8 @@ async function editScreen(id, carry) {
 
   function duplicate() {
     const b = body();
-    pendingDuplicate = { ...b, name: b.name + ' (copy)', status: 'draft', ext: b.ext ?? {} };
+    // the copy draws a seed of its own when its form opens: never the original's
+    pendingDuplicate = { ...b, name: b.name + ' (copy)', status: 'draft', ext: b.ext ?? {}, bucket_seed: undefined };
     leaveGuard = null; // the edits go into the copy
     if (location.hash === '#/popups/new') route(); else location.hash = '#/popups/new';
     toast('Duplicated into a new draft: not saved yet.');
@@ -745,7 +813,7 @@ async function editScreen(id, carry) {
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
       h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
-    current ? statsSection(current.id) : null,
+    current ? resultsSection(current) : null,
     current ? historySection(current, { etag: () => etag, dirty, mayRollback: can('publish'), reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
   update();
   leaveGuard = dirty;
@@ -769,21 +837,113 @@ function renderPreview(box, p) {
         buttons.length ? h('div', { class: 'pv-btns' }, buttons) : null))));
 }
 
-function statsSection(id) {
-  const box = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
-  api('GET', `/admin/v1/popups/${id}/stats`).then((r) => {
-    if (!r.ok) return setKids(box, alertBox('Stats: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
-    const t = r.body.totals || {};
-    const days = r.body.days || [];
-    setKids(box, 
-      h('p', {}, `Impressions ${t.impressions ?? 0}, clicks ${t.clicks ?? 0}, closes ${t.closes ?? 0}, CTR ${fmtPct(t.ctr)}, users reached ${t.users_reached ?? 0}.`),
-      sparkline(days.map((d) => d.impressions), 'Daily impressions: ' + days.map((d) => d.impressions).join(', ')),
-      h('div', { class: 'table-wrap' }, h('table', {}, h('caption', { class: 'sr-only' }, 'Daily numbers'),
-        h('thead', {}, h('tr', {}, ['Date', 'Impressions', 'Clicks', 'Closes', 'CTR'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, days.slice().reverse().map((d) => h('tr', {}, h('th', { scope: 'row' }, d.date),
-          h('td', { class: 'num' }, d.impressions), h('td', { class: 'num' }, d.clicks), h('td', { class: 'num' }, d.closes), h('td', { class: 'num' }, fmtPct(d.ctr))))))));
-  });
-  return h('section', { 'aria-labelledby': 'stats-h' }, h('h2', { id: 'stats-h' }, 'Results (last 14 days)'), box);
+// resultsSection: a popup's results over a range of days of the team's reporting time zone (the
+// API's default; docs/CONTRACT.md §8): a row per day and the totals, with unique users, clicks
+// per button and the close rate; the CSV download holds exactly what the table shows.
+const PRESETS = [7, 14, 30, 90];
+function resultsSection(current) {
+  const id = current.id;
+  const fromIn = h('input', { type: 'date', name: 'from', id: 'results-from' });
+  const toIn = h('input', { type: 'date', name: 'to', id: 'results-to' });
+  const zoneLabel = h('p', { id: 'results-zone', class: 'muted' }, 'Days in the reporting time zone');
+  const box = h('div', { id: 'results-out', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Loading…'));
+  const csvOut = h('span', { id: 'results-csv-out', class: 'muted' });
+  let zone = ''; // the zone of the answer on show
+  let shown = null; // {from, to, zone} of the table on show
+  const form = h('form', { class: 'filters', 'aria-label': 'Date range of the results', novalidate: true },
+    h('div', { class: 'field inline' }, h('label', { for: 'results-from' }, 'From'), fromIn),
+    h('div', { class: 'field inline' }, h('label', { for: 'results-to' }, 'To'), toIn),
+    h('button', { type: 'submit' }, 'Show'),
+    h('div', { class: 'presets', role: 'group', 'aria-label': 'Last days' },
+      PRESETS.map((n) => h('button', { type: 'button', class: 'secondary', 'data-days': n, onclick: () => preset(n) }, `Last ${n} days`))));
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); load(fromIn.value, toIn.value); });
+
+  // preset: the last n days ending today in the reporting zone (not the browser's, not UTC)
+  function preset(n) {
+    const to = zoneToday(zone || 'UTC');
+    load(addDays(to, -(n - 1)), to);
+  }
+
+  let seq = 0;
+  async function load(from, to) {
+    const mine = ++seq;
+    const qs = new URLSearchParams();
+    if (from) qs.set('from', from);
+    if (to) qs.set('to', to);
+    box.setAttribute('aria-busy', 'true');
+    const r = await api('GET', `/admin/v1/popups/${id}/stats` + (qs.toString() ? '?' + qs : ''));
+    if (mine !== seq) return;
+    box.setAttribute('aria-busy', 'false');
+    for (const el of [fromIn, toIn]) { el.removeAttribute('aria-invalid'); el.removeAttribute('aria-describedby'); }
+    if (!r.ok) {
+      const bad = r.body?.error?.fields?.[0]?.field || r.body?.error?.parameter || '';
+      const el = bad === 'to' ? toIn : (bad === 'from' ? fromIn : null);
+      if (el) { el.setAttribute('aria-invalid', 'true'); el.setAttribute('aria-describedby', 'results-err'); }
+      return setKids(box, h('div', { class: 'alert ' + (notAvailable(r) ? 'info' : 'error'), role: 'alert', id: 'results-err' }, 'Results: ' + errorText(r)));
+    }
+    const b = r.body;
+    zone = b.time_zone || 'UTC';
+    fromIn.value = b.from; toIn.value = b.to;
+    shown = { from: b.from, to: b.to, zone };
+    zoneLabel.textContent = `Days in ${zone}, the team's reporting time zone: ${b.from} to ${b.to}, today is ${zoneToday(zone)}.`;
+    csvOut.textContent = '';
+    setKids(box, resultsTable(b));
+  }
+
+  async function csv() {
+    if (!shown) return;
+    const qs = new URLSearchParams({ from: shown.from, to: shown.to, tz: shown.zone });
+    const r = await download(`/admin/v1/popups/${id}/stats.csv?` + qs);
+    if (!r.ok) { csvOut.textContent = 'CSV: ' + errorText(r); return; }
+    const a = h('a', { href: URL.createObjectURL(r.blob), download: r.filename || `popup-${id}-${shown.from}-${shown.to}.csv` }, r.filename || 'results.csv');
+    a.hidden = true;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    csvOut.textContent = `Downloaded ${a.download} (${shown.from} to ${shown.to}, days in ${shown.zone}).`;
+  }
+
+  load('', '');
+  return h('section', { 'aria-labelledby': 'results-h', id: 'results' }, h('h2', { id: 'results-h' }, 'Results'), zoneLabel, form,
+    h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'results-csv', onclick: csv }, 'Download CSV'), ' ', csvOut), box);
+}
+
+// resultsTable shows a stats answer: a summary, then a row per day (newest first) and the totals,
+// with the columns of its CSV.
+function resultsTable(b) {
+  const t = b.totals || {};
+  const buttons = t.clicks_by_button || [];
+  const bkey = (x) => (x.button === null || x.button === undefined ? 'u' : String(x.button));
+  const num = (v) => h('td', { class: 'num' }, v ?? 0);
+  const users = (v) => (v === null || v === undefined
+    ? h('td', { class: 'num', 'data-csv': '' }, h('abbr', { title: 'not known: see the note below the table' }, '—'))
+    : num(v));
+  const complete = (d) => h('td', { 'data-csv': String(!!d.complete) }, d.complete ? 'yes' : 'no: incomplete');
+  const byButton = (d) => {
+    const m = new Map((d.clicks_by_button || []).map((x) => [bkey(x), x.clicks]));
+    return buttons.map((x) => num(m.get(bkey(x)) ?? 0));
+  };
+  const cols = ['Date', 'Impressions', 'Unique users', 'Clicks', 'Closes', 'CTR', 'Close rate',
+    ...buttons.map((x) => 'Clicks: ' + (x.button === null || x.button === undefined ? 'unspecified' : (x.text || `button ${x.button + 1} (removed)`))), 'Complete'];
+  const days = (b.days || []).slice().reverse();
+  const incomplete = days.filter((d) => !d.complete).length;
+  const unknownUsers = t.users === null || t.users === undefined || days.some((d) => d.users === null) || b.uniques_complete === false;
+  return h('div', {},
+    h('p', { id: 'results-summary' }, `Impressions ${t.impressions ?? 0}, unique users ${t.users ?? '—'}, clicks ${t.clicks ?? 0} (CTR ${fmtPct(t.ctr)}), closes ${t.closes ?? 0} (close rate ${fmtPct(t.close_rate)}); users reached ever ${t.users_reached ?? 0}.`),
+    sparkline((b.days || []).map((d) => d.impressions), 'Daily impressions: ' + (b.days || []).map((d) => d.impressions).join(', ')),
+    h('div', { class: 'table-wrap' }, h('table', { id: 'results-table', class: 'results' },
+      h('caption', {}, `Results per day, ${b.from} to ${b.to} (days in ${b.time_zone}), newest first; clicks per button in the columns “Clicks: …”`),
+      h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, days.map((d) => h('tr', { class: d.complete ? '' : 'incomplete', 'data-date': d.date },
+        h('th', { scope: 'row', 'data-csv': d.date }, d.date, d.complete ? null : h('span', { class: 'badge warn' }, ' incomplete')),
+        num(d.impressions), users(d.users), num(d.clicks), num(d.closes),
+        h('td', { class: 'num' }, fmtPct(d.ctr)), h('td', { class: 'num' }, fmtPct(d.close_rate)), byButton(d), complete(d)))),
+      h('tfoot', {}, h('tr', {}, h('th', { scope: 'row', 'data-csv': 'total' }, 'Total'),
+        num(t.impressions), users(t.users), num(t.clicks), num(t.closes),
+        h('td', { class: 'num' }, fmtPct(t.ctr)), h('td', { class: 'num' }, fmtPct(t.close_rate)), byButton(t), complete(t))))),
+    unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the raw action log, which keeps only the last POPUP_ACTION_LOG_RETENTION (30 days by default); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
+    incomplete ? h('p', { class: 'help', id: 'results-incomplete-note' }, `${incomplete} day${incomplete === 1 ? ' is' : 's are'} marked incomplete: its counts are the events known in this time zone's day (a lower bound), from before quarter-hour counting began.`) : null,
+    h('p', { class: 'help' }, 'CTR is clicks / impressions, close rate closes / impressions. “Clicks: unspecified” are clicks whose app did not say which button.'));
 }
 
 // historySection lists the revisions with their diffs; a rollback carries the ETag the page was
@@ -1065,6 +1225,58 @@ async function operatorsScreen() {
       h('tbody', {}, ops.map((o) => h('tr', {}, h('th', { scope: 'row' }, o.name), h('td', {}, o.role)))))),
     h('h2', {}, 'What each role may do'),
     h('ul', { id: 'role-rights' }, Object.entries(ROLE_MAY).map(([role, may]) => h('li', {}, h('strong', {}, role), ': ' + may))));
+}
+
+// ---------------------------------------------------------------- settings (admin)
+
+// settingsScreen: the team's settings (docs/CONTRACT.md §8), changed by admins only; every other
+// operator sees the values.
+async function settingsScreen() {
+  const seq = navSeq;
+  const box = h('div', { id: 'settings-box' }, h('p', { class: 'muted' }, 'Loading…'));
+  screen('Settings', box);
+  const r = await api('GET', '/admin/v1/settings');
+  if (seq !== navSeq) return;
+  if (!r.ok) return setKids(box, alertBox('Settings: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+  const zone = r.body.reporting_time_zone || 'UTC';
+  if (!can('admin')) {
+    return setKids(box, roleNote(`You are signed in as ${me.operator}, a ${me.role}: changing the settings needs the admin role.`),
+      h('p', {}, 'Reporting time zone: ', h('strong', { id: 'reporting-zone-shown' }, zone), '. Results and daily stats are counted in its days.'));
+  }
+  const names = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
+  const input = h('input', { type: 'text', id: 'reporting-zone', name: 'reporting_time_zone', value: zone, list: 'zone-names', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'reporting-zone-help' });
+  const out = h('div', { id: 'settings-out', 'aria-live': 'polite' });
+  const form = h('form', { class: 'card narrow', novalidate: true },
+    h('div', { class: 'field' }, h('label', { for: 'reporting-zone' }, 'Reporting time zone'), input,
+      h('datalist', { id: 'zone-names' }, ['UTC', ...names.filter((n) => n !== 'UTC')].map((n) => h('option', { value: n }))),
+      h('p', { class: 'help', id: 'reporting-zone-help' }, `An IANA time zone name, e.g. America/Los_Angeles or Europe/Berlin. Results, their CSV and the list's “Today” count the days of this zone, for every operator. Your browser is in ${zoneName}.`)),
+    h('button', { type: 'submit', id: 'settings-save' }, 'Save settings'), out);
+  const clear = () => {
+    document.getElementById('reporting-zone-err')?.remove();
+    input.removeAttribute('aria-invalid');
+    input.setAttribute('aria-describedby', 'reporting-zone-help');
+  };
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clear();
+    setKids(out);
+    const w = await api('PUT', '/admin/v1/settings', { reporting_time_zone: input.value.trim() });
+    if (!w.ok) {
+      const fe = (w.body?.error?.fields || []).find((x) => x.field === 'reporting_time_zone');
+      if (fe) {
+        input.closest('.field').append(h('p', { class: 'field-error', id: 'reporting-zone-err' }, fe.message));
+        input.setAttribute('aria-invalid', 'true');
+        input.setAttribute('aria-describedby', 'reporting-zone-help reporting-zone-err');
+        input.focus();
+        return;
+      }
+      return setKids(out, alertBox('Settings: ' + errorText(w)));
+    }
+    input.value = w.body.reporting_time_zone;
+    setKids(out, alertBox(`Saved: results are counted in the days of ${w.body.reporting_time_zone}.`, 'info'));
+    statsCache.at = 0;
+  });
+  setKids(box, h('p', {}, 'Settings of the whole team. Changes are logged with the operator.'), form);
 }
 
 route();

@@ -216,3 +216,34 @@ export function merge3(base, mine, theirs) {
   }
   return out;
 }
+
+// download fetches a file of the admin API with the bearer token (a plain link could not carry
+// it): {ok, status, blob, filename} or, for an error, {ok: false, status, body} as api answers.
+export async function download(path) {
+  let res;
+  try {
+    res = await fetch(path, { headers: { Authorization: 'Bearer ' + token.get() }, cache: 'no-store', credentials: 'omit' });
+  } catch {
+    return { status: 0, ok: false, body: { error: { code: 'network', message: 'the admin API cannot be reached' } } };
+  }
+  if (!res.ok) {
+    let body = null;
+    try { body = await res.json(); } catch { body = null; }
+    if (res.status === 401) onUnauthorized();
+    return { status: res.status, ok: false, body };
+  }
+  const m = (res.headers.get('Content-Disposition') || '').match(/filename="([^"]+)"/);
+  return { status: res.status, ok: true, blob: await res.blob(), filename: m ? m[1] : '' };
+}
+
+// newBucketSeed draws a popup's bucketing seed: 16 random lowercase hex characters, as the API
+// draws one (docs/CONTRACT.md §2).
+export function newBucketSeed() {
+  const b = new Uint8Array(8);
+  crypto.getRandomValues(b);
+  return [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+// zoneToday is today's date (YYYY-MM-DD) in an IANA time zone; addDays moves a date by n days.
+export const zoneToday = (zone) => new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
+export const addDays = (day, n) => isoDay(new Date(Date.parse(day + 'T00:00:00Z') + n * 86400000));
