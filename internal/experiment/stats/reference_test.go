@@ -123,7 +123,7 @@ func TestMatchesScipyReference(t *testing.T) {
 		ref := refs[ci]
 		arms := make([]Arm, len(rc.Arms))
 		for i, a := range rc.Arms {
-			arms[i] = Arm{Weight: a.Weight, Exposed: a.Exposed, Clicked: a.Clicked}
+			arms[i] = Arm(a)
 		}
 		got, err := Analyze(Input{Arms: arms, Control: rc.Control, Options: Options{Alpha: rc.Alpha, MixingVariance: rc.Tau2}})
 		require.NoError(t, err, "case %d", ci)
