@@ -6,7 +6,8 @@
 #
 #   compile  builds every package and test binary (race) while the installs run
 #   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
-#   venv     .venv with locust and schemathesis (loadtest/requirements.txt)
+#   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
+#            go stage, whose experiment-statistics test checks against scipy
 #   stack    MariaDB, Redis and the Redis Cluster of this run
 #   lint     go vet's and staticcheck's checks (tools/popup-lint), both build-tag sets (the
 #            service's and the chaos suite's), and gofmt

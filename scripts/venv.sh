@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # venv.sh: the project's Python virtualenv (.venv) with the test toolchain of
-# loadtest/requirements.txt (locust, schemathesis and their pinned dependencies). Nothing is installed globally:
+# loadtest/requirements.txt (locust, schemathesis, scipy and their pinned dependencies). Nothing is installed globally:
 # pip runs only inside .venv.
 #
 #   scripts/venv.sh            create .venv when missing, (re)install when the requirements changed
