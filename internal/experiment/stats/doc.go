@@ -93,7 +93,8 @@
 // A winner is called only when every arm has at least MinExposed users (default 1,000) and at
 // least MinClicks users who clicked and as many who did not (default 30), there is no SRM, and
 // the sequential interval excludes 0, or the planned end has passed and the fixed-horizon
-// corrected interval excludes 0. The minimum sample keeps the normal approximations honest (30
+// corrected interval excludes 0. With a planned end the two routes share α (each at α/2, a union
+// bound), so that stopping at the first winner stays at α; without one the sequential test has α. The minimum sample keeps the normal approximations honest (30
 // events: the binomial's skewness 1/√30 ≈ 0.18) and keeps the plug-in variance of the mSPRT from
 // resting on the handful of users of the first hours. The winner is the arm with the highest rate
 // among those significantly better than the control, or the control when every other arm is

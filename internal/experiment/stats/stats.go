@@ -358,11 +358,22 @@ func verdict(in Input, o Options, res Result, ended bool) Verdict {
 			return none(ReasonMinSample)
 		}
 	}
+	// With a planned end, the two routes to a winner share α (a union bound): the sequential
+	// test at α/2 at every look, the fixed-horizon test at α/2 once the end has passed, so that
+	// stopping at the first winner calls a false one at most α of the time. Without a planned end
+	// the sequential test has all of α. (Each p-value is Bonferroni-adjusted over the arms, and
+	// below a level exactly when the interval at that level excludes 0.)
+	seqAlpha, fixedAlpha := o.Alpha, 0.0
+	if !in.PlannedEnd.IsZero() {
+		seqAlpha, fixedAlpha = o.Alpha/2, o.Alpha/2
+	}
+	significant := func(c Comparison) (seq, fixed bool) {
+		return c.Sequential.P < seqAlpha, ended && c.PAdjusted < fixedAlpha
+	}
 	best, bestReason := -1, ReasonNoDifference
 	allWorse := true
 	for _, c := range res.Comparisons {
-		seq := c.Sequential.CI.Excludes(0)
-		fixed := ended && c.DiffCI.Excludes(0)
+		seq, fixed := significant(c)
 		significant := seq || fixed
 		if !(significant && c.Difference < 0) {
 			allWorse = false
@@ -385,7 +396,7 @@ func verdict(in Input, o Options, res Result, ended bool) Verdict {
 		// of the comparisons' (fixed horizon if any needed the end date).
 		r := ReasonSequential
 		for _, c := range res.Comparisons {
-			if !c.Sequential.CI.Excludes(0) {
+			if seq, _ := significant(c); !seq {
 				r = ReasonFixedHorizon
 			}
 		}
