@@ -364,8 +364,11 @@ func ValidUID(s string) bool {
 // validCode reports whether s is a region or language code: 1-16 characters of [A-Za-z0-9_-].
 // The alphabet is deliberately loose ("cn", "CN", "zh-Hans", "en_US") because matching is by
 // case-insensitive equality, not by any standard's semantics.
-func validCode(s string) bool {
-	if len(s) == 0 || len(s) > maxCodeLen {
+func validCode(s string) bool { return isToken(s, maxCodeLen) }
+
+// isToken reports whether s is 1 to n characters of [A-Za-z0-9_-].
+func isToken(s string, n int) bool {
+	if len(s) == 0 || len(s) > n {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -16,18 +16,7 @@ const BucketSeedRule = "1-64 characters of [A-Za-z0-9_-]"
 var ErrBucketSeedChanged = errors.New("cannot change: it would move users between rollout buckets")
 
 // ValidBucketSeed reports whether s is a well-formed bucket seed: 1-64 characters of [A-Za-z0-9_-].
-func ValidBucketSeed(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !isAlnum(c) && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
+func ValidBucketSeed(s string) bool { return isToken(s, 64) }
 
 // NewBucketSeed draws a seed for a new popup: 16 lowercase hex characters from crypto/rand, so
 // two popups' rollouts reach independent slices of the users.
