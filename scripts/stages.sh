@@ -11,6 +11,8 @@
 # `set -e` for the whole function, and a failing first step would pass unnoticed). Being a
 # subshell, CMD cannot export to the caller: it writes what the caller needs to a file.
 #   stage_wait NAME...      wait for background stages; on failure print the log and exit 1
+#   stage_await NAME...     inside a background stage: wait for other background stages to end,
+#                           and fail (return 1) if one of them failed
 #   stage_report            the duration table (also printed on failure, by the EXIT trap)
 #
 # Needs stage_dir (a directory) set by the caller.
@@ -88,6 +90,14 @@ stage_wait() {
     fi
   done
   [ $failed -eq 0 ] || exit 1
+}
+
+stage_await() {
+  local name
+  for name in "$@"; do
+    while [ ! -s "$stage_dir/$name.rc" ]; do sleep 0.5; done
+    [ "$(cat "$stage_dir/$name.rc")" = 0 ] || { echo "stage $name failed"; return 1; }
+  done
 }
 
 stage_report() {

@@ -4,7 +4,11 @@
 # tears everything down again. Stages that share no state run in the background beside the
 # others; the end prints each stage's duration (scripts/stages.sh).
 #
-#   compile  builds every package and test binary (race) while the installs run
+#   compile-race   compiles the tested packages and their tests' imports with -race while the
+#            installs run; the go stage starts as soon as it is done
+#   compile-plain  compiles every package without -race (the binaries of smoke and chaos,
+#            tools/popup-lint), at a lower CPU priority (nice), beside compile-race and then
+#            beside the tests; lint and smoke wait for it
 #   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
 #            go stage, whose experiment-statistics test checks against scipy
@@ -70,19 +74,17 @@ race_test_deps() {
   go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(race_test_pkgs) |
     grep -v '^popupsvc\|\.test$\| \['
 }
-compile() {
+compile_race() {
   go mod download
-  # Both variants at once, each compiled once: with -race the tested packages and their tests'
-  # imports (the go stage's, and lint's: go vet -race analyses the race build's export data), and
-  # without, every package (the binaries of smoke and chaos, the tests' own builds of popup-worker,
-  # tools/popup-lint and the staticcheck it runs on), which the later stages then find in the
-  # cache (compiled later, several of them would compile the same packages side by side).
   # (go build compiles without linking: the go stage links each test binary once, as it must.)
-  local pids=() p rc=0
-  go build -tags "$GO_TAGS" ./... & pids+=($!)
-  go build -tags "$GO_TAGS" $race $(race_test_pkgs) $(race_test_deps) & pids+=($!)
-  for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  return $rc
+  go build -tags "$GO_TAGS" $race $(race_test_pkgs) $(race_test_deps)
+}
+compile_plain() {
+  # Each variant is compiled once, by one stage: compiled later by the stages that need them,
+  # several of those would compile the same packages side by side. This one yields the CPU to
+  # compile-race and the tests (nice): nothing needs it before lint and smoke.
+  renice -n 10 -p "$BASHPID" >/dev/null
+  go build -tags "$GO_TAGS" ./...
 }
 install() {
   scripts/services.sh install test
@@ -90,6 +92,7 @@ install() {
   npm ci --no-audit --no-fund --loglevel=error
 }
 lint() {
+  stage_await compile-plain
   # go vet's analyzers and staticcheck's bug checks, one pass per package on the build's export
   # data (tools/popup-lint says why and which). The tested packages are analysed as the go stage
   # builds them (-race), so their tests' imports are compiled once, not a second time without it;
@@ -120,7 +123,8 @@ ENV
 }
 gotests() {
   # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
-  "${gotest[@]}" -vet=off -timeout 10m ${GOTEST_FLAGS:-} $(race_test_pkgs)
+  # -parallel 4: most tests wait on servers, browsers and timers more than they compute
+  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(race_test_pkgs)
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }
 cluster() {
@@ -131,6 +135,7 @@ cluster() {
   POPUP_TEST_REDIS_FACING_ONLY=1 "${gotest[@]}" -timeout 5m ./internal/apiserver/
 }
 smoke() {
+  stage_await compile-plain
   # popup-api and popup-worker on this run's MariaDB (database popup) and Redis
   local api_port admin_port worker_port
   read -r api_port admin_port worker_port <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
@@ -156,12 +161,13 @@ smoke() {
   scripts/services.sh stop "$run_dir/app"
 }
 
-stage_bg compile compile
+stage_bg compile-race compile_race
+stage_bg compile-plain compile_plain
 stage install install
 stage_bg venv scripts/venv.sh # after install: both may need apt
 stage stack stack
 source "$run_dir/stack.env"
-stage_wait compile
+stage_wait compile-race
 # CPU work in the background (lint's analysis, the fuzz smoke's instrumented build, the smoke's
 # load) fills the time the tests spend waiting on servers and timers
 stage_bg lint lint
@@ -171,6 +177,6 @@ stage_bg smoke smoke
 stage go gotests
 stage_bg cluster cluster
 stage chaos scripts/chaos.sh fast
-stage_wait cluster lint fuzz-smoke smoke
+stage_wait cluster lint fuzz-smoke smoke compile-plain
 echo
 echo "== make test: every stage passed"

@@ -57,7 +57,7 @@ func workerBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		out, err := exec.Command(goTool, "build", "-tags", testenv.BuildTags(), "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command(goTool, append(append([]string{"build"}, testenv.BuildFlags()...), "-o", binPath, ".")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

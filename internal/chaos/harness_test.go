@@ -116,7 +116,7 @@ func setup() (*harness, error) {
 	hs.api, hs.worker = filepath.Join(dir, "bin", "popup-api"), filepath.Join(dir, "bin", "popup-worker")
 	for bin, pkg := range map[string]string{hs.api: "./cmd/popup-api", hs.worker: "./cmd/popup-worker"} {
 		// no -trimpath: the packages compiled for the rest of `make test` are reused from the cache
-		cmd := exec.Command("go", "build", "-tags", testenv.BuildTags(), "-o", bin, pkg)
+		cmd := exec.Command("go", append(append([]string{"build"}, testenv.BuildFlags()...), "-o", bin, pkg)...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)

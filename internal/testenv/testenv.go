@@ -230,18 +230,24 @@ func Redis(t testing.TB) redis.UniversalClient {
 	return c
 }
 
-// BuildTags returns the -tags this test binary was built with (scripts/build.env's, under `make
-// test`), for a test that builds one of the service's binaries: the binary under test is built
-// as the test itself was.
-func BuildTags() string {
+// BuildFlags returns the go build flags this test binary was built with that a test building one
+// of the service's binaries must pass on: -tags (scripts/build.env's, under `make test`) and
+// -race. The binary under test is then built as the test itself was, from the packages that
+// build already compiled (under `make test`, a plain build would compile the service's whole
+// dependency tree a second time, without -race, beside the tests).
+func BuildFlags() []string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return ""
+		return nil
 	}
+	var flags []string
 	for _, s := range info.Settings {
-		if s.Key == "-tags" {
-			return s.Value
+		switch {
+		case s.Key == "-tags":
+			flags = append(flags, "-tags", s.Value)
+		case s.Key == "-race" && s.Value == "true":
+			flags = append(flags, "-race")
 		}
 	}
-	return ""
+	return flags
 }
