@@ -125,11 +125,13 @@ func Decode(b []byte) (Event, error) {
 	switch {
 	case w.V != 1:
 		return Event{}, fmt.Errorf("%w: unknown version %d", ErrDecode, w.V)
-	case e.ID == "" || len(e.ID) > MaxIDLen:
+	case e.ID == "" || len(e.ID) > MaxIDLen || !utf8.ValidString(e.ID):
 		return Event{}, fmt.Errorf("%w: bad id", ErrDecode)
-	case e.UID == "" || len(e.UID) > 64:
+	case e.UID == "" || len(e.UID) > 64 || !utf8.ValidString(e.UID):
+		// (invalid UTF-8: Append would write U+FFFD for it, so the event would not be the one read;
+		// the API only ever queues validated uids and ids)
 		return Event{}, fmt.Errorf("%w: bad uid", ErrDecode)
-	case len(e.DecisionID) > MaxIDLen:
+	case len(e.DecisionID) > MaxIDLen || !utf8.ValidString(e.DecisionID):
 		return Event{}, fmt.Errorf("%w: bad decision id", ErrDecode)
 	case e.PopupID <= 0:
 		return Event{}, fmt.Errorf("%w: bad popup id", ErrDecode)
