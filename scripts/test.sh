@@ -21,6 +21,7 @@
 #            instrumentation, which is why fuzzed packages keep their tests on the standard
 #            library (fuzz.sh refuses testify, Gin, net/http): about 85 CPU-seconds from an
 #            empty Go cache, 21 warm (2-core machine, 2026-11-25)
+#   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
 #            sysctl profiles applied and checked in network namespaces (root)
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
@@ -125,6 +126,12 @@ gotests() {
   # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
   # -parallel 4: most tests wait on servers, browsers and timers more than they compute
   "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(race_test_pkgs)
+}
+deploytests() {
+  # deploy/ (without -race, see race_test_pkgs) in the background beside the go stage, at a lower
+  # CPU priority: its run is instant, its compile (the Kubernetes API types) is not, and nothing
+  # waits for it
+  renice -n 10 -p "$BASHPID" >/dev/null
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }
 cluster() {
@@ -174,9 +181,10 @@ stage_bg lint lint
 stage_bg fuzz-smoke env FUZZ_PARALLEL=1 scripts/fuzz.sh "${FUZZ_SECONDS:-3}"
 stage_wait venv
 stage_bg smoke smoke
+stage_bg deploy deploytests
 stage go gotests
 stage_bg cluster cluster
 stage chaos scripts/chaos.sh fast
-stage_wait cluster lint fuzz-smoke smoke compile-plain
+stage_wait cluster lint fuzz-smoke smoke compile-plain deploy
 echo
 echo "== make test: every stage passed"
