@@ -184,7 +184,11 @@ stage_bg smoke smoke
 stage_bg deploy deploytests
 stage go gotests
 stage_bg cluster cluster
+# The chaos scenarios assert that every GET answers within 100 ms while Redis hangs: they share
+# the two cores with the cluster pass only, not with lint's analysis, the smoke's load and the
+# compiles (which made a GET of a loaded run take 106 ms).
+stage_wait lint fuzz-smoke smoke compile-plain deploy
 stage chaos scripts/chaos.sh fast
-stage_wait cluster lint fuzz-smoke smoke compile-plain deploy
+stage_wait cluster
 echo
 echo "== make test: every stage passed"
