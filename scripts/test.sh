@@ -7,8 +7,8 @@
 #   compile-race   compiles the tested packages and their tests' imports with -race while the
 #            installs run; the go stage starts as soon as it is done
 #   compile-plain  compiles every package without -race (the binaries of smoke and chaos,
-#            tools/popup-lint), at a lower CPU priority (nice), beside compile-race and then
-#            beside the tests; lint and smoke wait for it
+#            tools/popup-lint), at a lower CPU priority (nice) beside compile-race, then at the
+#            normal one beside the tests; lint and smoke wait for it
 #   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
 #            go stage, whose experiment-statistics test checks against scipy
@@ -83,9 +83,11 @@ compile_race() {
 compile_plain() {
   # Each variant is compiled once, by one stage: compiled later by the stages that need them,
   # several of those would compile the same packages side by side. This one yields the CPU to
-  # compile-race and the tests (nice): nothing needs it before lint and smoke.
+  # compile-race (nice), which the go stage waits for; nothing needs it before lint and smoke.
   renice -n 10 -p "$BASHPID" >/dev/null
-  go build -tags "$GO_TAGS" ./...
+  go build -tags "$GO_TAGS" ./... &
+  echo $! >"$stage_dir/compile-plain.gopid" # the priority goes back up when compile-race is done
+  wait $!
 }
 install() {
   scripts/services.sh install test
@@ -175,6 +177,8 @@ stage_bg venv scripts/venv.sh # after install: both may need apt
 stage stack stack
 source "$run_dir/stack.env"
 stage_wait compile-race
+# compile-plain, niced until now, at the tests' priority: lint and smoke wait for it
+renice -n 0 -p "$(cat "$stage_dir/compile-plain.gopid" 2>/dev/null)" >/dev/null 2>&1 || true
 # CPU work in the background (lint's analysis, the fuzz smoke's instrumented build, the smoke's
 # load) fills the time the tests spend waiting on servers and timers
 stage_bg lint lint
