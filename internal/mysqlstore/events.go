@@ -333,44 +333,38 @@ func readNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.E
 // addSlotStats adds counts to popup_slot_stats, rows in primary-key order so that concurrent
 // writers take the counter rows' locks in the same order.
 func addSlotStats(ctx context.Context, tx *sql.Tx, counts []slotCount) error {
-	if len(counts) == 0 {
-		return nil
-	}
-	var q strings.Builder
-	q.Grow(256 + len(counts)*14)
-	q.WriteString("INSERT INTO popup_slot_stats (popup_id, slot_start, button, impressions, clicks, closes) VALUES ")
 	args := make([]any, 0, len(counts)*6)
-	for n, c := range counts {
-		if n > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?,?,?,?,?)")
+	for _, c := range counts {
 		args = append(args, c.popupID, c.slot, c.button, c.imp, c.clicks, c.cls)
 	}
-	q.WriteString(` ON DUPLICATE KEY UPDATE
-		impressions = impressions + VALUES(impressions),
-		clicks = clicks + VALUES(clicks),
-		closes = closes + VALUES(closes),
-		updated_at = CURRENT_TIMESTAMP(3)`)
-	_, err := tx.ExecContext(ctx, q.String(), args...)
-	return err
+	return addCounts(ctx, tx, "popup_slot_stats (popup_id, slot_start, button, impressions, clicks, closes)", 6, args)
 }
 
 // addDailyStats adds counts to popup_daily_stats, rows in primary-key order so that concurrent
 // writers take the counter rows' locks in the same order.
 func addDailyStats(ctx context.Context, tx *sql.Tx, counts []dailyCount) error {
-	if len(counts) == 0 {
+	args := make([]any, 0, len(counts)*5)
+	for _, c := range counts {
+		args = append(args, c.popupID, c.day, c.imp, c.clicks, c.cls)
+	}
+	return addCounts(ctx, tx, "popup_daily_stats (popup_id, day, impressions, clicks, closes)", 5, args)
+}
+
+// addCounts is the one upsert of the stats tables: rows of width values (the key columns, then
+// impressions, clicks and closes) into table, each added to the row its key already has.
+func addCounts(ctx context.Context, tx *sql.Tx, table string, width int, args []any) error {
+	if len(args) == 0 {
 		return nil
 	}
+	row := "(" + strings.Repeat("?,", width-1) + "?)"
 	var q strings.Builder
-	q.WriteString("INSERT INTO popup_daily_stats (popup_id, day, impressions, clicks, closes) VALUES ")
-	args := make([]any, 0, len(counts)*5)
-	for n, c := range counts {
+	q.Grow(256 + len(args)/width*(len(row)+1))
+	q.WriteString("INSERT INTO " + table + " VALUES ")
+	for n := 0; n < len(args); n += width {
 		if n > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?)")
-		args = append(args, c.popupID, c.day, c.imp, c.clicks, c.cls)
+		q.WriteString(row)
 	}
 	q.WriteString(` ON DUPLICATE KEY UPDATE
 		impressions = impressions + VALUES(impressions),
