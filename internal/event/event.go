@@ -15,15 +15,19 @@ import (
 // Action is what the user did.
 type Action string
 
-// The three actions of docs/CONTRACT.md §6.
+// The actions of docs/CONTRACT.md §6 and §10.
 const (
 	Impression Action = "impression"
 	Click      Action = "click"
 	Close      Action = "close"
+	// Exposure is a control user's would-be impression: the popup was not shown, but the user's
+	// state of it advanced as an impression's would (the same display rules), and the control arm
+	// counts the user as exposed.
+	Exposure Action = "exposure"
 )
 
-// Valid reports whether a is one of the three actions.
-func (a Action) Valid() bool { return a == Impression || a == Click || a == Close }
+// Valid reports whether a is one of the four actions.
+func (a Action) Valid() bool { return a == Impression || a == Click || a == Close || a == Exposure }
 
 // Event is one action together with the user's resulting state of that popup. Carrying the
 // result (not a delta) makes the worker's upsert a max-merge: replays and reordering are harmless.
@@ -45,7 +49,23 @@ type Event struct {
 	// Button is, for a click, which of the popup's buttons was clicked; the zero value is
 	// "unspecified" (the client did not say, as older clients do not).
 	Button ButtonRef
+	// Arms are the experiment arms the event counts for (docs/CONTRACT.md §10), at most
+	// MaxArmRefs: for an impression or exposure the arm the user was assigned; for a click or
+	// close the user's arm in this popup's experiment and, for a click on a popup that a control
+	// fell through to, that control. None for a popup without a running experiment.
+	Arms []ArmRef
 }
+
+// ArmRef names one experiment arm: the popup whose experiment it is, the phase's salt and the arm
+// key (a variant's key or "control").
+type ArmRef struct {
+	PopupID int64
+	Salt    string
+	Arm     string
+}
+
+// MaxArmRefs bounds Event.Arms: the popup's own experiment and one control that fell through.
+const MaxArmRefs = 2
 
 // ButtonRef names a clicked button: 0 is "unspecified", n is the button at 0-based index n-1.
 // The zero value of an Event is therefore an unspecified click, never button 0 by mistake.
@@ -69,17 +89,25 @@ var ErrDecode = errors.New("undecodable event")
 
 // wire is the JSON shape on the queue; short names keep the queue small.
 type wire struct {
-	V  int    `json:"v"`
-	ID string `json:"id"`
-	U  string `json:"u"`
-	P  int64  `json:"p"`
-	A  string `json:"a"`
-	T  int64  `json:"t"`
-	D  string `json:"d,omitempty"`
-	N  int64  `json:"n"`
-	I  int    `json:"i"`
-	C  int    `json:"c,omitempty"`
-	B  int    `json:"b"` // the clicked button's 0-based index; absent (older events) = unspecified
+	V  int       `json:"v"`
+	ID string    `json:"id"`
+	U  string    `json:"u"`
+	P  int64     `json:"p"`
+	A  string    `json:"a"`
+	T  int64     `json:"t"`
+	D  string    `json:"d,omitempty"`
+	N  int64     `json:"n"`
+	I  int       `json:"i"`
+	C  int       `json:"c,omitempty"`
+	B  int       `json:"b"` // the clicked button's 0-based index; absent (older events) = unspecified
+	X  []wireArm `json:"x,omitempty"`
+}
+
+// wireArm is an ArmRef on the queue.
+type wireArm struct {
+	P int64  `json:"p"`
+	S string `json:"s"`
+	A string `json:"a"`
 }
 
 // Append appends e's wire form to dst. It builds the JSON by hand (ids and uids are validated
@@ -111,6 +139,23 @@ func Append(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"b":`...)
 		dst = strconv.AppendInt(dst, int64(i), 10)
 	}
+	for i, a := range e.Arms {
+		if i == 0 {
+			dst = append(dst, `,"x":[`...)
+		} else {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"p":`...)
+		dst = strconv.AppendInt(dst, a.PopupID, 10)
+		dst = append(dst, `,"s":`...)
+		dst = appendString(dst, a.Salt)
+		dst = append(dst, `,"a":`...)
+		dst = appendString(dst, a.Arm)
+		dst = append(dst, '}')
+		if i == len(e.Arms)-1 {
+			dst = append(dst, ']')
+		}
+	}
 	return append(dst, '}')
 }
 
@@ -141,11 +186,33 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: bad time or count", ErrDecode)
 	case w.B < -1 || w.B > MaxButton || (w.B >= 0 && e.Action != Click):
 		return Event{}, fmt.Errorf("%w: bad button", ErrDecode)
+	case len(w.X) > MaxArmRefs || e.Action == Exposure && len(w.X) == 0:
+		return Event{}, fmt.Errorf("%w: bad experiment arms", ErrDecode)
+	}
+	for _, x := range w.X {
+		if x.P <= 0 || !validToken(x.S, MaxIDLen) || !validToken(x.A, 16) {
+			return Event{}, fmt.Errorf("%w: bad experiment arm", ErrDecode)
+		}
+		e.Arms = append(e.Arms, ArmRef{PopupID: x.P, Salt: x.S, Arm: x.A})
 	}
 	if w.B >= 0 {
 		e.Button = ButtonAt(w.B)
 	}
 	return e, nil
+}
+
+// validToken reports whether s is 1 to n characters of [A-Za-z0-9_-] (salts and arm keys).
+func validToken(s string, n int) bool {
+	if len(s) == 0 || len(s) > n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func unixMilli(t time.Time) int64 {

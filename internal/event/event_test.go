@@ -26,6 +26,12 @@ func TestAppendDecodeRoundTrip(t *testing.T) {
 		{"click on the first button", Event{ID: "e3", UID: "u", PopupID: 1, Action: Click, At: at, Button: ButtonAt(0)}},
 		{"click on the last button", Event{ID: "e4", UID: "u", PopupID: 1, Action: Click, At: at, Button: ButtonAt(MaxButton)}},
 		{"odd characters escaped", Event{ID: "e\"\\\n\u00e9", UID: "u", PopupID: 2, Action: Click, At: at}},
+		{"impression of a variant", Event{ID: "d3", UID: "u", PopupID: 4, Action: Impression, At: at, NextShowAt: at, Impressions: 1,
+			Arms: []ArmRef{{PopupID: 4, Salt: "5eed5eed5eed5eed", Arm: "b"}}}},
+		{"control exposure", Event{ID: "d4~c", UID: "u", PopupID: 4, Action: Exposure, At: at, NextShowAt: at, Impressions: 1,
+			Arms: []ArmRef{{PopupID: 4, Salt: "5eed5eed5eed5eed", Arm: "control"}}}},
+		{"click counting for two experiments", Event{ID: "e5", UID: "u", PopupID: 5, Action: Click, At: at,
+			Arms: []ArmRef{{PopupID: 5, Salt: "s1", Arm: "a"}, {PopupID: 4, Salt: "s2", Arm: "control"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +70,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"button too large", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":255}`},
 		{"button on a close", `{"v":1,"id":"e","u":"u","p":1,"a":"close","t":1,"n":0,"i":0,"b":0}`},
 		{"button not a number", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":"0"}`},
+		{"exposure without an arm", `{"v":1,"id":"e","u":"u","p":1,"a":"exposure","t":1,"n":0,"i":1}`},
+		{"three arms", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"s","a":"a"},{"p":2,"s":"s","a":"a"},{"p":3,"s":"s","a":"a"}]}`},
+		{"arm without a salt", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"","a":"a"}]}`},
+		{"arm key too long", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"s","a":"aaaaaaaaaaaaaaaaa"}]}`},
+		{"arm of popup 0", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":0,"s":"s","a":"a"}]}`},
 		{"id too long", `{"v":1,"id":"` + string(make([]byte, 0)) + `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","u":"u","p":1,"a":"click","t":1,"n":0,"i":0}`},
 	}
 	for _, tt := range tests {

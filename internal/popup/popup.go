@@ -135,6 +135,9 @@ type Popup struct {
 	Buttons  []Button
 	Ext      json.RawMessage // a JSON object passed through to the app; "{}" when empty
 
+	// Experiment tests content variants (and a control) against each other; nil = none.
+	Experiment *Experiment
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -171,6 +174,7 @@ type Input struct {
 	LinkURL              string
 	Buttons              []Button
 	Ext                  json.RawMessage
+	Experiment           *Experiment // nil = none; its server-managed fields are ignored (KeepExperiment)
 }
 
 // Build validates in and applies the defaults of docs/CONTRACT.md §2: status active, priority 0, open window,
@@ -200,6 +204,7 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 		LinkURL:              in.LinkURL,
 		Buttons:              in.Buttons,
 		Ext:                  in.Ext,
+		Experiment:           in.Experiment,
 	}
 	// A close is a stronger "not now" than merely seeing the popup, so by default it hides the
 	// popup exactly as long as an impression does, whatever reshow interval was chosen.
@@ -226,19 +231,30 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 // normalize gives p its canonical shape without changing its meaning: non-nil slices (JSON []),
 // ext "{}" when absent and compacted otherwise, so the encoded popup is the same wherever it came from.
 func (p *Popup) normalize() {
-	p.Buttons = nonNil(p.Buttons)
 	p.Targeting.Platforms = nonNil(p.Targeting.Platforms)
 	p.Targeting.Regions = nonNil(p.Targeting.Regions)
 	p.Targeting.Langs = nonNil(p.Targeting.Langs)
 	p.Targeting.UIDs = nonNil(p.Targeting.UIDs)
-	ext := bytes.TrimSpace(p.Ext)
+	c := p.Creative()
+	c.normalize()
+	p.SetCreative(c)
+	if p.Experiment != nil {
+		p.Experiment.normalize()
+	}
+}
+
+// normalize gives c its canonical shape: buttons [] rather than nil, ext "{}" when absent and
+// compacted otherwise.
+func (c *Creative) normalize() {
+	c.Buttons = nonNil(c.Buttons)
+	ext := bytes.TrimSpace(c.Ext)
 	if len(ext) == 0 || string(ext) == "null" {
-		p.Ext = json.RawMessage("{}")
+		c.Ext = json.RawMessage("{}")
 		return
 	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, ext) == nil {
-		p.Ext = buf.Bytes()
+		c.Ext = buf.Bytes()
 	}
 	// Invalid JSON is left as it is for Validate to report.
 }
@@ -298,20 +314,29 @@ func (p Popup) ValidateWith(links LinkSchemes) error {
 	if p.MaxImpressions < 0 || p.MaxImpressions > maxMaxImpressions {
 		v.add("max_impressions", "must be between 0 (unlimited) and "+strconv.Itoa(maxMaxImpressions))
 	}
-	v.text("title", p.Title, 0, maxTitleLen)
-	v.text("content", p.Content, 0, maxContentLen)
-	v.url("image_url", p.ImageURL, isWebScheme, "http, https")
-	v.url("link_url", p.LinkURL, links.Allows, links.String())
-	if len(p.Buttons) > maxButtons {
-		v.add("buttons", "must have at most "+strconv.Itoa(maxButtons)+" buttons")
+	p.Creative().validate(&v, "", links)
+	if p.Experiment != nil {
+		p.Experiment.validate(&v, links)
 	}
-	for i, b := range p.Buttons {
-		prefix := "buttons[" + strconv.Itoa(i) + "]"
-		v.text(prefix+".text", strings.TrimSpace(b.Text), 1, maxButtonText)
-		v.url(prefix+".link_url", b.LinkURL, links.Allows, links.String())
-	}
-	v.ext(p.Ext)
 	return v.err()
+}
+
+// validate checks a creative's content limits and links, reporting under prefix ("" for the
+// popup's own content, "experiment.variants[i]." for a variant's).
+func (c Creative) validate(v *validator, prefix string, links LinkSchemes) {
+	v.text(prefix+"title", c.Title, 0, maxTitleLen)
+	v.text(prefix+"content", c.Content, 0, maxContentLen)
+	v.url(prefix+"image_url", c.ImageURL, isWebScheme, "http, https")
+	v.url(prefix+"link_url", c.LinkURL, links.Allows, links.String())
+	if len(c.Buttons) > maxButtons {
+		v.add(prefix+"buttons", "must have at most "+strconv.Itoa(maxButtons)+" buttons")
+	}
+	for i, b := range c.Buttons {
+		bp := prefix + "buttons[" + strconv.Itoa(i) + "]"
+		v.text(bp+".text", strings.TrimSpace(b.Text), 1, maxButtonText)
+		v.url(bp+".link_url", b.LinkURL, links.Allows, links.String())
+	}
+	v.ext(prefix+"ext", c.Ext)
 }
 
 func (t Targeting) validate(v *validator) {
@@ -452,16 +477,16 @@ func (v *validator) duration(field string, sec int64, never bool) {
 
 // ext checks that ext, when set, is a JSON object of at most maxExtBytes (compacted) nesting at
 // most maxExtDepth levels.
-func (v *validator) ext(raw json.RawMessage) {
+func (v *validator) ext(field string, raw json.RawMessage) {
 	ext := bytes.TrimSpace(raw)
 	switch {
 	case len(ext) == 0:
 	case ext[0] != '{' || !json.Valid(ext):
-		v.add("ext", "must be a JSON object")
+		v.add(field, "must be a JSON object")
 	case jsonDepth(ext) > maxExtDepth:
-		v.add("ext", "must nest objects and arrays at most "+strconv.Itoa(maxExtDepth)+" levels deep")
+		v.add(field, "must nest objects and arrays at most "+strconv.Itoa(maxExtDepth)+" levels deep")
 	case len(ext) > maxExtBytes:
-		v.add("ext", "must be at most "+strconv.Itoa(maxExtBytes)+" bytes of compact JSON")
+		v.add(field, "must be at most "+strconv.Itoa(maxExtBytes)+" bytes of compact JSON")
 	}
 }
 
