@@ -263,3 +263,62 @@ func TestExperimentAdminLifecycle(t *testing.T) {
 		assert.Equal(t, "popup.experiment.variants", field)
 	})
 }
+
+// TestExperimentTransitionsNeedWhatAPutNeeds: each role's answer to each transition, of a draft
+// and of a live popup, as docs/CONTRACT.md §9 has it (editor for a draft, publisher otherwise);
+// a refused transition writes nothing.
+func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
+	t.Parallel()
+	api, cfg := startWithRoles(t)
+	db := testDB(t, cfg)
+	counts := func() tableCounts {
+		return tableCounts{countRows(t, db, "popup_config"), countRows(t, db, "popup_revision"), countRows(t, db, "popup_audit")}
+	}
+	// Each kind makes its popup (by the admin), brings its experiment where the transition
+	// applies, and names the transition.
+	type kind struct {
+		name, status, setUp, transition, body string
+	}
+	kinds := []kind{
+		{"start a draft's", "draft", "", "start", ""},
+		{"stop a draft's", "draft", "start", "stop", ""},
+		{"conclude a draft's", "draft", "start", "conclude", `{"variant":"a"}`},
+		{"start a live popup's", "active", "", "start", ""},
+		{"stop a live popup's", "active", "start", "stop", ""},
+		{"conclude a paused popup's", "paused", "start", "conclude", `{"variant":"b"}`},
+	}
+	// want is each role's answer to each kind, in the order of kinds: 200, or the role a 403 names.
+	want := map[string][]string{
+		"viewer":    {"editor", "editor", "editor", "editor", "editor", "editor"},
+		"editor":    {"200", "200", "200", "publisher", "publisher", "publisher"},
+		"publisher": {"200", "200", "200", "200", "200", "200"},
+		"admin":     {"200", "200", "200", "200", "200", "200"},
+	}
+	for _, role := range []string{"viewer", "editor", "publisher", "admin"} {
+		for i, k := range kinds {
+			t.Run(role+" "+k.name, func(t *testing.T) {
+				name := strings.ReplaceAll("roles "+role+" "+k.name, " ", "-")
+				var p map[string]any
+				require.NoError(t, json.Unmarshal([]byte(expPopup(name, k.status)), &p))
+				id := itoa(api.createPopup(t, p))
+				if k.setUp != "" {
+					res := api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.setUp, nil)
+					require.Equal(t, http.StatusOK, res.Status, res.Raw)
+				}
+				before := counts()
+				var body any
+				if k.body != "" {
+					body = k.body
+				}
+				res := api.as(t, roleTokens[role], http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.transition, body, nil)
+				if want[role][i] == "200" {
+					require.Equal(t, http.StatusOK, res.Status, res.Raw)
+					return
+				}
+				require.Equal(t, http.StatusForbidden, res.Status, res.Raw)
+				assert.Equal(t, want[role][i], res.Body["error"].(map[string]any)["role_needed"])
+				assert.Equal(t, before, counts(), "a refused transition writes nothing")
+			})
+		}
+	}
+}
