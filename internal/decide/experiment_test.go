@@ -34,7 +34,9 @@ func experiment(mode popup.ControlMode) *popup.Experiment {
 const controlArm = 2 // experiment's arms: a, b, control
 
 // withExp gives a popup e.
-func withExp(e *popup.Experiment) func(*popup.Popup) { return func(p *popup.Popup) { p.Experiment = e } }
+func withExp(e *popup.Experiment) func(*popup.Popup) {
+	return func(p *popup.Popup) { p.Experiment = e }
+}
 
 // uidIn is a uid that e assigns to arm.
 func uidIn(t *testing.T, e *popup.Experiment, arm int) string {
@@ -133,7 +135,11 @@ func TestDecideOutsideTheExperimentIsUnchanged(t *testing.T) {
 		exp  *popup.Experiment
 	}{
 		{"no experiment", nil},
-		{"a draft", func() *popup.Experiment { e := experiment(popup.ControlNone); e.Status = popup.ExperimentDraft; return e }()},
+		{"a draft", func() *popup.Experiment {
+			e := experiment(popup.ControlNone)
+			e.Status = popup.ExperimentDraft
+			return e
+		}()},
 		{"outside coverage", func() *popup.Experiment { e := experiment(popup.ControlNone); e.CoveragePercent = 0; return e }()},
 	}
 	for _, tt := range tests {
