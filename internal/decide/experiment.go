@@ -23,7 +23,7 @@ import (
 func (d *Decider) decideExperiment(ctx, bctx context.Context, br *breaker.Breaker, snap *snapshot.Snapshot, cands []*popup.Compiled,
 	req popup.Request, st *popup.StoredState, x *popup.Compiled, arm int, now time.Time) (ans Answer, done bool) {
 	decision := d.ids.get().nextInExperiment(x.Popup.ID, arm)
-	evs := make([]event.Event, 0, MaxRecordEvents)
+	evs := make([]event.Event, 0, 2) // a variant's impression or the control's exposure, and a fall-through's
 	ans = Answer{Kind: None, Version: snap.Version}
 	rest := cands
 	for c, i := x, arm; ; {
@@ -35,8 +35,7 @@ func (d *Decider) decideExperiment(ctx, bctx context.Context, br *breaker.Breake
 			entry := snap.Entry(c.Popup.ID)
 			ans = Answer{Kind: Shown, Version: snap.Version, Popup: entry, DecisionID: decision, Body: entry.Shown(i)}
 			if i >= 0 {
-				ans.Variant = e.ArmKey(i)
-				ev.Arms = []event.ArmRef{{PopupID: c.Popup.ID, Salt: e.Salt, Arm: ans.Variant}}
+				ans.Variant, ev.Arms = e.ArmKey(i), entry.ArmRefs[i]
 			}
 			evs = append(evs, ev)
 			break
@@ -44,7 +43,7 @@ func (d *Decider) decideExperiment(ctx, bctx context.Context, br *breaker.Breake
 		ps := c.ApplyExposure(&st.UserState, now)
 		evs = append(evs, event.Event{ID: exposureID(decision, len(evs)+1), UID: req.UID, PopupID: c.Popup.ID,
 			Action: event.Exposure, At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions,
-			Arms: []event.ArmRef{{PopupID: c.Popup.ID, Salt: e.Salt, Arm: popup.ControlArm}}})
+			Arms: snap.Entry(c.Popup.ID).ArmRefs[i]})
 		if e.Control.Mode != popup.ControlFallThrough || len(evs) == MaxRecordEvents {
 			break
 		}
@@ -94,13 +93,12 @@ func after(cs []*popup.Compiled, c *popup.Compiled) []*popup.Compiled {
 func actionArms(snap *snapshot.Snapshot, entry *snapshot.Entry, a Action) []event.ArmRef {
 	var arms []event.ArmRef
 	if i := entry.Arm(a.UID); i >= 0 {
-		e := entry.Popup.Experiment
-		arms = append(arms, event.ArmRef{PopupID: a.PopupID, Salt: e.Salt, Arm: e.ArmKey(i)})
+		arms = entry.ArmRefs[i][:1:1] // shared: appending below must copy it
 	}
 	if x, i, ok := armSuffix(a.DecisionID); ok && x != a.PopupID {
 		if xe := snap.Entry(x); xe != nil && xe.Arm(a.UID) == i {
 			if e := xe.Popup.Experiment; e.IsControl(i) && e.Control.Mode == popup.ControlFallThrough {
-				arms = append(arms, event.ArmRef{PopupID: x, Salt: e.Salt, Arm: popup.ControlArm})
+				arms = append(arms, xe.ArmRefs[i]...)
 			}
 		}
 	}

@@ -347,3 +347,59 @@ func TestExplainNamesTheArm(t *testing.T) {
 	req.UID = uidIn(t, e, 0)
 	assert.Empty(t, f.queued(req.UID), "an explanation records nothing")
 }
+
+// freshUsers is a store whose every user is new and whose every record succeeds: the decision's
+// own CPU, without a store's.
+type freshUsers struct{}
+
+func (freshUsers) Get(context.Context, string, time.Time) (popup.StoredState, error) {
+	return popup.StoredState{}, nil
+}
+
+func (freshUsers) Record(context.Context, string, string, *popup.UserState, []event.Event, bool) (popup.Outcome, error) {
+	return popup.Recorded, nil
+}
+
+// BenchmarkDecideExperiment is a decision that shows a popup (and records it, in a store that
+// costs nothing) for a user outside any experiment, in a variant, and in a control that falls
+// through to the next popup: the difference is what an experiment adds to a decision.
+func BenchmarkDecideExperiment(b *testing.B) {
+	variant := experiment(popup.ControlFallThrough)
+	uids := map[string]string{}
+	for name, arm := range map[string]int{"variant": 1, "control fall-through": controlArm} {
+		a := popup.NewAssigner(variant)
+		for i := 0; ; i++ {
+			if uid := "user-" + strconv.Itoa(i); a.Assign(uid) == arm {
+				uids[name] = uid
+				break
+			}
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		exp  *popup.Experiment
+		uid  string
+	}{
+		{"no experiment", nil, "user-1"},
+		{"variant", variant, uids["variant"]},
+		{"control fall-through", variant, uids["control fall-through"]},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			holder := &snapshot.Holder{}
+			holder.Store(snapshot.Build(1, []popup.Popup{active(1, withExp(bc.exp)), active(2, func(p *popup.Popup) { p.Priority = 5 })}, t0))
+			d := &decide.Decider{Snapshots: holder, Users: freshUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
+				Metrics: decide.NewMetrics(nil)}
+			ctx := context.Background()
+			req := iosReq
+			req.UID = bc.uid
+			if a := d.Decide(ctx, req, t0); a.Kind != decide.Shown {
+				b.Fatalf("want a popup, got %v", a.Kind)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d.Decide(ctx, req, t0)
+			}
+		})
+	}
+}

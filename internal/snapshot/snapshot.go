@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 )
 
@@ -19,6 +20,10 @@ type Entry struct {
 	// Variants are, for a popup with an experiment, each variant's public JSON (the popup's id,
 	// the variant's content), by variant index; nil without an experiment.
 	Variants [][]byte
+	// ArmRefs are, for a popup with an experiment, the one-element Event.Arms of each arm (by arm
+	// index, the control last) in the current phase, shared by every event that names the arm;
+	// nil without an experiment.
+	ArmRefs [][]event.ArmRef
 }
 
 // Shown is the public JSON of what arm shows (Compiled.Arm): the variant's content for a
@@ -76,7 +81,11 @@ func encodeEntry(c *popup.Compiled) (*Entry, error) {
 		return nil, err
 	}
 	e := &Entry{Compiled: c, JSON: body}
-	if cp.Experiment != nil {
+	if x := cp.Experiment; x != nil {
+		e.ArmRefs = make([][]event.ArmRef, x.ArmCount())
+		for i := range e.ArmRefs {
+			e.ArmRefs[i] = []event.ArmRef{{PopupID: cp.ID, Salt: x.Salt, Arm: x.ArmKey(i)}}
+		}
 		e.Variants = make([][]byte, len(cp.Experiment.Variants))
 		for i := range cp.Experiment.Variants {
 			if e.Variants[i], err = json.Marshal(toPublic(cp.ID, cp.Experiment.Variants[i].Creative)); err != nil {

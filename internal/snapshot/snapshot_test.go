@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 )
 
@@ -198,6 +199,8 @@ func TestEntryEncodesEachVariant(t *testing.T) {
 	assert.JSONEq(t, `{"id":9,"title":"A","content":"","image_url":"","link_url":"https://a.example.com","buttons":[],"ext":{}}`, string(e.Shown(0)))
 	assert.JSONEq(t, `{"id":9,"title":"B","content":"","image_url":"","link_url":"","buttons":[{"text":"Go","link_url":"https://b.example.com"}],"ext":{"k":1}}`, string(e.Shown(1)))
 	assert.Equal(t, e.JSON, e.Shown(-1), "outside the experiment: the popup's own content")
+	assert.Equal(t, [][]event.ArmRef{{{PopupID: 9, Salt: "3f9a0c2b7d1e4a65", Arm: "a"}}, {{PopupID: 9, Salt: "3f9a0c2b7d1e4a65", Arm: "b"}}}, e.ArmRefs)
 	assert.Nil(t, s.Entry(10).Variants)
+	assert.Nil(t, s.Entry(10).ArmRefs)
 	assert.Equal(t, s.Entry(10).JSON, s.Entry(10).Shown(-1))
 }
