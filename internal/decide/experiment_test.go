@@ -403,3 +403,33 @@ func BenchmarkDecideExperiment(b *testing.B) {
 		})
 	}
 }
+
+// TestLocalAnswersHoldAcrossControlExposures: an exposure only extends hiding, like an
+// impression, so a remembered "nothing until t" stays right for a control user, and at t the
+// user is exposed again.
+func TestLocalAnswersHoldAcrossControlExposures(t *testing.T) {
+	t.Parallel()
+	e := experiment(popup.ControlNone)
+	f := newFixture(t, 1000, 0, active(1, withExp(e)))
+	req := iosReq
+	req.UID = uidIn(t, e, controlArm)
+	tests := []struct {
+		at       time.Duration
+		wantRead bool
+	}{
+		{0, true},                        // exposed: a full decision
+		{time.Minute, true},              // nothing eligible: a full decision, remembered until the reshow
+		{30 * time.Minute, false},        // the local answer
+		{time.Hour - time.Second, false}, // still
+		{time.Hour, true},                // the reshow instant: exposed again
+	}
+	for _, tt := range tests {
+		kind, _, read := f.decide(t, req, t0.Add(tt.at))
+		assert.Equal(t, decide.None, kind, "+%v", tt.at)
+		assert.Equal(t, tt.wantRead, read, "+%v", tt.at)
+	}
+	st, err := f.store.Get(context.Background(), req.UID, t0)
+	require.NoError(t, err)
+	assert.Equal(t, 2, st.Popups[1].Impressions, "two exposures")
+	assert.Zero(t, st.DayCount)
+}
