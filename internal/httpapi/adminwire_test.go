@@ -212,7 +212,9 @@ func TestExperimentWireDefaultsAndNull(t *testing.T) {
 		require.NoError(t, err)
 		assert.Nil(t, p.Experiment, give)
 	}
-	raw, err := json.Marshal(toWire(popuptest.Full(), time.Now()))
+	none := popuptest.Full()
+	none.Experiment = nil
+	raw, err := json.Marshal(toWire(none, time.Now()))
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"experiment":null`)
 }
