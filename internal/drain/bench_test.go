@@ -3,6 +3,7 @@ package drain_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,6 +29,7 @@ func BenchmarkDrain(b *testing.B) {
 		shards   int
 		batch    int
 		oneByOne bool
+		arms     bool // every event is in an experiment (docs/CONTRACT.md §10)
 	}{
 		{name: "one-by-one", shards: 1, batch: 500, oneByOne: true},
 		{name: "batched-100", shards: 1, batch: 100},
@@ -35,12 +37,17 @@ func BenchmarkDrain(b *testing.B) {
 		{name: "batched-2000", shards: 1, batch: 2000},
 		{name: "batched-500-4shards", shards: 4, batch: 500},
 		{name: "batched-500-16shards", shards: 16, batch: 500}, // POPUP_QUEUE_SHARDS on a Cluster
+		{name: "batched-500-experiments", shards: 1, batch: 500, arms: true},
 	}
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
 			n := b.N // events; ns/op is per event
 			e := newEnv(b, m.shards, 15*time.Second)
-			e.produce(fmt.Sprintf("bench%d", n), 0, n)
+			var edits []func(*event.Event, int)
+			if m.arms {
+				edits = append(edits, inExperiment)
+			}
+			e.produce(fmt.Sprintf("bench%d", n), 0, n, edits...)
 			var written atomic.Int64
 			done := make(chan struct{})
 			write := e.writer.WriteBatch
@@ -71,6 +78,20 @@ func BenchmarkDrain(b *testing.B) {
 			r.stop(b)
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
 		})
+	}
+}
+
+// inExperiment puts event i in its popup's experiment: three arms by user, the control's
+// impressions being exposures, so every event adds to the experiment rollup. It spreads the
+// events over 301 users, not mkEvent's 300, so that each user has impressions, clicks and closes
+// (mkEvent's action is i%3).
+func inExperiment(ev *event.Event, i int) {
+	u := i % 301
+	ev.UID = "u" + strconv.Itoa(u)
+	arm := []string{"a", "b", "control"}[u%3]
+	ev.Arms = []event.ArmRef{{PopupID: ev.PopupID, Salt: "bench", Arm: arm}}
+	if arm == "control" && ev.Action == event.Impression {
+		ev.Action = event.Exposure
 	}
 }
 
