@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
 )
 
 // The experiment rollup (docs/CONTRACT.md §10 "Results"): per phase (popup, salt) and user, the
@@ -345,4 +347,27 @@ func addExperimentDaily(ctx context.Context, tx *sql.Tx, counts []expDailyAdd) e
 		updated_at = CURRENT_TIMESTAMP(3)`)
 	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
+}
+
+// ExperimentDays returns one experiment phase's rows of popup_experiment_daily (a range of its
+// primary key), for the results endpoint.
+func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt string) ([]popup.ExperimentDay, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT DATE_FORMAT(day, '%Y-%m-%d'), arm, exposed_users, exposures, clicked_users, clicks, closes
+		FROM popup_experiment_daily WHERE popup_id = ? AND salt = ?`, popupID, salt)
+	if err != nil {
+		return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
+	}
+	defer rows.Close()
+	var out []popup.ExperimentDay
+	for rows.Next() {
+		var d popup.ExperimentDay
+		if err := rows.Scan(&d.Day, &d.Arm, &d.ExposedUsers, &d.Exposures, &d.ClickedUsers, &d.Clicks, &d.Closes); err != nil {
+			return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
+	}
+	return out, nil
 }

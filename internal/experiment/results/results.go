@@ -13,13 +13,8 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// ArmDay is one arm's counts on one UTC day: exposed and clicked users are the users first
-// exposed, or first clicking, that day, so the days of an arm sum to its totals.
-type ArmDay struct {
-	Day                                                   string // YYYY-MM-DD, UTC
-	Arm                                                   string
-	ExposedUsers, Exposures, ClickedUsers, Clicks, Closes int64
-}
+// ArmDay is one arm's counts on one UTC day of the phase.
+type ArmDay = popup.ExperimentDay
 
 // Counts are an arm's totals over the phase.
 type Counts struct {
