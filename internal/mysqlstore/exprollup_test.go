@@ -321,3 +321,57 @@ func mustAtoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// explain is the first row of EXPLAIN q, by column.
+func explain(t *testing.T, db *sql.DB, q string) map[string]string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN "+q)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	require.NoError(t, rows.Scan(ptrs...))
+	plan := map[string]string{}
+	for i, c := range cols {
+		plan[c] = vals[i].String
+	}
+	return plan
+}
+
+func TestExperimentRollupQueriesUseThePrimaryKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	events := make([]event.Event, 400)
+	for i := range events {
+		events[i] = expEventAt(i)
+	}
+	require.NoError(t, mysqlstore.NewEventWriter(db).WriteBatch(ctx, events))
+	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_experiment_user, popup_experiment_daily")
+	require.NoError(t, err)
+	// A batch of 500 names up to 1,000 users (two arms an event).
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("(%d,'salt-%d','u%d')", 1+i%2, 1+i%2, i)
+	}
+	tests := []struct{ name, query string }{
+		// The worker's locking read must lock the named rows only, not a scan's every row.
+		{"the batch's users, locked", `SELECT popup_id, salt, uid, arm, batch_id = 5, first_click_at IS NULL FROM popup_experiment_user
+			FORCE INDEX (PRIMARY) WHERE (popup_id, salt, uid) IN (` + strings.Join(keys, ",") + `) FOR UPDATE`},
+		{"a phase's days", `SELECT DATE_FORMAT(day, '%Y-%m-%d'), arm, exposed_users, exposures, clicked_users, clicks, closes
+			FROM popup_experiment_daily WHERE popup_id = 1 AND salt = 'salt-1'`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := explain(t, db, tt.query)
+			assert.Equal(t, "PRIMARY", plan["key"], "plan: %v", plan)
+			assert.NotEqual(t, "ALL", plan["type"], "no table scan: %v", plan)
+		})
+	}
+}
