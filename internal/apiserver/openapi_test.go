@@ -117,7 +117,8 @@ func (s *specChecker) matchesErrorSchema(t *testing.T, body []byte) {
 }
 
 // TestResponsesMatchOpenAPI sends every route of both listeners good and bad requests against a
-// real popup-api on MariaDB and Redis, and validates every answer against api/openapi.yaml.
+// real popup-api on MariaDB and Redis, and validates every answer against api/openapi.yaml. (The
+// experiment routes are driven through the same checker by TestExperimentAdminLifecycle.)
 func TestResponsesMatchOpenAPI(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
@@ -464,6 +465,8 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		{name: "cache reload", method: "POST", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "history", method: "GET", url: adm + "/admin/v1/popups/" + id + "/history", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "rollback", method: "POST", url: adm + "/admin/v1/popups/" + id + "/rollback", body: `{"revision":1}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "experiment start", method: "POST", url: adm + "/admin/v1/popups/" + id + "/experiment/start", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "experiment conclude", method: "POST", url: adm + "/admin/v1/popups/" + id + "/experiment/conclude", body: `{"variant":"a"}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "audit", method: "GET", url: adm + "/admin/v1/audit", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "export", method: "GET", url: adm + "/admin/v1/export", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "import", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"x"}]}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
