@@ -23,10 +23,11 @@ import (
 type UserStates interface {
 	// Get returns uid's state and the stored value it was read from.
 	Get(ctx context.Context, uid string, now time.Time) (popup.StoredState, error)
-	// Record writes next as uid's state if the stored value still equals prev, and queues ev,
-	// atomically. With dedupe (actions) a replayed event id is refused as popup.Duplicate and a
-	// uid over its action rate limit as popup.RateLimited.
-	Record(ctx context.Context, uid, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (popup.Outcome, error)
+	// Record writes next as uid's state if the stored value still equals prev, and queues evs
+	// (1 to MaxRecordEvents, in order), atomically: all or none. With dedupe (actions) a replayed
+	// event id (evs[0]'s) is refused as popup.Duplicate and a uid over its action rate limit as
+	// popup.RateLimited.
+	Record(ctx context.Context, uid, prev string, next *popup.UserState, evs []event.Event, dedupe bool) (popup.Outcome, error)
 }
 
 // Errors of Act and Explain; the HTTP layer maps each to its status. An unknown popup is
@@ -39,6 +40,10 @@ var (
 	// ErrClientGone: the caller's context ended (the client hung up); nobody reads an answer.
 	ErrClientGone = errors.New("client gone")
 )
+
+// MaxRecordEvents is the most events a decision records in one step: up to three control
+// exposures that fell through and the impression they fell through to.
+const MaxRecordEvents = 4
 
 // maxRecordTries bounds the optimistic retries when a concurrent request changed the state.
 const maxRecordTries = 4
@@ -79,6 +84,10 @@ type Answer struct {
 	Version    int64           // config version decided on (None and Shown)
 	Popup      *snapshot.Entry // the chosen popup (Shown)
 	DecisionID string          // the impression's decision id (Shown)
+	// Body is the public JSON shown (Shown): the popup's own, or its experiment variant's.
+	Body []byte
+	// Variant is the key of the experiment variant shown (Shown); "" outside any experiment.
+	Variant string
 }
 
 // Decide answers the homepage for req at now: the popup to show, if any, with its impression
@@ -129,12 +138,19 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}
 		}
+		if arm := chosen.Arm(req.UID); arm >= 0 {
+			ans, done := d.decideExperiment(ctx, bctx, br, snap, cands, req, &st, chosen, arm, now)
+			if done {
+				return ans
+			}
+			continue // a conflict: decide again
+		}
 		ps := chosen.ApplyImpression(&st.UserState, now)
 		decision := d.ids.get().next()
-		ev := event.Event{ID: decision, UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
+		evs := []event.Event{{ID: decision, UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
 			At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions,
-			DayCount: st.UserState.ImpressionsOn(now)}
-		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, &ev, false)
+			DayCount: st.UserState.ImpressionsOn(now)}}
+		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, evs, false)
 		if err != nil {
 			if d.storeFailed(ctx, br, now, opRecordImpression, err) {
 				return Answer{Kind: ClientGone}
@@ -144,7 +160,8 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		br.Success()
 		if out == popup.Recorded {
 			d.Metrics.count(outPopup)
-			return Answer{Kind: Shown, Version: snap.Version, Popup: snap.Entry(chosen.Popup.ID), DecisionID: decision}
+			e := snap.Entry(chosen.Popup.ID)
+			return Answer{Kind: Shown, Version: snap.Version, Popup: e, DecisionID: decision, Body: e.JSON}
 		}
 		// Conflict: another request of this user changed the state first; decide again.
 	}
@@ -195,6 +212,7 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 	if a.EventID == "" {
 		a.EventID = d.ids.get().next()
 	}
+	arms := actionArms(snap, entry, a)
 	bctx, cancel := context.WithTimeout(ctx, 4*d.Budget)
 	defer cancel()
 	for try := 0; try < maxRecordTries; try++ {
@@ -211,9 +229,9 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 		} else {
 			ps = entry.ApplyClose(&st.UserState, now)
 		}
-		ev := event.Event{ID: a.EventID, UID: a.UID, PopupID: a.PopupID, Action: a.Kind, At: now,
-			DecisionID: a.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, Button: a.Button}
-		out, err := d.Users.Record(bctx, a.UID, st.Raw, &st.UserState, &ev, true)
+		evs := []event.Event{{ID: a.EventID, UID: a.UID, PopupID: a.PopupID, Action: a.Kind, At: now,
+			DecisionID: a.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, Button: a.Button, Arms: arms}}
+		out, err := d.Users.Record(bctx, a.UID, st.Raw, &st.UserState, evs, true)
 		if err != nil {
 			if d.storeFailed(ctx, br, now, opRecordAction, err) {
 				return ErrClientGone
@@ -243,9 +261,15 @@ type ExplainOptions struct {
 
 // Explanation is the decision Decide would make, with every popup's verdict.
 type Explanation struct {
-	Version    int64
-	Chosen     *popup.Compiled // nil: nothing would show
-	Shown      []byte          // Chosen's public JSON when the snapshot holds it (not for an Extra)
+	Version int64
+	Chosen  *popup.Compiled // nil: nothing would show
+	// Shown is Chosen's public JSON when the snapshot holds it (not for an Extra): the variant's
+	// for a user in a variant arm of Chosen's experiment.
+	Shown []byte
+	// Arm is the user's arm in Chosen's running experiment: a variant's key or "control" (then
+	// the user would get nothing, or for fall_through the next popup, and Shown is Chosen's own
+	// JSON); "" outside any experiment.
+	Arm        string
 	Candidates []popup.Candidate
 }
 
@@ -272,8 +296,12 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, d.DailyCap)
 	ex := Explanation{Version: snap.Version, Chosen: chosen, Candidates: verdicts}
 	if chosen != nil {
+		arm := chosen.Arm(req.UID)
+		if arm >= 0 {
+			ex.Arm = chosen.Popup.Experiment.ArmKey(arm)
+		}
 		if e := snap.Entry(chosen.Popup.ID); e != nil && e.Compiled == chosen {
-			ex.Shown = e.JSON
+			ex.Shown = e.Shown(arm)
 		}
 	}
 	return ex, nil

@@ -50,7 +50,7 @@ func (m *memStore) Get(_ context.Context, uid string, _ time.Time) (popup.Stored
 	return popup.StoredState{UserState: st, Raw: strconv.Itoa(m.revs[uid])}, nil
 }
 
-func (m *memStore) Record(_ context.Context, uid, prev string, next *popup.UserState, _ *event.Event, _ bool) (popup.Outcome, error) {
+func (m *memStore) Record(_ context.Context, uid, prev string, next *popup.UserState, _ []event.Event, _ bool) (popup.Outcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {

@@ -16,6 +16,7 @@ const (
 	outDegradedBreakerOpen
 	outDegradedRedisError
 	outDegradedMySQL
+	outControl
 	numOutcomes
 )
 
@@ -30,6 +31,7 @@ var outcomeNames = [numOutcomes]string{
 	outDegradedBreakerOpen: "degraded_breaker_open",
 	outDegradedRedisError:  "degraded_redis_error",
 	outDegradedMySQL:       "degraded_mysql", // loading a user's lost state from MySQL failed or missed the budget
+	outControl:             "none_control",   // an experiment's control exposure, nothing shown (docs/CONTRACT.md §10)
 }
 
 // storeOp is a label value of popup_redis_errors_total.

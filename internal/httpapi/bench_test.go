@@ -26,7 +26,7 @@ func (hiddenUsers) Get(context.Context, string, time.Time) (popup.StoredState, e
 		signedPopupID: {NextShowAt: t0.Add(24 * time.Hour), Impressions: 1}}}, Raw: "x"}, nil
 }
 
-func (hiddenUsers) Record(context.Context, string, string, *popup.UserState, *event.Event, bool) (popup.Outcome, error) {
+func (hiddenUsers) Record(context.Context, string, string, *popup.UserState, []event.Event, bool) (popup.Outcome, error) {
 	return popup.Conflict, nil
 }
 

@@ -31,7 +31,7 @@ func (ctxUsers) Get(ctx context.Context, _ string, _ time.Time) (popup.StoredSta
 	return popup.StoredState{}, wait(ctx)
 }
 
-func (ctxUsers) Record(ctx context.Context, _, _ string, _ *popup.UserState, _ *event.Event, _ bool) (popup.Outcome, error) {
+func (ctxUsers) Record(ctx context.Context, _, _ string, _ *popup.UserState, _ []event.Event, _ bool) (popup.Outcome, error) {
 	return 0, wait(ctx)
 }
 

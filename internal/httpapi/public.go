@@ -78,6 +78,7 @@ var (
 	nullHead      = []byte(`{"popup":null,"config_version":`)
 	popupHead     = []byte(`{"popup":`)
 	decisionHead  = []byte(`,"decision_id":"`)
+	variantHead   = []byte(`","variant":"`)
 	versionHead   = []byte(`","config_version":`)
 	degradedBody  = []byte(`{"popup":null}`)
 	acceptedBody  = []byte(`{"status":"accepted"}`)
@@ -103,7 +104,7 @@ func (p *Public) getPopup(c *gin.Context) {
 	ans := p.Decider.Decide(c.Request.Context(), req, now)
 	switch ans.Kind {
 	case decide.Shown:
-		answerPopup(c, ans.Version, ans.Popup, ans.DecisionID)
+		answerPopup(c, &ans)
 	case decide.None:
 		p.answerNull(c, ans.Version)
 	case decide.Degraded:
@@ -172,14 +173,20 @@ func writeBody(c *gin.Context, status int, body []byte) {
 	_, _ = c.Writer.Write(body) // a write error means the client has gone: nobody to tell
 }
 
-func answerPopup(c *gin.Context, version int64, e *snapshot.Entry, decision string) {
-	out := make([]byte, 0, len(e.JSON)+96)
+// answerPopup writes a Shown answer: the popup's (or its experiment variant's) public JSON, the
+// decision id, the variant's key when there is one (docs/CONTRACT.md §10), the config version.
+func answerPopup(c *gin.Context, a *decide.Answer) {
+	out := make([]byte, 0, len(a.Body)+96+len(a.Variant))
 	out = append(out, popupHead...)
-	out = append(out, e.JSON...)
+	out = append(out, a.Body...)
 	out = append(out, decisionHead...)
-	out = append(out, decision...)
+	out = append(out, a.DecisionID...)
+	if a.Variant != "" {
+		out = append(out, variantHead...)
+		out = append(out, a.Variant...) // a key is [a-z0-9_-]: nothing to escape
+	}
 	out = append(out, versionHead...)
-	out = strconv.AppendInt(out, version, 10)
+	out = strconv.AppendInt(out, a.Version, 10)
 	out = append(out, '}')
 	writeBody(c, http.StatusOK, out)
 }

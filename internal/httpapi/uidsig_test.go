@@ -33,7 +33,7 @@ func (m *memUsers) Get(context.Context, string, time.Time) (popup.StoredState, e
 	return popup.StoredState{}, nil
 }
 
-func (m *memUsers) Record(context.Context, string, string, *popup.UserState, *event.Event, bool) (popup.Outcome, error) {
+func (m *memUsers) Record(context.Context, string, string, *popup.UserState, []event.Event, bool) (popup.Outcome, error) {
 	m.calls.Add(1)
 	return popup.Recorded, nil
 }

@@ -151,6 +151,7 @@ type Compiled struct {
 	regions, langs []code    // empty = all
 	rolloutState   uint64    // FNV-1a state after "<bucket seed>:"
 	allow          []allowed // the uid allow-list, sorted by hash
+	assigner       *Assigner // the experiment's assignment while it is running; nil = none (Arm)
 
 	Popup Popup
 }
@@ -199,6 +200,10 @@ func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 		c.allow[i] = allowed{hash: uidHash(uid), uid: uid}
 	}
 	slices.SortFunc(c.allow, func(a, b allowed) int { return cmp.Compare(a.hash, b.hash) })
+	if p.Experiment.Assigning() {
+		a := NewAssigner(p.Experiment)
+		c.assigner = &a
+	}
 	return c, nil
 }
 

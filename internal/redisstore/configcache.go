@@ -149,6 +149,33 @@ type (
 		Ext                  json.RawMessage `json:"ext"`
 		CreatedAt            time.Time       `json:"created_at"`
 		UpdatedAt            time.Time       `json:"updated_at"`
+		// Experiment is absent for a popup without one, and from an older build's blob.
+		Experiment *cachedExperiment `json:"experiment,omitempty"`
+	}
+	cachedExperiment struct {
+		Status           string          `json:"status"`
+		CoveragePercent  int             `json:"coverage_percent"`
+		Variants         []cachedVariant `json:"variants"`
+		Control          *cachedControl  `json:"control"`
+		PlannedEndAt     *time.Time      `json:"planned_end_at"`
+		Phase            int             `json:"phase"`
+		Salt             string          `json:"salt"`
+		PhaseStartedAt   *time.Time      `json:"phase_started_at"`
+		ConcludedVariant string          `json:"concluded_variant"`
+	}
+	cachedVariant struct {
+		Key      string          `json:"key"`
+		Weight   int             `json:"weight"`
+		Title    string          `json:"title"`
+		Content  string          `json:"content"`
+		ImageURL string          `json:"image_url"`
+		LinkURL  string          `json:"link_url"`
+		Buttons  []cachedButton  `json:"buttons"`
+		Ext      json.RawMessage `json:"ext"`
+	}
+	cachedControl struct {
+		Weight int    `json:"weight"`
+		Mode   string `json:"mode"`
 	}
 	cachedTargeting struct {
 		Platforms      []string `json:"platforms"`
@@ -196,13 +223,6 @@ func decodeConfig(blob []byte) ([]popup.Popup, error) {
 // toBlob is p in the blob's shape. Slices keep their nil-ness, so a popup reads back exactly as
 // it was written (null stays null, [] stays []).
 func toBlob(p *popup.Popup) cachedPopup {
-	var buttons []cachedButton
-	if p.Buttons != nil {
-		buttons = make([]cachedButton, len(p.Buttons))
-		for i, b := range p.Buttons {
-			buttons[i] = cachedButton{Text: b.Text, LinkURL: b.LinkURL}
-		}
-	}
 	t := &p.Targeting
 	return cachedPopup{
 		ID: p.ID, Revision: p.Revision, Name: p.Name, BucketSeed: p.BucketSeed, Status: string(p.Status), Priority: p.Priority,
@@ -211,20 +231,78 @@ func toBlob(p *popup.Popup) cachedPopup {
 			Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
 		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions,
-		Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttons, Ext: p.Ext,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+		Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttonsToBlob(p.Buttons), Ext: p.Ext,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Experiment: experimentToBlob(p.Experiment),
 	}
+}
+
+func buttonsToBlob(bs []popup.Button) []cachedButton {
+	if bs == nil {
+		return nil
+	}
+	out := make([]cachedButton, len(bs))
+	for i, b := range bs {
+		out[i] = cachedButton{Text: b.Text, LinkURL: b.LinkURL}
+	}
+	return out
+}
+
+func buttonsFromBlob(bs []cachedButton) []popup.Button {
+	if bs == nil {
+		return nil
+	}
+	out := make([]popup.Button, len(bs))
+	for i, b := range bs {
+		out[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
+	}
+	return out
+}
+
+// experimentToBlob is e in the blob's shape; nil stays nil (no "experiment" key).
+func experimentToBlob(e *popup.Experiment) *cachedExperiment {
+	if e == nil {
+		return nil
+	}
+	var variants []cachedVariant
+	if e.Variants != nil {
+		variants = make([]cachedVariant, len(e.Variants))
+		for i, v := range e.Variants {
+			variants[i] = cachedVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL,
+				LinkURL: v.LinkURL, Buttons: buttonsToBlob(v.Buttons), Ext: v.Ext}
+		}
+	}
+	var control *cachedControl
+	if e.Control != nil {
+		control = &cachedControl{Weight: e.Control.Weight, Mode: string(e.Control.Mode)}
+	}
+	return &cachedExperiment{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: variants, Control: control,
+		PlannedEndAt: e.PlannedEndAt, Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: e.PhaseStartedAt, ConcludedVariant: e.ConcludedVariant}
+}
+
+// experimentFromBlob is the inverse of experimentToBlob.
+func experimentFromBlob(c *cachedExperiment) *popup.Experiment {
+	if c == nil {
+		return nil
+	}
+	var variants []popup.Variant
+	if c.Variants != nil {
+		variants = make([]popup.Variant, len(c.Variants))
+		for i, v := range c.Variants {
+			variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: popup.Creative{Title: v.Title, Content: v.Content,
+				ImageURL: v.ImageURL, LinkURL: v.LinkURL, Buttons: buttonsFromBlob(v.Buttons), Ext: v.Ext}}
+		}
+	}
+	var control *popup.Control
+	if c.Control != nil {
+		control = &popup.Control{Weight: c.Control.Weight, Mode: popup.ControlMode(c.Control.Mode)}
+	}
+	return &popup.Experiment{Status: popup.ExperimentStatus(c.Status), CoveragePercent: c.CoveragePercent, Variants: variants,
+		Control: control, PlannedEndAt: c.PlannedEndAt, Phase: c.Phase, Salt: c.Salt, PhaseStartedAt: c.PhaseStartedAt,
+		ConcludedVariant: c.ConcludedVariant}
 }
 
 // fromBlob is the popup a blob entry holds; the inverse of toBlob.
 func fromBlob(c *cachedPopup) popup.Popup {
-	var buttons []popup.Button
-	if c.Buttons != nil {
-		buttons = make([]popup.Button, len(c.Buttons))
-		for i, b := range c.Buttons {
-			buttons[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
-		}
-	}
 	t := &c.Targeting
 	return popup.Popup{
 		ID: c.ID, Revision: c.Revision, Name: c.Name, BucketSeed: c.BucketSeed, Status: popup.Status(c.Status), Priority: c.Priority,
@@ -233,7 +311,7 @@ func fromBlob(c *cachedPopup) popup.Popup {
 			Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs},
 		ReshowAfterSeconds: c.ReshowAfterSeconds, ClickCooldownSeconds: c.ClickCooldownSeconds,
 		CloseCooldownSeconds: c.CloseCooldownSeconds, MaxImpressions: c.MaxImpressions,
-		Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttonsFromBlob(c.Buttons), Ext: c.Ext,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Experiment: experimentFromBlob(c.Experiment),
 	}
 }

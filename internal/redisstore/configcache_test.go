@@ -81,6 +81,7 @@ func TestConfigCacheReadsTheBlobOlderBuildsWrote(t *testing.T) {
 	assert.EqualValues(t, 12, version)
 	assert.Equal(t, configBlobPopups(), got)
 	assert.Equal(t, "7", got[0].RolloutSeed(), "a popup cached without a seed buckets users by its id, as before seeds")
+	assert.Nil(t, got[0].Experiment, "a popup cached before experiments has none")
 }
 
 func TestConfigBlobKeysStayCompatible(t *testing.T) {
@@ -152,4 +153,28 @@ func objectKeys(t *testing.T, doc string) []string {
 	}
 	walk("", v)
 	return slices.Sorted(maps.Keys(seen))
+}
+
+func TestConfigCacheCarriesExperiments(t *testing.T) {
+	t.Parallel()
+	cache, keys, ctx := newConfigCache(t)
+	popups := configBlobPopups()
+	end := time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC)
+	popups[0].Experiment = &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100,
+		Variants: []popup.Variant{
+			{Key: "a", Weight: 50, Creative: popup.Creative{Title: "A", Buttons: []popup.Button{}, Ext: json.RawMessage(`{}`)}},
+			{Key: "b", Weight: 30, Creative: popup.Creative{Title: "B", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://b"}}, Ext: json.RawMessage(`{"x":1}`)}},
+		},
+		Control: &popup.Control{Weight: 20, Mode: popup.ControlNone}, PlannedEndAt: &end, Phase: 1, Salt: "spring-sale_2026"}
+	_, err := cache.Publish(ctx, 6, popups)
+	require.NoError(t, err)
+
+	blob, err := testenv.Redis(t).Get(ctx, keys.ConfigBlob()).Result()
+	require.NoError(t, err)
+	assert.Contains(t, objectKeys(t, blob), "[].experiment.variants[].key")
+	_, got, found, err := cache.Load(ctx)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, popups, got)
+	assert.Nil(t, got[1].Experiment, "a popup without an experiment reads back without one")
 }

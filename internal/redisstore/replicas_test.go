@@ -50,8 +50,8 @@ func TestRecordIsAcknowledgedOnlyOnceReplicasHoldIt(t *testing.T) {
 			prev, err = "", nil
 		}
 		require.NoError(t, err)
-		ev := &event.Event{ID: id, UID: uid, PopupID: 7, Action: event.Click, At: time.Now().UTC()}
-		return s.Record(ctx, uid, prev, &popup.UserState{Day: 1}, ev, true)
+		evs := []event.Event{{ID: id, UID: uid, PopupID: 7, Action: event.Click, At: time.Now().UTC()}}
+		return s.Record(ctx, uid, prev, &popup.UserState{Day: 1}, evs, true)
 	}
 	onReplica := func(id string) int64 {
 		t.Helper()
@@ -120,9 +120,9 @@ func BenchmarkRecordAck(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					uid := "u" + strconv.FormatInt(seq.Add(1), 10)
-					ev := &event.Event{ID: uid, UID: uid, PopupID: 1, Action: event.Click, At: now}
+					evs := []event.Event{{ID: uid, UID: uid, PopupID: 1, Action: event.Click, At: now}}
 					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-					out, err := s.Record(ctx, uid, "", &popup.UserState{Day: 1}, ev, true)
+					out, err := s.Record(ctx, uid, "", &popup.UserState{Day: 1}, evs, true)
 					cancel()
 					if err != nil || out != popup.Recorded {
 						b.Errorf("record: %v %v", out, err)

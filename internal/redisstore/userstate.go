@@ -201,7 +201,8 @@ func (s *UserStore) knownCheck(ctx context.Context, uid string) (KnownAnswer, er
 type Outcome = popup.Outcome
 
 // recordScript atomically: refuses a replayed event id, compares the state with what the caller
-// decided on, writes the new state, queues the event and remembers the event id.
+// decided on, writes the new state, queues the events (one, or a control exposure and the
+// impression it fell through to) and remembers the event id.
 //
 // A replayed event id refreshes its marker's TTL: a write, so that a WAIT after it also waits
 // for the first recording, which may not have reached the replicas when its own WAIT gave up.
@@ -211,11 +212,12 @@ type Outcome = popup.Outcome
 //
 //	KEYS[1] user state  KEYS[2] queue  KEYS[3] known-users filter
 //	KEYS[4] event-id marker (optional)  KEYS[5] rate counter (optional)
-//	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] event  ARGV[5] marker TTL ms
-//	ARGV[6] actions allowed per rate window  ARGV[7] rate window ms  ARGV[8..] filter bit offsets
+//	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] marker TTL ms
+//	ARGV[5] actions allowed per rate window  ARGV[6] rate window ms  ARGV[7] number of events n
+//	ARGV[8..7+n] the events, in queue order  ARGV[8+n..] filter bit offsets
 var recordScript = redis.NewScript(`
 if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+  redis.call('PEXPIRE', KEYS[4], ARGV[4])
   return 2
 end
 local cur = redis.call('GET', KEYS[1])
@@ -223,13 +225,14 @@ if cur == false then cur = '' end
 if cur ~= ARGV[1] then return 1 end
 if KEYS[5] then
   local n = redis.call('INCR', KEYS[5])
-  if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[7]) end
-  if n > tonumber(ARGV[6]) then return 3 end
+  if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[6]) end
+  if n > tonumber(ARGV[5]) then return 3 end
 end
+local last = 7 + tonumber(ARGV[7])
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('RPUSH', KEYS[2], ARGV[4])
-if KEYS[4] then redis.call('SET', KEYS[4], '1', 'PX', ARGV[5]) end
-for i = 8, #ARGV do redis.call('SETBIT', KEYS[3], ARGV[i], 1) end
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 8, last))
+if KEYS[4] then redis.call('SET', KEYS[4], '1', 'PX', ARGV[4]) end
+for i = last + 1, #ARGV do redis.call('SETBIT', KEYS[3], ARGV[i], 1) end
 return 0
 `)
 
@@ -243,10 +246,18 @@ func (s *UserStore) SetActionRateLimit(n int) { s.actionLimit = n }
 // action log's unique key de-duplicates forever behind it).
 const EventIDTTL = 24 * time.Hour
 
-// Record writes next as uid's state if it still equals prev, and queues ev, atomically. With
-// dedupe set (actions), an event id seen before is refused as Duplicate, and a uid over the
-// action rate limit as RateLimited.
-func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *popup.UserState, ev *event.Event, dedupe bool) (Outcome, error) {
+// MaxRecordEvents bounds the events of one Record.
+const MaxRecordEvents = 4
+
+// Record writes next as uid's state if it still equals prev, and queues evs (1 to
+// MaxRecordEvents, in order), atomically: all of them or none. With dedupe set (actions), an
+// event id seen before (evs[0]'s) is refused as Duplicate, and a uid over the action rate limit
+// as RateLimited.
+func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *popup.UserState, evs []event.Event, dedupe bool) (Outcome, error) {
+	if len(evs) == 0 || len(evs) > MaxRecordEvents {
+		return 0, fmt.Errorf("record: %d events (1 to %d)", len(evs), MaxRecordEvents)
+	}
+	ev := &evs[0]
 	shard := s.keys.Shard(uid)
 	// Without a filter the third key is a name nothing writes (no offsets follow); it keeps
 	// the script's key positions fixed.
@@ -262,8 +273,11 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		}
 	}
 	var sb, eb [512]byte
-	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), event.Append(eb[:0], ev), EventIDTTL.Milliseconds(),
-		s.actionLimit, RateWindow.Milliseconds()}
+	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), EventIDTTL.Milliseconds(),
+		s.actionLimit, RateWindow.Milliseconds(), len(evs), event.Append(eb[:0], ev)}
+	for i := 1; i < len(evs); i++ {
+		args = append(args, event.Append(nil, &evs[i]))
+	}
 	if s.known != nil && (prev == "" || prev == s.emptyRaw) {
 		// The user's first recorded state: add the uid. Later records find it there already.
 		args = s.known.appendOffsets(args, uid)

@@ -114,8 +114,8 @@ func DecodeActionBody(raw []byte) (ActionBody, *Error) {
 		return b, &Error{Code: "invalid_action", Message: "action must be click or close"}
 	case b.EventID != "" && !validID(b.EventID):
 		return b, &Error{Code: "invalid_event_id", Message: "event_id must be " + popup.UIDRule}
-	case b.DecisionID != "" && !validID(b.DecisionID):
-		return b, &Error{Code: "invalid_decision_id", Message: "decision_id must be " + popup.UIDRule}
+	case b.DecisionID != "" && !validDecisionID(b.DecisionID):
+		return b, &Error{Code: "invalid_decision_id", Message: "decision_id must be " + DecisionIDRule}
 	}
 	w.Button = bytes.TrimSpace(w.Button) // a decoder may keep the spaces around a raw value
 	if len(w.Button) == 0 || string(w.Button) == "null" {
@@ -136,5 +136,23 @@ func DecodeActionBody(raw []byte) (ActionBody, *Error) {
 // ErrButtonRange refuses a button that is not an index of the popup's buttons.
 var ErrButtonRange = &Error{Code: "invalid_button", Message: "button must be an integer index of the popup's buttons, from 0"}
 
-// validID accepts client event and decision ids: 1-64 characters of [A-Za-z0-9_.:-].
+// validID accepts client event ids: 1-64 characters of [A-Za-z0-9_.:-].
 func validID(s string) bool { return popup.ValidUID(s) }
+
+// DecisionIDRule describes a well-formed decision id in the words its error message uses: a
+// uid's characters and '~', which an experiment's decision id carries (docs/CONTRACT.md §10).
+const DecisionIDRule = "1-64 characters of [A-Za-z0-9_.:~-]"
+
+// validDecisionID accepts the decision ids the API hands out: DecisionIDRule.
+func validDecisionID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '~' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

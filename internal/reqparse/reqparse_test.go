@@ -68,6 +68,7 @@ func TestDecodeActionBodyAccepts(t *testing.T) {
 	}{
 		{`{"uid":"u1","action":"click","event_id":"e-1"}`, ActionBody{UID: "u1", Action: "click", EventID: "e-1"}},
 		{`{"uid":"u1","action":"close","decision_id":"d:1"}`, ActionBody{UID: "u1", Action: "close", DecisionID: "d:1"}},
+		{`{"uid":"u1","action":"click","decision_id":"0a1b-z~7.2"}`, ActionBody{UID: "u1", Action: "click", DecisionID: "0a1b-z~7.2"}},
 		{`{"uid":"u1","action":"click","extra":[1]}`, ActionBody{UID: "u1", Action: "click"}},
 		{`{"uid":"u1","action":"click","button":0}`, ActionBody{UID: "u1", Action: "click", Button: event.ButtonAt(0)}},
 		{`{"uid":"u1","action":"click","button":9}`, ActionBody{UID: "u1", Action: "click", Button: event.ButtonAt(9)}},
@@ -151,7 +152,7 @@ func FuzzActionBody(f *testing.F) {
 		}
 		// Whatever is accepted is fit to queue: valid uid, a known action, valid ids.
 		if !validID(b.UID) || (b.Action != "click" && b.Action != "close") ||
-			(b.EventID != "" && !validID(b.EventID)) || (b.DecisionID != "" && !validID(b.DecisionID)) ||
+			(b.EventID != "" && !validID(b.EventID)) || (b.DecisionID != "" && !validDecisionID(b.DecisionID)) ||
 			(b.Button != 0 && b.Action != "click") {
 			t.Errorf("DecodeActionBody(%q) accepted %+v", body, b)
 		}

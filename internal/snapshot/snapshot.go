@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 )
 
@@ -16,6 +17,22 @@ type Entry struct {
 	*popup.Compiled
 	// JSON is the popup as the public API shows it, encoded once when the snapshot is built.
 	JSON []byte
+	// Variants are, for a popup with an experiment, each variant's public JSON (the popup's id,
+	// the variant's content), by variant index; nil without an experiment.
+	Variants [][]byte
+	// ArmRefs are, for a popup with an experiment, the one-element Event.Arms of each arm (by arm
+	// index, the control last) in the current phase, shared by every event that names the arm;
+	// nil without an experiment.
+	ArmRefs [][]event.ArmRef
+}
+
+// Shown is the public JSON of what arm shows (Compiled.Arm): the variant's content for a
+// variant, the popup's own otherwise (outside the experiment, or -1).
+func (e *Entry) Shown(arm int) []byte {
+	if arm >= 0 && arm < len(e.Variants) {
+		return e.Variants[arm]
+	}
+	return e.JSON
 }
 
 // Snapshot is one immutable config version. Never modify it after Build.
@@ -45,14 +62,38 @@ type publicButton struct {
 	LinkURL string `json:"link_url"`
 }
 
-// toPublic is p as GET /api/v1/popup shows it; buttons is [] when there are none, never null.
-func toPublic(p *popup.Popup) publicPopup {
-	buttons := make([]publicButton, len(p.Buttons))
-	for i, b := range p.Buttons {
+// toPublic is popup id showing creative c as GET /api/v1/popup shows it; buttons is [] when
+// there are none, never null.
+func toPublic(id int64, c popup.Creative) publicPopup {
+	buttons := make([]publicButton, len(c.Buttons))
+	for i, b := range c.Buttons {
 		buttons[i] = publicButton{Text: b.Text, LinkURL: b.LinkURL}
 	}
-	return publicPopup{ID: p.ID, Title: p.Title, Content: p.Content, ImageURL: p.ImageURL,
-		LinkURL: p.LinkURL, Buttons: buttons, Ext: p.Ext}
+	return publicPopup{ID: id, Title: c.Title, Content: c.Content, ImageURL: c.ImageURL,
+		LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext}
+}
+
+// encodeEntry pre-encodes the public JSON of c and of its experiment's variants.
+func encodeEntry(c *popup.Compiled) (*Entry, error) {
+	cp := &c.Popup // Compile normalised it: buttons [] and ext {} when absent, a variant's too
+	body, err := json.Marshal(toPublic(cp.ID, cp.Creative()))
+	if err != nil {
+		return nil, err
+	}
+	e := &Entry{Compiled: c, JSON: body}
+	if x := cp.Experiment; x != nil {
+		e.ArmRefs = make([][]event.ArmRef, x.ArmCount())
+		for i := range e.ArmRefs {
+			e.ArmRefs[i] = []event.ArmRef{{PopupID: cp.ID, Salt: x.Salt, Arm: x.ArmKey(i)}}
+		}
+		e.Variants = make([][]byte, len(cp.Experiment.Variants))
+		for i := range cp.Experiment.Variants {
+			if e.Variants[i], err = json.Marshal(toPublic(cp.ID, cp.Experiment.Variants[i].Creative)); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", cp.Experiment.Variants[i].Key, err)
+			}
+		}
+	}
+	return e, nil
 }
 
 // Build compiles popups into a snapshot of version, links checked against the default allow-list
@@ -75,13 +116,12 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: %w", p.ID, err))
 			continue
 		}
-		cp := &c.Popup // Compile normalised it: buttons [] and ext {} when absent
-		body, err := json.Marshal(toPublic(cp))
+		e, err := encodeEntry(c)
 		if err != nil {
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: encode: %w", p.ID, err))
 			continue
 		}
-		s.entries[p.ID] = &Entry{Compiled: c, JSON: body}
+		s.entries[p.ID] = e
 		if p.Status == popup.StatusActive {
 			s.Ordered = append(s.Ordered, c)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 )
 
@@ -173,4 +174,33 @@ func TestBuildShowsEmptyButtonsAndExtForAPopupWithoutThem(t *testing.T) {
 	s := Build(1, []popup.Popup{p}, t0)
 	require.Empty(t, s.Problems)
 	assert.JSONEq(t, `{"id":9,"title":"","content":"","image_url":"","link_url":"","buttons":[],"ext":{}}`, string(s.Entry(9).JSON))
+}
+
+// TestEntryEncodesEachVariant: a popup with an experiment has, next to its own public JSON,
+// each variant's: the popup's id with the variant's content.
+func TestEntryEncodesEachVariant(t *testing.T) {
+	t.Parallel()
+	p, err := popup.Input{Name: "exp", Title: "Own", Experiment: &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100,
+		Variants: []popup.Variant{
+			{Key: "a", Weight: 50, Creative: popup.Creative{Title: "A", LinkURL: "https://a.example.com"}},
+			{Key: "b", Weight: 50, Creative: popup.Creative{Title: "B", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://b.example.com"}}, Ext: json.RawMessage(`{"k":1}`)}},
+		}, Phase: 1, Salt: "3f9a0c2b7d1e4a65"}}.Build()
+	require.NoError(t, err)
+	p.ID = 9
+	plain, err := popup.Input{Name: "plain"}.Build()
+	require.NoError(t, err)
+	plain.ID = 10
+	s := Build(1, []popup.Popup{p, plain}, t0)
+	require.Empty(t, s.Problems)
+
+	e := s.Entry(9)
+	assert.JSONEq(t, `{"id":9,"title":"Own","content":"","image_url":"","link_url":"","buttons":[],"ext":{}}`, string(e.JSON))
+	require.Len(t, e.Variants, 2)
+	assert.JSONEq(t, `{"id":9,"title":"A","content":"","image_url":"","link_url":"https://a.example.com","buttons":[],"ext":{}}`, string(e.Shown(0)))
+	assert.JSONEq(t, `{"id":9,"title":"B","content":"","image_url":"","link_url":"","buttons":[{"text":"Go","link_url":"https://b.example.com"}],"ext":{"k":1}}`, string(e.Shown(1)))
+	assert.Equal(t, e.JSON, e.Shown(-1), "outside the experiment: the popup's own content")
+	assert.Equal(t, [][]event.ArmRef{{{PopupID: 9, Salt: "3f9a0c2b7d1e4a65", Arm: "a"}}, {{PopupID: 9, Salt: "3f9a0c2b7d1e4a65", Arm: "b"}}}, e.ArmRefs)
+	assert.Nil(t, s.Entry(10).Variants)
+	assert.Nil(t, s.Entry(10).ArmRefs)
+	assert.Equal(t, s.Entry(10).JSON, s.Entry(10).Shown(-1))
 }

@@ -1,0 +1,106 @@
+package popup_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+)
+
+// withExperiment gives a popup e, with its server-managed fields as a stored popup has them.
+func withExperiment(e popup.Experiment) func(*popup.Input) {
+	return func(in *popup.Input) {
+		e.Phase = 1
+		if e.Salt == "" {
+			e.Salt = "3f9a0c2b7d1e4a65"
+		}
+		in.Experiment = &e
+	}
+}
+
+func twoVariantsAndControl(status popup.ExperimentStatus, coverage int) popup.Experiment {
+	return popup.Experiment{Status: status, CoveragePercent: coverage,
+		Variants: []popup.Variant{{Key: "a", Weight: 40, Creative: popup.Creative{Title: "A"}}, {Key: "b", Weight: 40, Creative: popup.Creative{Title: "B"}}},
+		Control:  &popup.Control{Weight: 20, Mode: popup.ControlNone}}
+}
+
+func TestArmIsTheAssignmentOfARunningExperiment(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		mod  func(*popup.Input)
+		want func(uid string) int
+	}{
+		{name: "no experiment", mod: noChange, want: func(string) int { return -1 }},
+		{name: "draft", mod: withExperiment(twoVariantsAndControl(popup.ExperimentDraft, 100)), want: func(string) int { return -1 }},
+		{name: "stopped", mod: withExperiment(twoVariantsAndControl(popup.ExperimentStopped, 100)), want: func(string) int { return -1 }},
+		{name: "running, full coverage", mod: withExperiment(twoVariantsAndControl(popup.ExperimentRunning, 100)), want: func(uid string) int {
+			e := twoVariantsAndControl(popup.ExperimentRunning, 100)
+			e.Salt = "3f9a0c2b7d1e4a65"
+			a := popup.NewAssigner(&e)
+			return a.Assign(uid)
+		}},
+		{name: "running, no coverage", mod: withExperiment(twoVariantsAndControl(popup.ExperimentRunning, 0)), want: func(string) int { return -1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := compiled(t, 1, tt.mod)
+			for i := range 200 {
+				uid := "user-" + strconv.Itoa(i)
+				require.Equal(t, tt.want(uid), c.Arm(uid), uid)
+			}
+		})
+	}
+}
+
+func TestArmKnownAnswer(t *testing.T) {
+	t.Parallel()
+	// salt 3f9a0c2b7d1e4a65, uid user-1: coverage bucket 9813, arm bucket 7857 (CONTRACT §10):
+	// in a 100% experiment with arms 40/40/20 that is arm 1 (b: [4000, 8000)); at 98% coverage, out.
+	assert.Equal(t, 1, compiled(t, 1, withExperiment(twoVariantsAndControl(popup.ExperimentRunning, 100))).Arm("user-1"))
+	assert.Equal(t, -1, compiled(t, 1, withExperiment(twoVariantsAndControl(popup.ExperimentRunning, 98))).Arm("user-1"))
+}
+
+func TestArmDoesNotAllocate(t *testing.T) {
+	with := compiled(t, 1, withExperiment(twoVariantsAndControl(popup.ExperimentRunning, 100)))
+	without := compiled(t, 2, noChange)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { with.Arm("user-1"); without.Arm("user-1") }))
+}
+
+func TestApplyExposureAdvancesTheRulesButNotTheDay(t *testing.T) {
+	t.Parallel()
+	today := popup.DayNumber(now)
+	tests := []struct {
+		name      string
+		rules     func(*popup.Input)
+		give      popup.UserState
+		want      popup.PopupState
+		wantDay   int32
+		wantCount int
+	}{
+		{name: "first exposure: hidden for the reshow interval, counted, the day untouched", rules: rules(3600, 0, 0, 0),
+			want: popup.PopupState{NextShowAt: now.Add(3600e9), Impressions: 1, LastImpressionAt: now}},
+		{name: "the day's count stays", rules: rules(60, 0, 0, 3),
+			give: popup.UserState{Day: today, DayCount: 2, Popups: map[int64]popup.PopupState{1: {Impressions: 1}}},
+			want: popup.PopupState{NextShowAt: now.Add(60e9), Impressions: 2, LastImpressionAt: now}, wantDay: today, wantCount: 2},
+		{name: "a longer cooldown is kept", rules: rules(60, 0, -1, 0),
+			give: popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: popup.Forever}}},
+			want: popup.PopupState{NextShowAt: popup.Forever, Impressions: 1, LastImpressionAt: now}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := compiled(t, 1, tt.rules)
+			s := tt.give
+
+			got := c.ApplyExposure(&s, now)
+
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, s.Popups[1])
+			assert.Equal(t, tt.wantDay, s.Day)
+			assert.Equal(t, tt.wantCount, s.DayCount)
+		})
+	}
+}

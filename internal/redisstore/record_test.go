@@ -1,0 +1,70 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
+)
+
+// TestRecordQueuesSeveralEventsInOneStep: a control exposure and the impression it fell through
+// to are queued with the state write, in order, or, when the state changed meanwhile, neither is.
+func TestRecordQueuesSeveralEventsInOneStep(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rdb := testenv.Redis(t)
+	keys := redisstore.Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}
+	s := redisstore.NewUserStore(rdb, keys, time.Hour, nil, 1, nil)
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	evs := []event.Event{
+		{ID: "d1~7.2-x", UID: "u1", PopupID: 7, Action: event.Exposure, At: at, DecisionID: "d1~7.2", Impressions: 1,
+			Arms: []event.ArmRef{{PopupID: 7, Salt: "3f9a0c2b7d1e4a65", Arm: "control"}}},
+		{ID: "d1~7.2", UID: "u1", PopupID: 8, Action: event.Impression, At: at, DecisionID: "d1~7.2", Impressions: 1, DayCount: 1},
+	}
+	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: map[int64]popup.PopupState{
+		7: {Impressions: 1, LastImpressionAt: at}, 8: {Impressions: 1, LastImpressionAt: at}}}
+
+	out, err := s.Record(ctx, "u1", "", next, evs, false)
+	require.NoError(t, err)
+	require.Equal(t, popup.Recorded, out)
+
+	queued, err := rdb.LRange(ctx, keys.Queue(keys.Shard("u1")), 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, queued, 2)
+	for i, raw := range queued {
+		got, err := event.Decode([]byte(raw))
+		require.NoError(t, err)
+		assert.Equal(t, evs[i].ID, got.ID)
+		assert.Equal(t, evs[i].Action, got.Action)
+		assert.Equal(t, evs[i].Arms, got.Arms)
+	}
+	st, err := s.Get(ctx, "u1", at)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.UserState.Popups[7].Impressions)
+	assert.Equal(t, 1, st.UserState.Popups[8].Impressions)
+
+	// A second pair decided on the state before the first: a conflict, nothing queued.
+	out, err = s.Record(ctx, "u1", "", next, evs, false)
+	require.NoError(t, err)
+	assert.Equal(t, popup.Conflict, out)
+	n, err := rdb.LLen(ctx, keys.Queue(keys.Shard("u1"))).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, n, "a refused record queues none of its events")
+}
+
+func TestRecordRefusesNoEventsAndTooMany(t *testing.T) {
+	t.Parallel()
+	s := redisstore.NewUserStore(testenv.Redis(t), redisstore.Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}, time.Hour, nil, 1, nil)
+	_, err := s.Record(context.Background(), "u1", "", &popup.UserState{}, nil, false)
+	assert.Error(t, err)
+	_, err = s.Record(context.Background(), "u1", "", &popup.UserState{}, make([]event.Event, redisstore.MaxRecordEvents+1), false)
+	assert.Error(t, err)
+}
