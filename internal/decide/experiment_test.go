@@ -433,3 +433,53 @@ func TestLocalAnswersHoldAcrossControlExposures(t *testing.T) {
 	assert.Equal(t, 2, st.Popups[1].Impressions, "two exposures")
 	assert.Zero(t, st.DayCount)
 }
+
+// TestDecideControlsFallingThroughInAChain: a control falls through to a popup whose own control
+// falls through too; every exposure is recorded with the impression at the end, and a chain stops
+// at the fourth exposure with no popup.
+func TestDecideControlsFallingThroughInAChain(t *testing.T) {
+	t.Parallel()
+	x := experiment(popup.ControlFallThrough) // one salt for all: the user is in every control
+	uid := uidIn(t, x, controlArm)
+	controls := func(n int) []popup.Popup {
+		var ps []popup.Popup
+		for id := 1; id <= n; id++ {
+			ps = append(ps, active(int64(id), func(p *popup.Popup) { p.Experiment = x; p.Priority = 100 - id }))
+		}
+		return ps
+	}
+	tests := []struct {
+		name          string
+		popups        []popup.Popup
+		wantKind      decide.Kind
+		wantExposures []int64
+		wantShown     int64
+	}{
+		{name: "two controls, then a popup", popups: append(controls(2), active(9, func(p *popup.Popup) { p.Priority = 1 })),
+			wantKind: decide.Shown, wantExposures: []int64{1, 2}, wantShown: 9},
+		{name: "five controls: stops after four", popups: append(controls(5), active(9, func(p *popup.Popup) { p.Priority = 1 })),
+			wantKind: decide.None, wantExposures: []int64{1, 2, 3, 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRedisFixture(t, tt.popups...)
+
+			ans := f.decide(uid, t0)
+
+			require.Equal(t, tt.wantKind, ans.Kind)
+			var exposed []int64
+			var shown int64
+			for _, ev := range f.queued(uid) {
+				switch ev.Action {
+				case event.Exposure:
+					exposed = append(exposed, ev.PopupID)
+					assert.Equal(t, ev.DecisionID+".x"+strconv.Itoa(len(exposed)), ev.ID)
+				case event.Impression:
+					shown = ev.PopupID
+				}
+			}
+			assert.Equal(t, tt.wantExposures, exposed)
+			assert.Equal(t, tt.wantShown, shown)
+		})
+	}
+}
