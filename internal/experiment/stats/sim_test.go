@@ -2,13 +2,14 @@ package stats
 
 import (
 	"flag"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/experiment/simtest"
 )
 
 // aaRepetitions is the number of A/A experiments of TestSimulatedAAPeeking; docs/EXPERIMENTS.md
@@ -87,21 +88,6 @@ func TestSimulatedSRM(t *testing.T) {
 	assert.Equal(t, Verdict{Winner: -1, Reason: ReasonSRM}, got.Verdict)
 }
 
-// binomialUpper returns the smallest k with P(X > k) ≤ tail for X ~ Binomial(n, p).
-func binomialUpper(n int, p, tail float64) int {
-	cdf := 0.0
-	for k := 0; k <= n; k++ {
-		lg, _ := math.Lgamma(float64(n + 1))
-		lk, _ := math.Lgamma(float64(k + 1))
-		lnk, _ := math.Lgamma(float64(n - k + 1))
-		cdf += math.Exp(lg - lk - lnk + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
-		if 1-cdf <= tail {
-			return k
-		}
-	}
-	return n
-}
-
 // TestSimulatedAAPeeking: A/A experiments (two identical arms, 5% CTR, 2,000 users a day) looked
 // at daily for 14 days and stopped at the first look that calls a winner. Every winner is false.
 // The sequential rule must call at most 5% of them; the fixed-horizon interval read at every
@@ -138,7 +124,7 @@ func TestSimulatedAAPeeking(t *testing.T) {
 	}
 	// A rule whose true false-winner rate is 5% calls more than limit of the reps with probability
 	// ≤ 1% (binomial upper tail): above it, the rule's rate is very likely above 5%.
-	limit := binomialUpper(reps, 0.05, 0.01)
+	limit := simtest.BinomialUpper(reps, 0.05, 0.01)
 	share := func(n int) float64 { return float64(n) / float64(reps) }
 	t.Logf("A/A, %d repetitions × %d daily looks × %d users: false winners sequential %d (%.1f%%), "+
 		"sequential + fixed horizon at the planned end %d (%.1f%%), fixed-horizon peeking %d (%.1f%%); limit %d",
