@@ -94,7 +94,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		Fatal: func(err error) bool { return errors.Is(err, mysqlstore.ErrSchema) }}
 	redisDep := &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: redisCheckLimit, Backoff: health.DefaultBackoff,
 		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
-	repo := &gatedRepo{repo: mysqlstore.NewPopupRepo(db), dep: mysqlDep}
+	popups := mysqlstore.NewPopupRepo(db)
+	popups.Now = now // an experiment's phase starts on the server's clock
+	repo := &gatedRepo{repo: popups, dep: mysqlDep}
 	// The config cache moves the whole config (megabytes at 10,000 popups) and its reloads run off
 	// the hot path: they get their own client with the worker's one-second floor instead of the
 	// hot path's 50 ms timeout, so a loaded machine does not turn an admin write's propagation
@@ -302,8 +304,12 @@ func (g *gatedRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Create(ctx, actor, p) })
 }
 
-func (g *gatedRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (popup.Popup, bool, error) {
-	return gateSave(g.dep, func() (popup.Popup, bool, error) { return g.repo.Update(ctx, actor, id, p, ifRevision) })
+func (g *gatedRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (popup.Popup, bool, error) {
+	return gateSave(g.dep, func() (popup.Popup, bool, error) { return g.repo.Update(ctx, actor, id, p, opts) })
+}
+
+func (g *gatedRepo) Transition(ctx context.Context, actor popup.Actor, id int64, t popup.ExperimentTransition, ifRevision []int64) (popup.Popup, error) {
+	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Transition(ctx, actor, id, t, ifRevision) })
 }
 
 func (g *gatedRepo) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {

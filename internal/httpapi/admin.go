@@ -32,15 +32,19 @@ import (
 // (popup.Write.Needs), with the stored popup read in the write's transaction (row locked), and
 // returns a *popup.ForbiddenError, having written nothing, when the role does not allow it.
 // Create draws a bucket seed for a popup without one; Update, Rollback and Import keep the stored
-// seed and refuse another (popup.ErrBucketSeedChanged). An Update or Rollback that would leave
-// the popup as it is writes nothing and says so (changed false); the role check comes first, so
-// such a write is still refused to a role that may not make it.
+// seed and refuse another (popup.ErrBucketSeedChanged). Every write that stores a popup applies
+// the experiment's phase rules against the stored experiment (popup.KeepExperiment) and returns
+// their errors; Transition makes an experiment transition (popup.ExperimentTransition), returning
+// its errors. An Update or Rollback that would leave the popup as it is writes nothing and says so
+// (changed false); the role check comes first, so such a write is still refused to a role that
+// may not make it.
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
 	Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
 	Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error)
-	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (stored popup.Popup, changed bool, err error)
+	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error)
+	Transition(ctx context.Context, actor popup.Actor, id int64, t popup.ExperimentTransition, ifRevision []int64) (popup.Popup, error)
 	Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error)
 	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
@@ -121,6 +125,9 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.DELETE("/popups/:id", publisher("archiving a popup"), a.archive)
 	v1.GET("/popups/:id/history", a.history)
 	v1.POST("/popups/:id/rollback", publisher("rolling back a popup"), a.rollback)
+	v1.POST("/popups/:id/experiment/start", editor, a.transition(popup.ActionExperimentStart))
+	v1.POST("/popups/:id/experiment/stop", editor, a.transition(popup.ActionExperimentStop))
+	v1.POST("/popups/:id/experiment/conclude", editor, a.transition(popup.ActionExperimentConclude))
 	v1.GET("/audit", a.audit)
 	v1.GET("/export", a.export)
 	v1.POST("/import", editor, a.importPopups)
@@ -267,15 +274,52 @@ func (a *Admin) update(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	accept, aerr := parseFlag("accept_reassignment", c.Query("accept_reassignment"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	p, err := a.readPopup(c, id)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	revs := ifMatch(c)
+	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept}
 	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
-		return a.Repo.Update(ctx, by, id, p, revs)
+		return a.Repo.Update(ctx, by, id, p, opts)
 	})
+}
+
+// transition answers POST /admin/v1/popups/{id}/experiment/{start,stop,conclude}: the popup's
+// experiment changes status (a conclude ships the variant its body names), as one write.
+func (a *Admin) transition(action popup.Action) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, aerr := popupID(c)
+		if aerr != nil {
+			writeError(c, a.Log, aerr)
+			return
+		}
+		t := popup.ExperimentTransition{Action: action}
+		if action == popup.ActionExperimentConclude {
+			var body struct {
+				Variant *string `json:"variant"`
+			}
+			if aerr := readSmallJSON(c, 4<<10, &body); aerr != nil {
+				writeError(c, a.Log, aerr)
+				return
+			}
+			if body.Variant == nil {
+				writeError(c, a.Log, &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "variant is required",
+					fields: []popup.FieldError{{Field: "variant", Message: "is required: the key of the variant to ship"}}})
+				return
+			}
+			t.Variant = *body.Variant
+		}
+		revs := ifMatch(c)
+		a.save(c, http.StatusOK, action, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
+			return alwaysChanges(a.Repo.Transition(ctx, by, id, t, revs))
+		})
+	}
 }
 
 func (a *Admin) archive(c *gin.Context) {

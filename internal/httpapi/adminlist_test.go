@@ -94,7 +94,7 @@ func (r *listRepo) Find(_ context.Context, q popup.ListQuery) (popup.ListPage, e
 	return popup.ListPage{Popups: r.popups[:min(q.Limit, len(r.popups))], Total: len(r.popups)}, nil
 }
 
-func (r *listRepo) Update(context.Context, popup.Actor, int64, popup.Popup, []int64) (popup.Popup, bool, error) {
+func (r *listRepo) Update(context.Context, popup.Actor, int64, popup.Popup, popup.UpdateOptions) (popup.Popup, bool, error) {
 	return r.popups[0], false, nil
 }
 

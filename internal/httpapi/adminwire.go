@@ -17,28 +17,29 @@ import (
 // adminPopup is a popup as the admin API shows it: the domain popup plus the server-managed
 // fields (id, state, revision, created_at, updated_at). What GET returns, PUT accepts back.
 type adminPopup struct {
-	ID                   int64           `json:"id"`
-	Name                 string          `json:"name"`
-	BucketSeed           string          `json:"bucket_seed"`
-	Status               string          `json:"status"`
-	State                string          `json:"state"` // computed at the time of the answer
-	Priority             int             `json:"priority"`
-	StartAt              *time.Time      `json:"start_at"`
-	EndAt                *time.Time      `json:"end_at"`
-	Targeting            adminTargeting  `json:"targeting"`
-	ReshowAfterSeconds   int64           `json:"reshow_after_seconds"`
-	ClickCooldownSeconds int64           `json:"click_cooldown_seconds"`
-	CloseCooldownSeconds int64           `json:"close_cooldown_seconds"`
-	MaxImpressions       int             `json:"max_impressions"`
-	Title                string          `json:"title"`
-	Content              string          `json:"content"`
-	ImageURL             string          `json:"image_url"`
-	LinkURL              string          `json:"link_url"`
-	Buttons              []adminButton   `json:"buttons"`
-	Ext                  json.RawMessage `json:"ext"`
-	CreatedAt            time.Time       `json:"created_at"`
-	UpdatedAt            time.Time       `json:"updated_at"`
-	Revision             int64           `json:"revision"`
+	ID                   int64            `json:"id"`
+	Name                 string           `json:"name"`
+	BucketSeed           string           `json:"bucket_seed"`
+	Status               string           `json:"status"`
+	State                string           `json:"state"` // computed at the time of the answer
+	Priority             int              `json:"priority"`
+	StartAt              *time.Time       `json:"start_at"`
+	EndAt                *time.Time       `json:"end_at"`
+	Targeting            adminTargeting   `json:"targeting"`
+	ReshowAfterSeconds   int64            `json:"reshow_after_seconds"`
+	ClickCooldownSeconds int64            `json:"click_cooldown_seconds"`
+	CloseCooldownSeconds int64            `json:"close_cooldown_seconds"`
+	MaxImpressions       int              `json:"max_impressions"`
+	Title                string           `json:"title"`
+	Content              string           `json:"content"`
+	ImageURL             string           `json:"image_url"`
+	LinkURL              string           `json:"link_url"`
+	Buttons              []adminButton    `json:"buttons"`
+	Ext                  json.RawMessage  `json:"ext"`
+	Experiment           *adminExperiment `json:"experiment"` // null: none
+	CreatedAt            time.Time        `json:"created_at"`
+	UpdatedAt            time.Time        `json:"updated_at"`
+	Revision             int64            `json:"revision"`
 }
 
 type adminTargeting struct {
@@ -56,17 +57,82 @@ type adminButton struct {
 	LinkURL string `json:"link_url"`
 }
 
+// adminExperiment is a popup's experiment as the admin API shows it (docs/CONTRACT.md §10).
+type adminExperiment struct {
+	Status           string         `json:"status"`
+	CoveragePercent  int            `json:"coverage_percent"`
+	Variants         []adminVariant `json:"variants"`
+	Control          *adminControl  `json:"control"`
+	PlannedEndAt     *time.Time     `json:"planned_end_at"`
+	Phase            int            `json:"phase"`
+	Salt             string         `json:"salt"`
+	PhaseStartedAt   *time.Time     `json:"phase_started_at"`
+	ConcludedVariant *string        `json:"concluded_variant"`
+}
+
+type adminVariant struct {
+	Key      string          `json:"key"`
+	Weight   int             `json:"weight"`
+	Title    string          `json:"title"`
+	Content  string          `json:"content"`
+	ImageURL string          `json:"image_url"`
+	LinkURL  string          `json:"link_url"`
+	Buttons  []adminButton   `json:"buttons"`
+	Ext      json.RawMessage `json:"ext"`
+}
+
+type adminControl struct {
+	Weight int    `json:"weight"`
+	Mode   string `json:"mode"`
+}
+
+func buttonsToWire(bs []popup.Button) []adminButton {
+	out := make([]adminButton, len(bs))
+	for i, b := range bs {
+		out[i] = adminButton{Text: b.Text, LinkURL: b.LinkURL}
+	}
+	return out
+}
+
+func extOrEmpty(ext json.RawMessage) json.RawMessage {
+	if len(ext) == 0 {
+		return json.RawMessage("{}")
+	}
+	return ext
+}
+
+// experimentToWire is e as the admin API shows it: times in UTC, null for none.
+func experimentToWire(e *popup.Experiment) *adminExperiment {
+	if e == nil {
+		return nil
+	}
+	out := &adminExperiment{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: make([]adminVariant, len(e.Variants)),
+		PlannedEndAt: utcTime(e.PlannedEndAt), Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: utcTime(e.PhaseStartedAt)}
+	for i, v := range e.Variants {
+		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL,
+			LinkURL: v.LinkURL, Buttons: buttonsToWire(v.Buttons), Ext: extOrEmpty(v.Ext)}
+	}
+	if c := e.Control; c != nil {
+		out.Control = &adminControl{Weight: c.Weight, Mode: string(c.Mode)}
+	}
+	if e.ConcludedVariant != "" {
+		k := e.ConcludedVariant
+		out.ConcludedVariant = &k
+	}
+	return out
+}
+
+func utcTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
 // toWire is the boundary from the domain popup to the admin API's JSON; the campaign state is
 // p's at now.
 func toWire(p popup.Popup, now time.Time) adminPopup {
-	buttons := make([]adminButton, len(p.Buttons))
-	for i, b := range p.Buttons {
-		buttons[i] = adminButton{Text: b.Text, LinkURL: b.LinkURL}
-	}
-	ext := p.Ext
-	if len(ext) == 0 {
-		ext = json.RawMessage("{}")
-	}
 	t := p.Targeting
 	return adminPopup{
 		ID: p.ID, Name: p.Name, BucketSeed: p.RolloutSeed(), Status: string(p.Status), State: string(p.StateAt(now)),
@@ -75,8 +141,8 @@ func toWire(p popup.Popup, now time.Time) adminPopup {
 			Regions: nonNil(t.Regions), Langs: nonNil(t.Langs), RolloutPercent: t.RolloutPercent, UIDs: nonNil(t.UIDs)},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
 		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions,
-		Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttons, Ext: ext,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
+		Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
+		Experiment: experimentToWire(p.Experiment), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
 	}
 }
 
@@ -93,24 +159,142 @@ func nonNil[T any](s []T) []T {
 // and ignored, except id, which must match the path of a PUT, and bucket_seed, which must match
 // the stored one (it never changes; "" or absent keeps it, and a create draws one).
 type adminPopupInput struct {
-	ID                   *int64               `json:"id"`
-	Name                 string               `json:"name"`
-	BucketSeed           string               `json:"bucket_seed"`
-	Status               *string              `json:"status"`
-	Priority             *int                 `json:"priority"`
-	StartAt              *time.Time           `json:"start_at"`
-	EndAt                *time.Time           `json:"end_at"`
-	Targeting            *adminTargetingInput `json:"targeting"`
-	ReshowAfterSeconds   *int64               `json:"reshow_after_seconds"`
-	ClickCooldownSeconds *int64               `json:"click_cooldown_seconds"`
-	CloseCooldownSeconds *int64               `json:"close_cooldown_seconds"`
-	MaxImpressions       *int                 `json:"max_impressions"`
-	Title                string               `json:"title"`
-	Content              string               `json:"content"`
-	ImageURL             string               `json:"image_url"`
-	LinkURL              string               `json:"link_url"`
-	Buttons              []adminButton        `json:"buttons"`
-	Ext                  json.RawMessage      `json:"ext"`
+	ID                   *int64                `json:"id"`
+	Name                 string                `json:"name"`
+	BucketSeed           string                `json:"bucket_seed"`
+	Status               *string               `json:"status"`
+	Priority             *int                  `json:"priority"`
+	StartAt              *time.Time            `json:"start_at"`
+	EndAt                *time.Time            `json:"end_at"`
+	Targeting            *adminTargetingInput  `json:"targeting"`
+	ReshowAfterSeconds   *int64                `json:"reshow_after_seconds"`
+	ClickCooldownSeconds *int64                `json:"click_cooldown_seconds"`
+	CloseCooldownSeconds *int64                `json:"close_cooldown_seconds"`
+	MaxImpressions       *int                  `json:"max_impressions"`
+	Title                string                `json:"title"`
+	Content              string                `json:"content"`
+	ImageURL             string                `json:"image_url"`
+	LinkURL              string                `json:"link_url"`
+	Buttons              []adminButton         `json:"buttons"`
+	Ext                  json.RawMessage       `json:"ext"`
+	Experiment           *adminExperimentInput `json:"experiment"` // nil: none (absent or null)
+}
+
+// adminExperimentInput is an experiment as POST and PUT accept it: coverage_percent defaults to
+// 100, a control's mode to none. The server-managed fields (status, phase, salt,
+// phase_started_at, concluded_variant) are accepted so that a GET's answer can be sent back, and
+// ignored: only the transitions change them (popup.KeepExperiment).
+type adminExperimentInput struct {
+	CoveragePercent *int
+	Variants        []adminVariantInput
+	Control         *adminControlInput
+	PlannedEndAt    *time.Time
+}
+
+type adminVariantInput struct {
+	Key      string
+	Weight   int
+	Title    string
+	Content  string
+	ImageURL string
+	LinkURL  string
+	Buttons  []adminButton
+	Ext      json.RawMessage
+}
+
+type adminControlInput struct {
+	Weight int
+	Mode   *string
+}
+
+// fields maps every key an experiment body may hold to where it is decoded, in the order of the
+// JSON shape; variants and control are objects of their own (decodeObject names their fields).
+func (in *adminExperimentInput) fields() []inputField {
+	var ignored json.RawMessage
+	return []inputField{
+		{key: "status", dst: &ignored}, {key: "coverage_percent", dst: &in.CoveragePercent},
+		{key: "variants", decode: in.decodeVariants}, {key: "control", decode: in.decodeControl},
+		{key: "planned_end_at", dst: &in.PlannedEndAt},
+		{key: "phase", dst: &ignored}, {key: "salt", dst: &ignored}, {key: "phase_started_at", dst: &ignored},
+		{key: "concluded_variant", dst: &ignored},
+	}
+}
+
+func (in *adminExperimentInput) decodeVariants(raw json.RawMessage, path string) []popup.FieldError {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+		return []popup.FieldError{{Field: path, Message: "must be an array of variants"}}
+	}
+	var fes []popup.FieldError
+	in.Variants = make([]adminVariantInput, len(list))
+	for i, r := range list {
+		v := &in.Variants[i]
+		fes = append(fes, decodeObject(r, path+"["+strconv.Itoa(i)+"]", "a variant", []inputField{
+			{key: "key", dst: &v.Key}, {key: "weight", dst: &v.Weight}, {key: "title", dst: &v.Title},
+			{key: "content", dst: &v.Content}, {key: "image_url", dst: &v.ImageURL}, {key: "link_url", dst: &v.LinkURL},
+			{key: "buttons", dst: &v.Buttons}, {key: "ext", dst: &v.Ext},
+		})...)
+	}
+	return fes
+}
+
+func (in *adminExperimentInput) decodeControl(raw json.RawMessage, path string) []popup.FieldError {
+	if isNull(raw) {
+		return nil
+	}
+	in.Control = &adminControlInput{}
+	return decodeObject(raw, path, "the control", []inputField{{key: "weight", dst: &in.Control.Weight}, {key: "mode", dst: &in.Control.Mode}})
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// decodeExperiment decodes a popup body's experiment: nil for null.
+func decodeExperiment(raw json.RawMessage, path string) (*adminExperimentInput, []popup.FieldError) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	in := &adminExperimentInput{}
+	return in, decodeObject(raw, path, "an experiment", in.fields())
+}
+
+// decodeObject decodes the JSON object raw into fields, naming every problem with its path
+// (path.key): a value of the wrong type, a time that is not RFC 3339, a key that is not one of
+// fields (what says what the object is), all at once.
+func decodeObject(raw json.RawMessage, path, what string, fields []inputField) []popup.FieldError {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return []popup.FieldError{{Field: path, Message: "must be " + what + " (a JSON object)"}}
+	}
+	var fes []popup.FieldError
+	for _, f := range fields {
+		v, ok := obj[f.key]
+		if !ok {
+			continue
+		}
+		field := path + "." + f.key
+		if f.decode != nil {
+			fes = append(fes, f.decode(v, field)...)
+			continue
+		}
+		d := json.NewDecoder(bytes.NewReader(v))
+		d.DisallowUnknownFields()
+		if err := d.Decode(f.dst); err != nil {
+			fe := fieldDecodeError(f.key, err)
+			fe.Field = path + "." + fe.Field
+			fes = append(fes, fe)
+		}
+	}
+	var unknown []string
+	for k := range obj {
+		if !slices.ContainsFunc(fields, func(f inputField) bool { return f.key == k }) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		fes = append(fes, popup.FieldError{Field: path + "." + k, Message: "is not a field of " + what})
+	}
+	return fes
 }
 
 type adminTargetingInput struct {
@@ -139,13 +323,49 @@ func fromWire(in adminPopupInput) popup.Input {
 		out.Targeting = &popup.TargetingInput{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 			Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
 	}
-	if in.Buttons != nil {
-		out.Buttons = make([]popup.Button, len(in.Buttons))
-		for i, b := range in.Buttons {
-			out.Buttons[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
-		}
+	out.Buttons = buttonsFromWire(in.Buttons)
+	out.Experiment = experimentFromWire(in.Experiment)
+	return out
+}
+
+func buttonsFromWire(bs []adminButton) []popup.Button {
+	if bs == nil {
+		return nil
+	}
+	out := make([]popup.Button, len(bs))
+	for i, b := range bs {
+		out[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
 	}
 	return out
+}
+
+// experimentFromWire is the experiment a write gives the popup, with its defaults (coverage 100,
+// control mode none); its server-managed fields are left for the store to fill
+// (popup.KeepExperiment), its status a draft's meanwhile.
+func experimentFromWire(in *adminExperimentInput) *popup.Experiment {
+	if in == nil {
+		return nil
+	}
+	e := &popup.Experiment{Status: popup.ExperimentDraft, CoveragePercent: 100, PlannedEndAt: in.PlannedEndAt,
+		Variants: make([]popup.Variant, len(in.Variants))}
+	if in.CoveragePercent != nil {
+		e.CoveragePercent = *in.CoveragePercent
+	}
+	if e.PlannedEndAt != nil {
+		t := e.PlannedEndAt.UTC()
+		e.PlannedEndAt = &t
+	}
+	for i, v := range in.Variants {
+		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: popup.Creative{Title: v.Title, Content: v.Content,
+			ImageURL: v.ImageURL, LinkURL: v.LinkURL, Buttons: buttonsFromWire(v.Buttons), Ext: v.Ext}}
+	}
+	if c := in.Control; c != nil {
+		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlNone}
+		if c.Mode != nil {
+			e.Control.Mode = popup.ControlMode(*c.Mode)
+		}
+	}
+	return e
 }
 
 // inputFields maps every key a popup body may hold to where it is decoded, in the order of the
@@ -154,20 +374,27 @@ func fromWire(in adminPopupInput) popup.Input {
 func (in *adminPopupInput) inputFields() []inputField {
 	var ignored json.RawMessage
 	return []inputField{
-		{"id", &in.ID}, {"name", &in.Name}, {"bucket_seed", &in.BucketSeed}, {"status", &in.Status},
-		{"state", &ignored}, {"priority", &in.Priority},
-		{"start_at", &in.StartAt}, {"end_at", &in.EndAt}, {"targeting", &in.Targeting},
-		{"reshow_after_seconds", &in.ReshowAfterSeconds}, {"click_cooldown_seconds", &in.ClickCooldownSeconds},
-		{"close_cooldown_seconds", &in.CloseCooldownSeconds}, {"max_impressions", &in.MaxImpressions},
-		{"title", &in.Title}, {"content", &in.Content}, {"image_url", &in.ImageURL}, {"link_url", &in.LinkURL},
-		{"buttons", &in.Buttons}, {"ext", &in.Ext},
-		{"created_at", &ignored}, {"updated_at", &ignored}, {"revision", &ignored},
+		{"id", &in.ID, nil}, {"name", &in.Name, nil}, {"bucket_seed", &in.BucketSeed, nil}, {"status", &in.Status, nil},
+		{"state", &ignored, nil}, {"priority", &in.Priority, nil},
+		{"start_at", &in.StartAt, nil}, {"end_at", &in.EndAt, nil}, {"targeting", &in.Targeting, nil},
+		{"reshow_after_seconds", &in.ReshowAfterSeconds, nil}, {"click_cooldown_seconds", &in.ClickCooldownSeconds, nil},
+		{"close_cooldown_seconds", &in.CloseCooldownSeconds, nil}, {"max_impressions", &in.MaxImpressions, nil},
+		{"title", &in.Title, nil}, {"content", &in.Content, nil}, {"image_url", &in.ImageURL, nil}, {"link_url", &in.LinkURL, nil},
+		{"buttons", &in.Buttons, nil}, {"ext", &in.Ext, nil},
+		{"experiment", nil, func(raw json.RawMessage, path string) (fes []popup.FieldError) {
+			in.Experiment, fes = decodeExperiment(raw, path)
+			return fes
+		}},
+		{"created_at", &ignored, nil}, {"updated_at", &ignored, nil}, {"revision", &ignored, nil},
 	}
 }
 
+// inputField is one key of a JSON object and where its value goes: decoded into dst, or by
+// decode, which names its problems under path (the key's full path).
 type inputField struct {
-	key string
-	dst any
+	key    string
+	dst    any
+	decode func(raw json.RawMessage, path string) []popup.FieldError
 }
 
 // decodePopupBody decodes a popup body. Every problem is an *apiError with code invalid_json: a
@@ -198,6 +425,10 @@ func decodePopupBody(raw []byte) (adminPopupInput, error) {
 		if !ok {
 			continue
 		}
+		if f.decode != nil {
+			fields = append(fields, f.decode(v, f.key)...)
+			continue
+		}
 		d := json.NewDecoder(bytes.NewReader(v))
 		d.DisallowUnknownFields()
 		if err := d.Decode(f.dst); err != nil {
@@ -225,7 +456,7 @@ func decodePopupBody(raw []byte) (adminPopupInput, error) {
 // fieldDecodeError turns a decoding error of key's value into a FieldError naming the field as
 // exactly as the decoder lets us (the nested key for an unknown or mistyped nested field).
 func fieldDecodeError(key string, err error) popup.FieldError {
-	if key == "start_at" || key == "end_at" {
+	if key == "start_at" || key == "end_at" || key == "planned_end_at" {
 		return popup.FieldError{Field: key, Message: "must be an RFC 3339 time such as 2026-12-01T00:00:00Z, or null"}
 	}
 	var te *json.UnmarshalTypeError

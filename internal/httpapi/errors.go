@@ -85,6 +85,11 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		ae = errNameTaken
 	case errors.Is(err, popup.ErrRevisionNotKept):
 		ae = errRevisionGone
+	case experimentCause(err) != nil:
+		ae = experimentConflict(err)
+	case errors.Is(err, popup.ErrUnknownVariant):
+		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "variant " + popup.ErrUnknownVariant.Error(),
+			fields: []popup.FieldError{{Field: "variant", Message: "must be the key of one of the experiment's variants"}}}
 	default:
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
@@ -118,6 +123,37 @@ func seedChanged(err error) *apiError {
 	msg := popup.ErrBucketSeedChanged.Error()
 	return &apiError{status: http.StatusBadRequest, code: "validation_failed", message: field + " " + msg,
 		fields: []popup.FieldError{{Field: field, Message: msg}}}
+}
+
+// experimentConflicts are the 409 codes of the experiment's phase and transition rules.
+var experimentConflicts = map[error]string{
+	popup.ErrExperimentRunning:   "experiment_running",
+	popup.ErrExperimentConcluded: "experiment_concluded",
+	popup.ErrExperimentMissing:   "experiment_missing",
+	popup.ErrExperimentState:     "experiment_state",
+}
+
+// experimentCause is the experiment rule err broke, or nil.
+func experimentCause(err error) error {
+	for cause := range experimentConflicts {
+		if errors.Is(err, cause) {
+			return cause
+		}
+	}
+	return nil
+}
+
+// experimentConflict is the 409 of a write an experiment rule refuses, naming the experiment:
+// experiment, or popups[i].experiment for the i-th popup of an import.
+func experimentConflict(err error) *apiError {
+	cause := experimentCause(err)
+	field := "experiment"
+	var item *popup.BatchItemError
+	if errors.As(err, &item) {
+		field = "popups[" + strconv.Itoa(item.Index) + "].experiment"
+	}
+	return &apiError{status: http.StatusConflict, code: experimentConflicts[cause], message: field + ": " + cause.Error(),
+		fields: []popup.FieldError{{Field: field, Message: cause.Error()}}}
 }
 
 // fieldErrorWire is one entry of an error answer's fields: the field's JSON path and the problem.

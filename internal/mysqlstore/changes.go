@@ -34,20 +34,21 @@ type revisionDoc struct {
 	MaxImpressions       int             `json:"max_impressions"`
 	Targeting            json.RawMessage `json:"targeting"`
 	Content              json.RawMessage `json:"content"`
+	Experiment           json.RawMessage `json:"experiment,omitempty"` // absent: none (and in revisions from before migration 00009)
 	Revision             int64           `json:"revision"`
 	CreatedAt            time.Time       `json:"created_at"`
 	UpdatedAt            time.Time       `json:"updated_at"`
 }
 
 func encodeDoc(p popup.Popup) ([]byte, error) {
-	targeting, body, err := encodeParts(p)
+	targeting, body, experiment, err := encodeParts(p)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(revisionDoc{ID: p.ID, Name: p.Name, BucketSeed: p.BucketSeed, Status: string(p.Status), Priority: p.Priority,
 		StartAt: p.StartAt, EndAt: p.EndAt, ReshowAfterSeconds: p.ReshowAfterSeconds,
 		ClickCooldownSeconds: p.ClickCooldownSeconds, CloseCooldownSeconds: p.CloseCooldownSeconds,
-		MaxImpressions: p.MaxImpressions, Targeting: targeting, Content: body, Revision: p.Revision,
+		MaxImpressions: p.MaxImpressions, Targeting: targeting, Content: body, Experiment: experiment, Revision: p.Revision,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt})
 }
 
@@ -60,7 +61,7 @@ func decodeDoc(raw []byte) (popup.Popup, error) {
 		ReshowAfterSeconds: d.ReshowAfterSeconds, ClickCooldownSeconds: d.ClickCooldownSeconds,
 		CloseCooldownSeconds: d.CloseCooldownSeconds, MaxImpressions: d.MaxImpressions, Revision: d.Revision,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
-	if err := fillParts(&p, nullTime(d.StartAt), nullTime(d.EndAt), d.Targeting, d.Content); err != nil {
+	if err := fillParts(&p, nullTime(d.StartAt), nullTime(d.EndAt), d.Targeting, d.Content, d.Experiment); err != nil {
 		return popup.Popup{}, err
 	}
 	p.BucketSeed = p.RolloutSeed() // a revision from before migration 00007: the seed it gave the popup
@@ -408,7 +409,9 @@ func (r *PopupRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevis
 		if err != nil {
 			return false, err
 		}
-		stored, changed, err = replace(ctx, tx, actor, popup.ActionRollback, id, old, ifRevision)
+		// The old revision's experiment is written as a PUT of it would be (KeepExperiment): its
+		// settings come back, its status and phase stay the stored ones.
+		stored, changed, err = replace(ctx, tx, actor, popup.ActionRollback, id, old, popup.UpdateOptions{IfRevision: ifRevision}, r.Now())
 		return changed, err
 	})
 	if err != nil {
@@ -442,6 +445,7 @@ func (r *PopupRepo) Import(ctx context.Context, actor popup.Actor, ps []popup.Po
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
+	now := r.Now()
 	byName := make(map[string]popup.Popup, len(live))
 	for _, p := range live {
 		byName[nameKey(p.Name)] = p
@@ -454,6 +458,10 @@ func (r *PopupRepo) Import(ctx context.Context, actor popup.Actor, ps []popup.Po
 			if err := p.KeepBucketSeed(old); err != nil {
 				return res, fmt.Errorf("import: %w", &popup.BatchItemError{Index: i, Err: err})
 			}
+		}
+		// The experiment follows a PUT's rules against the matched popup's (none for a new one).
+		if _, err := keepExperiment(&p, old, false, now); err != nil {
+			return res, fmt.Errorf("import: %w", &popup.BatchItemError{Index: i, Err: err})
 		}
 		switch {
 		case !ok:

@@ -57,7 +57,7 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	log, err := repo.Audit(ctx, popup.AuditQuery{Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, log)
-	_, _, err = repo.Update(ctx, as("alice"), 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), nil)
+	_, _, err = repo.Update(ctx, as("alice"), 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), popup.UpdateOptions{})
 	require.NoError(t, err)
 	back, _, err := repo.Rollback(ctx, as("alice"), 1, 3, nil)
 	require.NoError(t, err)
@@ -85,9 +85,9 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a"}))
 	require.NoError(t, err)
-	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{1})
+	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.NoError(t, err)
-	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "stale"}), []int64{1})
+	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "stale"}), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 	_, err = repo.Archive(ctx, as("carol"), p.ID, nil)
 	require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestMigration6KeepsEntriesWrittenBeforeRolesWithoutARole(t *testing.T) {
 	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
 
 	repo := mysqlstore.NewPopupRepo(db)
-	_, _, err = repo.Update(ctx, popup.Actor{Name: "ed", Role: popup.RoleEditor}, 1, mustBuild(t, popup.Input{Name: "old", Status: &draftStatus, Title: "t"}), nil)
+	_, _, err = repo.Update(ctx, popup.Actor{Name: "ed", Role: popup.RoleEditor}, 1, mustBuild(t, popup.Input{Name: "old", Status: &draftStatus, Title: "t"}), popup.UpdateOptions{})
 	require.NoError(t, err)
 	hist, err := repo.History(ctx, 1)
 	require.NoError(t, err)
@@ -188,14 +188,14 @@ func TestTheRoleCheckReadsTheStoredStatusInTheWrite(t *testing.T) {
 	require.NoError(t, err)
 	live := draft
 	live.Status = popup.StatusActive
-	_, _, err = repo.Update(ctx, publisher, p.ID, live, nil)
+	_, _, err = repo.Update(ctx, publisher, p.ID, live, popup.UpdateOptions{})
 	require.NoError(t, err)
 	before, err := repo.Get(ctx, p.ID)
 	require.NoError(t, err)
 
 	edit := draft
 	edit.Title = "the editor's edit of what was a draft"
-	_, _, err = repo.Update(ctx, editor, p.ID, edit, nil)
+	_, _, err = repo.Update(ctx, editor, p.ID, edit, popup.UpdateOptions{})
 	var fe *popup.ForbiddenError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, popup.RolePublisher, fe.Needed)
@@ -211,7 +211,7 @@ func TestTheRoleCheckReadsTheStoredStatusInTheWrite(t *testing.T) {
 		{"roll back to a revision never had", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 99, nil); return err }},
 		// A write that would change nothing is refused all the same: the role check comes
 		// before the no-op shortcut.
-		{"save the active popup unchanged", func() error { _, _, err := repo.Update(ctx, editor, p.ID, live, nil); return err }},
+		{"save the active popup unchanged", func() error { _, _, err := repo.Update(ctx, editor, p.ID, live, popup.UpdateOptions{}); return err }},
 		{"roll back to the revision it is at", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 2, nil); return err }},
 		{"import", func() error { _, err := repo.Import(ctx, editor, []popup.Popup{draft}, false); return err }},
 	}

@@ -90,12 +90,12 @@ func TestTheBucketSeedNeverChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "draft-seed", given.BucketSeed, "a create keeps the draft's seed")
 
-	kept, _, err := repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "new"}), nil)
+	kept, _, err := repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "new"}), popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "draft-seed", kept.BucketSeed, "an update without a seed keeps the stored one")
-	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "newer", BucketSeed: "draft-seed"}), nil)
+	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "newer", BucketSeed: "draft-seed"}), popup.UpdateOptions{})
 	require.NoError(t, err, "the same seed sent back")
-	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "x", BucketSeed: "other"}), nil)
+	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "x", BucketSeed: "other"}), popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrBucketSeedChanged)
 
 	back, changed, err := repo.Rollback(ctx, as("bob"), given.ID, 1, nil)
@@ -134,11 +134,11 @@ func TestSavesThatChangeNothingWriteNothing(t *testing.T) {
 	version, err := repo.Version(ctx)
 	require.NoError(t, err)
 
-	same, changed, err := repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{1})
+	same, changed, err := repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.NoError(t, err)
 	assert.False(t, changed)
 	assert.Equal(t, p, same, "the stored popup, revision and times unchanged")
-	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), []int64{7})
+	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), popup.UpdateOptions{IfRevision: []int64{7}})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch, "a stale If-Match is refused even when nothing would change")
 	same, changed, err = repo.Rollback(ctx, as("bob"), p.ID, 1, nil)
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestSavesThatChangeNothingWriteNothing(t *testing.T) {
 	assert.Len(t, log, 1, "no audit entry beyond the create")
 
 	// A real change still writes.
-	_, changed, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "u"}), []int64{1})
+	_, changed, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "u"}), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.NoError(t, err)
 	assert.True(t, changed)
 }

@@ -16,13 +16,19 @@ import (
 // PopupRepo is the source of truth for popup configs. Every write bumps the config version in
 // the same transaction, so a reader of (version, popups) never sees one without the other, and
 // the popup's own revision, which a conditional write checks in its UPDATE.
-type PopupRepo struct{ db *sql.DB }
+type PopupRepo struct {
+	db *sql.DB
+	// Now is the clock of the experiment transitions and phases (when a phase starts); time.Now
+	// unless set (a server's own clock, a test's fixed one).
+	Now func() time.Time
+}
 
 // NewPopupRepo returns a repository over db.
-func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db} }
+func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db, Now: time.Now} }
 
-// The JSON held in popup_config.targeting and popup_config.content (and, copied verbatim, in the
-// revision and audit documents, including those migration 00004 wrote). These are storage
+// The JSON held in popup_config.targeting, popup_config.content and popup_config.experiment (and,
+// copied verbatim, in the revision and audit documents, including those migration 00004 wrote).
+// A variant's content has the content column's keys. These are storage
 // shapes, not the domain type: existing rows must keep reading, so a key is never renamed or
 // dropped here (TestStoredJSONColumnsKeepTheirKeys pins them).
 type (
@@ -47,6 +53,26 @@ type (
 		Text    string `json:"text"`
 		LinkURL string `json:"link_url"`
 	}
+	experimentDoc struct {
+		Status           string       `json:"status"`
+		CoveragePercent  int          `json:"coverage_percent"`
+		Variants         []variantDoc `json:"variants"`
+		Control          *controlDoc  `json:"control"`
+		PlannedEndAt     *time.Time   `json:"planned_end_at"`
+		Phase            int          `json:"phase"`
+		Salt             string       `json:"salt"`
+		PhaseStartedAt   *time.Time   `json:"phase_started_at"`
+		ConcludedVariant string       `json:"concluded_variant"`
+	}
+	variantDoc struct {
+		Key    string `json:"key"`
+		Weight int    `json:"weight"`
+		content
+	}
+	controlDoc struct {
+		Weight int    `json:"weight"`
+		Mode   string `json:"mode"`
+	}
 )
 
 func toTargetingDoc(t popup.Targeting) targetingDoc {
@@ -59,35 +85,77 @@ func fromTargetingDoc(d targetingDoc) popup.Targeting {
 		Regions: d.Regions, Langs: d.Langs, RolloutPercent: d.RolloutPercent, UIDs: d.UIDs}
 }
 
-// toContent is p's content column; buttons keep their nil-ness (null stays null, [] stays []).
-func toContent(p popup.Popup) content {
+// toContent is a creative (a popup's own, in its content column, or a variant's) as stored;
+// buttons keep their nil-ness (null stays null, [] stays []).
+func toContent(c popup.Creative) content {
 	var buttons []buttonDoc
-	if p.Buttons != nil {
-		buttons = make([]buttonDoc, len(p.Buttons))
-		for i, b := range p.Buttons {
+	if c.Buttons != nil {
+		buttons = make([]buttonDoc, len(c.Buttons))
+		for i, b := range c.Buttons {
 			buttons[i] = buttonDoc{Text: b.Text, LinkURL: b.LinkURL}
 		}
 	}
-	return content{Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttons, Ext: p.Ext}
+	return content{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext}
 }
 
-// fromContent fills p's content fields from its content column; missing buttons read as none and
-// a missing ext as {}.
-func fromContent(p *popup.Popup, c content) {
-	p.Title, p.Content, p.ImageURL, p.LinkURL, p.Ext = c.Title, c.Content, c.ImageURL, c.LinkURL, c.Ext
-	p.Buttons = make([]popup.Button, len(c.Buttons))
+// fromContent is a stored creative; missing buttons read as none and a missing ext as {}.
+func fromContent(c content) popup.Creative {
+	out := popup.Creative{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Ext: c.Ext,
+		Buttons: make([]popup.Button, len(c.Buttons))}
 	for i, b := range c.Buttons {
-		p.Buttons[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
+		out.Buttons[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
 	}
-	if len(p.Ext) == 0 {
-		p.Ext = json.RawMessage(`{}`)
+	if len(out.Ext) == 0 {
+		out.Ext = json.RawMessage(`{}`)
 	}
+	return out
+}
+
+// toExperimentDoc is e as its column holds it; nil (no experiment) is NULL.
+func toExperimentDoc(e *popup.Experiment) *experimentDoc {
+	if e == nil {
+		return nil
+	}
+	d := &experimentDoc{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: make([]variantDoc, len(e.Variants)),
+		PlannedEndAt: e.PlannedEndAt, Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: e.PhaseStartedAt, ConcludedVariant: e.ConcludedVariant}
+	for i, v := range e.Variants {
+		d.Variants[i] = variantDoc{Key: v.Key, Weight: v.Weight, content: toContent(v.Creative)}
+	}
+	if c := e.Control; c != nil {
+		d.Control = &controlDoc{Weight: c.Weight, Mode: string(c.Mode)}
+	}
+	return d
+}
+
+// fromExperimentDoc is a stored experiment; its times read in UTC.
+func fromExperimentDoc(d *experimentDoc) *popup.Experiment {
+	if d == nil {
+		return nil
+	}
+	e := &popup.Experiment{Status: popup.ExperimentStatus(d.Status), CoveragePercent: d.CoveragePercent,
+		Variants: make([]popup.Variant, len(d.Variants)), PlannedEndAt: utc(d.PlannedEndAt), Phase: d.Phase, Salt: d.Salt,
+		PhaseStartedAt: utc(d.PhaseStartedAt), ConcludedVariant: d.ConcludedVariant}
+	for i, v := range d.Variants {
+		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: fromContent(v.content)}
+	}
+	if c := d.Control; c != nil {
+		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlMode(c.Mode)}
+	}
+	return e
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // configCols are the popup_config columns a write sets from a popup, in the order of
 // configValues: the one list every statement below is built from.
 var configCols = []string{"name", "bucket_seed", "status", "priority", "start_at", "end_at", "reshow_after_seconds",
-	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "targeting", "content"}
+	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "targeting", "content", "experiment"}
 
 var (
 	// configColumns is configCols for an INSERT's column list.
@@ -118,23 +186,25 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		start, end      sql.NullTime
 		status          string
 		targeting, body []byte
+		experiment      []byte // NULL: none
 	)
 	err := s.Scan(&p.ID, &p.Name, &p.BucketSeed, &status, &p.Priority, &start, &end, &p.ReshowAfterSeconds,
-		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &targeting, &body, &p.CreatedAt, &p.UpdatedAt, &p.Revision)
+		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &targeting, &body, &experiment,
+		&p.CreatedAt, &p.UpdatedAt, &p.Revision)
 	if err != nil {
 		return popup.Popup{}, err
 	}
 	p.Status = popup.Status(status)
 	p.BucketSeed = p.RolloutSeed() // '' (a row written by hand) is the decimal id
-	if err := fillParts(&p, start, end, targeting, body); err != nil {
+	if err := fillParts(&p, start, end, targeting, body, experiment); err != nil {
 		return popup.Popup{}, err
 	}
 	return p, nil
 }
 
 // fillParts completes a popup read from its row (or a revision's copy of the row): the window
-// times and the decoded targeting and content.
-func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body []byte) error {
+// times and the decoded targeting, content and experiment (nil or JSON null: none).
+func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body, experiment []byte) error {
 	if start.Valid {
 		t := start.Time.UTC()
 		p.StartAt = &t
@@ -152,27 +222,40 @@ func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body []byte) 
 	if err := json.Unmarshal(body, &c); err != nil {
 		return fmt.Errorf("popup %d content: %w", p.ID, err)
 	}
-	fromContent(p, c)
+	p.SetCreative(fromContent(c))
+	var e *experimentDoc
+	if len(experiment) > 0 {
+		if err := json.Unmarshal(experiment, &e); err != nil {
+			return fmt.Errorf("popup %d experiment: %w", p.ID, err)
+		}
+	}
+	p.Experiment = fromExperimentDoc(e)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return nil
 }
 
 // configValues is p as the values of configCols, in that order.
 func configValues(p popup.Popup) ([]any, error) {
-	targeting, body, err := encodeParts(p)
+	targeting, body, experiment, err := encodeParts(p)
 	if err != nil {
 		return nil, err
 	}
 	return []any{p.Name, p.BucketSeed, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body}, nil
+		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, experiment}, nil
 }
 
-func encodeParts(p popup.Popup) (targeting, body []byte, err error) {
+// encodeParts is p's JSON columns; experiment is nil (NULL) when p has none.
+func encodeParts(p popup.Popup) (targeting, body, experiment []byte, err error) {
 	if targeting, err = json.Marshal(toTargetingDoc(p.Targeting)); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	body, err = json.Marshal(toContent(p))
-	return targeting, body, err
+	if body, err = json.Marshal(toContent(p.Creative())); err != nil {
+		return nil, nil, nil, err
+	}
+	if p.Experiment != nil {
+		experiment, err = json.Marshal(toExperimentDoc(p.Experiment))
+	}
+	return targeting, body, experiment, err
 }
 
 func nullTime(t *time.Time) sql.NullTime {
@@ -289,18 +372,22 @@ func (r *PopupRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup
 }
 
 // Update replaces popup id with p and increments its revision. p without a bucket seed keeps the
-// stored one; another seed is popup.ErrBucketSeedChanged. With ifRevision non-nil, the write
-// happens only while the popup's revision is one of ifRevision, checked by the UPDATE itself, so
-// of two writers who read the same revision exactly one wins; the other gets
-// popup.ErrRevisionMismatch. A nil ifRevision writes unconditionally. When p equals the stored
-// popup nothing is written (no revision, audit entry or config version): changed is false and the
-// stored popup is returned as it is. The role check reads the stored status from the row it locks
-// (replace), so an editor's edit of a draft cannot become a change of a live popup that another
-// writer published meanwhile; it comes before the no-op shortcut, so a save that would change
-// nothing is still refused to a role that may not make it.
-func (r *PopupRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
+// stored one; another seed is popup.ErrBucketSeedChanged. p's experiment follows the phase rules
+// against the stored one (popup.KeepExperiment, opts.AcceptReassignment): its server-managed
+// fields are the stored ones, a change of its arms starts a new phase or, accepted, is audited as
+// a reassign; removing a running experiment is popup.ErrExperimentRunning and changing a
+// concluded one popup.ErrExperimentConcluded. With opts.IfRevision non-nil, the write happens only
+// while the popup's revision is one of opts.IfRevision, checked by the UPDATE itself, so of two
+// writers who read the same revision exactly one wins; the other gets popup.ErrRevisionMismatch.
+// A nil IfRevision writes unconditionally. When p equals the stored popup nothing is written (no
+// revision, audit entry or config version): changed is false and the stored popup is returned as
+// it is. The role check reads the stored status from the row it locks (replace), so an editor's
+// edit of a draft cannot become a change of a live popup that another writer published meanwhile;
+// it comes before the no-op shortcut, so a save that would change nothing is still refused to a
+// role that may not make it.
+func (r *PopupRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
 	err = r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		stored, changed, err = replace(ctx, tx, actor, popup.ActionUpdate, id, p, ifRevision)
+		stored, changed, err = replace(ctx, tx, actor, popup.ActionUpdate, id, p, opts, r.Now())
 		return changed, err
 	})
 	if err != nil {
@@ -310,11 +397,12 @@ func (r *PopupRepo) Update(ctx context.Context, actor popup.Actor, id int64, p p
 }
 
 // replace is the write of an update or a rollback, inside tx: it locks the popup, checks the
-// actor's role against the stored and the new status, then the If-Match condition and the bucket
-// seed, and writes p over it and records the change unless p equals what is stored (changed
-// false: nothing written). The role comes first, as in Archive (whose revision condition is in
-// its UPDATE): a role that may not make the write gets a 403 whatever the revision or content.
-func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, id int64, p popup.Popup, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
+// actor's role against the stored and the new status, then the If-Match condition, the bucket
+// seed and the experiment's phase rules (at now), and writes p over it and records the change
+// unless p equals what is stored (changed false: nothing written). The role comes first, as in
+// Archive (whose revision condition is in its UPDATE): a role that may not make the write gets a
+// 403 whatever the revision or content.
+func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, id int64, p popup.Popup, opts popup.UpdateOptions, now time.Time) (stored popup.Popup, changed bool, err error) {
 	before, err := getForUpdate(ctx, tx, id)
 	if err != nil {
 		return popup.Popup{}, false, err
@@ -322,35 +410,95 @@ func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Ac
 	if err := actor.May(popup.Write{Action: action, Before: before.Status, After: p.Status}); err != nil {
 		return popup.Popup{}, false, err
 	}
-	if ifRevision != nil && !slices.Contains(ifRevision, before.Revision) {
+	if opts.IfRevision != nil && !slices.Contains(opts.IfRevision, before.Revision) {
 		return popup.Popup{}, false, popup.ErrRevisionMismatch
 	}
 	if err := p.KeepBucketSeed(before); err != nil {
 		return popup.Popup{}, false, err
 	}
+	reassigned, err := keepExperiment(&p, before, opts.AcceptReassignment, now)
+	if err != nil {
+		return popup.Popup{}, false, err
+	}
 	if sameContent(before, p) {
 		return before, false, nil
 	}
+	if reassigned {
+		action = popup.ActionReassign
+	}
+	stored, err = overwrite(ctx, tx, actor, action, before, p, opts.IfRevision)
+	return stored, err == nil, err
+}
+
+// keepExperiment applies popup.KeepExperiment to a copy of p's experiment (p may share it with
+// the caller), against stored's.
+func keepExperiment(p *popup.Popup, stored popup.Popup, acceptReassignment bool, now time.Time) (reassigned bool, err error) {
+	if p.Experiment != nil {
+		e := *p.Experiment
+		p.Experiment = &e
+	}
+	return popup.KeepExperiment(p.Experiment, stored.Experiment, acceptReassignment, now)
+}
+
+// overwrite writes p over before, the popup's row locked by tx, increments its revision and
+// records the change as action. The revision condition (nil: none) stays in the UPDATE so that
+// the write is conditional by itself, whatever checked it before.
+func overwrite(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, before, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
 	values, err := configValues(p)
 	if err != nil {
-		return popup.Popup{}, false, err
+		return popup.Popup{}, err
 	}
-	// The row is locked and its revision checked above; the condition stays in the UPDATE so that
-	// the write is conditional by itself, whatever runs before it.
 	cond, condArgs := revisionCond(ifRevision)
-	args := append(append(values, id), condArgs...)
+	args := append(append(values, before.ID), condArgs...)
 	res, err := tx.ExecContext(ctx, `UPDATE popup_config SET `+configAssignments+`,
 		updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1 WHERE id = ?`+cond, args...)
 	if err != nil {
-		return popup.Popup{}, false, err
+		return popup.Popup{}, err
 	}
-	if err := mustHaveWritten(ctx, tx, res, id); err != nil {
-		return popup.Popup{}, false, err
+	if err := mustHaveWritten(ctx, tx, res, before.ID); err != nil {
+		return popup.Popup{}, err
 	}
-	if stored, err = get(ctx, tx, id); err != nil {
-		return popup.Popup{}, false, err
+	stored, err := get(ctx, tx, before.ID)
+	if err != nil {
+		return popup.Popup{}, err
 	}
-	return stored, true, record(ctx, tx, []change{{actor: actor, action: action, before: &before, after: stored}})
+	return stored, record(ctx, tx, []change{{actor: actor, action: action, before: &before, after: stored}})
+}
+
+// Transition makes an experiment transition (start, stop, conclude) of popup id at the
+// repository's clock, in one transaction with the row locked: the role the transition needs
+// (popup.Write.Needs: an update's, for the stored status) is checked first, then ifRevision (as
+// in Update), then the transition itself (popup.ExperimentTransition.Apply, whose errors it
+// returns). It writes a revision and an audit entry of the transition's action and bumps the
+// config version.
+func (r *PopupRepo) Transition(ctx context.Context, actor popup.Actor, id int64, t popup.ExperimentTransition, ifRevision []int64) (popup.Popup, error) {
+	var stored popup.Popup
+	err := r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		before, err := getForUpdate(ctx, tx, id)
+		if err != nil {
+			return false, err
+		}
+		if err := actor.May(popup.Write{Action: t.Action, Before: before.Status}); err != nil {
+			return false, err
+		}
+		if ifRevision != nil && !slices.Contains(ifRevision, before.Revision) {
+			return false, popup.ErrRevisionMismatch
+		}
+		p := before
+		if before.Experiment != nil {
+			e := *before.Experiment
+			p.Experiment = &e
+		}
+		if err := t.Apply(&p, r.Now()); err != nil {
+			return false, err
+		}
+		stored, err = overwrite(ctx, tx, actor, t.Action, before, p, ifRevision)
+		return err == nil, err
+	})
+	if err != nil {
+		return popup.Popup{}, fmt.Errorf("%s of popup %d: %w", t.Action, id, err)
+	}
+	return stored, nil
 }
 
 // Archive sets a popup's status to archived (DELETE in the admin API: rows are never removed,

@@ -29,7 +29,7 @@ func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
 	created, err := repo.Create(ctx, as("tester"), newPopup(t, "a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), created.Revision)
-	updated, changed, err := repo.Update(ctx, as("tester"), created.ID, newPopup(t, "b"), nil)
+	updated, changed, err := repo.Update(ctx, as("tester"), created.ID, newPopup(t, "b"), popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.True(t, changed)
 	assert.Equal(t, int64(2), updated.Revision)
@@ -51,14 +51,14 @@ func TestConditionalWritesCheckTheRevision(t *testing.T) {
 	require.NoError(t, err)
 
 	// Two operators read revision 1; the first write wins.
-	first, _, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "first"), []int64{1})
+	first, _, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "first"), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), first.Revision)
-	_, _, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "second"), []int64{1})
+	_, _, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "second"), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 	_, err = repo.Archive(ctx, as("tester"), p.ID, []int64{1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
-	_, _, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "none can match"), []int64{})
+	_, _, err = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "none can match"), popup.UpdateOptions{IfRevision: []int64{}})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 
 	got, err := repo.Get(ctx, p.ID)
@@ -69,10 +69,10 @@ func TestConditionalWritesCheckTheRevision(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, version+1, after, "a refused write does not bump the config version")
 
-	listed, _, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "third"), []int64{1, 2})
+	listed, _, err := repo.Update(ctx, as("tester"), p.ID, newPopup(t, "third"), popup.UpdateOptions{IfRevision: []int64{1, 2}})
 	require.NoError(t, err, "any revision of the list matches")
 	assert.Equal(t, int64(3), listed.Revision)
-	_, _, err = repo.Update(ctx, as("tester"), p.ID+100, newPopup(t, "x"), []int64{1})
+	_, _, err = repo.Update(ctx, as("tester"), p.ID+100, newPopup(t, "x"), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.ErrorIs(t, err, popup.ErrNotFound, "a missing popup is not found, whatever the condition")
 }
 
@@ -90,7 +90,7 @@ func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, errs[i] = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "writer"), []int64{p.Revision})
+			_, _, errs[i] = repo.Update(ctx, as("tester"), p.ID, newPopup(t, "writer"), popup.UpdateOptions{IfRevision: []int64{p.Revision}})
 		}()
 	}
 	wg.Wait()

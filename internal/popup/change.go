@@ -2,6 +2,7 @@ package popup
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -22,7 +23,46 @@ const (
 	ActionArchive  Action = "archive"
 	ActionRollback Action = "rollback"
 	ActionImport   Action = "import"
+	// ActionReassign is an update that changed a running or stopped experiment's arms within its
+	// phase (accept_reassignment), moving users between arms; it needs the rights of an update.
+	ActionReassign Action = "reassign"
+	// The experiment transitions (ExperimentTransition).
+	ActionExperimentStart    Action = "experiment_start"
+	ActionExperimentStop     Action = "experiment_stop"
+	ActionExperimentConclude Action = "experiment_conclude"
 )
+
+// UpdateOptions are how an update writes, beyond the popup it writes.
+type UpdateOptions struct {
+	// IfRevision, when not nil, lets the update write only while the popup is at one of these
+	// revisions (an empty list matches none).
+	IfRevision []int64
+	// AcceptReassignment keeps the experiment's phase when the update changes its arms, moving
+	// users between arms (KeepExperiment); the audit log records such a write as ActionReassign.
+	AcceptReassignment bool
+}
+
+// ExperimentTransition is a change of a popup's experiment status (docs/CONTRACT.md §10,
+// Transitions): Action is ActionExperimentStart, ActionExperimentStop or
+// ActionExperimentConclude, Variant the key of the variant a conclude ships.
+type ExperimentTransition struct {
+	Action  Action
+	Variant string
+}
+
+// Apply makes the transition on p at now; p's experiment (and for a conclude its content)
+// changes in place. The errors are those of Start, Stop and Conclude.
+func (t ExperimentTransition) Apply(p *Popup, now time.Time) error {
+	switch t.Action {
+	case ActionExperimentStart:
+		return p.Experiment.Start(now)
+	case ActionExperimentStop:
+		return p.Experiment.Stop()
+	case ActionExperimentConclude:
+		return p.Conclude(t.Variant)
+	}
+	return fmt.Errorf("%q is not an experiment transition", t.Action)
+}
 
 // Revision is a popup as one write left it.
 type Revision struct {

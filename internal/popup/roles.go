@@ -109,7 +109,8 @@ type Write struct {
 // Needs is the rights rule of popup writes: the least role that may make w, and what w is in the
 // words of a refusal. Creating a draft and editing a draft that stays a draft are an editor's;
 // anything that makes or changes a live popup (any status change, an edit of a popup that is
-// not a draft, archive, rollback, import) is a publisher's; a dry-run import is an editor's.
+// not a draft, archive, rollback, import) is a publisher's; a dry-run import is an editor's. An
+// experiment transition needs what an update of the popup that keeps its status needs.
 func (w Write) Needs() (Role, string) {
 	switch w.Action {
 	case ActionCreate:
@@ -130,6 +131,13 @@ func (w Write) Needs() (Role, string) {
 			return RoleEditor, "a dry-run import"
 		}
 		return RolePublisher, "importing popups"
+	case ActionExperimentStart, ActionExperimentStop, ActionExperimentConclude:
+		// As an update of the popup that leaves its status: an editor's while it is a draft.
+		what := transitionVerbs[w.Action] + " the experiment of a popup that is " + string(w.Before)
+		if w.Before == StatusDraft {
+			return RoleEditor, what
+		}
+		return RolePublisher, what
 	case ActionArchive:
 		return RolePublisher, "archiving a popup"
 	case ActionRollback:
@@ -137,3 +145,6 @@ func (w Write) Needs() (Role, string) {
 	}
 	return RoleAdmin, "writing a popup" // an action this rule does not know: the most it can need
 }
+
+// transitionVerbs say what each experiment transition does, in the words of a refusal.
+var transitionVerbs = map[Action]string{ActionExperimentStart: "starting", ActionExperimentStop: "stopping", ActionExperimentConclude: "concluding"}

@@ -58,6 +58,10 @@ func TestWriteNeeds(t *testing.T) {
 		{"roll back a draft", Write{Action: ActionRollback, Before: StatusDraft, After: StatusDraft}, RolePublisher, "rolling back a popup"},
 		{"import", Write{Action: ActionImport}, RolePublisher, "importing popups"},
 		{"dry-run import", Write{Action: ActionImport, DryRun: true}, RoleEditor, "a dry-run import"},
+		{"start a draft's experiment", Write{Action: ActionExperimentStart, Before: StatusDraft}, RoleEditor, "starting the experiment of a popup that is draft"},
+		{"stop a live popup's experiment", Write{Action: ActionExperimentStop, Before: StatusActive}, RolePublisher, "stopping the experiment of a popup that is active"},
+		{"conclude a paused popup's experiment", Write{Action: ActionExperimentConclude, Before: StatusPaused}, RolePublisher, "concluding the experiment of a popup that is paused"},
+		{"conclude a draft's experiment", Write{Action: ActionExperimentConclude, Before: StatusDraft}, RoleEditor, "concluding the experiment of a popup that is draft"},
 		{"unknown action", Write{Action: "truncate"}, RoleAdmin, "writing a popup"},
 	}
 	for _, tt := range tests {
