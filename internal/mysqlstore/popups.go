@@ -345,6 +345,9 @@ func (r *PopupRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup
 		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
 	}
 	p.GiveBucketSeed()
+	if _, err := keepExperiment(&p, popup.Popup{}, false, r.Now()); err != nil { // a new experiment: a draft at phase 1
+		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
+	}
 	values, err := configValues(p)
 	if err != nil {
 		return popup.Popup{}, err

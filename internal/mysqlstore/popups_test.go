@@ -110,16 +110,25 @@ func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T)
 }
 
 // TestPopupRowCarriesEveryField: a popup with every field set reads back from its popup_config
-// row as it was written (the id, revision and times are the store's).
+// row as it was written (the id, revision and times are the store's, and so are the experiment's
+// status, phase and salt: a new experiment is a draft at phase 1).
 func TestPopupRowCarriesEveryField(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
 	want := popuptest.Full()
+	want.Experiment = popuptest.FullExperiment()
 	stored, err := repo.Create(ctx, as("alice"), want)
 	require.NoError(t, err)
 	got, err := repo.Get(ctx, stored.ID)
 	require.NoError(t, err)
 	want.ID, want.Revision, want.CreatedAt, want.UpdatedAt = got.ID, got.Revision, got.CreatedAt, got.UpdatedAt
+	e := got.Experiment
+	require.NotNil(t, e)
+	assert.Equal(t, popup.ExperimentDraft, e.Status)
+	assert.Equal(t, 1, e.Phase)
+	assert.Len(t, e.Salt, 16)
+	want.Experiment.Status, want.Experiment.Phase, want.Experiment.Salt = e.Status, e.Phase, e.Salt
+	want.Experiment.PhaseStartedAt, want.Experiment.ConcludedVariant = nil, ""
 	assert.Equal(t, want, got)
 }

@@ -5,6 +5,8 @@
 --   control, planned_end_at, phase, salt, phase_started_at, concluded_variant), NULL for none.
 --   Every popup that exists now has none, so no row changes and nothing is served differently.
 --   The revision and audit documents copy it under the key "experiment" (absent: none).
+-- * popup_audit.action widens to 32 characters for the experiment's actions (reassign,
+--   experiment_start, experiment_stop, experiment_conclude); existing entries keep theirs.
 
 -- +goose Up
 ALTER TABLE popup_config
@@ -12,5 +14,11 @@ ALTER TABLE popup_config
         COMMENT 'JSON: status, coverage_percent, variants, control, planned_end_at, phase, salt, phase_started_at, concluded_variant; NULL = none'
         AFTER content;
 
+ALTER TABLE popup_audit
+    MODIFY COLUMN action VARCHAR(32) NOT NULL
+        COMMENT 'create, update, archive, rollback, import, reassign, experiment_start, experiment_stop or experiment_conclude';
+
 -- +goose Down
+ALTER TABLE popup_audit
+    MODIFY COLUMN action VARCHAR(16) NOT NULL COMMENT 'create, update, archive, rollback or import';
 ALTER TABLE popup_config DROP COLUMN experiment;
