@@ -52,6 +52,9 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	b.fill(vf("variants[1].title"), "Spring sale: 20% off")
 	b.fill(vf("variants[1].link_url"), "ftp://shop.example/spring")
 	b.fill("#exp-end", "2026-12-09T08:00")
+	// the preview shows a variant's content on request
+	b.eval(`(() => { const s = document.querySelector('#preview-arm'); s.selectedIndex = 2; s.dispatchEvent(new Event('change')); return true; })()`, nil)
+	assert.Equal(t, "Spring sale: 20% off", b.text("#preview .pv-title"))
 	b.axeCheck("edit with an experiment")
 
 	// the API's 400 names the variant's field: shown at that field
@@ -194,4 +197,33 @@ func (b *browser) answerDialogCheck(titlePart string, ok bool, check func()) {
 	b.waitFor(`document.getElementById('confirm').open && document.getElementById('confirm-title').textContent.includes(` + js(titlePart) + `)`)
 	check()
 	b.answerDialog(titlePart, ok)
+}
+
+// The experiment's controls follow the role (docs/CONTRACT.md §9, §10): the transitions as a PUT
+// of the popup would need (editor while the popup is a draft, publisher otherwise); a viewer sees
+// the experiment and its results link, read-only.
+func TestConsoleExperimentFollowsTheRole(t *testing.T) {
+	t.Parallel()
+	in, _ := startWithRoles(t)
+	exp := map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}
+	draft := in.createPopup(t, map[string]any{"name": "draft test", "status": "draft", "title": "Own", "experiment": exp})
+	live := in.createPopup(t, map[string]any{"name": "live test", "status": "active", "title": "Own", "experiment": exp})
+	sels := []string{"#experiment-start", "#experiment-conclude", "#experiment-remove", "#experiment-results-link", "#variant-add"}
+	tests := []struct {
+		tok, operator string
+		id            int64
+		want          map[string]bool
+	}{
+		{"tok-viewer", "vera", live, want(sels, "#experiment-results-link")},
+		{"tok-editor", "ed", live, want(sels, "#experiment-results-link")},
+		{"tok-editor", "ed", draft, want(sels, sels...)},
+		{"tok-publisher", "pat", live, want(sels, sels...)},
+	}
+	for _, tt := range tests {
+		b := newBrowser(t, in)
+		b.signInAs(tt.tok, tt.operator)
+		b.openPopup(tt.id, 1)
+		assert.Equal(t, tt.want, b.offered(sels...), "%s on popup %d", tt.operator, tt.id)
+		assert.Contains(t, b.text("#experiment-status"), "draft")
+	}
 }

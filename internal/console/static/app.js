@@ -834,9 +834,21 @@ async function editScreen(id, carry) {
 
   const utcNote = h('p', { class: 'help', id: 'window-utc', 'aria-live': 'polite' });
   const saveBtn = h('button', { type: 'button', id: 'save', onclick: () => save() });
+  // previewArm: which content the preview shows, the popup's own or a variant's (by index)
+  const previewArm = h('select', { id: 'preview-arm', name: 'preview-arm', onchange: () => update() });
+  const previewArmField = field('preview-arm', 'Content shown', previewArm);
   function update() {
     const b = body();
-    renderPreview(previewBox, b);
+    const vs = b.experiment?.variants || [];
+    const want = ['own', ...vs.map((v, i) => `${i}:${v.key}`)];
+    if ([...previewArm.options].map((o) => o.value).join('\n') !== want.join('\n')) {
+      const cur = previewArm.selectedIndex;
+      setKids(previewArm, want.map((v, i) => h('option', { value: v }, i === 0 ? 'The popup’s own content' : `Variant ${i}: ${vs[i - 1].key || '(no key)'}`)));
+      previewArm.selectedIndex = cur > 0 && cur < want.length ? cur : 0;
+    }
+    previewArmField.hidden = vs.length === 0;
+    const arm = vs[previewArm.selectedIndex - 1];
+    renderPreview(previewBox, arm ? { ...b, ...arm } : b);
     exp.refresh(b.experiment);
     utcNote.textContent = `Stored as UTC: start ${b.start_at || 'open'}, end ${b.end_at || 'open'}.`;
     const publishing = isLive(b.status) || (current && isLive(current.status));
@@ -1057,7 +1069,7 @@ async function editScreen(id, carry) {
     current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
-      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewBox)),
+      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? resultsSection(current) : null,
     current ? historySection(current, { etag: () => etag, dirty, mayRollback: can('publish'), reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
