@@ -1251,7 +1251,7 @@ async function experimentScreen(id, qs) {
   const srmBox = srm.alarm
     ? h('div', { class: 'alert error srm-alarm', role: 'alert', id: 'srm' },
       h('p', {}, h('strong', {}, 'Sample-ratio mismatch: do not trust these results.')),
-      h('p', {}, `The exposed users of the arms do not match their weights (χ² ${fmtNum(srm.chi_square)}, ${srm.df} degrees of freedom, p ${pValue(srm.p)} < ${o.srm_alpha ?? 0.001}). Users are lost or double-counted in some arm: look for a client that drops the popup, a filter, or a change of weights within the phase.`))
+      h('p', {}, `The exposed users of the arms do not match their weights (χ² ${fmtNum(srm.chi_square)}, ${srm.df} degrees of freedom, p ${pValue(srm.p)}; the alarm is at p below ${o.srm_alpha ?? 0.001}). Users are lost or double-counted in some arm: look for a client that drops the popup, a filter, or a change of weights within the phase.`))
     : h('div', { class: 'alert info', role: 'status', id: 'srm' },
       `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${srm.df ?? '—'} degrees of freedom, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`);
   const why = (VERDICTS[verdict.reason] || (() => verdict.reason || ''))(o);
@@ -1262,13 +1262,14 @@ async function experimentScreen(id, qs) {
   const cols = ['Arm', 'Weight', 'Exposed users', 'Clicked users', 'CTR', 'CTR 95% interval', `Difference vs ${b.baseline}`, 'Difference interval',
     `Lift vs ${b.baseline}`, 'Lift interval', 'Adjusted p', 'Sequential p', 'Exposures', 'Clicks', 'Closes'];
   const td = (v, cls = 'num') => h('td', { class: cls }, v);
+  const ci = (v) => td(v, 'num ci');
   const table = h('table', { id: 'arms-table', class: 'results' },
     h('caption', {}, `Arms of phase ${b.phase}: users, click-through rate and the comparison with the baseline, ${baselineName} (95% intervals, Bonferroni-corrected over the comparisons)`),
     h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, arms.map((a) => h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
       h('th', { scope: 'row' }, a.key, a.key === b.baseline ? h('span', { class: 'badge' }, ' baseline') : null, verdict.winner === a.key ? h('span', { class: 'badge running' }, ' winner') : null),
-      td(a.weight + '%'), td(fmtNum(a.exposed_users)), td(fmtNum(a.clicked_users)), td(pct(a.ctr)), td(interval(a.ctr_ci)),
-      td(pct(a.difference, true)), td(interval(a.difference_ci, true)), td(pct(a.lift, true)), td(interval(a.lift_ci, true)),
+      td(a.weight + '%'), td(fmtNum(a.exposed_users)), td(fmtNum(a.clicked_users)), td(pct(a.ctr)), ci(interval(a.ctr_ci)),
+      td(pct(a.difference, true)), ci(interval(a.difference_ci, true)), td(pct(a.lift, true)), ci(interval(a.lift_ci, true)),
       td(pValue(a.p_adjusted)), td(pValue(a.sequential_p)), td(fmtNum(a.exposures)), td(fmtNum(a.clicks)), td(fmtNum(a.closes))))));
 
   const ctrRows = arms.filter((a) => Array.isArray(a.ctr_ci) && a.ctr !== null && a.ctr !== undefined).map((a) => ({ label: a.key, est: a.ctr, lo: a.ctr_ci[0], hi: a.ctr_ci[1] }));
@@ -1315,6 +1316,7 @@ function intervalChart(id, caption, rows, zero) {
   return h('figure', { class: 'interval-chart', id },
     h('svg:svg', { width: w, height: hgt, viewBox: `0 0 ${w} ${hgt}`, role: 'img', 'aria-labelledby': id + '-cap', 'aria-describedby': descId },
       zero ? h('svg:line', { x1: x(0), x2: x(0), y1: top - 4, y2: top + rows.length * rowH, class: 'zero' }) : null,
+      zero ? h('svg:text', { x: x(0), y: top + rows.length * rowH + 12, 'text-anchor': 'middle', class: 'axis' }, '0') : null,
       rows.map((r, i) => {
         const y = top + i * rowH + rowH / 2;
         return h('svg:g', { 'data-arm': r.label },
