@@ -171,7 +171,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	reloads := &coalesce.Group[int64]{Fn: refresher.Reload}
 	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
-	admin.Stats = &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
+	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
+	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
 	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
 	admin.LogRetention = cfg.ActionLogRetention
 	adminRouter, err := admin.Router()
@@ -359,6 +360,10 @@ func (g *gatedStats) PopupStats(ctx context.Context, id int64, q popup.StatsQuer
 
 func (g *gatedStats) AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.Stats, error) {
 	return gate(g.dep, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, q) })
+}
+
+func (g *gatedStats) ExperimentDays(ctx context.Context, popupID int64, salt string) ([]popup.ExperimentDay, error) {
+	return gate(g.dep, func() ([]popup.ExperimentDay, error) { return g.stats.ExperimentDays(ctx, popupID, salt) })
 }
 
 // gatedSettings is the settings store behind the same MySQL gate as the popup repository.

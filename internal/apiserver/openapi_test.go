@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -117,7 +118,8 @@ func (s *specChecker) matchesErrorSchema(t *testing.T, body []byte) {
 }
 
 // TestResponsesMatchOpenAPI sends every route of both listeners good and bad requests against a
-// real popup-api on MariaDB and Redis, and validates every answer against api/openapi.yaml.
+// real popup-api on MariaDB and Redis, and validates every answer against api/openapi.yaml. (The
+// experiment routes are driven through the same checker by TestExperimentAdminLifecycle.)
 func TestResponsesMatchOpenAPI(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
@@ -174,6 +176,29 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 
 	// The popup as GET returns it, to send back on PUT.
 	_, stored, _ := s.do(t, call{method: http.MethodGet, url: adm + "/admin/v1/popups/" + active, header: auth, want: []int{http.StatusOK}})
+
+	// A popup with an experiment, and its phase's counts as the worker would have written them.
+	// (Added by a PUT: a create with an experiment leaves it at phase 0 without a salt on
+	// exp-admin b87264f.)
+	experimented := create("openapi-experiment", `,"status":"draft"`)
+	{
+		s.do(t, call{method: http.MethodPut, url: adm + "/admin/v1/popups/" + experimented, header: auth, want: []int{http.StatusOK},
+			body: `{"name":"openapi-experiment","status":"draft","title":"t","experiment":{"variants":[{"key":"a","weight":40,"title":"A"},` +
+				`{"key":"b","weight":40,"title":"B"}],"control":{"weight":20,"mode":"none"}}}`})
+		_, body, _ := s.do(t, call{method: http.MethodGet, url: adm + "/admin/v1/popups/" + experimented, header: auth, want: []int{http.StatusOK}})
+		var p struct{ Experiment struct{ Salt string } }
+		require.NoError(t, json.Unmarshal(body, &p), "%s", body)
+		require.NotEmpty(t, p.Experiment.Salt)
+		db, err := sql.Open("mysql", cfg.MySQLDSN)
+		require.NoError(t, err)
+		_, err = db.ExecContext(context.Background(), `INSERT INTO popup_experiment_daily
+			(popup_id, salt, arm, day, exposed_users, exposures, clicked_users, clicks, closes) VALUES
+			(?, ?, 'a', '2026-11-24', 1200, 1500, 60, 70, 300), (?, ?, 'b', '2026-11-24', 1190, 1450, 0, 0, 280),
+			(?, ?, 'control', '2026-11-24', 610, 700, 0, 0, 0), (?, ?, 'a', '2026-11-25', 30, 40, 2, 2, 5)`,
+			experimented, p.Experiment.Salt, experimented, p.Experiment.Salt, experimented, p.Experiment.Salt, experimented, p.Experiment.Salt)
+		require.NoError(t, err)
+		require.NoError(t, db.Close())
+	}
 
 	sig := func(uid string) map[string]string {
 		return map[string]string{uidauth.Header: uidauth.Sign(key, uid, clk.Now())}
@@ -391,6 +416,16 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "all stats bad days", method: "GET", url: adm + "/admin/v1/stats?days=2", header: auth, want: []int{bad}, errCode: "invalid_query"},
 		{name: "all stats without token", method: "GET", url: adm + "/admin/v1/stats", want: []int{unauth}},
 		{name: "DELETE all stats", method: "DELETE", url: adm + "/admin/v1/stats", header: auth, want: []int{noMethod}},
+		// admin: experiment results
+		{name: "experiment results", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results", header: viewer, want: []int{ok}},
+		{name: "experiment results of phase 1", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results?phase=1", header: auth, want: []int{ok}},
+		{name: "experiment results of a later phase", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results?phase=2", header: auth, want: []int{notFound}, errCode: "phase_not_found"},
+		{name: "experiment results bad phase", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results?phase=0", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "experiment results phase not a number", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results?phase=one", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "experiment results without an experiment", method: "GET", url: adm + "/admin/v1/popups/" + active + "/experiment/results", header: auth, want: []int{notFound}, errCode: "experiment_missing"},
+		{name: "experiment results of an unknown popup", method: "GET", url: adm + "/admin/v1/popups/999999999/experiment/results", header: auth, want: []int{notFound}, errCode: "popup_not_found"},
+		{name: "experiment results without token", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results", want: []int{unauth}},
+		{name: "POST experiment results", method: "POST", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results", header: auth, want: []int{noMethod}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) { s.do(t, c) })
@@ -464,10 +499,13 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		{name: "cache reload", method: "POST", url: adm + "/admin/v1/cache/reload", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "history", method: "GET", url: adm + "/admin/v1/popups/" + id + "/history", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "rollback", method: "POST", url: adm + "/admin/v1/popups/" + id + "/rollback", body: `{"revision":1}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "experiment start", method: "POST", url: adm + "/admin/v1/popups/" + id + "/experiment/start", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "experiment conclude", method: "POST", url: adm + "/admin/v1/popups/" + id + "/experiment/conclude", body: `{"variant":"a"}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "audit", method: "GET", url: adm + "/admin/v1/audit", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "export", method: "GET", url: adm + "/admin/v1/export", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "import", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"x"}]}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "stats", method: "GET", url: adm + "/admin/v1/popups/" + id + "/stats", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "experiment results", method: "GET", url: adm + "/admin/v1/popups/" + id + "/experiment/results", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "all stats", method: "GET", url: adm + "/admin/v1/stats", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "stats as CSV", method: "GET", url: adm + "/admin/v1/popups/" + id + "/stats.csv", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "settings", method: "GET", url: adm + "/admin/v1/settings", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},

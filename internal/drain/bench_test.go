@@ -28,6 +28,7 @@ func BenchmarkDrain(b *testing.B) {
 		shards   int
 		batch    int
 		oneByOne bool
+		edits    []func(*event.Event, int) // applied to each event before it is queued
 	}{
 		{name: "one-by-one", shards: 1, batch: 500, oneByOne: true},
 		{name: "batched-100", shards: 1, batch: 100},
@@ -35,12 +36,15 @@ func BenchmarkDrain(b *testing.B) {
 		{name: "batched-2000", shards: 1, batch: 2000},
 		{name: "batched-500-4shards", shards: 4, batch: 500},
 		{name: "batched-500-16shards", shards: 16, batch: 500}, // POPUP_QUEUE_SHARDS on a Cluster
+		// The experiment rollup's price: the same events without and with experiment arms.
+		{name: "batched-500-everyaction", shards: 1, batch: 500, edits: []func(*event.Event, int){everyAction}},
+		{name: "batched-500-experiments", shards: 1, batch: 500, edits: []func(*event.Event, int){everyAction, inExperiment}},
 	}
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
 			n := b.N // events; ns/op is per event
 			e := newEnv(b, m.shards, 15*time.Second)
-			e.produce(fmt.Sprintf("bench%d", n), 0, n)
+			e.produce(fmt.Sprintf("bench%d", n), 0, n, m.edits...)
 			var written atomic.Int64
 			done := make(chan struct{})
 			write := e.writer.WriteBatch
@@ -71,6 +75,23 @@ func BenchmarkDrain(b *testing.B) {
 			r.stop(b)
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
 		})
+	}
+}
+
+// everyAction gives each of mkEvent's users every action in turn (mkEvent's action is i%3 and its
+// uid i%300, so each user has one action only), so that users with impressions also click and
+// close; it keeps the users, popups and the share of each action.
+func everyAction(ev *event.Event, i int) {
+	ev.Action = []event.Action{event.Impression, event.Click, event.Close}[(i+i/300)%3]
+}
+
+// inExperiment puts event i in its popup's experiment, one of three arms by user, a control's
+// impressions being exposures: every event adds to the experiment rollup. With everyAction.
+func inExperiment(ev *event.Event, i int) {
+	arm := []string{"a", "b", "control"}[i%300%3] // by user: mkEvent's uid is i%300
+	ev.Arms = []event.ArmRef{{PopupID: ev.PopupID, Salt: "bench", Arm: arm}}
+	if arm == "control" && ev.Action == event.Impression {
+		ev.Action = event.Exposure
 	}
 }
 

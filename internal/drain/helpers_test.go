@@ -117,8 +117,9 @@ func mkEvent(prefix string, i int) event.Event {
 	}
 }
 
-// produce queues n events on their users' shards, as the API does, and returns their ids.
-func (e *env) produce(prefix string, from, n int) []string {
+// produce queues n events on their users' shards, as the API does, and returns their ids. Each
+// edit, if any, changes event i before it is queued.
+func (e *env) produce(prefix string, from, n int, edits ...func(ev *event.Event, i int)) []string {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -126,6 +127,9 @@ func (e *env) produce(prefix string, from, n int) []string {
 	pipe := e.rdb.Pipeline()
 	for i := from; i < from+n; i++ {
 		ev := mkEvent(prefix, i)
+		for _, edit := range edits {
+			edit(&ev, i)
+		}
 		pipe.RPush(ctx, e.keys.Queue(e.keys.Shard(ev.UID)), event.Append(nil, &ev))
 		ids = append(ids, ev.ID)
 		if pipe.Len() == 500 {

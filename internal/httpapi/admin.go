@@ -69,6 +69,8 @@ type Admin struct {
 	Log        *slog.Logger
 	Gatherer   prometheus.Gatherer
 	Stats      StatsReader // GET .../stats: daily results per popup
+	// ExperimentDays reads experiment results (GET .../experiment/results).
+	ExperimentDays ExperimentDays
 	// Settings holds the team's settings (the reporting time zone).
 	Settings SettingsStore
 	// LogRetention is POPUP_ACTION_LOG_RETENTION: unique users are counted for the days the
@@ -138,6 +140,7 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/popups/:id/stats", a.popupStats)
 	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
 	v1.GET("/stats", a.allStats)
+	v1.GET("/popups/:id/experiment/results", a.experimentResults)
 	// Team settings: reading is for every operator, changing them is an admin's.
 	v1.GET("/settings", a.getSettings)
 	v1.PUT("/settings", admin("changing settings"), a.putSettings)

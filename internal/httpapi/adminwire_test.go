@@ -164,11 +164,14 @@ func TestParseFlag(t *testing.T) {
 	}
 }
 
-// TestWireCarriesEveryField: the admin wire shows every field of a popup, and a popup put back as
-// it was read builds into the same popup (the fields the server owns aside).
+// TestWireCarriesEveryField: the admin wire shows every field of a popup, its experiment's too,
+// and a popup put back as it was read builds into the same popup (the fields the server owns
+// aside: the experiment's status, phase, salt, phase_started_at and concluded_variant are the
+// store's to keep).
 func TestWireCarriesEveryField(t *testing.T) {
 	t.Parallel()
 	want := popuptest.Full()
+	want.Experiment = popuptest.FullExperiment()
 	out := toWire(want, *want.StartAt)
 	popuptest.RequireNoZeroField(t, out)
 	raw, err := json.Marshal(out)
@@ -180,5 +183,82 @@ func TestWireCarriesEveryField(t *testing.T) {
 	got, err := fromWire(in).BuildWith(links)
 	require.NoError(t, err)
 	got.ID, got.Revision, got.CreatedAt, got.UpdatedAt = want.ID, want.Revision, want.CreatedAt, want.UpdatedAt
+	require.NotNil(t, got.Experiment)
+	e, w := got.Experiment, want.Experiment
+	assert.Equal(t, popup.ExperimentDraft, e.Status, "sent back, the status is not taken")
+	assert.Zero(t, e.Phase)
+	assert.Empty(t, e.Salt)
+	e.Status, e.Phase, e.Salt, e.PhaseStartedAt, e.ConcludedVariant = w.Status, w.Phase, w.Salt, w.PhaseStartedAt, w.ConcludedVariant
 	assert.Equal(t, want, got)
+}
+
+// TestExperimentWireDefaultsAndNull: an experiment's coverage defaults to 100 and its control's
+// mode to none; null (or no key) is no experiment, and none shows as null.
+func TestExperimentWireDefaultsAndNull(t *testing.T) {
+	t.Parallel()
+	in, err := decodePopupBody([]byte(`{"name":"x","experiment":{"variants":[{"key":"a","weight":80}],"control":{"weight":20}}}`))
+	require.NoError(t, err)
+	p, err := fromWire(in).Build()
+	require.NoError(t, err)
+	require.NotNil(t, p.Experiment)
+	assert.Equal(t, 100, p.Experiment.CoveragePercent)
+	assert.Equal(t, popup.ControlNone, p.Experiment.Control.Mode)
+	assert.Equal(t, json.RawMessage(`{}`), p.Experiment.Variants[0].Ext)
+
+	for _, give := range []string{`{"name":"x"}`, `{"name":"x","experiment":null}`} {
+		in, err := decodePopupBody([]byte(give))
+		require.NoError(t, err)
+		p, err := fromWire(in).Build()
+		require.NoError(t, err)
+		assert.Nil(t, p.Experiment, give)
+	}
+	raw, err := json.Marshal(toWire(popuptest.Full(), time.Now()))
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"experiment":null`)
+}
+
+func TestDecodeExperimentNamesTheField(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give string
+		want []popup.FieldError
+	}{
+		{"unknown key", `{"variants":[],"colour":1}`, []popup.FieldError{{Field: "experiment.colour", Message: "is not a field of an experiment"}}},
+		{"unknown variant key", `{"variants":[{"key":"a"},{"key":"b","url":"x"}]}`, []popup.FieldError{
+			{Field: "experiment.variants[1].url", Message: "is not a field of a variant"}}},
+		{"unknown control key", `{"variants":[],"control":{"weight":1,"kind":"x"}}`, []popup.FieldError{
+			{Field: "experiment.control.kind", Message: "is not a field of the control"}}},
+		{"unknown button key", `{"variants":[{"key":"a","buttons":[{"text":"t","url":"u"}]}]}`, []popup.FieldError{
+			{Field: "experiment.variants[0].buttons.url", Message: "is not a field of buttons"}}},
+		{"weight as a string", `{"variants":[{"key":"a","weight":"50"}]}`, []popup.FieldError{
+			{Field: "experiment.variants[0].weight", Message: "must be an integer in range, not string"}}},
+		{"planned_end_at not a time", `{"variants":[],"planned_end_at":"soon"}`, []popup.FieldError{
+			{Field: "experiment.planned_end_at", Message: "must be an RFC 3339 time such as 2026-12-01T00:00:00Z, or null"}}},
+		{"variants not an array", `{"variants":{}}`, []popup.FieldError{{Field: "experiment.variants", Message: "must be an array of variants"}}},
+		{"a variant not an object", `{"variants":[1]}`, []popup.FieldError{{Field: "experiment.variants[0]", Message: "must be a variant (a JSON object)"}}},
+		{"not an object", `[]`, []popup.FieldError{{Field: "experiment", Message: "must be an experiment (a JSON object)"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodePopupBody([]byte(`{"name":"x","experiment":` + tt.give + `}`))
+			var ae *apiError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, "invalid_json", ae.code)
+			assert.Equal(t, tt.want, ae.fields)
+		})
+	}
+}
+
+// TestExperimentValidationNamesTheVariantField: a rule on a variant's content is a
+// validation_failed naming the variant's field.
+func TestExperimentValidationNamesTheVariantField(t *testing.T) {
+	t.Parallel()
+	in, err := decodePopupBody([]byte(`{"name":"x","experiment":{"variants":[{"key":"a","weight":50},{"key":"b","weight":50,"link_url":"javascript:alert(1)"}]}}`))
+	require.NoError(t, err)
+	_, err = fromWire(in).Build()
+	var ve *popup.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Len(t, ve.Fields, 1)
+	assert.Equal(t, "experiment.variants[1].link_url", ve.Fields[0].Field)
 }

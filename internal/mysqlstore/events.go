@@ -46,7 +46,8 @@ const (
 
 // WriteBatch writes events in one transaction: an insert into the action log that skips known
 // (uid, event_id) pairs, an upsert of the user state with the events merged per (uid, popup_id)
-// beforehand, and the daily counters of the events the log newly accepted (see dailyCount).
+// beforehand, and the daily counters and the experiment rollup (exprollup.go) of the events the
+// log newly accepted (see dailyCount).
 // Rows go in key order, so that concurrent writers lock in the same order and do not deadlock
 // each other. A *PermanentError means some event of the batch is rejected by the database
 // whatever the retries; any other error is worth retrying.
@@ -146,6 +147,9 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, logQ string, logArgs
 	if err = addSlotStats(ctx, tx, slots); err != nil {
 		return 0, err
 	}
+	if err = addExperimentCounts(ctx, tx, batch, events, news); err != nil {
+		return 0, err
+	}
 	return inserted, tx.Commit()
 }
 
@@ -241,6 +245,9 @@ func countEvents(events []event.Event, news []newRow) ([]dailyCount, []slotCount
 	var slots []slotCount
 	for _, r := range news {
 		e := &events[r.i]
+		if e.Action == event.Exposure {
+			continue // not an impression: a control user was shown nothing (docs/CONTRACT.md §10)
+		}
 		sec := r.at.Unix()
 		dk := dayKey{e.PopupID, floorDiv(sec, 86400)}
 		d, ok := dayIdx[dk]
@@ -469,7 +476,9 @@ func (r *mergedState) mergeDay(e *event.Event) {
 func eventState(e *event.Event) popup.PopupState {
 	st := popup.PopupState{NextShowAt: e.NextShowAt, Impressions: e.Impressions}
 	switch e.Action {
-	case event.Impression:
+	case event.Impression, event.Exposure:
+		// A control exposure advances the state as an impression would (docs/CONTRACT.md §10),
+		// its day count aside (mergeDay).
 		st.LastImpressionAt = e.At
 	case event.Click:
 		st.LastClickAt = e.At

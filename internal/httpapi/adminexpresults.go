@@ -1,0 +1,198 @@
+package httpapi
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/experiment/results"
+	"popupsvc/internal/experiment/stats"
+	"popupsvc/internal/popup"
+)
+
+// ExperimentDays reads an experiment phase's per-arm, per-day counts (mysqlstore.StatsRepo).
+type ExperimentDays interface {
+	ExperimentDays(ctx context.Context, popupID int64, salt string) ([]popup.ExperimentDay, error)
+}
+
+var (
+	errNoExperiment = &apiError{status: http.StatusNotFound, code: "experiment_missing", message: "the popup has no experiment"}
+	errNoPhase      = &apiError{status: http.StatusNotFound, code: "phase_not_found", message: "the experiment has no such phase",
+		fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the popup's experiment"}}}
+)
+
+type expArmBody struct {
+	Key          string      `json:"key"`
+	Weight       int         `json:"weight"`
+	Control      bool        `json:"control"`
+	ExposedUsers int64       `json:"exposed_users"`
+	ClickedUsers int64       `json:"clicked_users"`
+	Exposures    int64       `json:"exposures"`
+	Clicks       int64       `json:"clicks"`
+	Closes       int64       `json:"closes"`
+	CTR          *float64    `json:"ctr"`
+	CTRCI        *[2]float64 `json:"ctr_ci"`
+	Difference   *float64    `json:"difference"`
+	DifferenceCI *[2]float64 `json:"difference_ci"`
+	PAdjusted    *float64    `json:"p_adjusted"`
+	Lift         *float64    `json:"lift"`
+	LiftCI       *[2]float64 `json:"lift_ci"`
+	SequentialP  *float64    `json:"sequential_p"`
+	SequentialCI *[2]float64 `json:"sequential_ci"`
+}
+
+type expDayBody struct {
+	Day          string `json:"day"`
+	Arm          string `json:"arm"`
+	ExposedUsers int64  `json:"exposed_users"`
+	Exposures    int64  `json:"exposures"`
+	ClickedUsers int64  `json:"clicked_users"`
+	Clicks       int64  `json:"clicks"`
+	Closes       int64  `json:"closes"`
+}
+
+type expSRMBody struct {
+	ChiSquare float64 `json:"chi_square"`
+	DF        int     `json:"df"`
+	P         float64 `json:"p"`
+	Alarm     bool    `json:"alarm"`
+}
+
+type expVerdictBody struct {
+	Winner *string `json:"winner"`
+	Reason string  `json:"reason"`
+}
+
+type expOptionsBody struct {
+	Alpha      float64 `json:"alpha"`
+	SRMAlpha   float64 `json:"srm_alpha"`
+	MinExposed int64   `json:"min_exposed"`
+	MinClicks  int64   `json:"min_clicks"`
+}
+
+type expResultsBody struct {
+	PopupID        int64          `json:"popup_id"`
+	Phase          int            `json:"phase"`
+	Salt           string         `json:"salt"`
+	Status         string         `json:"status"`
+	PhaseStartedAt *time.Time     `json:"phase_started_at"`
+	PlannedEndAt   *time.Time     `json:"planned_end_at"`
+	Baseline       string         `json:"baseline"`
+	Arms           []expArmBody   `json:"arms"`
+	Days           []expDayBody   `json:"days"`
+	SRM            expSRMBody     `json:"srm"`
+	Verdict        expVerdictBody `json:"verdict"`
+	Options        expOptionsBody `json:"options"`
+}
+
+// experimentResults answers GET /admin/v1/popups/:id/experiment/results[?phase=N]: the phase's
+// (default the current one's) per-arm results, days, ratio check and verdict. An earlier phase
+// is found in the popup's revisions (results.Phase).
+func (a *Admin) experimentResults(c *gin.Context) {
+	id, aerr := popupID(c)
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	phase := 0
+	if v, ok := c.GetQuery("phase"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(c, a.Log, queryError("phase", "must be a positive integer"))
+			return
+		}
+		phase = n
+	}
+	ctx := c.Request.Context()
+	p, err := a.Repo.Get(ctx, id)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	cur := p.Experiment
+	if cur == nil {
+		writeError(c, a.Log, errNoExperiment)
+		return
+	}
+	if phase == 0 {
+		phase = cur.Phase
+	}
+	var history []popup.Revision
+	if phase < cur.Phase {
+		if history, err = a.Repo.History(ctx, id); err != nil {
+			writeError(c, a.Log, err)
+			return
+		}
+	}
+	exp, ok := results.Phase(cur, history, phase)
+	if !ok {
+		writeError(c, a.Log, errNoPhase)
+		return
+	}
+	days, err := a.ExperimentDays.ExperimentDays(ctx, id, exp.Salt)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	res, err := results.Compute(exp, days, a.Now())
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	c.JSON(http.StatusOK, toResultsWire(id, cur.Status, res))
+}
+
+// toResultsWire is the results' admin shape; status is the experiment's (current) status.
+func toResultsWire(id int64, status popup.ExperimentStatus, r results.Results) expResultsBody {
+	b := expResultsBody{PopupID: id, Phase: r.Phase, Salt: r.Salt, Status: string(status), PhaseStartedAt: r.PhaseStartedAt,
+		PlannedEndAt: r.PlannedEndAt, Baseline: r.Baseline, Arms: make([]expArmBody, len(r.Arms)), Days: make([]expDayBody, len(r.Days)),
+		SRM:     expSRMBody{ChiSquare: r.SampleRatio.ChiSquare, DF: r.SampleRatio.DF, P: r.SampleRatio.P, Alarm: r.SampleRatio.SRM},
+		Verdict: expVerdictBody{Reason: string(r.Reason)},
+		Options: expOptionsBody{Alpha: r.Options.Alpha, SRMAlpha: r.Options.SRMAlpha, MinExposed: r.Options.MinExposed, MinClicks: r.Options.MinClicks}}
+	if r.Winner != "" {
+		b.Verdict.Winner = &r.Winner
+	}
+	for i, a := range r.Arms {
+		w := expArmBody{Key: a.Key, Weight: a.Weight, Control: a.Control, ExposedUsers: a.ExposedUsers, ClickedUsers: a.ClickedUsers,
+			Exposures: a.Exposures, Clicks: a.Clicks, Closes: a.Closes}
+		if a.Rate != nil {
+			w.CTR, w.CTRCI = finite(a.Rate.CTR), interval(a.Rate.CI)
+		}
+		if c := a.Comparison; c != nil && c.Estimable {
+			w.Difference, w.DifferenceCI, w.PAdjusted = finite(c.Difference), interval(c.DiffCI), finite(c.PAdjusted)
+			w.SequentialP, w.SequentialCI = finite(c.Sequential.P), interval(c.Sequential.CI)
+			if c.LiftDefined {
+				w.Lift = finite(c.Lift)
+			}
+			if c.LiftBounded {
+				w.LiftCI = interval(c.LiftCI)
+			}
+		}
+		b.Arms[i] = w
+	}
+	for i, d := range r.Days {
+		b.Days[i] = expDayBody{Day: d.Day, Arm: d.Arm, ExposedUsers: d.ExposedUsers, Exposures: d.Exposures,
+			ClickedUsers: d.ClickedUsers, Clicks: d.Clicks, Closes: d.Closes}
+	}
+	return b
+}
+
+// finite is v, or nil (JSON null) where it is not a number JSON can carry.
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// interval is iv as [lower, upper], or nil where either end is not finite.
+func interval(iv stats.Interval) *[2]float64 {
+	if finite(iv.Lower) == nil || finite(iv.Upper) == nil {
+		return nil
+	}
+	return &[2]float64{iv.Lower, iv.Upper}
+}

@@ -1,0 +1,264 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/testenv"
+)
+
+// expUsers is how many users the experiment events spread over.
+const expUsers = 50
+
+// expSalt is popup p's experiment salt in these tests.
+func expSalt(p int64) string { return fmt.Sprintf("salt-%d", p) }
+
+// expArm is user u's arm in popup p's experiment: popup 1 has variants a, b and a control,
+// popup 2 variants a and b (the assignment is deterministic, so a user keeps one arm).
+func expArm(p int64, u int) string {
+	if p == 1 {
+		return []string{"a", "b", "control"}[u%3]
+	}
+	return []string{"a", "b"}[u%2]
+}
+
+// expEventAt is event i of the experiment set: the first 200 expose every user twice in each of
+// popups 1 and 2 (a control user gets an exposure, the others an impression); the rest are clicks,
+// closes and more exposures of the same users. Ten minutes apart: about three UTC days.
+func expEventAt(i int) event.Event {
+	u := i % expUsers
+	p := int64(1 + (i/expUsers)%2)
+	arm := expArm(p, u)
+	at := t0.Add(time.Duration(i) * 10 * time.Minute)
+	e := event.Event{ID: fmt.Sprintf("x%d", i), UID: fmt.Sprintf("u%d", u), PopupID: p, At: at, NextShowAt: at.Add(time.Hour),
+		Arms: []event.ArmRef{{PopupID: p, Salt: expSalt(p), Arm: arm}}}
+	switch {
+	case i >= 200 && i%3 == 0:
+		e.Action = event.Click
+	case i >= 200 && i%3 == 1:
+		e.Action = event.Close
+	case arm == "control":
+		e.Action, e.Impressions = event.Exposure, 1+i/100
+	default:
+		e.Action, e.Impressions, e.DayCount = event.Impression, 1+i/100, 1
+	}
+	return e
+}
+
+// expUserRow is one popup_experiment_user row.
+type expUserRow struct {
+	Arm                       string
+	FirstExposed              time.Time
+	Exposures, Clicks, Closes int64
+	Clicked                   bool
+}
+
+func readExpUsers(t *testing.T, db *sql.DB) map[string]expUserRow {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT popup_id, salt, uid, arm, first_exposed_at, exposures, clicks, closes,
+		first_click_at IS NOT NULL FROM popup_experiment_user`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]expUserRow{}
+	for rows.Next() {
+		var p int64
+		var salt, uid string
+		var r expUserRow
+		require.NoError(t, rows.Scan(&p, &salt, &uid, &r.Arm, &r.FirstExposed, &r.Exposures, &r.Clicks, &r.Closes, &r.Clicked))
+		out[fmt.Sprintf("%d/%s/%s", p, salt, uid)] = r
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// expDailyRow is one popup_experiment_daily row's counts.
+type expDailyRow struct{ ExposedUsers, Exposures, ClickedUsers, Clicks, Closes int64 }
+
+func readExpDaily(t *testing.T, db *sql.DB, q string) map[string]expDailyRow {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), q)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]expDailyRow{}
+	for rows.Next() {
+		var key string
+		var r expDailyRow
+		require.NoError(t, rows.Scan(&key, &r.ExposedUsers, &r.Exposures, &r.ClickedUsers, &r.Clicks, &r.Closes))
+		out[key] = r
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func TestExperimentRollupCountsEachAcceptedEventOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	w := mysqlstore.NewEventWriter(db)
+	events := make([]event.Event, 400)
+	for i := range events {
+		events[i] = expEventAt(i)
+	}
+	plain := event.Event{ID: "p1", UID: "u1", PopupID: 3, Action: event.Impression, At: t0, Impressions: 1, DayCount: 2}
+
+	require.NoError(t, w.WriteBatch(ctx, append(events[:200:200], plain)), "every user's first exposures")
+	require.NoError(t, w.WriteBatch(ctx, events[:200]), "a batch redelivered after a crash")
+	require.NoError(t, w.WriteBatch(ctx, append([]event.Event{events[210], events[211], events[212]}, events[150:300]...)),
+		"overlapping, with repeats inside the batch")
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for worker := range 2 {
+		wg.Go(func() {
+			for round := range 4 {
+				errs <- w.WriteBatch(ctx, events[250+(worker*37+round*53)%100:])
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, readLog(t, db), 401, "every event once in the log")
+
+	// Per user: the arm, and the counts of the log's events (every user was exposed before any
+	// click or close, and first in the first batch).
+	want := map[string]expUserRow{}
+	for _, e := range events {
+		k := fmt.Sprintf("%d/%s/%s", e.PopupID, expSalt(e.PopupID), e.UID)
+		r := want[k]
+		r.Arm = e.Arms[0].Arm
+		switch e.Action {
+		case event.Impression, event.Exposure:
+			r.Exposures++
+			if r.FirstExposed.IsZero() {
+				r.FirstExposed = e.At
+			}
+		case event.Click:
+			r.Clicks++
+			r.Clicked = true
+		case event.Close:
+			r.Closes++
+		}
+		want[k] = r
+	}
+	got := readExpUsers(t, db)
+	assert.Len(t, got, 2*expUsers)
+	assert.Equal(t, want, got)
+
+	// Per arm: the days sum to the users' totals, and the day of each user's first exposure and
+	// first click counts the user.
+	byArm := `SELECT CONCAT(popup_id, '/', salt, '/', arm), %s FROM %s GROUP BY popup_id, salt, arm`
+	days := readExpDaily(t, db, fmt.Sprintf(byArm, "SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)", "popup_experiment_daily"))
+	users := readExpDaily(t, db, fmt.Sprintf(byArm, "COUNT(*), SUM(exposures), SUM(first_click_at IS NOT NULL), SUM(clicks), SUM(closes)", "popup_experiment_user"))
+	assert.Len(t, days, 5, "popup 1's three arms, popup 2's two")
+	assert.Equal(t, users, days)
+	byDay := `SELECT CONCAT(popup_id, '/', arm, '/', %s), %s FROM %s GROUP BY 1`
+	firstDays := readExpDaily(t, db, fmt.Sprintf(byDay, "DATE(first_exposed_at)", "COUNT(*), 0, 0, 0, 0", "popup_experiment_user"))
+	for k, r := range readExpDaily(t, db, fmt.Sprintf(byDay, "day", "SUM(exposed_users), 0, 0, 0, 0", "popup_experiment_daily")) {
+		if r.ExposedUsers == 0 {
+			delete(firstDays, k) // a day with events but no first exposure
+			continue
+		}
+		assert.Equal(t, firstDays[k], r, k)
+		delete(firstDays, k)
+	}
+	assert.Empty(t, firstDays)
+	clickDays := readExpDaily(t, db, fmt.Sprintf(byDay, "DATE(first_click_at)", "0, 0, COUNT(*), 0, 0", "popup_experiment_user WHERE first_click_at IS NOT NULL"))
+	dailyClicked := readExpDaily(t, db, fmt.Sprintf(byDay, "day", "0, 0, SUM(clicked_users), 0, 0", "popup_experiment_daily WHERE clicked_users > 0"))
+	assert.NotEmpty(t, clickDays)
+	assert.Equal(t, clickDays, dailyClicked)
+
+	// Exposures are in the log and the state, not in the impression counters.
+	log := logCounts(t, db)
+	var exposures int64
+	for k, n := range log {
+		if k.Action == string(event.Exposure) {
+			exposures += n
+			delete(log, k)
+		}
+	}
+	assert.Positive(t, exposures)
+	assert.Equal(t, log, statsCounts(t, db), "popup_daily_stats: impressions, clicks and closes only")
+	var slotImpressions, logImpressions int64
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT SUM(impressions) FROM popup_slot_stats`).Scan(&slotImpressions))
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log WHERE action = 'impression'`).Scan(&logImpressions))
+	assert.Equal(t, logImpressions, slotImpressions, "popup_slot_stats: no exposures")
+}
+
+func TestExperimentRollupCountsClicksOnlyOfExposedUsers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	w := mysqlstore.NewEventWriter(db)
+	day1 := time.Date(2026, 3, 1, 23, 0, 0, 0, time.UTC)
+	day2 := day1.Add(2 * time.Hour)
+	arm := func(arm string) []event.ArmRef { return []event.ArmRef{{PopupID: 1, Salt: "s", Arm: arm}} }
+	ev := func(id string, a event.Action, at time.Time, arms ...event.ArmRef) event.Event {
+		return event.Event{ID: id, UID: "u1", PopupID: 1, Action: a, At: at, NextShowAt: at.Add(time.Hour), Impressions: 1, Arms: arms}
+	}
+
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{ev("c0", event.Click, day1, arm("b")...), ev("x0", event.Close, day1, arm("b")...)}),
+		"a click and a close before any exposure")
+	assert.Empty(t, readExpUsers(t, db), "count nothing")
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{ev("i1", event.Impression, day1, arm("b")...)}))
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{ev("c1", event.Click, day2, arm("b")...), ev("c2", event.Click, day2.Add(time.Second), arm("b")...)}))
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{ev("c3", event.Click, day2.Add(time.Minute), arm("b")...)}))
+	// A click on popup 2, which u1 got because popup 1's control fell through, counts for that
+	// control too; u1 has no row in that phase... until exposed.
+	fall := ev("c4", event.Click, day2.Add(time.Hour), event.ArmRef{PopupID: 1, Salt: "t", Arm: "control"})
+	fall.PopupID = 2
+	exposure := ev("e5", event.Exposure, day2.Add(time.Hour), event.ArmRef{PopupID: 1, Salt: "t", Arm: "control"})
+	exposure.Impressions, exposure.DayCount = 2, 5 // a day count an exposure must not write
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{exposure, fall}))
+
+	got := readExpUsers(t, db)
+	assert.Equal(t, expUserRow{Arm: "b", FirstExposed: day1, Exposures: 1, Clicks: 3, Clicked: true}, got["1/s/u1"])
+	assert.Equal(t, expUserRow{Arm: "control", FirstExposed: day2.Add(time.Hour), Exposures: 1, Clicks: 1, Clicked: true}, got["1/t/u1"])
+	daily := readExpDaily(t, db, `SELECT CONCAT(salt, '/', arm, '/', day), exposed_users, exposures, clicked_users, clicks, closes FROM popup_experiment_daily`)
+	assert.Equal(t, map[string]expDailyRow{
+		"s/b/2026-03-01":       {ExposedUsers: 1, Exposures: 1},
+		"s/b/2026-03-02":       {ClickedUsers: 1, Clicks: 3},
+		"t/control/2026-03-02": {ExposedUsers: 1, Exposures: 1, ClickedUsers: 1, Clicks: 1},
+	}, daily, "the first click counted once, on its day")
+
+	// The exposure advanced the state like an impression but not the day's impression count.
+	var impressions, dayImpressions int
+	var lastImpression time.Time
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT impressions, day_impressions, last_impression_at FROM popup_user_state WHERE uid = 'u1' AND popup_id = 1`).
+		Scan(&impressions, &dayImpressions, &lastImpression))
+	assert.Equal(t, 2, impressions)
+	assert.Equal(t, exposure.At, lastImpression)
+	assert.Zero(t, dayImpressions, "the daily cap does not count an exposure")
+}
+
+func TestMigration10KeepsDataAndTakesExposures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openAt(t, 8)
+	_, err := db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES
+		('e1', 'u1', 7, 'impression', '2026-03-01 10:00:00'), ('e2', 'u1', 7, 'click', '2026-03-01 10:00:01')`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_daily_stats (popup_id, day, impressions, clicks) VALUES (7, '2026-03-01', 1, 1)`)
+	require.NoError(t, err)
+
+	applied, err := mysqlstore.Migrate(ctx, db)
+	require.NoError(t, err)
+	assert.Contains(t, applied, int64(10))
+	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
+	assert.Equal(t, logCounts(t, db), statsCounts(t, db), "the log and its counts are kept")
+
+	require.NoError(t, mysqlstore.NewEventWriter(db).WriteBatch(ctx, []event.Event{{ID: "e3", UID: "u2", PopupID: 7, Action: event.Exposure,
+		At: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC), Impressions: 1, Arms: []event.ArmRef{{PopupID: 7, Salt: "s", Arm: "control"}}}}))
+	assert.Equal(t, "u2/7/exposure/2026-03-01T11:00:00Z/", readLog(t, db)["e3"])
+	assert.Len(t, readExpUsers(t, db), 1)
+}
