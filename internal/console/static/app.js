@@ -1248,12 +1248,13 @@ async function experimentScreen(id, qs) {
   const verdict = b.verdict || {};
   const baselineName = b.baseline === 'control' ? 'the control' : `variant ${b.baseline}`;
 
+  const dof = `${srm.df ?? '—'} degree${srm.df === 1 ? '' : 's'} of freedom`;
   const srmBox = srm.alarm
     ? h('div', { class: 'alert error srm-alarm', role: 'alert', id: 'srm' },
       h('p', {}, h('strong', {}, 'Sample-ratio mismatch: do not trust these results.')),
-      h('p', {}, `The exposed users of the arms do not match their weights (χ² ${fmtNum(srm.chi_square)}, ${srm.df} degrees of freedom, p ${pValue(srm.p)}; the alarm is at p below ${o.srm_alpha ?? 0.001}). Users are lost or double-counted in some arm: look for a client that drops the popup, a filter, or a change of weights within the phase.`))
+      h('p', {}, `The exposed users of the arms do not match their weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; the alarm is at p below ${o.srm_alpha ?? 0.001}). Users are lost or double-counted in some arm: look for a client that drops the popup, a filter, or a change of weights within the phase.`))
     : h('div', { class: 'alert info', role: 'status', id: 'srm' },
-      `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${srm.df ?? '—'} degrees of freedom, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`);
+      `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`);
   const why = (VERDICTS[verdict.reason] || (() => verdict.reason || ''))(o);
   const verdictBox = h('div', { id: 'verdict', class: 'verdict-box ' + (verdict.winner ? 'winner' : 'none') },
     h('p', { class: 'verdict' }, verdict.winner ? `Winner: variant “${verdict.winner}”` : 'No winner'),
@@ -1290,11 +1291,13 @@ async function experimentScreen(id, qs) {
     h('p', { id: 'experiment-meta' }, `Phase ${b.phase}, `, h('span', { class: 'badge ' + b.status }, b.status),
       `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}). Salt `, h('code', {}, b.salt || '—'), '.'),
     picker, srmBox, verdictBox,
-    h('section', { 'aria-labelledby': 'arms-h' }, h('h2', { id: 'arms-h' }, 'Arms'), h('div', { class: 'table-wrap' }, table),
+    h('section', { 'aria-labelledby': 'arms-h' }, h('h2', { id: 'arms-h' }, 'Arms'),
+      // a wide table scrolls sideways: focusable, so the keyboard can scroll it too
+      h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'arms-h' }, table),
       h('p', { class: 'help' }, `A user counts once per arm: CTR is clicked users / exposed users (Wilson interval). The baseline is ${baselineName}; “—” where a number is not defined (a control that shows nothing has no CTR). Sequential p stays valid however often you look; adjusted p is the fixed-horizon test's, for after the planned end. Minimum sample: ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks per arm; α ${o.alpha ?? '?'}.`)),
     h('section', { 'aria-labelledby': 'chart-h' }, h('h2', { id: 'chart-h' }, 'Intervals'), charts,
       h('p', { class: 'help' }, 'The charts show the numbers of the Arms table, which is their text equivalent.')),
-    h('section', { 'aria-labelledby': 'days-h' }, h('h2', { id: 'days-h' }, 'Per day'), h('div', { class: 'table-wrap' }, dayTable)));
+    h('section', { 'aria-labelledby': 'days-h' }, h('h2', { id: 'days-h' }, 'Per day'), h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'days-h' }, dayTable)));
 }
 
 const fmtNum = (n) => (typeof n === 'number' && !isNaN(n) ? (Number.isInteger(n) ? String(n) : n.toFixed(2)) : '—');
