@@ -150,6 +150,7 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	b.run(chromedp.Click("#experiment-conclude", chromedp.ByQuery))
 	b.answerDialogCheck("Conclude", true, func() {
 		assert.Contains(t, b.text("#confirm-text"), "becomes the popup's own")
+		assert.Contains(t, b.text("#conclude-verdict"), "The results of phase 2 name no winner", "the verdict is said; nothing counted yet")
 		b.run(chromedp.Click(`#conclude-choice input[value="b"]`, chromedp.ByQuery))
 	})
 	b.waitFor(`document.querySelector('#experiment-status .badge.concluded')`)

@@ -750,10 +750,17 @@ async function editScreen(id, carry) {
     const e = current.experiment;
     let payload;
     if (kind === 'conclude') {
+      // the current phase's verdict, when it names a winner, is the choice offered first
+      const rr = await api('GET', `/admin/v1/popups/${current.id}/experiment/results`);
+      const winner = rr.ok ? rr.body.verdict?.winner : null;
       const name = uid('conclude');
       const pick = h('fieldset', { id: 'conclude-choice' }, h('legend', {}, 'The variant to ship'),
+        h('p', { class: 'help', id: 'conclude-verdict' }, rr.ok
+          ? (winner ? `The results of phase ${rr.body.phase} name variant “${winner}” the winner.` : `The results of phase ${rr.body.phase} name no winner (${rr.body.verdict?.reason || 'no verdict'}).`)
+          : 'The results cannot be read now.'),
         e.variants.map((v, i) => h('label', { class: 'check block' },
-          h('input', { type: 'radio', name, value: v.key, checked: i === 0 }), ` ${v.key}`, v.title ? ` “${v.title}”` : '')));
+          h('input', { type: 'radio', name, value: v.key, checked: winner ? v.key === winner : i === 0 }), ` ${v.key}`, v.title ? ` “${v.title}”` : '',
+          v.key === winner ? ' (the winner)' : '')));
       const live = isLive(current.status) ? ' Every instance serves it within 2 seconds.' : '';
       if (!await confirmDialog('Conclude the experiment?', `The chosen variant's content (title, content, image, link, buttons and ext) becomes the popup's own, for every user; the experiment ends and becomes read-only, its results kept.${live}`, 'Conclude', pick)) return;
       payload = { variant: pick.querySelector('input:checked').value };
