@@ -158,6 +158,15 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	assert.True(t, b.has(vf("variants[0].weight")+"[disabled]"), "a concluded experiment is read-only")
 	assert.False(t, b.has("#experiment-start"), "a concluded experiment has no transitions")
 	assert.Equal(t, "concluded", in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)["status"])
+
+	// a concluded experiment can only be removed (experiment null); then a new one may be added
+	b.run(chromedp.Click("#experiment-remove", chromedp.ByQuery))
+	assert.Contains(t, b.text("#experiment-removed"), "removed when you save")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#experiment-add')`)
+	gone := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	assert.Nil(t, gone.Body["experiment"], gone.Raw)
+	assert.Equal(t, "Spring sale: 20% off", gone.Body["title"], "the shipped content stays")
 }
 
 // A transition refused by the API is shown: the experiment started in another tab meanwhile makes
@@ -227,4 +236,28 @@ func TestConsoleExperimentFollowsTheRole(t *testing.T) {
 		assert.Equal(t, tt.want, b.offered(sels...), "%s on popup %d", tt.operator, tt.id)
 		assert.Contains(t, b.text("#experiment-status"), "draft")
 	}
+}
+
+// Publishing a live popup whose running experiment's arms change: the one review shows both the
+// diff and the new phase.
+func TestConsoleExperimentNewPhaseInThePublishReview(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	id := in.createPopup(t, map[string]any{"name": "live test", "status": "active", "title": "Own",
+		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}})
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	b := newBrowser(t, in)
+	b.signIn()
+	b.openPopup(id, 2)
+	b.fill(vf("variants[1].title"), "B, reworded")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialogCheck("Publish these changes", true, func() {
+		assert.Contains(t, b.text("#phase-choice legend"), "phase 2")
+		assert.Contains(t, b.text("#confirm-body table"), "experiment.variants[1].title")
+	})
+	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
+	e := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)
+	assert.Equal(t, 2.0, e["phase"], "a variant's content changed: a new phase")
+	assert.Equal(t, "running", e["status"])
 }
