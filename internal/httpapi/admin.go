@@ -23,9 +23,10 @@ import (
 	"popupsvc/internal/snapshot"
 )
 
-// PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo). Update,
-// Archive and Rollback with a non-nil ifRevision write only while the popup is at one of those
-// revisions, checked atomically with the write, and return popup.ErrRevisionMismatch otherwise.
+// PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo). Update (with
+// opts.IfRevision), Archive, Rollback and Transition with a non-nil ifRevision write only while
+// the popup is at one of those revisions, checked atomically with the write, and return
+// popup.ErrRevisionMismatch otherwise.
 // Every write records the popup's new revision and an audit entry naming actor and its role in
 // its own transaction; a write that would give two live popups one name returns
 // popup.ErrNameTaken. Every write first checks the actor's role against the rights rule

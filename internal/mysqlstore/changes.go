@@ -386,8 +386,10 @@ func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 // the popup holds already (changed false). A revision the popup never had is
 // popup.ErrRevisionNotKept. The status is the old revision's too: rolling back over an archive
 // brings the popup back. The bucket seed is the stored one (it never changes; a revision from
-// before seeds has none). An actor whose role does not allow it (popup.Write.Needs) gets a
-// *popup.ForbiddenError, also when the rollback would change nothing.
+// before seeds has none). The experiment is the old revision's as a PUT of it would write it
+// (popup.KeepExperiment, its errors returned): its status and phase stay the stored ones. An
+// actor whose role does not allow it (popup.Write.Needs) gets a *popup.ForbiddenError, also when
+// the rollback would change nothing.
 func (r *PopupRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
 	err = r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		var raw []byte
@@ -426,7 +428,9 @@ const importBatch = 200
 // Import matches each popup of ps to the live popup of the same name (whose bucket seed it keeps:
 // another one is a *popup.BatchItemError of popup.ErrBucketSeedChanged) and, in one transaction
 // with one config version bump, creates those without a match and updates those whose content
-// differs (each audited as an import). A dry run reads and counts the same way and writes
+// differs (each audited as an import). Each popup's experiment follows a PUT's phase rules
+// against the matched popup's (popup.KeepExperiment; its errors are *popup.BatchItemError). A dry
+// run reads and counts the same way and writes
 // nothing; so does an import that would change nothing (no version bump either). ps must hold no
 // archived popup and no name twice (the caller validated it); the live popups are locked while
 // the import runs, so the counts are exact. An actor whose role does not allow it

@@ -52,9 +52,11 @@ const (
 // each other. A *PermanentError means some event of the batch is rejected by the database
 // whatever the retries; any other error is worth retrying.
 //
-// Statement size: a row is at most maxRowBytes on the wire, so the largest batch the config
-// allows (5,000) stays under 2.5 MiB, well under the default max_allowed_packet (16 MiB on MariaDB
-// 10.11, 64 MiB on MySQL 8.0); CheckBatchSize verifies it against the server at start.
+// Statement size: a row is at most maxRowBytes on the wire, and a statement has at most one row per
+// event, or per experiment arm an event names (popup_experiment_user: up to event.MaxArmRefs per
+// event), so the largest batch the config allows (5,000) stays under 5 MiB, well under the default
+// max_allowed_packet (16 MiB on MariaDB 10.11, 64 MiB on MySQL 8.0); CheckBatchSize verifies it
+// against the server at start.
 func (w *EventWriter) WriteBatch(ctx context.Context, events []event.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -77,8 +79,8 @@ func (w *EventWriter) WriteBatch(ctx context.Context, events []event.Event) erro
 	})
 }
 
-// maxRowBytes bounds one row of either statement on the wire: three 64-byte ids, each escaped to
-// at most twice its length, plus numbers and times.
+// maxRowBytes bounds one row of any statement on the wire: three 64-byte ids (or a salt, a uid and
+// an arm key), each escaped to at most twice its length, plus numbers and times.
 const maxRowBytes = 512
 
 // CheckBatchSize refuses a batch size whose statements could exceed the server's
@@ -88,7 +90,7 @@ func (w *EventWriter) CheckBatchSize(ctx context.Context, n int) error {
 	if err := w.db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&packet); err != nil {
 		return fmt.Errorf("read max_allowed_packet: %w", err)
 	}
-	if need := int64(n)*maxRowBytes + 1024; need > packet {
+	if need := int64(n)*event.MaxArmRefs*maxRowBytes + 1024; need > packet {
 		return fmt.Errorf("batches of %d events need statements up to %d bytes, over the server's max_allowed_packet of %d: lower POPUP_WORKER_BATCH_SIZE or raise max_allowed_packet", n, need, packet)
 	}
 	return nil

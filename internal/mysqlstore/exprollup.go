@@ -204,7 +204,9 @@ func lockExperimentUsers(ctx context.Context, tx *sql.Tx, batch uint64, users []
 	q.Grow(160 + len(users)*8)
 	q.WriteString("SELECT popup_id, salt, uid, arm, batch_id = ")
 	q.Write(strconv.AppendUint(nil, batch, 10))
-	q.WriteString(", first_click_at IS NULL FROM popup_experiment_user WHERE (popup_id, salt, uid) IN (")
+	// FORCE INDEX: on a small table the optimizer prefers a scan to a range of many keys, and a
+	// locking scan would lock every row, serialising the workers.
+	q.WriteString(", first_click_at IS NULL FROM popup_experiment_user FORCE INDEX (PRIMARY) WHERE (popup_id, salt, uid) IN (")
 	args := make([]any, 0, len(users)*3)
 	for i := range users {
 		if i > 0 {

@@ -28,6 +28,7 @@ import (
 	"popupsvc/internal/drain"
 	"popupsvc/internal/health"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 )
@@ -129,6 +130,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	cache := redisstore.NewConfigCache(rdb, keys)
 	repo := mysqlstore.NewPopupRepo(db)
+	srm := newSRMMonitor(func(ctx context.Context) ([]popup.Popup, error) { return repo.List(ctx, false) },
+		mysqlstore.NewStatsRepo(db).ExperimentDays, log, reg)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, d := range deps {
 		g.Go(func() error { return d.Run(gctx) })
@@ -177,6 +180,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		purgeLoop(gctx, purgeEvery, log, func(ctx context.Context) (int64, error) {
 			return purger.Purge(ctx, time.Now().Add(-cfg.ActionLogRetention), func(n int64) { purged.Add(float64(n)) })
 		})
+		return nil
+	})
+	g.Go(func() error {
+		if waitUp(gctx, deps) {
+			srm.run(gctx, srmEvery)
+		}
 		return nil
 	})
 	err = g.Wait()

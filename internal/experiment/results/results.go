@@ -70,7 +70,7 @@ var DefaultOptions = stats.Options{Alpha: stats.DefaultAlpha, SRMAlpha: stats.De
 func Compute(e *popup.Experiment, days []ArmDay, now time.Time) (Results, error) {
 	n := e.ArmCount()
 	res := Results{Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: e.PhaseStartedAt, PlannedEndAt: e.PlannedEndAt,
-		Arms: make([]Arm, n), Options: DefaultOptions, Winner: ""}
+		Arms: make([]Arm, n), Options: DefaultOptions}
 	for i := range n {
 		res.Arms[i] = Arm{Key: e.ArmKey(i), Weight: e.ArmWeight(i), Control: e.IsControl(i)}
 	}

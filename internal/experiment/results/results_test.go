@@ -151,3 +151,16 @@ func TestPhaseFindsAnEarlierPhaseOfTheSameExperiment(t *testing.T) {
 		})
 	}
 }
+
+func TestComputeOneVariantAndAShowNothingControlIsASingleArm(t *testing.T) {
+	t.Parallel()
+	e := &popup.Experiment{Phase: 1, Salt: "s", Variants: []popup.Variant{{Key: "a", Weight: 80}},
+		Control: &popup.Control{Weight: 20, Mode: popup.ControlNone}}
+	got, err := results.Compute(e, days(map[string]int64{"a": 8000, "control": 2000}, map[string]int64{"a": 400}), now)
+	require.NoError(t, err)
+	assert.Equal(t, "a", got.Baseline)
+	assert.Equal(t, stats.ReasonSingleArm, got.Reason, "nothing to compare the variant with")
+	assert.Equal(t, 1, got.SampleRatio.DF, "the control still counts in the ratio check")
+	assert.NotNil(t, got.Arms[0].Rate)
+	assert.Nil(t, got.Arms[1].Rate)
+}
