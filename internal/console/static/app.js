@@ -2,7 +2,7 @@
 import {
   api, token, setUnauthorizedHandler, notAvailable, errorText, h, uid, utcToLocalInput, localInputToUTC,
   fmtTime, isoDay, fmtPct, download, newBucketSeed, zoneToday, addDays, diff, diffTable, sparkline, splitLines, lineOf, merge3, flatten, zoneName,
-  nonexistentLocal, UNITS, NEVER, splitDuration, parseDuration,
+  nonexistentLocal, UNITS, NEVER, splitDuration, parseDuration, armWeights, armsChanged, pct, interval, pValue,
 } from './lib.js';
 
 const main = document.getElementById('main');
@@ -129,6 +129,7 @@ function confirmDialog(title, text, okLabel, extra) {
 const routes = [
   [/^#\/popups\/new$/, () => editScreen(null)],
   [/^#\/popups\/(\d+)$/, (m) => editScreen(Number(m[1]))],
+  [/^#\/popups\/(\d+)\/experiment(?:\?(.*))?$/, (m) => experimentScreen(Number(m[1]), m[2])],
   [/^#\/popups(?:\?(.*))?$/, (m) => listScreen(m[1])],
   [/^#\/explain$/, () => explainScreen()],
   [/^#\/audit$/, () => auditScreen()],
@@ -444,6 +445,227 @@ function durationField(id, name, label, help, never) {
   };
 }
 
+// contentEditor: the content fields of a popup (title, content, image, link, buttons, ext), for the
+// popup's own content (own: the ids f-title … and buttons-list) and for each experiment variant
+// (ids from idp). prefix is how the API names the fields in its errors ('' or
+// 'experiment.variants[1].'); onChange runs when a button row is added or removed.
+function contentEditor({ own, idp, prefix = '', onChange }) {
+  const id = (k) => (own ? { title: 'f-title', content: 'f-content', image_url: 'f-image', link_url: 'f-link', ext: 'f-ext' }[k] : `${idp}-${k}`);
+  const f = {
+    title: h('input', { type: 'text', name: 'title' }),
+    content: h('textarea', { name: 'content', rows: own ? 4 : 3 }),
+    image_url: h('input', { type: 'url', name: 'image_url', placeholder: 'https://…' }),
+    link_url: h('input', { type: 'text', name: 'link_url' }),
+    ext: h('textarea', { name: 'ext', rows: own ? 4 : 2, class: 'mono', spellcheck: 'false' }),
+  };
+  const buttonsBox = h('div', { id: own ? 'buttons-list' : `${idp}-buttons`, class: 'buttons-list' });
+  let pre = prefix;
+
+  function buttonRow(b = { text: '', link_url: '' }) {
+    const row = h('fieldset', { class: 'button-row' });
+    const text = h('input', { type: 'text', name: 'button-text', value: b.text });
+    const link = h('input', { type: 'text', name: 'button-link', value: b.link_url });
+    row.append(h('legend', {}, 'Button'),
+      (() => { const i = uid('btn-text'); text.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Text'), text); })(),
+      (() => { const i = uid('btn-link'); link.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Link URL'), link); })(),
+      h('button', { type: 'button', class: 'secondary', onclick: () => { row.remove(); renumber(); onChange(); } }, 'Remove button'));
+    return row;
+  }
+  function renumber() {
+    for (const [k, el] of Object.entries(f)) el.dataset.field = pre + k;
+    [...buttonsBox.children].forEach((row, i) => {
+      row.querySelector('legend').textContent = 'Button ' + (i + 1);
+      row.querySelector('[name=button-text]').dataset.field = `${pre}buttons[${i}].text`;
+      row.querySelector('[name=button-link]').dataset.field = `${pre}buttons[${i}].link_url`;
+    });
+  }
+  const addLabel = own ? 'Add button' : 'Add button to this variant';
+  const el = [
+    field(id('title'), 'Title', f.title),
+    field(id('content'), 'Content', f.content),
+    field(id('image_url'), 'Image URL', f.image_url, own ? 'The preview shows https images only.' : null),
+    field(id('link_url'), 'Link URL', f.link_url),
+    h('div', { class: 'field' }, h('p', { class: 'label' }, 'Buttons'), buttonsBox,
+      h('button', { type: 'button', class: 'secondary', onclick: () => { buttonsBox.append(buttonRow()); renumber(); onChange(); buttonsBox.lastChild.querySelector('input').focus(); } }, addLabel)),
+    field(id('ext'), 'Extra data (ext, a JSON object)', f.ext, own ? 'Passed to the app as it is.' : null),
+  ];
+  renumber();
+  return {
+    el,
+    setPrefix(p) { pre = p; renumber(); },
+    load(p) {
+      f.title.value = p.title || ''; f.content.value = p.content || ''; f.image_url.value = p.image_url || ''; f.link_url.value = p.link_url || '';
+      f.ext.value = p.ext === undefined ? '' : JSON.stringify(p.ext ?? {}, null, 2);
+      buttonsBox.replaceChildren(...(p.buttons || []).map((b) => buttonRow(b)));
+      renumber();
+    },
+    // read gives the content in the admin wire shape, adding to problems what the page can tell is wrong
+    read(problems) {
+      let ext;
+      try { ext = f.ext.value.trim() === '' ? {} : JSON.parse(f.ext.value); } catch { ext = undefined; }
+      if (ext === undefined || typeof ext !== 'object' || ext === null || Array.isArray(ext)) {
+        problems.push({ field: pre + 'ext', message: 'must be a JSON object, e.g. {"campaign": "winter"}' });
+      }
+      return {
+        title: f.title.value, content: f.content.value, image_url: f.image_url.value.trim(), link_url: f.link_url.value.trim(),
+        buttons: [...buttonsBox.children].map((row) => ({ text: row.querySelector('[name=button-text]').value, link_url: row.querySelector('[name=button-link]').value.trim() })),
+        ext,
+      };
+    },
+  };
+}
+
+// experimentEditor: the Experiment section of the popup form (docs/CONTRACT.md §10): add or remove
+// an experiment, its coverage, variants (key, weight and the content fields of contentEditor), an
+// optional control, the planned end, and a live check that the weights sum to 100. stored is the
+// stored popup's experiment (null for none); head, what editScreen shows above the fields (status,
+// transitions, results link); ownContent, the popup's own content, which a new experiment's
+// variants start from.
+const MAX_VARIANTS = 8;
+function experimentEditor({ stored, head, ownContent, onChange }) {
+  let on = false;
+  let variants = []; // {key, weight, content, rm}
+  const concluded = stored?.status === 'concluded';
+  const running = stored?.status === 'running';
+  const coverage = numInput('coverage_percent', { 'data-field': 'experiment.coverage_percent', min: 0, max: 100 });
+  const variantsBox = h('div', { id: 'variants', 'data-field': 'experiment.variants' });
+  const controlOn = h('input', { type: 'checkbox', id: 'exp-control', name: 'control', 'data-field': 'experiment.control' });
+  const controlWeight = numInput('control_weight', { 'data-field': 'experiment.control.weight', min: 1, max: 99 });
+  const controlMode = h('select', { name: 'control_mode', 'data-field': 'experiment.control.mode' },
+    h('option', { value: 'none' }, 'Nothing: no popup (none)'),
+    h('option', { value: 'fall_through' }, 'The next popup they may see (fall_through)'));
+  const plannedEnd = h('input', { type: 'datetime-local', name: 'planned_end_at', 'data-field': 'experiment.planned_end_at' });
+  const sumOut = h('p', { id: 'weights-sum', class: 'weights-sum', 'aria-live': 'polite' });
+  const addVariantBtn = h('button', { type: 'button', class: 'secondary', id: 'variant-add', onclick: () => { addVariant(blank(nextKey(), 0)); renumber(); onChange(); variants.at(-1).key.focus(); } }, 'Add variant');
+  const controlBox = h('div', { class: 'row', id: 'control-fields' },
+    field('exp-control-weight', 'Control weight (%)', controlWeight, '1 to 99.'),
+    field('exp-control-mode', 'A control user gets', controlMode, 'Fall-through: the selection goes on as if this popup did not apply.'));
+  controlOn.addEventListener('change', () => { controlBox.hidden = !controlOn.checked; });
+  const removeBtn = h('button', { type: 'button', class: 'danger', id: 'experiment-remove', disabled: running, 'aria-describedby': 'experiment-remove-help', onclick: remove }, 'Remove the experiment');
+  const fields = h('div', { id: 'experiment-fields' },
+    field('exp-coverage', 'Coverage (% of the popup’s users)', coverage, 'In the experiment; the others see the popup’s own content and are not counted. Raising it moves nobody.'),
+    variantsBox,
+    h('p', {}, addVariantBtn),
+    h('div', { class: 'field' }, h('label', { class: 'check', for: 'exp-control' }, controlOn, ' A control arm'),
+      h('p', { class: 'help', id: 'exp-control-help' }, 'Users in the control are counted but shown nothing of this popup: whether the popup helps at all.')),
+    controlBox,
+    sumOut,
+    field('exp-end', `Planned end (${zoneName})`, plannedEnd, `When you mean to read the result: from then on a fixed-horizon verdict is allowed. Empty: none. In your browser's time zone, ${zoneName}.`),
+    h('p', {}, removeBtn),
+    h('p', { class: 'help', id: 'experiment-remove-help' }, running ? 'A running experiment cannot be removed: stop it first.' : 'Its results stay readable by phase.'));
+  const off = h('div', { id: 'experiment-off' });
+  const fs = h('fieldset', { id: 'experiment', 'data-field': 'experiment' }, h('legend', {}, 'Experiment'), head, fields, off);
+
+  const blank = (key, weight) => ({ key, weight, title: '', content: '', image_url: '', link_url: '', buttons: [], ext: {} });
+  function nextKey() {
+    const used = new Set(variants.map((v) => v.key.value.trim()));
+    return [...'abcdefghij'].find((k) => !used.has(k)) || '';
+  }
+  function addVariant(v) {
+    const idp = uid('variant');
+    const item = {
+      key: h('input', { type: 'text', name: 'variant-key', autocomplete: 'off', spellcheck: 'false', value: v.key ?? '' }),
+      weight: numInput('variant-weight', { min: 1, max: 100, value: v.weight ?? '' }),
+      content: contentEditor({ idp, onChange }),
+      legend: h('legend'),
+    };
+    item.content.load(v);
+    item.rm = h('button', { type: 'button', class: 'secondary', onclick: () => { variants = variants.filter((x) => x !== item); item.row.remove(); renumber(); onChange(); addVariantBtn.focus(); } }, 'Remove variant');
+    item.row = h('fieldset', { class: 'variant' }, item.legend,
+      h('div', { class: 'row' },
+        field(idp + '-key', 'Key', item.key, '1 to 16 of a-z, 0-9, _ and -; not “control”.'),
+        field(idp + '-weight', 'Weight (%)', item.weight)),
+      item.content.el, h('p', {}, item.rm));
+    variants.push(item);
+    variantsBox.append(item.row);
+  }
+  function renumber() {
+    variants.forEach((v, i) => {
+      v.legend.textContent = `Variant ${i + 1}`;
+      v.key.dataset.field = `experiment.variants[${i}].key`;
+      v.weight.dataset.field = `experiment.variants[${i}].weight`;
+      v.content.setPrefix(`experiment.variants[${i}].`);
+      v.rm.disabled = variants.length <= 1;
+    });
+    addVariantBtn.disabled = variants.length >= MAX_VARIANTS;
+  }
+  function render() {
+    fields.hidden = !on;
+    controlBox.hidden = !controlOn.checked;
+    if (on) return setKids(off);
+    if (stored) return setKids(off, h('p', { id: 'experiment-removed' }, 'The experiment is removed when you save. Once saved, a new one can be added.'));
+    setKids(off,
+      h('p', { class: 'help' }, 'Test up to 8 content variants of this popup, and optionally a control that gets nothing: each user is assigned one arm for good, and the results compare them.'),
+      h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'experiment-add', onclick: add }, 'Add an experiment')));
+  }
+  function add() {
+    const own = ownContent();
+    load({ coverage_percent: 100, variants: [{ ...own, key: 'a', weight: 50 }, { ...own, key: 'b', weight: 50 }], control: null, planned_end_at: null });
+    onChange();
+    variants[0].key.focus();
+  }
+  function remove() {
+    on = false;
+    render();
+    onChange();
+    (document.getElementById('experiment-add') || fs.querySelector('legend')).focus?.();
+  }
+  function load(e) {
+    on = !!e;
+    variants = [];
+    variantsBox.replaceChildren();
+    if (e) {
+      coverage.value = e.coverage_percent ?? '';
+      for (const v of e.variants || []) addVariant(v);
+      controlOn.checked = !!e.control;
+      controlWeight.value = e.control?.weight ?? '';
+      controlMode.value = e.control?.mode || 'none';
+      plannedEnd.value = utcToLocalInput(e.planned_end_at);
+    }
+    renumber();
+    render();
+    if (concluded) {
+      // read-only: only the removal is offered
+      for (const el of fields.querySelectorAll('input, select, textarea, button')) if (el !== removeBtn) el.disabled = true;
+    }
+  }
+  function read(problems) {
+    if (!on) return null;
+    const num = (el) => (el.value.trim() === '' ? undefined : Number(el.value));
+    const instead = nonexistentLocal(plannedEnd.value);
+    if (instead) problems.push({ field: 'experiment.planned_end_at', message: `${plannedEnd.value.replace('T', ' ')} does not exist in ${zoneName}: the clocks jump forward that night. Enter a time before or after the jump.` });
+    return {
+      coverage_percent: num(coverage),
+      variants: variants.map((v) => ({ key: v.key.value.trim(), weight: num(v.weight), ...v.content.read(problems) })),
+      control: controlOn.checked ? { weight: num(controlWeight), mode: controlMode.value } : null,
+      planned_end_at: localInputToUTC(plannedEnd.value),
+    };
+  }
+  // refresh shows whether the weights of the form's arms sum to 100
+  function refresh(e) {
+    if (!e) return;
+    const { arms, sum } = armWeights(e);
+    const ok = sum === 100 && arms >= 2;
+    sumOut.className = 'weights-sum ' + (ok ? 'ok' : 'bad');
+    sumOut.textContent = arms < 2 ? `One arm only (weights sum to ${sum}%): add a variant or a control; an experiment needs two arms.`
+      : (sum === 100 ? `Weights sum to 100% over ${arms} arms.` : `Weights sum to ${sum}%: they must sum to 100%.`);
+  }
+  return { el: fs, load, read, refresh };
+}
+
+// phaseChoice is the review's choice when an edit of an experiment that has run would start a new
+// phase: a new phase (the default) or keeping the current assignment (?accept_reassignment=true).
+function phaseChoice(e) {
+  const name = uid('phase');
+  const el = h('fieldset', { id: 'phase-choice' },
+    h('legend', {}, `This change starts phase ${e.phase + 1} of the experiment`),
+    h('p', { id: 'phase-warning', class: 'alert warn' }, `The arms, weights, content or control change: in a new phase every user is assigned afresh and the results start again from zero (phase ${e.phase}'s results are kept).`),
+    h('label', { class: 'check block' }, h('input', { type: 'radio', name, value: 'new', id: 'phase-new', checked: true }), ` Start phase ${e.phase + 1}: a new assignment, the results start again`),
+    h('label', { class: 'check block' }, h('input', { type: 'radio', name, value: 'keep', id: 'phase-keep', 'aria-describedby': 'phase-keep-help' }), ' Keep current assignment (moves users; audited)'),
+    h('p', { class: 'help', id: 'phase-keep-help' }, `Stays in phase ${e.phase}: the users whose bucket now falls in another arm move to it, and the results of phase ${e.phase} mix both versions. The audit log records the write as a reassignment.`));
+  return { el, keep: () => el.querySelector('#phase-keep').checked };
+}
+
 // editScreen shows a popup's form (id null: a new one). carry, when given, holds the stored
 // version already in hand ({stored, etag}, after Pause or a stale save) and the operator's unsaved
 // edits with the reading of the version they started from ({edits, base}), re-applied onto it.
@@ -469,7 +691,6 @@ async function editScreen(id, carry) {
   const seed = current ? current.bucket_seed : newBucketSeed();
   const seedIn = h('input', { type: 'text', name: 'bucket_seed', 'data-field': 'bucket_seed', readonly: true, class: 'mono', value: seed ?? '' });
   const errSummary = h('div', { id: 'form-errors', tabindex: '-1' });
-  const buttonsBox = h('div', { id: 'buttons-list' });
   const previewBox = h('div', { class: 'preview', id: 'preview' });
 
   // mayEdit: the role may save this popup (a draft or a new one: editor; any other: publisher).
@@ -489,12 +710,9 @@ async function editScreen(id, carry) {
     rollout_percent: numInput('rollout_percent', { 'data-field': 'targeting.rollout_percent' }),
     uids: listInput('uids', 'targeting.uids'),
     max_impressions: numInput('max_impressions'),
-    title: textInput('title'),
-    content: h('textarea', { name: 'content', 'data-field': 'content', rows: 4 }),
-    image_url: textInput('image_url', { type: 'url', placeholder: 'https://…' }),
-    link_url: textInput('link_url'),
-    ext: h('textarea', { name: 'ext', 'data-field': 'ext', rows: 4, class: 'mono', spellcheck: 'false' }),
   };
+  const content = contentEditor({ own: true, onChange: () => update() });
+  const exp = experimentEditor({ stored: current?.experiment || null, head: experimentHead(), ownContent: () => content.read([]), onChange: () => update() });
   const dur = {
     reshow: durationField('f-reshow', 'reshow_after_seconds', 'Show again after', 'After an impression, hidden from that user this long. Empty: 1 day.', false),
     click: durationField('f-click', 'click_cooldown_seconds', 'After a click, hide for', 'Empty: 0, shown again at the next reshow.', true),
@@ -507,22 +725,52 @@ async function editScreen(id, carry) {
   const platformSet = h('fieldset', { 'data-field': 'targeting.platforms', id: 'platforms', 'aria-describedby': 'platforms-help' },
     h('legend', {}, 'Platforms'), platformBoxes, h('p', { class: 'help', id: 'platforms-help' }, 'None checked: every platform.'));
 
-  function buttonRow(b = { text: '', link_url: '' }) {
-    const row = h('fieldset', { class: 'button-row' });
-    const text = h('input', { type: 'text', name: 'button-text', value: b.text });
-    const link = h('input', { type: 'text', name: 'button-link', value: b.link_url });
-    row.append(h('legend', {}, 'Button'),
-      (() => { const i = uid('btn-text'); text.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Text'), text); })(),
-      (() => { const i = uid('btn-link'); link.id = i; return h('div', { class: 'field inline' }, h('label', { for: i }, 'Link URL'), link); })(),
-      h('button', { type: 'button', class: 'secondary', onclick: () => { row.remove(); renumber(); update(); } }, 'Remove button'));
-    return row;
+  // experimentHead: the stored experiment's status and phase, its results, and the transitions the
+  // role may use (as a PUT of this popup would need: docs/CONTRACT.md §10).
+  function experimentHead() {
+    const e = current?.experiment;
+    if (!e) return null;
+    const st = e.status;
+    const btn = (kind, label, cls = 'secondary') => h('button', { type: 'button', class: cls, id: 'experiment-' + kind, onclick: () => transition(kind) }, label);
+    return h('div', { class: 'experiment-head' },
+      h('p', { id: 'experiment-status' }, 'Status: ', h('span', { class: 'badge ' + st }, st),
+        ` · phase ${e.phase}`, e.phase_started_at ? `, first run ${fmtTime(e.phase_started_at)}` : ', not run yet',
+        e.concluded_variant ? ` · variant “${e.concluded_variant}” shipped: the experiment is read-only` : ''),
+      h('p', {}, h('a', { href: `#/popups/${current.id}/experiment`, id: 'experiment-results-link' }, 'Experiment results'),
+        st === 'draft' ? h('span', { class: 'muted' }, ' (none until it runs)') : null),
+      mayEdit && st !== 'concluded' ? h('div', { class: 'actions' },
+        st === 'draft' || st === 'stopped' ? btn('start', st === 'stopped' ? 'Start again' : 'Start the experiment', '') : null,
+        st === 'running' ? btn('stop', 'Stop the experiment') : null,
+        btn('conclude', 'Conclude…')) : null);
   }
-  function renumber() {
-    [...buttonsBox.children].forEach((row, i) => {
-      row.querySelector('legend').textContent = 'Button ' + (i + 1);
-      row.querySelector('[name=button-text]').dataset.field = `buttons[${i}].text`;
-      row.querySelector('[name=button-link]').dataset.field = `buttons[${i}].link_url`;
-    });
+
+  // transition starts, stops or concludes the stored experiment, based on the version on show
+  // (If-Match); the form's unsaved edits stay, re-applied onto the version it stores.
+  async function transition(kind) {
+    const e = current.experiment;
+    let payload;
+    if (kind === 'conclude') {
+      // the current phase's verdict, when it names a winner, is the choice offered first
+      const rr = await api('GET', `/admin/v1/popups/${current.id}/experiment/results`);
+      const winner = rr.ok ? rr.body.verdict?.winner : null;
+      const name = uid('conclude');
+      const pick = h('fieldset', { id: 'conclude-choice' }, h('legend', {}, 'The variant to ship'),
+        h('p', { class: 'help', id: 'conclude-verdict' }, rr.ok
+          ? (winner ? `The results of phase ${rr.body.phase} name variant “${winner}” the winner.` : `The results of phase ${rr.body.phase} name no winner (${rr.body.verdict?.reason || 'no verdict'}).`)
+          : 'The results cannot be read now.'),
+        e.variants.map((v, i) => h('label', { class: 'check block' },
+          h('input', { type: 'radio', name, value: v.key, checked: winner ? v.key === winner : i === 0 }), ` ${v.key}`, v.title ? ` “${v.title}”` : '',
+          v.key === winner ? ' (the winner)' : '')));
+      const live = isLive(current.status) ? ' Every instance serves it within 2 seconds.' : '';
+      if (!await confirmDialog('Conclude the experiment?', `The chosen variant's content (title, content, image, link, buttons and ext) becomes the popup's own, for every user; the experiment ends and becomes read-only, its results kept.${live}`, 'Conclude', pick)) return;
+      payload = { variant: pick.querySelector('input:checked').value };
+    }
+    const what = { start: 'Starting the experiment', stop: 'Stopping the experiment', conclude: 'Concluding the experiment' }[kind];
+    const r = await api('POST', `/admin/v1/popups/${current.id}/experiment/${kind}`, payload, { ifMatch: etag });
+    if (r.status === 412) return stale(what);
+    if (!r.ok) return showErrors(r);
+    toast({ start: 'Experiment started.', stop: 'Experiment stopped.', conclude: `Concluded: variant “${payload?.variant}” is the popup's content now.` }[kind]);
+    editScreen(current.id, { stored: r.body, etag: r.etag, edits: body(), base: baseline });
   }
 
   // load puts a popup (stored, or in the form's own shape) into the form.
@@ -536,11 +784,9 @@ async function editScreen(id, carry) {
     f.rollout_percent.value = t.rollout_percent ?? ''; f.uids.value = (t.uids || []).join('\n');
     dur.reshow.set(p.reshow_after_seconds); dur.click.set(p.click_cooldown_seconds); dur.close.set(p.close_cooldown_seconds);
     f.max_impressions.value = p.max_impressions ?? '';
-    f.title.value = p.title || ''; f.content.value = p.content || ''; f.image_url.value = p.image_url || ''; f.link_url.value = p.link_url || '';
-    f.ext.value = p.ext === undefined ? '' : JSON.stringify(p.ext ?? {}, null, 2);
+    content.load(p);
+    exp.load(p.experiment ?? null);
     for (const l of platformBoxes) { const c = l.querySelector('input'); c.checked = (t.platforms || []).includes(c.value); }
-    buttonsBox.replaceChildren(...(p.buttons || []).map((b) => buttonRow(b)));
-    renumber();
   }
 
   // read turns the form into the admin wire shape ({body}) and lists what the page itself can tell
@@ -548,11 +794,7 @@ async function editScreen(id, carry) {
   function read() {
     const num = (el) => (el.value.trim() === '' ? undefined : Number(el.value));
     const problems = [];
-    let ext;
-    try { ext = f.ext.value.trim() === '' ? {} : JSON.parse(f.ext.value); } catch { ext = undefined; }
-    if (ext === undefined || typeof ext !== 'object' || ext === null || Array.isArray(ext)) {
-      problems.push({ field: 'ext', message: 'must be a JSON object, e.g. {"campaign": "winter"}' });
-    }
+    const own = content.read(problems);
     const seconds = {};
     for (const [k, name] of [['reshow', 'reshow_after_seconds'], ['click', 'click_cooldown_seconds'], ['close', 'close_cooldown_seconds']]) {
       const d = dur[k].read();
@@ -576,11 +818,13 @@ async function editScreen(id, carry) {
         rollout_percent: num(f.rollout_percent), uids: splitLines(f.uids.value),
       },
       ...seconds, max_impressions: num(f.max_impressions),
-      title: f.title.value, content: f.content.value, image_url: f.image_url.value.trim(), link_url: f.link_url.value.trim(),
-      buttons: [...buttonsBox.children].map((row) => ({ text: row.querySelector('[name=button-text]').value, link_url: row.querySelector('[name=button-link]').value.trim() })),
-      ext,
+      ...own,
     };
     if (seed) body.bucket_seed = seed;
+    // experiment: sent while the form holds one, and as null to remove the stored one; a popup
+    // that never had one is sent without it
+    const e = exp.read(problems);
+    if (e || current?.experiment) body.experiment = e;
     return { body, problems };
   }
   const body = () => read().body;
@@ -597,9 +841,22 @@ async function editScreen(id, carry) {
 
   const utcNote = h('p', { class: 'help', id: 'window-utc', 'aria-live': 'polite' });
   const saveBtn = h('button', { type: 'button', id: 'save', onclick: () => save() });
+  // previewArm: which content the preview shows, the popup's own or a variant's (by index)
+  const previewArm = h('select', { id: 'preview-arm', name: 'preview-arm', onchange: () => update() });
+  const previewArmField = field('preview-arm', 'Content shown', previewArm);
   function update() {
     const b = body();
-    renderPreview(previewBox, b);
+    const vs = b.experiment?.variants || [];
+    const want = ['own', ...vs.map((v, i) => `${i}:${v.key}`)];
+    if ([...previewArm.options].map((o) => o.value).join('\n') !== want.join('\n')) {
+      const cur = previewArm.selectedIndex;
+      setKids(previewArm, want.map((v, i) => h('option', { value: v }, i === 0 ? 'The popup’s own content' : `Variant ${i}: ${vs[i - 1].key || '(no key)'}`)));
+      previewArm.selectedIndex = cur > 0 && cur < want.length ? cur : 0;
+    }
+    previewArmField.hidden = vs.length === 0;
+    const arm = vs[previewArm.selectedIndex - 1];
+    renderPreview(previewBox, arm ? { ...b, ...arm } : b);
+    exp.refresh(b.experiment);
     utcNote.textContent = `Stored as UTC: start ${b.start_at || 'open'}, end ${b.end_at || 'open'}.`;
     const publishing = isLive(b.status) || (current && isLive(current.status));
     saveBtn.textContent = publishing ? 'Review and publish…' : (current ? 'Save draft' : 'Create draft');
@@ -632,14 +889,8 @@ async function editScreen(id, carry) {
     h('fieldset', {}, h('legend', {}, 'Display rules'),
       dur.reshow.el, dur.click.el, dur.close.el,
       field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.')),
-    h('fieldset', {}, h('legend', {}, 'Content'),
-      field('f-title', 'Title', f.title),
-      field('f-content', 'Content', f.content),
-      field('f-image', 'Image URL', f.image_url, 'The preview shows https images only.'),
-      field('f-link', 'Link URL', f.link_url),
-      h('div', { class: 'field' }, h('p', { class: 'label', id: 'buttons-label' }, 'Buttons'), buttonsBox,
-        h('button', { type: 'button', class: 'secondary', onclick: () => { buttonsBox.append(buttonRow()); renumber(); update(); buttonsBox.lastChild.querySelector('input').focus(); } }, 'Add button')),
-      field('f-ext', 'Extra data (ext, a JSON object)', f.ext, 'Passed to the app as it is.')),
+    h('fieldset', {}, h('legend', {}, 'Content'), content.el),
+    exp.el,
     h('div', { class: 'actions sticky' },
       mayEdit ? saveBtn : null,
       current?.status === 'draft' && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null,
@@ -671,8 +922,11 @@ async function editScreen(id, carry) {
     for (const el of form.querySelectorAll('.field-error')) el.remove();
   }
 
+  // target is the element of an API field name, or of the nearest enclosing one
+  // ("experiment.variants[1].buttons[0].text", then "…buttons[0]", "…buttons", "experiment.variants[1]", …)
   function target(fieldName) {
-    const candidates = [fieldName, fieldName.replace(/\[\d+\]$/, ''), fieldName.split('.')[0]];
+    const candidates = [fieldName];
+    for (let c = fieldName, up; (up = c.replace(/(\.[^.[]*|\[\d+\])$/, '')) !== c;) candidates.push(c = up);
     for (const c of candidates) {
       const el = form.querySelector(`[data-field="${CSS.escape(c)}"]`);
       if (el) return el;
@@ -753,18 +1007,29 @@ async function editScreen(id, carry) {
     const { body: b, problems } = read();
     if (problems.length) return showErrors(null, problems);
     if (current && !dirty()) { toast(`Nothing to save: the form is revision ${current.revision} as stored.`); return; }
-    if (isLive(b.status) || (current && isLive(current.status))) {
+    // an edit of the arms of an experiment that has run starts a new phase: the review says so
+    // and offers to keep the assignment instead
+    const se = current?.experiment;
+    const newPhase = !!(se && b.experiment && se.phase_started_at && (se.status === 'running' || se.status === 'stopped') && armsChanged(baseline.experiment, b.experiment));
+    const publishing = isLive(b.status) || (current && isLive(current.status));
+    let keep = false;
+    if (publishing || newPhase) {
       const rows = diff(current ? baseline : null, b);
-      const title = !current ? 'Publish this new popup?' : (isLive(current.status) ? 'Publish these changes?' : 'Publish this draft?');
-      const text = current ? `Every instance serves it within 2 seconds. What changes against the stored revision ${current.revision}:` : 'Every instance serves it within 2 seconds. What it holds:';
-      if (!await confirmDialog(title, text, 'Publish', diffTable(rows, 'What publishing changes'))) return;
+      const choice = newPhase ? phaseChoice(se) : null;
+      const title = !publishing ? 'Save and start a new experiment phase?' : (!current ? 'Publish this new popup?' : (isLive(current.status) ? 'Publish these changes?' : 'Publish this draft?'));
+      const text = !publishing ? `What changes against the stored revision ${current.revision}:`
+        : (current ? `Every instance serves it within 2 seconds. What changes against the stored revision ${current.revision}:` : 'Every instance serves it within 2 seconds. What it holds:');
+      const review = h('div', {}, choice?.el, diffTable(rows, publishing ? 'What publishing changes' : 'What saving changes'));
+      if (!await confirmDialog(title, text, publishing ? 'Publish' : 'Save', review)) return;
+      keep = !!choice?.keep();
     }
     const r = current
-      ? await api('PUT', '/admin/v1/popups/' + current.id, b, { ifMatch: etag })
+      ? await api('PUT', '/admin/v1/popups/' + current.id + (keep ? '?accept_reassignment=true' : ''), b, { ifMatch: etag })
       : await api('POST', '/admin/v1/popups', b);
     if (r.status === 412) return stale('Saving');
     if (!r.ok) return showErrors(r);
-    toast(current ? `Saved revision ${r.body.revision}.` : `Created popup #${r.body.id}.`);
+    const phaseNote = newPhase ? (keep ? ' The experiment keeps its phase: users reassigned (audited).' : ` The experiment is in phase ${r.body.experiment?.phase ?? se.phase + 1} now.`) : '';
+    toast((current ? `Saved revision ${r.body.revision}.` : `Created popup #${r.body.id}.`) + phaseNote);
     statsCache.at = 0;
     leaveGuard = null;
     if (current) editScreen(current.id, { stored: r.body, etag: r.etag }); else location.hash = '#/popups/' + r.body.id;
@@ -811,7 +1076,7 @@ async function editScreen(id, carry) {
     current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
-      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewBox)),
+      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? resultsSection(current) : null,
     current ? historySection(current, { etag: () => etag, dirty, mayRollback: can('publish'), reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
@@ -944,6 +1209,137 @@ function resultsTable(b) {
     unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the raw action log, which keeps only the last POPUP_ACTION_LOG_RETENTION (30 days by default); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
     incomplete ? h('p', { class: 'help', id: 'results-incomplete-note' }, `${incomplete} day${incomplete === 1 ? ' is' : 's are'} marked incomplete: its counts are the events known in this time zone's day (a lower bound), from before quarter-hour counting began.`) : null,
     h('p', { class: 'help' }, 'CTR is clicks / impressions, close rate closes / impressions. “Clicks: unspecified” are clicks whose app did not say which button.'));
+}
+
+// ---------------------------------------------------------------- experiment results
+
+// VERDICTS says why the results name a winner or not (docs/CONTRACT.md §10, docs/EXPERIMENTS.md).
+const VERDICTS = {
+  sequential: (o) => `the always-valid (sequential) interval of its difference from the baseline excludes 0, so it may be read at any time (α ${o.alpha ?? 0.05}).`,
+  fixed_horizon: () => 'the planned end has passed, and the fixed-horizon interval of its difference from the baseline excludes 0.',
+  srm: () => 'the arms’ exposed users do not match their weights (sample-ratio mismatch): the assignment or the counting is broken, so no result can be trusted. Find the cause before reading anything.',
+  min_sample: (o) => `not enough data yet: every compared arm needs at least ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks.`,
+  no_difference: () => 'no arm differs from the baseline beyond chance so far.',
+  single_arm: () => 'only one arm has users: there is nothing to compare.',
+};
+
+// experimentScreen: an experiment's results for one phase (default the current one): the arms
+// with their intervals, as a table and as an interval chart, the sample-ratio check, the verdict
+// and why, and a row per UTC day and arm.
+async function experimentScreen(id, qs) {
+  const seq = navSeq;
+  const phase = new URLSearchParams(qs || '').get('phase') || '';
+  const [pr, rr] = await Promise.all([
+    api('GET', '/admin/v1/popups/' + id),
+    api('GET', `/admin/v1/popups/${id}/experiment/results` + (phase ? '?phase=' + encodeURIComponent(phase) : '')),
+  ]);
+  if (seq !== navSeq) return;
+  const p = pr.ok ? pr.body : null;
+  const back = h('p', {}, h('a', { href: '#/popups/' + id }, `← Popup #${id}${p ? ' ' + p.name : ''}`));
+  const title = `Experiment results: ${p ? p.name : 'popup'} (#${id})`;
+  const phases = Math.max(p?.experiment?.phase || 0, rr.ok ? rr.body.phase : 0, Number(phase) || 0);
+  const sel = h('select', { id: 'phase-select', name: 'phase' },
+    Array.from({ length: phases }, (_, i) => phases - i).map((n) => h('option', { value: n, selected: (rr.ok ? rr.body.phase : Number(phase)) === n }, `Phase ${n}${n === p?.experiment?.phase ? ' (current)' : ''}`)));
+  sel.addEventListener('change', () => { location.hash = `#/popups/${id}/experiment?phase=${sel.value}`; });
+  const picker = phases > 1 ? h('form', { class: 'filters', 'aria-label': 'Phase of the experiment', novalidate: true },
+    h('div', { class: 'field inline' }, h('label', { for: 'phase-select' }, 'Phase'), sel),
+    h('p', { class: 'help' }, 'A change of the arms starts a new phase: every user is assigned afresh and counted again.')) : null;
+  if (!rr.ok) {
+    const msg = rr.status === 404 && !notAvailable(rr) ? (p && !p.experiment ? 'This popup has no experiment.' : 'Results: ' + errorText(rr)) : 'Results: ' + errorText(rr);
+    return screen(title, back, picker, alertBox(msg, rr.status === 404 ? 'info' : 'error'));
+  }
+  const b = rr.body;
+  const o = b.options || {};
+  const arms = b.arms || [];
+  const srm = b.srm || {};
+  const verdict = b.verdict || {};
+  const baselineName = b.baseline === 'control' ? 'the control' : `variant ${b.baseline}`;
+
+  const dof = `${srm.df ?? '—'} degree${srm.df === 1 ? '' : 's'} of freedom`;
+  const srmBox = srm.alarm
+    ? h('div', { class: 'alert error srm-alarm', role: 'alert', id: 'srm' },
+      h('p', {}, h('strong', {}, 'Sample-ratio mismatch: do not trust these results.')),
+      h('p', {}, `The exposed users of the arms do not match their weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; the alarm is at p below ${o.srm_alpha ?? 0.001}). Users are lost or double-counted in some arm: look for a client that drops the popup, a filter, or a change of weights within the phase.`))
+    : h('div', { class: 'alert info', role: 'status', id: 'srm' },
+      `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`);
+  const why = (VERDICTS[verdict.reason] || (() => verdict.reason || ''))(o);
+  const verdictBox = h('div', { id: 'verdict', class: 'verdict-box ' + (verdict.winner ? 'winner' : 'none') },
+    h('p', { class: 'verdict' }, verdict.winner ? `Winner: variant “${verdict.winner}”` : 'No winner'),
+    h('p', { id: 'verdict-why' }, 'Why: ' + why));
+
+  const cols = ['Arm', 'Weight', 'Exposed users', 'Clicked users', 'CTR', 'CTR 95% interval', `Difference vs ${b.baseline}`, 'Difference interval',
+    `Lift vs ${b.baseline}`, 'Lift interval', 'Adjusted p', 'Sequential p', 'Exposures', 'Clicks', 'Closes'];
+  const td = (v, cls = 'num') => h('td', { class: cls }, v);
+  const ci = (v) => td(v, 'num ci');
+  const table = h('table', { id: 'arms-table', class: 'results' },
+    h('caption', {}, `Arms of phase ${b.phase}: users, click-through rate and the comparison with the baseline, ${baselineName} (95% intervals, Bonferroni-corrected over the comparisons)`),
+    h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, arms.map((a) => h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
+      h('th', { scope: 'row' }, a.key, a.key === b.baseline ? h('span', { class: 'badge' }, ' baseline') : null, verdict.winner === a.key ? h('span', { class: 'badge running' }, ' winner') : null),
+      td(a.weight + '%'), td(fmtNum(a.exposed_users)), td(fmtNum(a.clicked_users)), td(pct(a.ctr)), ci(interval(a.ctr_ci)),
+      td(pct(a.difference, true)), ci(interval(a.difference_ci, true)), td(pct(a.lift, true)), ci(interval(a.lift_ci, true)),
+      td(pValue(a.p_adjusted)), td(pValue(a.sequential_p)), td(fmtNum(a.exposures)), td(fmtNum(a.clicks)), td(fmtNum(a.closes))))));
+
+  const ctrRows = arms.filter((a) => Array.isArray(a.ctr_ci) && a.ctr !== null && a.ctr !== undefined).map((a) => ({ label: a.key, est: a.ctr, lo: a.ctr_ci[0], hi: a.ctr_ci[1] }));
+  const diffRows = arms.filter((a) => Array.isArray(a.difference_ci) && a.difference !== null && a.difference !== undefined).map((a) => ({ label: a.key, est: a.difference, lo: a.difference_ci[0], hi: a.difference_ci[1] }));
+  const charts = h('div', { class: 'charts' },
+    ctrRows.length ? intervalChart('chart-ctr', 'Click-through rate by arm, with its 95% interval', ctrRows, false) : null,
+    diffRows.length ? intervalChart('chart-diff', `Difference from the baseline (${b.baseline}), with its interval; 0 is no difference`, diffRows, true) : null);
+
+  const days = b.days || [];
+  const dayTable = days.length ? h('table', { id: 'days-table' },
+    h('caption', {}, 'Per UTC day and arm: users first exposed or first clicking that day, so the days sum to the totals'),
+    h('thead', {}, h('tr', {}, ['Day (UTC)', 'Arm', 'Exposed users', 'Exposures', 'Clicked users', 'Clicks', 'Closes'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, days.map((d) => h('tr', { 'data-day': d.day, 'data-arm': d.arm },
+      h('th', { scope: 'row' }, d.day), h('td', {}, d.arm), td(fmtNum(d.exposed_users)), td(fmtNum(d.exposures)), td(fmtNum(d.clicked_users)), td(fmtNum(d.clicks)), td(fmtNum(d.closes))))))
+    : h('p', { class: 'muted' }, 'No day has data yet.');
+
+  screen(title, back,
+    h('p', { id: 'experiment-meta' }, `Phase ${b.phase}, `, h('span', { class: 'badge ' + b.status }, b.status),
+      `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}). Salt `, h('code', {}, b.salt || '—'), '.'),
+    picker, srmBox, verdictBox,
+    h('section', { 'aria-labelledby': 'arms-h' }, h('h2', { id: 'arms-h' }, 'Arms'),
+      // a wide table scrolls sideways: focusable, so the keyboard can scroll it too
+      h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'arms-h' }, table),
+      h('p', { class: 'help' }, `A user counts once per arm: CTR is clicked users / exposed users (Wilson interval). The baseline is ${baselineName}; “—” where a number is not defined (a control that shows nothing has no CTR). Sequential p stays valid however often you look; adjusted p is the fixed-horizon test's, for after the planned end. Minimum sample: ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks per arm; α ${o.alpha ?? '?'}.`)),
+    h('section', { 'aria-labelledby': 'chart-h' }, h('h2', { id: 'chart-h' }, 'Intervals'), charts,
+      h('p', { class: 'help' }, 'The charts show the numbers of the Arms table, which is their text equivalent.')),
+    h('section', { 'aria-labelledby': 'days-h' }, h('h2', { id: 'days-h' }, 'Per day'), h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'days-h' }, dayTable)));
+}
+
+const fmtNum = (n) => (typeof n === 'number' && !isNaN(n) ? (Number.isInteger(n) ? String(n) : n.toFixed(2)) : '—');
+
+// intervalChart draws estimates with their intervals, one row per arm, as an SVG whose text
+// alternative lists the same numbers (zero: a difference, with its 0 line).
+function intervalChart(id, caption, rows, zero) {
+  const w = 560, rowH = 30, left = 90, right = 20, top = 10;
+  const hgt = top + rows.length * rowH + 26;
+  let lo = Math.min(...rows.map((r) => r.lo), zero ? 0 : Infinity);
+  let hi = Math.max(...rows.map((r) => r.hi), zero ? 0 : -Infinity);
+  if (!zero) lo = Math.max(0, lo - (hi - lo) * 0.1);
+  if (hi === lo) hi = lo + 0.01;
+  const pad = (hi - lo) * 0.05;
+  lo -= zero ? pad : 0; hi += pad;
+  const x = (v) => left + ((v - lo) / (hi - lo)) * (w - left - right);
+  const text = rows.map((r) => `${r.label}: ${pct(r.est, zero)} [${pct(r.lo, zero)}, ${pct(r.hi, zero)}]`).join('; ');
+  const descId = id + '-desc';
+  return h('figure', { class: 'interval-chart', id },
+    h('svg:svg', { width: w, height: hgt, viewBox: `0 0 ${w} ${hgt}`, role: 'img', 'aria-labelledby': id + '-cap', 'aria-describedby': descId },
+      zero ? h('svg:line', { x1: x(0), x2: x(0), y1: top - 4, y2: top + rows.length * rowH, class: 'zero' }) : null,
+      zero ? h('svg:text', { x: x(0), y: top + rows.length * rowH + 12, 'text-anchor': 'middle', class: 'axis' }, '0') : null,
+      rows.map((r, i) => {
+        const y = top + i * rowH + rowH / 2;
+        return h('svg:g', { 'data-arm': r.label },
+          h('svg:text', { x: left - 8, y: y + 4, 'text-anchor': 'end' }, r.label),
+          h('svg:line', { x1: x(r.lo), x2: x(r.hi), y1: y, y2: y, class: 'ci' }),
+          h('svg:line', { x1: x(r.lo), x2: x(r.lo), y1: y - 6, y2: y + 6, class: 'ci' }),
+          h('svg:line', { x1: x(r.hi), x2: x(r.hi), y1: y - 6, y2: y + 6, class: 'ci' }),
+          h('svg:circle', { cx: x(r.est), cy: y, r: 4.5, class: 'est' }));
+      }),
+      h('svg:text', { x: left, y: hgt - 6, class: 'axis' }, pct(lo, zero)),
+      h('svg:text', { x: w - right, y: hgt - 6, 'text-anchor': 'end', class: 'axis' }, pct(hi, zero))),
+    h('figcaption', { id: id + '-cap' }, caption),
+    h('p', { class: 'sr-only', id: descId }, text));
 }
 
 // historySection lists the revisions with their diffs; a rollback carries the ETag the page was

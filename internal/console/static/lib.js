@@ -247,3 +247,49 @@ export function newBucketSeed() {
 // zoneToday is today's date (YYYY-MM-DD) in an IANA time zone; addDays moves a date by n days.
 export const zoneToday = (zone) => new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
 export const addDays = (day, n) => isoDay(new Date(Date.parse(day + 'T00:00:00Z') + n * 86400000));
+
+// Experiments (docs/CONTRACT.md §10).
+
+// armWeights: the weights of an experiment's arms in the form's reading (variants, then the
+// control), and their sum; a weight not given counts 0.
+export function armWeights(e) {
+  const ws = [...(e?.variants || []).map((v) => Number(v.weight) || 0), ...(e?.control ? [Number(e.control.weight) || 0] : [])];
+  return { arms: ws.length, sum: ws.reduce((a, b) => a + b, 0) };
+}
+
+// armsChanged tells whether an edit of an experiment starts a new phase (Reassigns in
+// internal/popup/experiment.go): another number, order, key or weight of arms, another variant
+// content, another control weight or mode. Coverage and the planned end never do.
+export function armsChanged(before, after) {
+  if (!before || !after) return false;
+  const arms = (e) => JSON.stringify([(e.variants || []).map((v) => ({ ...v, ext: canon(v.ext) })), e.control || null]);
+  return arms(before) !== arms(after);
+}
+
+// canon is a JSON value with its object keys sorted, so that two readings of one ext compare equal.
+function canon(v) {
+  if (Array.isArray(v)) return v.map(canon);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])]));
+  return v;
+}
+
+const isNum = (x) => typeof x === 'number' && !isNaN(x);
+
+// pct shows a rate in percent with two decimals; signed, a difference ("+0.61%").
+export function pct(x, signed = false) {
+  if (!isNum(x)) return '—';
+  const s = (x * 100).toFixed(2) + '%';
+  return signed && x > 0 ? '+' + s : s;
+}
+
+// interval shows a 95% interval as "[4.87%, 5.30%]"; — when there is none.
+export function interval(ci, signed = false) {
+  if (!Array.isArray(ci) || !isNum(ci[0]) || !isNum(ci[1])) return '—';
+  return `[${pct(ci[0], signed)}, ${pct(ci[1], signed)}]`;
+}
+
+// pValue shows a p-value; below 0.001 as "< 0.001".
+export function pValue(p) {
+  if (!isNum(p)) return '—';
+  return p < 0.001 ? '< 0.001' : p.toFixed(3);
+}
