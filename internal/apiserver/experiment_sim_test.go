@@ -125,6 +125,18 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	require.NotEmpty(t, salt, res.Raw)
 	assigner := simAssigner(salt)
 
+	// The preview names the arm each user would get, as the assignment says, recording nothing.
+	for i := range 20 {
+		uid := "preview-" + itoa(int64(i))
+		res := api.adminDo(t, http.MethodGet, "/admin/v1/preview?uid="+uid+"&platform=ios&app_version=8.10.0", nil)
+		require.Equal(t, http.StatusOK, res.Status, res.Raw)
+		want := "control"
+		if arm := assigner.Assign(uid); arm < len(simArms)-1 {
+			want = simArms[arm].key
+		}
+		assert.Equal(t, want, res.Body["arm"], "uid %s: %s", uid, res.Raw)
+	}
+
 	began := time.Now()
 	tally, err := driveUsers(t.Context(), api.public, users, id, other, assigner)
 	require.NoError(t, err)

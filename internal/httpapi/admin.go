@@ -393,7 +393,11 @@ func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts d
 	if ex.Shown != nil {
 		shown = ex.Shown
 	}
-	c.JSON(http.StatusOK, gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)})
+	answer := gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)}
+	if ex.Arm != "" {
+		answer["arm"] = ex.Arm // the user's arm in the chosen popup's running experiment (docs/CONTRACT.md §10)
+	}
+	c.JSON(http.StatusOK, answer)
 }
 
 type popupStateView struct {
