@@ -28,6 +28,8 @@
 #   state straight into Redis with `benchtool fill`)  BENCH_WARM_TRIES (30)
 #   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run; FILE-first.prof
 #   of the first first-visit run)
+#   BENCH_EXPERIMENTS=1 (a running experiment, two variants and a show-nothing control at
+#   40/40/20, on every other popup and on the record popup)
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -49,12 +49,17 @@ curl -fsS -o /dev/null "http://127.0.0.1:${ref_port}/" # the reference must answ
 
 api="http://127.0.0.1:${api_port}"
 ref="http://127.0.0.1:${ref_port}"
-bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs" -regions "$BENCH_REGIONS" -record
+seed_flags=(-record)
+[ "${BENCH_EXPERIMENTS:-0}" = 1 ] && seed_flags+=(-experiments) # a running experiment on every other popup and the record popup
+bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs" -regions "$BENCH_REGIONS" "${seed_flags[@]}"
 if [ "${BENCH_WARM:-api}" = fill ]; then
   # the same end state written straight into Redis: seconds for a million users
   bin/benchtool fill -uids "$BENCH_UIDS" -want "$((configs + 1))" # + the record popup
 else
-  bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries "${BENCH_WARM_TRIES:-30}"
+  # With experiments a control user's no-popup answer may be an exposure with more to show after
+  # it: six in a row (20% control each) leave about 0.03% of the users short of the steady state.
+  quiet=1; [ "${BENCH_EXPERIMENTS:-0}" = 1 ] && quiet=6
+  bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries "${BENCH_WARM_TRIES:-30}" -quiet "$quiet"
 fi
 queue_len() { # events waiting in every shard's queue
   redis-cli -p "$redis_port" --no-raw eval "local n=0 for _,k in ipairs(redis.call('keys','popup:{q*}:queue')) do n=n+redis.call('llen',k) end return n" 0 | tr -dc 0-9

@@ -82,8 +82,16 @@ func seed(args []string) (err error) {
 	n := fs.Int("n", 20, "popups to create")
 	nRegions := fs.Int("regions", 8, "region codes r0..rN-1 the narrow popups spread over")
 	record := fs.Bool("record", false, "also create the popup of the record runs: region \"rec\", top priority, reshow 0 (shown, and so recorded, on every call)")
+	experiments := fs.Bool("experiments", false, "give every other popup (and the record popup) a running experiment: variants a and b and a control, 40/40/20")
 	fs.Parse(args) // ExitOnError
 	c := client(8)
+	if *experiments {
+		defer func() {
+			if err == nil {
+				err = startExperiments(c, *admin, *token)
+			}
+		}()
+	}
 	// The list comes in pages: follow next to count them all.
 	var list struct{ Popups []json.RawMessage }
 	for cursor := ""; ; {
@@ -115,7 +123,7 @@ func seed(args []string) (err error) {
 	if *record {
 		defer func() {
 			if err == nil {
-				err = seedRecord(c, *admin, *token)
+				err = seedRecord(c, *admin, *token, *experiments)
 			}
 		}()
 	}
@@ -138,6 +146,9 @@ func seed(args []string) (err error) {
 			t["rollout_percent"] = 10 + i%90
 		}
 		p["targeting"] = t
+		if *experiments && i%2 == 0 {
+			p["experiment"] = benchExperiment(i)
+		}
 		popups = append(popups, p)
 	}
 	body, _ := json.Marshal(map[string]any{"popups": popups})
@@ -159,11 +170,16 @@ func seed(args []string) (err error) {
 
 // seedRecord creates the popup that every request with region=rec gets, every time: each such GET
 // runs the record script (state write + queued impression).
-func seedRecord(c *http.Client, admin, token string) error {
-	body := `{"name":"bench-record","priority":1000,"title":"Recorded every time","content":"A popup of the record benchmark.",` +
-		`"image_url":"https://cdn.example.com/p/rec.png","link_url":"app://campaign/rec","reshow_after_seconds":0,` +
-		`"targeting":{"regions":["rec"],"rollout_percent":100}}`
-	req, _ := http.NewRequest("POST", admin+"/admin/v1/popups", strings.NewReader(body))
+func seedRecord(c *http.Client, admin, token string, experiment bool) error {
+	p := map[string]any{"name": "bench-record", "priority": 1000, "title": "Recorded every time",
+		"content": "A popup of the record benchmark.", "image_url": "https://cdn.example.com/p/rec.png",
+		"link_url": "app://campaign/rec", "reshow_after_seconds": 0,
+		"targeting": map[string]any{"regions": []string{"rec"}, "rollout_percent": 100}}
+	if experiment {
+		p["experiment"] = benchExperiment(-1)
+	}
+	body, _ := json.Marshal(p)
+	req, _ := http.NewRequest("POST", admin+"/admin/v1/popups", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := c.Do(req)
@@ -176,6 +192,67 @@ func seedRecord(c *http.Client, admin, token string) error {
 		return fmt.Errorf("creating the record popup: %s: %s", res.Status, b)
 	}
 	fmt.Println("seed: created the record popup (region rec)")
+	return nil
+}
+
+// benchExperiment is the experiment of bench popup i (-1: the record popup): two variants of the
+// same size as the popup's own content and a control that shows nothing, 40/40/20.
+func benchExperiment(i int) map[string]any {
+	variant := func(key string) map[string]any {
+		return map[string]any{"key": key, "weight": 40, "title": "Campaign " + strconv.Itoa(i) + key,
+			"content":   "A benchmark variant with a realistic amount of text in it.",
+			"image_url": "https://cdn.example.com/p/" + strconv.Itoa(i) + key + ".png", "link_url": "app://campaign/" + strconv.Itoa(i),
+			"buttons": []map[string]string{{"text": "Open", "link_url": "app://campaign/" + strconv.Itoa(i)}, {"text": "Later"}}}
+	}
+	return map[string]any{"variants": []map[string]any{variant("a"), variant("b")}, "control": map[string]any{"weight": 20, "mode": "none"}}
+}
+
+// startExperiments starts every draft experiment (seed creates them as drafts, as every new
+// experiment is).
+func startExperiments(c *http.Client, admin, token string) error {
+	started := 0
+	for cursor := ""; ; {
+		req, _ := http.NewRequest("GET", admin+"/admin/v1/popups?limit=1000"+cursor, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Popups []struct {
+				ID         int64
+				Experiment *struct{ Status string }
+			}
+			Next *string
+		}
+		err = json.NewDecoder(res.Body).Decode(&page)
+		res.Body.Close()
+		if err != nil {
+			return err
+		}
+		for _, p := range page.Popups {
+			if p.Experiment == nil || p.Experiment.Status != "draft" {
+				continue
+			}
+			req, _ := http.NewRequest("POST", admin+"/admin/v1/popups/"+strconv.FormatInt(p.ID, 10)+"/experiment/start", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			res, err := c.Do(req)
+			if err != nil {
+				return err
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				return fmt.Errorf("starting popup %d's experiment: %s: %s", p.ID, res.Status, b)
+			}
+			started++
+		}
+		if page.Next == nil {
+			break
+		}
+		cursor = "&cursor=" + *page.Next
+	}
+	fmt.Printf("seed: started %d experiments\n", started)
 	return nil
 }
 
@@ -203,6 +280,7 @@ func warm(args []string) error {
 	uids := fs.Int("uids", 100000, "uid pool size")
 	conns := fs.Int("c", 64, "concurrent connections")
 	tries := fs.Int("tries", 30, "calls per uid at most (a user may be eligible for several popups)")
+	quiet := fs.Int("quiet", 1, "no-popup answers in a row that end a uid's warm-up: with experiments, a control user's answer is no popup while lower popups can still show (each control exposure hides only its own popup), so one is not the steady state")
 	fs.Parse(args) // ExitOnError
 	c := client(*conns)
 	jobs := make(chan int, 1024)
@@ -214,7 +292,7 @@ func warm(args []string) error {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				for try := 0; try < *tries; try++ {
+				for try, nulls := 0, 0; try < *tries; try++ {
 					calls.Add(1)
 					res, err := c.Get(query(*url, i))
 					if err != nil {
@@ -233,7 +311,9 @@ func warm(args []string) error {
 						time.Sleep(20 * time.Millisecond)
 						continue
 					}
-					if bytes.HasPrefix(body, []byte(`{"popup":null`)) {
+					if !bytes.HasPrefix(body, []byte(`{"popup":null`)) {
+						nulls = 0
+					} else if nulls++; nulls >= *quiet {
 						break
 					}
 				}
