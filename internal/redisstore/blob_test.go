@@ -1,9 +1,7 @@
 package redisstore
 
 import (
-	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,8 +14,7 @@ import (
 // from the config blob exactly as it was written.
 func TestConfigBlobCarriesEveryField(t *testing.T) {
 	t.Parallel()
-	want := popuptest.Full()
-	want.Experiment = fullExperiment()
+	want := popuptest.Full() // with its experiment
 	popuptest.RequireNoZeroField(t, toBlob(&want))
 	blob, err := encodeConfig([]popup.Popup{want})
 	require.NoError(t, err)
@@ -39,21 +36,4 @@ func TestConfigBlobWithoutExperimentHasNoExperiment(t *testing.T) {
 	got, err := decodeConfig(blob)
 	require.NoError(t, err)
 	assert.Nil(t, got[0].Experiment)
-}
-
-// fullExperiment is an experiment with every field, and every field of its parts, set.
-func fullExperiment() *popup.Experiment {
-	end := time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC)
-	started := time.Date(2026, 11, 25, 8, 0, 0, 500_000_000, time.UTC)
-	return &popup.Experiment{
-		Status: popup.ExperimentRunning, CoveragePercent: 80,
-		Variants: []popup.Variant{
-			{Key: "a", Weight: 40, Creative: popup.Creative{Title: "A", Content: "a content", ImageURL: "https://cdn.example.com/a.png",
-				LinkURL: "app://a", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://a/go"}}, Ext: json.RawMessage(`{"k":"a"}`)}},
-			{Key: "b", Weight: 40, Creative: popup.Creative{Title: "B", Content: "b content", ImageURL: "https://cdn.example.com/b.png",
-				LinkURL: "app://b", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://b/go"}}, Ext: json.RawMessage(`{"k":"b"}`)}},
-		},
-		Control:      &popup.Control{Weight: 20, Mode: popup.ControlFallThrough},
-		PlannedEndAt: &end, Phase: 2, Salt: "3f9a0c2b7d1e4a65", PhaseStartedAt: &started, ConcludedVariant: "b",
-	}
 }
