@@ -22,28 +22,29 @@ import (
 // false on a conflict: the caller reads the state again and decides again.
 func (d *Decider) decideExperiment(ctx, bctx context.Context, br *breaker.Breaker, snap *snapshot.Snapshot, cands []*popup.Compiled,
 	req popup.Request, st *popup.StoredState, x *popup.Compiled, arm int, now time.Time) (ans Answer, done bool) {
-	decision := d.ids.get().nextInExperiment(x.Popup.ID, arm)
+	decision := d.ids.get().append(make([]byte, 0, maxDecisionIDLen+8))
+	decision = appendArm(decision, x.Popup.ID, arm)
 	evs := make([]event.Event, 0, 2) // a variant's impression or the control's exposure, and a fall-through's
 	ans = Answer{Kind: None, Version: snap.Version}
+	var shown *snapshot.Entry
+	shownArm := -1
 	rest := cands
 	for c, i := x, arm; ; {
 		e := c.Popup.Experiment
 		if i < 0 || !e.IsControl(i) {
 			ps := c.ApplyImpression(&st.UserState, now)
-			ev := event.Event{ID: decision, UID: req.UID, PopupID: c.Popup.ID, Action: event.Impression, At: now,
-				DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, DayCount: st.UserState.ImpressionsOn(now)}
-			entry := snap.Entry(c.Popup.ID)
-			ans = Answer{Kind: Shown, Version: snap.Version, Popup: entry, DecisionID: decision, Body: entry.Shown(i)}
+			ev := event.Event{UID: req.UID, PopupID: c.Popup.ID, Action: event.Impression, At: now,
+				NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, DayCount: st.UserState.ImpressionsOn(now)}
+			shown, shownArm = snap.Entry(c.Popup.ID), i
 			if i >= 0 {
-				ans.Variant, ev.Arms = e.ArmKey(i), entry.ArmRefs[i]
+				ev.Arms = shown.ArmRefs[i]
 			}
 			evs = append(evs, ev)
 			break
 		}
 		ps := c.ApplyExposure(&st.UserState, now)
-		evs = append(evs, event.Event{ID: exposureID(decision, len(evs)+1), UID: req.UID, PopupID: c.Popup.ID,
-			Action: event.Exposure, At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions,
-			Arms: snap.Entry(c.Popup.ID).ArmRefs[i]})
+		evs = append(evs, event.Event{UID: req.UID, PopupID: c.Popup.ID, Action: event.Exposure, At: now,
+			NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, Arms: snap.Entry(c.Popup.ID).ArmRefs[i]})
 		if e.Control.Mode != popup.ControlFallThrough || len(evs) == MaxRecordEvents {
 			break
 		}
@@ -53,7 +54,32 @@ func (d *Decider) decideExperiment(ctx, bctx context.Context, br *breaker.Breake
 		if c = popup.Select(rest, req, &st.UserState, now, d.DailyCap); c == nil {
 			break
 		}
-		i = c.Arm(req.UID)
+		if i = c.Arm(req.UID); i >= 0 && c.Popup.Experiment.IsControl(i) {
+			// A control passed on the way is named in the decision id too, so that a click on
+			// the popup the chain ends at counts for every control it passed (Act). A chain stops
+			// where the id cannot name one more (docs/CONTRACT.md §10).
+			next := appendArm(decision, c.Popup.ID, i)
+			if len(next) > maxDecisionIDLen {
+				break
+			}
+			decision = next
+		}
+	}
+	id := string(decision)
+	for k := range evs {
+		ev := &evs[k]
+		ev.DecisionID = id
+		if ev.Action == event.Exposure {
+			ev.ID = exposureID(id, k+1)
+		} else {
+			ev.ID = id
+		}
+	}
+	if shown != nil {
+		ans = Answer{Kind: Shown, Version: snap.Version, Popup: shown, DecisionID: id, Body: shown.Shown(shownArm)}
+		if shownArm >= 0 {
+			ans.Variant = shown.Popup.Experiment.ArmKey(shownArm)
+		}
 	}
 	out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, evs, false)
 	if err != nil {
@@ -85,22 +111,29 @@ func after(cs []*popup.Compiled, c *popup.Compiled) []*popup.Compiled {
 }
 
 // actionArms are the experiment arms a click or close a counts for (docs/CONTRACT.md §10): the
-// user's arm in its popup's running experiment, and the control of the popup its decision id
-// names when that control fell through to this popup: that popup's experiment is running with
-// mode fall_through and assigns this user to the control the suffix names. A suffix that says
-// otherwise (forged, or from an older phase) is ignored. Nil for a popup outside any experiment;
-// it then does not allocate.
+// user's arm in its popup's running experiment, and every control its decision id names that fell
+// through on the way to this popup: that popup's experiment is running with mode fall_through and
+// assigns this user to the control the suffix names. A suffix that says otherwise (forged, or from
+// an older phase) is ignored. Nil for a popup outside any experiment; it then does not allocate.
 func actionArms(snap *snapshot.Snapshot, entry *snapshot.Entry, a Action) []event.ArmRef {
 	var arms []event.ArmRef
 	if i := entry.Arm(a.UID); i >= 0 {
 		arms = entry.ArmRefs[i][:1:1] // shared: appending below must copy it
 	}
-	if x, i, ok := armSuffix(a.DecisionID); ok && x != a.PopupID {
+	armSuffixes(a.DecisionID, event.MaxArmRefs, func(x int64, i int) {
+		if x == a.PopupID || len(arms) == event.MaxArmRefs {
+			return
+		}
 		if xe := snap.Entry(x); xe != nil && xe.Arm(a.UID) == i {
 			if e := xe.Popup.Experiment; e.IsControl(i) && e.Control.Mode == popup.ControlFallThrough {
+				for _, r := range arms {
+					if r.PopupID == x {
+						return // named twice
+					}
+				}
 				arms = append(arms, xe.ArmRefs[i]...)
 			}
 		}
-	}
+	})
 	return arms
 }

@@ -284,7 +284,8 @@ func TestActAttributesTheArms(t *testing.T) {
 	own.Salt = "spring-sale_2026"
 	none := experiment(popup.ControlNone)
 	none.Salt = "0000000000000000"
-	popups := []popup.Popup{active(1, withExp(x)), active(2, withExp(own)), active(3, nil), active(4, withExp(none))}
+	// Popup 5 runs x's experiment too (same salt): the user is in its control as well.
+	popups := []popup.Popup{active(1, withExp(x)), active(2, withExp(own)), active(3, nil), active(4, withExp(none)), active(5, withExp(x))}
 	var uid string
 	for i := range 10_000 { // in x's control, variant b of popup 2's experiment and the control of popup 4's
 		u := "user-" + strconv.Itoa(i)
@@ -307,6 +308,10 @@ func TestActAttributesTheArms(t *testing.T) {
 			want: []event.ArmRef{{PopupID: 2, Salt: own.Salt, Arm: "b"}}},
 		{name: "a fall-through's control", popupID: 3, decision: "d-1~1.2", want: []event.ArmRef{xControl}},
 		{name: "both", popupID: 2, decision: "d-1~1.2", want: []event.ArmRef{{PopupID: 2, Salt: own.Salt, Arm: "b"}, xControl}},
+		{name: "every control of a chain", popupID: 3, decision: "d-1~1.2~5.2",
+			want: []event.ArmRef{xControl, {PopupID: 5, Salt: salt, Arm: "control"}}},
+		{name: "forged: a control named twice", popupID: 3, decision: "d-1~1.2~1.2", want: []event.ArmRef{xControl}},
+		{name: "forged: a chain's second control that does not fall through", popupID: 3, decision: "d-1~1.2~4.2", want: []event.ArmRef{xControl}},
 		{name: "forged: a variant arm, not the control", popupID: 3, decision: "d-1~1.0", want: nil},
 		{name: "forged: an arm the experiment does not have", popupID: 3, decision: "d-1~1.7", want: nil},
 		{name: "forged: the popup's own suffix", popupID: 1, decision: "d-1~1.2", want: []event.ArmRef{xControl}},
@@ -459,6 +464,11 @@ func TestDecideControlsFallingThroughInAChain(t *testing.T) {
 			wantKind: decide.Shown, wantExposures: []int64{1, 2}, wantShown: 9},
 		{name: "five controls: stops after four", popups: append(controls(5), active(9, func(p *popup.Popup) { p.Priority = 1 })),
 			wantKind: decide.None, wantExposures: []int64{1, 2, 3, 4}},
+		{name: "ids too long to name a second control: stops before it", popups: []popup.Popup{
+			active(1e18+1, func(p *popup.Popup) { p.Experiment = x; p.Priority = 99 }),
+			active(1e18+2, func(p *popup.Popup) { p.Experiment = x; p.Priority = 98 }),
+			active(9, func(p *popup.Popup) { p.Priority = 1 })},
+			wantKind: decide.None, wantExposures: []int64{1e18 + 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -466,7 +476,7 @@ func TestDecideControlsFallingThroughInAChain(t *testing.T) {
 
 			ans := f.decide(uid, t0)
 
-			require.Equal(t, tt.wantKind, ans.Kind)
+			require.Equal(t, tt.wantKind, ans.Kind, "%+v %+v", ans, f.queued(uid))
 			var exposed []int64
 			var shown int64
 			for _, ev := range f.queued(uid) {
@@ -480,6 +490,15 @@ func TestDecideControlsFallingThroughInAChain(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantExposures, exposed)
 			assert.Equal(t, tt.wantShown, shown)
+			// The decision id names every control the chain passed, so that a click on the popup
+			// it ends at counts for each of them.
+			var suffix string
+			for _, id := range tt.wantExposures {
+				suffix += "~" + strconv.FormatInt(id, 10) + "." + strconv.Itoa(controlArm)
+			}
+			for _, ev := range f.queued(uid) {
+				assert.True(t, strings.HasSuffix(ev.DecisionID, suffix), "%s does not end in %s", ev.DecisionID, suffix)
+			}
 		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"popupsvc/internal/event"
 )
 
 // idSource makes decision and event ids: a random per-process prefix and a counter, unique
@@ -46,34 +48,46 @@ func (o *idSourceOnce) get() *idSource {
 	return o.s
 }
 
-// nextInExperiment is a fresh decision id for a decision that popup id's experiment took part in
-// with arm (docs/CONTRACT.md §10): the id, '~', the popup id, '.', the arm index.
-func (s *idSource) nextInExperiment(popupID int64, arm int) string {
-	b := s.append(make([]byte, 0, 48))
+// appendArm appends the suffix "~<popup id>.<arm index>" to a decision id.
+func appendArm(b []byte, popupID int64, arm int) []byte {
 	b = append(b, '~')
 	b = strconv.AppendInt(b, popupID, 10)
 	b = append(b, '.')
-	return string(strconv.AppendInt(b, int64(arm), 10))
+	return strconv.AppendInt(b, int64(arm), 10)
 }
 
-// armSuffix reads the experiment suffix "~<popup id>.<arm index>" of a decision id; ok is false
-// for an id without one, or with one that does not parse (a client's forgery is not an error).
-func armSuffix(decisionID string) (popupID int64, arm int, ok bool) {
-	t := strings.LastIndexByte(decisionID, '~')
-	if t < 0 {
-		return 0, 0, false
+// maxDecisionIDLen bounds a decision id so that its exposures' ids (exposureID: ".x1" to ".x4"
+// appended) fit event.MaxIDLen.
+const maxDecisionIDLen = event.MaxIDLen - len(".x4")
+
+// armSuffixes calls yield with each experiment suffix "~<popup id>.<arm index>" of a decision id,
+// in order (the first names the decision's first experiment, each later one a control a
+// fall-through passed on the way); it stops at the first that does not parse (a client's forgery
+// is not an error) and after max of them.
+func armSuffixes(decisionID string, max int, yield func(popupID int64, arm int)) {
+	t := strings.IndexByte(decisionID, '~')
+	for n := 0; t >= 0 && n < max; n++ {
+		rest := decisionID[t+1:]
+		end := strings.IndexByte(rest, '~')
+		seg := rest
+		if end >= 0 {
+			seg = rest[:end]
+		}
+		dot := strings.IndexByte(seg, '.')
+		if dot < 0 {
+			return
+		}
+		id, err1 := strconv.ParseInt(seg[:dot], 10, 64)
+		i, err2 := strconv.Atoi(seg[dot+1:])
+		if err1 != nil || err2 != nil || id <= 0 || i < 0 {
+			return
+		}
+		yield(id, i)
+		if end < 0 {
+			return
+		}
+		t += 1 + end
 	}
-	rest := decisionID[t+1:]
-	dot := strings.IndexByte(rest, '.')
-	if dot < 0 {
-		return 0, 0, false
-	}
-	id, err1 := strconv.ParseInt(rest[:dot], 10, 64)
-	i, err2 := strconv.Atoi(rest[dot+1:])
-	if err1 != nil || err2 != nil || id <= 0 || i < 0 {
-		return 0, 0, false
-	}
-	return id, i, true
 }
 
 // exposureID is the event id of the k-th (from 1) control exposure a decision records: the

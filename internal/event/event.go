@@ -51,8 +51,8 @@ type Event struct {
 	Button ButtonRef
 	// Arms are the experiment arms the event counts for (docs/CONTRACT.md §10), at most
 	// MaxArmRefs: for an impression or exposure the arm the user was assigned; for a click or
-	// close the user's arm in this popup's experiment and, for a click on a popup that a control
-	// fell through to, that control. None for a popup without a running experiment.
+	// close the user's arm in this popup's experiment and, for a click on a popup that controls
+	// fell through to, those controls. None for a popup without a running experiment.
 	Arms []ArmRef
 }
 
@@ -64,8 +64,9 @@ type ArmRef struct {
 	Arm     string
 }
 
-// MaxArmRefs bounds Event.Arms: the popup's own experiment and one control that fell through.
-const MaxArmRefs = 2
+// MaxArmRefs bounds Event.Arms: the popup's own experiment and the controls that fell through
+// to it (a decision records at most four events, so at most three controls precede a popup).
+const MaxArmRefs = 4
 
 // ButtonRef names a clicked button: 0 is "unspecified", n is the button at 0-based index n-1.
 // The zero value of an Event is therefore an unspecified click, never button 0 by mistake.

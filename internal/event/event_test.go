@@ -71,7 +71,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"button on a close", `{"v":1,"id":"e","u":"u","p":1,"a":"close","t":1,"n":0,"i":0,"b":0}`},
 		{"button not a number", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":"0"}`},
 		{"exposure without an arm", `{"v":1,"id":"e","u":"u","p":1,"a":"exposure","t":1,"n":0,"i":1}`},
-		{"three arms", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"s","a":"a"},{"p":2,"s":"s","a":"a"},{"p":3,"s":"s","a":"a"}]}`},
+		{"five arms", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"s","a":"a"},{"p":2,"s":"s","a":"a"},{"p":3,"s":"s","a":"a"},{"p":4,"s":"s","a":"a"},{"p":5,"s":"s","a":"a"}]}`},
 		{"arm without a salt", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"","a":"a"}]}`},
 		{"arm key too long", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"s","a":"aaaaaaaaaaaaaaaaa"}]}`},
 		{"arm of popup 0", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":0,"s":"s","a":"a"}]}`},
