@@ -115,7 +115,9 @@ func TestExperimentResultsAreTheStatsOfTheRollup(t *testing.T) {
 		return res.Body["experiment"].(map[string]any)["salt"].(string)
 	}
 	salt1 := put(40, 40)
-	salt2 := put(50, 30) // new weights: phase 2, a new salt
+	res := api.adminDo(t, http.MethodPost, fmt.Sprintf("/admin/v1/popups/%d/experiment/start", id), nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	salt2 := put(50, 30) // new weights once phase 1 has run: phase 2, a new salt
 	require.NotEqual(t, salt1, salt2)
 
 	// Phase 1 as the weights say; phase 2 with half the control's users lost.

@@ -374,7 +374,8 @@ func Reassigns(stored, next *Experiment) bool {
 //   - A concluded experiment is read-only: any other experiment sent is ErrExperimentConcluded.
 //   - Status is changed only by the transitions (Start, Stop, Conclude): the stored one is kept.
 //   - A change that Reassigns users starts a new phase (new salt, PhaseStartedAt cleared until it
-//     runs) unless acceptReassignment, which keeps the phase and is reported.
+//     runs) unless acceptReassignment, which keeps the phase and is reported. A phase that never
+//     ran (PhaseStartedAt nil) assigned nobody and is kept, whatever changes.
 func KeepExperiment(next, stored *Experiment, acceptReassignment bool, now time.Time) (reassigned bool, err error) {
 	switch {
 	case next == nil && stored != nil && stored.Status == ExperimentRunning:
@@ -393,7 +394,9 @@ func KeepExperiment(next, stored *Experiment, acceptReassignment bool, now time.
 	}
 	next.Status, next.Phase, next.Salt, next.PhaseStartedAt, next.ConcludedVariant =
 		stored.Status, stored.Phase, stored.Salt, stored.PhaseStartedAt, stored.ConcludedVariant
-	if !Reassigns(stored, next) {
+	if !Reassigns(stored, next) || stored.PhaseStartedAt == nil {
+		// Nothing that moves users, or a phase that never ran: nobody was assigned, so the
+		// phase and its salt stay (a draft's edits would otherwise leave empty phases behind).
 		return false, nil
 	}
 	if acceptReassignment {

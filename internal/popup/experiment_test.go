@@ -194,6 +194,17 @@ func TestKeepExperimentPhases(t *testing.T) {
 	assert.Equal(t, 1, next.Phase)
 	assert.Equal(t, stored.Salt, next.Salt)
 
+	// A phase that never ran assigned nobody: new weights keep it, salt and all.
+	draft := clone(stored)
+	draft.Status, draft.PhaseStartedAt = ExperimentDraft, nil
+	next = clone(draft)
+	next.Variants[0].Weight, next.Variants[1].Weight = 40, 27
+	moved, err = KeepExperiment(next, draft, false, now)
+	require.NoError(t, err)
+	assert.False(t, moved)
+	assert.Equal(t, 1, next.Phase)
+	assert.Equal(t, draft.Salt, next.Salt)
+
 	// A running experiment cannot be removed; a stopped one can.
 	_, err = KeepExperiment(nil, stored, false, now)
 	assert.ErrorIs(t, err, ErrExperimentRunning)
