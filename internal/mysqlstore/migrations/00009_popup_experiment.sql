@@ -19,6 +19,6 @@ ALTER TABLE popup_audit
         COMMENT 'create, update, archive, rollback, import, reassign, experiment_start, experiment_stop or experiment_conclude';
 
 -- +goose Down
-ALTER TABLE popup_audit
-    MODIFY COLUMN action VARCHAR(16) NOT NULL COMMENT 'create, update, archive, rollback or import';
+-- popup_audit.action stays VARCHAR(32): the audit rows of experiment actions
+-- (experiment_conclude is 19 characters) are kept, and would not fit back in 16.
 ALTER TABLE popup_config DROP COLUMN experiment;
