@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"popupsvc/internal/jsonx"
+	"popupsvc/internal/popup"
 )
 
 // Action is what the user did.
@@ -191,7 +192,8 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: bad experiment arms", ErrDecode)
 	}
 	for _, x := range w.X {
-		if x.P <= 0 || !validToken(x.S, MaxIDLen) || !validToken(x.A, 16) {
+		// (a salt is drawn like a bucket seed; an arm is a variant's key or "control")
+		if x.P <= 0 || !popup.ValidBucketSeed(x.S) || !popup.ValidArmKey(x.A) {
 			return Event{}, fmt.Errorf("%w: bad experiment arm", ErrDecode)
 		}
 		e.Arms = append(e.Arms, ArmRef{PopupID: x.P, Salt: x.S, Arm: x.A})
@@ -200,20 +202,6 @@ func Decode(b []byte) (Event, error) {
 		e.Button = ButtonAt(w.B)
 	}
 	return e, nil
-}
-
-// validToken reports whether s is 1 to n characters of [A-Za-z0-9_-] (salts and arm keys).
-func validToken(s string, n int) bool {
-	if len(s) == 0 || len(s) > n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 func unixMilli(t time.Time) int64 {

@@ -289,25 +289,7 @@ func TestConcurrentOverlappingWritersConverge(t *testing.T) {
 	db := testenv.MySQL(t)
 	w := mysqlstore.NewEventWriter(db)
 
-	errs := make(chan error, 8)
-	for g := range 8 {
-		go func() {
-			r := rand.New(rand.NewPCG(uint64(g), 9))
-			for range 10 {
-				lo := r.IntN(len(events) - 400)
-				b := append([]event.Event(nil), events[lo:lo+400]...)
-				r.Shuffle(len(b), func(i, j int) { b[i], b[j] = b[j], b[i] })
-				if err := w.WriteBatch(ctx, b); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range 8 {
-		require.NoError(t, <-errs, "deadlocks between writers are retried")
-	}
+	writeConcurrently(t, w, events, 9, 10, 400)
 	require.NoError(t, w.WriteBatch(ctx, events))
 
 	assert.Equal(t, readStates(t, reference), readStates(t, db))
@@ -361,4 +343,30 @@ func innodbDeadlocks(t *testing.T, db *sql.DB) int64 {
 	var n int64
 	require.NoError(t, db.QueryRow("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'").Scan(&name, &n))
 	return n
+}
+
+// writeConcurrently has eight writers each write rounds shuffled batches of size overlapping
+// events, drawn from seed; it fails the test on any error (deadlocks between writers are retried
+// by WriteBatch, so there should be none).
+func writeConcurrently(t *testing.T, w *mysqlstore.EventWriter, events []event.Event, seed uint64, rounds, size int) {
+	t.Helper()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(g), seed))
+			for range rounds {
+				lo := r.IntN(len(events) - size)
+				b := append([]event.Event(nil), events[lo:lo+size]...)
+				r.Shuffle(len(b), func(i, j int) { b[i], b[j] = b[j], b[i] })
+				if err := w.WriteBatch(context.Background(), b); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		require.NoError(t, <-errs, "deadlocks between writers are retried")
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,25 +276,7 @@ func TestExperimentRollupOfManyConcurrentWritersStaysConsistent(t *testing.T) {
 	}
 	// Eight writers of shuffled, overlapping batches: users first exposed by several writers at
 	// once, clicks racing exposures. Deadlocks are retried; every count stays whole.
-	errs := make(chan error, 8)
-	for g := range 8 {
-		go func() {
-			r := rand.New(rand.NewPCG(uint64(g), 23))
-			for range 6 {
-				lo := r.IntN(len(events) - 200)
-				b := append([]event.Event(nil), events[lo:lo+200]...)
-				r.Shuffle(len(b), func(i, j int) { b[i], b[j] = b[j], b[i] })
-				if err := w.WriteBatch(ctx, b); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range 8 {
-		require.NoError(t, <-errs)
-	}
+	writeConcurrently(t, w, events, 23, 6, 200)
 	require.NoError(t, w.WriteBatch(ctx, events))
 
 	byArm := `SELECT CONCAT(popup_id, '/', salt, '/', arm), %s FROM %s GROUP BY popup_id, salt, arm`

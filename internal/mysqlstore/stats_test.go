@@ -179,38 +179,23 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 	tests := []struct {
 		name, query, wantKey string
 	}{
-		{"one popup's days", "EXPLAIN SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats WHERE popup_id = 7 AND day BETWEEN '2026-01-01' AND '2026-01-14' ORDER BY day", "PRIMARY"},
-		{"users reached", "EXPLAIN SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (7) AND impressions > 0 GROUP BY popup_id", "idx_popup_user_state_popup_impressions"},
-		{"a batch's new rows", `EXPLAIN SELECT uid, event_id, event_at FROM popup_action_log
+		{"one popup's days", "SELECT popup_id, day, impressions, clicks, closes FROM popup_daily_stats WHERE popup_id = 7 AND day BETWEEN '2026-01-01' AND '2026-01-14' ORDER BY day", "PRIMARY"},
+		{"users reached", "SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (7) AND impressions > 0 GROUP BY popup_id", "idx_popup_user_state_popup_impressions"},
+		{"a batch's new rows", `SELECT uid, event_id, event_at FROM popup_action_log
 			WHERE batch_id = 5 AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3'))`, "uk_popup_action_log_uid_event"},
-		{"one popup's quarter hours", `EXPLAIN SELECT popup_id, INTERVAL(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', slot_start), 29640000, 29641440) AS d, button,
+		{"one popup's quarter hours", `SELECT popup_id, INTERVAL(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', slot_start), 29640000, 29641440) AS d, button,
 			SUM(impressions), SUM(clicks), SUM(closes) FROM popup_slot_stats WHERE popup_id = 2 AND slot_start >= '2026-03-01' AND slot_start < '2026-03-02'
 			GROUP BY popup_id, d, button`, "PRIMARY"},
-		{"every popup's quarter hours", `EXPLAIN SELECT popup_id, SUM(impressions) FROM popup_slot_stats
+		{"every popup's quarter hours", `SELECT popup_id, SUM(impressions) FROM popup_slot_stats
 			WHERE slot_start >= '2026-03-01 08:00' AND slot_start < '2026-03-01 09:00' GROUP BY popup_id`, "idx_popup_slot_stats_slot"},
-		{"unique users of a day", `EXPLAIN SELECT COUNT(DISTINCT uid) FROM popup_action_log
+		{"unique users of a day", `SELECT COUNT(DISTINCT uid) FROM popup_action_log
 			WHERE popup_id = 2 AND action = 'impression' AND event_at >= '2026-03-01 08:00' AND event_at < '2026-03-02 08:00'`, "idx_popup_action_log_popup_action_time_uid"},
-		{"purge: each popup's oldest row", "EXPLAIN SELECT popup_id, MIN(event_at) FROM popup_action_log GROUP BY popup_id", "idx_popup_action_log_popup_time"},
-		{"purge one popup", "EXPLAIN DELETE FROM popup_action_log WHERE popup_id = 7 AND event_at < '2026-01-01' ORDER BY event_at LIMIT 1000", "idx_popup_action_log_popup_time"},
+		{"purge: each popup's oldest row", "SELECT popup_id, MIN(event_at) FROM popup_action_log GROUP BY popup_id", "idx_popup_action_log_popup_time"},
+		{"purge one popup", "DELETE FROM popup_action_log WHERE popup_id = 7 AND event_at < '2026-01-01' ORDER BY event_at LIMIT 1000", "idx_popup_action_log_popup_time"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rows, err := db.QueryContext(ctx, tt.query)
-			require.NoError(t, err)
-			defer rows.Close()
-			cols, err := rows.Columns()
-			require.NoError(t, err)
-			require.True(t, rows.Next())
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			require.NoError(t, rows.Scan(ptrs...))
-			plan := map[string]string{}
-			for i, c := range cols {
-				plan[c] = vals[i].String
-			}
+			plan := explain(t, db, tt.query)
 			t.Logf("plan: %v", plan)
 			assert.Equal(t, tt.wantKey, plan["key"], "plan: %v", plan)
 			assert.NotEqual(t, "ALL", plan["type"], "no table scan: %v", plan)

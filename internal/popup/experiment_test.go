@@ -164,46 +164,45 @@ func TestKeepExperimentPhases(t *testing.T) {
 	assert.Equal(t, 1, fresh.Phase)
 	assert.True(t, ValidBucketSeed(fresh.Salt))
 
-	// Coverage only: same phase, same salt; the server-managed fields cannot be set.
-	next := clone(stored)
-	next.CoveragePercent, next.Salt, next.Phase, next.Status = 50, "forged", 7, ExperimentConcluded
-	moved, err = KeepExperiment(next, stored, false, now)
-	require.NoError(t, err)
-	assert.False(t, moved)
-	assert.Equal(t, stored.Salt, next.Salt)
-	assert.Equal(t, 1, next.Phase)
-	assert.Equal(t, ExperimentRunning, next.Status)
-
-	// Weights: a new phase with a new salt, beginning now since it runs.
-	next = clone(stored)
-	next.Variants[0].Weight, next.Variants[1].Weight = 40, 27
-	moved, err = KeepExperiment(next, stored, false, now)
-	require.NoError(t, err)
-	assert.False(t, moved)
-	assert.Equal(t, 2, next.Phase)
-	assert.NotEqual(t, stored.Salt, next.Salt)
-	require.NotNil(t, next.PhaseStartedAt)
-	assert.Equal(t, now, *next.PhaseStartedAt)
-
-	// The same change, accepting that users move: the phase is kept and the move reported.
-	next = clone(stored)
-	next.Variants[0].Weight, next.Variants[1].Weight = 40, 27
-	moved, err = KeepExperiment(next, stored, true, now)
-	require.NoError(t, err)
-	assert.True(t, moved)
-	assert.Equal(t, 1, next.Phase)
-	assert.Equal(t, stored.Salt, next.Salt)
-
-	// A phase that never ran assigned nobody: new weights keep it, salt and all.
+	// Changes of a stored experiment; the server-managed fields sent are never taken.
 	draft := clone(stored)
 	draft.Status, draft.PhaseStartedAt = ExperimentDraft, nil
-	next = clone(draft)
-	next.Variants[0].Weight, next.Variants[1].Weight = 40, 27
-	moved, err = KeepExperiment(next, draft, false, now)
-	require.NoError(t, err)
-	assert.False(t, moved)
-	assert.Equal(t, 1, next.Phase)
-	assert.Equal(t, draft.Salt, next.Salt)
+	newWeights := func(e *Experiment) { e.Variants[0].Weight, e.Variants[1].Weight = 40, 27 }
+	for _, tc := range []struct {
+		name      string
+		stored    *Experiment
+		change    func(e *Experiment)
+		accept    bool
+		wantMoved bool
+		wantPhase int // 2: a new phase with a new salt, else the stored salt
+	}{
+		{name: "coverage only: same phase", stored: stored, change: func(e *Experiment) {
+			e.CoveragePercent, e.Salt, e.Phase, e.Status = 50, "forged", 7, ExperimentConcluded
+		}, wantPhase: 1},
+		{name: "weights: a new phase, beginning now since it runs", stored: stored, change: newWeights, wantPhase: 2},
+		{name: "weights, accepting that users move: the phase kept, the move reported", stored: stored,
+			change: newWeights, accept: true, wantMoved: true, wantPhase: 1},
+		{name: "weights of a phase that never ran: nobody was assigned, the phase kept", stored: draft,
+			change: newWeights, wantPhase: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := clone(tc.stored)
+			tc.change(next)
+			moved, err := KeepExperiment(next, tc.stored, tc.accept, now)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantMoved, moved)
+			assert.Equal(t, tc.stored.Status, next.Status)
+			assert.Equal(t, tc.wantPhase, next.Phase)
+			if tc.wantPhase == 1 {
+				assert.Equal(t, tc.stored.Salt, next.Salt)
+				assert.Equal(t, tc.stored.PhaseStartedAt, next.PhaseStartedAt)
+				return
+			}
+			assert.NotEqual(t, tc.stored.Salt, next.Salt)
+			require.NotNil(t, next.PhaseStartedAt)
+			assert.Equal(t, now, *next.PhaseStartedAt)
+		})
+	}
 
 	// A running experiment cannot be removed; a stopped one can.
 	_, err = KeepExperiment(nil, stored, false, now)
