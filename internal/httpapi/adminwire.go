@@ -107,7 +107,7 @@ func experimentToWire(e *popup.Experiment) *adminExperiment {
 		return nil
 	}
 	out := &adminExperiment{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: make([]adminVariant, len(e.Variants)),
-		PlannedEndAt: utcTime(e.PlannedEndAt), Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: utcTime(e.PhaseStartedAt)}
+		PlannedEndAt: popup.UTCPtr(e.PlannedEndAt), Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: popup.UTCPtr(e.PhaseStartedAt)}
 	for i, v := range e.Variants {
 		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL,
 			LinkURL: v.LinkURL, Buttons: buttonsToWire(v.Buttons), Ext: extOrEmpty(v.Ext)}
@@ -120,14 +120,6 @@ func experimentToWire(e *popup.Experiment) *adminExperiment {
 		out.ConcludedVariant = &k
 	}
 	return out
-}
-
-func utcTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // toWire is the boundary from the domain popup to the admin API's JSON; the campaign state is

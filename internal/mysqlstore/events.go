@@ -346,7 +346,7 @@ func addSlotStats(ctx context.Context, tx *sql.Tx, counts []slotCount) error {
 	for _, c := range counts {
 		args = append(args, c.popupID, c.slot, c.button, c.imp, c.clicks, c.cls)
 	}
-	return addCounts(ctx, tx, "popup_slot_stats (popup_id, slot_start, button, impressions, clicks, closes)", 6, args)
+	return addCounts(ctx, tx, "popup_slot_stats", []string{"popup_id", "slot_start", "button"}, eventCounts, args)
 }
 
 // addDailyStats adds counts to popup_daily_stats, rows in primary-key order so that concurrent
@@ -356,30 +356,34 @@ func addDailyStats(ctx context.Context, tx *sql.Tx, counts []dailyCount) error {
 	for _, c := range counts {
 		args = append(args, c.popupID, c.day, c.imp, c.clicks, c.cls)
 	}
-	return addCounts(ctx, tx, "popup_daily_stats (popup_id, day, impressions, clicks, closes)", 5, args)
+	return addCounts(ctx, tx, "popup_daily_stats", []string{"popup_id", "day"}, eventCounts, args)
 }
 
-// addCounts is the one upsert of the stats tables: rows of width values (the key columns, then
-// impressions, clicks and closes) into table, each added to the row its key already has.
-func addCounts(ctx context.Context, tx *sql.Tx, table string, width int, args []any) error {
+// eventCounts are the count columns of popup_daily_stats and popup_slot_stats.
+var eventCounts = []string{"impressions", "clicks", "closes"}
+
+// addCounts is the one upsert of the stats tables: rows of the values of keys, then of counts,
+// into table, each count added to the row its key already has.
+func addCounts(ctx context.Context, tx *sql.Tx, table string, keys, counts []string, args []any) error {
 	if len(args) == 0 {
 		return nil
 	}
+	width := len(keys) + len(counts)
 	row := "(" + strings.Repeat("?,", width-1) + "?)"
 	var q strings.Builder
 	q.Grow(256 + len(args)/width*(len(row)+1))
-	q.WriteString("INSERT INTO " + table + " VALUES ")
+	q.WriteString("INSERT INTO " + table + " (" + strings.Join(keys, ", ") + ", " + strings.Join(counts, ", ") + ") VALUES ")
 	for n := 0; n < len(args); n += width {
 		if n > 0 {
 			q.WriteByte(',')
 		}
 		q.WriteString(row)
 	}
-	q.WriteString(` ON DUPLICATE KEY UPDATE
-		impressions = impressions + VALUES(impressions),
-		clicks = clicks + VALUES(clicks),
-		closes = closes + VALUES(closes),
-		updated_at = CURRENT_TIMESTAMP(3)`)
+	q.WriteString(" ON DUPLICATE KEY UPDATE ")
+	for _, c := range counts {
+		q.WriteString(c + " = " + c + " + VALUES(" + c + "), ")
+	}
+	q.WriteString("updated_at = CURRENT_TIMESTAMP(3)")
 	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
 }

@@ -96,6 +96,10 @@ func collectExperimentEvents(events []event.Event, news []newRow) ([]expUserAdd,
 	var idx map[expUserKey]int
 	for _, r := range news {
 		e := &events[r.i]
+		if len(e.Arms) == 0 {
+			continue
+		}
+		day := r.at.Format(time.DateOnly)
 		for _, a := range e.Arms {
 			if idx == nil {
 				idx = make(map[expUserKey]int, 8)
@@ -121,10 +125,8 @@ func collectExperimentEvents(events []event.Event, news []newRow) ([]expUserAdd,
 				}
 			case event.Close:
 				add.closes++
-			default:
-				continue
 			}
-			evs = append(evs, expEvent{user: u, action: e.Action, day: r.at.Format(time.DateOnly)})
+			evs = append(evs, expEvent{user: u, action: e.Action, day: day})
 		}
 	}
 	if len(users) == 0 {
@@ -326,29 +328,12 @@ func experimentDaily(users []expUserAdd, evs []expEvent, rows map[expUserKey]exp
 
 // addExperimentDaily adds the counts to popup_experiment_daily.
 func addExperimentDaily(ctx context.Context, tx *sql.Tx, counts []expDailyAdd) error {
-	if len(counts) == 0 {
-		return nil
-	}
-	var q strings.Builder
-	q.Grow(384 + len(counts)*20)
-	q.WriteString("INSERT INTO popup_experiment_daily (popup_id, salt, arm, day, exposed_users, exposures, clicked_users, clicks, closes) VALUES ")
 	args := make([]any, 0, len(counts)*9)
-	for i, c := range counts {
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?)")
+	for _, c := range counts {
 		args = append(args, c.popupID, c.salt, c.arm, c.day, c.exposedUsers, c.exposures, c.clickedUsers, c.clicks, c.closes)
 	}
-	q.WriteString(` ON DUPLICATE KEY UPDATE
-		exposed_users = exposed_users + VALUES(exposed_users),
-		exposures = exposures + VALUES(exposures),
-		clicked_users = clicked_users + VALUES(clicked_users),
-		clicks = clicks + VALUES(clicks),
-		closes = closes + VALUES(closes),
-		updated_at = CURRENT_TIMESTAMP(3)`)
-	_, err := tx.ExecContext(ctx, q.String(), args...)
-	return err
+	return addCounts(ctx, tx, "popup_experiment_daily", []string{"popup_id", "salt", "arm", "day"},
+		[]string{"exposed_users", "exposures", "clicked_users", "clicks", "closes"}, args)
 }
 
 // ExperimentDays returns one experiment phase's rows of popup_experiment_daily (a range of its

@@ -133,8 +133,8 @@ func fromExperimentDoc(d *experimentDoc) *popup.Experiment {
 		return nil
 	}
 	e := &popup.Experiment{Status: popup.ExperimentStatus(d.Status), CoveragePercent: d.CoveragePercent,
-		Variants: make([]popup.Variant, len(d.Variants)), PlannedEndAt: utc(d.PlannedEndAt), Phase: d.Phase, Salt: d.Salt,
-		PhaseStartedAt: utc(d.PhaseStartedAt), ConcludedVariant: d.ConcludedVariant}
+		Variants: make([]popup.Variant, len(d.Variants)), PlannedEndAt: popup.UTCPtr(d.PlannedEndAt), Phase: d.Phase, Salt: d.Salt,
+		PhaseStartedAt: popup.UTCPtr(d.PhaseStartedAt), ConcludedVariant: d.ConcludedVariant}
 	for i, v := range d.Variants {
 		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: fromContent(v.content)}
 	}
@@ -142,14 +142,6 @@ func fromExperimentDoc(d *experimentDoc) *popup.Experiment {
 		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlMode(c.Mode)}
 	}
 	return e
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // configCols are the popup_config columns a write sets from a popup, in the order of
@@ -274,6 +266,12 @@ func (r *PopupRepo) List(ctx context.Context, includeArchived bool) ([]popup.Pop
 		q += ` WHERE status <> 'archived'`
 	}
 	return r.query(ctx, r.db, q+` ORDER BY id`)
+}
+
+// ListWithExperiments returns the non-archived popups that have an experiment, by id: what the
+// worker's sample-ratio monitor reads every minute, rather than every popup.
+func (r *PopupRepo) ListWithExperiments(ctx context.Context) ([]popup.Popup, error) {
+	return r.query(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' AND experiment IS NOT NULL ORDER BY id`)
 }
 
 func (r *PopupRepo) query(ctx context.Context, q interface {

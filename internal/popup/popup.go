@@ -193,8 +193,8 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 		BucketSeed:           in.BucketSeed,
 		Status:               deref(in.Status, StatusActive),
 		Priority:             deref(in.Priority, 0),
-		StartAt:              utcPtr(in.StartAt),
-		EndAt:                utcPtr(in.EndAt),
+		StartAt:              UTCPtr(in.StartAt),
+		EndAt:                UTCPtr(in.EndAt),
 		ReshowAfterSeconds:   deref(in.ReshowAfterSeconds, DefaultReshowAfterSeconds),
 		ClickCooldownSeconds: deref(in.ClickCooldownSeconds, 0),
 		MaxImpressions:       deref(in.MaxImpressions, 0),
@@ -537,7 +537,8 @@ func deref[T any](p *T, def T) T {
 	return *p
 }
 
-func utcPtr(t *time.Time) *time.Time {
+// UTCPtr is t in UTC, nil for nil: how every boundary stores an optional time.
+func UTCPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
