@@ -86,8 +86,16 @@ func TestSRMMetricAlarmsOnASkewedExperimentOnly(t *testing.T) {
 	exposeUsers(t, w, skewed, map[string]int{"a": 400, "b": 400, "control": 100}) // the control lost half its users
 	exposeUsers(t, w, even, map[string]int{"a": 400, "b": 410, "control": 195})
 
+	plain, err := popup.Input{Name: "no experiment"}.Build()
+	require.NoError(t, err)
+	_, err = repo.Create(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, plain)
+	require.NoError(t, err)
+	listed, err := repo.ListWithExperiments(ctx)
+	require.NoError(t, err)
+	assert.Len(t, listed, 2, "only the popups with an experiment are read")
+
 	reg := prometheus.NewRegistry()
-	m := newSRMMonitor(func(ctx context.Context) ([]popup.Popup, error) { return repo.List(ctx, false) },
+	m := newSRMMonitor(repo.ListWithExperiments,
 		mysqlstore.NewStatsRepo(db).ExperimentDays, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
 	require.NoError(t, m.refresh(ctx))
 
@@ -98,7 +106,7 @@ func TestSRMMetricAlarmsOnASkewedExperimentOnly(t *testing.T) {
 	assert.Greater(t, ps[id(even)], 0.1)
 
 	// A stopped experiment loses its series.
-	_, err := repo.Transition(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, skewed.ID,
+	_, err = repo.Transition(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, skewed.ID,
 		popup.ExperimentTransition{Action: popup.ActionExperimentStop}, nil)
 	require.NoError(t, err)
 	require.NoError(t, m.refresh(ctx))

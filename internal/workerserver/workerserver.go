@@ -28,7 +28,6 @@ import (
 	"popupsvc/internal/drain"
 	"popupsvc/internal/health"
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 )
@@ -130,7 +129,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	cache := redisstore.NewConfigCache(rdb, keys)
 	repo := mysqlstore.NewPopupRepo(db)
-	srm := newSRMMonitor(func(ctx context.Context) ([]popup.Popup, error) { return repo.List(ctx, false) },
+	srm := newSRMMonitor(repo.ListWithExperiments,
 		mysqlstore.NewStatsRepo(db).ExperimentDays, log, reg)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, d := range deps {
