@@ -391,7 +391,3 @@ func (g *gatedRepo) Snapshot(ctx context.Context) (int64, []popup.Popup, error) 
 	}
 	return version, popups, nil
 }
-
-// The user store takes every event a decision records in one step (a compile-time check: the
-// constant overflows when the store takes fewer).
-const _ = uint(redisstore.MaxRecordEvents - decide.MaxRecordEvents)

@@ -24,7 +24,7 @@ type UserStates interface {
 	// Get returns uid's state and the stored value it was read from.
 	Get(ctx context.Context, uid string, now time.Time) (popup.StoredState, error)
 	// Record writes next as uid's state if the stored value still equals prev, and queues evs
-	// (1 to MaxRecordEvents, in order), atomically: all or none. With dedupe (actions) a replayed
+	// (1 to event.MaxRecordEvents, in order), atomically: all or none. With dedupe (actions) a replayed
 	// event id (evs[0]'s) is refused as popup.Duplicate and a uid over its action rate limit as
 	// popup.RateLimited.
 	Record(ctx context.Context, uid, prev string, next *popup.UserState, evs []event.Event, dedupe bool) (popup.Outcome, error)
@@ -40,10 +40,6 @@ var (
 	// ErrClientGone: the caller's context ended (the client hung up); nobody reads an answer.
 	ErrClientGone = errors.New("client gone")
 )
-
-// MaxRecordEvents is the most events a decision records in one step: up to three control
-// exposures that fell through and the impression they fell through to.
-const MaxRecordEvents = 4
 
 // maxRecordTries bounds the optimistic retries when a concurrent request changed the state.
 const maxRecordTries = 4

@@ -45,7 +45,7 @@ func (d *Decider) decideExperiment(ctx, bctx context.Context, br *breaker.Breake
 		ps := c.ApplyExposure(&st.UserState, now)
 		evs = append(evs, event.Event{UID: req.UID, PopupID: c.Popup.ID, Action: event.Exposure, At: now,
 			NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, Arms: snap.Entry(c.Popup.ID).ArmRefs[i]})
-		if e.Control.Mode != popup.ControlFallThrough || len(evs) == MaxRecordEvents {
+		if e.Control.Mode != popup.ControlFallThrough || len(evs) == event.MaxRecordEvents {
 			break
 		}
 		// As if c did not apply: the candidates after it (those before it did not qualify, and

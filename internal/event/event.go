@@ -65,9 +65,14 @@ type ArmRef struct {
 	Arm     string
 }
 
+// MaxRecordEvents is the most events a decision records in one step (the user store's Record
+// takes as many): up to three control exposures that fell through and the impression they fell
+// through to, or four exposures.
+const MaxRecordEvents = 4
+
 // MaxArmRefs bounds Event.Arms: the popup's own experiment and the controls that fell through
-// to it (a decision records at most four events, so at most three controls precede a popup).
-const MaxArmRefs = 4
+// to it (at most MaxRecordEvents-1 precede a popup).
+const MaxArmRefs = MaxRecordEvents
 
 // ButtonRef names a clicked button: 0 is "unspecified", n is the button at 0-based index n-1.
 // The zero value of an Event is therefore an unspecified click, never button 0 by mistake.

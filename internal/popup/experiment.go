@@ -368,14 +368,15 @@ func Reassigns(stored, next *Experiment) bool {
 // a write cannot set them. It returns whether the write moves users between arms within the
 // phase (acceptReassignment set and the arms changed), which the audit log records.
 //
-//   - A new experiment (no stored one, or one replacing a concluded one) starts at phase 1 with a
-//     fresh salt, in the status it was sent with when that is draft, else draft.
+//   - A new experiment (no stored one) is a draft at phase 1 with a fresh salt, whatever was sent.
 //   - A running experiment cannot be removed (ErrExperimentRunning): stop it first.
-//   - A concluded experiment is read-only: any other experiment sent is ErrExperimentConcluded.
+//   - A concluded experiment is read-only: any other experiment sent is ErrExperimentConcluded
+//     (remove it first to start another).
 //   - Status is changed only by the transitions (Start, Stop, Conclude): the stored one is kept.
-//   - A change that Reassigns users starts a new phase (new salt, PhaseStartedAt cleared until it
-//     runs) unless acceptReassignment, which keeps the phase and is reported. A phase that never
-//     ran (PhaseStartedAt nil) assigned nobody and is kept, whatever changes.
+//   - A change that Reassigns users starts a new phase with a new salt (beginning now if the
+//     experiment runs, else when it next starts) unless acceptReassignment, which keeps the phase
+//     and is reported. A phase that never ran (PhaseStartedAt nil) assigned nobody and is kept,
+//     whatever changes.
 func KeepExperiment(next, stored *Experiment, acceptReassignment bool, now time.Time) (reassigned bool, err error) {
 	switch {
 	case next == nil && stored != nil && stored.Status == ExperimentRunning:

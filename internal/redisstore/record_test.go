@@ -65,6 +65,6 @@ func TestRecordRefusesNoEventsAndTooMany(t *testing.T) {
 	s := redisstore.NewUserStore(testenv.Redis(t), redisstore.Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}, time.Hour, nil, 1, nil)
 	_, err := s.Record(context.Background(), "u1", "", &popup.UserState{}, nil, false)
 	assert.Error(t, err)
-	_, err = s.Record(context.Background(), "u1", "", &popup.UserState{}, make([]event.Event, redisstore.MaxRecordEvents+1), false)
+	_, err = s.Record(context.Background(), "u1", "", &popup.UserState{}, make([]event.Event, event.MaxRecordEvents+1), false)
 	assert.Error(t, err)
 }

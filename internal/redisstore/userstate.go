@@ -246,16 +246,13 @@ func (s *UserStore) SetActionRateLimit(n int) { s.actionLimit = n }
 // action log's unique key de-duplicates forever behind it).
 const EventIDTTL = 24 * time.Hour
 
-// MaxRecordEvents bounds the events of one Record.
-const MaxRecordEvents = 4
-
 // Record writes next as uid's state if it still equals prev, and queues evs (1 to
-// MaxRecordEvents, in order), atomically: all of them or none. With dedupe set (actions), an
+// event.MaxRecordEvents, in order), atomically: all of them or none. With dedupe set (actions), an
 // event id seen before (evs[0]'s) is refused as Duplicate, and a uid over the action rate limit
 // as RateLimited.
 func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *popup.UserState, evs []event.Event, dedupe bool) (Outcome, error) {
-	if len(evs) == 0 || len(evs) > MaxRecordEvents {
-		return 0, fmt.Errorf("record: %d events (1 to %d)", len(evs), MaxRecordEvents)
+	if len(evs) == 0 || len(evs) > event.MaxRecordEvents {
+		return 0, fmt.Errorf("record: %d events (1 to %d)", len(evs), event.MaxRecordEvents)
 	}
 	ev := &evs[0]
 	shard := s.keys.Shard(uid)

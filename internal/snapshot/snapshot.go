@@ -73,7 +73,7 @@ func toPublic(id int64, c popup.Creative) publicPopup {
 		LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext}
 }
 
-// encodeEntry pre-encodes the public JSON of c and of its experiment's variants.
+// encodeEntry pre-encodes the public JSON of c and, while its experiment runs, of its variants.
 func encodeEntry(c *popup.Compiled) (*Entry, error) {
 	cp := &c.Popup // Compile normalised it: buttons [] and ext {} when absent, a variant's too
 	body, err := json.Marshal(toPublic(cp.ID, cp.Creative()))
@@ -81,7 +81,8 @@ func encodeEntry(c *popup.Compiled) (*Entry, error) {
 		return nil, err
 	}
 	e := &Entry{Compiled: c, JSON: body}
-	if x := cp.Experiment; x != nil {
+	if x := cp.Experiment; x.Assigning() {
+		// (only a running experiment assigns arms: the others' variants are never served)
 		e.ArmRefs = make([][]event.ArmRef, x.ArmCount())
 		for i := range e.ArmRefs {
 			e.ArmRefs[i] = []event.ArmRef{{PopupID: cp.ID, Salt: x.Salt, Arm: x.ArmKey(i)}}
