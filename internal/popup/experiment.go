@@ -423,17 +423,23 @@ func timesEqual(a, b *time.Time) bool {
 	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
 }
 
+// in checks that e exists and is in one of the statuses a transition starts from.
+func (e *Experiment) in(from ...ExperimentStatus) error {
+	switch {
+	case e == nil:
+		return ErrExperimentMissing
+	case slices.Contains(from, e.Status):
+		return nil
+	case e.Status == ExperimentConcluded:
+		return ErrExperimentConcluded
+	}
+	return ErrExperimentState
+}
+
 // Start makes e run at now: from draft, or again from stopped in the same phase.
 func (e *Experiment) Start(now time.Time) error {
-	if e == nil {
-		return ErrExperimentMissing
-	}
-	switch e.Status {
-	case ExperimentDraft, ExperimentStopped:
-	case ExperimentConcluded:
-		return ErrExperimentConcluded
-	default:
-		return ErrExperimentState
+	if err := e.in(ExperimentDraft, ExperimentStopped); err != nil {
+		return err
 	}
 	e.Status = ExperimentRunning
 	if e.PhaseStartedAt == nil {
@@ -445,14 +451,8 @@ func (e *Experiment) Start(now time.Time) error {
 
 // Stop stops a running e: nobody is assigned until it starts again.
 func (e *Experiment) Stop() error {
-	if e == nil {
-		return ErrExperimentMissing
-	}
-	if e.Status != ExperimentRunning {
-		if e.Status == ExperimentConcluded {
-			return ErrExperimentConcluded
-		}
-		return ErrExperimentState
+	if err := e.in(ExperimentRunning); err != nil {
+		return err
 	}
 	e.Status = ExperimentStopped
 	return nil
@@ -462,14 +462,8 @@ func (e *Experiment) Stop() error {
 // is concluded (read-only, its results kept). The experiment must be running or stopped.
 func (p *Popup) Conclude(key string) error {
 	e := p.Experiment
-	if e == nil {
-		return ErrExperimentMissing
-	}
-	if e.Status == ExperimentConcluded {
-		return ErrExperimentConcluded
-	}
-	if e.Status != ExperimentRunning && e.Status != ExperimentStopped {
-		return ErrExperimentState
+	if err := e.in(ExperimentRunning, ExperimentStopped); err != nil {
+		return err
 	}
 	i := e.ArmIndex(key)
 	if i < 0 || e.IsControl(i) {
