@@ -58,9 +58,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# What the run compiles, it compiles once per variant (race, plain, fuzz-instrumented), and as
+# cheaply as it may:
+#   -dwarf=false  no debug information, which nothing here reads (stack traces, race reports and
+#                 pprof use the binaries' own symbol tables): about a quarter of the compile time
+#   CGO_ENABLED=0 for everything built without -race (the binaries, tools/popup-lint, deploy/, the
+#                 fuzz targets), as deploy/Dockerfile builds the release: the standard library's
+#                 net and os/user then compile without gcc. -race needs cgo: race_env turns it on.
+export GOFLAGS="-gcflags=all=-dwarf=false${GOFLAGS:+ $GOFLAGS}"
+export CGO_ENABLED=0
 race=-race
 [ "${RACE:-1}" = 0 ] && race=
-gotest=(go test -tags "$GO_TAGS" $race -count=1)
+race_env=(env CGO_ENABLED=$([ -n "$race" ] && echo 1 || echo 0))
+gotest=("${race_env[@]}" go test -tags "$GO_TAGS" $race -count=1)
 
 # deploy/ checks manifests and unit files, one goroutine each: it runs without -race, which would
 # compile its Kubernetes API dependencies a second time (race-instrumented) for nothing.
@@ -72,22 +82,27 @@ race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath
 # The packages outside this module that the tests of race_test_pkgs import (chromedp, kin-openapi,
 # testify...): go build of a package does not compile its tests' imports.
 race_test_deps() {
-  go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(race_test_pkgs) |
+  "${race_env[@]}" go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(race_test_pkgs) |
     grep -v '^popupsvc\|\.test$\| \['
 }
 compile_race() {
   go mod download
   # (go build compiles without linking: the go stage links each test binary once, as it must.)
-  go build -tags "$GO_TAGS" $race $(race_test_pkgs) $(race_test_deps)
+  "${race_env[@]}" go build -tags "$GO_TAGS" $race $(race_test_pkgs) $(race_test_deps)
 }
 compile_plain() {
   # Each variant is compiled once, by one stage: compiled later by the stages that need them,
   # several of those would compile the same packages side by side. This one yields the CPU to
   # compile-race (nice), which the go stage waits for; nothing needs it before lint and smoke.
   renice -n 10 -p "$BASHPID" >/dev/null
-  go build -tags "$GO_TAGS" ./... &
+  # and what deploy/'s tests import (the Kubernetes API types), which nothing else builds
+  go build -tags "$GO_TAGS" ./... $(deploy_test_deps) &
   echo $! >"$stage_dir/compile-plain.gopid" # the priority goes back up when compile-race is done
   wait $!
+}
+deploy_test_deps() {
+  go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./deploy/ |
+    grep -v '^popupsvc\|\.test$\| \['
 }
 install() {
   scripts/services.sh install test
@@ -103,9 +118,11 @@ lint() {
   go build -o bin/popup-lint ./tools/popup-lint
   # deploy/ aside: its tests import the Kubernetes API, and the analysis of that whole tree (for
   # staticcheck's facts) would cost more than the rest of the module; go test vets it as it runs.
-  go vet -tags "$GO_TAGS" $race -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$\|/tools/')
+  # The chaos suite is analysed race-built too: its dependencies' analysis (facts) is then the
+  # first command's, not done a second time for the plain build.
+  "${race_env[@]}" go vet -tags "$GO_TAGS" $race -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$\|/tools/')
+  "${race_env[@]}" go vet -tags "chaos,$GO_TAGS" $race -vettool=bin/popup-lint ./internal/chaos/
   go vet -tags "$GO_TAGS" -vettool=bin/popup-lint ./tools/...
-  go vet -tags "chaos,$GO_TAGS" -vettool=bin/popup-lint ./internal/chaos/
   local unformatted
   unformatted=$(gofmt -l $(git ls-files '*.go'))
   [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted"; return 1; }
@@ -134,6 +151,7 @@ deploytests() {
   # CPU priority: its run is instant, its compile (the Kubernetes API types) is not, and nothing
   # waits for it
   renice -n 10 -p "$BASHPID" >/dev/null
+  stage_await compile-plain # which compiles its imports: two go commands would compile them twice
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }
 cluster() {
