@@ -32,7 +32,7 @@ test: ## every test: unit, integration (own MariaDB + Redis), sysctl profiles, t
 test-quick: ## the edit loop (well under a minute): pure packages; storage tests skip unless POPUP_TEST_* are set
 	$(GO) test -tags $(TAGS) ./...
 
-lint: ## go vet's and staticcheck's bug checks (tools/popup-lint) and gofmt, as make test runs them
+lint: ## go vet's and staticcheck's bug checks (tools/popup-lint) and gofmt on every package; make test leaves out deploy/ and tools/ (scripts/test.sh says why)
 	$(GO) build -o bin/popup-lint ./tools/popup-lint
 	$(GO) vet -tags $(TAGS) -vettool=bin/popup-lint ./...
 	$(GO) vet -tags chaos,$(TAGS) -vettool=bin/popup-lint ./internal/chaos/

@@ -10,7 +10,8 @@
 #
 # Every scenario prints one "CHAOS <scenario> key=value ..." line of figures. A full run also
 # appends them, under a header naming the date, commit and machine, to docs/reliability-results.txt.
-# CHAOS_RUN=regexp runs only the matching tests (go test -run); POPUP_CHAOS_KEEP=1 keeps the logs.
+# CHAOS_RUN=regexp runs only the matching tests (go test -run), CHAOS_SKIP=regexp all but those
+# (go test -skip); POPUP_CHAOS_KEEP=1 keeps the logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/build.env
@@ -37,12 +38,12 @@ trap cleanup EXIT
 start=$(date +%s)
 status=0
 POPUP_CHAOS=$mode POPUP_CHAOS_DIR="$dir" POPUP_CHAOS_RESULTS="$results" \
-  go test -tags "chaos,$GO_TAGS" -count=1 -timeout "$timeout" $verbose -run "${CHAOS_RUN:-.}" ./internal/chaos || status=$?
+  go test -tags "chaos,$GO_TAGS" -count=1 -timeout "$timeout" $verbose -run "${CHAOS_RUN:-.}" ${CHAOS_SKIP:+-skip "$CHAOS_SKIP"} ./internal/chaos || status=$?
 took=$(( $(date +%s) - start ))
 
 echo "== chaos ($mode): $(grep -c '^CHAOS' "$results" || true) scenarios in ${took}s"
 cat "$results"
-if [ "$mode" = full ] && [ $status -eq 0 ] && [ -z "${CHAOS_RUN:-}" ]; then
+if [ "$mode" = full ] && [ $status -eq 0 ] && [ -z "${CHAOS_RUN:-}${CHAOS_SKIP:-}" ]; then
   # The header is made before the append: appending first made the results file itself a
   # change, so every run read as "+changes".
   header="# $(date -u +%Y-%m-%dT%H:%M:%SZ) scripts/chaos.sh full, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), shared), $(uname -r), ${took}s"

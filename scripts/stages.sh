@@ -13,6 +13,7 @@
 #   stage_wait NAME...      wait for background stages; on failure print the log and exit 1
 #   stage_await NAME...     inside a background stage: wait for other background stages to end,
 #                           and fail (return 1) if one of them failed
+#   stage_await_mark NAME MARK  the same for a step of NAME that leaves $stage_dir/NAME.MARK
 #   stage_report            the duration table (also printed on failure, by the EXIT trap)
 #
 # Needs stage_dir (a directory) set by the caller.
@@ -97,6 +98,15 @@ stage_await() {
   for name in "$@"; do
     while [ ! -s "$stage_dir/$name.rc" ]; do sleep 0.5; done
     [ "$(cat "$stage_dir/$name.rc")" = 0 ] || { echo "stage $name failed"; return 1; }
+  done
+}
+
+# stage_await_mark NAME MARK: inside a background stage, wait until stage NAME has left
+# $stage_dir/NAME.MARK (a step of it is done); fail if NAME ended without it.
+stage_await_mark() {
+  while [ ! -e "$stage_dir/$1.$2" ]; do
+    if [ -s "$stage_dir/$1.rc" ] && [ ! -e "$stage_dir/$1.$2" ]; then echo "stage $1 failed before $2"; return 1; fi
+    sleep 0.5
   done
 }
 

@@ -6,15 +6,17 @@
 #
 #   compile-race   compiles the tested packages and their tests' imports with -race while the
 #            installs run; the go stage starts as soon as it is done
-#   compile-plain  compiles every package without -race (the binaries of smoke and chaos,
-#            tools/popup-lint), at a lower CPU priority (nice) beside compile-race, then at the
-#            normal one beside the tests; lint and smoke wait for it
+#   compile-plain  compiles every package without -race, at a lower CPU priority (nice) beside
+#            compile-race, then at the normal one beside the tests: first tools/popup-lint (lint
+#            waits for it), then the binaries (smoke waits for them), then the rest and deploy/'s
+#            imports (deploy and chaos-faults wait for it all)
 #   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
 #            go stage, whose experiment-statistics test checks against scipy
 #   stack    MariaDB, Redis and the Redis Cluster of this run
 #   lint     go vet's and staticcheck's checks (tools/popup-lint), both build-tag sets (the
-#            service's and the chaos suite's), and gofmt
+#            service's and the chaos suite's), and gofmt; not on deploy/ and tools/ (lint says
+#            why; `make lint` covers them)
 #   fuzz-smoke  every Go fuzz target (func Fuzz*, found by scripts/fuzz.sh) fuzzed for
 #            FUZZ_SECONDS (3) with one worker; the go stage replays their seeds and saved
 #            crashers. -fuzz compiles each fuzzed package's test tree again with coverage
@@ -27,7 +29,13 @@
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (40)
 #   cluster  the Redis-facing tests again against the Redis Cluster
-#   chaos    the fast subset of `make chaos`: its own MariaDB and Redis, which it kills
+#   chaos-faults  the fast subset of `make chaos` whose checks are not timings (MariaDB down at
+#            start and meanwhile, SIGTERM under load, the worker kill storm: nothing lost,
+#            nothing counted twice), beside the tests once compile-plain is done: its own
+#            MariaDB and Redis, which it kills
+#   chaos    the rest of that subset, whose checks are timings (every GET within 100 ms while
+#            Redis is down, hung, slow or failing over; service back within seconds; everysec's
+#            loss window), alone beside the cluster pass at the end
 #
 # POPUP_TEST_STRICT=1: a test that cannot run here (Chromium missing, say) fails instead of
 # skipping. RACE=0 drops -race (benchmarks); GOTEST_FLAGS are added to the go stage's go test.
@@ -93,12 +101,25 @@ compile_race() {
 compile_plain() {
   # Each variant is compiled once, by one stage: compiled later by the stages that need them,
   # several of those would compile the same packages side by side. This one yields the CPU to
-  # compile-race (nice), which the go stage waits for; nothing needs it before lint and smoke.
+  # compile-race (nice), which the go stage waits for, until that is done. It compiles in the
+  # order its users need: tools/popup-lint (lint), the binaries (smoke), then every package and
+  # what deploy/'s tests import (the Kubernetes API types), which nothing else builds; after
+  # each step it leaves a mark that stage_await_mark waits for.
   renice -n 10 -p "$BASHPID" >/dev/null
-  # and what deploy/'s tests import (the Kubernetes API types), which nothing else builds
-  go build -tags "$GO_TAGS" ./... $(deploy_test_deps) &
-  echo $! >"$stage_dir/compile-plain.gopid" # the priority goes back up when compile-race is done
+  plain_step lint-tool go build -o bin/popup-lint ./tools/popup-lint
+  plain_step binaries make -s build
+  plain_step all go build -tags "$GO_TAGS" ./... $(deploy_test_deps)
+}
+# plain_step MARK CMD...: CMD at a low priority while compile-race runs, at the normal one after
+# (the main script raises the step that runs when compile-race ends; a step started later checks
+# for itself: each side writes before it reads, so one of them always sees the other), then MARK.
+plain_step() {
+  local mark=$1; shift
+  "$@" &
+  echo $! >"$stage_dir/compile-plain.gopid"
+  if [ -s "$stage_dir/compile-race.rc" ]; then renice -n 0 -p $! >/dev/null 2>&1 || true; fi
   wait $!
+  touch "$stage_dir/compile-plain.$mark"
 }
 deploy_test_deps() {
   go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./deploy/ |
@@ -110,19 +131,19 @@ install() {
   npm ci --no-audit --no-fund --loglevel=error
 }
 lint() {
-  stage_await compile-plain
+  stage_await_mark compile-plain lint-tool
   # go vet's analyzers and staticcheck's bug checks, one pass per package on the build's export
   # data (tools/popup-lint says why and which). The tested packages are analysed as the go stage
-  # builds them (-race), so their tests' imports are compiled once, not a second time without it;
-  # tools/ is not race-built (nothing runs it so), and is analysed as built.
-  go build -o bin/popup-lint ./tools/popup-lint
-  # deploy/ aside: its tests import the Kubernetes API, and the analysis of that whole tree (for
-  # staticcheck's facts) would cost more than the rest of the module; go test vets it as it runs.
+  # builds them (-race), so their tests' imports are compiled once, not a second time without it.
   # The chaos suite is analysed race-built too: its dependencies' analysis (facts) is then the
   # first command's, not done a second time for the plain build.
+  # Two packages aside, each for what analysing its dependencies (for staticcheck's facts) would
+  # cost: deploy/, whose tests import the Kubernetes API (more than the rest of the module; go
+  # test vets it as it runs), and tools/popup-lint, 70 lines that list analyzers, no logic, whose
+  # dependencies are x/tools and staticcheck (300 packages, about 34 CPU-seconds); compile-plain
+  # compiles it and gofmt checks it below. `make lint` analyses both.
   "${race_env[@]}" go vet -tags "$GO_TAGS" $race -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$\|/tools/')
   "${race_env[@]}" go vet -tags "chaos,$GO_TAGS" $race -vettool=bin/popup-lint ./internal/chaos/
-  go vet -tags "$GO_TAGS" -vettool=bin/popup-lint ./tools/...
   local unformatted
   unformatted=$(gofmt -l $(git ls-files '*.go'))
   [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted"; return 1; }
@@ -154,6 +175,13 @@ deploytests() {
   stage_await compile-plain # which compiles its imports: two go commands would compile them twice
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }
+# The chaos scenarios whose assertions are timings (see chaos above); a new scenario runs with
+# chaos-faults unless it is named here.
+chaos_timed='^Test(RedisStopped|RedisHung|RedisSlow|RedisKilledAOF|ClusterFailover|Sentinel)'
+chaos_faults() {
+  stage_await compile-plain # the binaries it builds are compile-plain's, not compiled twice
+  CHAOS_SKIP="$chaos_timed" scripts/chaos.sh fast
+}
 cluster() {
   # Several comma-separated seeds in POPUP_TEST_REDIS_ADDR make testenv (and the service) use
   # a cluster. The adapters' packages run whole; apiserver only its Redis-facing tests.
@@ -162,7 +190,7 @@ cluster() {
   POPUP_TEST_REDIS_FACING_ONLY=1 "${gotest[@]}" -timeout 5m ./internal/apiserver/
 }
 smoke() {
-  stage_await compile-plain
+  stage_await_mark compile-plain binaries
   # popup-api and popup-worker on this run's MariaDB (database popup) and Redis
   local api_port admin_port worker_port
   read -r api_port admin_port worker_port <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
@@ -195,10 +223,11 @@ stage_bg venv scripts/venv.sh # after install: both may need apt
 stage stack stack
 source "$run_dir/stack.env"
 stage_wait compile-race
-# compile-plain, niced until now, at the tests' priority: lint and smoke wait for it
+# compile-plain, niced until now, at the tests' priority (plain_step says how)
 renice -n 0 -p "$(cat "$stage_dir/compile-plain.gopid" 2>/dev/null)" >/dev/null 2>&1 || true
 # CPU work in the background (lint's analysis, the fuzz smoke's instrumented build, the smoke's
 # load) fills the time the tests spend waiting on servers and timers
+stage_bg chaos-faults chaos_faults
 stage_bg lint lint
 stage_bg fuzz-smoke env FUZZ_PARALLEL=1 scripts/fuzz.sh "${FUZZ_SECONDS:-3}"
 stage_wait venv
@@ -209,8 +238,8 @@ stage_bg cluster cluster
 # The chaos scenarios assert that every GET answers within 100 ms while Redis hangs: they share
 # the two cores with the cluster pass only, not with lint's analysis, the smoke's load and the
 # compiles (which made a GET of a loaded run take 106 ms).
-stage_wait lint fuzz-smoke smoke compile-plain deploy
-stage chaos scripts/chaos.sh fast
+stage_wait lint fuzz-smoke smoke compile-plain deploy chaos-faults
+stage chaos env CHAOS_RUN="$chaos_timed" scripts/chaos.sh fast
 stage_wait cluster
 echo
 echo "== make test: every stage passed"
