@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
@@ -39,6 +41,7 @@ type browser struct {
 	ctx    context.Context
 	origin string
 	axe    string
+	bc     cdp.BrowserContextID // its browser context in the package's Chromium (sharedChromium)
 
 	mu       sync.Mutex
 	problems []string // console errors, exceptions, CSP refusals
@@ -68,57 +71,126 @@ func axeSource(t *testing.T) string {
 	return string(raw)
 }
 
+// chromium is the one headless Chromium of this package's browser tests, started by the first
+// of them and stopped by TestMain. Each test gets a browser context of its own in it (its own
+// cookies, storage and cache, as a fresh profile would give), which costs a window, not a
+// browser: a Chromium start is about a CPU-second, and there are over twenty of these tests.
+var chromium struct {
+	once    sync.Once
+	ctx     context.Context // the browser's first context: cancelling it stops Chromium
+	stop    func()
+	profile string
+	err     error
+}
+
+// sharedChromium returns the context of the package's Chromium, starting it if need be.
+func sharedChromium(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	chromium.once.Do(func() {
+		// an empty profile, removed once Chromium has exited (stopChromium)
+		chromium.profile, chromium.err = os.MkdirTemp("", "popup-console-chromium-")
+		if chromium.err != nil {
+			return
+		}
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("disable-extensions", true),
+			chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter"),
+			// a tab in the background (a test's second tab) keeps its timers: waitFor's checks
+			// run in the page
+			chromedp.Flag("disable-background-timer-throttling", true),
+			chromedp.Flag("disable-renderer-backgrounding", true),
+			chromedp.Flag("disable-backgrounding-occluded-windows", true),
+			chromedp.UserDataDir(chromium.profile),
+			chromedp.WindowSize(1440, 1000),
+			// the operator's local time is not UTC: datetime-local inputs must be converted
+			chromedp.Env("TZ=Asia/Shanghai"),
+		}
+		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+		// chromedp logs the CDP events it has no handler for (newer Chromium sends more); the
+		// rest goes to the test binary's output, which go test shows when the package fails
+		ctx, cancelC := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, args ...any) {
+			if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
+				fmt.Fprintln(os.Stderr, "chromedp: "+msg)
+			}
+		}))
+		chromium.ctx = ctx
+		chromium.stop = func() {
+			cancelC()
+			cancelA() // waits for Chromium to exit
+		}
+		chromium.err = chromedp.Run(ctx) // starts Chromium
+	})
+	require.NoError(t, chromium.err, "starting Chromium")
+	return chromium.ctx
+}
+
+// stopChromium stops the package's Chromium, if a test started it, and removes its profile.
+func stopChromium() {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+	if chromium.profile != "" {
+		if err := os.RemoveAll(chromium.profile); err != nil {
+			time.Sleep(500 * time.Millisecond)
+			_ = os.RemoveAll(chromium.profile) // best effort: a leftover temp profile harms nothing
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopChromium()
+	os.Exit(code)
+}
+
 func newBrowser(t *testing.T, in *instance) *browser {
 	t.Helper()
-	// an empty profile of its own, removed once Chromium has exited (t.TempDir's cleanup could
-	// run while Chromium still writes to it)
-	profile, err := os.MkdirTemp("", "popup-console-chromium-")
-	require.NoError(t, err)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter"),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1440, 1000),
-		// the operator's local time is not UTC: datetime-local inputs must be converted
-		chromedp.Env("TZ=Asia/Shanghai"),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	// chromedp logs the CDP events it has no handler for (newer Chromium sends more); the rest is
-	// logged with the test
-	ctx, cancelC := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, args ...any) {
-		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
-			t.Log("chromedp: " + msg)
-		}
-	}))
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() {
-		cancelT()
-		cancelC()
-		cancelA() // waits for Chromium to exit
-		if err := os.RemoveAll(profile); err != nil {
-			time.Sleep(500 * time.Millisecond)
-			_ = os.RemoveAll(profile) // best effort: a leftover temp profile harms nothing
+	axe := axeSource(t)
+	root := sharedChromium(t)
+	ex := cdp.WithExecutor(root, chromedp.FromContext(root).Browser)
+	bc, err := target.CreateBrowserContext().Do(ex)
+	require.NoError(t, err, "a browser context")
+	t.Cleanup(func() { // after its tabs have closed (cleanups run last first)
+		if err := target.DisposeBrowserContext(bc).Do(ex); err != nil {
+			t.Logf("disposing of the browser context: %v", err)
 		}
 	})
-	b := &browser{t: t, ctx: ctx, origin: "http://" + in.admin, axe: axeSource(t)}
+	b := &browser{t: t, ctx: openTab(t, bc), origin: "http://" + in.admin, axe: axe, bc: bc}
 	b.listen()
 	return b
 }
 
-// newTab opens another tab in b's browser: a page of its own (its own sessionStorage, so it
-// signs in by itself), as a second operator's window would be.
+// openTab opens a tab in the browser context bc, in a window of its own: Chromium opens a tab in
+// a browser context other than the default one only with a window (chromedp's
+// WithNewBrowserContext asks for none, and fails). The tab closes when the test ends.
+func openTab(t *testing.T, bc cdp.BrowserContextID) context.Context {
+	t.Helper()
+	root := sharedChromium(t)
+	id, err := target.CreateTarget("about:blank").WithBrowserContextID(bc).WithNewWindow(true).
+		Do(cdp.WithExecutor(root, chromedp.FromContext(root).Browser))
+	require.NoError(t, err, "a tab")
+	ctx, closeTab := chromedp.NewContext(root, chromedp.WithTargetID(id))
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancel()
+		closeTab() // waits for the tab to close
+	})
+	return ctx
+}
+
+// newTab opens another tab in b's browser context: a page of its own (its own sessionStorage, so
+// it signs in by itself), as a second operator's window would be.
 func (b *browser) newTab() *browser {
 	b.t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
-	b.t.Cleanup(cancel)
-	tab := &browser{t: b.t, ctx: ctx, origin: b.origin, axe: b.axe}
+	tab := &browser{t: b.t, ctx: openTab(b.t, b.bc), origin: b.origin, axe: b.axe, bc: b.bc}
 	tab.listen()
 	return tab
 }
@@ -193,29 +265,44 @@ func (b *browser) fill(sel, value string) {
 		el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); })()`, s, v), nil))
 }
 
-// waitFor polls a JavaScript condition until it is true.
+// waitFor waits until a JavaScript condition is true. The page checks it every 10 ms and answers
+// once, when it holds (or after 10 s): one round trip to Chromium, not one every 50 ms. A
+// navigation meanwhile ends the page's check; it starts again in the new page.
 func (b *browser) waitFor(cond string) {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ms := time.Until(deadline).Milliseconds()
 		var ok bool
-		b.eval("!!("+cond+")", &ok)
-		if ok {
+		ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+		lastErr = chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`new Promise((resolve, reject) => {
+			const end = performance.now() + %d;
+			const check = () => {
+				let v;
+				try { v = !!(%s); } catch (e) { reject(e); return; }
+				if (v || performance.now() > end) resolve(v); else setTimeout(check, 10);
+			};
+			check();
+		})`, ms, cond), &ok, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+		cancel()
+		if lastErr == nil && ok {
 			return
 		}
-		if time.Now().After(deadline) {
-			var body string
-			b.eval(`'[toast: ' + document.getElementById('toast').textContent + '] [dialog open: ' + document.getElementById('confirm').open +
-				'] [focus: ' + (document.activeElement && document.activeElement.outerHTML.slice(0, 120)) + ']\n' + document.querySelector('main').innerText.slice(0, 1500)`, &body)
-			var history string
-			b.eval(`(document.querySelector('#history') || {innerText: ''}).innerText.slice(0, 300)`, &history)
-			b.mu.Lock()
-			last := b.requests[max(0, len(b.requests)-6):]
-			b.mu.Unlock()
-			b.t.Fatalf("timed out waiting for %s; the last requests: %v; the page shows:\n%s\n[history: %s]", cond, last, body, history)
+		if lastErr == nil {
+			break // the page's own deadline passed
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // a page being replaced: check again in the next one
 	}
+	var body string
+	b.eval(`'[toast: ' + document.getElementById('toast').textContent + '] [dialog open: ' + document.getElementById('confirm').open +
+		'] [focus: ' + (document.activeElement && document.activeElement.outerHTML.slice(0, 120)) + ']\n' + document.querySelector('main').innerText.slice(0, 1500)`, &body)
+	var history string
+	b.eval(`(document.querySelector('#history') || {innerText: ''}).innerText.slice(0, 300)`, &history)
+	b.mu.Lock()
+	last := b.requests[max(0, len(b.requests)-6):]
+	b.mu.Unlock()
+	b.t.Fatalf("timed out waiting for %s (last error: %v); the last requests: %v; the page shows:\n%s\n[history: %s]", cond, lastErr, last, body, history)
 }
 
 type axeViolation struct {

@@ -255,7 +255,8 @@ func TestConsoleResultsRangeZoneButtonsCSV(t *testing.T) {
 	assert.Equal(t, apiDates, shownDates, "the page's days are the API's for the zone")
 
 	// the CSV download is what the table shows
-	b.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorDeny))
+	b.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorDeny).
+		WithBrowserContextID(chromedp.FromContext(b.ctx).BrowserContextID)) // the test's own context
 	b.eval(`(() => { window.__blobs = []; const o = URL.createObjectURL; URL.createObjectURL = (x) => { window.__blobs.push(x); return o.call(URL, x); }; return true; })()`, nil)
 	b.run(chromedp.Click("#results-csv", chromedp.ByQuery))
 	b.waitFor(`window.__blobs.length === 1`)
