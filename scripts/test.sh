@@ -8,8 +8,8 @@
 #            installs run; the go stage starts as soon as it is done
 #   compile-plain  compiles every package without -race, at a lower CPU priority (nice) beside
 #            compile-race, then at the normal one beside the tests: first tools/popup-lint (lint
-#            waits for it), then the binaries (smoke waits for them), then the rest and deploy/'s
-#            imports (deploy and chaos-faults wait for it all)
+#            waits for it), then the binaries and the chaos suite (smoke and chaos-faults wait
+#            for them), then the rest and deploy/'s imports (deploy waits for it all)
 #   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
 #            go stage, whose experiment-statistics test checks against scipy
@@ -31,7 +31,7 @@
 #   cluster  the Redis-facing tests again against the Redis Cluster
 #   chaos-faults  the fast subset of `make chaos` whose checks are not timings (MariaDB down at
 #            start and meanwhile, SIGTERM under load, the worker kill storm: nothing lost,
-#            nothing counted twice), beside the tests once compile-plain is done: its own
+#            nothing counted twice), beside the tests once its binaries are compiled: its own
 #            MariaDB and Redis, which it kills
 #   chaos    the rest of that subset, whose checks are timings (every GET within 100 ms while
 #            Redis is down, hung, slow or failing over; service back within seconds; everysec's
@@ -107,8 +107,14 @@ compile_plain() {
   # each step it leaves a mark that stage_await_mark waits for.
   renice -n 10 -p "$BASHPID" >/dev/null
   plain_step lint-tool go build -o bin/popup-lint ./tools/popup-lint
-  plain_step binaries make -s build
+  plain_step binaries plain_binaries
   plain_step all go build -tags "$GO_TAGS" ./... $(deploy_test_deps)
+}
+# the binaries (smoke) and the chaos suite's test binary (chaos-faults, which builds the binaries
+# too: their compiled packages are these)
+plain_binaries() {
+  make -s build
+  go test -c -o /dev/null -tags "chaos,$GO_TAGS" ./internal/chaos/
 }
 # plain_step MARK CMD...: CMD at a low priority while compile-race runs, at the normal one after
 # (the main script raises the step that runs when compile-race ends; a step started later checks
@@ -179,7 +185,7 @@ deploytests() {
 # chaos-faults unless it is named here.
 chaos_timed='^Test(RedisStopped|RedisHung|RedisSlow|RedisKilledAOF|ClusterFailover|Sentinel)'
 chaos_faults() {
-  stage_await compile-plain # the binaries it builds are compile-plain's, not compiled twice
+  stage_await_mark compile-plain binaries # what it builds is compile-plain's, not compiled twice
   CHAOS_SKIP="$chaos_timed" scripts/chaos.sh fast
 }
 cluster() {
