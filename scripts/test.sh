@@ -7,9 +7,9 @@
 #   compile-race   compiles the tested packages and their tests' imports with -race while the
 #            installs run; the go stage starts as soon as it is done
 #   compile-plain  compiles every package without -race, at a lower CPU priority (nice) beside
-#            compile-race, then at the normal one beside the tests: first tools/popup-lint (lint
-#            waits for it), then the binaries and the chaos suite (smoke and chaos-faults wait
-#            for them), then the rest and deploy/'s imports (deploy waits for it all)
+#            compile-race, then at the normal one beside the tests: first the binaries and the
+#            chaos suite (smoke and chaos-faults wait for them), then tools/popup-lint (lint waits
+#            for it), then the rest and deploy/'s imports (deploy waits for it all)
 #   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
 #            go stage, whose experiment-statistics test checks against scipy
@@ -102,12 +102,13 @@ compile_plain() {
   # Each variant is compiled once, by one stage: compiled later by the stages that need them,
   # several of those would compile the same packages side by side. This one yields the CPU to
   # compile-race (nice), which the go stage waits for, until that is done. It compiles in the
-  # order its users need: tools/popup-lint (lint), the binaries (smoke), then every package and
-  # what deploy/'s tests import (the Kubernetes API types), which nothing else builds; after
-  # each step it leaves a mark that stage_await_mark waits for.
+  # order its users need: first the binaries for the stages that mostly wait (smoke's load,
+  # chaos-faults' outages), then tools/popup-lint (lint, all CPU), then every package and what
+  # deploy/'s tests import (the Kubernetes API types), which nothing else builds; after each
+  # step it leaves a mark that stage_await_mark waits for.
   renice -n 10 -p "$BASHPID" >/dev/null
-  plain_step lint-tool go build -o bin/popup-lint ./tools/popup-lint
   plain_step binaries plain_binaries
+  plain_step lint-tool go build -o bin/popup-lint ./tools/popup-lint
   plain_step all go build -tags "$GO_TAGS" ./... $(deploy_test_deps)
 }
 # the binaries (smoke) and the chaos suite's test binary (chaos-faults, which builds the binaries
