@@ -77,7 +77,8 @@ export GOFLAGS="-gcflags=all=-dwarf=false${GOFLAGS:+ $GOFLAGS}"
 export CGO_ENABLED=0
 race=-race
 [ "${RACE:-1}" = 0 ] && race=
-race_env=(env CGO_ENABLED=$([ -n "$race" ] && echo 1 || echo 0))
+race_cgo=$([ -n "$race" ] && echo 1 || echo 0)
+race_env=(env CGO_ENABLED=$race_cgo)
 gotest=("${race_env[@]}" go test -tags "$GO_TAGS" $race -count=1)
 
 # deploy/ checks manifests and unit files, one goroutine each: it runs without -race, which would
@@ -87,16 +88,17 @@ gotest=("${race_env[@]}" go test -tags "$GO_TAGS" $race -count=1)
 # packages, 120 CPU-seconds cold) and the binaries, which nothing runs race-built; the compile
 # stage's plain build already proves that they compile, and go vet checks them.
 race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/deploy$'; }
-# The packages outside this module that the tests of race_test_pkgs import (chromedp, kin-openapi,
-# testify...): go build of a package does not compile its tests' imports.
-race_test_deps() {
-  "${race_env[@]}" go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(race_test_pkgs) |
+# test_deps PKG...: the packages outside this module that the tests of PKG import (chromedp,
+# kin-openapi, testify...): go build of a package does not compile its tests' imports.
+test_deps() {
+  go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@" |
     grep -v '^popupsvc\|\.test$\| \['
 }
 compile_race() {
+  export CGO_ENABLED=$race_cgo # this stage only: it builds nothing plain
   go mod download
   # (go build compiles without linking: the go stage links each test binary once, as it must.)
-  "${race_env[@]}" go build -tags "$GO_TAGS" $race $(race_test_pkgs) $(race_test_deps)
+  go build -tags "$GO_TAGS" $race $(race_test_pkgs) $(test_deps $(race_test_pkgs))
 }
 compile_plain() {
   # Each variant is compiled once, by one stage: compiled later by the stages that need them,
@@ -109,7 +111,7 @@ compile_plain() {
   renice -n 10 -p "$BASHPID" >/dev/null
   plain_step binaries plain_binaries
   plain_step lint-tool go build -o bin/popup-lint ./tools/popup-lint
-  plain_step all go build -tags "$GO_TAGS" ./... $(deploy_test_deps)
+  plain_step all go build -tags "$GO_TAGS" ./... $(test_deps ./deploy/)
 }
 # the binaries (smoke) and the chaos suite's test binary (chaos-faults, which builds the binaries
 # too: their compiled packages are these)
@@ -127,10 +129,6 @@ plain_step() {
   if [ -s "$stage_dir/compile-race.rc" ]; then renice -n 0 -p $! >/dev/null 2>&1 || true; fi
   wait $!
   touch "$stage_dir/compile-plain.$mark"
-}
-deploy_test_deps() {
-  go list -tags "$GO_TAGS" -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./deploy/ |
-    grep -v '^popupsvc\|\.test$\| \['
 }
 install() {
   scripts/services.sh install test
@@ -182,17 +180,20 @@ deploytests() {
   stage_await compile-plain # which compiles its imports: two go commands would compile them twice
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }
+# loaded_budgets: popup-api's budgets for the stages that run it beside the tests' load (smoke,
+# chaos-faults), where the production ones (a 50 ms Redis read within 80 ms) would turn scheduling
+# delays on two shared cores into degraded answers.
+loaded_budgets=(POPUP_REQUEST_BUDGET=1s POPUP_REDIS_TIMEOUT=500ms)
 # The chaos scenarios whose assertions are timings (see chaos above); a new scenario runs with
 # chaos-faults unless it is named here.
 chaos_timed='^Test(RedisStopped|RedisHung|RedisSlow|RedisKilledAOF|ClusterFailover|Sentinel)'
 chaos_faults() {
   stage_await_mark compile-plain binaries # what it builds is compile-plain's, not compiled twice
   # Their checks are that nothing is lost or counted twice, and that no GET fails or degrades
-  # because MariaDB is down or workers die. Beside the tests' load, the production budgets
-  # (a 50 ms Redis read within 80 ms) would turn scheduling delays into degraded answers, as in
-  # the smoke: a GET that needed MariaDB still degrades at once (refused); `make chaos` runs
-  # these scenarios with the production budgets.
-  POPUP_REQUEST_BUDGET=1s POPUP_REDIS_TIMEOUT=500ms CHAOS_SKIP="$chaos_timed" scripts/chaos.sh fast
+  # because MariaDB is down or workers die: with loaded_budgets (a GET that needed MariaDB still
+  # degrades at once, refused); `make chaos` runs them with the production budgets.
+  export "${loaded_budgets[@]}"
+  CHAOS_SKIP="$chaos_timed" scripts/chaos.sh fast
 }
 cluster() {
   # Several comma-separated seeds in POPUP_TEST_REDIS_ADDR make testenv (and the service) use
@@ -208,13 +209,12 @@ smoke() {
   read -r api_port admin_port worker_port <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
   export POPUP_MYSQL_DSN="${POPUP_TEST_MYSQL_DSN}popup" POPUP_REDIS_ADDR="${POPUP_TEST_REDIS_ADDR}"
   export POPUP_ADMIN_TOKEN=smoke POPUP_LOG_LEVEL=warn POPUP_LINK_SCHEMES=http,https,app
-  # The smoke proves the kit and the API's answers, not speed: it shares two cores with the
-  # tests and chaos stages, where the production budgets would turn scheduling delays into
-  # degraded answers (the smoke's failure threshold). make loadtest runs with the defaults.
-  export POPUP_REQUEST_BUDGET=1s POPUP_REDIS_TIMEOUT=500ms
+  # The smoke proves the kit and the API's answers, not speed. make loadtest runs with the
+  # production budgets.
+  export "${loaded_budgets[@]}"
   export POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" POPUP_WORKER_ADDR="127.0.0.1:${worker_port}"
   export POPUP_TARGET="http://127.0.0.1:${api_port}" POPUP_ADMIN_URL="http://127.0.0.1:${admin_port}"
-  make -s build
+  # bin/ is compile-plain's (plain_binaries)
   scripts/services.sh start-app "$run_dir/app"
   local log="$run_dir/app/popup-api.log"
   scripts/locust-smoke.sh || { echo "locust smoke failed; api log:"; tail -20 "$log"; return 1; }
