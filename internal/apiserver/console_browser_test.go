@@ -62,9 +62,12 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// readAxe reads axe-core once for the package's browser tests.
+var readAxe = sync.OnceValues(func() ([]byte, error) { return os.ReadFile("../../node_modules/axe-core/axe.min.js") })
+
 func axeSource(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../node_modules/axe-core/axe.min.js")
+	raw, err := readAxe()
 	if err != nil {
 		testenv.Missing(t, "axe-core is not installed: run `npm ci` at the repository root (scripts/test.sh does)")
 	}
@@ -154,8 +157,7 @@ func TestMain(m *testing.M) {
 func newBrowser(t *testing.T, in *instance) *browser {
 	t.Helper()
 	axe := axeSource(t)
-	root := sharedChromium(t)
-	ex := cdp.WithExecutor(root, chromedp.FromContext(root).Browser)
+	ex := browserLevel(sharedChromium(t))
 	bc, err := target.CreateBrowserContext().Do(ex)
 	require.NoError(t, err, "a browser context")
 	t.Cleanup(func() { // after its tabs have closed (cleanups run last first)
@@ -174,8 +176,7 @@ func newBrowser(t *testing.T, in *instance) *browser {
 func openTab(t *testing.T, bc cdp.BrowserContextID) context.Context {
 	t.Helper()
 	root := sharedChromium(t)
-	id, err := target.CreateTarget("about:blank").WithBrowserContextID(bc).WithNewWindow(true).
-		Do(cdp.WithExecutor(root, chromedp.FromContext(root).Browser))
+	id, err := target.CreateTarget("about:blank").WithBrowserContextID(bc).WithNewWindow(true).Do(browserLevel(root))
 	require.NoError(t, err, "a tab")
 	ctx, closeTab := chromedp.NewContext(root, chromedp.WithTargetID(id))
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -184,6 +185,11 @@ func openTab(t *testing.T, bc cdp.BrowserContextID) context.Context {
 		closeTab() // waits for the tab to close
 	})
 	return ctx
+}
+
+// browserLevel is root's context for the commands of the browser itself (Target.*), not of a page.
+func browserLevel(root context.Context) context.Context {
+	return cdp.WithExecutor(root, chromedp.FromContext(root).Browser)
 }
 
 // newTab opens another tab in b's browser context: a page of its own (its own sessionStorage, so
@@ -344,6 +350,13 @@ func (b *browser) shot(name, at string) {
 	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
 
+// newForm opens the form of a new popup.
+func (b *browser) newForm() {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/new"))
+	b.waitFor(`document.querySelector('#popup-form[data-id="new"]')`)
+}
+
 func (b *browser) signIn() {
 	b.t.Helper()
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
@@ -374,8 +387,7 @@ func (in *instance) publicPopup(t *testing.T, uid string, want func(p map[string
 func (b *browser) createThroughForm(name, title string) int64 {
 	t := b.t
 	t.Helper()
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/new"))
-	b.waitFor(`document.querySelector('#popup-form')`)
+	b.newForm()
 	b.fill("#f-name", name)
 	b.fill("#f-status", "active")
 	b.fill("#f-priority", "50")

@@ -174,8 +174,7 @@ func TestConsoleEditorSavesDraftsAndA403KeepsEdits(t *testing.T) {
 	b.signInAs(roleTokens["editor"], "ed")
 
 	// a new draft
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/new"))
-	b.waitFor(`document.querySelector('#popup-form[data-id="new"]')`)
+	b.newForm()
 	b.fill("#f-name", "ed's new one")
 	b.fill("#f-title", "Fresh")
 	assert.Equal(t, "Create draft", b.text("#save"))

@@ -226,8 +226,7 @@ func TestConsoleFormSaysWhatItMeans(t *testing.T) {
 	b := newBrowser(t, in)
 	b.run(emulation.SetTimezoneOverride("America/Los_Angeles"))
 	b.signIn()
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/new"))
-	b.waitFor(`document.querySelector('#popup-form')`)
+	b.newForm()
 	b.spyWrites()
 
 	// the pre-fill is the API's defaults (docs/CONTRACT.md §2), in units
