@@ -21,7 +21,7 @@
 #            FUZZ_SECONDS (3) with one worker; the go stage replays their seeds and saved
 #            crashers. -fuzz compiles each fuzzed package's test tree again with coverage
 #            instrumentation, which is why fuzzed packages keep their tests on the standard
-#            library (fuzz.sh refuses testify, Gin, net/http): 56-65 CPU-seconds from an
+#            library (fuzz.sh refuses testify, Gin, net/http): 56-66 CPU-seconds from an
 #            empty Go cache (2-core machine, 2026-11-25)
 #   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
