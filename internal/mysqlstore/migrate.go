@@ -17,12 +17,18 @@ var migrationsFS embed.FS
 // ErrSchema means the database schema does not match what this binary was built for.
 var ErrSchema = errors.New("schema mismatch")
 
-func provider(db *sql.DB) (*goose.Provider, error) {
+// Migrations returns the migration files this binary embeds (testenv keys its migrated template
+// database on their contents).
+func Migrations() fs.FS {
 	dir, err := fs.Sub(migrationsFS, "migrations")
 	if err != nil {
-		return nil, err
+		panic(err) // a constant, valid path of the embedded tree
 	}
-	p, err := goose.NewProvider(goose.DialectMySQL, db, dir, goose.WithDisableGlobalRegistry(true))
+	return dir
+}
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	p, err := goose.NewProvider(goose.DialectMySQL, db, Migrations(), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}

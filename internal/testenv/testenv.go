@@ -7,8 +7,12 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -115,16 +119,174 @@ func MySQLDSN(t testing.TB, migrate bool) string {
 		_, _ = admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
 		admin.Close()
 	})
-	cfg.DBName = name
-	dsn := cfg.FormatDSN()
 	if migrate {
-		db, err := mysqlstore.Open(ctx, dsn, 2)
+		tmpl, err := migratedTemplate(*cfg)
 		require.NoError(t, err)
-		defer db.Close()
-		_, err = mysqlstore.Migrate(ctx, db)
-		require.NoError(t, err)
+		require.NoError(t, copyDatabase(ctx, admin, tmpl, name))
 	}
-	return dsn
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// template is the database that migratedTemplate made for this test process.
+var template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// migratedTemplate returns the name of a database that mysqlstore.Migrate has migrated, made
+// once per content of the migrations (their digest names it) and shared by the test processes
+// of a run, which copy it (copyDatabase) for every test that asks for a migrated database.
+// Copying the tables' definitions costs MariaDB a CREATE TABLE each, where migrating ran every
+// migration's statements (ALTERs that rebuild tables) and goose parsed every file again, per
+// test. The migrations themselves are tested on databases of their own (internal/mysqlstore),
+// and TestMigratedCopyIsTheMigratedSchema checks that a copy is what migrating gives.
+func migratedTemplate(base mysql.Config) (string, error) {
+	template.once.Do(func() { template.name, template.err = makeTemplate(base) })
+	return template.name, template.err
+}
+
+func makeTemplate(base mysql.Config) (string, error) {
+	sum := sha256.New()
+	err := fs.WalkDir(mysqlstore.Migrations(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(mysqlstore.Migrations(), path)
+		fmt.Fprintf(sum, "%s %d\n", path, len(b))
+		sum.Write(b)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	name := "test_migrated_" + hex.EncodeToString(sum.Sum(nil))[:16]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := mysqlstore.Open(ctx, base.FormatDSN(), 1)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	// One process of the run makes it; the others wait here, then find it complete. MariaDB
+	// releases the lock if this process dies.
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	var locked sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 100)", name).Scan(&locked); err != nil {
+		return "", err
+	}
+	if locked.Int64 != 1 {
+		return "", fmt.Errorf("template database %s: lock not granted in 100 s", name)
+	}
+	defer conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", name) // as closing the connection, next, would
+	cfg := base
+	cfg.DBName = name
+	var exists int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists == 1 {
+		// complete unless a process died while migrating it: then it is made again
+		db, err := mysqlstore.Open(ctx, cfg.FormatDSN(), 1)
+		if err != nil {
+			return "", err
+		}
+		current, latest, err := mysqlstore.SchemaVersions(ctx, db)
+		db.Close()
+		if err == nil && current == latest {
+			return name, nil
+		}
+		if _, err := conn.ExecContext(ctx, "DROP DATABASE "+name); err != nil {
+			return "", err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		return "", err
+	}
+	db, err := mysqlstore.Open(ctx, cfg.FormatDSN(), 2)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if _, err := mysqlstore.Migrate(ctx, db); err != nil {
+		return "", fmt.Errorf("template database %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// copyDatabase copies the tables of database from into the empty database to: their definitions
+// as SHOW CREATE TABLE gives them (keys, foreign keys, generated columns, AUTO_INCREMENT) and
+// their rows (the migrations' seed rows and goose's versions).
+func copyDatabase(ctx context.Context, admin *sql.DB, from, to string) error {
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	// The session's default database and foreign_key_checks must not go back to the pool: Raw's
+	// ErrBadConn discards the connection instead.
+	defer conn.Raw(func(any) error { return driver.ErrBadConn })
+	tables, err := queryStrings(ctx, conn, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = ? AND table_type = 'BASE TABLE' ORDER BY table_name`, from)
+	if err != nil {
+		return err
+	}
+	// foreign keys may name a table created after theirs
+	for _, q := range []string{"USE " + to, "SET SESSION foreign_key_checks = 0"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	for _, table := range tables {
+		var ddl string
+		if err := conn.QueryRowContext(ctx, "SHOW CREATE TABLE "+from+".`"+table+"`").Scan(&table, &ddl); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("copy %s.%s: %w", from, table, err)
+		}
+		src := from + ".`" + table + "`"
+		var rows bool
+		if err := conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+src+")").Scan(&rows); err != nil {
+			return err
+		}
+		if !rows {
+			continue
+		}
+		// the columns a row can be given: not the generated ones
+		cols, err := queryStrings(ctx, conn, `SELECT column_name FROM information_schema.columns
+			WHERE table_schema = ? AND table_name = ? AND extra NOT LIKE '%GENERATED%'
+			ORDER BY ordinal_position`, from, table)
+		if err != nil {
+			return err
+		}
+		list := "`" + strings.Join(cols, "`, `") + "`"
+		if _, err := conn.ExecContext(ctx, "INSERT INTO `"+table+"` ("+list+") SELECT "+list+" FROM "+src); err != nil {
+			return fmt.Errorf("copy the rows of %s: %w", src, err)
+		}
+	}
+	return nil
+}
+
+func queryStrings(ctx context.Context, conn *sql.Conn, q string, args ...any) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 // MySQL returns a connection to a fresh migrated database.
