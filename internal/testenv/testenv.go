@@ -148,12 +148,12 @@ func migratedTemplate(base mysql.Config) (string, error) {
 }
 
 func makeTemplate(base mysql.Config) (string, error) {
-	sum := sha256.New()
-	err := fs.WalkDir(mysqlstore.Migrations(), ".", func(path string, d fs.DirEntry, err error) error {
+	sum, files := sha256.New(), mysqlstore.Migrations()
+	err := fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(mysqlstore.Migrations(), path)
+		b, err := fs.ReadFile(files, path)
 		fmt.Fprintf(sum, "%s %d\n", path, len(b))
 		sum.Write(b)
 		return err
@@ -272,8 +272,14 @@ func copyDatabase(ctx context.Context, admin *sql.DB, from, to string) error {
 	return nil
 }
 
-func queryStrings(ctx context.Context, conn *sql.Conn, q string, args ...any) ([]string, error) {
-	rows, err := conn.QueryContext(ctx, q, args...)
+// querier is what *sql.DB and *sql.Conn share.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryStrings returns the first column of q's rows.
+func queryStrings(ctx context.Context, db querier, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package testenv_test
+package testenv
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/testenv"
 )
 
 // TestMigratedCopyIsTheMigratedSchema: the migrated database a test gets (a copy of the run's
@@ -19,8 +18,8 @@ import (
 func TestMigratedCopyIsTheMigratedSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	copied := testenv.MySQL(t)
-	migrated, err := mysqlstore.Open(ctx, testenv.MySQLDSN(t, false), 2)
+	copied := MySQL(t)
+	migrated, err := mysqlstore.Open(ctx, MySQLDSN(t, false), 2)
 	require.NoError(t, err)
 	t.Cleanup(func() { migrated.Close() })
 	_, err = mysqlstore.Migrate(ctx, migrated)
@@ -42,31 +41,18 @@ func TestMigratedCopyIsTheMigratedSchema(t *testing.T) {
 func schema(t *testing.T, db *sql.DB) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	tables := column(t, db, "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name")
+	tables, err := queryStrings(ctx, db, "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name")
+	require.NoError(t, err)
 	out := map[string]string{}
 	for _, table := range tables {
 		var name, ddl string
 		require.NoError(t, db.QueryRowContext(ctx, "SHOW CREATE TABLE `"+table+"`").Scan(&name, &ddl))
-		cols := column(t, db, `SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE()
-			AND table_name = '`+table+`' AND COALESCE(column_default, '') NOT LIKE 'current_timestamp%'
-			ORDER BY ordinal_position`)
+		cols, err := queryStrings(ctx, db, `SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE()
+			AND table_name = ? AND COALESCE(column_default, '') NOT LIKE 'current_timestamp%'
+			ORDER BY ordinal_position`, table)
+		require.NoError(t, err)
 		out[table] = ddl + "\n" + dump(t, db, "SELECT `"+strings.Join(cols, "`, `")+"` FROM `"+table+"` ORDER BY 1")
 	}
-	return out
-}
-
-func column(t *testing.T, db *sql.DB, q string) []string {
-	t.Helper()
-	rows, err := db.QueryContext(context.Background(), q)
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	require.NoError(t, rows.Err())
 	return out
 }
 
