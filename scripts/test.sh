@@ -21,8 +21,8 @@
 #            FUZZ_SECONDS (3) with one worker; the go stage replays their seeds and saved
 #            crashers. -fuzz compiles each fuzzed package's test tree again with coverage
 #            instrumentation, which is why fuzzed packages keep their tests on the standard
-#            library (fuzz.sh refuses testify, Gin, net/http): 63-71 CPU-seconds from an
-#            empty Go cache (2-core machine, four runs on 2026-11-26)
+#            library (fuzz.sh refuses testify, Gin, net/http): 60-71 CPU-seconds from an
+#            empty Go cache (2-core machine, five runs on 2026-11-26)
 #   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
 #            sysctl profiles applied and checked in network namespaces (root)
