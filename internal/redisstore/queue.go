@@ -255,40 +255,46 @@ func (s QueueStats) ProcessingTotal() int64 {
 	return n
 }
 
-// Stats reads the sizes of shard's lists in two round trips.
+// statsScript reads a shard's sizes in one atomic step: the queue's length and head, the
+// dead-letter list's length, and each registered worker with its processing list's length. Read
+// in several steps, a reclaim (processing list → queue) or a claim (queue → processing list) that
+// ran between them could hide its events from both reads, and a busy queue would look drained.
+// The processing lists are not in KEYS because their names come from the workers set; they share
+// the shard's hash tag (ARGV[1] is their prefix), so on a Cluster they live on the same node.
+//
+//	KEYS[1] queue  KEYS[2] dead  KEYS[3] workers
+//	ARGV[1] processing-list key prefix
+//
+// It returns {queue length, head or false, dead length, worker1, length1, worker2, length2, …}.
+var statsScript = redis.NewScript(`
+local out = {redis.call('LLEN', KEYS[1]), redis.call('LINDEX', KEYS[1], 0), redis.call('LLEN', KEYS[2])}
+for _, w in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  out[#out + 1] = w
+  out[#out + 1] = redis.call('LLEN', ARGV[1] .. w)
+end
+return out
+`)
+
+// Stats reads the sizes of shard's lists in one atomic script (statsScript says why).
 func (q *Queue) Stats(ctx context.Context, shard int) (QueueStats, error) {
-	// The queue first, the workers after: a claim moves events from the queue into a processing
-	// list and registers its worker in one script, so an event that has left the queue by the time
-	// the queue is read belongs to a worker registered by then, whose list is read below (or it is
-	// acknowledged already). Reading the workers first would miss a batch claimed in between, and a
-	// drained-looking queue could still have a batch on its way to MySQL.
-	pipe := q.rdb.Pipeline()
-	qlen := pipe.LLen(ctx, q.keys.Queue(shard))
-	head := pipe.LIndex(ctx, q.keys.Queue(shard), 0)
-	dead := pipe.LLen(ctx, q.keys.Dead(shard))
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	keys := []string{q.keys.Queue(shard), q.keys.Dead(shard), q.keys.Workers(shard)}
+	res, err := statsScript.Run(ctx, q.rdb, keys, q.keys.Processing(shard, "")).Slice()
+	if err != nil {
 		return QueueStats{}, fmt.Errorf("queue stats of shard %d: %w", shard, err)
 	}
-	workers, err := q.Workers(ctx, shard)
-	if err != nil {
-		return QueueStats{}, err
+	if len(res) < 3 || len(res)%2 != 1 {
+		return QueueStats{}, fmt.Errorf("queue stats of shard %d: unexpected reply of %d values", shard, len(res))
 	}
-	st := QueueStats{Length: qlen.Val(), Dead: dead.Val(), Processing: make(map[string]int64, len(workers))}
-	if len(workers) > 0 {
-		pipe = q.rdb.Pipeline()
-		procs := make([]*redis.IntCmd, len(workers))
-		for i, w := range workers {
-			procs[i] = pipe.LLen(ctx, q.keys.Processing(shard, w))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return QueueStats{}, fmt.Errorf("processing lists of shard %d: %w", shard, err)
-		}
-		for i, w := range workers {
-			st.Processing[w] = procs[i].Val()
-		}
+	qlen, _ := res[0].(int64)
+	dead, _ := res[2].(int64)
+	st := QueueStats{Length: qlen, Dead: dead, Processing: make(map[string]int64, (len(res)-3)/2)}
+	if head, ok := res[1].(string); ok {
+		st.OldestAt = eventTime(head)
 	}
-	if h, err := head.Result(); err == nil {
-		st.OldestAt = eventTime(h)
+	for i := 3; i+1 < len(res); i += 2 {
+		w, _ := res[i].(string)
+		n, _ := res[i+1].(int64)
+		st.Processing[w] = n
 	}
 	return st, nil
 }

@@ -2,7 +2,9 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,4 +257,59 @@ func TestQueueStatsOfAnEmptyShard(t *testing.T) {
 	assert.True(t, st.OldestAt.IsZero())
 	assert.Zero(t, st.ProcessingTotal())
 	assert.Zero(t, st.Dead)
+}
+
+// TestQueueStatsNeverLosesEventsInFlight moves a fixed set of events between the queue and
+// several workers' processing lists (claims, and releases and reclaims back to the queue, which
+// together never add or remove an event) while Stats is read in a loop: every read must count
+// all of them. A read in several round trips could see an event in neither place, and a busy
+// queue as drained.
+func TestQueueStatsNeverLosesEventsInFlight(t *testing.T) {
+	t.Parallel()
+	f := newQueue(t, time.Millisecond) // leases expire at once: every worker is reclaimable
+	const total, movers, moves, reads = 60, 3, 300, 300
+	f.push(0, seq("e", total)...)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, movers)
+	for m := range movers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := fmt.Sprintf("w%d", m)
+			for i := range moves {
+				if _, err := f.q.Claim(f.ctx, 0, w, 1+i%7); err != nil {
+					errs <- err
+					return
+				}
+				var err error
+				if i%2 == 0 {
+					_, err = f.q.Release(f.ctx, 0, w)
+				} else {
+					_, err = f.q.Reclaim(f.ctx, 0, w)
+				}
+				if err != nil && !errors.Is(err, redisstore.ErrLeaseAlive) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var short []int64
+	for range reads {
+		st, err := f.q.Stats(f.ctx, 0)
+		require.NoError(t, err)
+		if n := st.Length + st.ProcessingTotal(); n != total {
+			short = append(short, n)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Empty(t, short, "reads that did not count all %d events", total)
+	st, err := f.q.Stats(f.ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(total), st.Length+st.ProcessingTotal(), "the moves kept every event")
 }
