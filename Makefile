@@ -26,7 +26,7 @@ down: ## stop everything `make up` started (by PID)
 status:
 	scripts/stack.sh status
 
-test: ## every test: unit, integration (own MariaDB + Redis), sysctl profiles, the chaos subset, the locust and API fuzz smoke, every Go fuzz target for 3 s (scripts/test.sh lists the stages)
+test: ## every test: unit, integration (own MariaDB + Redis), sysctl profiles, the chaos subset, the locust and API fuzz smoke, every Go fuzz target for 10,000 executions (scripts/test.sh lists the stages)
 	scripts/test.sh
 
 test-quick: ## the edit loop (well under a minute): pure packages; storage tests skip unless POPUP_TEST_* are set
@@ -57,7 +57,7 @@ clean:
 bench: ## A/B throughput and latency: bare net/http vs GET /api/v1/popup (docs/PERFORMANCE.md)
 	scripts/bench.sh
 
-fuzz: ## every Go fuzz target for 60 s each (make test fuzzes each for 3 s and replays their seeds and saved crashers), then the API fuzzer for 300 s on its own stack
+fuzz: ## every Go fuzz target for 60 s each (make test fuzzes each for 10,000 executions and replays their seeds and saved crashers), then the API fuzzer for 300 s on its own stack
 	scripts/fuzz.sh 60
 	scripts/api-fuzz.sh --stack $${API_FUZZ_SECONDS:-300}
 

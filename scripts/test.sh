@@ -18,11 +18,11 @@
 #            service's and the chaos suite's), and gofmt; not on deploy/ and tools/ (lint says
 #            why; `make lint` covers them)
 #   fuzz-smoke  every Go fuzz target (func Fuzz*, found by scripts/fuzz.sh) fuzzed for
-#            FUZZ_SECONDS (3) with one worker; the go stage replays their seeds and saved
-#            crashers. -fuzz compiles each fuzzed package's test tree again with coverage
-#            instrumentation, which is why fuzzed packages keep their tests on the standard
-#            library (fuzz.sh refuses testify, Gin, net/http): 60-71 CPU-seconds from an
-#            empty Go cache (2-core machine, five runs on 2026-11-26)
+#            FUZZ_BUDGET (10000x: executions, not seconds; fuzz.sh says why) with one worker;
+#            the go stage replays their seeds and saved crashers. -fuzz compiles each fuzzed
+#            package's test tree again with coverage instrumentation, which is why fuzzed
+#            packages keep their tests on the standard library (fuzz.sh refuses testify, Gin,
+#            net/http; docs/RELIABILITY.md has its cost)
 #   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
 #            sysctl profiles applied and checked in network namespaces (root)
@@ -249,7 +249,7 @@ renice -n 0 -p "$(cat "$stage_dir/compile-plain.gopid" 2>/dev/null)" >/dev/null 
 # load) fills the time the tests spend waiting on servers and timers
 stage_bg chaos-faults chaos_faults
 stage_bg lint lint
-stage_bg fuzz-smoke env FUZZ_PARALLEL=1 GOGC=$build_gogc scripts/fuzz.sh "${FUZZ_SECONDS:-3}"
+stage_bg fuzz-smoke env FUZZ_PARALLEL=1 GOGC=$build_gogc scripts/fuzz.sh "${FUZZ_BUDGET:-10000x}"
 stage_wait venv
 stage_bg smoke smoke
 stage_bg deploy deploytests
