@@ -11,7 +11,7 @@ all: build
 
 # No -trimpath here (the image's build has it, deploy/Dockerfile): a local build then shares the
 # compiled packages that go vet, staticcheck and the tests' own builds leave in the Go cache, where
-# -trimpath would compile every package a second time (about two CPU-minutes from cold).
+# -trimpath would compile every package a second time (docs/PERFORMANCE.md, "make test").
 build: ## bin/popup-api, bin/popup-worker and bin/popup-sysctl
 	$(GO) build -tags $(TAGS) -o bin/popup-api ./cmd/popup-api
 	$(GO) build -tags $(TAGS) -o bin/popup-worker ./cmd/popup-worker

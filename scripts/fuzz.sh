@@ -17,7 +17,7 @@
 # Cost: -fuzz compiles the package and everything its tests import a second time, with coverage
 # instrumentation (one target per go test run; the runs after the first find that build in the
 # Go cache). A fuzzed package's tests therefore import the standard library and the package's
-# own small dependencies only (docs/RELIABILITY.md has the figures): heavy_deps below are
+# own small dependencies only (docs/RELIABILITY.md, "Hostile input", has the figures): heavy_deps below are
 # refused, naming the package; move the code under test into a small package instead
 # (internal/reqparse).
 set -euo pipefail

@@ -90,8 +90,8 @@ gotest=("${race_env[@]}" go test -tags "$GO_TAGS" $race -count=1)
 # deploy/ checks manifests and unit files, one goroutine each: it runs without -race, which would
 # compile its Kubernetes API dependencies a second time (race-instrumented) for nothing.
 # The packages with tests but deploy/ (tested without -race, below). go test also compiles a
-# package without test files, with -race: tools/popup-lint's staticcheck and x/tools (about 240
-# packages, 120 CPU-seconds cold) and the binaries, which nothing runs race-built; the compile
+# package without test files, with -race: tools/popup-lint's staticcheck and x/tools (a couple
+# of hundred packages) and the binaries, which nothing runs race-built; the compile
 # stage's plain build already proves that they compile, and go vet checks them.
 race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/deploy$'; }
 # test_deps PKG...: the packages outside this module that the tests of PKG import (chromedp,
@@ -153,7 +153,7 @@ lint() {
   # Two packages aside, each for what analysing its dependencies (for staticcheck's facts) would
   # cost: deploy/, whose tests import the Kubernetes API (more than the rest of the module; go
   # test vets it as it runs), and tools/popup-lint, 70 lines that list analyzers, no logic, whose
-  # dependencies are x/tools and staticcheck (300 packages, about 34 CPU-seconds); compile-plain
+  # dependencies are x/tools and staticcheck (a few hundred packages); compile-plain
   # compiles it and gofmt checks it below. `make lint` analyses both.
   "${race_env[@]}" go vet -tags "$GO_TAGS" $race -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$\|/tools/')
   "${race_env[@]}" go vet -tags "chaos,$GO_TAGS" $race -vettool=bin/popup-lint ./internal/chaos/
@@ -256,9 +256,9 @@ stage_bg deploy deploytests
 stage go gotests
 # The chaos scenarios assert that every GET answers within 100 ms while Redis hangs: they share
 # the two cores with the cluster pass only, not with lint's analysis, the smoke's load and the
-# compiles (which made a GET of a loaded run take 106 ms). The cluster pass starts with them, not
-# after the go stage: the scenarios use about a core (35 CPU-seconds in 59 s), so the pass fills
-# the other one instead of the CPU the stages above are short of.
+# compiles (which made a GET of a loaded run miss the bound). The cluster pass starts with them,
+# not after the go stage: the scenarios use about a core, so the pass fills the other one instead
+# of the CPU the stages above are short of (docs/PERFORMANCE.md, "make test", has the figures).
 stage_wait lint fuzz-smoke smoke compile-plain deploy chaos-faults
 stage_bg cluster cluster
 stage chaos env CHAOS_RUN="$chaos_timed" scripts/chaos.sh fast

@@ -77,11 +77,10 @@ have=$(cat "$stamp" 2>/dev/null || true)
 if [ $force -eq 1 ] || [ "$want" != "$have" ] || [ ! -x "$venv/bin/locust" ] || [ ! -x "$venv/bin/st" ]; then
   log "installing $req into $venv"
   rm -f "$stamp"
-  # pip would compile every module it installs to bytecode, half of its 40 CPU-seconds, much of
-  # it for the packages' own test suites (scipy's above all), which nothing here imports.
-  # compileall compiles the rest (8 CPU-seconds), once: where PYTHONDONTWRITEBYTECODE is set, the
-  # tools' modules would otherwise be compiled again at every start (importing locust,
-  # schemathesis and scipy took 5.6 s instead of 2.1).
+  # pip would compile every module it installs to bytecode, much of it for the packages' own
+  # test suites (scipy's above all), which nothing here imports. compileall compiles the rest,
+  # once: where PYTHONDONTWRITEBYTECODE is set, the tools' modules would otherwise be compiled
+  # again at every start (docs/PERFORMANCE.md, "make test", has the figures).
   "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-compile -r "$req"
   "$venv/bin/python" -m compileall -q -x '/tests?/' "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   echo "$want" >"$stamp"
