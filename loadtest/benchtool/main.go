@@ -4,6 +4,7 @@
 //	benchtool warm     -url URL -uids N               call GET for every uid of the pool until it answers no popup
 //	benchtool fill     -uids N                        the same end state written straight into Redis (POPUP_* env)
 //	benchtool openloop -url URL -rate R -duration D   fixed-rate load; latency from the intended send time
+//	benchtool wrkparse | judge -results FILE          make bench's arithmetic and verdicts (judge.go)
 //
 // openloop is the open-loop generator the issue asks for (vegeta is not available here): each
 // request is scheduled at a fixed rate whatever the server does, and its latency is measured from
@@ -15,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool seed|warm|fill|openloop [flags] | query I")
+		fmt.Fprintln(os.Stderr, "usage: benchtool seed|warm|fill|openloop|wrkparse|judge [flags] | query I")
 		os.Exit(2)
 	}
 	var err error
@@ -52,6 +54,10 @@ func main() {
 		err = fill(os.Args[2:])
 	case "openloop":
 		err = openloop(os.Args[2:])
+	case "wrkparse":
+		err = wrkparse(os.Args[2:])
+	case "judge":
+		err = judge(os.Args[2:])
 	case "query": // the GET path and query of pool user I, as the load generators send it
 		var i int
 		if i, err = strconv.Atoi(strings.Join(os.Args[2:], "")); err == nil {
@@ -59,6 +65,9 @@ func main() {
 		}
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if errors.Is(err, errFailed) {
+		os.Exit(3)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtool:", err)

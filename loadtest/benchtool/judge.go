@@ -1,0 +1,552 @@
+package main
+
+// The arithmetic and the verdicts of `make bench`: scripts/bench.sh runs the loads and writes
+// one line of raw readings per run (see record); everything computed from them (ratios, CPU per
+// request, medians, PASS/FAIL) is here, where it is typed and tested.
+//
+//	benchtool wrkparse            wrk --latency output on stdin → "rps p50_ms p99_ms requests errors"
+//	benchtool judge -results F    the report's summary and tables (markdown) from the records in F
+//	benchtool judge -results F -round   the log line of the last record in F
+//	benchtool judge -results F -half    half the API's best steady-state req/s (the open-loop rate)
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Targets of docs/CONTRACT.md §7, as `make bench` judges them.
+const (
+	goalSteady     = 0.8  // (a) steady-state req/s, api / bare: at least
+	goalImpression = 0.4  // (b) impression-path req/s, api / bare: at least
+	goalCPU        = 1.3  // (c) API CPU per request / bare CPU per request: at most
+	goalOpenP99    = 1.5  // (d) open-loop p99, api / bare: at most
+	goalFirst      = 0.85 // (e) first visits / returning users' impressions: at least
+	goalLoads      = 1.0  // (e) MySQL loads of user state per 1,000 first visits: at most
+	goalRevisit    = 0.7  // (f) revisits / bare: at least
+)
+
+// wrkResult is what wrk --latency prints that the bench reads.
+type wrkResult struct {
+	RPS      float64
+	P50, P99 float64 // milliseconds
+	Requests int64
+	Errors   int64 // non-2xx answers plus socket errors
+}
+
+// parseWrk reads wrk's --latency report.
+func parseWrk(r io.Reader) (wrkResult, error) {
+	var w wrkResult
+	var seen int
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 2 && f[0] == "Requests/sec:":
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				return w, fmt.Errorf("wrk req/s %q: %w", f[1], err)
+			}
+			w.RPS, seen = v, seen|1
+		case len(f) >= 2 && (f[0] == "50%" || f[0] == "99%"):
+			ms, err := wrkMillis(f[1])
+			if err != nil {
+				return w, err
+			}
+			if f[0] == "50%" {
+				w.P50, seen = ms, seen|2
+			} else {
+				w.P99, seen = ms, seen|4
+			}
+		case len(f) >= 3 && f[1] == "requests" && f[2] == "in":
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return w, fmt.Errorf("wrk requests %q: %w", f[0], err)
+			}
+			w.Requests, seen = n, seen|8
+		case len(f) >= 2 && f[0] == "Non-2xx":
+			n, err := strconv.ParseInt(f[len(f)-1], 10, 64)
+			if err != nil {
+				return w, fmt.Errorf("wrk non-2xx %q: %w", f[len(f)-1], err)
+			}
+			w.Errors += n
+		case len(f) >= 2 && f[0] == "Socket" && f[1] == "errors:":
+			// Socket errors: connect 0, read 3, write 0, timeout 0
+			for i := 2; i+1 < len(f); i += 2 {
+				n, err := strconv.ParseInt(strings.TrimSuffix(f[i+1], ","), 10, 64)
+				if err != nil {
+					return w, fmt.Errorf("wrk socket errors %q: %w", sc.Text(), err)
+				}
+				w.Errors += n
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return w, err
+	}
+	if seen != 15 {
+		return w, errors.New("wrk output without req/s, 50%, 99% and request count (was --latency given?)")
+	}
+	return w, nil
+}
+
+// wrkMillis reads one of wrk's durations (456.00us, 1.23ms, 1.02s, 2.00m) in milliseconds.
+func wrkMillis(s string) (float64, error) {
+	for _, u := range []struct {
+		suffix string
+		ms     float64
+	}{{"us", 1e-3}, {"ms", 1}, {"s", 1e3}, {"m", 60e3}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("wrk duration %q: %w", s, err)
+			}
+			return f * u.ms, nil
+		}
+	}
+	return 0, fmt.Errorf("wrk duration %q: no unit", s)
+}
+
+// record is one line of the results file: a kind (meta, steady, impression, first, revisit,
+// open) and key=value readings; a list of CPU tick counts is comma-separated, one per process
+// (api redis worker mariadb).
+type record struct {
+	kind string
+	v    map[string]string
+}
+
+func parseRecords(r io.Reader) ([]record, error) {
+	var out []record
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		rec := record{kind: f[0], v: make(map[string]string, len(f)-1)}
+		for _, kv := range f[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("results line %d: %q is not key=value", n, kv)
+			}
+			rec.v[k] = v
+		}
+		out = append(out, rec)
+	}
+	return out, sc.Err()
+}
+
+// reader reads typed values off records and keeps the first error, so a table of readings is
+// not a ladder of error checks.
+type reader struct{ err error }
+
+func (rd *reader) num(r record, key string) float64 {
+	s, ok := r.v[key]
+	if !ok {
+		rd.fail(fmt.Errorf("%s record without %s", r.kind, key))
+		return 0
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		rd.fail(fmt.Errorf("%s record: %s=%q: %w", r.kind, key, s, err))
+	}
+	return f
+}
+
+func (rd *reader) ticks(r record, key string) []float64 {
+	s, ok := r.v[key]
+	if !ok {
+		rd.fail(fmt.Errorf("%s record without %s", r.kind, key))
+		return nil
+	}
+	var out []float64
+	for _, p := range strings.Split(s, ",") {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			rd.fail(fmt.Errorf("%s record: %s=%q: %w", r.kind, key, s, err))
+			return nil
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (rd *reader) fail(err error) {
+	if rd.err == nil {
+		rd.err = err
+	}
+}
+
+// perK is each process's CPU in milliseconds per 1,000 requests, from tick counts before and
+// after a run of n requests at clk ticks a second.
+func perK(before, after []float64, n, clk float64) []float64 {
+	out := make([]float64, min(len(before), len(after)))
+	for i := range out {
+		if n > 0 && clk > 0 {
+			out[i] = (after[i] - before[i]) / clk * 1e6 / n
+		}
+	}
+	return out
+}
+
+// ratio is a/b, 0 when b is not positive (a reference that did nothing compares nothing).
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// median of xs; 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+func g(x float64) string  { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+func joinF(xs []float64, f func(float64) string, sep string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = f(x)
+	}
+	return strings.Join(s, sep)
+}
+
+// bench is the whole run, computed from its records.
+type bench struct {
+	meta        record
+	steady      []steadyRow
+	impressions []impressionRow
+	firsts      []firstRow
+	revisits    []revisitRow
+	opens       []openRow
+}
+
+type steadyRow struct {
+	round, bareRPS, bareP99, apiRPS, apiP50, apiP99 float64
+	errs                                            float64 // non-2xx, socket errors and degraded answers
+	ratio, bareCPU, cpuRatio, stmtsPerK             float64
+	cpu                                             []float64 // api redis worker mariadb, ms per 1,000 requests
+}
+
+type impressionRow struct {
+	round, bareRPS, apiRPS, apiP50, apiP99, errs, ratio, backlog float64
+	drained                                                      float64 // seconds; +Inf when the queue never drained
+	cpu                                                          []float64
+}
+
+type firstRow struct {
+	round, returningRPS, rps, p50, p99, errs, ratio, loadsPerK float64
+	cpu                                                        []float64
+}
+
+type revisitRow struct {
+	round, bareRPS, rps, p50, p99, errs, ratio, loadsPerK float64
+}
+
+type openRow struct {
+	round, rate, bareP99, apiP99, ratio, errs, bareLate, apiLate float64
+}
+
+// compute turns the records into rows: the same arithmetic for every round.
+func compute(recs []record) (bench, error) {
+	var b bench
+	var rd reader
+	clk := 100.0
+	for _, r := range recs {
+		switch r.kind {
+		case "meta":
+			b.meta = r
+			clk = rd.num(r, "clk")
+		case "steady":
+			n := rd.num(r, "b_reqs")
+			cpu := perK(rd.ticks(r, "p0"), rd.ticks(r, "p1"), n, clk)
+			bareCPU := perK([]float64{rd.num(r, "a_t0")}, []float64{rd.num(r, "a_t1")}, rd.num(r, "a_reqs"), clk)[0]
+			row := steadyRow{
+				round: rd.num(r, "r"), bareRPS: rd.num(r, "a_rps"), bareP99: rd.num(r, "a_p99"),
+				apiRPS: rd.num(r, "b_rps"), apiP50: rd.num(r, "b_p50"), apiP99: rd.num(r, "b_p99"),
+				errs:    rd.num(r, "b_bad") + rd.num(r, "d1") - rd.num(r, "d0"),
+				bareCPU: bareCPU, cpu: cpu,
+				stmtsPerK: (rd.num(r, "q1") - rd.num(r, "q0") - 1) * 1000 / n, // minus the bench's own SHOW STATUS
+			}
+			row.ratio = ratio(row.apiRPS, row.bareRPS)
+			if len(cpu) > 0 {
+				row.cpuRatio = ratio(cpu[0], bareCPU)
+			}
+			b.steady = append(b.steady, row)
+		case "impression":
+			row := impressionRow{
+				round: rd.num(r, "r"), bareRPS: rd.num(r, "ac_rps"), apiRPS: rd.num(r, "c_rps"),
+				apiP50: rd.num(r, "c_p50"), apiP99: rd.num(r, "c_p99"),
+				errs:    rd.num(r, "c_bad") + rd.num(r, "d1") - rd.num(r, "d0"),
+				backlog: rd.num(r, "backlog"), drained: rd.num(r, "drain_t1") - rd.num(r, "drain_t0"),
+				cpu: perK(rd.ticks(r, "p0"), rd.ticks(r, "p1"), rd.num(r, "c_reqs"), clk),
+			}
+			if rd.num(r, "left") != 0 {
+				row.drained = math.Inf(1)
+			}
+			row.ratio = ratio(row.apiRPS, row.bareRPS)
+			b.impressions = append(b.impressions, row)
+		case "first":
+			n := rd.num(r, "e_reqs")
+			row := firstRow{
+				round: rd.num(r, "r"), returningRPS: rd.num(r, "c_rps"), rps: rd.num(r, "e_rps"),
+				p50: rd.num(r, "e_p50"), p99: rd.num(r, "e_p99"),
+				errs:      rd.num(r, "e_bad") + rd.num(r, "d1") - rd.num(r, "d0"),
+				loadsPerK: (rd.num(r, "l1") - rd.num(r, "l0")) * 1000 / n,
+				cpu:       perK(rd.ticks(r, "p0"), rd.ticks(r, "p1"), n, clk),
+			}
+			row.ratio = ratio(row.rps, row.returningRPS)
+			b.firsts = append(b.firsts, row)
+		case "revisit":
+			row := revisitRow{
+				round: rd.num(r, "r"), bareRPS: rd.num(r, "a_rps"), rps: rd.num(r, "f_rps"),
+				p50: rd.num(r, "f_p50"), p99: rd.num(r, "f_p99"),
+				errs:      rd.num(r, "f_bad") + rd.num(r, "d1") - rd.num(r, "d0"),
+				loadsPerK: (rd.num(r, "l1") - rd.num(r, "l0")) * 1000 / rd.num(r, "f_reqs"),
+			}
+			row.ratio = ratio(row.rps, row.bareRPS)
+			b.revisits = append(b.revisits, row)
+		case "open":
+			row := openRow{
+				round: rd.num(r, "r"), rate: rd.num(r, "rate"), bareP99: rd.num(r, "oa_p99"), apiP99: rd.num(r, "ob_p99"),
+				errs:     rd.num(r, "ob_non2xx") + rd.num(r, "ob_err") + rd.num(r, "ob_deg"),
+				bareLate: rd.num(r, "oa_late"), apiLate: rd.num(r, "ob_late"),
+			}
+			row.ratio = ratio(row.apiP99, row.bareP99)
+			b.opens = append(b.opens, row)
+		default:
+			rd.fail(fmt.Errorf("unknown record kind %q", r.kind))
+		}
+	}
+	return b, rd.err
+}
+
+// halfBest is the open-loop rate: half the API's best steady-state req/s.
+func (b bench) halfBest() int64 {
+	var best float64
+	for _, s := range b.steady {
+		best = max(best, s.apiRPS)
+	}
+	return int64(best / 2)
+}
+
+// roundLine is the log line of the last record.
+func (b bench) roundLine(recs []record) string {
+	if len(recs) == 0 {
+		return ""
+	}
+	cpu := func(xs []float64) string { return joinF(xs, f1, " ") }
+	switch recs[len(recs)-1].kind {
+	case "steady":
+		s := b.steady[len(b.steady)-1]
+		return fmt.Sprintf("round %s steady: bare %s req/s (%s CPU-ms/1k) | api %s req/s p99 %s ms errors %s | ratio %s | CPU/req x%s | CPU-ms/1k api redis worker mariadb = %s | %s MySQL stmts/1k",
+			g(s.round), g(s.bareRPS), f1(s.bareCPU), g(s.apiRPS), g(s.apiP99), g(s.errs), f3(s.ratio), f3(s.cpuRatio), cpu(s.cpu), f3(s.stmtsPerK))
+	case "impression":
+		s := b.impressions[len(b.impressions)-1]
+		return fmt.Sprintf("round %s impression: bare %s req/s | api %s req/s p99 %s ms errors %s | ratio %s | CPU-ms/1k api redis worker mariadb = %s | backlog %s drained in %s s",
+			g(s.round), g(s.bareRPS), g(s.apiRPS), g(s.apiP99), g(s.errs), f3(s.ratio), cpu(s.cpu), g(s.backlog), drainText(s.drained))
+	case "first":
+		s := b.firsts[len(b.firsts)-1]
+		return fmt.Sprintf("round %s first visits: api %s req/s p99 %s ms errors %s | ratio to returning users %s | MySQL loads/1k %s | CPU-ms/1k api redis worker mariadb = %s",
+			g(s.round), g(s.rps), g(s.p99), g(s.errs), f3(s.ratio), f3(s.loadsPerK), cpu(s.cpu))
+	case "revisit":
+		s := b.revisits[len(b.revisits)-1]
+		return fmt.Sprintf("round %s revisits: api %s req/s p99 %s ms errors %s | ratio to bare %s | MySQL loads/1k %s",
+			g(s.round), g(s.rps), g(s.p99), g(s.errs), f3(s.ratio), f3(s.loadsPerK))
+	case "open":
+		s := b.opens[len(b.opens)-1]
+		return fmt.Sprintf("round %s open loop at %s req/s: bare p99 %s ms (late %s) | api p99 %s ms (errors incl. degraded %s, late %s) | ratio %s",
+			g(s.round), g(s.rate), g(s.bareP99), g(s.bareLate), g(s.apiP99), g(s.errs), g(s.apiLate), f3(s.ratio))
+	}
+	return ""
+}
+
+func drainText(s float64) string {
+	if math.IsInf(s, 1) {
+		return "inf"
+	}
+	return f1(s)
+}
+
+// report writes the summary with its verdicts and the per-round tables, and reports whether
+// every target passed.
+func (b bench) report(w io.Writer) bool {
+	pick := func(n int, f func(int) float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = f(i)
+		}
+		return out
+	}
+	rA := pick(len(b.steady), func(i int) float64 { return b.steady[i].ratio })
+	rCPU := pick(len(b.steady), func(i int) float64 { return b.steady[i].cpuRatio })
+	rB := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].ratio })
+	backlogs := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].backlog })
+	drains := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].drained })
+	rE := pick(len(b.firsts), func(i int) float64 { return b.firsts[i].ratio })
+	loads := pick(len(b.firsts), func(i int) float64 { return b.firsts[i].loadsPerK })
+	rF := pick(len(b.revisits), func(i int) float64 { return b.revisits[i].ratio })
+	rP99 := pick(len(b.opens), func(i int) float64 { return b.opens[i].ratio })
+	var errs float64
+	for _, r := range b.steady {
+		errs += r.errs
+	}
+	for _, r := range b.impressions {
+		errs += r.errs
+	}
+	for _, r := range b.firsts {
+		errs += r.errs
+	}
+	for _, r := range b.revisits {
+		errs += r.errs
+	}
+	for _, r := range b.opens {
+		errs += r.errs
+	}
+	drainTarget, _ := strconv.ParseFloat(b.meta.v["drain_target"], 64)
+	worstDrain := slices.Max(append([]float64{0}, drains...))
+	worstLoads := slices.Max(append([]float64{0}, loads...))
+	zipf := b.meta.v["zipf_users"]
+	half := b.halfBest()
+
+	rounds := func(xs []float64) string { return joinF(xs, f3, " ") }
+	type target struct {
+		name, measured, goal string
+		ok                   bool
+	}
+	targets := []target{
+		{"(a) steady-state req/s, api / bare", f3(median(rA)) + " (rounds: " + rounds(rA) + ")", ">= 0.8", median(rA) >= goalSteady},
+		{"(b) impression-path req/s, api / bare", f3(median(rB)) + " (rounds: " + rounds(rB) + ")", ">= 0.4", median(rB) >= goalImpression},
+		{"(b) queue backlog at the end of each impression run, drained in", joinF(backlogs, g, " ") + " events; " + joinF(drains, drainText, " ") + " s",
+			"<= " + g(drainTarget) + " s", worstDrain <= drainTarget},
+		{"(c) API CPU per steady-state request / bare CPU per request", f3(median(rCPU)) + " (rounds: " + rounds(rCPU) + ")", "<= 1.3", median(rCPU) <= goalCPU},
+		{fmt.Sprintf("(d) open-loop p99 at %d req/s (half the API's best), api / bare", half), f3(median(rP99)) + " (rounds: " + rounds(rP99) + ")", "<= 1.5", median(rP99) <= goalOpenP99},
+		{"(e) first-visit req/s / returning users' impression req/s", f3(median(rE)) + " (rounds: " + rounds(rE) + ")", ">= 0.85", median(rE) >= goalFirst},
+		{"(e) MySQL loads of user state per 1,000 first visits (worst round)", f3(worstLoads) + " (rounds: " + rounds(loads) + ")", "<= 1", worstLoads <= goalLoads},
+		{"(f) revisit req/s (Zipf over " + zipf + " users) / bare", f3(median(rF)) + " (rounds: " + rounds(rF) + ")", ">= 0.7", median(rF) >= goalRevisit},
+		{"errors: non-2xx, socket errors, degraded answers (all API runs)", g(errs), "0", errs == 0},
+	}
+	all := true
+	fmt.Fprint(w, "## Summary (median of the per-round ratios)\n\n| target | measured | goal | result |\n|---|---|---|---|\n")
+	for _, t := range targets {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.name, t.measured, t.goal, verdict(t.ok))
+		all = all && t.ok
+	}
+	table := func(title, head string, rows [][]string) {
+		cols := len(strings.Split(head, "|"))
+		fmt.Fprintf(w, "\n## %s\n\n| %s |\n|%s\n", title, head, strings.Repeat("---|", cols))
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		}
+	}
+	cpu := func(xs []float64) []string { return strings.Fields(joinF(xs, f1, " ")) }
+	var rows [][]string
+	for _, s := range b.steady {
+		rows = append(rows, append(append([]string{g(s.round), g(s.bareRPS), g(s.bareP99), g(s.apiRPS), g(s.apiP50), g(s.apiP99), g(s.errs), f3(s.ratio), f1(s.bareCPU)},
+			cpu(s.cpu)...), f3(s.cpuRatio), f3(s.stmtsPerK)))
+	}
+	table(`Steady state (warm users, every answer "no popup"); CPU in ms per 1,000 requests`,
+		"round | bare req/s | bare p99 ms | api req/s | api p50 ms | api p99 ms | api errors (incl. degraded) | ratio | bare CPU | api CPU | redis | worker | mariadb | api/bare CPU | MySQL stmts / 1k GET", rows)
+	rows = nil
+	for _, s := range b.impressions {
+		rows = append(rows, append(append([]string{g(s.round), g(s.bareRPS), g(s.apiRPS), g(s.apiP50), g(s.apiP99), g(s.errs), f3(s.ratio)},
+			cpu(s.cpu)...), g(s.backlog), drainText(s.drained)))
+	}
+	table("Impression path (every GET shows the record popup: record script + queued impression)",
+		"round | bare req/s | api req/s | api p50 ms | api p99 ms | api errors (incl. degraded) | ratio | api CPU | redis | worker | mariadb | backlog at end | drained in s", rows)
+	rows = nil
+	for _, s := range b.firsts {
+		rows = append(rows, append([]string{g(s.round), g(s.returningRPS), g(s.rps), g(s.p50), g(s.p99), g(s.errs), f3(s.ratio), f3(s.loadsPerK)}, cpu(s.cpu)...))
+	}
+	table("First visits (every GET a new uid, shown the record popup and recorded)",
+		"round | returning users req/s (b) | first visits req/s | p50 ms | p99 ms | errors (incl. degraded) | ratio | MySQL loads / 1k | api CPU | redis | worker | mariadb", rows)
+	rows = nil
+	for _, s := range b.revisits {
+		rows = append(rows, []string{g(s.round), g(s.bareRPS), g(s.rps), g(s.p50), g(s.p99), g(s.errs), f3(s.ratio), f3(s.loadsPerK)})
+	}
+	table("Revisits (Zipf over "+zipf+" users)", "round | bare req/s | api req/s | p50 ms | p99 ms | errors (incl. degraded) | ratio | MySQL loads / 1k", rows)
+	rows = nil
+	for _, s := range b.opens {
+		rows = append(rows, []string{g(s.round), g(s.rate), g(s.bareP99), g(s.apiP99), f3(s.ratio), g(s.errs), g(s.bareLate), g(s.apiLate)})
+	}
+	table("Open loop (benchtool openloop, "+b.meta.v["open_conns"]+" connections, "+b.meta.v["open_duration"]+")",
+		"round | rate req/s | bare p99 ms | api p99 ms | ratio | api errors (incl. degraded) | bare late | api late", rows)
+	return all
+}
+
+// wrkparse is `benchtool wrkparse`: wrk's report on stdin, one line of readings out.
+func wrkparse(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("wrkparse takes no arguments (wrk's output on stdin)")
+	}
+	w, err := parseWrk(os.Stdin)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s %s %s %d %d\n", g(w.RPS), g(w.P50), g(w.P99), w.Requests, w.Errors)
+	return nil
+}
+
+// errFailed is judge's exit status 3: the report is written and a target failed.
+var errFailed = errors.New("a target failed")
+
+// judge is `benchtool judge`.
+func judge(args []string) error {
+	fs := flag.NewFlagSet("judge", flag.ExitOnError)
+	path := fs.String("results", "", "the results file that scripts/bench.sh writes")
+	round := fs.Bool("round", false, "print the log line of the last record only")
+	half := fs.Bool("half", false, "print half the API's best steady-state req/s only")
+	strict := fs.Bool("strict", false, "exit with status 3 when a target fails")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	f, err := os.Open(*path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	recs, err := parseRecords(f)
+	if err != nil {
+		return err
+	}
+	b, err := compute(recs)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *round:
+		fmt.Println(b.roundLine(recs))
+	case *half:
+		fmt.Println(b.halfBest())
+	default:
+		if !b.report(os.Stdout) && *strict {
+			return errFailed
+		}
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// wrkOutput is wrk 4.1's --latency report, as make bench's runs print it.
+const wrkOutput = `Running 8s test @ http://127.0.0.1:39017
+  2 threads and 64 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   812.35us  1.02ms  31.20ms   93.12%
+    Req/Sec    41.23k     3.10k   48.90k    71.25%
+  Latency Distribution
+     50%  602.00us
+     75%    0.91ms
+     90%    1.40ms
+     99%    5.12ms
+  656432 requests in 8.00s, 98.51MB read
+  Socket errors: connect 0, read 3, write 0, timeout 2
+  Non-2xx or 3xx responses: 7
+Requests/sec:  82052.11
+Transfer/sec:     12.31MB
+`
+
+func TestParseWrkReadsRateLatenciesAndErrors(t *testing.T) {
+	got, err := parseWrk(strings.NewReader(wrkOutput))
+	require.NoError(t, err)
+
+	assert.Equal(t, wrkResult{RPS: 82052.11, P50: 0.602, P99: 5.12, Requests: 656432, Errors: 12}, got)
+}
+
+func TestParseWrkRefusesAReportWithoutLatencies(t *testing.T) {
+	noLatency := strings.ReplaceAll(strings.ReplaceAll(wrkOutput, "50%", "x"), "99%", "y")
+
+	_, err := parseWrk(strings.NewReader(noLatency))
+
+	assert.ErrorContains(t, err, "--latency")
+}
+
+func TestWrkMillis(t *testing.T) {
+	tests := []struct {
+		give string
+		want float64
+	}{
+		{"456.00us", 0.456},
+		{"1.23ms", 1.23},
+		{"1.02s", 1020},
+		{"2.00m", 120000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			got, err := wrkMillis(tt.give)
+			require.NoError(t, err)
+			assert.InDelta(t, tt.want, got, 1e-9)
+		})
+	}
+	_, err := wrkMillis("12")
+	assert.Error(t, err, "a duration without a unit")
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		name string
+		give []float64
+		want float64
+	}{
+		{"none", nil, 0},
+		{"odd count", []float64{0.9, 0.7, 0.8}, 0.8},
+		{"even count", []float64{1, 4, 2, 3}, 2.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.InDelta(t, tt.want, median(tt.give), 1e-12)
+		})
+	}
+}
+
+func TestPerKIsCPUMillisecondsPerThousandRequests(t *testing.T) {
+	// 50 ticks at 100 a second = 500 ms over 100,000 requests = 5 ms per 1,000
+	got := perK([]float64{100, 10}, []float64{150, 10}, 100000, 100)
+
+	assert.Equal(t, []float64{5, 0}, got)
+}
+
+// results is one round of every kind: the API at 0.9 of the bare server in the steady state,
+// the queue drained, no errors; with bad=true one degraded answer in the steady state and a queue
+// that never drained.
+func results(bad bool) string {
+	d1, left := "0", "0"
+	if bad {
+		d1, left = "1", "4"
+	}
+	return strings.Join([]string{
+		"meta clk=100 drain_target=5 zipf_users=1000 open_conns=64 open_duration=8s",
+		"steady r=1 a_rps=1000 a_p99=1 a_reqs=8000 a_t0=0 a_t1=80 b_rps=900 b_p50=0.5 b_p99=2 b_reqs=7200 b_bad=0 d0=0 d1=" + d1 +
+			" q0=10 q1=11 p0=0,0,0,0 p1=90,10,0,0",
+		"impression r=1 ac_rps=1000 c_rps=500 c_p50=1 c_p99=3 c_reqs=4000 c_bad=0 d0=0 d1=0 p0=0,0,0,0 p1=40,20,10,10 backlog=12 drain_t0=1.0 drain_t1=1.5 left=" + left,
+		"first r=1 c_rps=500 e_rps=450 e_p50=1 e_p99=3 e_reqs=3600 e_bad=0 d0=0 d1=0 l0=0 l1=0 p0=0,0,0,0 p1=36,18,9,9",
+		"revisit r=1 a_rps=1000 f_rps=800 f_p50=1 f_p99=3 f_reqs=6400 f_bad=0 d0=0 d1=0 l0=0 l1=3",
+		"open r=1 rate=450 oa_p99=1 ob_p99=1.2 ob_non2xx=0 ob_err=0 ob_deg=0 oa_late=0 ob_late=0",
+	}, "\n")
+}
+
+func TestJudgeComputesEachTargetFromTheReadings(t *testing.T) {
+	recs, err := parseRecords(strings.NewReader(results(false)))
+	require.NoError(t, err)
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	require.Len(t, b.steady, 1)
+	s := b.steady[0]
+	assert.InDelta(t, 0.9, s.ratio, 1e-9)
+	assert.InDelta(t, 100, s.bareCPU, 1e-9, "80 ticks = 800 ms over 8,000 requests")
+	assert.InDelta(t, 125, s.cpu[0], 1e-9, "90 ticks = 900 ms over 7,200 requests")
+	assert.InDelta(t, 1.25, s.cpuRatio, 1e-9)
+	assert.InDelta(t, 0, s.stmtsPerK, 1e-9, "the bench's own SHOW STATUS is not the API's")
+	assert.InDelta(t, 0.5, b.impressions[0].drained, 1e-9)
+	assert.InDelta(t, 0.9, b.firsts[0].ratio, 1e-9)
+	assert.InDelta(t, 0.8, b.revisits[0].ratio, 1e-9)
+	assert.InDelta(t, 3000.0/6400, b.revisits[0].loadsPerK, 1e-9)
+	assert.InDelta(t, 1.2, b.opens[0].ratio, 1e-9)
+	assert.Equal(t, int64(450), b.halfBest())
+
+	var out bytes.Buffer
+	assert.True(t, b.report(&out), out.String())
+	assert.Contains(t, out.String(), "| (a) steady-state req/s, api / bare | 0.900 (rounds: 0.900) | >= 0.8 | PASS |")
+	assert.NotContains(t, out.String(), "FAIL")
+}
+
+func TestJudgeFailsADegradedAnswerAndAQueueThatNeverDrained(t *testing.T) {
+	recs, err := parseRecords(strings.NewReader(results(true)))
+	require.NoError(t, err)
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	assert.False(t, b.report(&out))
+	assert.True(t, math.IsInf(b.impressions[0].drained, 1))
+	assert.Contains(t, out.String(), "| errors: non-2xx, socket errors, degraded answers (all API runs) | 1 | 0 | FAIL |")
+	assert.Contains(t, out.String(), "12 events; inf s | <= 5 s | FAIL |")
+}
+
+func TestJudgeRefusesARecordWithoutAReading(t *testing.T) {
+	recs, err := parseRecords(strings.NewReader("meta clk=100\nsteady r=1 a_rps=1000"))
+	require.NoError(t, err)
+
+	_, err = compute(recs)
+
+	assert.ErrorContains(t, err, "steady record without")
+}
