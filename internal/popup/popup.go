@@ -371,6 +371,9 @@ func (t Targeting) validate(v *validator) {
 	}
 }
 
+// UIDRule describes a well-formed uid (ValidUID) in the words every error message uses.
+const UIDRule = "1-64 characters of [A-Za-z0-9_.:-]"
+
 // ValidUID reports whether s is a well-formed user id: 1-64 characters of [A-Za-z0-9_.:-].
 // It is on the hot path of every homepage request, so it does not allocate.
 func ValidUID(s string) bool {

@@ -115,6 +115,20 @@ func (c *Compiled) ApplyImpression(s *UserState, at time.Time) PopupState {
 	return s.store(c.Popup.ID, st)
 }
 
+// ApplyExposure records a control exposure at at (docs/CONTRACT.md §10): the user was in the
+// control arm of the popup's experiment where an impression would have been, so the popup's
+// display rules advance exactly as ApplyImpression's do (hidden for reshow_after_seconds, its
+// impression count up, for max_impressions) but the user's daily count does not: nothing was
+// shown. Like every transition it only extends hiding. The new state is stored in s and returned.
+func (c *Compiled) ApplyExposure(s *UserState, at time.Time) PopupState {
+	at = at.UTC()
+	st := s.Popups[c.Popup.ID]
+	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.ReshowAfterSeconds))
+	st.Impressions++
+	st.LastImpressionAt = later(st.LastImpressionAt, at)
+	return s.store(c.Popup.ID, st)
+}
+
 // ApplyClick records a click at at: the popup stays hidden for click_cooldown_seconds (Forever
 // for -1), or as long as it already was, whichever is later.
 func (c *Compiled) ApplyClick(s *UserState, at time.Time) PopupState {

@@ -26,21 +26,3 @@ type StoredState struct {
 // ErrStateLoad marks a failure of the durable source of user state (MySQL) behind the cache:
 // it says nothing about the cache's own health, so it must not count against it.
 var ErrStateLoad = errors.New("user state load failed")
-
-// UIDRule describes a well-formed uid (ValidUID) in the words every error message uses.
-const UIDRule = "1-64 characters of [A-Za-z0-9_.:-]"
-
-// CodeRule describes a well-formed region or language code (validCode) in the words every error
-// message uses.
-const CodeRule = "1-16 characters of [A-Za-z0-9_-]"
-
-// ValidRequestCode reports whether s may be a request's region or language: absent ("") or a code
-// as popups list them (CodeRule).
-func ValidRequestCode(s string) bool { return s == "" || validCode(s) }
-
-// CodeKey is a region or language code as the matcher compares it: lower-cased (ASCII) and
-// zero-padded to 16 bytes. ok is false for "" and for anything no popup can list.
-func CodeKey(s string) (k [maxCodeLen]byte, ok bool) {
-	c := toCode(s)
-	return c, c != code{}
-}

@@ -91,6 +91,21 @@ func bucketHash(h uint64, s string) uint64 {
 	return h
 }
 
+// CodeRule describes a well-formed region or language code (validCode) in the words every error
+// message uses.
+const CodeRule = "1-16 characters of [A-Za-z0-9_-]"
+
+// ValidRequestCode reports whether s may be a request's region or language: absent ("") or a code
+// as popups list them (CodeRule).
+func ValidRequestCode(s string) bool { return s == "" || validCode(s) }
+
+// CodeKey is a region or language code as the matcher compares it: lower-cased (ASCII) and
+// zero-padded to 16 bytes. ok is false for "" and for anything no popup can list.
+func CodeKey(s string) (k [maxCodeLen]byte, ok bool) {
+	c := toCode(s)
+	return c, c != code{}
+}
+
 // code is a region or language code, lower-cased and zero-padded: codes are at most 16 bytes of
 // [a-z0-9_-], so two of them compare as two machine words, with no pointer to follow.
 type code [maxCodeLen]byte

@@ -69,38 +69,3 @@ func TestArmDoesNotAllocate(t *testing.T) {
 	without := compiled(t, 2, noChange)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { with.Arm("user-1"); without.Arm("user-1") }))
 }
-
-func TestApplyExposureAdvancesTheRulesButNotTheDay(t *testing.T) {
-	t.Parallel()
-	today := popup.DayNumber(now)
-	tests := []struct {
-		name      string
-		rules     func(*popup.Input)
-		give      popup.UserState
-		want      popup.PopupState
-		wantDay   int32
-		wantCount int
-	}{
-		{name: "first exposure: hidden for the reshow interval, counted, the day untouched", rules: rules(3600, 0, 0, 0),
-			want: popup.PopupState{NextShowAt: now.Add(3600e9), Impressions: 1, LastImpressionAt: now}},
-		{name: "the day's count stays", rules: rules(60, 0, 0, 3),
-			give: popup.UserState{Day: today, DayCount: 2, Popups: map[int64]popup.PopupState{1: {Impressions: 1}}},
-			want: popup.PopupState{NextShowAt: now.Add(60e9), Impressions: 2, LastImpressionAt: now}, wantDay: today, wantCount: 2},
-		{name: "a longer cooldown is kept", rules: rules(60, 0, -1, 0),
-			give: popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: popup.Forever}}},
-			want: popup.PopupState{NextShowAt: popup.Forever, Impressions: 1, LastImpressionAt: now}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := compiled(t, 1, tt.rules)
-			s := tt.give
-
-			got := c.ApplyExposure(&s, now)
-
-			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.want, s.Popups[1])
-			assert.Equal(t, tt.wantDay, s.Day)
-			assert.Equal(t, tt.wantCount, s.DayCount)
-		})
-	}
-}
