@@ -257,22 +257,27 @@ func decodeObject(raw json.RawMessage, path, what string, fields []inputField) [
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return []popup.FieldError{{Field: path, Message: "must be " + what + " (a JSON object)"}}
 	}
+	return decodeFields(obj, path+".", what, fields)
+}
+
+// decodeFields decodes obj's keys into fields and names each key that is none of them; prefix
+// ("" at the top of a body, "targeting." inside one) leads every field an error names.
+func decodeFields(obj map[string]json.RawMessage, prefix, what string, fields []inputField) []popup.FieldError {
 	var fes []popup.FieldError
 	for _, f := range fields {
 		v, ok := obj[f.key]
 		if !ok {
 			continue
 		}
-		field := path + "." + f.key
 		if f.decode != nil {
-			fes = append(fes, f.decode(v, field)...)
+			fes = append(fes, f.decode(v, prefix+f.key)...)
 			continue
 		}
 		d := json.NewDecoder(bytes.NewReader(v))
 		d.DisallowUnknownFields()
 		if err := d.Decode(f.dst); err != nil {
 			fe := fieldDecodeError(f.key, err)
-			fe.Field = path + "." + fe.Field
+			fe.Field = prefix + fe.Field
 			fes = append(fes, fe)
 		}
 	}
@@ -284,7 +289,7 @@ func decodeObject(raw json.RawMessage, path, what string, fields []inputField) [
 	}
 	slices.Sort(unknown)
 	for _, k := range unknown {
-		fes = append(fes, popup.FieldError{Field: path + "." + k, Message: "is not a field of " + what})
+		fes = append(fes, popup.FieldError{Field: prefix + k, Message: "is not a field of " + what})
 	}
 	return fes
 }
@@ -410,33 +415,7 @@ func decodePopupBody(raw []byte) (adminPopupInput, error) {
 	if dec.More() {
 		return in, badRequest("invalid_json", "body must hold exactly one JSON object")
 	}
-	var fields []popup.FieldError
-	known := in.inputFields()
-	for _, f := range known {
-		v, ok := obj[f.key]
-		if !ok {
-			continue
-		}
-		if f.decode != nil {
-			fields = append(fields, f.decode(v, f.key)...)
-			continue
-		}
-		d := json.NewDecoder(bytes.NewReader(v))
-		d.DisallowUnknownFields()
-		if err := d.Decode(f.dst); err != nil {
-			fields = append(fields, fieldDecodeError(f.key, err))
-		}
-	}
-	var unknown []string
-	for k := range obj {
-		if !slices.ContainsFunc(known, func(f inputField) bool { return f.key == k }) {
-			unknown = append(unknown, k)
-		}
-	}
-	slices.Sort(unknown)
-	for _, k := range unknown {
-		fields = append(fields, popup.FieldError{Field: k, Message: "is not a field of a popup"})
-	}
+	fields := decodeFields(obj, "", "a popup", in.inputFields())
 	if len(fields) > 0 {
 		return in, &apiError{status: http.StatusBadRequest, code: "invalid_json",
 			message: "body is not a valid popup: " + strings.TrimPrefix((&popup.ValidationError{Fields: fields}).Error(), "invalid popup: "),
