@@ -271,6 +271,9 @@ type ValidationError struct {
 	Fields []FieldError
 }
 
+// Code is validation_failed: the answer lists the fields.
+func (e *ValidationError) Code() Code { return CodeValidationFailed }
+
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid popup: ")
