@@ -253,7 +253,7 @@ func (a *Assigner) Assign(uid string) int {
 			return i
 		}
 	}
-	return -1 // weights summing to under 100 (never, after Validate)
+	return -1 // weights summing to under 100 (never, after ValidateWith)
 }
 
 // --- validation ---------------------------------------------------------------------------------
