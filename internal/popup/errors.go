@@ -66,7 +66,7 @@ func (e *Error) FieldErrors(prefix string) []FieldError {
 	return []FieldError{{Field: prefix + e.field, Message: msg}}
 }
 
-// ErrNotFound is what every store returns for a popup or a user state it does not hold.
+// ErrNotFound is what a store or the config returns for a popup it does not hold.
 var ErrNotFound error = &Error{code: CodePopupNotFound, msg: "not found", answer: "no such popup"}
 
 // ErrRevisionMismatch is what a store returns when a conditional write finds the popup at another
