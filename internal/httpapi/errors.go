@@ -90,7 +90,7 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 	}
 	var fe *popup.ForbiddenError
-	if ae.code == string(popup.CodeForbidden) && errors.As(err, &fe) {
+	if ae.roleNeeded != "" && errors.As(err, &fe) {
 		c.Set(forbiddenCtxKey, fe) // logged and counted by the admin router (logRefusal)
 	}
 	switch {
