@@ -241,3 +241,26 @@ func TestConsoleRoleChangedMeanwhile403KeepsEdits(t *testing.T) {
 	assert.Equal(t, "active", res.Body["status"], "nothing was written")
 	assert.Equal(t, float64(1), res.Body["revision"])
 }
+
+// /me ships with the console, so a /me that fails (here a 404 not_found, which the console once
+// took for "an older server without roles" and granted everything for) is an error: the page says
+// so and offers no control, not even to an admin.
+func TestConsoleGrantsNothingWhenMeFails(t *testing.T) {
+	t.Parallel()
+	in, _ := startWithRoles(t)
+	b := newBrowser(t, in)
+	stub := `(() => { const f = window.fetch; window.fetch = (u, o) => String(u).endsWith('/admin/v1/me')
+		? Promise.resolve(new Response(JSON.stringify({error: {code: 'not_found', message: 'no such route'}}), {status: 404, headers: {'Content-Type': 'application/json'}}))
+		: f(u, o); })()`
+	b.run(chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(stub).Do(ctx)
+		return err
+	}))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
+	b.fill("#token", roleTokens["admin"])
+	b.run(chromedp.Click("#signin", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#main .alert.error')`)
+	assert.Contains(t, b.text("#main .alert.error"), "Who is signed in cannot be read now")
+	sels := []string{`a[href="#/popups/new"]`, "#nav-operators", "#nav-settings", "#popup-results"}
+	assert.Equal(t, want(sels), b.offered(sels...))
+}

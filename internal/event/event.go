@@ -1,5 +1,5 @@
-// Package event is the display event (impression, click, close) and its wire encoding on the
-// Redis queue, shared by popup-api (producer) and popup-worker (consumer).
+// Package event is the display event (impression, click, close, exposure) and its wire encoding
+// on the Redis queue, shared by popup-api (producer) and popup-worker (consumer).
 package event
 
 import (
@@ -44,8 +44,8 @@ type Event struct {
 	Impressions int
 	// DayCount is, for an impression, the user's impressions of every popup on the UTC day of At,
 	// this one included: the daily cap's count, kept in the state rows so that a user's state
-	// comes back from MySQL in one statement. 0 = not carried (clicks, closes, and impressions
-	// queued before it existed).
+	// comes back from MySQL in one statement. 0 = not carried (clicks, closes, exposures, and
+	// impressions queued before it existed).
 	DayCount int
 	// Button is, for a click, which of the popup's buttons was clicked; the zero value is
 	// "unspecified" (the client did not say, as older clients do not).

@@ -9,8 +9,8 @@ import (
 )
 
 // The standard library only, no testify: FuzzDecode is fuzzed by every make test, and go test
-// -fuzz compiles everything this package's tests import again with coverage instrumentation
-// (testify's tree, net/http included, cost about 60 CPU-seconds from a cold cache).
+// -fuzz compiles everything this package's tests import again with coverage instrumentation:
+// testify's tree, net/http included, is costly (docs/RELIABILITY.md, "Hostile input: fuzzing").
 
 func TestAppendDecodeRoundTrip(t *testing.T) {
 	t.Parallel()

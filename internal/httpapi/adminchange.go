@@ -20,14 +20,6 @@ import (
 // Change control on the admin API: paginated list, history and rollback, audit log, export and
 // import (docs/CONTRACT.md, "Operators: change control").
 
-var (
-	errNameTaken = &apiError{status: http.StatusConflict, code: "name_taken",
-		message: "another popup that is not archived has this name; names of live popups are unique",
-		fields:  []popup.FieldError{{Field: "name", Message: "is the name of another popup that is not archived"}}}
-	errRevisionGone = &apiError{status: http.StatusNotFound, code: "revision_not_found", message: "the popup has no such revision",
-		fields: []popup.FieldError{{Field: "revision", Message: "is not a revision of this popup (see its history)"}}}
-)
-
 // Page sizes of the list and the audit log.
 const (
 	listDefaultLimit  = 100

@@ -227,7 +227,7 @@ func TestASeedChangeIsA400NamingTheField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantField, func(t *testing.T) {
-			ae := seedChanged(tt.give)
+			ae := answer(tt.give)
 			assert.Equal(t, http.StatusBadRequest, ae.status)
 			assert.Equal(t, []popup.FieldError{{Field: tt.wantField, Message: "cannot change: it would move users between rollout buckets"}}, ae.fields)
 		})

@@ -198,7 +198,7 @@ func TestExperimentWireDefaultsAndNull(t *testing.T) {
 	t.Parallel()
 	in, err := decodePopupBody([]byte(`{"name":"x","experiment":{"variants":[{"key":"a","weight":80}],"control":{"weight":20}}}`))
 	require.NoError(t, err)
-	p, err := fromWire(in).Build()
+	p, err := fromWire(in).BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	require.NotNil(t, p.Experiment)
 	assert.Equal(t, 100, p.Experiment.CoveragePercent)
@@ -208,7 +208,7 @@ func TestExperimentWireDefaultsAndNull(t *testing.T) {
 	for _, give := range []string{`{"name":"x"}`, `{"name":"x","experiment":null}`} {
 		in, err := decodePopupBody([]byte(give))
 		require.NoError(t, err)
-		p, err := fromWire(in).Build()
+		p, err := fromWire(in).BuildWith(popup.LinkSchemes{})
 		require.NoError(t, err)
 		assert.Nil(t, p.Experiment, give)
 	}
@@ -258,7 +258,7 @@ func TestExperimentValidationNamesTheVariantField(t *testing.T) {
 	t.Parallel()
 	in, err := decodePopupBody([]byte(`{"name":"x","experiment":{"variants":[{"key":"a","weight":50},{"key":"b","weight":50,"link_url":"javascript:alert(1)"}]}}`))
 	require.NoError(t, err)
-	_, err = fromWire(in).Build()
+	_, err = fromWire(in).BuildWith(popup.LinkSchemes{})
 	var ve *popup.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Len(t, ve.Fields, 1)

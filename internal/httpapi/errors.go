@@ -14,7 +14,8 @@ import (
 	"popupsvc/internal/uidauth"
 )
 
-// apiError is an error with its HTTP status and stable code.
+// apiError is an error the transport owns, with its HTTP status and stable code; domain errors
+// carry their code themselves (popup.Code) and get their status from codeStatus.
 type apiError struct {
 	status  int
 	code    string
@@ -32,13 +33,12 @@ func badRequest(code, msg string) *apiError {
 
 var (
 	errNotFound    = &apiError{status: http.StatusNotFound, code: "not_found", message: "no such route"}
-	errPopupGone   = &apiError{status: http.StatusNotFound, code: "popup_not_found", message: "no such popup"}
 	errTooLarge    = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 4 KiB"}
 	errUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the event queue cannot take the action now; retry later"}
 	errRateLimited = &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
 	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
 	errMySQLDown   = &apiError{status: http.StatusServiceUnavailable, code: "mysql_unavailable", message: "the popup store (MySQL) is unavailable; retry later"}
-	errStale       = &apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", message: "the popup has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}
+	errInternal    = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 )
 
 // ErrMySQLUnavailable is what a PopupRepo (or Reload) returns, wrapped or not, while MySQL cannot
@@ -60,39 +60,38 @@ var uidSigErrors = map[error]*apiError{
 	uidauth.ErrExpired:   {status: http.StatusUnauthorized, code: "uid_signature_expired", message: uidauth.Header + " timestamp is older than the accepted max age"},
 }
 
-// writeError is the one place errors become responses: known errors by their table entry,
-// validation errors with their fields, everything else a logged 500.
+// codeStatus is the status of each domain error's code: the one table a new domain error
+// touches, and only when it brings a new code (TestEveryDomainCodeHasAStatus).
+var codeStatus = map[popup.Code]int{
+	popup.CodePopupNotFound:       http.StatusNotFound,
+	popup.CodeRevisionNotKept:     http.StatusNotFound,
+	popup.CodeRevisionMismatch:    http.StatusPreconditionFailed,
+	popup.CodeValidationFailed:    http.StatusBadRequest,
+	popup.CodeForbidden:           http.StatusForbidden,
+	popup.CodeNameTaken:           http.StatusConflict,
+	popup.CodeExperimentMissing:   http.StatusConflict,
+	popup.CodeExperimentConcluded: http.StatusConflict,
+	popup.CodeExperimentState:     http.StatusConflict,
+	popup.CodeExperimentRunning:   http.StatusConflict,
+}
+
+// domainError is an error of the popup domain, named by its stable code: a *popup.Error,
+// *popup.ValidationError or *popup.ForbiddenError.
+type domainError interface {
+	error
+	Code() popup.Code
+}
+
+// writeError is the one place errors become responses: the transport's own errors as they are,
+// domain errors by their code's status (codeStatus), everything else a logged 500.
 func writeError(c *gin.Context, log *slog.Logger, err error) {
-	var ae *apiError
-	var ve *popup.ValidationError
-	var fe *popup.ForbiddenError
-	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &fe):
-		ae = &apiError{status: http.StatusForbidden, code: "forbidden", message: fe.Error(), roleNeeded: fe.Needed.String()}
-		c.Set(forbiddenCtxKey, fe) // logged and counted by the admin router (logRefusal)
-	case errors.As(err, &ve):
-		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: ve.Error(), fields: ve.Fields}
-	case errors.Is(err, popup.ErrBucketSeedChanged):
-		ae = seedChanged(err)
-	case errors.Is(err, popup.ErrNotFound):
-		ae = errPopupGone
-	case errors.Is(err, ErrMySQLUnavailable):
-		ae = errMySQLDown
-	case errors.Is(err, popup.ErrRevisionMismatch):
-		ae = errStale
-	case errors.Is(err, popup.ErrNameTaken):
-		ae = errNameTaken
-	case errors.Is(err, popup.ErrRevisionNotKept):
-		ae = errRevisionGone
-	case experimentCause(err) != nil:
-		ae = experimentConflict(err)
-	case errors.Is(err, popup.ErrUnknownVariant):
-		ae = &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "variant " + popup.ErrUnknownVariant.Error(),
-			fields: []popup.FieldError{{Field: "variant", Message: "must be the key of one of the experiment's variants"}}}
-	default:
+	ae := answer(err)
+	if ae == errInternal {
 		log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
-		ae = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+	}
+	var fe *popup.ForbiddenError
+	if ae.roleNeeded != "" && errors.As(err, &fe) {
+		c.Set(forbiddenCtxKey, fe) // logged and counted by the admin router (logRefusal)
 	}
 	switch {
 	case ae == errMySQLDown:
@@ -112,48 +111,45 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	c.AbortWithStatusJSON(ae.status, gin.H{"error": body})
 }
 
-// seedChanged is the 400 of a write that would change a stored bucket seed, naming the field:
-// bucket_seed, or popups[i].bucket_seed for the i-th popup of an import.
-func seedChanged(err error) *apiError {
-	field := "bucket_seed"
-	var item *popup.BatchItemError
-	if errors.As(err, &item) {
-		field = "popups[" + strconv.Itoa(item.Index) + "].bucket_seed"
+// answer is the answer to err: errInternal for an error neither the transport nor the domain
+// names, or a domain code without a status.
+func answer(err error) *apiError {
+	var ae *apiError
+	var de domainError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &de):
+		return domainAnswer(err, de)
+	case errors.Is(err, ErrMySQLUnavailable):
+		return errMySQLDown
 	}
-	msg := popup.ErrBucketSeedChanged.Error()
-	return &apiError{status: http.StatusBadRequest, code: "validation_failed", message: field + " " + msg,
-		fields: []popup.FieldError{{Field: field, Message: msg}}}
+	return errInternal
 }
 
-// experimentConflicts are the 409 codes of the experiment's phase and transition rules.
-var experimentConflicts = map[error]string{
-	popup.ErrExperimentRunning:   "experiment_running",
-	popup.ErrExperimentConcluded: "experiment_concluded",
-	popup.ErrExperimentMissing:   "experiment_missing",
-	popup.ErrExperimentState:     "experiment_state",
-}
-
-// experimentCause is the experiment rule err broke, or nil.
-func experimentCause(err error) error {
-	for cause := range experimentConflicts {
-		if errors.Is(err, cause) {
-			return cause
+// domainAnswer is the answer to de, found in err: its code with the code's status, its message
+// and the fields at fault. Within an import (a *popup.BatchItemError), the fields a *popup.Error
+// names are those of the popup at fault: popups[i].bucket_seed.
+func domainAnswer(err error, de domainError) *apiError {
+	status, ok := codeStatus[de.Code()]
+	if !ok {
+		return errInternal
+	}
+	ae := &apiError{status: status, code: string(de.Code()), message: de.Error()}
+	switch e := de.(type) {
+	case *popup.Error:
+		prefix := ""
+		var item *popup.BatchItemError
+		if errors.As(err, &item) {
+			prefix = "popups[" + strconv.Itoa(item.Index) + "]."
 		}
+		ae.message, ae.fields = e.Message(prefix), e.FieldErrors(prefix)
+	case *popup.ValidationError:
+		ae.fields = e.Fields
+	case *popup.ForbiddenError:
+		ae.roleNeeded = e.Needed.String()
 	}
-	return nil
-}
-
-// experimentConflict is the 409 of a write an experiment rule refuses, naming the experiment:
-// experiment, or popups[i].experiment for the i-th popup of an import.
-func experimentConflict(err error) *apiError {
-	cause := experimentCause(err)
-	field := "experiment"
-	var item *popup.BatchItemError
-	if errors.As(err, &item) {
-		field = "popups[" + strconv.Itoa(item.Index) + "].experiment"
-	}
-	return &apiError{status: http.StatusConflict, code: experimentConflicts[cause], message: field + ": " + cause.Error(),
-		fields: []popup.FieldError{{Field: field, Message: cause.Error()}}}
+	return ae
 }
 
 // fieldErrorWire is one entry of an error answer's fields: the field's JSON path and the problem.

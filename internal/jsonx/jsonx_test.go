@@ -8,7 +8,8 @@ import (
 
 // The standard library only, no testify: FuzzUnmarshalMatchesEncodingJSON is fuzzed by every make
 // test, and go test -fuzz compiles everything this package's tests import again with coverage
-// instrumentation (testify's tree, net/http included, cost about 60 CPU-seconds from a cold cache).
+// instrumentation: testify's tree, net/http included, is costly (docs/RELIABILITY.md, "Hostile
+// input: fuzzing").
 
 // shape has the field kinds of the bodies decoded on the busy paths.
 type shape struct {

@@ -1,17 +1,20 @@
 package popup
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
 
 // ErrNameTaken is what a store returns when a write would give two non-archived popups the same
 // name (an import matches popups by name, so a live name is unique).
-var ErrNameTaken = errors.New("name taken")
+var ErrNameTaken error = &Error{code: CodeNameTaken, msg: "name taken",
+	answer: "another popup that is not archived has this name; names of live popups are unique",
+	field:  "name", fieldMsg: "is the name of another popup that is not archived"}
 
 // ErrRevisionNotKept is what a store returns for a rollback to a revision the popup never had.
-var ErrRevisionNotKept = errors.New("no such revision")
+var ErrRevisionNotKept error = &Error{code: CodeRevisionNotKept, msg: "no such revision",
+	answer: "the popup has no such revision",
+	field:  "revision", fieldMsg: "is not a revision of this popup (see its history)"}
 
 // Action is what a write did to a popup, as the audit log records it.
 type Action string

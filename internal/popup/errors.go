@@ -1,10 +1,76 @@
 package popup
 
-import "errors"
+import "strings"
 
-// ErrNotFound is what every store returns for a popup or a user state it does not hold.
-var ErrNotFound = errors.New("not found")
+// Code is the stable name of the rule a refused request broke: the "code" of the API's error
+// answer (docs/CONTRACT.md), which clients branch on, so a shipped code never changes. Several
+// errors may share one (validation_failed). The transport maps each code to its status, so a new
+// error with an existing code needs no change there.
+type Code string
+
+// The codes of the domain errors.
+const (
+	CodePopupNotFound       Code = "popup_not_found"
+	CodeRevisionMismatch    Code = "precondition_failed"
+	CodeRevisionNotKept     Code = "revision_not_found"
+	CodeNameTaken           Code = "name_taken"
+	CodeValidationFailed    Code = "validation_failed"
+	CodeForbidden           Code = "forbidden"
+	CodeExperimentMissing   Code = "experiment_missing"
+	CodeExperimentConcluded Code = "experiment_concluded"
+	CodeExperimentState     Code = "experiment_state"
+	CodeExperimentRunning   Code = "experiment_running"
+)
+
+// Error is a request refused by a domain rule, named by its Code. Its errors are sentinels,
+// compared with errors.Is; besides the short Error text that wrapping errors and logs show, it
+// holds what an API answer tells the operator (Message, FieldErrors).
+type Error struct {
+	code Code
+	msg  string
+	// field is the request field at fault, "" for none; fieldMsg what the answer says of it
+	// (msg when empty).
+	field    string
+	fieldMsg string
+	// answer is the answer's message (msg when empty), fieldSlot standing for the field's path.
+	answer string
+}
+
+// fieldSlot stands for the path of the field at fault in an Error's answer.
+const fieldSlot = "{field}"
+
+func (e *Error) Error() string { return e.msg }
+
+// Code is the stable code of the rule e stands for.
+func (e *Error) Code() Code { return e.code }
+
+// Message is what an API answer says of e. prefix is the path of the popup the error is about
+// within the request: "" for the request's popup, "popups[2]." for the third of an import
+// (BatchItemError).
+func (e *Error) Message(prefix string) string {
+	if e.answer == "" {
+		return e.msg
+	}
+	return strings.ReplaceAll(e.answer, fieldSlot, prefix+e.field)
+}
+
+// FieldErrors names the request field at fault, under prefix as for Message; nil for none.
+func (e *Error) FieldErrors(prefix string) []FieldError {
+	if e.field == "" {
+		return nil
+	}
+	msg := e.fieldMsg
+	if msg == "" {
+		msg = e.msg
+	}
+	return []FieldError{{Field: prefix + e.field, Message: msg}}
+}
+
+// ErrNotFound is what a store or the config returns for a popup it does not hold.
+var ErrNotFound error = &Error{code: CodePopupNotFound, msg: "not found", answer: "no such popup"}
 
 // ErrRevisionMismatch is what a store returns when a conditional write finds the popup at another
-// revision than the one the caller last read: someone else wrote it in between.
-var ErrRevisionMismatch = errors.New("revision does not match")
+// revision than the one the caller last read: someone else wrote it in between. The API carries
+// the revision the caller read in If-Match, as the popup's ETag.
+var ErrRevisionMismatch error = &Error{code: CodeRevisionMismatch, msg: "revision does not match",
+	answer: "the popup has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}

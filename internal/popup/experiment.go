@@ -2,7 +2,6 @@ package popup
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -254,7 +253,7 @@ func (a *Assigner) Assign(uid string) int {
 			return i
 		}
 	}
-	return -1 // weights summing to under 100 (never, after Validate)
+	return -1 // weights summing to under 100 (never, after ValidateWith)
 }
 
 // --- validation ---------------------------------------------------------------------------------
@@ -335,14 +334,21 @@ func (e *Experiment) normalize() {
 
 // --- phases and transitions ---------------------------------------------------------------------
 
-// Errors of the experiment transitions; the HTTP layer answers each with 409 and its message.
+// Errors of the experiment's phase and transition rules, each naming the experiment field.
 var (
-	ErrExperimentMissing   = errors.New("the popup has no experiment")
-	ErrExperimentConcluded = errors.New("the experiment is concluded: it cannot change; remove it (experiment null) to start another")
-	ErrExperimentState     = errors.New("the experiment is not in a state that allows this")
-	ErrUnknownVariant      = errors.New("no variant has this key")
-	ErrExperimentRunning   = errors.New("the experiment is running: stop it before removing it")
+	ErrExperimentMissing   = experimentError(CodeExperimentMissing, "the popup has no experiment")
+	ErrExperimentConcluded = experimentError(CodeExperimentConcluded, "the experiment is concluded: it cannot change; remove it (experiment null) to start another")
+	ErrExperimentState     = experimentError(CodeExperimentState, "the experiment is not in a state that allows this")
+	ErrExperimentRunning   = experimentError(CodeExperimentRunning, "the experiment is running: stop it before removing it")
+	// ErrUnknownVariant is a conclusion naming a variant the experiment does not have.
+	ErrUnknownVariant error = &Error{code: CodeValidationFailed, msg: "no variant has this key",
+		field: "variant", fieldMsg: "must be the key of one of the experiment's variants", answer: fieldSlot + " no variant has this key"}
 )
+
+// experimentError is an error of an experiment rule: its answer is the experiment's path, then msg.
+func experimentError(code Code, msg string) error {
+	return &Error{code: code, msg: msg, field: "experiment", answer: fieldSlot + ": " + msg}
+}
 
 // Reassigns reports whether replacing stored's arms by next's would move users between arms
 // (or change what an arm shows): a different set or order of arms, other weights, another

@@ -295,7 +295,7 @@ func TestExperimentValidation(t *testing.T) {
 			e := base()
 			tc.change(e)
 			in := Input{Name: "n", Experiment: e}
-			_, err := in.Build()
+			_, err := in.BuildWith(LinkSchemes{})
 			if tc.fields == nil {
 				require.NoError(t, err)
 				return

@@ -38,14 +38,15 @@ const (
 	PlatformWeb     = "web"
 )
 
-// Defaults applied by Input.Build to omitted fields (docs/CONTRACT.md §2).
+// Defaults applied by Input.BuildWith to omitted fields (docs/CONTRACT.md §2).
 const (
 	DefaultReshowAfterSeconds int64 = 86400
 	DefaultRolloutPercent     int   = 100
 )
 
-// Limits enforced by Validate. They keep a single popup's JSON small, because it is sent on every
-// homepage open, and the uid allow-list small, because it is held in memory by every instance.
+// Limits enforced by ValidateWith. They keep a single popup's JSON small, because it is sent on
+// every homepage open, and the uid allow-list small, because it is held in memory by every
+// instance.
 const (
 	maxNameLen    = 200
 	maxTitleLen   = 200
@@ -177,16 +178,19 @@ type Input struct {
 	Experiment           *Experiment // nil = none; its server-managed fields are ignored (KeepExperiment)
 }
 
-// Build validates in and applies the defaults of docs/CONTRACT.md §2: status active, priority 0, open window,
-// no targeting limits, rollout 100, reshow 86400 s, click cooldown 0, close cooldown equal to the
-// (possibly supplied) reshow, max impressions 0 (unlimited), ext {}. Times are converted to UTC,
-// ext is compacted and nil slices become empty ones so the JSON shows [] rather than null.
-// ID, Revision, CreatedAt and UpdatedAt are left zero for the store to fill. Links are checked
-// against the default allow-list (http, https); BuildWith takes the configured one. The error is
-// a *ValidationError.
+// Build is BuildWith with the default allow-list of links (http, https).
+//
+// Deprecated: only the tests of mysqlstore and decide call it; use BuildWith, which production
+// calls. It goes when those tests do.
 func (in Input) Build() (Popup, error) { return in.BuildWith(LinkSchemes{}) }
 
-// BuildWith is Build with links checked against the allow-list links.
+// BuildWith validates in, links checked against the allow-list links (the zero LinkSchemes: http,
+// https), and applies the defaults of docs/CONTRACT.md §2: status active, priority 0, open
+// window, no targeting limits, rollout 100, reshow 86400 s, click cooldown 0, close cooldown equal
+// to the (possibly supplied) reshow, max impressions 0 (unlimited), ext {}. Times are converted
+// to UTC, ext is compacted and nil slices become empty ones so the JSON shows [] rather than
+// null. ID, Revision, CreatedAt and UpdatedAt are left zero for the store to fill. The error is a
+// *ValidationError.
 func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 	p := Popup{
 		Name:                 in.Name,
@@ -256,7 +260,7 @@ func (c *Creative) normalize() {
 	if json.Compact(&buf, ext) == nil {
 		c.Ext = buf.Bytes()
 	}
-	// Invalid JSON is left as it is for Validate to report.
+	// Invalid JSON is left as it is for ValidateWith to report.
 }
 
 // FieldError is one validation problem. Field is a JSON path such as "targeting.min_app_version"
@@ -271,6 +275,9 @@ type ValidationError struct {
 	Fields []FieldError
 }
 
+// Code is validation_failed: the answer lists the fields.
+func (e *ValidationError) Code() Code { return CodeValidationFailed }
+
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid popup: ")
@@ -284,9 +291,6 @@ func (e *ValidationError) Error() string {
 	}
 	return b.String()
 }
-
-// Validate checks every rule with links against the default allow-list (http, https).
-func (p Popup) Validate() error { return p.ValidateWith(LinkSchemes{}) }
 
 // ValidateWith checks every rule and reports all problems at once, so an operator fixes a form in
 // one round trip; link_url and buttons[].link_url must use a scheme of links. It returns a

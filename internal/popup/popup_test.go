@@ -30,10 +30,10 @@ func noChange(*popup.Input) {}
 // compiled builds a popup from a minimal valid Input changed by mod, gives it id, and compiles it.
 func compiled(t testing.TB, id int64, mod func(*popup.Input)) *popup.Compiled {
 	t.Helper()
-	p, err := input(mod).Build()
+	p, err := input(mod).BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p.ID = id
-	c, err := popup.Compile(p)
+	c, err := popup.CompileWith(p, popup.LinkSchemes{})
 	require.NoError(t, err)
 	return c
 }
@@ -47,7 +47,7 @@ func fieldErrors(t *testing.T, err error) []popup.FieldError {
 
 func TestBuildAppliesDefaults(t *testing.T) {
 	t.Parallel()
-	got, err := popup.Input{Name: "winter sale"}.Build()
+	got, err := popup.Input{Name: "winter sale"}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 
 	want := popup.Popup{
@@ -75,7 +75,7 @@ func TestBuildDefaultsTargetingFieldsOmittedInsideTargeting(t *testing.T) {
 	t.Parallel()
 	got, err := input(func(in *popup.Input) {
 		in.Targeting = &popup.TargetingInput{Platforms: []string{"ios"}}
-	}).Build()
+	}).BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	assert.Equal(t, 100, got.Targeting.RolloutPercent)
 	assert.Equal(t, []string{}, got.Targeting.UIDs)
@@ -102,7 +102,7 @@ func TestBuildCloseCooldownDefaultsToReshow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.give.Build()
+			got, err := tt.give.BuildWith(popup.LinkSchemes{})
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got.CloseCooldownSeconds)
 		})
@@ -119,7 +119,7 @@ func TestBuildKeepsSuppliedZeroValues(t *testing.T) {
 		MaxImpressions: ptr(0), Ext: json.RawMessage(`null`),
 	}
 
-	got, err := in.Build()
+	got, err := in.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 
 	assert.Equal(t, popup.StatusPaused, got.Status)
@@ -137,7 +137,7 @@ func TestBuildNormalizes(t *testing.T) {
 	got, err := input(func(in *popup.Input) {
 		in.StartAt = &start
 		in.Ext = json.RawMessage(" { \"theme\" : \"dark\" } ")
-	}).Build()
+	}).BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 
 	assert.Equal(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), *got.StartAt)
@@ -149,7 +149,7 @@ func TestBuiltPopupHasEmptyListsAndObjectsNotNil(t *testing.T) {
 	t.Parallel()
 	// Every encoding of a popup (admin API, Redis blob, MySQL columns) then shows [] and {},
 	// never null, for what was left out.
-	p, err := input(noChange).Build()
+	p, err := input(noChange).BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 
 	for name, list := range map[string][]string{"platforms": p.Targeting.Platforms, "regions": p.Targeting.Regions,
@@ -241,7 +241,7 @@ func TestBuildAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := input(tt.give).Build()
+			_, err := input(tt.give).BuildWith(popup.LinkSchemes{})
 			assert.NoError(t, err)
 		})
 	}
@@ -374,7 +374,7 @@ func TestBuildRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := input(tt.give).Build()
+			got, err := input(tt.give).BuildWith(popup.LinkSchemes{})
 			assert.Equal(t, []popup.FieldError{{Field: tt.wantField, Message: tt.wantMsg}}, fieldErrors(t, err))
 			assert.Zero(t, got)
 		})
@@ -500,7 +500,7 @@ func TestValidateReportsEveryProblemInFieldOrder(t *testing.T) {
 		Ext:       json.RawMessage(`[]`),
 	}
 
-	err := p.Validate()
+	err := p.ValidateWith(popup.LinkSchemes{})
 
 	assert.Equal(t, []string{
 		"name", "status", "targeting.platforms[0]", "targeting.rollout_percent", "buttons[0].text", "ext",
@@ -512,11 +512,11 @@ func TestValidateReportsEveryProblemInFieldOrder(t *testing.T) {
 
 func TestValidateReturnsUntypedNil(t *testing.T) {
 	t.Parallel()
-	p, err := input(noChange).Build()
+	p, err := input(noChange).BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 
 	// A nil *ValidationError inside a non-nil error would make every caller's err != nil true.
-	assert.Nil(t, p.Validate())
+	assert.Nil(t, p.ValidateWith(popup.LinkSchemes{}))
 }
 
 func TestValidUID(t *testing.T) {

@@ -72,6 +72,9 @@ func (e *ForbiddenError) Error() string {
 	return fmt.Sprintf("%s needs the %s role; %s is %s %s", e.What, e.Needed, e.Actor.Name, article(e.Actor.Role), e.Actor.Role)
 }
 
+// Code is forbidden: the answer names the role needed.
+func (e *ForbiddenError) Code() Code { return CodeForbidden }
+
 // article is "an" before a role that starts with a vowel, "a" otherwise.
 func article(r Role) string {
 	if r == RoleEditor || r == RoleAdmin {

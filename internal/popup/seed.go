@@ -3,7 +3,6 @@ package popup
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"strconv"
 )
 
@@ -13,7 +12,10 @@ const BucketSeedRule = "1-64 characters of [A-Za-z0-9_-]"
 
 // ErrBucketSeedChanged is what a write returns when it would give a stored popup another bucket
 // seed: that would move users between rollout buckets, in or out of a partial rollout.
-var ErrBucketSeedChanged = errors.New("cannot change: it would move users between rollout buckets")
+var ErrBucketSeedChanged error = &Error{code: CodeValidationFailed, msg: seedChanged,
+	field: "bucket_seed", answer: fieldSlot + " " + seedChanged}
+
+const seedChanged = "cannot change: it would move users between rollout buckets"
 
 // ValidBucketSeed reports whether s is a well-formed bucket seed: 1-64 characters of [A-Za-z0-9_-].
 func ValidBucketSeed(s string) bool { return isToken(s, 64) }

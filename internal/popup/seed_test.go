@@ -31,7 +31,7 @@ func TestBucketSeedValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
-			_, err := input(func(in *popup.Input) { in.BucketSeed = tt.give }).Build()
+			_, err := input(func(in *popup.Input) { in.BucketSeed = tt.give }).BuildWith(popup.LinkSchemes{})
 			if tt.want {
 				assert.NoError(t, err)
 				return

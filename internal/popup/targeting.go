@@ -73,7 +73,7 @@ func RolloutBucket(seed, uid string) int {
 	return bucketOf(rolloutState(seed), uid)
 }
 
-// rolloutState is the FNV-1a state after "<seed>:". Compile stores it, so matching a request
+// rolloutState is the FNV-1a state after "<seed>:". CompileWith stores it, so matching a request
 // hashes only the uid.
 func rolloutState(seed string) uint64 {
 	return (bucketHash(fnvOffset64, seed) ^ ':') * fnvPrime64
@@ -171,13 +171,16 @@ type Compiled struct {
 	Popup Popup
 }
 
-// Compile validates p and prepares it for matching. The error is a *ValidationError, so a
-// snapshot builder can skip (and report) a bad stored row instead of serving it half-understood.
-// The Popup kept in the result is normalized as Input.Build does (non-nil slices, ext "{}").
-// Links are checked against the default allow-list (http, https); CompileWith takes another.
+// Compile is CompileWith with the default allow-list of links (http, https).
+//
+// Deprecated: only the tests of mysqlstore and decide call it; use CompileWith, which production
+// calls. It goes when those tests do.
 func Compile(p Popup) (*Compiled, error) { return CompileWith(p, LinkSchemes{}) }
 
-// CompileWith is Compile with links checked against the allow-list links.
+// CompileWith validates p, links checked against the allow-list links, and prepares it for
+// matching. The error is a *ValidationError, so a snapshot builder can skip (and report) a bad
+// stored row instead of serving it half-understood. The Popup kept in the result is normalized as
+// Input.BuildWith does (non-nil slices, ext "{}").
 func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 	p.normalize()
 	if err := p.ValidateWith(links); err != nil {
@@ -201,7 +204,7 @@ func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 	for _, pl := range p.Targeting.Platforms {
 		c.platforms |= platformBit(pl)
 	}
-	// Validate has accepted both versions, so a parse error here only means "not set".
+	// ValidateWith has accepted both versions, so a parse error here only means "not set".
 	if v, err := ParseVersion(p.Targeting.MinAppVersion); err == nil {
 		c.minVersion = v
 	}

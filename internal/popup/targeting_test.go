@@ -270,7 +270,7 @@ func TestInWindow(t *testing.T) {
 
 func TestCompileRejectsInvalidPopup(t *testing.T) {
 	t.Parallel()
-	c, err := popup.Compile(popup.Popup{ID: 1, Name: "x", Status: "bogus"})
+	c, err := popup.CompileWith(popup.Popup{ID: 1, Name: "x", Status: "bogus"}, popup.LinkSchemes{})
 
 	assert.Nil(t, c)
 	assert.Equal(t, []string{"status"}, fieldNames(fieldErrors(t, err)))
@@ -279,7 +279,7 @@ func TestCompileRejectsInvalidPopup(t *testing.T) {
 func TestCompileNormalizesAStoredPopup(t *testing.T) {
 	t.Parallel()
 	// A row read from a store may have nil slices and no ext; the compiled copy encodes as [] and {}.
-	c, err := popup.Compile(popup.Popup{ID: 1, Name: "x", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}})
+	c, err := popup.CompileWith(popup.Popup{ID: 1, Name: "x", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}}, popup.LinkSchemes{})
 	require.NoError(t, err)
 
 	assert.Equal(t, []popup.Button{}, c.Popup.Buttons)

@@ -22,7 +22,7 @@ func BenchmarkDecodeConfig(b *testing.B) {
 			Content: "A popup with a realistic amount of text in it.", LinkURL: "https://example.com/c/" + strconv.Itoa(i),
 			Buttons:   []popup.Button{{Text: "Open", LinkURL: "https://example.com/o"}, {Text: "Later"}},
 			Targeting: &popup.TargetingInput{Platforms: []string{"ios"}, Regions: []string{"cn", "us"}, MinAppVersion: "8.1.0", RolloutPercent: &rollout},
-			Ext:       json.RawMessage(`{"theme":"dark"}`)}.Build()
+			Ext:       json.RawMessage(`{"theme":"dark"}`)}.BuildWith(popup.LinkSchemes{})
 		require.NoError(b, err)
 		p.ID = int64(i + 1)
 		popups[i] = p

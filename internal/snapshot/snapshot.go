@@ -75,7 +75,7 @@ func toPublic(id int64, c popup.Creative) publicPopup {
 
 // encodeEntry pre-encodes the public JSON of c and, while its experiment runs, of its variants.
 func encodeEntry(c *popup.Compiled) (*Entry, error) {
-	cp := &c.Popup // Compile normalised it: buttons [] and ext {} when absent, a variant's too
+	cp := &c.Popup // CompileWith normalised it: buttons [] and ext {} when absent, a variant's too
 	body, err := json.Marshal(toPublic(cp.ID, cp.Creative()))
 	if err != nil {
 		return nil, err
@@ -97,8 +97,10 @@ func encodeEntry(c *popup.Compiled) (*Entry, error) {
 	return e, nil
 }
 
-// Build compiles popups into a snapshot of version, links checked against the default allow-list
-// (http, https); BuildWith takes the configured one.
+// Build is BuildWith with the default allow-list of links (http, https).
+//
+// Deprecated: only the tests of decide call it; use BuildWith, which production calls. It goes
+// when those tests do.
 func Build(version int64, popups []popup.Popup, now time.Time) *Snapshot {
 	return BuildWith(version, popups, now, popup.LinkSchemes{})
 }

@@ -43,7 +43,7 @@ func randomPopups(rng *rand.Rand, n int) []popup.Popup {
 			start := t0.Add(time.Hour)
 			in.StartAt = &start
 		}
-		p, err := in.Build()
+		p, err := in.BuildWith(popup.LinkSchemes{})
 		if err != nil {
 			panic(err)
 		}
@@ -60,7 +60,7 @@ func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 50; round++ {
-		s := Build(int64(round), randomPopups(rng, 40), t0)
+		s := BuildWith(int64(round), randomPopups(rng, 40), t0, popup.LinkSchemes{})
 		require.Empty(t, s.Problems)
 		for _, pl := range []string{"ios", "android", "web"} {
 			for _, region := range []string{"", "cn", "CN", "us", "de", "jp", "fr"} {
@@ -77,10 +77,10 @@ func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 
 func TestBuildPreEncodesThePublicShape(t *testing.T) {
 	t.Parallel()
-	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com/go"}}}.Build()
+	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com/go"}}}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p.ID = 7
-	s := Build(3, []popup.Popup{p}, t0)
+	s := BuildWith(3, []popup.Popup{p}, t0, popup.LinkSchemes{})
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(s.Entry(7).JSON, &got))
 	assert.Equal(t, map[string]any{"id": float64(7), "title": "T", "content": "", "image_url": "", "link_url": "",
@@ -90,7 +90,7 @@ func TestBuildPreEncodesThePublicShape(t *testing.T) {
 
 func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
 	t.Parallel()
-	ok, err := popup.Input{Name: "ok", LinkURL: "https://e.com"}.Build()
+	ok, err := popup.Input{Name: "ok", LinkURL: "https://e.com"}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	ok.ID = 1
 	deepLink := ok
@@ -104,7 +104,7 @@ func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
 	myapp, err := popup.ParseLinkSchemes([]string{"https", "myapp"})
 	require.NoError(t, err)
 
-	web := Build(1, stored, t0)
+	web := BuildWith(1, stored, t0, popup.LinkSchemes{})
 	withApp := BuildWith(1, stored, t0, myapp)
 
 	assert.NotNil(t, web.Entry(1))
@@ -123,10 +123,10 @@ func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
 func TestHolderNeverGoesBack(t *testing.T) {
 	t.Parallel()
 	var h Holder
-	assert.True(t, h.Store(Build(2, nil, t0)))
-	assert.False(t, h.Store(Build(1, nil, t0)))
+	assert.True(t, h.Store(BuildWith(2, nil, t0, popup.LinkSchemes{})))
+	assert.False(t, h.Store(BuildWith(1, nil, t0, popup.LinkSchemes{})))
 	assert.EqualValues(t, 2, h.Load().Version)
-	assert.True(t, h.Store(Build(3, nil, t0)))
+	assert.True(t, h.Store(BuildWith(3, nil, t0, popup.LinkSchemes{})))
 }
 
 // BenchmarkSelect10k compares selection over every active popup with selection over the
@@ -144,12 +144,12 @@ func BenchmarkSelect10k(b *testing.B) {
 			in.Targeting = &popup.TargetingInput{Platforms: []string{pls[i%3]}, Regions: []string{regions[i%8]},
 				MinAppVersion: "8." + strconv.Itoa(i%12) + ".0", RolloutPercent: &rollout}
 		}
-		p, err := in.Build()
+		p, err := in.BuildWith(popup.LinkSchemes{})
 		require.NoError(b, err)
 		p.ID = int64(i)
 		popups = append(popups, p)
 	}
-	s := Build(1, popups, t0)
+	s := BuildWith(1, popups, t0, popup.LinkSchemes{})
 	v, _ := popup.ParseVersion("8.3.0")
 	req := popup.Request{UID: "user-42", Platform: "android", AppVersion: v, Region: "de", Lang: "en"}
 	st := &popup.UserState{}
@@ -171,7 +171,7 @@ func TestBuildShowsEmptyButtonsAndExtForAPopupWithoutThem(t *testing.T) {
 	t.Parallel()
 	// A popup as it may come out of the Redis cache: nil slices, no ext.
 	p := popup.Popup{ID: 9, Name: "bare", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}}
-	s := Build(1, []popup.Popup{p}, t0)
+	s := BuildWith(1, []popup.Popup{p}, t0, popup.LinkSchemes{})
 	require.Empty(t, s.Problems)
 	assert.JSONEq(t, `{"id":9,"title":"","content":"","image_url":"","link_url":"","buttons":[],"ext":{}}`, string(s.Entry(9).JSON))
 }
@@ -184,13 +184,13 @@ func TestEntryEncodesEachVariant(t *testing.T) {
 		Variants: []popup.Variant{
 			{Key: "a", Weight: 50, Creative: popup.Creative{Title: "A", LinkURL: "https://a.example.com"}},
 			{Key: "b", Weight: 50, Creative: popup.Creative{Title: "B", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://b.example.com"}}, Ext: json.RawMessage(`{"k":1}`)}},
-		}, Phase: 1, Salt: "3f9a0c2b7d1e4a65"}}.Build()
+		}, Phase: 1, Salt: "3f9a0c2b7d1e4a65"}}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p.ID = 9
-	plain, err := popup.Input{Name: "plain"}.Build()
+	plain, err := popup.Input{Name: "plain"}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	plain.ID = 10
-	s := Build(1, []popup.Popup{p, plain}, t0)
+	s := BuildWith(1, []popup.Popup{p, plain}, t0, popup.LinkSchemes{})
 	require.Empty(t, s.Problems)
 
 	e := s.Entry(9)

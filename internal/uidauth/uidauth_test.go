@@ -10,8 +10,8 @@ import (
 )
 
 // The standard library only, no testify: FuzzUIDSig is fuzzed by every make test, and go test
-// -fuzz compiles everything this package's tests import again with coverage instrumentation
-// (testify's tree, net/http included, cost about 60 CPU-seconds from a cold cache).
+// -fuzz compiles everything this package's tests import again with coverage instrumentation:
+// testify's tree, net/http included, is costly (docs/RELIABILITY.md, "Hostile input: fuzzing").
 
 const (
 	oldKey = "old-key-0123456789abcdef0123456789abcdef"

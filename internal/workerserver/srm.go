@@ -18,11 +18,11 @@ import (
 const srmEvery = time.Minute
 
 // srmMonitor keeps popup_experiment_srm_alarm and popup_experiment_srm_p_value, per popup, for
-// the running experiments: each refresh reads the popups, and each running experiment's current
-// phase counts, and computes its results as the results endpoint does. A popup whose experiment
+// the running experiments: each refresh reads the popups that have an experiment, and each running
+// experiment's current phase counts, and computes its results as the results endpoint does. A popup whose experiment
 // no longer runs loses its series.
 type srmMonitor struct {
-	popups func(ctx context.Context) ([]popup.Popup, error)                                // the live popups (PopupRepo.List)
+	popups func(ctx context.Context) ([]popup.Popup, error)                                // the live popups with an experiment (PopupRepo.ListWithExperiments)
 	days   func(ctx context.Context, id int64, salt string) ([]popup.ExperimentDay, error) // a phase's counts
 	now    func() time.Time
 	log    *slog.Logger

@@ -25,7 +25,7 @@ func runningExperiment(t *testing.T, repo *mysqlstore.PopupRepo, name string) po
 	t.Helper()
 	ctx := context.Background()
 	admin := popup.Actor{Name: "tester", Role: popup.RoleAdmin}
-	p, err := popup.Input{Name: name}.Build()
+	p, err := popup.Input{Name: name}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p, err = repo.Create(ctx, admin, p)
 	require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestSRMMetricAlarmsOnASkewedExperimentOnly(t *testing.T) {
 	exposeUsers(t, w, skewed, map[string]int{"a": 400, "b": 400, "control": 100}) // the control lost half its users
 	exposeUsers(t, w, even, map[string]int{"a": 400, "b": 410, "control": 195})
 
-	plain, err := popup.Input{Name: "no experiment"}.Build()
+	plain, err := popup.Input{Name: "no experiment"}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	_, err = repo.Create(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, plain)
 	require.NoError(t, err)

@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 			return err
 		}
 		known = newKnownUsers(f, rdb, cfg.Shards(), cfg.KnownUsersRebuildRate, mysqlstore.NewUserStateLoader(db).StateUIDs, log, reg)
-		// Checked as often as the config cache is warmed, at most every 10 s.
+		// Checked every 10 s, or as often as the config cache is warmed when that is more often.
 		known.every = min(known.every, cfg.WarmInterval)
 		dcfg.Written = known.written
 		log.Info("known-users filter", "uids", cfg.KnownUsers, "fp", cfg.KnownUsersFP, "bits_per_shard", f.Bits, "k", f.K, "redis_bytes", f.Bytes())
