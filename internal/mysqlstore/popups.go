@@ -13,9 +13,10 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// PopupRepo is the source of truth for popup configs. Every write bumps the config version in
-// the same transaction, so a reader of (version, popups) never sees one without the other, and
-// the popup's own revision, which a conditional write checks in its UPDATE.
+// PopupRepo is the source of truth for popup configs: its reads, and the transaction (InTx, Tx)
+// in which the write use case (internal/manage) writes a popup, its revision and audit entry and
+// bumps the config version, so that a reader of (version, popups) never sees one without the
+// other.
 type PopupRepo struct{ db *sql.DB }
 
 // NewPopupRepo returns a repository over db.
