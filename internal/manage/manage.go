@@ -16,7 +16,8 @@ import (
 
 // Service makes the admin API's popup writes. Every write records the popup's new revision and
 // an audit entry naming the actor and its role, and bumps the config version, in its own
-// transaction; a write that changes nothing records nothing and bumps nothing.
+// transaction; a write that changes nothing records nothing and bumps nothing. Pushing a
+// committed change to the running instances is the caller's (the admin API's reload).
 type Service struct {
 	store Store
 	now   func() time.Time
@@ -72,7 +73,8 @@ type outcome struct {
 //  3. target: what the write starts from (a rollback's revision: popup.ErrRevisionNotKept);
 //  4. If-Match: the stored revision against ifRevision (popup.ErrRevisionMismatch);
 //  5. the write's own rules: the bucket seed, the experiment's phase rules, a transition;
-//  6. no change: a write that would leave the popup as it is writes nothing;
+//  6. no change: a write that would leave the popup as it is writes nothing (an archive and a
+//     transition always write);
 //  7. store the popups, record their revisions and audit entries, bump the config version.
 //
 // The order is the contract: a role that may not make a write is refused whatever the revision
@@ -141,42 +143,48 @@ func (w write) rules(ctx context.Context, tx Tx, e *edit, now time.Time) error {
 	return w.apply(e, now)
 }
 
-// store is step 7 of run: it writes the edits at creates and updates, fills stored with what
-// the store returns, and records each change.
+// store is step 7 of run: it inserts the edits at creates, overwrites those at updates (under
+// ifRevision), fills stored with the popups as the store returns them, records each change and
+// bumps the config version.
 func store(ctx context.Context, tx Tx, actor popup.Actor, ifRevision []int64, edits []edit, creates, updates []int, stored []popup.Popup) error {
 	changes := make([]popup.Change, 0, len(creates)+len(updates))
-	for _, group := range []struct {
-		at    []int
-		write func(context.Context, []popup.Popup) ([]popup.Popup, error)
-	}{
-		{creates, tx.Insert},
-		{updates, func(ctx context.Context, ps []popup.Popup) ([]popup.Popup, error) {
-			return tx.Overwrite(ctx, ps, ifRevision)
-		}},
-	} {
-		if len(group.at) == 0 {
-			continue
-		}
-		ps := make([]popup.Popup, len(group.at))
-		for j, i := range group.at {
-			ps[j] = edits[i].next
-			if b := edits[i].before; b != nil {
-				ps[j].ID = b.ID // whatever the content carried (a revision's, an import's)
-			}
-		}
-		written, err := group.write(ctx, ps)
-		if err != nil {
-			return err
-		}
-		for j, i := range group.at {
+	keep := func(at []int, written []popup.Popup) {
+		for j, i := range at {
 			stored[i] = written[j]
 			changes = append(changes, popup.Change{Actor: actor, Action: edits[i].action, Before: edits[i].before, After: written[j]})
 		}
+	}
+	if len(creates) > 0 {
+		written, err := tx.Insert(ctx, nexts(edits, creates))
+		if err != nil {
+			return err
+		}
+		keep(creates, written)
+	}
+	if len(updates) > 0 {
+		written, err := tx.Overwrite(ctx, nexts(edits, updates), ifRevision)
+		if err != nil {
+			return err
+		}
+		keep(updates, written)
 	}
 	if err := tx.Record(ctx, changes); err != nil {
 		return err
 	}
 	return tx.BumpVersion(ctx)
+}
+
+// nexts is what the edits at at write, each under its stored popup's id (whatever id the content
+// carried: a revision's, an import's).
+func nexts(edits []edit, at []int) []popup.Popup {
+	ps := make([]popup.Popup, len(at))
+	for j, i := range at {
+		ps[j] = edits[i].next
+		if b := edits[i].before; b != nil {
+			ps[j].ID = b.ID
+		}
+	}
+	return ps
 }
 
 // settle applies the rules of a write of content (a create, an update, a rollback, an import) to
@@ -234,7 +242,8 @@ func fromStored(ctx context.Context, tx Tx, e *edit) error {
 // sameContent reports whether writing p over old would leave old as it is: everything but the
 // server-managed fields (id, revision, times of the row) compares equal as a store keeps it:
 // window times at millisecond precision in UTC, JSON compacted, a nil list apart from an empty
-// one.
+// one. It compares every field of popup.Popup, so a field added there needs nothing here: every
+// field is content a store keeps (popuptest.Full's round trips hold the stores to it).
 func sameContent(old, p popup.Popup) bool {
 	a, errA := contentKey(old)
 	b, errB := contentKey(p)
