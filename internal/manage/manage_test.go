@@ -399,3 +399,28 @@ func TestAnImportOfWhatIsStoredChangesNothing(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, f.live, live)
 }
+
+func TestAnImportIsAuditedPopupByPopup(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	before := len(f.mem.Audit())
+	changed := f.live
+	changed.Title = "imported"
+	_, err := f.svc.Import(ctx, publisher, []popup.Popup{build(t, popup.Input{Name: "new"}), changed, f.draft}, false)
+	require.NoError(t, err)
+
+	audit := f.mem.Audit()[before:]
+	require.Len(t, audit, 2, "the unchanged draft is not recorded")
+	byName := map[string]popup.Change{}
+	for _, c := range audit {
+		assert.Equal(t, popup.ActionImport, c.Action)
+		assert.Equal(t, publisher, c.Actor)
+		byName[c.After.Name] = c
+	}
+	assert.Nil(t, byName["new"].Before, "a created popup has no before")
+	assert.Len(t, byName["new"].After.BucketSeed, 16, "and draws a seed")
+	require.NotNil(t, byName["live"].Before)
+	assert.Equal(t, f.live.Revision, byName["live"].Before.Revision)
+	assert.Equal(t, f.live.Revision+1, byName["live"].After.Revision)
+	assert.Equal(t, f.live.BucketSeed, byName["live"].After.BucketSeed)
+}
