@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	redisDep := &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: redisCheckLimit, Backoff: health.DefaultBackoff,
 		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
 	popups := mysqlstore.NewPopupRepo(db)
-	repo := &gatedReads{repo: popups, dep: mysqlDep}
+	reads := &gatedReads{repo: popups, dep: mysqlDep}
 	// The writes run the use case over the same gate, at its one seam (the transaction); an
 	// experiment's phase starts on the server's clock.
 	writes := manage.New(gatedStore{store: manage.TxFunc[*mysqlstore.Tx](popups.InTx), dep: mysqlDep}, now)
@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	holder := &snapshot.Holder{}
 	subscribed := make(chan struct{})
-	refresher := &snapshot.Refresher{Cache: cache, Source: repo, Holder: holder, Poll: cfg.ConfigPoll, Links: cfg.Links(),
+	refresher := &snapshot.Refresher{Cache: cache, Source: reads, Holder: holder, Poll: cfg.ConfigPoll, Links: cfg.Links(),
 		Backoff: health.DefaultBackoff, Log: log, Now: now, Subscribed: subscribed,
 		OnSwap: func(s *snapshot.Snapshot) {
 			metrics.Version.Set(float64(s.Version))
@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
 	reloads := &coalesce.Group[int64]{Fn: refresher.Reload}
-	admin := &httpapi.Admin{Operators: ops, Repo: popupStore{Service: writes, gatedReads: repo}, Users: users, Snapshots: holder,
+	admin := &httpapi.Admin{Operators: ops, Repo: popupStore{Service: writes, gatedReads: reads}, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
@@ -333,6 +333,18 @@ func (g *gatedReads) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Aud
 	return gate(g.dep, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
 }
 
+func (g *gatedReads) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {
+	var version int64
+	popups, err := gate(g.dep, func() (ps []popup.Popup, err error) {
+		version, ps, err = g.repo.Snapshot(ctx)
+		return ps, err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return version, popups, nil
+}
+
 // gatedStats is the stats reader behind the MySQL gate.
 type gatedStats struct {
 	stats *mysqlstore.StatsRepo
@@ -363,16 +375,4 @@ func (g *gatedSettings) Get(ctx context.Context, name, def string) (string, erro
 
 func (g *gatedSettings) Set(ctx context.Context, actor, name, value, def string) (string, error) {
 	return gate(g.dep, func() (string, error) { return g.settings.Set(ctx, actor, name, value, def) })
-}
-
-func (g *gatedReads) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {
-	var version int64
-	popups, err := gate(g.dep, func() (ps []popup.Popup, err error) {
-		version, ps, err = g.repo.Snapshot(ctx)
-		return ps, err
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return version, popups, nil
 }

@@ -250,8 +250,8 @@ func nullTime(t *time.Time) sql.NullTime {
 	if t == nil {
 		return sql.NullTime{}
 	}
-	// DATETIME(3) keeps milliseconds; truncating here (MySQL would round) keeps what an import
-	// compares equal to what is stored.
+	// DATETIME(3) keeps milliseconds; truncating here (MySQL would round) stores what a write's
+	// no-change check (internal/manage, which truncates alike) compares equal to what is stored.
 	return sql.NullTime{Time: t.UTC().Truncate(time.Millisecond), Valid: true}
 }
 
