@@ -29,6 +29,7 @@ import (
 	"popupsvc/internal/decide"
 	"popupsvc/internal/health"
 	"popupsvc/internal/httpapi"
+	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
@@ -95,8 +96,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	redisDep := &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: redisCheckLimit, Backoff: health.DefaultBackoff,
 		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
 	popups := mysqlstore.NewPopupRepo(db)
-	popups.Now = now // an experiment's phase starts on the server's clock
-	repo := &gatedRepo{repo: popups, dep: mysqlDep}
+	reads := &gatedReads{repo: popups, dep: mysqlDep}
+	// The writes run the use case over the same gate, at its one seam (the transaction); an
+	// experiment's phase starts on the server's clock.
+	writes := manage.New(gatedStore{store: manage.TxFunc[*mysqlstore.Tx](popups.InTx), dep: mysqlDep}, now)
 	// The config cache moves the whole config (megabytes at 10,000 popups) and its reloads run off
 	// the hot path: they get their own client with the worker's one-second floor instead of the
 	// hot path's 50 ms timeout, so a loaded machine does not turn an admin write's propagation
@@ -113,7 +116,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	holder := &snapshot.Holder{}
 	subscribed := make(chan struct{})
-	refresher := &snapshot.Refresher{Cache: cache, Source: repo, Holder: holder, Poll: cfg.ConfigPoll, Links: cfg.Links(),
+	refresher := &snapshot.Refresher{Cache: cache, Source: reads, Holder: holder, Poll: cfg.ConfigPoll, Links: cfg.Links(),
 		Backoff: health.DefaultBackoff, Log: log, Now: now, Subscribed: subscribed,
 		OnSwap: func(s *snapshot.Snapshot) {
 			metrics.Version.Set(float64(s.Version))
@@ -169,7 +172,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
 	reloads := &coalesce.Group[int64]{Fn: refresher.Reload}
-	admin := &httpapi.Admin{Operators: ops, Repo: repo, Users: users, Snapshots: holder,
+	admin := &httpapi.Admin{Operators: ops, Repo: popupStore{Service: writes, gatedReads: reads}, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
@@ -267,15 +270,11 @@ func mysqlCheck(db *sql.DB, maxOpen int) func(context.Context) error {
 	}
 }
 
-// gatedRepo is the popup repository as seen while MySQL may be down: while the MySQL check says
-// down (not before its first check), every call fails at once with httpapi.ErrMySQLUnavailable (the admin API's 503) instead
-// of waiting for a dial timeout; a call that finds MySQL unreachable marks it down.
-type gatedRepo struct {
-	repo *mysqlstore.PopupRepo
-	dep  *health.Dep
-}
-
-// gate runs call unless dep is known down, and marks dep down when call finds MySQL unreachable.
+// gate runs call unless dep is known down (not before its first check), failing at once with
+// httpapi.ErrMySQLUnavailable (the admin API's 503) instead of waiting for a dial timeout, and
+// marks dep down when call finds MySQL unreachable. Every MySQL call of the admin API passes
+// through it: the writes at their transaction (gatedStore), the reads at gatedReads, stats and
+// settings at their wrappers.
 func gate[T any](dep *health.Dep, call func() (T, error)) (T, error) {
 	var zero T
 	if dep.Down() {
@@ -289,66 +288,64 @@ func gate[T any](dep *health.Dep, call func() (T, error)) (T, error) {
 	return v, err
 }
 
-func (g *gatedRepo) List(ctx context.Context, includeArchived bool) ([]popup.Popup, error) {
+// popupStore is the admin API's popup store (httpapi.PopupRepo): the write use case and the
+// repository's reads.
+type popupStore struct {
+	*manage.Service
+	*gatedReads
+}
+
+// gatedStore is the write use case's store behind the MySQL gate: every popup write runs in one
+// transaction, so gating the transaction gates them all.
+type gatedStore struct {
+	store manage.Store
+	dep   *health.Dep
+}
+
+func (g gatedStore) InTx(ctx context.Context, fn func(manage.Tx) error) error {
+	_, err := gate(g.dep, func() (struct{}, error) { return struct{}{}, g.store.InTx(ctx, fn) })
+	return err
+}
+
+// gatedReads are the popup repository's reads behind the MySQL gate.
+type gatedReads struct {
+	repo *mysqlstore.PopupRepo
+	dep  *health.Dep
+}
+
+func (g *gatedReads) List(ctx context.Context, includeArchived bool) ([]popup.Popup, error) {
 	return gate(g.dep, func() ([]popup.Popup, error) { return g.repo.List(ctx, includeArchived) })
 }
 
-func (g *gatedRepo) Get(ctx context.Context, id int64) (popup.Popup, error) {
+func (g *gatedReads) Get(ctx context.Context, id int64) (popup.Popup, error) {
 	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Get(ctx, id) })
 }
 
-func (g *gatedRepo) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error) {
+func (g *gatedReads) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error) {
 	return gate(g.dep, func() (popup.ListPage, error) { return g.repo.Find(ctx, q) })
 }
 
-func (g *gatedRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
-	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Create(ctx, actor, p) })
-}
-
-func (g *gatedRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (popup.Popup, bool, error) {
-	return gateSave(g.dep, func() (popup.Popup, bool, error) { return g.repo.Update(ctx, actor, id, p, opts) })
-}
-
-func (g *gatedRepo) Transition(ctx context.Context, actor popup.Actor, id int64, t popup.ExperimentTransition, ifRevision []int64) (popup.Popup, error) {
-	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Transition(ctx, actor, id, t, ifRevision) })
-}
-
-func (g *gatedRepo) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {
-	return gate(g.dep, func() (popup.Popup, error) { return g.repo.Archive(ctx, actor, id, ifRevision) })
-}
-
-func (g *gatedRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (popup.Popup, bool, error) {
-	return gateSave(g.dep, func() (popup.Popup, bool, error) {
-		return g.repo.Rollback(ctx, actor, id, toRevision, ifRevision)
-	})
-}
-
-// gateSave is gate for a write that reports whether it changed the popup.
-func gateSave(dep *health.Dep, call func() (popup.Popup, bool, error)) (popup.Popup, bool, error) {
-	type saved struct {
-		p       popup.Popup
-		changed bool
-	}
-	s, err := gate(dep, func() (saved, error) {
-		p, changed, err := call()
-		return saved{p, changed}, err
-	})
-	return s.p, s.changed, err
-}
-
-func (g *gatedRepo) History(ctx context.Context, id int64) ([]popup.Revision, error) {
+func (g *gatedReads) History(ctx context.Context, id int64) ([]popup.Revision, error) {
 	return gate(g.dep, func() ([]popup.Revision, error) { return g.repo.History(ctx, id) })
 }
 
-func (g *gatedRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error) {
+func (g *gatedReads) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error) {
 	return gate(g.dep, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
 }
 
-func (g *gatedRepo) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
-	return gate(g.dep, func() (popup.ImportResult, error) { return g.repo.Import(ctx, actor, ps, dryRun) })
+func (g *gatedReads) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {
+	var version int64
+	popups, err := gate(g.dep, func() (ps []popup.Popup, err error) {
+		version, ps, err = g.repo.Snapshot(ctx)
+		return ps, err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return version, popups, nil
 }
 
-// gatedStats is the stats reader behind the same MySQL gate as the popup repository.
+// gatedStats is the stats reader behind the MySQL gate.
 type gatedStats struct {
 	stats *mysqlstore.StatsRepo
 	dep   *health.Dep
@@ -366,7 +363,7 @@ func (g *gatedStats) ExperimentDays(ctx context.Context, popupID int64, salt str
 	return gate(g.dep, func() ([]popup.ExperimentDay, error) { return g.stats.ExperimentDays(ctx, popupID, salt) })
 }
 
-// gatedSettings is the settings store behind the same MySQL gate as the popup repository.
+// gatedSettings is the settings store behind the MySQL gate.
 type gatedSettings struct {
 	settings *mysqlstore.SettingsRepo
 	dep      *health.Dep
@@ -378,16 +375,4 @@ func (g *gatedSettings) Get(ctx context.Context, name, def string) (string, erro
 
 func (g *gatedSettings) Set(ctx context.Context, actor, name, value, def string) (string, error) {
 	return gate(g.dep, func() (string, error) { return g.settings.Set(ctx, actor, name, value, def) })
-}
-
-func (g *gatedRepo) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {
-	var version int64
-	popups, err := gate(g.dep, func() (ps []popup.Popup, err error) {
-		version, ps, err = g.repo.Snapshot(ctx)
-		return ps, err
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return version, popups, nil
 }

@@ -23,22 +23,13 @@ import (
 	"popupsvc/internal/snapshot"
 )
 
-// PopupRepo is the durable popup store the admin API writes (mysqlstore.PopupRepo). Update (with
-// opts.IfRevision), Archive, Rollback and Transition with a non-nil ifRevision write only while
-// the popup is at one of those revisions, checked atomically with the write, and return
-// popup.ErrRevisionMismatch otherwise.
-// Every write records the popup's new revision and an audit entry naming actor and its role in
-// its own transaction; a write that would give two live popups one name returns
-// popup.ErrNameTaken. Every write first checks the actor's role against the rights rule
-// (popup.Write.Needs), with the stored popup read in the write's transaction (row locked), and
-// returns a *popup.ForbiddenError, having written nothing, when the role does not allow it.
-// Create draws a bucket seed for a popup without one; Update, Rollback and Import keep the stored
-// seed and refuse another (popup.ErrBucketSeedChanged). Every write that stores a popup applies
-// the experiment's phase rules against the stored experiment (popup.KeepExperiment) and returns
-// their errors; Transition makes an experiment transition (popup.ExperimentTransition), returning
-// its errors. An Update or Rollback that would leave the popup as it is writes nothing and says so
-// (changed false); the role check comes first, so such a write is still refused to a role that
-// may not make it.
+// PopupRepo is the durable popup store the admin API reads (mysqlstore.PopupRepo) and the popup
+// write use case (manage.Service), whose writes follow its one path (manage's run): the role
+// (a *popup.ForbiddenError, nothing written), then If-Match (popup.ErrRevisionMismatch), then the
+// bucket seed and experiment rules, then the no-op check (an Update or Rollback that would leave
+// the popup as it is writes nothing: changed false). Every write records the popup's new
+// revision and an audit entry naming actor and its role in its own transaction; a write that
+// would give two live popups one name returns popup.ErrNameTaken.
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
 	Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error)
@@ -107,8 +98,8 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	}
 	// Reads (GET, and the previews, which record nothing) are every operator's. Each write route
 	// has the least role any of its requests needs as a guard; a popup write's own role (a draft
-	// that stays a draft is an editor's, anything live a publisher's) is checked in the store's
-	// write, against the stored popup (PopupRepo).
+	// that stays a draft is an editor's, anything live a publisher's) is checked in the write,
+	// against the stored popup locked in its transaction (PopupRepo, manage).
 	var (
 		editor    = a.requireRole(popup.RoleEditor, "writing popups")
 		publisher = func(what string) gin.HandlerFunc { return a.requireRole(popup.RolePublisher, what) }

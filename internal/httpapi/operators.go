@@ -82,7 +82,7 @@ func actor(c *gin.Context) popup.Actor {
 // requireRole is the guard of a route that needs role need whatever its request: it answers 403
 // (what needs the role, the operator's role) to an operator whose role is below it. Routes whose
 // rights depend on the request and the stored popup (popup writes, import) are checked again in
-// the store's write, where the stored popup is read (popup.Write.Needs).
+// the write (internal/manage), where the stored popup is read (popup.Write.Needs).
 func (a *Admin) requireRole(need popup.Role, what string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if err := actor(c).Need(need, what); err != nil {

@@ -1,7 +1,6 @@
 package mysqlstore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -80,21 +79,12 @@ func decodeNullDoc(raw []byte) (*popup.Popup, error) {
 	return &p, nil
 }
 
-// change is one write as the history and the audit log record it; after is the popup as read
-// back in the write's transaction (its id, revision and updated_at are the stored ones).
-type change struct {
-	actor  popup.Actor
-	action popup.Action
-	before *popup.Popup
-	after  popup.Popup
-}
-
 // recordBatch bounds the rows of one multi-row INSERT (a popup's JSON is up to a few KiB, twice
 // in an audit row): well under max_allowed_packet.
 const recordBatch = 200
 
 // record writes each change's revision row and audit row through tx, in multi-row INSERTs.
-func record(ctx context.Context, tx *sql.Tx, changes []change) error {
+func record(ctx context.Context, tx *sql.Tx, changes []popup.Change) error {
 	for len(changes) > 0 {
 		n := min(len(changes), recordBatch)
 		batch := changes[:n]
@@ -102,19 +92,19 @@ func record(ctx context.Context, tx *sql.Tx, changes []change) error {
 		revArgs := make([]any, 0, 6*n)
 		auditArgs := make([]any, 0, 8*n)
 		for _, c := range batch {
-			after, err := encodeDoc(c.after)
+			after, err := encodeDoc(c.After)
 			if err != nil {
 				return err
 			}
 			var before []byte
-			if c.before != nil {
-				if before, err = encodeDoc(*c.before); err != nil {
+			if c.Before != nil {
+				if before, err = encodeDoc(*c.Before); err != nil {
 					return err
 				}
 			}
-			role := roleColumn(c.actor.Role)
-			revArgs = append(revArgs, c.after.ID, c.after.Revision, c.after.UpdatedAt, c.actor.Name, role, after)
-			auditArgs = append(auditArgs, c.after.UpdatedAt, c.actor.Name, role, string(c.action), c.after.ID, c.after.Revision, before, after)
+			role := roleColumn(c.Actor.Role)
+			revArgs = append(revArgs, c.After.ID, c.After.Revision, c.After.UpdatedAt, c.Actor.Name, role, after)
+			auditArgs = append(auditArgs, c.After.UpdatedAt, c.Actor.Name, role, string(c.Action), c.After.ID, c.After.Revision, before, after)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_revision (popup_id, revision, at, actor, actor_role, popup) VALUES `+
 			placeholders(n, 6), revArgs...); err != nil {
@@ -190,7 +180,7 @@ func (r *PopupRepo) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage
 	if col != "id" {
 		order = col + ` ` + dir + `, ` + order
 	}
-	ps, err := r.query(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE `+where+` ORDER BY `+order+` LIMIT ?`, append(args, q.Limit)...)
+	ps, err := queryPopups(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE `+where+` ORDER BY `+order+` LIMIT ?`, append(args, q.Limit)...)
 	if err != nil {
 		return popup.ListPage{}, err
 	}
@@ -381,140 +371,8 @@ func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 	return out, rows.Err()
 }
 
-// Rollback writes revision toRevision's content over popup id as a new revision (audited as a
-// rollback); ifRevision as in Update, and like Update it writes nothing when that content is what
-// the popup holds already (changed false). A revision the popup never had is
-// popup.ErrRevisionNotKept. The status is the old revision's too: rolling back over an archive
-// brings the popup back. The bucket seed is the stored one (it never changes; a revision from
-// before seeds has none). The experiment is the old revision's as a PUT of it would write it
-// (popup.KeepExperiment, its errors returned): its status and phase stay the stored ones. An
-// actor whose role does not allow it (popup.Write.Needs) gets a *popup.ForbiddenError, also when
-// the rollback would change nothing.
-func (r *PopupRepo) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
-	err = r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		var raw []byte
-		err := tx.QueryRowContext(ctx, `SELECT popup FROM popup_revision WHERE popup_id = ? AND revision = ?`, id, toRevision).Scan(&raw)
-		if errors.Is(err, sql.ErrNoRows) {
-			before, err := getForUpdate(ctx, tx, id)
-			if err != nil {
-				return false, err
-			}
-			if err := actor.May(popup.Write{Action: popup.ActionRollback, Before: before.Status}); err != nil {
-				return false, err
-			}
-			return false, fmt.Errorf("revision %d: %w", toRevision, popup.ErrRevisionNotKept)
-		}
-		if err != nil {
-			return false, err
-		}
-		old, err := decodeDoc(raw)
-		if err != nil {
-			return false, err
-		}
-		// The old revision's experiment is written as a PUT of it would be (KeepExperiment): its
-		// settings come back, its status and phase stay the stored ones.
-		stored, changed, err = replace(ctx, tx, actor, popup.ActionRollback, id, old, popup.UpdateOptions{IfRevision: ifRevision}, r.Now())
-		return changed, err
-	})
-	if err != nil {
-		return popup.Popup{}, false, fmt.Errorf("roll back popup %d to revision %d: %w", id, toRevision, err)
-	}
-	return stored, changed, nil
-}
-
 // importBatch bounds the rows of one multi-row write of an import.
 const importBatch = 200
-
-// Import matches each popup of ps to the live popup of the same name (whose bucket seed it keeps:
-// another one is a *popup.BatchItemError of popup.ErrBucketSeedChanged) and, in one transaction
-// with one config version bump, creates those without a match and updates those whose content
-// differs (each audited as an import). Each popup's experiment follows a PUT's phase rules
-// against the matched popup's (popup.KeepExperiment; its errors are *popup.BatchItemError). A dry
-// run reads and counts the same way and writes
-// nothing; so does an import that would change nothing (no version bump either). ps must hold no
-// archived popup and no name twice (the caller validated it); the live popups are locked while
-// the import runs, so the counts are exact. An actor whose role does not allow it
-// (popup.Write.Needs) gets a *popup.ForbiddenError and nothing is read.
-func (r *PopupRepo) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
-	var res popup.ImportResult
-	if err := actor.May(popup.Write{Action: popup.ActionImport, DryRun: dryRun}); err != nil {
-		return res, fmt.Errorf("import: %w", err)
-	}
-	tx, err := r.db.BeginTx(ctx, nil)
-	if err != nil {
-		return res, fmt.Errorf("import: %w", err)
-	}
-	defer tx.Rollback() // after Commit it is a no-op
-	live, err := r.query(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' FOR UPDATE`)
-	if err != nil {
-		return res, fmt.Errorf("import: %w", err)
-	}
-	now := r.Now()
-	byName := make(map[string]popup.Popup, len(live))
-	for _, p := range live {
-		byName[nameKey(p.Name)] = p
-	}
-	var creates, updates []popup.Popup
-	for i, p := range ps {
-		old, ok := byName[nameKey(p.Name)]
-		if ok {
-			p.Name = old.Name // the same name to the index; an import does not rename
-			if err := p.KeepBucketSeed(old); err != nil {
-				return res, fmt.Errorf("import: %w", &popup.BatchItemError{Index: i, Err: err})
-			}
-		}
-		// The experiment follows a PUT's rules against the matched popup's (none for a new one).
-		if _, err := keepExperiment(&p, old, false, now); err != nil {
-			return res, fmt.Errorf("import: %w", &popup.BatchItemError{Index: i, Err: err})
-		}
-		switch {
-		case !ok:
-			p.GiveBucketSeed()
-			creates = append(creates, p)
-		case sameContent(old, p):
-			res.Unchanged++
-		default:
-			p.ID = old.ID
-			updates = append(updates, p)
-		}
-	}
-	res.Created, res.Updated = len(creates), len(updates)
-	if dryRun || len(creates)+len(updates) == 0 {
-		return res, nil
-	}
-	if err := importWrite(ctx, tx, creates, false); err != nil {
-		return res, fmt.Errorf("import: %w", nameTaken(err))
-	}
-	if err := importWrite(ctx, tx, updates, true); err != nil {
-		return res, fmt.Errorf("import: %w", nameTaken(err))
-	}
-	after, err := r.query(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived'`)
-	if err != nil {
-		return res, fmt.Errorf("import: %w", err)
-	}
-	afterByName := make(map[string]popup.Popup, len(after))
-	for _, p := range after {
-		afterByName[nameKey(p.Name)] = p
-	}
-	changes := make([]change, 0, len(creates)+len(updates))
-	for _, p := range creates {
-		changes = append(changes, change{actor: actor, action: popup.ActionImport, after: afterByName[nameKey(p.Name)]})
-	}
-	for _, p := range updates {
-		before := byName[nameKey(p.Name)]
-		changes = append(changes, change{actor: actor, action: popup.ActionImport, before: &before, after: afterByName[nameKey(p.Name)]})
-	}
-	if err := record(ctx, tx, changes); err != nil {
-		return res, fmt.Errorf("import: %w", err)
-	}
-	if err := bumpVersion(ctx, tx); err != nil {
-		return res, fmt.Errorf("import: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return res, fmt.Errorf("import: %w", err)
-	}
-	return res, nil
-}
 
 // nameKey is a name as the unique index of live names compares it: byte for byte, except that
 // trailing spaces do not count (the index's collation pads with spaces).
@@ -550,22 +408,4 @@ func importWrite(ctx context.Context, tx *sql.Tx, ps []popup.Popup, update bool)
 		}
 	}
 	return nil
-}
-
-// sameContent reports whether an import of p would leave old as it is: everything but the
-// server-managed fields compares equal, as stored.
-func sameContent(old, p popup.Popup) bool {
-	a, errA := contentKey(old)
-	b, errB := contentKey(p)
-	return errA == nil && errB == nil && bytes.Equal(a, b)
-}
-
-func contentKey(p popup.Popup) ([]byte, error) {
-	p.ID, p.Revision, p.CreatedAt, p.UpdatedAt = 0, 0, time.Time{}, time.Time{}
-	for _, t := range []**time.Time{&p.StartAt, &p.EndAt} {
-		if nt := nullTime(*t); nt.Valid {
-			*t = &nt.Time
-		}
-	}
-	return encodeDoc(p)
 }

@@ -28,7 +28,7 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	// The repository reads the latest schema (migration 00007 added a column to popup_config).
 	_, err = mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
-	repo := mysqlstore.NewPopupRepo(db)
+	repo := newRepo(db)
 	all, err := repo.List(ctx, true)
 	require.NoError(t, err)
 	var names []string
@@ -82,7 +82,7 @@ func mustBuild(t *testing.T, in popup.Input) popup.Popup {
 func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a"}))
 	require.NoError(t, err)
 	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), popup.UpdateOptions{IfRevision: []int64{1}})
@@ -118,7 +118,7 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 func TestImportMatchesNamesAsTheUniqueIndexDoes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	_, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a"}))
 	require.NoError(t, err)
 	res, err := repo.Import(ctx, as("bob"), []popup.Popup{mustBuild(t, popup.Input{Name: "a  "}), mustBuild(t, popup.Input{Name: "A"})}, false)
@@ -157,7 +157,7 @@ func TestMigration6KeepsEntriesWrittenBeforeRolesWithoutARole(t *testing.T) {
 	assert.Contains(t, applied, int64(6))
 	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
 
-	repo := mysqlstore.NewPopupRepo(db)
+	repo := newRepo(db)
 	_, _, err = repo.Update(ctx, popup.Actor{Name: "ed", Role: popup.RoleEditor}, 1, mustBuild(t, popup.Input{Name: "old", Status: &draftStatus, Title: "t"}), popup.UpdateOptions{})
 	require.NoError(t, err)
 	hist, err := repo.History(ctx, 1)
@@ -179,7 +179,7 @@ func TestTheRoleCheckReadsTheStoredStatusInTheWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
-	repo := mysqlstore.NewPopupRepo(db)
+	repo := newRepo(db)
 	editor := popup.Actor{Name: "ed", Role: popup.RoleEditor}
 	publisher := popup.Actor{Name: "pat", Role: popup.RolePublisher}
 	draft := mustBuild(t, popup.Input{Name: "d", Status: &draftStatus})

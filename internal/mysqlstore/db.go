@@ -1,5 +1,6 @@
-// Package mysqlstore holds the MySQL adapters: connection set-up, migrations, the config
-// repository, the user-state loader and the batched event writer.
+// Package mysqlstore holds the MySQL adapters, persistence only: connection set-up, migrations,
+// the config repository and the transaction the popup writes run in (the rules of those writes
+// are internal/manage's), the user-state loader and the batched event writer.
 package mysqlstore
 
 import (

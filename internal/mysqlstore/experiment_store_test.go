@@ -16,10 +16,10 @@ import (
 )
 
 // experimentRepo is a repository on a database of its own whose clock stands at t0.
-func experimentRepo(t *testing.T) (*mysqlstore.PopupRepo, time.Time) {
+func experimentRepo(t *testing.T) (*writableRepo, time.Time) {
 	t.Helper()
 	t0 := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	repo.Now = func() time.Time { return t0 }
 	return repo, t0
 }
@@ -44,7 +44,7 @@ func transition(action popup.Action) popup.ExperimentTransition {
 }
 
 // lastAction is the action of popup id's newest audit entry.
-func lastAction(t *testing.T, repo *mysqlstore.PopupRepo, id int64) popup.Action {
+func lastAction(t *testing.T, repo *writableRepo, id int64) popup.Action {
 	t.Helper()
 	entries, err := repo.Audit(context.Background(), popup.AuditQuery{PopupID: id, Limit: 1})
 	require.NoError(t, err)
@@ -289,7 +289,7 @@ func TestExperimentColumnKeepsItsKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
-	repo := mysqlstore.NewPopupRepo(db)
+	repo := newRepo(db)
 	p, err := repo.Create(ctx, as("alice"), withExperiment(t, "exp", popup.StatusActive))
 	require.NoError(t, err)
 	bare, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "bare"}))
@@ -333,7 +333,7 @@ func TestMigration9KeepsPopupsAndTheirHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
 
-	repo := mysqlstore.NewPopupRepo(db)
+	repo := newRepo(db)
 	p, err := repo.Get(ctx, 7)
 	require.NoError(t, err)
 	assert.Equal(t, "t", p.Title)

@@ -63,7 +63,7 @@ func TestStoredJSONColumnsKeepTheirKeys(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	db := testenv.MySQL(t)
-	created, err := mysqlstore.NewPopupRepo(db).Create(ctx, as("tester"), storedColumnsPopup())
+	created, err := newRepo(db).Create(ctx, as("tester"), storedColumnsPopup())
 	require.NoError(t, err)
 
 	var targeting, body string

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
 )
@@ -19,7 +18,7 @@ import (
 //	go test -tags jsoniter -run '^$' -bench BenchmarkFind10k ./internal/mysqlstore/
 func BenchmarkFind10k(b *testing.B) {
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(b))
+	repo := newRepo(testenv.MySQL(b))
 	const n = 10000
 	ps := make([]popup.Popup, n)
 	for i := range ps {

@@ -36,7 +36,7 @@ func TestMigration7GivesExistingPopupsTheirIDAsBucketSeed(t *testing.T) {
 	assert.Contains(t, applied, int64(7))
 	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
 
-	repo := mysqlstore.NewPopupRepo(db)
+	repo := newRepo(db)
 	for _, id := range []int64{3, 1234567} {
 		var seed string
 		require.NoError(t, db.QueryRowContext(ctx, `SELECT bucket_seed FROM popup_config WHERE id = ?`, id).Scan(&seed))
@@ -81,7 +81,7 @@ func boolInt(b bool) int {
 func TestTheBucketSeedNeverChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 
 	drawn, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "drawn"}))
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestTheBucketSeedNeverChanges(t *testing.T) {
 func TestSavesThatChangeNothingWriteNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a", Title: "t"}))
 	require.NoError(t, err)
 	version, err := repo.Version(ctx)
@@ -165,7 +165,7 @@ func TestFindSortsPagesAndCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
-	repo := mysqlstore.NewPopupRepo(db)
+	repo := newRepo(db)
 	// 25 popups, priorities in 3 ties, names in pairs that differ only in case, and two shared
 	// updated_at values: every sort has ties across page boundaries.
 	for i := range 25 {
@@ -234,7 +234,7 @@ func order(s popup.ListSort, a, b popup.Popup) int {
 func TestFindSearchesAndFiltersByState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	past, future, farPast := now.Add(-time.Hour), now.Add(time.Hour), now.Add(-2*time.Hour)
 	ids := map[string]int64{}

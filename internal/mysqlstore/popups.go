@@ -6,25 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"popupsvc/internal/popup"
 )
 
-// PopupRepo is the source of truth for popup configs. Every write bumps the config version in
-// the same transaction, so a reader of (version, popups) never sees one without the other, and
-// the popup's own revision, which a conditional write checks in its UPDATE.
-type PopupRepo struct {
-	db *sql.DB
-	// Now is the clock of the experiment transitions and phases (when a phase starts); time.Now
-	// unless set (a server's own clock, a test's fixed one).
-	Now func() time.Time
-}
+// PopupRepo is the source of truth for popup configs: its reads, and the transaction (InTx, Tx)
+// in which the write use case (internal/manage) writes a popup, its revision and audit entry and
+// bumps the config version, so that a reader of (version, popups) never sees one without the
+// other.
+type PopupRepo struct{ db *sql.DB }
 
 // NewPopupRepo returns a repository over db.
-func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db, Now: time.Now} }
+func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db} }
 
 // The JSON held in popup_config.targeting, popup_config.content and popup_config.experiment (and,
 // copied verbatim, in the revision and audit documents, including those migration 00004 wrote).
@@ -254,8 +250,8 @@ func nullTime(t *time.Time) sql.NullTime {
 	if t == nil {
 		return sql.NullTime{}
 	}
-	// DATETIME(3) keeps milliseconds; truncating here (MySQL would round) keeps what an import
-	// compares equal to what is stored.
+	// DATETIME(3) keeps milliseconds; truncating here (MySQL would round) stores what a write's
+	// no-change check (internal/manage, which truncates alike) compares equal to what is stored.
 	return sql.NullTime{Time: t.UTC().Truncate(time.Millisecond), Valid: true}
 }
 
@@ -265,16 +261,16 @@ func (r *PopupRepo) List(ctx context.Context, includeArchived bool) ([]popup.Pop
 	if !includeArchived {
 		q += ` WHERE status <> 'archived'`
 	}
-	return r.query(ctx, r.db, q+` ORDER BY id`)
+	return queryPopups(ctx, r.db, q+` ORDER BY id`)
 }
 
 // ListWithExperiments returns the non-archived popups that have an experiment, by id: what the
 // worker's sample-ratio monitor reads every minute, rather than every popup.
 func (r *PopupRepo) ListWithExperiments(ctx context.Context) ([]popup.Popup, error) {
-	return r.query(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' AND experiment IS NOT NULL ORDER BY id`)
+	return queryPopups(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' AND experiment IS NOT NULL ORDER BY id`)
 }
 
-func (r *PopupRepo) query(ctx context.Context, q interface {
+func queryPopups(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, query string, args ...any) ([]popup.Popup, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
@@ -303,7 +299,7 @@ func (r *PopupRepo) Snapshot(ctx context.Context) (version int64, popups []popup
 	if err := tx.QueryRowContext(ctx, `SELECT version FROM popup_config_version WHERE id = 1`).Scan(&version); err != nil {
 		return 0, nil, fmt.Errorf("snapshot version: %w", err)
 	}
-	popups, err = r.query(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' ORDER BY id`)
+	popups, err = queryPopups(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' ORDER BY id`)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -334,205 +330,170 @@ func get(ctx context.Context, q interface {
 	return p, err
 }
 
-// Create stores a new popup at revision 1 and returns it with its id; actor is recorded as its
-// author in the popup's history and the audit log, in the same transaction. Every write checks
-// the actor's role against the rights rule (popup.Write.Needs) before it writes anything, and
-// fails with a *popup.ForbiddenError when the role does not allow it.
-func (r *PopupRepo) Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
-	if err := actor.May(popup.Write{Action: popup.ActionCreate, After: p.Status}); err != nil {
-		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
+// Tx is a popup write's transaction, as the write use case (manage.Tx) reads and writes it:
+// persistence only. The rules of a write (roles, If-Match, bucket seeds, experiment phases, what
+// counts as no change) are internal/manage's; the one kept here is the revision condition in an
+// overwrite's UPDATE, so that a conditional write is safe by itself.
+type Tx struct{ tx *sql.Tx }
+
+// InTx runs fn in one transaction, committed when fn returns nil.
+func (r *PopupRepo) InTx(ctx context.Context, fn func(*Tx) error) error {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	p.GiveBucketSeed()
-	if _, err := keepExperiment(&p, popup.Popup{}, false, r.Now()); err != nil { // a new experiment: a draft at phase 1
-		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
+	defer tx.Rollback() // after Commit it is a no-op
+	if err := fn(&Tx{tx: tx}); err != nil {
+		return err
 	}
-	values, err := configValues(p)
+	return tx.Commit()
+}
+
+// GetForUpdate reads popup id and locks its row until the transaction ends.
+func (t *Tx) GetForUpdate(ctx context.Context, id int64) (popup.Popup, error) {
+	return getForUpdate(ctx, t.tx, id)
+}
+
+// LockByName reads the live popup of each name, as the unique index of live names matches it
+// (nameKey), or nil. It locks every live popup, so that what an import counts stays true until
+// it commits.
+func (t *Tx) LockByName(ctx context.Context, names []string) ([]*popup.Popup, error) {
+	live, err := queryPopups(ctx, t.tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' FOR UPDATE`)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*popup.Popup, len(live))
+	for i := range live {
+		byName[nameKey(live[i].Name)] = &live[i]
+	}
+	out := make([]*popup.Popup, len(names))
+	for i, name := range names {
+		out[i] = byName[nameKey(name)]
+	}
+	return out, nil
+}
+
+// Revision reads popup id as its revision rev left it (popup_revision).
+func (t *Tx) Revision(ctx context.Context, id, rev int64) (popup.Popup, error) {
+	var raw []byte
+	err := t.tx.QueryRowContext(ctx, `SELECT popup FROM popup_revision WHERE popup_id = ? AND revision = ?`, id, rev).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return popup.Popup{}, popup.ErrRevisionNotKept
+	}
 	if err != nil {
 		return popup.Popup{}, err
 	}
-	var stored popup.Popup
-	err = r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		res, err := tx.ExecContext(ctx, `INSERT INTO popup_config (`+configColumns+`) VALUES `+
-			placeholders(1, len(values)), values...)
-		if err != nil {
-			return false, err
+	return decodeDoc(raw)
+}
+
+// Insert stores ps at revision 1 and reads them back. One popup (a create) is read back by its
+// new id; several (an import, whose popups are live and have distinct names) are written in
+// multi-row INSERTs and read back by name.
+func (t *Tx) Insert(ctx context.Context, ps []popup.Popup) ([]popup.Popup, error) {
+	if len(ps) != 1 {
+		if err := importWrite(ctx, t.tx, ps, false); err != nil {
+			return nil, nameTaken(err)
 		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return false, err
+		return t.readBack(ctx, ps, "name")
+	}
+	values, err := configValues(ps[0])
+	if err != nil {
+		return nil, err
+	}
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO popup_config (`+configColumns+`) VALUES `+placeholders(1, len(values)), values...)
+	if err != nil {
+		return nil, nameTaken(err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return nil, err
+	}
+	stored, err := get(ctx, t.tx, id)
+	return []popup.Popup{stored}, err
+}
+
+// Overwrite writes each popup of ps over the row of its id, increments its revision and reads
+// it back. One popup is one UPDATE whose WHERE keeps the revision condition (ifRevision, nil:
+// none); several (an import's, unconditional, their rows locked) are written in multi-row
+// upserts and read back by id.
+func (t *Tx) Overwrite(ctx context.Context, ps []popup.Popup, ifRevision []int64) ([]popup.Popup, error) {
+	if len(ps) != 1 {
+		if ifRevision != nil {
+			return nil, errors.New("a conditional overwrite is of one popup")
 		}
-		if stored, err = get(ctx, tx, id); err != nil {
-			return false, err
+		if err := importWrite(ctx, t.tx, ps, true); err != nil {
+			return nil, nameTaken(err)
 		}
-		return true, record(ctx, tx, []change{{actor: actor, action: popup.ActionCreate, after: stored}})
-	})
-	if err != nil {
-		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
+		return t.readBack(ctx, ps, "id")
 	}
-	return stored, nil
-}
-
-// Update replaces popup id with p and increments its revision. p without a bucket seed keeps the
-// stored one; another seed is popup.ErrBucketSeedChanged. p's experiment follows the phase rules
-// against the stored one (popup.KeepExperiment, opts.AcceptReassignment): its server-managed
-// fields are the stored ones, a change of its arms starts a new phase or, accepted, is audited as
-// a reassign; removing a running experiment is popup.ErrExperimentRunning and changing a
-// concluded one popup.ErrExperimentConcluded. With opts.IfRevision non-nil, the write happens only
-// while the popup's revision is one of opts.IfRevision, checked by the UPDATE itself, so of two
-// writers who read the same revision exactly one wins; the other gets popup.ErrRevisionMismatch.
-// A nil IfRevision writes unconditionally. When p equals the stored popup nothing is written (no
-// revision, audit entry or config version): changed is false and the stored popup is returned as
-// it is. The role check reads the stored status from the row it locks (replace), so an editor's
-// edit of a draft cannot become a change of a live popup that another writer published meanwhile;
-// it comes before the no-op shortcut, so a save that would change nothing is still refused to a
-// role that may not make it.
-func (r *PopupRepo) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
-	err = r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		stored, changed, err = replace(ctx, tx, actor, popup.ActionUpdate, id, p, opts, r.Now())
-		return changed, err
-	})
-	if err != nil {
-		return popup.Popup{}, false, fmt.Errorf("update popup %d: %w", id, err)
-	}
-	return stored, changed, nil
-}
-
-// replace is the write of an update or a rollback, inside tx: it locks the popup, checks the
-// actor's role against the stored and the new status, then the If-Match condition, the bucket
-// seed and the experiment's phase rules (at now), and writes p over it and records the change
-// unless p equals what is stored (changed false: nothing written). The role comes first, as in
-// Archive (whose revision condition is in its UPDATE): a role that may not make the write gets a
-// 403 whatever the revision or content.
-func replace(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, id int64, p popup.Popup, opts popup.UpdateOptions, now time.Time) (stored popup.Popup, changed bool, err error) {
-	before, err := getForUpdate(ctx, tx, id)
-	if err != nil {
-		return popup.Popup{}, false, err
-	}
-	if err := actor.May(popup.Write{Action: action, Before: before.Status, After: p.Status}); err != nil {
-		return popup.Popup{}, false, err
-	}
-	if opts.IfRevision != nil && !slices.Contains(opts.IfRevision, before.Revision) {
-		return popup.Popup{}, false, popup.ErrRevisionMismatch
-	}
-	if err := p.KeepBucketSeed(before); err != nil {
-		return popup.Popup{}, false, err
-	}
-	reassigned, err := keepExperiment(&p, before, opts.AcceptReassignment, now)
-	if err != nil {
-		return popup.Popup{}, false, err
-	}
-	if sameContent(before, p) {
-		return before, false, nil
-	}
-	if reassigned {
-		action = popup.ActionReassign
-	}
-	stored, err = overwrite(ctx, tx, actor, action, before, p, opts.IfRevision)
-	return stored, err == nil, err
-}
-
-// keepExperiment applies popup.KeepExperiment to a copy of p's experiment (p may share it with
-// the caller), against stored's.
-func keepExperiment(p *popup.Popup, stored popup.Popup, acceptReassignment bool, now time.Time) (reassigned bool, err error) {
-	if p.Experiment != nil {
-		e := *p.Experiment
-		p.Experiment = &e
-	}
-	return popup.KeepExperiment(p.Experiment, stored.Experiment, acceptReassignment, now)
-}
-
-// overwrite writes p over before, the popup's row locked by tx, increments its revision and
-// records the change as action. The revision condition (nil: none) stays in the UPDATE so that
-// the write is conditional by itself, whatever checked it before.
-func overwrite(ctx context.Context, tx *sql.Tx, actor popup.Actor, action popup.Action, before, p popup.Popup, ifRevision []int64) (popup.Popup, error) {
+	p := ps[0]
 	values, err := configValues(p)
 	if err != nil {
-		return popup.Popup{}, err
+		return nil, err
 	}
 	cond, condArgs := revisionCond(ifRevision)
-	args := append(append(values, before.ID), condArgs...)
-	res, err := tx.ExecContext(ctx, `UPDATE popup_config SET `+configAssignments+`,
+	args := append(append(values, p.ID), condArgs...)
+	res, err := t.tx.ExecContext(ctx, `UPDATE popup_config SET `+configAssignments+`,
 		updated_at = CURRENT_TIMESTAMP(3), revision = revision + 1 WHERE id = ?`+cond, args...)
 	if err != nil {
-		return popup.Popup{}, err
+		return nil, nameTaken(err)
 	}
-	if err := mustHaveWritten(ctx, tx, res, before.ID); err != nil {
-		return popup.Popup{}, err
+	if err := mustHaveWritten(ctx, t.tx, res, p.ID); err != nil {
+		return nil, err
 	}
-	stored, err := get(ctx, tx, before.ID)
-	if err != nil {
-		return popup.Popup{}, err
-	}
-	return stored, record(ctx, tx, []change{{actor: actor, action: action, before: &before, after: stored}})
+	stored, err := get(ctx, t.tx, p.ID)
+	return []popup.Popup{stored}, err
 }
 
-// Transition makes an experiment transition (start, stop, conclude) of popup id at the
-// repository's clock, in one transaction with the row locked: the role the transition needs
-// (popup.Write.Needs: an update's, for the stored status) is checked first, then ifRevision (as
-// in Update), then the transition itself (popup.ExperimentTransition.Apply, whose errors it
-// returns). It writes a revision and an audit entry of the transition's action and bumps the
-// config version.
-func (r *PopupRepo) Transition(ctx context.Context, actor popup.Actor, id int64, t popup.ExperimentTransition, ifRevision []int64) (popup.Popup, error) {
-	var stored popup.Popup
-	err := r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		before, err := getForUpdate(ctx, tx, id)
+// readBack reads ps as stored, in their order, matched by id or by (live) name.
+func (t *Tx) readBack(ctx context.Context, ps []popup.Popup, by string) ([]popup.Popup, error) {
+	out := make([]popup.Popup, len(ps))
+	for start := 0; start < len(ps); start += importBatch {
+		batch := ps[start:min(start+importBatch, len(ps))]
+		args := make([]any, len(batch))
+		for i, p := range batch {
+			args[i] = any(p.ID)
+			if by == "name" {
+				args[i] = p.Name
+			}
+		}
+		q := `SELECT ` + popupColumns + ` FROM popup_config WHERE id IN (` + placeholders(1, len(batch))[1:]
+		if by == "name" {
+			q = `SELECT ` + popupColumns + ` FROM popup_config WHERE status <> 'archived' AND name IN (` + placeholders(1, len(batch))[1:]
+		}
+		stored, err := queryPopups(ctx, t.tx, q, args...)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		if err := actor.May(popup.Write{Action: t.Action, Before: before.Status}); err != nil {
-			return false, err
+		found := make(map[string]popup.Popup, len(stored))
+		for _, p := range stored {
+			found[readBackKey(p, by)] = p
 		}
-		if ifRevision != nil && !slices.Contains(ifRevision, before.Revision) {
-			return false, popup.ErrRevisionMismatch
+		for i, p := range batch {
+			s, ok := found[readBackKey(p, by)]
+			if !ok {
+				return nil, fmt.Errorf("popup %q: %w", p.Name, popup.ErrNotFound)
+			}
+			out[start+i] = s
 		}
-		p := before
-		if before.Experiment != nil {
-			e := *before.Experiment
-			p.Experiment = &e
-		}
-		if err := t.Apply(&p, r.Now()); err != nil {
-			return false, err
-		}
-		stored, err = overwrite(ctx, tx, actor, t.Action, before, p, ifRevision)
-		return err == nil, err
-	})
-	if err != nil {
-		return popup.Popup{}, fmt.Errorf("%s of popup %d: %w", t.Action, id, err)
 	}
-	return stored, nil
+	return out, nil
 }
 
-// Archive sets a popup's status to archived (DELETE in the admin API: rows are never removed,
-// the action log refers to them) and increments its revision; ifRevision as in Update.
-func (r *PopupRepo) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {
-	cond, condArgs := revisionCond(ifRevision)
-	var stored popup.Popup
-	err := r.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		before, err := getForUpdate(ctx, tx, id)
-		if err != nil {
-			return false, err
-		}
-		if err := actor.May(popup.Write{Action: popup.ActionArchive, Before: before.Status}); err != nil {
-			return false, err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE popup_config SET status = 'archived', updated_at = CURRENT_TIMESTAMP(3),
-			revision = revision + 1 WHERE id = ?`+cond, append([]any{id}, condArgs...)...)
-		if err != nil {
-			return false, err
-		}
-		if err := mustHaveWritten(ctx, tx, res, id); err != nil {
-			return false, err
-		}
-		if stored, err = get(ctx, tx, id); err != nil {
-			return false, err
-		}
-		return true, record(ctx, tx, []change{{actor: actor, action: popup.ActionArchive, before: &before, after: stored}})
-	})
-	if err != nil {
-		return popup.Popup{}, fmt.Errorf("archive popup %d: %w", id, err)
+func readBackKey(p popup.Popup, by string) string {
+	if by == "name" {
+		return nameKey(p.Name)
 	}
-	return stored, nil
+	return strconv.FormatInt(p.ID, 10)
 }
+
+// Record writes each change's revision row and audit row.
+func (t *Tx) Record(ctx context.Context, changes []popup.Change) error {
+	return record(ctx, t.tx, changes)
+}
+
+// BumpVersion increments the config version.
+func (t *Tx) BumpVersion(ctx context.Context) error { return bumpVersion(ctx, t.tx) }
 
 // revisionCond is the WHERE clause of a conditional write: nil = none, an empty list = nothing
 // can match.
@@ -575,27 +536,6 @@ func mustHaveWritten(ctx context.Context, tx *sql.Tx, res sql.Result, id int64) 
 		return err
 	}
 	return popup.ErrRevisionMismatch
-}
-
-// inTx runs fn and, when fn reports that it changed something, bumps the config version in the
-// same transaction. A write that would give two live popups one name fails with popup.ErrNameTaken.
-func (r *PopupRepo) inTx(ctx context.Context, fn func(*sql.Tx) (changed bool, err error)) error {
-	tx, err := r.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() // after Commit it is a no-op
-	changed, err := fn(tx)
-	if err != nil {
-		return nameTaken(err)
-	}
-	if !changed {
-		return nil // nothing written: the rollback releases the row lock
-	}
-	if err := bumpVersion(ctx, tx); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 func bumpVersion(ctx context.Context, tx *sql.Tx) error {

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/popuptest"
 	"popupsvc/internal/testenv"
@@ -24,7 +23,7 @@ func newPopup(t *testing.T, name string) popup.Popup {
 func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 
 	created, err := repo.Create(ctx, as("tester"), newPopup(t, "a"))
 	require.NoError(t, err)
@@ -44,7 +43,7 @@ func TestEveryPopupWriteIncrementsItsRevision(t *testing.T) {
 func TestConditionalWritesCheckTheRevision(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, as("tester"), newPopup(t, "a"))
 	require.NoError(t, err)
 	version, err := repo.Version(ctx)
@@ -79,7 +78,7 @@ func TestConditionalWritesCheckTheRevision(t *testing.T) {
 func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	p, err := repo.Create(ctx, as("tester"), newPopup(t, "a"))
 	require.NoError(t, err)
 
@@ -115,7 +114,7 @@ func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T)
 func TestPopupRowCarriesEveryField(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := mysqlstore.NewPopupRepo(testenv.MySQL(t))
+	repo := newRepo(testenv.MySQL(t))
 	want := popuptest.Full()
 	want.Experiment = popuptest.FullExperiment()
 	stored, err := repo.Create(ctx, as("alice"), want)

@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// ErrNameTaken is what a store returns when a write would give two non-archived popups the same
+// ErrNameTaken is what a write returns when it would give two non-archived popups the same
 // name (an import matches popups by name, so a live name is unique).
 var ErrNameTaken error = &Error{code: CodeNameTaken, msg: "name taken",
 	answer: "another popup that is not archived has this name; names of live popups are unique",
 	field:  "name", fieldMsg: "is the name of another popup that is not archived"}
 
-// ErrRevisionNotKept is what a store returns for a rollback to a revision the popup never had.
+// ErrRevisionNotKept is what a write returns for a rollback to a revision the popup never had.
 var ErrRevisionNotKept error = &Error{code: CodeRevisionNotKept, msg: "no such revision",
 	answer: "the popup has no such revision",
 	field:  "revision", fieldMsg: "is not a revision of this popup (see its history)"}
@@ -34,6 +34,16 @@ const (
 	ActionExperimentStop     Action = "experiment_stop"
 	ActionExperimentConclude Action = "experiment_conclude"
 )
+
+// Change is one popup write as the history and the audit log record it: who made it, what it
+// did, and the popup before (nil for a create) and after, as stored (its id, revision and
+// updated_at are the store's).
+type Change struct {
+	Actor  Actor
+	Action Action
+	Before *Popup
+	After  Popup
+}
 
 // UpdateOptions are how an update writes, beyond the popup it writes.
 type UpdateOptions struct {

@@ -101,8 +101,8 @@ func (a Actor) May(w Write) error {
 // Write is one popup write as the rights rule sees it.
 type Write struct {
 	Action Action
-	// Before is the stored popup's status (an update, archive or rollback): the store reads it
-	// in the write's transaction, with the row locked, so it cannot change before the write.
+	// Before is the stored popup's status (an update, archive or rollback): the write reads it
+	// in its transaction, with the row locked, so it cannot change before the write.
 	Before Status
 	// After is the status the write leaves (a create or an update).
 	After  Status

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/event"
+	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
@@ -21,19 +22,19 @@ import (
 
 // runningExperiment stores a popup with a running experiment (variants a and b at 40, a control
 // at 20 that shows nothing) and returns it.
-func runningExperiment(t *testing.T, repo *mysqlstore.PopupRepo, name string) popup.Popup {
+func runningExperiment(t *testing.T, writes *manage.Service, name string) popup.Popup {
 	t.Helper()
 	ctx := context.Background()
 	admin := popup.Actor{Name: "tester", Role: popup.RoleAdmin}
 	p, err := popup.Input{Name: name}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
-	p, err = repo.Create(ctx, admin, p)
+	p, err = writes.Create(ctx, admin, p)
 	require.NoError(t, err)
 	p.Experiment = &popup.Experiment{CoveragePercent: 100, Variants: []popup.Variant{{Key: "a", Weight: 40}, {Key: "b", Weight: 40}},
 		Control: &popup.Control{Weight: 20, Mode: popup.ControlNone}}
-	p, _, err = repo.Update(ctx, admin, p.ID, p, popup.UpdateOptions{})
+	p, _, err = writes.Update(ctx, admin, p.ID, p, popup.UpdateOptions{})
 	require.NoError(t, err)
-	p, err = repo.Transition(ctx, admin, p.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStart}, nil)
+	p, err = writes.Transition(ctx, admin, p.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStart}, nil)
 	require.NoError(t, err)
 	require.True(t, p.Experiment.Assigning())
 	return p
@@ -80,15 +81,16 @@ func TestSRMMetricAlarmsOnASkewedExperimentOnly(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.MySQL(t)
 	repo := mysqlstore.NewPopupRepo(db)
+	writes := manage.New(manage.TxFunc[*mysqlstore.Tx](repo.InTx), time.Now)
 	w := mysqlstore.NewEventWriter(db)
-	skewed := runningExperiment(t, repo, "skewed")
-	even := runningExperiment(t, repo, "even")
+	skewed := runningExperiment(t, writes, "skewed")
+	even := runningExperiment(t, writes, "even")
 	exposeUsers(t, w, skewed, map[string]int{"a": 400, "b": 400, "control": 100}) // the control lost half its users
 	exposeUsers(t, w, even, map[string]int{"a": 400, "b": 410, "control": 195})
 
 	plain, err := popup.Input{Name: "no experiment"}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
-	_, err = repo.Create(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, plain)
+	_, err = writes.Create(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, plain)
 	require.NoError(t, err)
 	listed, err := repo.ListWithExperiments(ctx)
 	require.NoError(t, err)
@@ -106,7 +108,7 @@ func TestSRMMetricAlarmsOnASkewedExperimentOnly(t *testing.T) {
 	assert.Greater(t, ps[id(even)], 0.1)
 
 	// A stopped experiment loses its series.
-	_, err = repo.Transition(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, skewed.ID,
+	_, err = writes.Transition(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, skewed.ID,
 		popup.ExperimentTransition{Action: popup.ActionExperimentStop}, nil)
 	require.NoError(t, err)
 	require.NoError(t, m.refresh(ctx))

@@ -1,0 +1,219 @@
+package managetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/manage"
+	"popupsvc/internal/popup"
+)
+
+// Conformance runs the tests every manage.Store passes, each on a store of its own from open
+// (empty, with migrations applied): what the write path relies on beyond its own rules.
+func Conformance(t *testing.T, open func(t *testing.T) manage.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s manage.Store)
+	}{
+		{"insert assigns an id and revision 1, overwrite increments it", insertThenOverwrite},
+		{"a revision is kept once recorded", revisionsKept},
+		{"a missing popup is not found", missingPopup},
+		{"an overwrite keeps its revision condition", overwriteCondition},
+		{"live names are unique, trailing spaces aside", liveNames},
+		{"a batch is stored and returned in order", batchOrder},
+		{"a failed transaction leaves nothing", failedTxRollsBack},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.run(t, open(t))
+		})
+	}
+}
+
+var ctx = context.Background()
+
+// build is a valid popup named name.
+func build(t *testing.T, name string) popup.Popup {
+	t.Helper()
+	p, err := popup.Input{Name: name}.Build()
+	require.NoError(t, err)
+	p.BucketSeed = "conformance"
+	return p
+}
+
+// inTx runs fn in a transaction of s that must succeed.
+func inTx(t *testing.T, s manage.Store, fn func(tx manage.Tx) error) {
+	t.Helper()
+	require.NoError(t, s.InTx(ctx, fn))
+}
+
+// insert stores ps in one transaction and returns them as stored.
+func insert(t *testing.T, s manage.Store, ps ...popup.Popup) []popup.Popup {
+	t.Helper()
+	var out []popup.Popup
+	inTx(t, s, func(tx manage.Tx) (err error) {
+		out, err = tx.Insert(ctx, ps)
+		return err
+	})
+	return out
+}
+
+func insertThenOverwrite(t *testing.T, s manage.Store) {
+	p := build(t, "a")
+	start := time.Date(2026, 3, 1, 8, 0, 0, 123_456_789, time.FixedZone("x", 3600))
+	p.StartAt = &start
+	stored := insert(t, s, p)[0]
+	assert.Positive(t, stored.ID)
+	assert.Equal(t, int64(1), stored.Revision)
+	require.NotNil(t, stored.StartAt)
+	assert.Equal(t, start.UTC().Truncate(time.Millisecond), *stored.StartAt, "window times are kept at millisecond precision")
+
+	next := stored
+	next.Title = "changed"
+	var written popup.Popup
+	inTx(t, s, func(tx manage.Tx) error {
+		ps, err := tx.Overwrite(ctx, []popup.Popup{next}, nil)
+		if err == nil {
+			written = ps[0]
+		}
+		return err
+	})
+	assert.Equal(t, stored.ID, written.ID)
+	assert.Equal(t, int64(2), written.Revision)
+	assert.Equal(t, "changed", written.Title)
+	assert.Equal(t, stored.CreatedAt, written.CreatedAt)
+	inTx(t, s, func(tx manage.Tx) error {
+		got, err := tx.GetForUpdate(ctx, stored.ID)
+		assert.Equal(t, written, got)
+		return err
+	})
+}
+
+func revisionsKept(t *testing.T, s manage.Store) {
+	stored := insert(t, s, build(t, "a"))[0]
+	inTx(t, s, func(tx manage.Tx) error {
+		return tx.Record(ctx, []popup.Change{{Actor: popup.Actor{Name: "alice", Role: popup.RoleEditor}, Action: popup.ActionCreate, After: stored}})
+	})
+	inTx(t, s, func(tx manage.Tx) error {
+		got, err := tx.Revision(ctx, stored.ID, 1)
+		require.NoError(t, err)
+		assert.Equal(t, stored.Name, got.Name)
+		assert.Equal(t, stored.BucketSeed, got.BucketSeed)
+		_, err = tx.Revision(ctx, stored.ID, 2)
+		assert.ErrorIs(t, err, popup.ErrRevisionNotKept)
+		return nil
+	})
+}
+
+func missingPopup(t *testing.T, s manage.Store) {
+	inTx(t, s, func(tx manage.Tx) error {
+		_, err := tx.GetForUpdate(ctx, 4242)
+		assert.ErrorIs(t, err, popup.ErrNotFound)
+		return nil
+	})
+	p := build(t, "ghost")
+	p.ID = 4242
+	err := s.InTx(ctx, func(tx manage.Tx) error {
+		_, err := tx.Overwrite(ctx, []popup.Popup{p}, []int64{1})
+		return err
+	})
+	assert.ErrorIs(t, err, popup.ErrNotFound)
+}
+
+func overwriteCondition(t *testing.T, s manage.Store) {
+	stored := insert(t, s, build(t, "a"))[0]
+	tests := []struct {
+		name string
+		give []int64
+		want error
+	}{
+		{name: "another revision", give: []int64{7}, want: popup.ErrRevisionMismatch},
+		{name: "an empty list matches none", give: []int64{}, want: popup.ErrRevisionMismatch},
+		{name: "one of the listed", give: []int64{7, 1}},
+	}
+	for _, tt := range tests {
+		err := s.InTx(ctx, func(tx manage.Tx) error {
+			_, err := tx.Overwrite(ctx, []popup.Popup{stored}, tt.give)
+			return err
+		})
+		if tt.want == nil {
+			assert.NoError(t, err, tt.name)
+		} else {
+			assert.ErrorIs(t, err, tt.want, tt.name)
+		}
+	}
+}
+
+func liveNames(t *testing.T, s manage.Store) {
+	a := insert(t, s, build(t, "a"))[0]
+	err := s.InTx(ctx, func(tx manage.Tx) error {
+		_, err := tx.Insert(ctx, []popup.Popup{build(t, "a  ")})
+		return err
+	})
+	assert.ErrorIs(t, err, popup.ErrNameTaken, "a name with trailing spaces is the same name")
+	b := insert(t, s, build(t, "A"))[0]
+	assert.NotEqual(t, a.ID, b.ID, "names differing in case are two names")
+
+	archived := a
+	archived.Status = popup.StatusArchived
+	inTx(t, s, func(tx manage.Tx) error {
+		_, err := tx.Overwrite(ctx, []popup.Popup{archived}, nil)
+		return err
+	})
+	again := insert(t, s, build(t, "a"))[0]
+	inTx(t, s, func(tx manage.Tx) error {
+		got, err := tx.LockByName(ctx, []string{"a  ", "A", "none"})
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+		require.NotNil(t, got[0])
+		assert.Equal(t, again.ID, got[0].ID, "the live popup, not the archived one")
+		require.NotNil(t, got[1])
+		assert.Equal(t, b.ID, got[1].ID)
+		assert.Nil(t, got[2])
+		return nil
+	})
+}
+
+func batchOrder(t *testing.T, s manage.Store) {
+	stored := insert(t, s, build(t, "c"), build(t, "a"), build(t, "b"))
+	require.Len(t, stored, 3)
+	for i, name := range []string{"c", "a", "b"} {
+		assert.Equal(t, name, stored[i].Name)
+		stored[i].Title = "t-" + name
+	}
+	stored[0], stored[2] = stored[2], stored[0]
+	var written []popup.Popup
+	inTx(t, s, func(tx manage.Tx) (err error) {
+		written, err = tx.Overwrite(ctx, stored, nil)
+		return err
+	})
+	require.Len(t, written, 3)
+	for i, name := range []string{"b", "a", "c"} {
+		assert.Equal(t, name, written[i].Name)
+		assert.Equal(t, "t-"+name, written[i].Title)
+		assert.Equal(t, int64(2), written[i].Revision)
+	}
+}
+
+func failedTxRollsBack(t *testing.T, s manage.Store) {
+	boom := errors.New("boom")
+	err := s.InTx(ctx, func(tx manage.Tx) error {
+		if _, err := tx.Insert(ctx, []popup.Popup{build(t, "a")}); err != nil {
+			return err
+		}
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	inTx(t, s, func(tx manage.Tx) error {
+		got, err := tx.LockByName(ctx, []string{"a"})
+		assert.Nil(t, got[0], "the insert was rolled back")
+		return err
+	})
+}
