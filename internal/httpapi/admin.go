@@ -119,9 +119,9 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.DELETE("/popups/:id", publisher("archiving a popup"), a.archive)
 	v1.GET("/popups/:id/history", a.history)
 	v1.POST("/popups/:id/rollback", publisher("rolling back a popup"), a.rollback)
-	v1.POST("/popups/:id/experiment/start", editor, a.transition(popup.ActionExperimentStart))
-	v1.POST("/popups/:id/experiment/stop", editor, a.transition(popup.ActionExperimentStop))
-	v1.POST("/popups/:id/experiment/conclude", editor, a.transition(popup.ActionExperimentConclude))
+	v1.POST("/popups/:id/experiment/start", editor, a.transition(popup.ChangeExperimentStart))
+	v1.POST("/popups/:id/experiment/stop", editor, a.transition(popup.ChangeExperimentStop))
+	v1.POST("/popups/:id/experiment/conclude", editor, a.transition(popup.ChangeExperimentConclude))
 	v1.GET("/audit", a.audit)
 	v1.GET("/export", a.export)
 	v1.POST("/import", editor, a.importPopups)
@@ -235,7 +235,7 @@ func (a *Admin) writePopup(c *gin.Context, status int, p popup.Popup) {
 // save runs one popup write, logs it (operator, role, action, popup, revision; never a token),
 // propagates it to every instance and answers with the stored popup. A write that changed
 // nothing (changed false) is answered with the stored popup alone: nothing to log or propagate.
-func (a *Admin) save(c *gin.Context, status int, action popup.Action, write func(ctx context.Context, by popup.Actor) (stored popup.Popup, changed bool, err error)) {
+func (a *Admin) save(c *gin.Context, status int, action popup.ChangeKind, write func(ctx context.Context, by popup.Actor) (stored popup.Popup, changed bool, err error)) {
 	by := actor(c)
 	stored, changed, err := write(c.Request.Context(), by)
 	if err != nil {
@@ -258,7 +258,7 @@ func (a *Admin) create(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.save(c, http.StatusCreated, popup.ActionCreate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
+	a.save(c, http.StatusCreated, popup.ChangeCreate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return alwaysChanges(a.Repo.Create(ctx, by, p))
 	})
 }
@@ -280,14 +280,14 @@ func (a *Admin) update(c *gin.Context) {
 		return
 	}
 	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept}
-	a.save(c, http.StatusOK, popup.ActionUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
+	a.save(c, http.StatusOK, popup.ChangeUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Update(ctx, by, id, p, opts)
 	})
 }
 
 // transition answers POST /admin/v1/popups/{id}/experiment/{start,stop,conclude}: the popup's
 // experiment changes status (a conclude ships the variant its body names), as one write.
-func (a *Admin) transition(action popup.Action) gin.HandlerFunc {
+func (a *Admin) transition(action popup.ChangeKind) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, aerr := popupID(c)
 		if aerr != nil {
@@ -295,7 +295,7 @@ func (a *Admin) transition(action popup.Action) gin.HandlerFunc {
 			return
 		}
 		t := popup.ExperimentTransition{Action: action}
-		if action == popup.ActionExperimentConclude {
+		if action == popup.ChangeExperimentConclude {
 			var body struct {
 				Variant *string `json:"variant"`
 			}
@@ -324,7 +324,7 @@ func (a *Admin) archive(c *gin.Context) {
 		return
 	}
 	revs := ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionArchive, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
+	a.save(c, http.StatusOK, popup.ChangeArchive, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return alwaysChanges(a.Repo.Archive(ctx, by, id, revs))
 	})
 }

@@ -91,7 +91,7 @@ func (a *Admin) list(c *gin.Context) {
 		}
 	}
 	if s, ok := c.GetQuery("state"); ok {
-		if q.State = popup.State(s); !q.State.Valid() {
+		if q.State = popup.CampaignState(s); !q.State.Valid() {
 			writeError(c, a.Log, queryError("state", "must be draft, scheduled, running, paused, ended or archived"))
 			return
 		}
@@ -283,7 +283,7 @@ func (a *Admin) rollback(c *gin.Context) {
 		return
 	}
 	to, revs := *body.Revision, ifMatch(c)
-	a.save(c, http.StatusOK, popup.ActionRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
+	a.save(c, http.StatusOK, popup.ChangeRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Rollback(ctx, by, id, to, revs)
 	})
 }
@@ -395,7 +395,7 @@ func (a *Admin) importPopups(c *gin.Context) {
 		return
 	}
 	if !dryRun && res.Created+res.Updated > 0 {
-		a.Log.Info("popups imported", "operator", by.Name, "role", by.Role.String(), "action", string(popup.ActionImport),
+		a.Log.Info("popups imported", "operator", by.Name, "role", by.Role.String(), "action", string(popup.ChangeImport),
 			"created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
 		a.propagate(c.Request.Context())
 	}

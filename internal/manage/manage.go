@@ -32,12 +32,12 @@ func New(store Store, now func() time.Time) *Service { return &Service{store: st
 type edit struct {
 	before *popup.Popup
 	next   popup.Popup
-	action popup.Action
+	action popup.ChangeKind
 }
 
 // write is what one exported write asks of the path (run).
 type write struct {
-	action popup.Action
+	action popup.ChangeKind
 	// after is the status a create or an update asks for (the rights rule's After).
 	after      popup.Status
 	dryRun     bool
@@ -206,7 +206,7 @@ func settle(acceptReassignment bool) func(e *edit, now time.Time) error {
 		e.next.Experiment = copyExperiment(e.next.Experiment) // the caller's popup may share it
 		reassigned, err := popup.KeepExperiment(e.next.Experiment, stored.Experiment, acceptReassignment, now)
 		if reassigned {
-			e.action = popup.ActionReassign
+			e.action = popup.ChangeReassign
 		}
 		return err
 	}
@@ -222,7 +222,7 @@ func copyExperiment(e *popup.Experiment) *popup.Experiment {
 }
 
 // one locks popup id for a write of one popup; next is the content the write asks for.
-func one(id int64, next popup.Popup, action popup.Action) func(context.Context, Tx) ([]edit, error) {
+func one(id int64, next popup.Popup, action popup.ChangeKind) func(context.Context, Tx) ([]edit, error) {
 	return func(ctx context.Context, tx Tx) ([]edit, error) {
 		before, err := tx.GetForUpdate(ctx, id)
 		if err != nil {
@@ -264,9 +264,9 @@ func contentKey(p popup.Popup) ([]byte, error) {
 // Create stores a new popup at revision 1 and returns it with its id. A popup without a bucket
 // seed gets a fresh one; its experiment, if any, is a draft at phase 1.
 func (s *Service) Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
-	out, err := s.run(ctx, actor, write{action: popup.ActionCreate, after: p.Status,
+	out, err := s.run(ctx, actor, write{action: popup.ChangeCreate, after: p.Status,
 		lock: func(context.Context, Tx) ([]edit, error) {
-			return []edit{{next: p, action: popup.ActionCreate}}, nil
+			return []edit{{next: p, action: popup.ChangeCreate}}, nil
 		},
 		apply: settle(false)})
 	if err != nil {
@@ -281,8 +281,8 @@ func (s *Service) Create(ctx context.Context, actor popup.Actor, p popup.Popup) 
 // one of them, so of two writers who read the same revision exactly one wins. When p equals the
 // stored popup nothing is written: changed is false and the stored popup is returned as it is.
 func (s *Service) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
-	out, err := s.run(ctx, actor, write{action: popup.ActionUpdate, after: p.Status, ifRevision: opts.IfRevision,
-		lock: one(id, p, popup.ActionUpdate), apply: settle(opts.AcceptReassignment)})
+	out, err := s.run(ctx, actor, write{action: popup.ChangeUpdate, after: p.Status, ifRevision: opts.IfRevision,
+		lock: one(id, p, popup.ChangeUpdate), apply: settle(opts.AcceptReassignment)})
 	if err != nil {
 		return popup.Popup{}, false, fmt.Errorf("update popup %d: %w", id, err)
 	}
@@ -305,8 +305,8 @@ func (s *Service) Transition(ctx context.Context, actor popup.Actor, id int64, t
 // Archive sets a popup's status to archived (DELETE in the admin API: rows are never removed,
 // the action log refers to them) and increments its revision, always.
 func (s *Service) Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error) {
-	out, err := s.run(ctx, actor, write{action: popup.ActionArchive, ifRevision: ifRevision, always: true,
-		lock: one(id, popup.Popup{}, popup.ActionArchive), target: fromStored,
+	out, err := s.run(ctx, actor, write{action: popup.ChangeArchive, ifRevision: ifRevision, always: true,
+		lock: one(id, popup.Popup{}, popup.ChangeArchive), target: fromStored,
 		apply: func(e *edit, _ time.Time) error { e.next.Status = popup.StatusArchived; return nil }})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("archive popup %d: %w", id, err)
@@ -320,8 +320,8 @@ func (s *Service) Archive(ctx context.Context, actor popup.Actor, id int64, ifRe
 // that content is what the popup holds already (changed false). The status is the old
 // revision's too: rolling back over an archive brings the popup back.
 func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
-	out, err := s.run(ctx, actor, write{action: popup.ActionRollback, ifRevision: ifRevision,
-		lock: one(id, popup.Popup{}, popup.ActionRollback),
+	out, err := s.run(ctx, actor, write{action: popup.ChangeRollback, ifRevision: ifRevision,
+		lock: one(id, popup.Popup{}, popup.ChangeRollback),
 		target: func(ctx context.Context, tx Tx, e *edit) error {
 			old, err := tx.Revision(ctx, id, toRevision)
 			if err != nil {
@@ -345,7 +345,7 @@ func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevisio
 // no name twice (the caller validated it); the matched popups stay locked while the import runs,
 // so the counts are exact.
 func (s *Service) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
-	out, err := s.run(ctx, actor, write{action: popup.ActionImport, dryRun: dryRun, batch: true,
+	out, err := s.run(ctx, actor, write{action: popup.ChangeImport, dryRun: dryRun, batch: true,
 		lock: func(ctx context.Context, tx Tx) ([]edit, error) {
 			names := make([]string, len(ps))
 			for i, p := range ps {
@@ -357,7 +357,7 @@ func (s *Service) Import(ctx context.Context, actor popup.Actor, ps []popup.Popu
 			}
 			edits := make([]edit, len(ps))
 			for i, p := range ps {
-				edits[i] = edit{before: matched[i], next: p, action: popup.ActionImport}
+				edits[i] = edit{before: matched[i], next: p, action: popup.ChangeImport}
 				if old := matched[i]; old != nil {
 					edits[i].next.Name = old.Name // an import does not rename, even where the index ignores a difference
 				}

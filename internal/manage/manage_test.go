@@ -77,7 +77,7 @@ var (
 		return err
 	}
 	startLive write = func(f fixture, a popup.Actor, revs []int64) error {
-		_, err := f.svc.Transition(ctx, a, f.live.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStart}, revs)
+		_, err := f.svc.Transition(ctx, a, f.live.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentStart}, revs)
 		return err
 	}
 	rollBackLive write = func(f fixture, a popup.Actor, revs []int64) error {
@@ -145,21 +145,21 @@ func TestEveryWriteRecordsItsActionThroughThePath(t *testing.T) {
 	tests := []struct {
 		name string
 		give func(f fixture) (popup.Popup, error)
-		want popup.Action
+		want popup.ChangeKind
 	}{
-		{name: "update", want: popup.ActionUpdate, give: func(f fixture) (popup.Popup, error) {
+		{name: "update", want: popup.ChangeUpdate, give: func(f fixture) (popup.Popup, error) {
 			p := f.live
 			p.Title = "third"
 			p, _, err := f.svc.Update(ctx, publisher, f.live.ID, p, popup.UpdateOptions{IfRevision: []int64{2}})
 			return p, err
 		}},
-		{name: "archive", want: popup.ActionArchive, give: func(f fixture) (popup.Popup, error) {
+		{name: "archive", want: popup.ChangeArchive, give: func(f fixture) (popup.Popup, error) {
 			return f.svc.Archive(ctx, publisher, f.live.ID, []int64{2})
 		}},
-		{name: "experiment start", want: popup.ActionExperimentStart, give: func(f fixture) (popup.Popup, error) {
-			return f.svc.Transition(ctx, publisher, f.live.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStart}, nil)
+		{name: "experiment start", want: popup.ChangeExperimentStart, give: func(f fixture) (popup.Popup, error) {
+			return f.svc.Transition(ctx, publisher, f.live.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentStart}, nil)
 		}},
-		{name: "rollback", want: popup.ActionRollback, give: func(f fixture) (popup.Popup, error) {
+		{name: "rollback", want: popup.ChangeRollback, give: func(f fixture) (popup.Popup, error) {
 			p, _, err := f.svc.Rollback(ctx, publisher, f.live.ID, 1, []int64{2})
 			return p, err
 		}},
@@ -253,10 +253,10 @@ func TestExperimentPhaseRules(t *testing.T) {
 	assert.Equal(t, popup.ExperimentDraft, e.Status, "a new experiment is a draft")
 	assert.Equal(t, 1, e.Phase)
 
-	_, err := f.svc.Transition(ctx, publisher, f.draft.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStart}, nil)
+	_, err := f.svc.Transition(ctx, publisher, f.draft.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentStart}, nil)
 	assert.ErrorIs(t, err, popup.ErrExperimentMissing)
 
-	started, err := f.svc.Transition(ctx, publisher, f.live.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStart}, nil)
+	started, err := f.svc.Transition(ctx, publisher, f.live.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentStart}, nil)
 	require.NoError(t, err)
 	require.NotNil(t, started.Experiment.PhaseStartedAt)
 	assert.Equal(t, t0, *started.Experiment.PhaseStartedAt, "a phase starts on the service's clock")
@@ -272,17 +272,17 @@ func TestExperimentPhaseRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, got.Experiment.Phase, "an accepted reassignment keeps the phase")
 	audit := f.mem.Audit()
-	assert.Equal(t, popup.ActionReassign, audit[len(audit)-1].Action)
+	assert.Equal(t, popup.ChangeReassign, audit[len(audit)-1].Action)
 
 	moved.Experiment.Variants[0].Weight, moved.Experiment.Variants[1].Weight = 40, 60
 	got, _, err = f.svc.Update(ctx, publisher, started.ID, moved, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 2, got.Experiment.Phase, "a change of the arms starts a new phase")
 
-	concluded, err := f.svc.Transition(ctx, publisher, started.ID, popup.ExperimentTransition{Action: popup.ActionExperimentConclude, Variant: "a"}, nil)
+	concluded, err := f.svc.Transition(ctx, publisher, started.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentConclude, Variant: "a"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, popup.ExperimentConcluded, concluded.Experiment.Status)
-	_, err = f.svc.Transition(ctx, publisher, started.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStop}, nil)
+	_, err = f.svc.Transition(ctx, publisher, started.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentStop}, nil)
 	assert.ErrorIs(t, err, popup.ErrExperimentConcluded)
 }
 
@@ -313,7 +313,7 @@ func TestRefusals(t *testing.T) {
 			return err
 		}},
 		{name: "a transition of a missing popup", want: popup.ErrNotFound, give: func(f fixture) error {
-			_, err := f.svc.Transition(ctx, publisher, missing, popup.ExperimentTransition{Action: popup.ActionExperimentStop}, nil)
+			_, err := f.svc.Transition(ctx, publisher, missing, popup.ExperimentTransition{Action: popup.ChangeExperimentStop}, nil)
 			return err
 		}},
 		{name: "a rollback of a missing popup", want: popup.ErrNotFound, give: func(f fixture) error {
@@ -413,7 +413,7 @@ func TestAnImportIsAuditedPopupByPopup(t *testing.T) {
 	require.Len(t, audit, 2, "the unchanged draft is not recorded")
 	byName := map[string]popup.Change{}
 	for _, c := range audit {
-		assert.Equal(t, popup.ActionImport, c.Action)
+		assert.Equal(t, popup.ChangeImport, c.Action)
 		assert.Equal(t, publisher, c.Actor)
 		byName[c.After.Name] = c
 	}

@@ -255,7 +255,7 @@ func jsonText(key string) string {
 
 // stateConds computes each campaign state from the status and the window at ? (now), as
 // popup.Popup.StateAt does: the window is [start_at, end_at).
-var stateConds = map[popup.State]string{
+var stateConds = map[popup.CampaignState]string{
 	popup.StateDraft:     `status = 'draft'`,
 	popup.StatePaused:    `status = 'paused'`,
 	popup.StateArchived:  `status = 'archived'`,
@@ -359,7 +359,7 @@ func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &role, &action, &e.PopupID, &e.Revision, &before, &after); err != nil {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
-		e.At, e.Role, e.Action = e.At.UTC(), roleOf(role), popup.Action(action)
+		e.At, e.Role, e.Action = e.At.UTC(), roleOf(role), popup.ChangeKind(action)
 		if e.Before, err = decodeNullDoc(before); err != nil {
 			return nil, fmt.Errorf("audit entry %d: %w", e.ID, err)
 		}

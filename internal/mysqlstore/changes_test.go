@@ -104,7 +104,7 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	log, err := repo.Audit(ctx, popup.AuditQuery{PopupID: p.ID, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, log, 3, "failed writes leave no entry")
-	assert.Equal(t, popup.ActionArchive, log[0].Action)
+	assert.Equal(t, popup.ChangeArchive, log[0].Action)
 	assert.Equal(t, "carol", log[0].Actor)
 	assert.Equal(t, popup.StatusArchived, log[0].After.Status)
 	assert.Equal(t, "t", log[0].Before.Title)
@@ -112,7 +112,7 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	page, err := repo.Audit(ctx, popup.AuditQuery{Actor: "bob", Before: log[0].ID, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page, 1)
-	assert.Equal(t, popup.ActionUpdate, page[0].Action)
+	assert.Equal(t, popup.ChangeUpdate, page[0].Action)
 }
 
 func TestImportMatchesNamesAsTheUniqueIndexDoes(t *testing.T) {

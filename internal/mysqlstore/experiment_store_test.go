@@ -39,12 +39,12 @@ func withExperiment(t *testing.T, name string, status popup.Status) popup.Popup 
 	}})
 }
 
-func transition(action popup.Action) popup.ExperimentTransition {
+func transition(action popup.ChangeKind) popup.ExperimentTransition {
 	return popup.ExperimentTransition{Action: action}
 }
 
 // lastAction is the action of popup id's newest audit entry.
-func lastAction(t *testing.T, repo *writableRepo, id int64) popup.Action {
+func lastAction(t *testing.T, repo *writableRepo, id int64) popup.ChangeKind {
 	t.Helper()
 	entries, err := repo.Audit(context.Background(), popup.AuditQuery{PopupID: id, Limit: 1})
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestExperimentPhaseRulesOnUpdate(t *testing.T) {
 	assert.Equal(t, popup.ExperimentDraft, p.Experiment.Status)
 	assert.Equal(t, 1, p.Experiment.Phase)
 	salt1 := p.Experiment.Salt
-	p, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ActionExperimentStart), nil)
+	p, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStart), nil)
 	require.NoError(t, err)
 	assert.Equal(t, popup.ExperimentRunning, p.Experiment.Status)
 	assert.Equal(t, t0, *p.Experiment.PhaseStartedAt)
@@ -76,7 +76,7 @@ func TestExperimentPhaseRulesOnUpdate(t *testing.T) {
 	assert.Equal(t, 1, got.Experiment.Phase)
 	assert.Equal(t, salt1, got.Experiment.Salt)
 	assert.Equal(t, popup.ExperimentRunning, got.Experiment.Status, "the status is the stored one")
-	assert.Equal(t, popup.ActionUpdate, lastAction(t, repo, p.ID))
+	assert.Equal(t, popup.ChangeUpdate, lastAction(t, repo, p.ID))
 
 	// The same again: nothing written.
 	same, changed, err := repo.Update(ctx, as("alice"), p.ID, next, popup.UpdateOptions{})
@@ -91,7 +91,7 @@ func TestExperimentPhaseRulesOnUpdate(t *testing.T) {
 	assert.Equal(t, 1, got.Experiment.Phase)
 	assert.Equal(t, salt1, got.Experiment.Salt)
 	assert.Equal(t, 30, got.Experiment.Variants[0].Weight)
-	assert.Equal(t, popup.ActionReassign, lastAction(t, repo, p.ID))
+	assert.Equal(t, popup.ChangeReassign, lastAction(t, repo, p.ID))
 
 	// Other weights not accepted: phase 2 with a new salt, starting now since it runs.
 	next.Experiment.Variants[0].Weight, next.Experiment.Variants[1].Weight = 20, 60
@@ -102,7 +102,7 @@ func TestExperimentPhaseRulesOnUpdate(t *testing.T) {
 	assert.Equal(t, 2, got.Experiment.Phase)
 	assert.NotEqual(t, salt1, got.Experiment.Salt)
 	assert.Equal(t, later, *got.Experiment.PhaseStartedAt)
-	assert.Equal(t, popup.ActionUpdate, lastAction(t, repo, p.ID))
+	assert.Equal(t, popup.ChangeUpdate, lastAction(t, repo, p.ID))
 
 	// Server-managed fields sent back are not written.
 	forged := withExperiment(t, "exp", popup.StatusActive)
@@ -121,7 +121,7 @@ func TestExperimentPhaseRulesOnUpdate(t *testing.T) {
 	bare := mustBuild(t, popup.Input{Name: "exp", Title: "own"})
 	_, _, err = repo.Update(ctx, as("alice"), p.ID, bare, popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrExperimentRunning)
-	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ActionExperimentStop), nil)
+	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStop), nil)
 	require.NoError(t, err)
 	removed, _, err := repo.Update(ctx, as("alice"), p.ID, bare, popup.UpdateOptions{})
 	require.NoError(t, err)
@@ -141,41 +141,41 @@ func TestExperimentTransitions(t *testing.T) {
 	repo, _ := experimentRepo(t)
 	bare, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "bare"}))
 	require.NoError(t, err)
-	_, err = repo.Transition(ctx, as("alice"), bare.ID, transition(popup.ActionExperimentStart), nil)
+	_, err = repo.Transition(ctx, as("alice"), bare.ID, transition(popup.ChangeExperimentStart), nil)
 	require.ErrorIs(t, err, popup.ErrExperimentMissing)
-	_, err = repo.Transition(ctx, as("alice"), bare.ID+1000, transition(popup.ActionExperimentStart), nil)
+	_, err = repo.Transition(ctx, as("alice"), bare.ID+1000, transition(popup.ChangeExperimentStart), nil)
 	require.ErrorIs(t, err, popup.ErrNotFound)
 
 	p, err := repo.Create(ctx, as("alice"), withExperiment(t, "exp", popup.StatusActive))
 	require.NoError(t, err)
 	version, err := repo.Version(ctx)
 	require.NoError(t, err)
-	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ActionExperimentStop), nil)
+	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStop), nil)
 	require.ErrorIs(t, err, popup.ErrExperimentState, "a draft does not stop")
-	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ActionExperimentStart), []int64{p.Revision + 1})
+	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStart), []int64{p.Revision + 1})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 	after, err := repo.Version(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, version, after, "a refused transition writes nothing")
 
-	started, err := repo.Transition(ctx, as("alice"), p.ID, transition(popup.ActionExperimentStart), []int64{p.Revision})
+	started, err := repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStart), []int64{p.Revision})
 	require.NoError(t, err)
 	assert.Equal(t, p.Revision+1, started.Revision)
-	assert.Equal(t, popup.ActionExperimentStart, lastAction(t, repo, p.ID))
+	assert.Equal(t, popup.ChangeExperimentStart, lastAction(t, repo, p.ID))
 	after, err = repo.Version(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, after, version, "a transition bumps the config version")
 
-	_, err = repo.Transition(ctx, as("alice"), p.ID, popup.ExperimentTransition{Action: popup.ActionExperimentConclude, Variant: "control"}, nil)
+	_, err = repo.Transition(ctx, as("alice"), p.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentConclude, Variant: "control"}, nil)
 	require.ErrorIs(t, err, popup.ErrUnknownVariant)
-	concluded, err := repo.Transition(ctx, as("alice"), p.ID, popup.ExperimentTransition{Action: popup.ActionExperimentConclude, Variant: "b"}, nil)
+	concluded, err := repo.Transition(ctx, as("alice"), p.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentConclude, Variant: "b"}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, popup.ActionExperimentConclude, lastAction(t, repo, p.ID))
+	assert.Equal(t, popup.ChangeExperimentConclude, lastAction(t, repo, p.ID))
 	assert.Equal(t, popup.ExperimentConcluded, concluded.Experiment.Status)
 	assert.Equal(t, "b", concluded.Experiment.ConcludedVariant)
 	assert.Equal(t, concluded.Experiment.Variants[1].Creative, concluded.Creative(), "the variant's content became the popup's own")
 
-	for _, a := range []popup.Action{popup.ActionExperimentStart, popup.ActionExperimentStop} {
+	for _, a := range []popup.ChangeKind{popup.ChangeExperimentStart, popup.ChangeExperimentStop} {
 		_, err = repo.Transition(ctx, as("alice"), p.ID, transition(a), nil)
 		require.ErrorIs(t, err, popup.ErrExperimentConcluded, a)
 	}
@@ -201,13 +201,13 @@ func TestExperimentTransitionsNeedThePutsRole(t *testing.T) {
 	live, err := repo.Create(ctx, as("alice"), withExperiment(t, "live", popup.StatusActive))
 	require.NoError(t, err)
 
-	_, err = repo.Transition(ctx, editor, draft.ID, transition(popup.ActionExperimentStart), nil)
+	_, err = repo.Transition(ctx, editor, draft.ID, transition(popup.ChangeExperimentStart), nil)
 	assert.NoError(t, err, "an editor edits a draft")
-	_, err = repo.Transition(ctx, editor, live.ID, transition(popup.ActionExperimentStart), []int64{99})
+	_, err = repo.Transition(ctx, editor, live.ID, transition(popup.ChangeExperimentStart), []int64{99})
 	var fe *popup.ForbiddenError
 	require.ErrorAs(t, err, &fe, "the role comes before the revision")
 	assert.Equal(t, popup.RolePublisher, fe.Needed)
-	_, err = repo.Transition(ctx, popup.Actor{Name: "pat", Role: popup.RolePublisher}, live.ID, transition(popup.ActionExperimentStart), nil)
+	_, err = repo.Transition(ctx, popup.Actor{Name: "pat", Role: popup.RolePublisher}, live.ID, transition(popup.ChangeExperimentStart), nil)
 	assert.NoError(t, err)
 }
 
@@ -236,7 +236,7 @@ func TestHistoryAndRollbackRestoreAnExperiment(t *testing.T) {
 	assert.Equal(t, 1, back.Experiment.Phase, "it comes back as a new experiment would")
 
 	// Rolling back over a running experiment to a revision without one is refused.
-	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ActionExperimentStart), nil)
+	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStart), nil)
 	require.NoError(t, err)
 	_, _, err = repo.Rollback(ctx, as("alice"), p.ID, 2, nil)
 	require.ErrorIs(t, err, popup.ErrExperimentRunning)
@@ -248,7 +248,7 @@ func TestImportAppliesTheExperimentRules(t *testing.T) {
 	repo, _ := experimentRepo(t)
 	p, err := repo.Create(ctx, as("alice"), withExperiment(t, "exp", popup.StatusActive))
 	require.NoError(t, err)
-	p, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ActionExperimentStart), nil)
+	p, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStart), nil)
 	require.NoError(t, err)
 
 	// Export and import back: unchanged.

@@ -16,23 +16,23 @@ var ErrRevisionNotKept error = &Error{code: CodeRevisionNotKept, msg: "no such r
 	answer: "the popup has no such revision",
 	field:  "revision", fieldMsg: "is not a revision of this popup (see its history)"}
 
-// Action is what a write did to a popup, as the audit log records it.
-type Action string
+// ChangeKind is what a write did to a popup, as the audit log records it.
+type ChangeKind string
 
-// The actions of the audit log.
+// The kinds of change, as the audit log names them (its "action").
 const (
-	ActionCreate   Action = "create"
-	ActionUpdate   Action = "update"
-	ActionArchive  Action = "archive"
-	ActionRollback Action = "rollback"
-	ActionImport   Action = "import"
-	// ActionReassign is an update that changed a running or stopped experiment's arms within its
+	ChangeCreate   ChangeKind = "create"
+	ChangeUpdate   ChangeKind = "update"
+	ChangeArchive  ChangeKind = "archive"
+	ChangeRollback ChangeKind = "rollback"
+	ChangeImport   ChangeKind = "import"
+	// ChangeReassign is an update that changed a running or stopped experiment's arms within its
 	// phase (accept_reassignment), moving users between arms; it needs the rights of an update.
-	ActionReassign Action = "reassign"
+	ChangeReassign ChangeKind = "reassign"
 	// The experiment transitions (ExperimentTransition).
-	ActionExperimentStart    Action = "experiment_start"
-	ActionExperimentStop     Action = "experiment_stop"
-	ActionExperimentConclude Action = "experiment_conclude"
+	ChangeExperimentStart    ChangeKind = "experiment_start"
+	ChangeExperimentStop     ChangeKind = "experiment_stop"
+	ChangeExperimentConclude ChangeKind = "experiment_conclude"
 )
 
 // Change is one popup write as the history and the audit log record it: who made it, what it
@@ -40,7 +40,7 @@ const (
 // updated_at are the store's).
 type Change struct {
 	Actor  Actor
-	Action Action
+	Action ChangeKind
 	Before *Popup
 	After  Popup
 }
@@ -51,15 +51,15 @@ type UpdateOptions struct {
 	// revisions (an empty list matches none).
 	IfRevision []int64
 	// AcceptReassignment keeps the experiment's phase when the update changes its arms, moving
-	// users between arms (KeepExperiment); the audit log records such a write as ActionReassign.
+	// users between arms (KeepExperiment); the audit log records such a write as ChangeReassign.
 	AcceptReassignment bool
 }
 
 // ExperimentTransition is a change of a popup's experiment status (docs/CONTRACT.md §10,
-// Transitions): Action is ActionExperimentStart, ActionExperimentStop or
-// ActionExperimentConclude, Variant the key of the variant a conclude ships.
+// Transitions): Action is ChangeExperimentStart, ChangeExperimentStop or
+// ChangeExperimentConclude, Variant the key of the variant a conclude ships.
 type ExperimentTransition struct {
-	Action  Action
+	Action  ChangeKind
 	Variant string
 }
 
@@ -67,11 +67,11 @@ type ExperimentTransition struct {
 // changes in place. The errors are those of Start, Stop and Conclude.
 func (t ExperimentTransition) Apply(p *Popup, now time.Time) error {
 	switch t.Action {
-	case ActionExperimentStart:
+	case ChangeExperimentStart:
 		return p.Experiment.Start(now)
-	case ActionExperimentStop:
+	case ChangeExperimentStop:
 		return p.Experiment.Stop()
-	case ActionExperimentConclude:
+	case ChangeExperimentConclude:
 		return p.Conclude(t.Variant)
 	}
 	return fmt.Errorf("%q is not an experiment transition", t.Action)
@@ -93,7 +93,7 @@ type AuditEntry struct {
 	At       time.Time
 	Actor    string
 	Role     Role // the actor's role at the write; 0 for writes from before roles were recorded
-	Action   Action
+	Action   ChangeKind
 	PopupID  int64
 	Revision int64
 	Before   *Popup
@@ -114,7 +114,7 @@ type AuditQuery struct {
 // Search when set; in Sort order, after the popup at After when set; at most Limit.
 type ListQuery struct {
 	Status          Status
-	State           State
+	State           CampaignState
 	Now             time.Time // the instant State is judged at
 	IncludeArchived bool
 	// Search matches a popup whose name, title or content contains it (case-insensitive), or,

@@ -100,7 +100,7 @@ func (a Actor) May(w Write) error {
 
 // Write is one popup write as the rights rule sees it.
 type Write struct {
-	Action Action
+	Action ChangeKind
 	// Before is the stored popup's status (an update, archive or rollback): the write reads it
 	// in its transaction, with the row locked, so it cannot change before the write.
 	Before Status
@@ -116,12 +116,12 @@ type Write struct {
 // experiment transition needs what an update of the popup that keeps its status needs.
 func (w Write) Needs() (Role, string) {
 	switch w.Action {
-	case ActionCreate:
+	case ChangeCreate:
 		if w.After == StatusDraft {
 			return RoleEditor, "creating a draft"
 		}
 		return RolePublisher, fmt.Sprintf("creating a popup with status %s", w.After)
-	case ActionUpdate:
+	case ChangeUpdate:
 		switch {
 		case w.Before == StatusDraft && w.After == StatusDraft:
 			return RoleEditor, "editing a draft"
@@ -129,25 +129,25 @@ func (w Write) Needs() (Role, string) {
 			return RolePublisher, fmt.Sprintf("changing a draft's status to %s", w.After)
 		}
 		return RolePublisher, fmt.Sprintf("changing a popup that is %s", w.Before)
-	case ActionImport:
+	case ChangeImport:
 		if w.DryRun {
 			return RoleEditor, "a dry-run import"
 		}
 		return RolePublisher, "importing popups"
-	case ActionExperimentStart, ActionExperimentStop, ActionExperimentConclude:
+	case ChangeExperimentStart, ChangeExperimentStop, ChangeExperimentConclude:
 		// As an update of the popup that leaves its status: an editor's while it is a draft.
 		what := transitionVerbs[w.Action] + " the experiment of a popup that is " + string(w.Before)
 		if w.Before == StatusDraft {
 			return RoleEditor, what
 		}
 		return RolePublisher, what
-	case ActionArchive:
+	case ChangeArchive:
 		return RolePublisher, "archiving a popup"
-	case ActionRollback:
+	case ChangeRollback:
 		return RolePublisher, "rolling back a popup"
 	}
 	return RoleAdmin, "writing a popup" // an action this rule does not know: the most it can need
 }
 
 // transitionVerbs say what each experiment transition does, in the words of a refusal.
-var transitionVerbs = map[Action]string{ActionExperimentStart: "starting", ActionExperimentStop: "stopping", ActionExperimentConclude: "concluding"}
+var transitionVerbs = map[ChangeKind]string{ChangeExperimentStart: "starting", ChangeExperimentStop: "stopping", ChangeExperimentConclude: "concluding"}

@@ -43,25 +43,25 @@ func TestWriteNeeds(t *testing.T) {
 		wantRole Role
 		wantWhat string
 	}{
-		{"create a draft", Write{Action: ActionCreate, After: StatusDraft}, RoleEditor, "creating a draft"},
-		{"create an active popup", Write{Action: ActionCreate, After: StatusActive}, RolePublisher, "creating a popup with status active"},
-		{"create a paused popup", Write{Action: ActionCreate, After: StatusPaused}, RolePublisher, "creating a popup with status paused"},
-		{"edit a draft that stays one", Write{Action: ActionUpdate, Before: StatusDraft, After: StatusDraft}, RoleEditor, "editing a draft"},
-		{"publish a draft", Write{Action: ActionUpdate, Before: StatusDraft, After: StatusActive}, RolePublisher, "changing a draft's status to active"},
-		{"pause a draft", Write{Action: ActionUpdate, Before: StatusDraft, After: StatusPaused}, RolePublisher, "changing a draft's status to paused"},
-		{"archive a draft by PUT", Write{Action: ActionUpdate, Before: StatusDraft, After: StatusArchived}, RolePublisher, "changing a draft's status to archived"},
-		{"edit a live popup", Write{Action: ActionUpdate, Before: StatusActive, After: StatusActive}, RolePublisher, "changing a popup that is active"},
-		{"unpublish a live popup to a draft", Write{Action: ActionUpdate, Before: StatusActive, After: StatusDraft}, RolePublisher, "changing a popup that is active"},
-		{"resume a paused popup", Write{Action: ActionUpdate, Before: StatusPaused, After: StatusActive}, RolePublisher, "changing a popup that is paused"},
-		{"edit an archived popup", Write{Action: ActionUpdate, Before: StatusArchived, After: StatusDraft}, RolePublisher, "changing a popup that is archived"},
-		{"archive", Write{Action: ActionArchive, Before: StatusDraft}, RolePublisher, "archiving a popup"},
-		{"roll back a draft", Write{Action: ActionRollback, Before: StatusDraft, After: StatusDraft}, RolePublisher, "rolling back a popup"},
-		{"import", Write{Action: ActionImport}, RolePublisher, "importing popups"},
-		{"dry-run import", Write{Action: ActionImport, DryRun: true}, RoleEditor, "a dry-run import"},
-		{"start a draft's experiment", Write{Action: ActionExperimentStart, Before: StatusDraft}, RoleEditor, "starting the experiment of a popup that is draft"},
-		{"stop a live popup's experiment", Write{Action: ActionExperimentStop, Before: StatusActive}, RolePublisher, "stopping the experiment of a popup that is active"},
-		{"conclude a paused popup's experiment", Write{Action: ActionExperimentConclude, Before: StatusPaused}, RolePublisher, "concluding the experiment of a popup that is paused"},
-		{"conclude a draft's experiment", Write{Action: ActionExperimentConclude, Before: StatusDraft}, RoleEditor, "concluding the experiment of a popup that is draft"},
+		{"create a draft", Write{Action: ChangeCreate, After: StatusDraft}, RoleEditor, "creating a draft"},
+		{"create an active popup", Write{Action: ChangeCreate, After: StatusActive}, RolePublisher, "creating a popup with status active"},
+		{"create a paused popup", Write{Action: ChangeCreate, After: StatusPaused}, RolePublisher, "creating a popup with status paused"},
+		{"edit a draft that stays one", Write{Action: ChangeUpdate, Before: StatusDraft, After: StatusDraft}, RoleEditor, "editing a draft"},
+		{"publish a draft", Write{Action: ChangeUpdate, Before: StatusDraft, After: StatusActive}, RolePublisher, "changing a draft's status to active"},
+		{"pause a draft", Write{Action: ChangeUpdate, Before: StatusDraft, After: StatusPaused}, RolePublisher, "changing a draft's status to paused"},
+		{"archive a draft by PUT", Write{Action: ChangeUpdate, Before: StatusDraft, After: StatusArchived}, RolePublisher, "changing a draft's status to archived"},
+		{"edit a live popup", Write{Action: ChangeUpdate, Before: StatusActive, After: StatusActive}, RolePublisher, "changing a popup that is active"},
+		{"unpublish a live popup to a draft", Write{Action: ChangeUpdate, Before: StatusActive, After: StatusDraft}, RolePublisher, "changing a popup that is active"},
+		{"resume a paused popup", Write{Action: ChangeUpdate, Before: StatusPaused, After: StatusActive}, RolePublisher, "changing a popup that is paused"},
+		{"edit an archived popup", Write{Action: ChangeUpdate, Before: StatusArchived, After: StatusDraft}, RolePublisher, "changing a popup that is archived"},
+		{"archive", Write{Action: ChangeArchive, Before: StatusDraft}, RolePublisher, "archiving a popup"},
+		{"roll back a draft", Write{Action: ChangeRollback, Before: StatusDraft, After: StatusDraft}, RolePublisher, "rolling back a popup"},
+		{"import", Write{Action: ChangeImport}, RolePublisher, "importing popups"},
+		{"dry-run import", Write{Action: ChangeImport, DryRun: true}, RoleEditor, "a dry-run import"},
+		{"start a draft's experiment", Write{Action: ChangeExperimentStart, Before: StatusDraft}, RoleEditor, "starting the experiment of a popup that is draft"},
+		{"stop a live popup's experiment", Write{Action: ChangeExperimentStop, Before: StatusActive}, RolePublisher, "stopping the experiment of a popup that is active"},
+		{"conclude a paused popup's experiment", Write{Action: ChangeExperimentConclude, Before: StatusPaused}, RolePublisher, "concluding the experiment of a popup that is paused"},
+		{"conclude a draft's experiment", Write{Action: ChangeExperimentConclude, Before: StatusDraft}, RoleEditor, "concluding the experiment of a popup that is draft"},
 		{"unknown action", Write{Action: "truncate"}, RoleAdmin, "writing a popup"},
 	}
 	for _, tt := range tests {
@@ -75,7 +75,7 @@ func TestWriteNeeds(t *testing.T) {
 
 func TestActorMayAndTheRefusalNamesTheRoleNeeded(t *testing.T) {
 	t.Parallel()
-	publish := Write{Action: ActionUpdate, Before: StatusDraft, After: StatusActive}
+	publish := Write{Action: ChangeUpdate, Before: StatusDraft, After: StatusActive}
 	tests := []struct {
 		name    string
 		give    Actor

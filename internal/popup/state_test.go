@@ -17,7 +17,7 @@ func TestStateAt(t *testing.T) {
 		name       string
 		status     popup.Status
 		start, end *time.Time
-		want       popup.State
+		want       popup.CampaignState
 	}{
 		{name: "draft, whatever the window", status: popup.StatusDraft, end: at(past), want: popup.StateDraft},
 		{name: "paused, whatever the window", status: popup.StatusPaused, start: at(future), want: popup.StatePaused},
@@ -43,6 +43,6 @@ func TestStateValid(t *testing.T) {
 	for _, s := range popup.States {
 		assert.True(t, s.Valid(), s)
 	}
-	assert.False(t, popup.State("active").Valid(), "a status is not a state")
-	assert.False(t, popup.State("").Valid())
+	assert.False(t, popup.CampaignState("active").Valid(), "a status is not a state")
+	assert.False(t, popup.CampaignState("").Valid())
 }

@@ -89,13 +89,9 @@ var ErrBusy = errors.New("user state loads saturated")
 // count it against Redis's health. It is the domain's popup.ErrStateLoad.
 var ErrLoad = popup.ErrStateLoad
 
-// State is a user's state and the exact stored value it was decoded from (the record script
-// compares against it, so a concurrent change is detected).
-type State = popup.StoredState
-
 // Get returns uid's state: one GET when Redis holds it, else one MySQL load shared by concurrent
 // callers, cached with SET NX (a user without state is cached as the empty state).
-func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, error) {
+func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (popup.StoredState, error) {
 	var kb [96]byte
 	key := string(s.keys.AppendUser(kb[:0], uid))
 	cmd := redis.NewStringCmd(ctx, "get", key)
@@ -109,22 +105,22 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 	if err == nil {
 		st, derr := DecodeState(raw)
 		if derr == nil {
-			return State{UserState: st, Raw: raw}, nil
+			return popup.StoredState{UserState: st, Raw: raw}, nil
 		}
 		// An unreadable value is treated like a miss: MySQL has the durable state.
 	} else if !errors.Is(err, redis.Nil) {
-		return State{}, fmt.Errorf("get user state: %w", err)
+		return popup.StoredState{}, fmt.Errorf("get user state: %w", err)
 	}
 	if s.known != nil {
 		// A first visit: answered here, on the caller's context, with no shared load to set up.
 		ans, err := s.knownCheck(ctx, uid)
 		if err != nil {
-			return State{}, fmt.Errorf("get user state: %w", err)
+			return popup.StoredState{}, fmt.Errorf("get user state: %w", err)
 		}
 		s.metrics.miss(ans)
 		if ans == KnownNew {
 			// No state stored: the record script compares against "" (a missing key).
-			return State{}, nil
+			return popup.StoredState{}, nil
 		}
 	} else {
 		s.metrics.miss(KnownUntrusted)
@@ -139,53 +135,53 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (State, 
 	select {
 	case res = <-ch:
 	case <-ctx.Done():
-		return State{}, fmt.Errorf("%w: %w", ErrLoad, ctx.Err())
+		return popup.StoredState{}, fmt.Errorf("%w: %w", ErrLoad, ctx.Err())
 	}
 	if res.Err != nil {
-		return State{}, res.Err
+		return popup.StoredState{}, res.Err
 	}
-	st, shared := res.Val.(State), res.Shared
+	st, shared := res.Val.(popup.StoredState), res.Shared
 	if shared {
 		// Callers mutate their state: each sharer gets its own copy.
 		dec, err := DecodeState(st.Raw)
 		if err != nil {
-			return State{}, err
+			return popup.StoredState{}, err
 		}
 		st.UserState = dec
 	}
 	return st, nil
 }
 
-func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (State, error) {
+func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (popup.StoredState, error) {
 	// Wait for a slot within the caller's budget: a burst of new users queues for MySQL
 	// instead of all hitting it at once, and degrades only if the budget runs out.
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	case <-ctx.Done():
-		return State{}, fmt.Errorf("%w: %w: %w", ErrLoad, ErrBusy, ctx.Err())
+		return popup.StoredState{}, fmt.Errorf("%w: %w: %w", ErrLoad, ErrBusy, ctx.Err())
 	}
 	st, err := s.loader.Load(ctx, uid, now)
 	if err != nil {
-		return State{}, fmt.Errorf("%w: %w", ErrLoad, err)
+		return popup.StoredState{}, fmt.Errorf("%w: %w", ErrLoad, err)
 	}
 	raw := string(AppendState(nil, &st))
 	// NX: an impression recorded meanwhile wins over our older view of the user.
 	ok, err := s.rdb.SetNX(ctx, key, raw, s.ttl).Result()
 	if err != nil {
-		return State{}, fmt.Errorf("cache user state: %w", err)
+		return popup.StoredState{}, fmt.Errorf("cache user state: %w", err)
 	}
 	if !ok {
 		cur, err := s.rdb.Get(ctx, key).Result()
 		if err != nil {
-			return State{}, fmt.Errorf("get user state: %w", err)
+			return popup.StoredState{}, fmt.Errorf("get user state: %w", err)
 		}
 		if st, err = DecodeState(cur); err != nil {
-			return State{}, err
+			return popup.StoredState{}, err
 		}
 		raw = cur
 	}
-	return State{UserState: st, Raw: raw}, nil
+	return popup.StoredState{UserState: st, Raw: raw}, nil
 }
 
 // knownCheck asks the known-users filter about uid, through the autopipeliner like the GET.

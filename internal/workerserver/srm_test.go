@@ -34,7 +34,7 @@ func runningExperiment(t *testing.T, writes *manage.Service, name string) popup.
 		Control: &popup.Control{Weight: 20, Mode: popup.ControlNone}}
 	p, _, err = writes.Update(ctx, admin, p.ID, p, popup.UpdateOptions{})
 	require.NoError(t, err)
-	p, err = writes.Transition(ctx, admin, p.ID, popup.ExperimentTransition{Action: popup.ActionExperimentStart}, nil)
+	p, err = writes.Transition(ctx, admin, p.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentStart}, nil)
 	require.NoError(t, err)
 	require.True(t, p.Experiment.Assigning())
 	return p
@@ -109,7 +109,7 @@ func TestSRMMetricAlarmsOnASkewedExperimentOnly(t *testing.T) {
 
 	// A stopped experiment loses its series.
 	_, err = writes.Transition(ctx, popup.Actor{Name: "tester", Role: popup.RoleAdmin}, skewed.ID,
-		popup.ExperimentTransition{Action: popup.ActionExperimentStop}, nil)
+		popup.ExperimentTransition{Action: popup.ChangeExperimentStop}, nil)
 	require.NoError(t, err)
 	require.NoError(t, m.refresh(ctx))
 	assert.Equal(t, map[string]float64{id(even): 0}, gauges(t, reg, "popup_experiment_srm_alarm"))

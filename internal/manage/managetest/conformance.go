@@ -99,7 +99,7 @@ func insertThenOverwrite(t *testing.T, s manage.Store) {
 func revisionsKept(t *testing.T, s manage.Store) {
 	stored := insert(t, s, build(t, "a"))[0]
 	inTx(t, s, func(tx manage.Tx) error {
-		return tx.Record(ctx, []popup.Change{{Actor: popup.Actor{Name: "alice", Role: popup.RoleEditor}, Action: popup.ActionCreate, After: stored}})
+		return tx.Record(ctx, []popup.Change{{Actor: popup.Actor{Name: "alice", Role: popup.RoleEditor}, Action: popup.ChangeCreate, After: stored}})
 	})
 	inTx(t, s, func(tx manage.Tx) error {
 		got, err := tx.Revision(ctx, stored.ID, 1)
