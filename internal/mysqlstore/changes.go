@@ -9,60 +9,26 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popupdoc"
 )
 
-// revisionDoc is a popup as popup_revision and popup_audit store it: the columns of its
-// popup_config row, targeting and content as the JSON they hold there. Migration 00004 writes
-// the same shape for the popups that existed before it.
-type revisionDoc struct {
-	ID                   int64           `json:"id"`
-	Name                 string          `json:"name"`
-	BucketSeed           string          `json:"bucket_seed,omitempty"` // absent in revisions from before migration 00007
-	Status               string          `json:"status"`
-	Priority             int             `json:"priority"`
-	StartAt              *time.Time      `json:"start_at"`
-	EndAt                *time.Time      `json:"end_at"`
-	ReshowAfterSeconds   int64           `json:"reshow_after_seconds"`
-	ClickCooldownSeconds int64           `json:"click_cooldown_seconds"`
-	CloseCooldownSeconds int64           `json:"close_cooldown_seconds"`
-	MaxImpressions       int             `json:"max_impressions"`
-	Targeting            json.RawMessage `json:"targeting"`
-	Content              json.RawMessage `json:"content"`
-	Experiment           json.RawMessage `json:"experiment,omitempty"` // absent: none (and in revisions from before migration 00009)
-	Revision             int64           `json:"revision"`
-	CreatedAt            time.Time       `json:"created_at"`
-	UpdatedAt            time.Time       `json:"updated_at"`
-}
-
+// encodeDoc is p as popup_revision and popup_audit store it (popupdoc.Revision).
 func encodeDoc(p popup.Popup) ([]byte, error) {
-	targeting, body, experiment, err := encodeParts(p)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(revisionDoc{ID: p.ID, Name: p.Name, BucketSeed: p.BucketSeed, Status: string(p.Status), Priority: p.Priority,
-		StartAt: p.StartAt, EndAt: p.EndAt, ReshowAfterSeconds: p.ReshowAfterSeconds,
-		ClickCooldownSeconds: p.ClickCooldownSeconds, CloseCooldownSeconds: p.CloseCooldownSeconds,
-		MaxImpressions: p.MaxImpressions, Targeting: targeting, Content: body, Experiment: experiment, Revision: p.Revision,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt})
+	return json.Marshal(popupdoc.RevisionOf(&p))
 }
 
+// decodeDoc reads a revision or audit document, whichever release wrote it (migration 00004
+// wrote those of the popups that existed before it).
 func decodeDoc(raw []byte) (popup.Popup, error) {
-	var d revisionDoc
+	var d popupdoc.Revision
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return popup.Popup{}, fmt.Errorf("stored revision: %w", err)
 	}
-	p := popup.Popup{ID: d.ID, Name: d.Name, BucketSeed: d.BucketSeed, Status: popup.Status(d.Status), Priority: d.Priority,
-		ReshowAfterSeconds: d.ReshowAfterSeconds, ClickCooldownSeconds: d.ClickCooldownSeconds,
-		CloseCooldownSeconds: d.CloseCooldownSeconds, MaxImpressions: d.MaxImpressions, Revision: d.Revision,
-		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
-	if err := fillParts(&p, nullTime(d.StartAt), nullTime(d.EndAt), d.Targeting, d.Content, d.Experiment); err != nil {
-		return popup.Popup{}, err
-	}
+	p := d.Popup()
 	p.BucketSeed = p.RolloutSeed() // a revision from before migration 00007: the seed it gave the popup
 	return p, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popupdoc"
 )
 
 // PopupRepo is the source of truth for popup configs: its reads, and the transaction (InTx, Tx)
@@ -21,124 +22,6 @@ type PopupRepo struct{ db *sql.DB }
 
 // NewPopupRepo returns a repository over db.
 func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db} }
-
-// The JSON held in popup_config.targeting, popup_config.content and popup_config.experiment (and,
-// copied verbatim, in the revision and audit documents, including those migration 00004 wrote).
-// A variant's content has the content column's keys. These are storage
-// shapes, not the domain type: existing rows must keep reading, so a key is never renamed or
-// dropped here (TestStoredJSONColumnsKeepTheirKeys pins them).
-type (
-	targetingDoc struct {
-		Platforms      []string `json:"platforms"`
-		MinAppVersion  string   `json:"min_app_version"`
-		MaxAppVersion  string   `json:"max_app_version"`
-		Regions        []string `json:"regions"`
-		Langs          []string `json:"langs"`
-		RolloutPercent int      `json:"rollout_percent"`
-		UIDs           []string `json:"uids"`
-	}
-	content struct {
-		Title    string          `json:"title"`
-		Content  string          `json:"content"`
-		ImageURL string          `json:"image_url"`
-		LinkURL  string          `json:"link_url"`
-		Buttons  []buttonDoc     `json:"buttons"`
-		Ext      json.RawMessage `json:"ext"`
-	}
-	buttonDoc struct {
-		Text    string `json:"text"`
-		LinkURL string `json:"link_url"`
-	}
-	experimentDoc struct {
-		Status           string       `json:"status"`
-		CoveragePercent  int          `json:"coverage_percent"`
-		Variants         []variantDoc `json:"variants"`
-		Control          *controlDoc  `json:"control"`
-		PlannedEndAt     *time.Time   `json:"planned_end_at"`
-		Phase            int          `json:"phase"`
-		Salt             string       `json:"salt"`
-		PhaseStartedAt   *time.Time   `json:"phase_started_at"`
-		ConcludedVariant string       `json:"concluded_variant"`
-	}
-	variantDoc struct {
-		Key    string `json:"key"`
-		Weight int    `json:"weight"`
-		content
-	}
-	controlDoc struct {
-		Weight int    `json:"weight"`
-		Mode   string `json:"mode"`
-	}
-)
-
-func toTargetingDoc(t popup.Targeting) targetingDoc {
-	return targetingDoc{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
-		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
-}
-
-func fromTargetingDoc(d targetingDoc) popup.Targeting {
-	return popup.Targeting{Platforms: d.Platforms, MinAppVersion: d.MinAppVersion, MaxAppVersion: d.MaxAppVersion,
-		Regions: d.Regions, Langs: d.Langs, RolloutPercent: d.RolloutPercent, UIDs: d.UIDs}
-}
-
-// toContent is a creative (a popup's own, in its content column, or a variant's) as stored;
-// buttons keep their nil-ness (null stays null, [] stays []).
-func toContent(c popup.Creative) content {
-	var buttons []buttonDoc
-	if c.Buttons != nil {
-		buttons = make([]buttonDoc, len(c.Buttons))
-		for i, b := range c.Buttons {
-			buttons[i] = buttonDoc{Text: b.Text, LinkURL: b.LinkURL}
-		}
-	}
-	return content{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext}
-}
-
-// fromContent is a stored creative; missing buttons read as none and a missing ext as {}.
-func fromContent(c content) popup.Creative {
-	out := popup.Creative{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Ext: c.Ext,
-		Buttons: make([]popup.Button, len(c.Buttons))}
-	for i, b := range c.Buttons {
-		out.Buttons[i] = popup.Button{Text: b.Text, LinkURL: b.LinkURL}
-	}
-	if len(out.Ext) == 0 {
-		out.Ext = json.RawMessage(`{}`)
-	}
-	return out
-}
-
-// toExperimentDoc is e as its column holds it; nil (no experiment) is NULL.
-func toExperimentDoc(e *popup.Experiment) *experimentDoc {
-	if e == nil {
-		return nil
-	}
-	d := &experimentDoc{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: make([]variantDoc, len(e.Variants)),
-		PlannedEndAt: e.PlannedEndAt, Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: e.PhaseStartedAt, ConcludedVariant: e.ConcludedVariant}
-	for i, v := range e.Variants {
-		d.Variants[i] = variantDoc{Key: v.Key, Weight: v.Weight, content: toContent(v.Creative)}
-	}
-	if c := e.Control; c != nil {
-		d.Control = &controlDoc{Weight: c.Weight, Mode: string(c.Mode)}
-	}
-	return d
-}
-
-// fromExperimentDoc is a stored experiment; its times read in UTC.
-func fromExperimentDoc(d *experimentDoc) *popup.Experiment {
-	if d == nil {
-		return nil
-	}
-	e := &popup.Experiment{Status: popup.ExperimentStatus(d.Status), CoveragePercent: d.CoveragePercent,
-		Variants: make([]popup.Variant, len(d.Variants)), PlannedEndAt: popup.UTCPtr(d.PlannedEndAt), Phase: d.Phase, Salt: d.Salt,
-		PhaseStartedAt: popup.UTCPtr(d.PhaseStartedAt), ConcludedVariant: d.ConcludedVariant}
-	for i, v := range d.Variants {
-		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: fromContent(v.content)}
-	}
-	if c := d.Control; c != nil {
-		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlMode(c.Mode)}
-	}
-	return e
-}
 
 // configCols are the popup_config columns a write sets from a popup, in the order of
 // configValues: the one list every statement below is built from.
@@ -201,23 +84,23 @@ func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body, experim
 		t := end.Time.UTC()
 		p.EndAt = &t
 	}
-	var t targetingDoc
+	var t popupdoc.Targeting
 	if err := json.Unmarshal(targeting, &t); err != nil {
 		return fmt.Errorf("popup %d targeting: %w", p.ID, err)
 	}
-	p.Targeting = fromTargetingDoc(t)
-	var c content
+	p.Targeting = t.Popup()
+	var c popupdoc.Content
 	if err := json.Unmarshal(body, &c); err != nil {
 		return fmt.Errorf("popup %d content: %w", p.ID, err)
 	}
-	p.SetCreative(fromContent(c))
-	var e *experimentDoc
+	p.SetCreative(c.Creative())
+	var e *popupdoc.Experiment
 	if len(experiment) > 0 {
 		if err := json.Unmarshal(experiment, &e); err != nil {
 			return fmt.Errorf("popup %d experiment: %w", p.ID, err)
 		}
 	}
-	p.Experiment = fromExperimentDoc(e)
+	p.Experiment = e.Popup()
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return nil
 }
@@ -232,16 +115,17 @@ func configValues(p popup.Popup) ([]any, error) {
 		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, experiment}, nil
 }
 
-// encodeParts is p's JSON columns; experiment is nil (NULL) when p has none.
+// encodeParts is p's JSON columns (internal/popupdoc's parts); experiment is nil (NULL) when p
+// has none.
 func encodeParts(p popup.Popup) (targeting, body, experiment []byte, err error) {
-	if targeting, err = json.Marshal(toTargetingDoc(p.Targeting)); err != nil {
+	if targeting, err = json.Marshal(popupdoc.TargetingOf(p.Targeting)); err != nil {
 		return nil, nil, nil, err
 	}
-	if body, err = json.Marshal(toContent(p.Creative())); err != nil {
+	if body, err = json.Marshal(popupdoc.ContentOf(p.Creative())); err != nil {
 		return nil, nil, nil, err
 	}
 	if p.Experiment != nil {
-		experiment, err = json.Marshal(toExperimentDoc(p.Experiment))
+		experiment, err = json.Marshal(popupdoc.ExperimentOf(p.Experiment))
 	}
 	return targeting, body, experiment, err
 }

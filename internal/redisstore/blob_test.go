@@ -8,6 +8,7 @@ import (
 
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/popuptest"
+	"popupsvc/internal/popupdoc"
 )
 
 // TestConfigBlobCarriesEveryField: a popup with every field set, its experiment's too, reads back
@@ -15,7 +16,7 @@ import (
 func TestConfigBlobCarriesEveryField(t *testing.T) {
 	t.Parallel()
 	want := popuptest.Full() // with its experiment
-	popuptest.RequireNoZeroField(t, toBlob(&want))
+	popuptest.RequireNoZeroField(t, popupdoc.EntryOf(&want))
 	blob, err := encodeConfig([]popup.Popup{want})
 	require.NoError(t, err)
 	got, err := decodeConfig(blob)

@@ -9,6 +9,7 @@ import (
 
 	"popupsvc/internal/jsonx"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popupdoc"
 )
 
 // BenchmarkDecodeConfig compares the config blob's decode with encoding/json and with jsonx
@@ -37,7 +38,7 @@ func BenchmarkDecodeConfig(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(blob)))
 			for b.Loop() {
-				var out []cachedPopup
+				var out []popupdoc.Entry
 				if err := dec.unmarshal(blob, &out); err != nil {
 					b.Fatal(err)
 				}

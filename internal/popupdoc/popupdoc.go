@@ -1,0 +1,223 @@
+// Package popupdoc is the stored popup document: the one JSON codec of every place a popup is
+// stored, the Redis config blob, MySQL's JSON columns (targeting, content, experiment) and the
+// documents of its revisions and audit entries. Golden files pin its keys (testdata/).
+//
+// These are storage shapes, not the domain type: stored documents outlive the build that wrote
+// them (rows for ever; the blob across a rolling deploy, when old and new instances read each
+// other's), so a key is never renamed or dropped here, and every document any release wrote keeps
+// decoding (testdata/older/). Two envelopes share the parts: a blob Entry holds its content's keys
+// at its top level, a Revision holds them under "content", as each has since it first existed.
+package popupdoc
+
+import (
+	"encoding/json"
+	"time"
+
+	"popupsvc/internal/popup"
+)
+
+type (
+	// Targeting is popup_config.targeting and a document's "targeting".
+	Targeting struct {
+		Platforms      []string `json:"platforms"`
+		MinAppVersion  string   `json:"min_app_version"`
+		MaxAppVersion  string   `json:"max_app_version"`
+		Regions        []string `json:"regions"`
+		Langs          []string `json:"langs"`
+		RolloutPercent int      `json:"rollout_percent"`
+		UIDs           []string `json:"uids"`
+	}
+	// Content is a creative: popup_config.content, a Revision's "content", and the top-level keys
+	// of an Entry and of a Variant.
+	Content struct {
+		Title    string          `json:"title"`
+		Content  string          `json:"content"`
+		ImageURL string          `json:"image_url"`
+		LinkURL  string          `json:"link_url"`
+		Buttons  []Button        `json:"buttons"`
+		Ext      json.RawMessage `json:"ext"`
+	}
+	// Button is one of a creative's buttons.
+	Button struct {
+		Text    string `json:"text"`
+		LinkURL string `json:"link_url"`
+	}
+	// Experiment is popup_config.experiment (NULL: none) and a document's "experiment" (absent:
+	// none, and in documents from before experiments existed).
+	Experiment struct {
+		Status           string     `json:"status"`
+		CoveragePercent  int        `json:"coverage_percent"`
+		Variants         []Variant  `json:"variants"`
+		Control          *Control   `json:"control"`
+		PlannedEndAt     *time.Time `json:"planned_end_at"`
+		Phase            int        `json:"phase"`
+		Salt             string     `json:"salt"`
+		PhaseStartedAt   *time.Time `json:"phase_started_at"`
+		ConcludedVariant string     `json:"concluded_variant"`
+	}
+	// Variant is an experiment's content arm: its key and weight beside its creative's keys.
+	Variant struct {
+		Key    string `json:"key"`
+		Weight int    `json:"weight"`
+		Content
+	}
+	// Control is an experiment's control arm.
+	Control struct {
+		Weight int    `json:"weight"`
+		Mode   string `json:"mode"`
+	}
+	// Header is what both envelopes hold of a popup besides its parts: popup_config's other
+	// columns.
+	Header struct {
+		ID       int64  `json:"id"`
+		Revision int64  `json:"revision"`
+		Name     string `json:"name"`
+		// BucketSeed is absent from documents written before seeds existed (migration 00007):
+		// the popup's decimal id is its seed (popup.Popup.RolloutSeed).
+		BucketSeed           string     `json:"bucket_seed,omitempty"`
+		Status               string     `json:"status"`
+		Priority             int        `json:"priority"`
+		StartAt              *time.Time `json:"start_at"`
+		EndAt                *time.Time `json:"end_at"`
+		ReshowAfterSeconds   int64      `json:"reshow_after_seconds"`
+		ClickCooldownSeconds int64      `json:"click_cooldown_seconds"`
+		CloseCooldownSeconds int64      `json:"close_cooldown_seconds"`
+		MaxImpressions       int        `json:"max_impressions"`
+		CreatedAt            time.Time  `json:"created_at"`
+		UpdatedAt            time.Time  `json:"updated_at"`
+	}
+	// Entry is one popup of the Redis config blob (a JSON array of entries).
+	Entry struct {
+		Header
+		Targeting Targeting `json:"targeting"`
+		Content
+		Experiment *Experiment `json:"experiment,omitempty"`
+	}
+	// Revision is a popup as popup_revision and popup_audit store it (and migration 00004 wrote
+	// for the popups that existed before it).
+	Revision struct {
+		Header
+		Targeting  Targeting   `json:"targeting"`
+		Content    Content     `json:"content"`
+		Experiment *Experiment `json:"experiment,omitempty"`
+	}
+)
+
+// HeaderOf is p's header.
+func HeaderOf(p *popup.Popup) Header {
+	return Header{ID: p.ID, Revision: p.Revision, Name: p.Name, BucketSeed: p.BucketSeed, Status: string(p.Status),
+		Priority: p.Priority, StartAt: p.StartAt, EndAt: p.EndAt, ReshowAfterSeconds: p.ReshowAfterSeconds,
+		ClickCooldownSeconds: p.ClickCooldownSeconds, CloseCooldownSeconds: p.CloseCooldownSeconds,
+		MaxImpressions: p.MaxImpressions, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+// Popup is the popup of h, without its parts; times in UTC.
+func (h *Header) Popup() popup.Popup {
+	return popup.Popup{ID: h.ID, Revision: h.Revision, Name: h.Name, BucketSeed: h.BucketSeed, Status: popup.Status(h.Status),
+		Priority: h.Priority, StartAt: popup.UTCPtr(h.StartAt), EndAt: popup.UTCPtr(h.EndAt),
+		ReshowAfterSeconds: h.ReshowAfterSeconds, ClickCooldownSeconds: h.ClickCooldownSeconds,
+		CloseCooldownSeconds: h.CloseCooldownSeconds, MaxImpressions: h.MaxImpressions,
+		CreatedAt: h.CreatedAt.UTC(), UpdatedAt: h.UpdatedAt.UTC()}
+}
+
+// TargetingOf is t as stored; lists keep their nil-ness (null stays null, [] stays []).
+func TargetingOf(t popup.Targeting) Targeting {
+	return Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
+		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
+}
+
+// Popup is the stored targeting.
+func (t Targeting) Popup() popup.Targeting {
+	return popup.Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
+		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
+}
+
+// ContentOf is c as stored; its buttons keep their nil-ness.
+func ContentOf(c popup.Creative) Content {
+	var buttons []Button
+	if c.Buttons != nil {
+		buttons = make([]Button, len(c.Buttons))
+		for i, b := range c.Buttons {
+			buttons[i] = Button(b)
+		}
+	}
+	return Content{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext}
+}
+
+// Creative is the stored creative; missing buttons read as none and a missing ext as {} (a
+// content written before they existed).
+func (c *Content) Creative() popup.Creative {
+	out := popup.Creative{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Ext: c.Ext,
+		Buttons: make([]popup.Button, len(c.Buttons))}
+	for i, b := range c.Buttons {
+		out.Buttons[i] = popup.Button(b)
+	}
+	if len(out.Ext) == 0 {
+		out.Ext = json.RawMessage(`{}`)
+	}
+	return out
+}
+
+// ExperimentOf is e as stored; nil (no experiment) stays nil.
+func ExperimentOf(e *popup.Experiment) *Experiment {
+	if e == nil {
+		return nil
+	}
+	d := &Experiment{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: make([]Variant, len(e.Variants)),
+		PlannedEndAt: e.PlannedEndAt, Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: e.PhaseStartedAt, ConcludedVariant: e.ConcludedVariant}
+	for i, v := range e.Variants {
+		d.Variants[i] = Variant{Key: v.Key, Weight: v.Weight, Content: ContentOf(v.Creative)}
+	}
+	if c := e.Control; c != nil {
+		d.Control = &Control{Weight: c.Weight, Mode: string(c.Mode)}
+	}
+	return d
+}
+
+// Popup is the stored experiment (nil: none); its times in UTC.
+func (d *Experiment) Popup() *popup.Experiment {
+	if d == nil {
+		return nil
+	}
+	e := &popup.Experiment{Status: popup.ExperimentStatus(d.Status), CoveragePercent: d.CoveragePercent,
+		Variants: make([]popup.Variant, len(d.Variants)), PlannedEndAt: popup.UTCPtr(d.PlannedEndAt), Phase: d.Phase, Salt: d.Salt,
+		PhaseStartedAt: popup.UTCPtr(d.PhaseStartedAt), ConcludedVariant: d.ConcludedVariant}
+	for i := range d.Variants {
+		v := &d.Variants[i]
+		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: v.Content.Creative()}
+	}
+	if c := d.Control; c != nil {
+		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlMode(c.Mode)}
+	}
+	return e
+}
+
+// EntryOf is p as the config blob holds it.
+func EntryOf(p *popup.Popup) Entry {
+	return Entry{Header: HeaderOf(p), Targeting: TargetingOf(p.Targeting), Content: ContentOf(p.Creative()),
+		Experiment: ExperimentOf(p.Experiment)}
+}
+
+// Popup is the popup of a blob entry.
+func (e *Entry) Popup() popup.Popup {
+	p := e.Header.Popup()
+	p.Targeting = e.Targeting.Popup()
+	p.SetCreative(e.Content.Creative())
+	p.Experiment = e.Experiment.Popup()
+	return p
+}
+
+// RevisionOf is p as a revision or an audit entry stores it.
+func RevisionOf(p *popup.Popup) Revision {
+	return Revision{Header: HeaderOf(p), Targeting: TargetingOf(p.Targeting), Content: ContentOf(p.Creative()),
+		Experiment: ExperimentOf(p.Experiment)}
+}
+
+// Popup is the popup of a revision document.
+func (r *Revision) Popup() popup.Popup {
+	p := r.Header.Popup()
+	p.Targeting = r.Targeting.Popup()
+	p.SetCreative(r.Content.Creative())
+	p.Experiment = r.Experiment.Popup()
+	return p
+}

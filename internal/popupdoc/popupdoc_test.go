@@ -1,0 +1,163 @@
+package popupdoc_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/popuptest"
+	"popupsvc/internal/popupdoc"
+)
+
+// -update rewrites the golden files from this build's encoding: only for a deliberate change of
+// the documents, and then testdata/older/ must keep a copy of what the previous build wrote.
+var update = flag.Bool("update", false, "rewrite testdata/*.json from this build's encoding")
+
+// plain is Full without an experiment or a bucket seed, and with no buttons: the keys that are
+// absent when empty are absent from its documents.
+func plain() popup.Popup {
+	p := popuptest.Full()
+	p.ID, p.Name, p.BucketSeed, p.Experiment, p.Buttons = 8, "plain", "", nil, nil
+	return p
+}
+
+// golden checks that v encodes to testdata/name byte for byte (indented for reading; the key
+// order is the encoding's) and returns the document, compact.
+func golden(t *testing.T, name string, v any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	var indented bytes.Buffer
+	require.NoError(t, json.Indent(&indented, raw, "", "  "))
+	indented.WriteByte('\n')
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, indented.Bytes(), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), indented.String(), "%s: this build writes another document (go test -update, if deliberate)", name)
+	return compact(t, want)
+}
+
+// compact is a document as stores hold it: the files are indented for reading, and an indented
+// "ext" would decode with its whitespace.
+func compact(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, json.Compact(&b, raw))
+	return b.Bytes()
+}
+
+func decode[T any](t *testing.T, raw []byte) T {
+	t.Helper()
+	var v T
+	require.NoError(t, json.Unmarshal(raw, &v))
+	return v
+}
+
+func TestDocumentsAreTheGoldenFiles(t *testing.T) {
+	full, bare := popuptest.Full(), plain()
+	popuptest.RequireNoZeroField(t, popupdoc.EntryOf(&full))
+	popuptest.RequireNoZeroField(t, popupdoc.RevisionOf(&full))
+
+	blob := golden(t, "blob.json", []popupdoc.Entry{popupdoc.EntryOf(&full), popupdoc.EntryOf(&bare)})
+	entries := decode[[]popupdoc.Entry](t, blob)
+	require.Len(t, entries, 2)
+	assert.Equal(t, full, entries[0].Popup())
+	bare.Buttons = []popup.Button{} // a creative reads with a list of buttons, empty or not
+	assert.Equal(t, bare, entries[1].Popup())
+
+	rev := decode[popupdoc.Revision](t, golden(t, "revision.json", popupdoc.RevisionOf(&full)))
+	assert.Equal(t, full, rev.Popup())
+	rev = decode[popupdoc.Revision](t, golden(t, "revision-plain.json", popupdoc.RevisionOf(&bare)))
+	assert.Equal(t, bare, rev.Popup())
+
+	tg := decode[popupdoc.Targeting](t, golden(t, "targeting.json", popupdoc.TargetingOf(full.Targeting)))
+	assert.Equal(t, full.Targeting, tg.Popup())
+	c := decode[popupdoc.Content](t, golden(t, "content.json", popupdoc.ContentOf(full.Creative())))
+	assert.Equal(t, full.Creative(), c.Creative())
+	e := decode[*popupdoc.Experiment](t, golden(t, "experiment.json", popupdoc.ExperimentOf(full.Experiment)))
+	assert.Equal(t, full.Experiment, e.Popup())
+}
+
+func TestKeysAbsentWhenEmpty(t *testing.T) {
+	bare := plain()
+	for name, v := range map[string]any{"entry": popupdoc.EntryOf(&bare), "revision": popupdoc.RevisionOf(&bare)} {
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), `"experiment"`, "%s: no experiment, no key (as before experiments existed)", name)
+		assert.NotContains(t, string(raw), `"bucket_seed"`, "%s: no seed, no key (as before seeds existed)", name)
+	}
+}
+
+// TestDocumentsOlderReleasesWroteStillDecode reads testdata/older/: what the release before the
+// one codec wrote (2026-11-26: its own blob, revision and column types), the blob of the builds
+// before seeds and experiments, migration 00004's first revisions, and a content column from
+// before buttons and ext.
+func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
+	older := func(name string) []byte {
+		raw, err := os.ReadFile(filepath.Join("testdata", "older", name))
+		require.NoError(t, err)
+		return compact(t, raw)
+	}
+	full, bare := popuptest.Full(), plain()
+	bare.Buttons = []popup.Button{}
+
+	entries := decode[[]popupdoc.Entry](t, older("blob-2026-11-26.json"))
+	require.Len(t, entries, 2)
+	assert.Equal(t, full, entries[0].Popup())
+	assert.Equal(t, bare, entries[1].Popup())
+	rev := decode[popupdoc.Revision](t, older("revision-2026-11-26.json"))
+	assert.Equal(t, full, rev.Popup())
+	tg := decode[popupdoc.Targeting](t, older("targeting-2026-11-26.json"))
+	assert.Equal(t, full.Targeting, tg.Popup())
+	c := decode[popupdoc.Content](t, older("content-2026-11-26.json"))
+	assert.Equal(t, full.Creative(), c.Creative())
+	e := decode[*popupdoc.Experiment](t, older("experiment-2026-11-26.json"))
+	assert.Equal(t, full.Experiment, e.Popup())
+
+	// Before seeds and experiments: no bucket_seed (the popup's id is its seed) and no experiment.
+	entries = decode[[]popupdoc.Entry](t, older("blob-before-seeds.json"))
+	require.Len(t, entries, 2)
+	first := entries[0].Popup()
+	assert.Empty(t, first.BucketSeed)
+	assert.Equal(t, "7", first.RolloutSeed())
+	assert.Nil(t, first.Experiment)
+	assert.Equal(t, "spring-sale", first.Name)
+	assert.Equal(t, []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}, {Text: "Later"}}, first.Buttons)
+
+	// Migration 00004: times with microseconds, no seed, no experiment, the columns verbatim.
+	rev = decode[popupdoc.Revision](t, older("revision-migration-00004.json"))
+	got := rev.Popup()
+	want := full
+	want.BucketSeed, want.Experiment, want.EndAt = "", nil, nil
+	assert.Equal(t, want, got)
+
+	// A content column from before buttons and ext: no buttons, ext {}.
+	c = decode[popupdoc.Content](t, older("content-without-buttons-or-ext.json"))
+	cr := c.Creative()
+	assert.Equal(t, []popup.Button{}, cr.Buttons)
+	assert.JSONEq(t, `{}`, string(cr.Ext))
+}
+
+func TestTimesReadInUTC(t *testing.T) {
+	rev := decode[popupdoc.Revision](t, []byte(`{"id":1,"start_at":"2026-03-01T09:00:00+01:00","created_at":"2026-02-01T10:00:00+02:00",`+
+		`"updated_at":"2026-02-01T10:00:00Z","targeting":{},"content":{},`+
+		`"experiment":{"status":"running","planned_end_at":"2026-12-09T01:00:00+01:00","phase_started_at":null,"variants":[]}}`))
+
+	p := rev.Popup()
+
+	assert.Equal(t, time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), *p.StartAt)
+	assert.Equal(t, time.UTC, p.StartAt.Location())
+	assert.Equal(t, time.UTC, p.CreatedAt.Location())
+	assert.Equal(t, time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC), *p.Experiment.PlannedEndAt)
+}
