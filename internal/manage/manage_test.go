@@ -52,7 +52,7 @@ func newFixture(t *testing.T) fixture {
 
 func build(t *testing.T, in popup.Input) popup.Popup {
 	t.Helper()
-	p, err := in.Build()
+	p, err := in.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	return p
 }

@@ -74,7 +74,7 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 
 func mustBuild(t *testing.T, in popup.Input) popup.Popup {
 	t.Helper()
-	p, err := in.Build()
+	p, err := in.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	return p
 }

@@ -15,3 +15,11 @@ func MigrateTo(ctx context.Context, db *sql.DB, version int64) error {
 	_, err = p.UpTo(ctx, version)
 	return err
 }
+
+// Version returns the current config version: the tests' check that a write bumped it (or did
+// not). Production reads it with the popups, in Snapshot.
+func (r *PopupRepo) Version(ctx context.Context) (int64, error) {
+	var v int64
+	err := r.db.QueryRowContext(ctx, `SELECT version FROM popup_config_version WHERE id = 1`).Scan(&v)
+	return v, err
+}

@@ -25,7 +25,7 @@ func BenchmarkFind10k(b *testing.B) {
 		p, err := popup.Input{Name: fmt.Sprintf("bulk-%05d", i), Priority: ptr(i % 100), Title: fmt.Sprintf("Bulk %d", i),
 			Content:   "An imported popup with a realistic amount of text in it.",
 			LinkURL:   fmt.Sprintf("https://example.com/bulk/%d", i),
-			Targeting: &popup.TargetingInput{Platforms: []string{"ios", "android", "web"}}}.Build()
+			Targeting: &popup.TargetingInput{Platforms: []string{"ios", "android", "web"}}}.BuildWith(popup.LinkSchemes{})
 		require.NoError(b, err)
 		ps[i] = p
 	}

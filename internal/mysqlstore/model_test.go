@@ -57,8 +57,8 @@ func inRollout(t *testing.T, db *sql.DB, id int64, seed string) []bool {
 	var pct int
 	require.NoError(t, db.QueryRowContext(context.Background(),
 		`SELECT CAST(JSON_EXTRACT(targeting, '$.rollout_percent') AS INT) FROM popup_config WHERE id = ?`, id).Scan(&pct))
-	c, err := popup.Compile(popup.Popup{ID: id, BucketSeed: seed, Name: "x", Status: popup.StatusActive,
-		Targeting: popup.Targeting{RolloutPercent: pct}})
+	c, err := popup.CompileWith(popup.Popup{ID: id, BucketSeed: seed, Name: "x", Status: popup.StatusActive,
+		Targeting: popup.Targeting{RolloutPercent: pct}}, popup.LinkSchemes{})
 	require.NoError(t, err)
 	out := make([]bool, 200)
 	n := 0

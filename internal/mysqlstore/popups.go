@@ -190,13 +190,6 @@ func (r *PopupRepo) Snapshot(ctx context.Context) (version int64, popups []popup
 	return version, popups, tx.Commit()
 }
 
-// Version returns the current config version.
-func (r *PopupRepo) Version(ctx context.Context) (int64, error) {
-	var v int64
-	err := r.db.QueryRowContext(ctx, `SELECT version FROM popup_config_version WHERE id = 1`).Scan(&v)
-	return v, err
-}
-
 // Get returns one popup, archived or not.
 func (r *PopupRepo) Get(ctx context.Context, id int64) (popup.Popup, error) {
 	return get(ctx, r.db, id)

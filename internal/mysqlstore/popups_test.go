@@ -15,7 +15,7 @@ import (
 
 func newPopup(t *testing.T, name string) popup.Popup {
 	t.Helper()
-	p, err := popup.Input{Name: name}.Build()
+	p, err := popup.Input{Name: name}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	return p
 }

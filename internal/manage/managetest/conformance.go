@@ -42,7 +42,7 @@ var ctx = context.Background()
 // build is a valid popup named name.
 func build(t *testing.T, name string) popup.Popup {
 	t.Helper()
-	p, err := popup.Input{Name: name}.Build()
+	p, err := popup.Input{Name: name}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p.BucketSeed = "conformance"
 	return p
