@@ -76,8 +76,12 @@ func (m *memStore) set(uid string, st popup.UserState) {
 }
 
 func active(id int64, mod func(*popup.Popup)) popup.Popup {
-	p := popup.Popup{ID: id, Name: "p" + strconv.FormatInt(id, 10), Status: popup.StatusActive, Title: "hi", Priority: 10,
-		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 3600, CloseCooldownSeconds: 3600}
+	p := popup.Popup{ID: id, Name: "p" + strconv.FormatInt(id, 10), Status: popup.StatusActive, Priority: 10,
+		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 3600, CloseCooldownSeconds: 3600,
+		Creative: popup.Creative{
+			Title: "hi",
+		},
+	}
 	if mod != nil {
 		mod(&p)
 	}

@@ -39,8 +39,12 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 	}{{"local answers on", 1000}, {"local answers off", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
 			holder := &snapshot.Holder{}
-			holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: signedPopupID, Name: "p", Status: popup.StatusActive, Title: "hi",
-				Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0, popup.LinkSchemes{}))
+			holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: signedPopupID, Name: "p", Status: popup.StatusActive,
+				Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60,
+				Creative: popup.Creative{
+					Title: "hi",
+				},
+			}}, t0, popup.LinkSchemes{}))
 			d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
 				Local: decide.NewLocalAnswers(bc.size)}
 			p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 }, Metrics: NewMetrics(prometheus.NewRegistry()),

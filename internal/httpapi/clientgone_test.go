@@ -53,8 +53,12 @@ func TestClientHangUpsDoNotOpenTheBreaker(t *testing.T) {
 	breakers := breaker.NewSet(1, threshold, time.Minute, nil)
 	br := breakers.For("")
 	holder := &snapshot.Holder{}
-	holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: 9, Name: "p", Status: popup.StatusActive, Title: "hi",
-		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0, popup.LinkSchemes{}))
+	holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: 9, Name: "p", Status: popup.StatusActive,
+		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60,
+		Creative: popup.Creative{
+			Title: "hi",
+		},
+	}}, t0, popup.LinkSchemes{}))
 	d := &decide.Decider{Snapshots: holder, Users: ctxUsers{}, Breakers: breakers, Budget: 50 * time.Millisecond}
 	p := &Public{Snapshots: holder, Decider: d,
 		Now: func() time.Time { return t0 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}

@@ -26,8 +26,12 @@ import (
 func experimentRouter(t *testing.T, exp *popup.Experiment) http.Handler {
 	t.Helper()
 	holder := &snapshot.Holder{}
-	s := snapshot.BuildWith(1, []popup.Popup{{ID: 7, Name: "exp", Status: popup.StatusActive, Title: "own",
-		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60, Experiment: exp}}, t0, popup.LinkSchemes{})
+	s := snapshot.BuildWith(1, []popup.Popup{{ID: 7, Name: "exp", Status: popup.StatusActive,
+		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60, Experiment: exp,
+		Creative: popup.Creative{
+			Title: "own",
+		},
+	}}, t0, popup.LinkSchemes{})
 	require.Empty(t, s.Problems)
 	holder.Store(s)
 	d := &decide.Decider{Snapshots: holder, Users: &memUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second}

@@ -52,8 +52,12 @@ func publicRouter(t *testing.T, keys []string) (http.Handler, *memUsers) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	holder := &snapshot.Holder{}
-	holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: signedPopupID, Name: "signed", Status: popup.StatusActive, Title: "hi",
-		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60}}, t0, popup.LinkSchemes{}))
+	holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: signedPopupID, Name: "signed", Status: popup.StatusActive,
+		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60,
+		Creative: popup.Creative{
+			Title: "hi",
+		},
+	}}, t0, popup.LinkSchemes{}))
 	users := &memUsers{}
 	d := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second}
 	p := &Public{Snapshots: holder, Decider: d,

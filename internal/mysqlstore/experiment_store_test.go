@@ -173,7 +173,7 @@ func TestExperimentTransitions(t *testing.T) {
 	assert.Equal(t, popup.ChangeExperimentConclude, lastAction(t, repo, p.ID))
 	assert.Equal(t, popup.ExperimentConcluded, concluded.Experiment.Status)
 	assert.Equal(t, "b", concluded.Experiment.ConcludedVariant)
-	assert.Equal(t, concluded.Experiment.Variants[1].Creative, concluded.Creative(), "the variant's content became the popup's own")
+	assert.Equal(t, concluded.Experiment.Variants[1].Creative, concluded.Creative, "the variant's content became the popup's own")
 
 	for _, a := range []popup.ChangeKind{popup.ChangeExperimentStart, popup.ChangeExperimentStop} {
 		_, err = repo.Transition(ctx, as("alice"), p.ID, transition(a), nil)
@@ -181,7 +181,7 @@ func TestExperimentTransitions(t *testing.T) {
 	}
 	// A concluded experiment cannot change, only go.
 	edit := withExperiment(t, "exp", popup.StatusActive)
-	edit.SetCreative(concluded.Creative())
+	edit.Creative = concluded.Creative
 	edit.Experiment.CoveragePercent = 10
 	_, _, err = repo.Update(ctx, as("alice"), p.ID, edit, popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrExperimentConcluded)

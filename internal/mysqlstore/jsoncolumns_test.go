@@ -32,9 +32,14 @@ func storedColumnsPopup() popup.Popup {
 		Targeting: popup.Targeting{Platforms: []string{"ios", "web"}, MinAppVersion: "8.1.0", MaxAppVersion: "9.0.0",
 			Regions: []string{"cn"}, Langs: []string{"zh", "en"}, RolloutPercent: 25, UIDs: []string{"vip-1"}},
 		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3,
-		Title: "Spring", Content: "Up to 50% off", ImageURL: "https://cdn.example.com/s.png", LinkURL: "https://example.com/sale",
-		Buttons: []popup.Button{{Text: "Open", LinkURL: "https://example.com/open"}, {Text: "Later"}},
-		Ext:     json.RawMessage(`{"theme":"dark","n":[1,2]}`),
+		Creative: popup.Creative{
+			Title:    "Spring",
+			Content:  "Up to 50% off",
+			ImageURL: "https://cdn.example.com/s.png",
+			LinkURL:  "https://example.com/sale",
+			Buttons:  []popup.Button{{Text: "Open", LinkURL: "https://example.com/open"}, {Text: "Later"}},
+			Ext:      json.RawMessage(`{"theme":"dark","n":[1,2]}`),
+		},
 	}
 }
 

@@ -93,7 +93,7 @@ func fillParts(p *popup.Popup, start, end sql.NullTime, targeting, body, experim
 	if err := json.Unmarshal(body, &c); err != nil {
 		return fmt.Errorf("popup %d content: %w", p.ID, err)
 	}
-	p.SetCreative(c.Creative())
+	p.Creative = c.Creative()
 	var e *popupdoc.Experiment
 	if len(experiment) > 0 {
 		if err := json.Unmarshal(experiment, &e); err != nil {
@@ -121,7 +121,7 @@ func encodeParts(p popup.Popup) (targeting, body, experiment []byte, err error) 
 	if targeting, err = json.Marshal(popupdoc.TargetingOf(p.Targeting)); err != nil {
 		return nil, nil, nil, err
 	}
-	if body, err = json.Marshal(popupdoc.ContentOf(p.Creative())); err != nil {
+	if body, err = json.Marshal(popupdoc.ContentOf(p.Creative)); err != nil {
 		return nil, nil, nil, err
 	}
 	if p.Experiment != nil {

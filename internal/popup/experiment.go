@@ -142,16 +142,6 @@ func (e *Experiment) IsControl(i int) bool { return e.Control != nil && i == len
 // Assigning reports whether the experiment assigns users now (it is running).
 func (e *Experiment) Assigning() bool { return e != nil && e.Status == ExperimentRunning }
 
-// Creative is the popup's own content.
-func (p *Popup) Creative() Creative {
-	return Creative{Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: p.Buttons, Ext: p.Ext}
-}
-
-// SetCreative makes c the popup's own content.
-func (p *Popup) SetCreative(c Creative) {
-	p.Title, p.Content, p.ImageURL, p.LinkURL, p.Buttons, p.Ext = c.Title, c.Content, c.ImageURL, c.LinkURL, c.Buttons, c.Ext
-}
-
 // Equal reports whether two creatives show the same thing (ext compared as compacted bytes).
 func (c Creative) Equal(o Creative) bool {
 	return c.Title == o.Title && c.Content == o.Content && c.ImageURL == o.ImageURL && c.LinkURL == o.LinkURL &&
@@ -475,7 +465,7 @@ func (p *Popup) Conclude(key string) error {
 	if i < 0 || e.IsControl(i) {
 		return ErrUnknownVariant
 	}
-	p.SetCreative(e.Variants[i].Creative)
+	p.Creative = e.Variants[i].Creative
 	e.Status = ExperimentConcluded
 	e.ConcludedVariant = key
 	return nil

@@ -239,7 +239,7 @@ func TestExperimentTransitions(t *testing.T) {
 	require.NoError(t, e.Start(now.Add(time.Hour)))
 	assert.Equal(t, now, *e.PhaseStartedAt, "running again keeps the phase and its start")
 
-	p := Popup{Title: "own", Experiment: e}
+	p := Popup{Experiment: e, Creative: Creative{Title: "own"}}
 	e.Variants[1].Creative = Creative{Title: "B wins", Buttons: []Button{{Text: "Go"}}}
 	assert.ErrorIs(t, p.Conclude("control"), ErrUnknownVariant)
 	assert.ErrorIs(t, p.Conclude("zz"), ErrUnknownVariant)

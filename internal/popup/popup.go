@@ -129,12 +129,9 @@ type Popup struct {
 	// MaxImpressions caps impressions per user over the popup's life; 0 = unlimited.
 	MaxImpressions int
 
-	Title    string
-	Content  string
-	ImageURL string
-	LinkURL  string
-	Buttons  []Button
-	Ext      json.RawMessage // a JSON object passed through to the app; "{}" when empty
+	// Creative is the popup's own content: what it shows outside an experiment and to the users
+	// in its experiment's coverage who fall in no arm. Its fields read as the popup's (p.Title).
+	Creative
 
 	// Experiment tests content variants (and a control) against each other; nil = none.
 	Experiment *Experiment
@@ -202,13 +199,15 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 		ReshowAfterSeconds:   deref(in.ReshowAfterSeconds, DefaultReshowAfterSeconds),
 		ClickCooldownSeconds: deref(in.ClickCooldownSeconds, 0),
 		MaxImpressions:       deref(in.MaxImpressions, 0),
-		Title:                in.Title,
-		Content:              in.Content,
-		ImageURL:             in.ImageURL,
-		LinkURL:              in.LinkURL,
-		Buttons:              in.Buttons,
-		Ext:                  in.Ext,
 		Experiment:           in.Experiment,
+		Creative: Creative{
+			Title:    in.Title,
+			Content:  in.Content,
+			ImageURL: in.ImageURL,
+			LinkURL:  in.LinkURL,
+			Buttons:  in.Buttons,
+			Ext:      in.Ext,
+		},
 	}
 	// A close is a stronger "not now" than merely seeing the popup, so by default it hides the
 	// popup exactly as long as an impression does, whatever reshow interval was chosen.
@@ -239,9 +238,9 @@ func (p *Popup) normalize() {
 	p.Targeting.Regions = nonNil(p.Targeting.Regions)
 	p.Targeting.Langs = nonNil(p.Targeting.Langs)
 	p.Targeting.UIDs = nonNil(p.Targeting.UIDs)
-	c := p.Creative()
+	c := p.Creative
 	c.normalize()
-	p.SetCreative(c)
+	p.Creative = c
 	if p.Experiment != nil {
 		p.Experiment.normalize()
 	}
@@ -318,7 +317,7 @@ func (p Popup) ValidateWith(links LinkSchemes) error {
 	if p.MaxImpressions < 0 || p.MaxImpressions > maxMaxImpressions {
 		v.add("max_impressions", "must be between 0 (unlimited) and "+strconv.Itoa(maxMaxImpressions))
 	}
-	p.Creative().validate(&v, "", links)
+	p.Creative.validate(&v, "", links)
 	if p.Experiment != nil {
 		p.Experiment.validate(&v, links)
 	}

@@ -65,8 +65,10 @@ func TestBuildAppliesDefaults(t *testing.T) {
 		ClickCooldownSeconds: 0,
 		CloseCooldownSeconds: 86400,
 		MaxImpressions:       0,
-		Buttons:              []popup.Button{},
-		Ext:                  json.RawMessage("{}"),
+		Creative: popup.Creative{
+			Buttons: []popup.Button{},
+			Ext:     json.RawMessage("{}"),
+		},
 	}
 	assert.Equal(t, want, got)
 }
@@ -496,8 +498,10 @@ func TestValidateReportsEveryProblemInFieldOrder(t *testing.T) {
 	p := popup.Popup{
 		Status:    "live",
 		Targeting: popup.Targeting{Platforms: []string{"tv"}, RolloutPercent: 200},
-		Buttons:   []popup.Button{{Text: ""}},
-		Ext:       json.RawMessage(`[]`),
+		Creative: popup.Creative{
+			Buttons: []popup.Button{{Text: ""}},
+			Ext:     json.RawMessage(`[]`),
+		},
 	}
 
 	err := p.ValidateWith(popup.LinkSchemes{})

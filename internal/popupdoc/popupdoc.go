@@ -194,7 +194,7 @@ func (d *Experiment) Popup() *popup.Experiment {
 
 // EntryOf is p as the config blob holds it.
 func EntryOf(p *popup.Popup) Entry {
-	return Entry{Header: HeaderOf(p), Targeting: TargetingOf(p.Targeting), Content: ContentOf(p.Creative()),
+	return Entry{Header: HeaderOf(p), Targeting: TargetingOf(p.Targeting), Content: ContentOf(p.Creative),
 		Experiment: ExperimentOf(p.Experiment)}
 }
 
@@ -202,14 +202,14 @@ func EntryOf(p *popup.Popup) Entry {
 func (e *Entry) Popup() popup.Popup {
 	p := e.Header.Popup()
 	p.Targeting = e.Targeting.Popup()
-	p.SetCreative(e.Content.Creative())
+	p.Creative = e.Content.Creative()
 	p.Experiment = e.Experiment.Popup()
 	return p
 }
 
 // RevisionOf is p as a revision or an audit entry stores it.
 func RevisionOf(p *popup.Popup) Revision {
-	return Revision{Header: HeaderOf(p), Targeting: TargetingOf(p.Targeting), Content: ContentOf(p.Creative()),
+	return Revision{Header: HeaderOf(p), Targeting: TargetingOf(p.Targeting), Content: ContentOf(p.Creative),
 		Experiment: ExperimentOf(p.Experiment)}
 }
 
@@ -217,7 +217,7 @@ func RevisionOf(p *popup.Popup) Revision {
 func (r *Revision) Popup() popup.Popup {
 	p := r.Header.Popup()
 	p.Targeting = r.Targeting.Popup()
-	p.SetCreative(r.Content.Creative())
+	p.Creative = r.Content.Creative()
 	p.Experiment = r.Experiment.Popup()
 	return p
 }

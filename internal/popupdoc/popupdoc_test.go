@@ -83,8 +83,8 @@ func TestDocumentsAreTheGoldenFiles(t *testing.T) {
 
 	tg := decode[popupdoc.Targeting](t, golden(t, "targeting.json", popupdoc.TargetingOf(full.Targeting)))
 	assert.Equal(t, full.Targeting, tg.Popup())
-	c := decode[popupdoc.Content](t, golden(t, "content.json", popupdoc.ContentOf(full.Creative())))
-	assert.Equal(t, full.Creative(), c.Creative())
+	c := decode[popupdoc.Content](t, golden(t, "content.json", popupdoc.ContentOf(full.Creative)))
+	assert.Equal(t, full.Creative, c.Creative())
 	e := decode[*popupdoc.Experiment](t, golden(t, "experiment.json", popupdoc.ExperimentOf(full.Experiment)))
 	assert.Equal(t, full.Experiment, e.Popup())
 }
@@ -121,7 +121,7 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	tg := decode[popupdoc.Targeting](t, older("targeting-2026-11-26.json"))
 	assert.Equal(t, full.Targeting, tg.Popup())
 	c := decode[popupdoc.Content](t, older("content-2026-11-26.json"))
-	assert.Equal(t, full.Creative(), c.Creative())
+	assert.Equal(t, full.Creative, c.Creative())
 	e := decode[*popupdoc.Experiment](t, older("experiment-2026-11-26.json"))
 	assert.Equal(t, full.Experiment, e.Popup())
 

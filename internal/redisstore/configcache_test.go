@@ -48,15 +48,24 @@ func configBlobPopups() []popup.Popup {
 		Targeting: popup.Targeting{Platforms: []string{"ios", "android"}, MinAppVersion: "8.1.0", MaxAppVersion: "9.0.0",
 			Regions: []string{"cn", "us"}, Langs: []string{"zh"}, RolloutPercent: 40, UIDs: []string{"vip-1", "vip-2"}},
 		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3,
-		Title: "Spring", Content: "Up to 50% off", ImageURL: "https://cdn.example.com/s.png", LinkURL: "app://sale",
-		Buttons:   []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}, {Text: "Later"}},
-		Ext:       json.RawMessage(`{"theme":"dark","n":[1,2]}`),
 		CreatedAt: at("2026-02-01T10:00:00.123Z"), UpdatedAt: at("2026-02-02T11:30:00Z"),
+		Creative: popup.Creative{
+			Title:    "Spring",
+			Content:  "Up to 50% off",
+			ImageURL: "https://cdn.example.com/s.png",
+			LinkURL:  "app://sale",
+			Buttons:  []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}, {Text: "Later"}},
+			Ext:      json.RawMessage(`{"theme":"dark","n":[1,2]}`),
+		},
 	}, {
 		ID: 8, Revision: 1, Name: "plain", Status: popup.StatusPaused,
 		Targeting:          popup.Targeting{Platforms: []string{}, Regions: []string{}, Langs: []string{}, RolloutPercent: 100, UIDs: []string{}},
-		ReshowAfterSeconds: 86400, CloseCooldownSeconds: 86400, Buttons: []popup.Button{}, Ext: json.RawMessage(`{}`),
+		ReshowAfterSeconds: 86400, CloseCooldownSeconds: 86400,
 		CreatedAt: at("2026-02-03T00:00:00Z"), UpdatedAt: at("2026-02-03T00:00:00Z"),
+		Creative: popup.Creative{
+			Buttons: []popup.Button{},
+			Ext:     json.RawMessage(`{}`),
+		},
 	}}
 }
 

@@ -76,7 +76,7 @@ func toPublic(id int64, c popup.Creative) publicPopup {
 // encodeEntry pre-encodes the public JSON of c and, while its experiment runs, of its variants.
 func encodeEntry(c *popup.Compiled) (*Entry, error) {
 	cp := &c.Popup // CompileWith normalised it: buttons [] and ext {} when absent, a variant's too
-	body, err := json.Marshal(toPublic(cp.ID, cp.Creative()))
+	body, err := json.Marshal(toPublic(cp.ID, cp.Creative))
 	if err != nil {
 		return nil, err
 	}

@@ -27,12 +27,17 @@ func Full() popup.Popup {
 		Targeting: popup.Targeting{Platforms: []string{"ios", "android"}, MinAppVersion: "8.1.0", MaxAppVersion: "9.0.0",
 			Regions: []string{"cn", "us"}, Langs: []string{"zh"}, RolloutPercent: 40, UIDs: []string{"vip-1", "vip-2"}},
 		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3,
-		Title: "Spring", Content: "Up to 50% off", ImageURL: "https://cdn.example.com/s.png", LinkURL: "app://sale",
-		Buttons:    []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}},
-		Ext:        json.RawMessage(`{"theme":"dark"}`),
 		Experiment: FullExperiment(),
 		CreatedAt:  time.Date(2026, 2, 1, 10, 0, 0, 123_000_000, time.UTC),
 		UpdatedAt:  time.Date(2026, 2, 2, 11, 30, 0, 0, time.UTC),
+		Creative: popup.Creative{
+			Title:    "Spring",
+			Content:  "Up to 50% off",
+			ImageURL: "https://cdn.example.com/s.png",
+			LinkURL:  "app://sale",
+			Buttons:  []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}},
+			Ext:      json.RawMessage(`{"theme":"dark"}`),
+		},
 	}
 }
 

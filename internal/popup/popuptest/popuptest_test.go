@@ -17,6 +17,6 @@ func TestZeroFieldsNamesWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	p := Full()
 	p.Title, p.Targeting.Langs, p.Buttons[0].LinkURL = "", nil, ""
-	assert.Equal(t, []string{"popup.Popup.Targeting.Langs", "popup.Popup.Title", "popup.Popup.Buttons[0].LinkURL"}, ZeroFields(p))
+	assert.Equal(t, []string{"popup.Popup.Targeting.Langs", "popup.Popup.Creative.Title", "popup.Popup.Creative.Buttons[0].LinkURL"}, ZeroFields(p))
 	assert.Empty(t, ZeroFields(popup.Button{Text: "a", LinkURL: "b"}))
 }
