@@ -200,11 +200,7 @@ func EntryOf(p *popup.Popup) Entry {
 
 // Popup is the popup of a blob entry.
 func (e *Entry) Popup() popup.Popup {
-	p := e.Header.Popup()
-	p.Targeting = e.Targeting.Popup()
-	p.Creative = e.Content.Creative()
-	p.Experiment = e.Experiment.Popup()
-	return p
+	return assemble(&e.Header, e.Targeting, &e.Content, e.Experiment)
 }
 
 // RevisionOf is p as a revision or an audit entry stores it.
@@ -215,9 +211,14 @@ func RevisionOf(p *popup.Popup) Revision {
 
 // Popup is the popup of a revision document.
 func (r *Revision) Popup() popup.Popup {
-	p := r.Header.Popup()
-	p.Targeting = r.Targeting.Popup()
-	p.Creative = r.Content.Creative()
-	p.Experiment = r.Experiment.Popup()
+	return assemble(&r.Header, r.Targeting, &r.Content, r.Experiment)
+}
+
+// assemble is the popup of a document's parts, whichever envelope held them.
+func assemble(h *Header, t Targeting, c *Content, e *Experiment) popup.Popup {
+	p := h.Popup()
+	p.Targeting = t.Popup()
+	p.Creative = c.Creative()
+	p.Experiment = e.Popup()
 	return p
 }
