@@ -83,10 +83,7 @@ func (d *Decider) decideExperiment(ctx, bctx context.Context, br *breaker.Breake
 	}
 	out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, evs, false)
 	if err != nil {
-		if d.storeFailed(ctx, br, now, opRecordImpression, err) {
-			return Answer{Kind: ClientGone}, true
-		}
-		return d.degraded(outDegradedRedisError), true
+		return d.failed(ctx, br, now, opRecordImpression, err), true
 	}
 	br.Success()
 	if out != popup.Recorded {
