@@ -119,8 +119,9 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		if err != nil {
 			return d.failed(ctx, br, now, opGetState, err)
 		}
-		chosen := popup.Select(cands, req, &st.UserState, now, d.DailyCap)
-		if chosen == nil {
+		p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, DailyCap: d.DailyCap,
+			ID: d.ids.get().draw()})
+		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {
 				d.Local.remember(&key, snap.Version, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
@@ -128,27 +129,14 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}
 		}
-		if arm := chosen.Arm(req.UID); arm >= 0 {
-			ans, done := d.decideExperiment(ctx, bctx, br, snap, cands, req, &st, chosen, arm, now)
-			if done {
-				return ans
-			}
-			continue // a conflict: decide again
-		}
-		ps := chosen.ApplyImpression(&st.UserState, now)
-		decision := d.ids.get().next()
-		evs := []event.Event{{ID: decision, UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
-			At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions,
-			DayCount: st.UserState.ImpressionsOn(now)}}
-		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, evs, false)
+		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, p.Events, false)
 		if err != nil {
 			return d.failed(ctx, br, now, opRecordImpression, err)
 		}
 		br.Success()
 		if out == popup.Recorded {
-			d.Metrics.count(outPopup)
-			e := snap.Entry(chosen.Popup.ID)
-			return Answer{Kind: Shown, Version: snap.Version, Popup: e, DecisionID: decision, Body: e.JSON}
+			d.Metrics.count(p.outcome())
+			return p.answer(snap.Version)
 		}
 		// Conflict: another request of this user changed the state first; decide again.
 	}
