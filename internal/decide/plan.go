@@ -19,7 +19,9 @@ type planInput struct {
 	State    *popup.UserState
 	Now      time.Time
 	DailyCap int // popups per user per UTC day; 0 = no cap
-	// ID is a fresh id; the decision id is it with the experiment suffixes plan appends.
+	// ID is a fresh id; the decision id is it with the experiment suffixes plan appends. It is
+	// drawn before planning so that plan touches no shared state; a plan that records nothing
+	// leaves it unused.
 	ID freshID
 }
 
