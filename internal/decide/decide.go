@@ -117,16 +117,11 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	for try := 0; try < maxRecordTries; try++ {
 		st, err := d.Users.Get(bctx, req.UID, now)
 		if err != nil {
-			if d.storeFailed(ctx, br, now, opGetState, err) {
-				return Answer{Kind: ClientGone}
-			}
-			if errors.Is(err, popup.ErrStateLoad) {
-				return d.degraded(outDegradedMySQL)
-			}
-			return d.degraded(outDegradedRedisError)
+			return d.failed(ctx, br, now, opGetState, err)
 		}
-		chosen := popup.Select(cands, req, &st.UserState, now, d.DailyCap)
-		if chosen == nil {
+		p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, DailyCap: d.DailyCap,
+			ID: d.ids.get().draw()})
+		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {
 				d.Local.remember(&key, snap.Version, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
@@ -134,30 +129,14 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}
 		}
-		if arm := chosen.Arm(req.UID); arm >= 0 {
-			ans, done := d.decideExperiment(ctx, bctx, br, snap, cands, req, &st, chosen, arm, now)
-			if done {
-				return ans
-			}
-			continue // a conflict: decide again
-		}
-		ps := chosen.ApplyImpression(&st.UserState, now)
-		decision := d.ids.get().next()
-		evs := []event.Event{{ID: decision, UID: req.UID, PopupID: chosen.Popup.ID, Action: event.Impression,
-			At: now, DecisionID: decision, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions,
-			DayCount: st.UserState.ImpressionsOn(now)}}
-		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, evs, false)
+		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, p.Events, false)
 		if err != nil {
-			if d.storeFailed(ctx, br, now, opRecordImpression, err) {
-				return Answer{Kind: ClientGone}
-			}
-			return d.degraded(outDegradedRedisError)
+			return d.failed(ctx, br, now, opRecordImpression, err)
 		}
 		br.Success()
 		if out == popup.Recorded {
-			d.Metrics.count(outPopup)
-			e := snap.Entry(chosen.Popup.ID)
-			return Answer{Kind: Shown, Version: snap.Version, Popup: e, DecisionID: decision, Body: e.JSON}
+			d.Metrics.count(p.outcome())
+			return p.answer(snap.Version)
 		}
 		// Conflict: another request of this user changed the state first; decide again.
 	}
@@ -214,10 +193,7 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 	for try := 0; try < maxRecordTries; try++ {
 		st, err := d.Users.Get(bctx, a.UID, now)
 		if err != nil {
-			if d.storeFailed(ctx, br, now, opGetState, err) {
-				return ErrClientGone
-			}
-			return ErrUnavailable
+			return d.storeFailed(ctx, br, now, opGetState, err)
 		}
 		var ps popup.PopupState
 		if a.Kind == event.Click {
@@ -229,10 +205,7 @@ func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
 			DecisionID: a.DecisionID, NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, Button: a.Button, Arms: arms}}
 		out, err := d.Users.Record(bctx, a.UID, st.Raw, &st.UserState, evs, true)
 		if err != nil {
-			if d.storeFailed(ctx, br, now, opRecordAction, err) {
-				return ErrClientGone
-			}
-			return ErrUnavailable
+			return d.storeFailed(ctx, br, now, opRecordAction, err)
 		}
 		br.Success()
 		switch out {
@@ -303,14 +276,15 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	return ex, nil
 }
 
-// storeFailed accounts for a failed store call. It reports whether the client has gone: then
-// the store did not fail, the caller's hang-up cancelled its call, and nobody reads an answer.
-func (d *Decider) storeFailed(ctx context.Context, br *breaker.Breaker, now time.Time, op storeOp, err error) (clientGone bool) {
+// storeFailed accounts for a failed store call of a decision or an action and returns what the
+// caller reports: ErrClientGone when the caller's context ended (then the store did not fail, the
+// hang-up cancelled its call, and nobody reads an answer), else ErrUnavailable.
+func (d *Decider) storeFailed(ctx context.Context, br *breaker.Breaker, now time.Time, op storeOp, err error) error {
 	if ctx.Err() != nil {
 		// Counting a hang-up would let a mass disconnect (a load generator stopping, a proxy
 		// restarting) open the breaker and degrade everybody else's answers.
 		d.Metrics.count(outClientGone)
-		return true
+		return ErrClientGone
 	}
 	if errors.Is(err, popup.ErrStateLoad) {
 		// MySQL slow or saturated while loading a lost state: this request degrades, but it
@@ -324,7 +298,20 @@ func (d *Decider) storeFailed(ctx context.Context, br *breaker.Breaker, now time
 	if last := d.lastErrLog.Load(); now.UnixNano()-last > int64(time.Second) && d.lastErrLog.CompareAndSwap(last, now.UnixNano()) && d.Log != nil {
 		d.Log.Warn("redis call failed; answering degraded", "op", op.String(), "err", err)
 	}
-	return false
+	return ErrUnavailable
+}
+
+// failed is the homepage answer when a store call of the decision failed (storeFailed):
+// ClientGone when the caller hung up, else degraded, labelled by the store that failed (MySQL
+// only ever behind a read of a lost state).
+func (d *Decider) failed(ctx context.Context, br *breaker.Breaker, now time.Time, op storeOp, err error) Answer {
+	if d.storeFailed(ctx, br, now, op, err) == ErrClientGone {
+		return Answer{Kind: ClientGone}
+	}
+	if errors.Is(err, popup.ErrStateLoad) {
+		return d.degraded(outDegradedMySQL)
+	}
+	return d.degraded(outDegradedRedisError)
 }
 
 func (d *Decider) degraded(o outcome) Answer {

@@ -28,14 +28,27 @@ func newIDSource() *idSource {
 	return s
 }
 
-// append appends a fresh id (16 hex digits, '-', base-36 counter) to dst.
-func (s *idSource) append(dst []byte) []byte {
-	dst = append(dst, s.prefix[:]...)
-	dst = append(dst, '-')
-	return strconv.AppendUint(dst, s.n.Add(1), 36)
+// draw takes the next id.
+func (s *idSource) draw() freshID { return freshID{prefix: s.prefix, n: s.n.Add(1)} }
+
+func (s *idSource) next() string {
+	id := s.draw()
+	return string(id.append(make([]byte, 0, 32)))
 }
 
-func (s *idSource) next() string { return string(s.append(make([]byte, 0, 32))) }
+// freshID is one id drawn from an idSource, as a value: what a plan needs to name a decision
+// without touching the source.
+type freshID struct {
+	prefix [16]byte
+	n      uint64
+}
+
+// append appends the id (16 hex digits, '-', base-36 counter) to dst.
+func (f *freshID) append(dst []byte) []byte {
+	dst = append(dst, f.prefix[:]...)
+	dst = append(dst, '-')
+	return strconv.AppendUint(dst, f.n, 36)
+}
 
 // idSourceOnce makes its idSource on first use, so a Decider needs no constructor.
 type idSourceOnce struct {
