@@ -105,7 +105,7 @@ func newFixture(t *testing.T, cacheSize, dailyCap int, popups ...popup.Popup) *f
 
 func (f *fixture) publish(t *testing.T, version int64, popups ...popup.Popup) {
 	t.Helper()
-	s := snapshot.Build(version, popups, t0)
+	s := snapshot.BuildWith(version, popups, t0, popup.LinkSchemes{})
 	require.Empty(t, s.Problems)
 	require.True(t, f.holder.Store(s))
 }
@@ -430,7 +430,7 @@ func TestExplainRecordsNothingAndTakesADraft(t *testing.T) {
 	assert.Equal(t, decide.Shown, kind, "the explanation recorded no impression")
 	assert.Equal(t, int64(1), id)
 
-	draft, err := popup.Compile(active(3, func(p *popup.Popup) { p.Priority = 50 }))
+	draft, err := popup.CompileWith(active(3, func(p *popup.Popup) { p.Priority = 50 }), popup.LinkSchemes{})
 	require.NoError(t, err)
 	ex, err = f.d.Explain(context.Background(), iosReq, t0.Add(time.Minute), decide.ExplainOptions{Extra: []*popup.Compiled{draft}})
 	require.NoError(t, err)
@@ -458,7 +458,7 @@ func BenchmarkDecideSteadyState(b *testing.B) {
 	}{{"local answers on", 100000}, {"local answers off", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
 			holder := &snapshot.Holder{}
-			holder.Store(snapshot.Build(1, []popup.Popup{active(1, nil), hidden}, t0))
+			holder.Store(snapshot.BuildWith(1, []popup.Popup{active(1, nil), hidden}, t0, popup.LinkSchemes{}))
 			store := newMemStore()
 			store.set("u1", withHidden(popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}}}))
 			d := &decide.Decider{Snapshots: holder, Users: store, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,

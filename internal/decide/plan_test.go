@@ -25,8 +25,12 @@ var planID = freshID{prefix: [16]byte([]byte("0123456789abcdef")), n: 35}
 const planIDText = "0123456789abcdef-z" // 35 in base 36
 
 func planPopup(id int64, priority int, e *popup.Experiment) popup.Popup {
-	return popup.Popup{ID: id, Name: "p" + strconv.FormatInt(id, 10), Status: popup.StatusActive, Title: "hi", Priority: priority,
-		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 3600, CloseCooldownSeconds: 3600, Experiment: e}
+	return popup.Popup{ID: id, Name: "p" + strconv.FormatInt(id, 10), Status: popup.StatusActive, Priority: priority,
+		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 3600, CloseCooldownSeconds: 3600, Experiment: e,
+		Creative: popup.Creative{
+			Title: "hi",
+		},
+	}
 }
 
 // planExperiment is a running experiment: variants a (50) and b (30), a control (20) of mode.
@@ -193,7 +197,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := snapshot.Build(7, tt.popups, pt0)
+			snap := snapshot.BuildWith(7, tt.popups, pt0, popup.LinkSchemes{})
 			require.Empty(t, snap.Problems)
 			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 			st := tt.state
@@ -226,7 +230,7 @@ func TestPlan(t *testing.T) {
 // as a popup or as a control's exposure.
 func TestPlanAnswers(t *testing.T) {
 	t.Parallel()
-	snap := snapshot.Build(7, []popup.Popup{planPopup(1, 10, planExperiment(popup.ControlNone)), planPopup(2, 5, nil)}, pt0)
+	snap := snapshot.BuildWith(7, []popup.Popup{planPopup(1, 10, planExperiment(popup.ControlNone)), planPopup(2, 5, nil)}, pt0, popup.LinkSchemes{})
 	require.Empty(t, snap.Problems)
 	variant, plain := snap.Entry(1), snap.Entry(2)
 	tests := []struct {

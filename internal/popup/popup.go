@@ -175,12 +175,6 @@ type Input struct {
 	Experiment           *Experiment // nil = none; its server-managed fields are ignored (KeepExperiment)
 }
 
-// Build is BuildWith with the default allow-list of links (http, https).
-//
-// Deprecated: only the tests of mysqlstore and decide call it; use BuildWith, which production
-// calls. It goes when those tests do.
-func (in Input) Build() (Popup, error) { return in.BuildWith(LinkSchemes{}) }
-
 // BuildWith validates in, links checked against the allow-list links (the zero LinkSchemes: http,
 // https), and applies the defaults of docs/CONTRACT.md §2: status active, priority 0, open
 // window, no targeting limits, rollout 100, reshow 86400 s, click cooldown 0, close cooldown equal

@@ -171,12 +171,6 @@ type Compiled struct {
 	Popup Popup
 }
 
-// Compile is CompileWith with the default allow-list of links (http, https).
-//
-// Deprecated: only the tests of mysqlstore and decide call it; use CompileWith, which production
-// calls. It goes when those tests do.
-func Compile(p Popup) (*Compiled, error) { return CompileWith(p, LinkSchemes{}) }
-
 // CompileWith validates p, links checked against the allow-list links, and prepares it for
 // matching. The error is a *ValidationError, so a snapshot builder can skip (and report) a bad
 // stored row instead of serving it half-understood. The Popup kept in the result is normalized as

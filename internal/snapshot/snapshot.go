@@ -35,7 +35,7 @@ func (e *Entry) Shown(arm int) []byte {
 	return e.JSON
 }
 
-// Snapshot is one immutable config version. Never modify it after Build.
+// Snapshot is one immutable config version. Never modify it after BuildWith.
 type Snapshot struct {
 	Version  int64
 	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
@@ -95,14 +95,6 @@ func encodeEntry(c *popup.Compiled) (*Entry, error) {
 		}
 	}
 	return e, nil
-}
-
-// Build is BuildWith with the default allow-list of links (http, https).
-//
-// Deprecated: only the tests of decide call it; use BuildWith, which production calls. It goes
-// when those tests do.
-func Build(version int64, popups []popup.Popup, now time.Time) *Snapshot {
-	return BuildWith(version, popups, now, popup.LinkSchemes{})
 }
 
 // BuildWith compiles popups into a snapshot of version. A popup that does not compile, a stored
