@@ -144,8 +144,8 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	return Answer{Kind: None, Version: snap.Version}
 }
 
-// Action is a click or close of a popup reported by the app.
-type Action struct {
+// Report is a click or close of a popup as the app reports it (its Kind is an event.Action).
+type Report struct {
 	UID        string
 	PopupID    int64
 	Kind       event.Action    // event.Click or event.Close
@@ -168,7 +168,7 @@ func (e *ButtonError) Error() string {
 // Act records a click or close at now. It returns nil when the action is recorded (or was
 // already, under the same event id), popup.ErrNotFound for a popup the config does not hold,
 // ErrRateLimited, ErrUnavailable, or ErrClientGone.
-func (d *Decider) Act(ctx context.Context, a Action, now time.Time) error {
+func (d *Decider) Act(ctx context.Context, a Report, now time.Time) error {
 	snap := d.Snapshots.Load()
 	if snap == nil {
 		return ErrUnavailable

@@ -401,13 +401,13 @@ func TestActRecordsAndMapsOutcomes(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			err := f.d.Act(context.Background(), decide.Action{UID: "u1", PopupID: tt.popupID, Kind: event.Click}, t0)
+			err := f.d.Act(context.Background(), decide.Report{UID: "u1", PopupID: tt.popupID, Kind: event.Click}, t0)
 			assert.ErrorIs(t, err, tt.want)
 		})
 	}
 	t.Run("a click hides the popup for its cooldown", func(t *testing.T) {
 		f := newFixture(t, 1000, 0, active(1, func(p *popup.Popup) { p.ClickCooldownSeconds = 600 }))
-		require.NoError(t, f.d.Act(context.Background(), decide.Action{UID: "u1", PopupID: 1, Kind: event.Click}, t0))
+		require.NoError(t, f.d.Act(context.Background(), decide.Report{UID: "u1", PopupID: 1, Kind: event.Click}, t0))
 		kind, _, _ := f.decide(t, iosReq, t0.Add(599*time.Second))
 		assert.Equal(t, decide.None, kind)
 		kind, _, _ = f.decide(t, iosReq, t0.Add(600*time.Second))

@@ -11,7 +11,7 @@ import (
 // through on the way to this popup: that popup's experiment is running with mode fall_through and
 // assigns this user to the control the suffix names. A suffix that says otherwise (forged, or from
 // an older phase) is ignored. Nil for a popup outside any experiment; it then does not allocate.
-func actionArms(snap *snapshot.Snapshot, entry *snapshot.Entry, a Action) []event.ArmRef {
+func actionArms(snap *snapshot.Snapshot, entry *snapshot.Entry, a Report) []event.ArmRef {
 	var arms []event.ArmRef
 	if i := entry.Arm(a.UID); i >= 0 {
 		arms = entry.ArmRefs[i][:1:1] // shared: appending below must copy it

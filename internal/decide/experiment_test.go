@@ -324,7 +324,7 @@ func TestActAttributesTheArms(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newRedisFixture(t, popups...)
-			err := f.d.Act(context.Background(), decide.Action{UID: uid, PopupID: tt.popupID, Kind: event.Click,
+			err := f.d.Act(context.Background(), decide.Report{UID: uid, PopupID: tt.popupID, Kind: event.Click,
 				EventID: "e" + strconv.Itoa(i), DecisionID: tt.decision}, t0)
 			require.NoError(t, err, "a forged suffix is never an error")
 			evs := f.queued(uid)

@@ -207,7 +207,7 @@ func (p *Public) postAction(c *gin.Context) {
 		writeError(c, p.Log, aerr)
 		return
 	}
-	err = p.Decider.Act(c.Request.Context(), decide.Action{UID: body.UID, PopupID: id, Kind: event.Action(body.Action),
+	err = p.Decider.Act(c.Request.Context(), decide.Report{UID: body.UID, PopupID: id, Kind: event.Action(body.Action),
 		EventID: body.EventID, DecisionID: body.DecisionID, Button: body.Button}, now)
 	switch {
 	case err == nil:
