@@ -271,7 +271,7 @@ func (t *Tx) Insert(ctx context.Context, ps []popup.Popup) ([]popup.Popup, error
 		if err := importWrite(ctx, t.tx, ps, false); err != nil {
 			return nil, nameTaken(err)
 		}
-		return t.readBack(ctx, ps, "name")
+		return t.readBack(ctx, ps, true)
 	}
 	values, err := configValues(ps[0])
 	if err != nil {
@@ -301,7 +301,7 @@ func (t *Tx) Overwrite(ctx context.Context, ps []popup.Popup, ifRevision []int64
 		if err := importWrite(ctx, t.tx, ps, true); err != nil {
 			return nil, nameTaken(err)
 		}
-		return t.readBack(ctx, ps, "id")
+		return t.readBack(ctx, ps, false)
 	}
 	p := ps[0]
 	values, err := configValues(p)
@@ -322,32 +322,37 @@ func (t *Tx) Overwrite(ctx context.Context, ps []popup.Popup, ifRevision []int64
 	return []popup.Popup{stored}, err
 }
 
-// readBack reads ps as stored, in their order, matched by id or by (live) name.
-func (t *Tx) readBack(ctx context.Context, ps []popup.Popup, by string) ([]popup.Popup, error) {
+// readBack reads ps as stored, in their order: by (live) name after an insert, whose ids are
+// the store's, by id after an overwrite.
+func (t *Tx) readBack(ctx context.Context, ps []popup.Popup, byName bool) ([]popup.Popup, error) {
+	key := func(p popup.Popup) string { return strconv.FormatInt(p.ID, 10) }
+	if byName {
+		key = func(p popup.Popup) string { return nameKey(p.Name) }
+	}
 	out := make([]popup.Popup, len(ps))
 	for start := 0; start < len(ps); start += importBatch {
 		batch := ps[start:min(start+importBatch, len(ps))]
 		args := make([]any, len(batch))
 		for i, p := range batch {
-			args[i] = any(p.ID)
-			if by == "name" {
+			args[i] = p.ID
+			if byName {
 				args[i] = p.Name
 			}
 		}
-		q := `SELECT ` + popupColumns + ` FROM popup_config WHERE id IN (` + placeholders(1, len(batch))[1:]
-		if by == "name" {
-			q = `SELECT ` + popupColumns + ` FROM popup_config WHERE status <> 'archived' AND name IN (` + placeholders(1, len(batch))[1:]
+		where := `id IN (`
+		if byName {
+			where = `status <> 'archived' AND name IN (`
 		}
-		stored, err := queryPopups(ctx, t.tx, q, args...)
+		stored, err := queryPopups(ctx, t.tx, `SELECT `+popupColumns+` FROM popup_config WHERE `+where+placeholders(1, len(batch))[1:], args...)
 		if err != nil {
 			return nil, err
 		}
 		found := make(map[string]popup.Popup, len(stored))
 		for _, p := range stored {
-			found[readBackKey(p, by)] = p
+			found[key(p)] = p
 		}
 		for i, p := range batch {
-			s, ok := found[readBackKey(p, by)]
+			s, ok := found[key(p)]
 			if !ok {
 				return nil, fmt.Errorf("popup %q: %w", p.Name, popup.ErrNotFound)
 			}
@@ -355,13 +360,6 @@ func (t *Tx) readBack(ctx context.Context, ps []popup.Popup, by string) ([]popup
 		}
 	}
 	return out, nil
-}
-
-func readBackKey(p popup.Popup, by string) string {
-	if by == "name" {
-		return nameKey(p.Name)
-	}
-	return strconv.FormatInt(p.ID, 10)
 }
 
 // Record writes each change's revision row and audit row.
