@@ -4,10 +4,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +63,9 @@ type Config struct {
 	KnownUsers            int     `env:"KNOWN_USERS" envDefault:"10000000" desc:"expected number of uids with durable state, the size of the known-users Bloom filter in Redis (about 1.2 MB per million at 1%): a state miss for a uid it has never seen costs no SQL; 0 = off (every miss loads from MySQL). popup-api and popup-worker must agree"`
 	KnownUsersFP          float64 `env:"KNOWN_USERS_FP" envDefault:"0.01" desc:"false-positive rate of the known-users filter at KNOWN_USERS uids (a false positive costs one MySQL load); popup-api and popup-worker must agree"`
 	KnownUsersRebuildRate int     `env:"KNOWN_USERS_REBUILD_RATE" envDefault:"20000" desc:"uids per second the worker reads from popup_user_state while it rebuilds a known-users filter Redis lost"`
+
+	AudienceMemory      ByteSize      `env:"AUDIENCE_MEMORY" envDefault:"1GiB" desc:"memory every popup-api instance may hold for audience member sets (about 8.1 bytes a member): a member upload that would take all audiences past it is refused with 413; a number of bytes or with KiB, MiB or GiB"`
+	AudienceLoadTimeout time.Duration `env:"AUDIENCE_LOAD_TIMEOUT" envDefault:"60s" desc:"how long a starting popup-api waits for the audiences its active popups use before it reports ready anyway (popups whose audiences are not loaded stay fail-closed: an include is not a member, an exclude is)"`
 
 	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
 
@@ -156,6 +161,12 @@ func (c Config) Validate() error {
 	}
 	if c.KnownUsersRebuildRate <= 0 {
 		bad("KNOWN_USERS_REBUILD_RATE", "must be > 0, got %d", c.KnownUsersRebuildRate)
+	}
+	if c.AudienceMemory <= 0 {
+		bad("AUDIENCE_MEMORY", "must be > 0")
+	}
+	if c.AudienceLoadTimeout <= 0 {
+		bad("AUDIENCE_LOAD_TIMEOUT", "must be > 0")
 	}
 	if c.LocalAnswerCacheSize < 0 {
 		bad("LOCAL_ANSWER_CACHE_SIZE", "must be >= 0 (0 = off)")
@@ -368,3 +379,28 @@ func Vars() []Var {
 
 // Var describes one environment variable.
 type Var struct{ Name, Default, Desc string }
+
+// ByteSize is a memory size in bytes, written as a number of bytes or with a KiB, MiB or GiB
+// suffix.
+type ByteSize int64
+
+// UnmarshalText reads "1073741824", "512MiB" or "1GiB".
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return fmt.Errorf("%q is not a size: want a number of bytes, or one with KiB, MiB or GiB", text)
+	}
+	*b = ByteSize(n * mult)
+	return nil
+}
