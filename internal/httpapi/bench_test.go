@@ -44,7 +44,7 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 				Creative: popup.Creative{
 					Title: "hi",
 				},
-			}}, t0, popup.LinkSchemes{}))
+			}}, t0, popup.LinkSchemes{}, nil))
 			d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
 				Local: decide.NewLocalAnswers(bc.size)}
 			p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 }, Metrics: NewMetrics(prometheus.NewRegistry()),

@@ -16,6 +16,13 @@ const (
 	ReasonRegion         Reason = "region"
 	ReasonLang           Reason = "lang"
 	ReasonRollout        Reason = "rollout"
+	// The audience reasons (Candidate.Audience names the audience): the user is in none of the
+	// included audiences, or in an excluded one, or this instance does not hold an audience the
+	// popup names yet and answers as a list would that keeps the popup from the user (fail-closed:
+	// not a member of an include, a member of an exclude).
+	ReasonNotInAudience      Reason = "not_in_audience"
+	ReasonInExcludedAudience Reason = "in_excluded_audience"
+	ReasonAudienceNotLoaded  Reason = "audience_not_loaded"
 	ReasonReshow         Reason = "reshow"
 	ReasonClickCooldown  Reason = "click_cooldown"
 	ReasonCloseCooldown  Reason = "close_cooldown"
