@@ -31,6 +31,11 @@ const (
 	goalFirst      = 0.85 // (e) first visits / returning users' impressions: at least
 	goalLoads      = 1.0  // (e) MySQL loads of user state per 1,000 first visits: at most
 	goalRevisit    = 0.7  // (f) revisits / bare: at least
+	// Audiences (issue 34)
+	goalAudienceLoss  = 0.03 // (g) steady-state ratio without audiences minus with them: at most
+	goalReplaceServed = 30.0 // (h) seconds from a 10M replace's 200 to the second instance serving it: at most
+	goalDeltaServed   = 2.0  // (h) the same for a delta of at most 10,000 uids
+	goalMemberBytes   = 9.0  // (h) popup_audience_bytes per member: at most
 )
 
 // wrkResult is what wrk --latency prints that the bench reads.
@@ -250,6 +255,8 @@ type bench struct {
 	firsts      []firstRow
 	revisits    []revisitRow
 	opens       []openRow
+	audiences   []audienceRow
+	propagates  []propagateRow
 	errs        float64 // every API run's errors (incl. degraded answers)
 }
 
@@ -273,6 +280,26 @@ type firstRow struct {
 
 type revisitRow struct {
 	round, bareRPS, rps, p50, p99, errs, ratio, loadsPerK float64
+}
+
+// audienceRow is one round of the audience case: the steady-state load with half the popups
+// targeting the audiences (on) and without (off), each against the bare server of the round.
+type audienceRow struct {
+	round, bareRPS, onRPS, onP99, offRPS, offP99 float64
+	order                                        string
+	errs                                         float64 // non-2xx, socket, degraded; and audience checks answered fail-closed in the on run
+	onRatio, offRatio, loss                      float64 // loss = offRatio - onRatio
+	onCPU, offCPU                                float64 // API CPU-ms per 1,000 requests
+}
+
+// propagateRow is one audience write through instance 1, timed until each instance served it.
+type propagateRow struct {
+	action                                 string
+	n, size                                float64
+	upload, served1, served2               float64 // seconds: the write's wall time; from its 200 to each instance serving it
+	perMember1, perMember2                 float64 // popup_audience_bytes / popup_audience_members
+	members1, members2, rss1, rss2         float64
+	rssBefore1, rssBefore2, bytes1, bytes2 float64
 }
 
 type openRow struct {
@@ -351,6 +378,31 @@ func compute(recs []record) (bench, error) {
 			row.ratio = ratio(row.apiP99, row.bareP99)
 			b.opens = append(b.opens, row)
 			b.errs += row.errs
+		case "audsteady":
+			row := audienceRow{
+				round: rd.num(r, "r"), order: r.v["order"], bareRPS: rd.num(r, "a_rps"),
+				onRPS: rd.num(r, "on_rps"), onP99: rd.num(r, "on_p99"), offRPS: rd.num(r, "off_rps"), offP99: rd.num(r, "off_p99"),
+				errs: rd.num(r, "on_bad") + rd.num(r, "on_d1") - rd.num(r, "on_d0") + rd.num(r, "off_bad") + rd.num(r, "off_d1") - rd.num(r, "off_d0") +
+					rd.num(r, "fc1") - rd.num(r, "fc0"),
+				onCPU:  perK([]float64{rd.num(r, "on_p0")}, []float64{rd.num(r, "on_p1")}, rd.num(r, "on_reqs"), clk)[0],
+				offCPU: perK([]float64{rd.num(r, "off_p0")}, []float64{rd.num(r, "off_p1")}, rd.num(r, "off_reqs"), clk)[0],
+			}
+			row.onRatio, row.offRatio = ratio(row.onRPS, row.bareRPS), ratio(row.offRPS, row.bareRPS)
+			row.loss = row.offRatio - row.onRatio
+			b.audiences = append(b.audiences, row)
+			b.errs += row.errs
+		case "propagate":
+			t200 := rd.num(r, "t200")
+			row := propagateRow{
+				action: r.v["action"], n: rd.num(r, "n"), size: rd.num(r, "size"),
+				upload:  (t200 - rd.num(r, "t0")) / 1e9,
+				served1: (rd.num(r, "t1") - t200) / 1e9, served2: (rd.num(r, "t2") - t200) / 1e9,
+				members1: rd.num(r, "members1"), members2: rd.num(r, "members2"),
+				bytes1: rd.num(r, "bytes1"), bytes2: rd.num(r, "bytes2"),
+				rss1: rd.num(r, "rss1"), rss2: rd.num(r, "rss2"), rssBefore1: rd.num(r, "rss1_before"), rssBefore2: rd.num(r, "rss2_before"),
+			}
+			row.perMember1, row.perMember2 = ratio(row.bytes1, row.members1), ratio(row.bytes2, row.members2)
+			b.propagates = append(b.propagates, row)
 		default:
 			rd.fail(fmt.Errorf("unknown record kind %q", r.kind))
 		}
@@ -390,6 +442,14 @@ func (b bench) roundLine(recs []record) string {
 		s := b.revisits[len(b.revisits)-1]
 		return fmt.Sprintf("round %s revisits: api %s req/s p99 %s ms errors %s | ratio to bare %s | MySQL loads/1k %s",
 			g(s.round), g(s.rps), g(s.p99), g(s.errs), f3(s.ratio), f3(s.loadsPerK))
+	case "audsteady":
+		s := b.audiences[len(b.audiences)-1]
+		return fmt.Sprintf("round %s audiences (%s): bare %s req/s | with %s req/s p99 %s ms (ratio %s, CPU-ms/1k %s) | without %s req/s p99 %s ms (ratio %s, CPU-ms/1k %s) | loss %s | errors incl. fail-closed %s",
+			g(s.round), s.order, g(s.bareRPS), g(s.onRPS), g(s.onP99), f3(s.onRatio), f1(s.onCPU), g(s.offRPS), g(s.offP99), f3(s.offRatio), f1(s.offCPU), f3(s.loss), g(s.errs))
+	case "propagate":
+		s := b.propagates[len(b.propagates)-1]
+		return fmt.Sprintf("%s of %s uids: upload %s s; served %s s (instance 1) and %s s (instance 2) after the 200; %s and %s bytes a member",
+			s.action, g(s.n), f3(s.upload), f3(s.served1), f3(s.served2), f3(s.perMember1), f3(s.perMember2))
 	case "open":
 		s := b.opens[len(b.opens)-1]
 		return fmt.Sprintf("round %s open loop at %s req/s: bare p99 %s ms (late %s) | api p99 %s ms (errors incl. degraded %s, late %s) | ratio %s",
@@ -445,8 +505,27 @@ func (b bench) report(w io.Writer) bool {
 		{"(e) first-visit req/s / returning users' impression req/s", f3(median(rE)) + " (rounds: " + rounds(rE) + ")", ">= 0.85", median(rE) >= goalFirst},
 		{"(e) MySQL loads of user state per 1,000 first visits (worst round)", f3(worstLoads) + " (rounds: " + rounds(loads) + ")", "<= 1", worstLoads <= goalLoads},
 		{"(f) revisit req/s (Zipf over " + zipf + " users) / bare", f3(median(rF)) + " (rounds: " + rounds(rF) + ")", ">= 0.7", median(rF) >= goalRevisit},
-		{"errors: non-2xx, socket errors, degraded answers (all API runs)", g(b.errs), "0", b.errs == 0},
 	}
+	if len(b.steady) == 0 { // a results file of the propagation alone (scripts/bench-audiences.sh)
+		targets = nil
+	}
+	if len(b.audiences) > 0 {
+		loss := pick(len(b.audiences), func(i int) float64 { return b.audiences[i].loss })
+		targets = append(targets, target{"(g) steady-state ratio without audiences − with them on half the popups (1M include, 1M exclude)",
+			f3(median(loss)) + " (rounds: " + rounds(loss) + ")", "<= 0.03", median(loss) <= goalAudienceLoss})
+	}
+	for _, p := range b.propagates {
+		goal := goalDeltaServed
+		if p.action == "replace" {
+			goal = goalReplaceServed
+		}
+		targets = append(targets,
+			target{fmt.Sprintf("(h) %s of %s uids: seconds from the 200 to the second instance serving it", p.action, g(p.n)),
+				f3(p.served2) + " (upload " + f3(p.upload) + " s; instance 1 " + f3(p.served1) + " s)", "<= " + g(goal), p.served2 <= goal},
+			target{fmt.Sprintf("(h) after the %s: popup_audience_bytes per member, instance 1 / 2", p.action),
+				f3(p.perMember1) + " / " + f3(p.perMember2), "<= " + g(goalMemberBytes), max(p.perMember1, p.perMember2) <= goalMemberBytes})
+	}
+	targets = append(targets, target{"errors: non-2xx, socket errors, degraded answers (all API runs)", g(b.errs), "0", b.errs == 0})
 	all := true
 	fmt.Fprint(w, "## Summary (median of the per-round ratios)\n\n| target | measured | goal | result |\n|---|---|---|---|\n")
 	for _, t := range targets {
@@ -462,6 +541,29 @@ func (b bench) report(w io.Writer) bool {
 	}
 	cpu := func(xs []float64) []string { return strings.Fields(joinF(xs, f1, " ")) }
 	var rows [][]string
+	if len(b.audiences) > 0 {
+		for _, s := range b.audiences {
+			rows = append(rows, []string{g(s.round), s.order, g(s.bareRPS), g(s.onRPS), g(s.onP99), f3(s.onRatio), f1(s.onCPU),
+				g(s.offRPS), g(s.offP99), f3(s.offRatio), f1(s.offCPU), f3(s.loss), g(s.errs)})
+		}
+		table("Audiences: steady state with half the popups targeting a 1M include and a 1M exclude audience, and without; CPU in ms per 1,000 requests",
+			"round | order | bare req/s | with req/s | with p99 ms | with ratio | with api CPU | without req/s | without p99 ms | without ratio | without api CPU | loss (without − with) | errors (incl. fail-closed checks)", rows)
+		rows = nil
+	}
+	if len(b.propagates) > 0 {
+		mib := func(x float64) string { return f1(x / (1 << 20)) }
+		for _, s := range b.propagates {
+			rows = append(rows, []string{s.action, g(s.n), g(s.size), f3(s.upload), f3(s.served1), f3(s.served2),
+				g(s.members1), g(s.bytes1), f3(s.perMember1), mib(s.rssBefore1) + " → " + mib(s.rss1),
+				g(s.members2), g(s.bytes2), f3(s.perMember2), mib(s.rssBefore2) + " → " + mib(s.rss2)})
+		}
+		table("Audience propagation (written through instance 1; served = a GET of a uid only the new version holds shows the probe popup)",
+			"write | uids sent | audience size | upload s | served on 1, s after the 200 | served on 2, s after the 200 | members held 1 | audience bytes 1 | bytes/member 1 | RSS MiB 1 before → after | members held 2 | audience bytes 2 | bytes/member 2 | RSS MiB 2 before → after", rows)
+		rows = nil
+	}
+	if len(b.steady) == 0 {
+		return all
+	}
 	for _, s := range b.steady {
 		rows = append(rows, append(append([]string{g(s.round), g(s.bareRPS), g(s.bareP99), g(s.apiRPS), g(s.apiP50), g(s.apiP99), g(s.errs), f3(s.ratio), f1(s.bareCPU)},
 			cpu(s.cpu)...), f3(s.cpuRatio), f3(s.stmtsPerK)))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -153,4 +154,55 @@ func TestJudgeRefusesARecordWithoutAReading(t *testing.T) {
 	_, err = compute(recs)
 
 	assert.ErrorContains(t, err, "steady record without")
+}
+
+// audienceRound is one round of the audience case: bare 100k req/s, 78k with, 80k without.
+const audienceRound = "audsteady r=1 order=on-off a_rps=100000 on_rps=78000 on_p99=2 on_reqs=624000 on_bad=0 on_d0=0 on_d1=0 fc0=5 fc1=5 on_p0=100 on_p1=600 " +
+	"off_rps=80000 off_p99=2 off_reqs=640000 off_bad=0 off_d0=0 off_d1=0 off_p0=600 off_p1=1100\n"
+
+func TestJudgeAudienceLossIsTheRatioWithoutMinusWith(t *testing.T) {
+	recs, err := parseRecords(strings.NewReader("meta clk=100\n" + audienceRound))
+	require.NoError(t, err)
+
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	require.Len(t, b.audiences, 1)
+	assert.InDelta(t, 0.78, b.audiences[0].onRatio, 1e-9)
+	assert.InDelta(t, 0.02, b.audiences[0].loss, 1e-9)
+	assert.InDelta(t, 5000/624.0, b.audiences[0].onCPU, 1e-9) // 500 ticks = 5 s over 624k requests
+	var out bytes.Buffer
+	assert.True(t, b.report(&out), out.String())
+	assert.Contains(t, out.String(), "| 0.020 (rounds: 0.020) | <= 0.03 | PASS |")
+}
+
+func TestJudgeCountsAFailClosedAudienceCheckAsAnError(t *testing.T) {
+	recs, err := parseRecords(strings.NewReader("meta clk=100\n" + strings.Replace(audienceRound, "fc1=5", "fc1=9", 1)))
+	require.NoError(t, err)
+
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	assert.Equal(t, 4.0, b.errs)
+	assert.False(t, b.report(io.Discard))
+}
+
+func TestJudgePropagationTimesFromThe200(t *testing.T) {
+	const line = "propagate action=replace n=10000000 version=3 size=10000000 t0=1000000000 t200=13000000000 t1=14000000000 t2=14500000000 " +
+		"members1=10000000 bytes1=80625000 rss1_before=100 rss1=200 members2=10000000 bytes2=80625000 rss2_before=100 rss2=200\n"
+	recs, err := parseRecords(strings.NewReader("meta clk=100\n" + line))
+	require.NoError(t, err)
+
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	require.Len(t, b.propagates, 1)
+	p := b.propagates[0]
+	assert.InDelta(t, 12.0, p.upload, 1e-9)
+	assert.InDelta(t, 1.0, p.served1, 1e-9)
+	assert.InDelta(t, 1.5, p.served2, 1e-9)
+	assert.InDelta(t, 8.0625, p.perMember2, 1e-9)
+	var out bytes.Buffer
+	assert.True(t, b.report(&out), out.String())
+	assert.NotContains(t, out.String(), "(a) steady-state", "a propagation alone judges no load target")
 }

@@ -5,6 +5,7 @@
 //	benchtool fill     -uids N                        the same end state written straight into Redis (POPUP_* env)
 //	benchtool openloop -url URL -rate R -duration D   fixed-rate load; latency from the intended send time
 //	benchtool wrkparse | judge -results FILE          make bench's arithmetic and verdicts (judge.go)
+//	benchtool audiences | target | propagate          the audience case and its propagation (audiences.go)
 //
 // openloop is the open-loop generator the issue asks for (vegeta is not available here): each
 // request is scheduled at a fixed rate whatever the server does, and its latency is measured from
@@ -41,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool seed|warm|fill|openloop|wrkparse|judge [flags] | query I")
+		fmt.Fprintln(os.Stderr, "usage: benchtool seed|warm|fill|openloop|wrkparse|judge|audiences|target|propagate [flags] | query I")
 		os.Exit(2)
 	}
 	var err error
@@ -58,6 +59,12 @@ func main() {
 		err = wrkparse(os.Args[2:])
 	case "judge":
 		err = judge(os.Args[2:])
+	case "audiences":
+		err = audiences(os.Args[2:])
+	case "target":
+		err = target(os.Args[2:])
+	case "propagate":
+		err = propagate(os.Args[2:])
 	case "query": // the GET path and query of pool user I, as the load generators send it
 		var i int
 		if i, err = strconv.Atoi(strings.Join(os.Args[2:], "")); err == nil {
