@@ -5,7 +5,7 @@ GO    ?= go
 include scripts/build.env
 TAGS  ?= $(GO_TAGS)
 
-.PHONY: all build up down status test test-quick lint lint-full vet fmt bench bench-worker soak fuzz timewait loadtest migrate clean chaos
+.PHONY: all build up down status test test-quick lint lint-full vet fmt bench bench-audiences bench-worker soak fuzz timewait loadtest migrate clean chaos
 
 all: build
 
@@ -60,6 +60,9 @@ bench: ## A/B throughput and latency: bare net/http vs GET /api/v1/popup (docs/P
 fuzz: ## every Go fuzz target for 60 s each (make test fuzzes each for 10,000 executions and replays their seeds and saved crashers), then the API fuzzer for 300 s on its own stack
 	scripts/fuzz.sh 60
 	scripts/api-fuzz.sh --stack $${API_FUZZ_SECONDS:-300}
+
+bench-audiences: ## an audience's 10M replace and 10k delta through one popup-api, timed until a second serves them (docs/PERFORMANCE.md, Audiences)
+	scripts/bench-audiences.sh
 
 bench-worker: ## batched vs one-row-at-a-time draining (docs/PERFORMANCE.md, Worker)
 	RACE=0 GOTEST_FLAGS='-run ^$$ -bench ^BenchmarkDrain$$ -benchtime 3s' scripts/test.sh

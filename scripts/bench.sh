@@ -17,6 +17,18 @@
 #       and MySQL loads of user state per 1,000 first visits (the API's own count)  target <= 1
 #   (f) revisits: users drawn from a Zipf distribution over BENCH_ZIPF_USERS (1,000,000), so that
 #       most return and some are new, req/s ratio to the bare steady-state server;   target >= 0.7
+#   (g) audiences (issue 34; on by default, BENCH_AUDIENCES=0 leaves them out): two audiences of
+#       BENCH_AUDIENCE_SIZE (1,000,000) uids uploaded through the admin API, an include one holding
+#       every bench user and an exclude one holding none, targeted by every other bench popup, so
+#       bench users pass every check and each decision does (a)'s work plus the audience checks.
+#       In every round (a)'s load runs with that targeting and without it (one import each way,
+#       waited for until served; the order alternates by round), each as a ratio to a bare run of
+#       the same round: ratio without minus ratio with;                            target <= 0.03
+#       It is on by default because it is one of the service's targets and costs only about
+#       30 s of a run (the uploads, and three more load runs a round); an audience check answered
+#       fail-closed in the with-run (a set not loaded) counts as an error, so a popup-api that
+#       cannot load audiences fails the run rather than measuring nothing.
+#   (h) audience propagation across two instances: scripts/bench-audiences.sh (make bench-audiences).
 #
 # and prints a summary table with PASS/FAIL per target (BENCH_STRICT=1: exit 1 on any FAIL). Ratios
 # are taken per round (neighbouring runs share the machine's mood) and their median is judged.
@@ -33,6 +45,7 @@
 #   of the first first-visit run)
 #   BENCH_EXPERIMENTS=1 (a running experiment, two variants and a show-nothing control at
 #   40/40/20, on every other popup and on the record popup)
+#   BENCH_AUDIENCES (1)  BENCH_AUDIENCE_SIZE (1000000: members of each audience of (g))
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,6 +116,20 @@ done
 log "answer sizes: steady ${steady_size} B, impression ${rec_size} B (the bare servers answer the same)"
 wait_drained
 
+audiences=${BENCH_AUDIENCES:-1}
+if [ "$audiences" = 1 ]; then
+  # The popups were seeded and warmed without audiences: bench users pass both checks, so the
+  # warm state is the steady state with them too.
+  read -r aud_in aud_ex < <(bin/benchtool audiences -admin "http://127.0.0.1:${admin_port}" -token bench \
+    -uids "$BENCH_UIDS" -size "${BENCH_AUDIENCE_SIZE:-1000000}")
+  log "audiences: include ${aud_in}, exclude ${aud_ex}"
+fi
+# target on|off: every other bench popup targets the audiences, or none does; returns once served
+target() {
+  bin/benchtool target -admin "http://127.0.0.1:${admin_port}" -token bench -include "$aud_in" -exclude "$aud_ex" "-$1"
+}
+fail_closed() { metrics | awk '/^popup_audience_fail_closed_total/ {n+=$2} END {printf "%d", n}'; }
+
 echo "meta clk=$clk drain_target=$drain_target zipf_users=${BENCH_ZIPF_USERS:-1000000} open_conns=$open_conns open_duration=$open_duration" >"$results"
 for r in $(seq 1 "$rounds"); do
   # A: bare, steady-state size
@@ -122,6 +149,30 @@ for r in $(seq 1 "$rounds"); do
   if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
   record steady r=$r a_rps=$a_rps a_p99=$a_p99 a_reqs=$a_reqs a_t0=$a_t0 a_t1=$a_t1 \
     b_rps=$b_rps b_p50=$b_p50 b_p99=$b_p99 b_reqs=$b_reqs b_bad=$b_bad d0=$d0 d1=$d1 q0=$q0 q1=$q1 p0=$p0 p1=$p1
+
+  # G: audiences; the API with and without them, the order alternating by round, next to a bare run
+  if [ "$audiences" = 1 ]; then
+    read -r g_rps _ _ _ g_bad < <(wrk_run "$ref_s")
+    if [ "$g_bad" != 0 ]; then log "the reference server answered errors: this run compares nothing; stopping"; exit 1; fi
+    order="on off"; [ $((r % 2)) = 0 ] && order="off on"
+    g_rec="audsteady r=$r order=${order/ /-} a_rps=$g_rps"
+    for mode in $order; do
+      target "$mode"
+      # A new snapshot generation ends every local answer: GET each pool user once so that the
+      # run starts as warm as (a)'s. A pool larger than the local-answer cache (BENCH_BIG)
+      # churns it in every run anyway.
+      if [ "$BENCH_UIDS" -le "${POPUP_LOCAL_ANSWER_CACHE_SIZE:-100000}" ]; then
+        bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries 1 >/dev/null
+      fi
+      d0=$(degraded); f0=$(fail_closed); t0=$(cpu_ticks "$api_pid")
+      read -r m_rps _ m_p99 m_reqs m_bad < <(wrk_run "$api")
+      t1=$(cpu_ticks "$api_pid"); f1=$(fail_closed); d1=$(degraded)
+      g_rec+=" ${mode}_rps=$m_rps ${mode}_p99=$m_p99 ${mode}_reqs=$m_reqs ${mode}_bad=$m_bad ${mode}_d0=$d0 ${mode}_d1=$d1 ${mode}_p0=$t0 ${mode}_p1=$t1"
+      [ "$mode" = on ] && g_rec+=" fc0=$f0 fc1=$f1"
+    done
+    [ "$order" = "off on" ] && target off # the other runs measure what they always have
+    record $g_rec
+  fi
 
   # A': bare, impression-answer size; C: every GET shows a popup, runs the record script and queues
   # an impression that the worker writes to MariaDB meanwhile.
