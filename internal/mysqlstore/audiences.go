@@ -654,8 +654,7 @@ func audienceNameTaken(err error) error {
 // targetedAudiences are the audiences a popup's targeting names, include and exclude, sorted and
 // distinct.
 func targetedAudiences(t popup.Targeting) []int64 {
-	var ids []int64
-	_ = t // filled in once popup.Targeting carries its audiences
+	ids := t.Audiences.IDs()
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }
