@@ -126,7 +126,7 @@ if [ "$audiences" = 1 ]; then
 fi
 # target on|off: every other bench popup targets the audiences, or none does; returns once served
 target() {
-  bin/benchtool target -admin "http://127.0.0.1:${admin_port}" -token bench -include "$aud_in" -exclude "$aud_ex" "-$1"
+  bin/benchtool target -admin "http://127.0.0.1:${admin_port}" -token bench -include "$aud_in" -exclude "$aud_ex" -state "$1"
 }
 fail_closed() { metrics | awk '/^popup_audience_fail_closed_total/ {n+=$2} END {printf "%d", n}'; }
 

@@ -5,7 +5,7 @@ package main
 //	benchtool audiences -admin URL -token T -uids N -size S   create bench-include (every pool user, then
 //	                    others up to S) and bench-exclude (S ids, no pool user), streamed as text/plain;
 //	                    prints "INCLUDE_ID EXCLUDE_ID"
-//	benchtool target    -admin URL -token T -metrics URL -include I -exclude E -on|-off
+//	benchtool target    -admin URL -token T -metrics URL -include I -exclude E -state on|off
 //	                    put (or take off) targeting.audiences on every other bench popup in one import,
 //	                    then wait until the API at -metrics serves it
 //	benchtool propagate -admin1 URL -metrics1 URL -admin2 URL -public2 URL -metrics2 URL -token T
@@ -181,9 +181,13 @@ func target(args []string) error {
 	metricsURL := fs.String("metrics", "", "/metrics URLs (comma-separated) of the APIs to wait for; default: -admin's")
 	include := fs.Int64("include", 0, "include audience id")
 	exclude := fs.Int64("exclude", 0, "exclude audience id")
-	on := fs.Bool("on", false, "target the audiences (without: take the targeting off)")
+	state := fs.String("state", "", "on: target the audiences; off: take the targeting off")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the APIs to serve it")
 	fs.Parse(args) // ExitOnError
+	if *state != "on" && *state != "off" {
+		return fmt.Errorf("-state must be on or off, got %q", *state)
+	}
+	on := *state == "on"
 	a := newAdmin(*admin, *token)
 	urls := strings.Split(*metricsURL, ",")
 	if *metricsURL == "" {
@@ -195,6 +199,9 @@ func target(args []string) error {
 		if err != nil {
 			return err
 		}
+		if _, ok := m["popup_audience_unbound_popups"]; !ok {
+			return errNoLoader(u)
+		}
 		before[i] = m["popup_snapshot_version"]
 	}
 	var export struct {
@@ -204,7 +211,7 @@ func target(args []string) error {
 		return err
 	}
 	refs := map[string][]int64{"include": {}, "exclude": {}}
-	if *on {
+	if on {
 		refs = map[string][]int64{"include": {*include}, "exclude": {*exclude}}
 	}
 	n := 0
@@ -239,9 +246,14 @@ func target(args []string) error {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n",
-		map[bool]string{true: "on", false: "off"}[*on], n, answer.Updated, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n", *state, n, answer.Updated, time.Since(began).Round(time.Millisecond))
 	return nil
+}
+
+// errNoLoader: the API does not hold audience sets, so its audience popups answer fail-closed
+// and a measurement of them measures nothing.
+func errNoLoader(url string) error {
+	return fmt.Errorf("%s has no popup_audience_unbound_popups: this popup-api does not load audience sets (the loader is not wired in)", url)
 }
 
 // metrics reads the unlabelled (or label-summed) samples of a Prometheus text page.
@@ -293,6 +305,15 @@ func propagate(args []string) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for an instance to serve a write")
 	fs.Parse(args) // ExitOnError
 	a1, a2 := newAdmin(*admin1, *token), newAdmin(*admin2, *token)
+	for _, u := range []string{*admin1 + "/metrics", *admin2 + "/metrics"} {
+		m, err := a1.metrics(u)
+		if err != nil {
+			return err
+		}
+		if _, ok := m["popup_audience_unbound_popups"]; !ok {
+			return errNoLoader(u)
+		}
+	}
 	au, err := a1.ensureAudience("bench-propagate")
 	if err != nil {
 		return err
