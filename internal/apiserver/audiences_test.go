@@ -32,7 +32,7 @@ func startAudiences(t *testing.T) *instance {
 
 // send is an admin request with a raw body of its content type, answered in JSON (or, with raw,
 // anything).
-func (in *instance) send(t *testing.T, tok, method, path, contentType string, body io.Reader, header ...string) (int, map[string]any, string) {
+func (in *instance) send(t testing.TB, tok, method, path, contentType string, body io.Reader, header ...string) (int, map[string]any, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://"+in.admin+path, body)
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func (in *instance) send(t *testing.T, tok, method, path, contentType string, bo
 	return res.StatusCode, out, string(raw)
 }
 
-func (in *instance) createAudience(t *testing.T, name string) string {
+func (in *instance) createAudience(t testing.TB, name string) string {
 	t.Helper()
 	status, body, raw := in.send(t, token, http.MethodPost, "/admin/v1/audiences", "application/json", strings.NewReader(`{"name":"`+name+`"}`))
 	require.Equal(t, http.StatusCreated, status, raw)
@@ -64,7 +64,7 @@ func (in *instance) createAudience(t *testing.T, name string) string {
 }
 
 // members is the list streamed back, sorted.
-func (in *instance) members(t *testing.T, id string) []string {
+func (in *instance) members(t testing.TB, id string) []string {
 	t.Helper()
 	status, _, raw := in.send(t, token, http.MethodGet, "/admin/v1/audiences/"+id+"/members", "", nil)
 	require.Equal(t, http.StatusOK, status, raw)
@@ -412,4 +412,40 @@ func uidLines(n int) string {
 		fmt.Fprintf(&b, "m%d\n", i)
 	}
 	return b.String()
+}
+
+// BenchmarkAudienceTenMillionUpload replaces an audience's members with 10,000,000 uids over
+// loopback, the admin listener's two-minute read timeout in force, then streams them back
+// (docs/PERFORMANCE.md, "Audiences", has the figures and the command).
+func BenchmarkAudienceTenMillionUpload(b *testing.B) {
+	cfg := testConfig(b)
+	api := start(b, cfg, nil)
+	var body bytes.Buffer
+	for i := range 10_000_000 {
+		fmt.Fprintf(&body, "user-%08d\n", i)
+	}
+	raw := body.Bytes()
+	b.SetBytes(int64(len(raw)))
+	b.ResetTimer()
+	for range b.N {
+		id := api.createAudience(b, "ten-million-"+strconv.Itoa(b.N)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		began := time.Now()
+		status, res, text := api.send(b, token, "PUT", "/admin/v1/audiences/"+id+"/members", "text/plain", bytes.NewReader(raw))
+		if status != http.StatusOK || num(res["size"]) != 10_000_000 {
+			b.Fatalf("upload: %d %.300s", status, text)
+		}
+		b.ReportMetric(time.Since(began).Seconds(), "upload-s")
+		began = time.Now()
+		status, res, text = api.send(b, token, "POST", "/admin/v1/audiences/"+id+"/members/add", "text/plain", strings.NewReader("extra-1\nextra-2\n"))
+		if status != http.StatusOK || num(res["size"]) != 10_000_002 {
+			b.Fatalf("add: %d %.300s", status, text)
+		}
+		b.ReportMetric(time.Since(began).Seconds(), "add2-s")
+		began = time.Now()
+		status, _, text = api.send(b, token, "GET", "/admin/v1/audiences/"+id+"/members", "", nil)
+		if status != http.StatusOK || strings.Count(text, "\n") != 10_000_002 {
+			b.Fatalf("stream back: %d, %d lines", status, strings.Count(text, "\n"))
+		}
+		b.ReportMetric(time.Since(began).Seconds(), "streamback-s")
+	}
 }
