@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
