@@ -15,21 +15,6 @@ import (
 	"popupsvc/internal/snapshot"
 )
 
-// gatedAudiences is the audience loader's source behind the MySQL gate: while MySQL is down the
-// loader fails fast and keeps the sets it holds.
-type gatedAudiences struct {
-	src snapshot.AudienceSource
-	dep *health.Dep
-}
-
-func (g gatedAudiences) Versions(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return gate(g.dep, func() (map[int64]int64, error) { return g.src.Versions(ctx, ids) })
-}
-
-func (g gatedAudiences) LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error) {
-	return gate(g.dep, func() (*audience.Set, error) { return g.src.LoadSet(ctx, id, have) })
-}
-
 // settleAudiences returns a channel closed once the snapshot holds every audience its active
 // popups target, or timeout after the first snapshot, whichever comes first; an instance
 // reports ready only then, so that it does not take traffic while its audience popups would
@@ -173,10 +158,28 @@ func (g gatedAudienceStore) DropAudienceParts(ctx context.Context, id int64) err
 	return g.call(func() error { return g.repo.DropAudienceParts(ctx, id) })
 }
 
-// storedSets answers GET .../members/{uid} from the set as stored now. The audience loader's held
-// sets replace it once the loader is wired here.
-type storedSets struct{ store gatedAudienceStore }
+func (g gatedAudienceStore) Versions(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	return gate(g.dep, func() (map[int64]int64, error) { return g.repo.Versions(ctx, ids) })
+}
 
-func (s storedSets) Current(ctx context.Context, id int64) (*audience.Set, error) {
-	return s.store.LoadSet(ctx, id, nil)
+// heldSets gives an audience's current set from the loader's when it holds the current version
+// (a check of a uid, a delta's count, the list streamed back), and otherwise loads it from the
+// store, starting from the held set when there is one.
+type heldSets struct {
+	loader *snapshot.AudienceLoader
+	store  gatedAudienceStore
+}
+
+func (h heldSets) Current(ctx context.Context, id int64) (*audience.Set, error) {
+	have := h.loader.Sets().Get(id)
+	if have != nil {
+		vs, err := h.store.Versions(ctx, []int64{id})
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := vs[id]; ok && v == have.Version() {
+			return have, nil
+		}
+	}
+	return h.store.LoadSet(ctx, id, have)
 }
