@@ -1772,6 +1772,7 @@ async function audienceScreen(id) {
     a = { ...a, ...body };
     audienceCache.at = 0;
     renderMeta();
+    loadHistory();
   };
 
   // name and description
@@ -1935,8 +1936,14 @@ async function audienceScreen(id) {
   }
 
   // history
-  const histBox = h('div', { id: 'audience-history' }, h('p', { class: 'muted' }, 'Loading…'));
-  api('GET', `/admin/v1/audiences/${a.id}/history`).then((hr) => {
+  const histBox = h('div', { id: 'audience-history', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
+  let histSeq = 0;
+  async function loadHistory() {
+    const mine = ++histSeq;
+    histBox.setAttribute('aria-busy', 'true');
+    const hr = await api('GET', `/admin/v1/audiences/${a.id}/history`);
+    if (mine !== histSeq) return;
+    histBox.setAttribute('aria-busy', 'false');
     if (!hr.ok) return setKids(histBox, alertBox('History: ' + errorText(hr), notAvailable(hr) ? 'info' : 'error'));
     const rows = (Array.isArray(hr.body) ? hr.body : hr.body?.history || hr.body?.versions || hr.body?.entries || []).slice().sort((x, y) => (y.version ?? 0) - (x.version ?? 0));
     if (!rows.length) return setKids(histBox, h('p', { class: 'muted' }, 'No change yet.'));
@@ -1948,7 +1955,8 @@ async function audienceScreen(id) {
         h('th', { scope: 'row' }, String(v.version ?? '—')), h('td', {}, fmtTime(v.at || v.created_at || v.updated_at)),
         h('td', {}, v.actor || v.operator || '—'), h('td', {}, v.action || v.kind || v.op || '—'),
         num(v.lines), num(v.added), num(v.removed), num(v.size)))))));
-  });
+  }
+  loadHistory();
 
   const canChange = mayChange();
   screen(`Audience: ${a.name}`,
