@@ -115,6 +115,14 @@ func (s *Set) Len() int { return len(s.fps) }
 // Bytes is the memory the set holds.
 func (s *Set) Bytes() int64 { return int64(len(s.fps))*8 + int64(len(s.index))*4 }
 
+// BytesOrZero is Bytes, 0 for a nil set.
+func (s *Set) BytesOrZero() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.Bytes()
+}
+
 // Contains reports whether uid is a member. It does not allocate.
 func (s *Set) Contains(uid string) bool {
 	return s.has(fingerprint(s.k0, s.k1, uid))
@@ -263,6 +271,14 @@ func (s *Sets) Get(id int64) *Set {
 		return nil
 	}
 	return s.m[id]
+}
+
+// Map returns the sets by audience id; the caller must not change it.
+func (s *Sets) Map() map[int64]*Set {
+	if s == nil {
+		return nil
+	}
+	return s.m
 }
 
 // Len is the number of sets held.

@@ -103,7 +103,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	var key localKey
 	if d.Local != nil {
 		key.build(&req)
-		if d.Local.lookup(&key, snap.Version, now) {
+		if d.Local.lookup(&key, snap.Gen, now) {
 			d.Metrics.count(outLocalNone)
 			return Answer{Kind: None, Version: snap.Version}
 		}
@@ -124,7 +124,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {
-				d.Local.remember(&key, snap.Version, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
+				d.Local.remember(&key, snap.Gen, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
 			}
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}

@@ -105,7 +105,7 @@ func newFixture(t *testing.T, cacheSize, dailyCap int, popups ...popup.Popup) *f
 
 func (f *fixture) publish(t *testing.T, version int64, popups ...popup.Popup) {
 	t.Helper()
-	s := snapshot.BuildWith(version, popups, t0, popup.LinkSchemes{})
+	s := snapshot.BuildWith(version, popups, t0, popup.LinkSchemes{}, nil)
 	require.Empty(t, s.Problems)
 	require.True(t, f.holder.Store(s))
 }
@@ -458,7 +458,7 @@ func BenchmarkDecideSteadyState(b *testing.B) {
 	}{{"local answers on", 100000}, {"local answers off", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
 			holder := &snapshot.Holder{}
-			holder.Store(snapshot.BuildWith(1, []popup.Popup{active(1, nil), hidden}, t0, popup.LinkSchemes{}))
+			holder.Store(snapshot.BuildWith(1, []popup.Popup{active(1, nil), hidden}, t0, popup.LinkSchemes{}, nil))
 			store := newMemStore()
 			store.set("u1", withHidden(popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}}}))
 			d := &decide.Decider{Snapshots: holder, Users: store, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,

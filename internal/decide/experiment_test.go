@@ -71,7 +71,7 @@ func newRedisFixture(t *testing.T, popups ...popup.Popup) *redisFixture {
 	keys := redisstore.Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}
 	users := redisstore.NewUserStore(testenv.Redis(t), keys, time.Hour, emptyLoader{}, 4, nil)
 	holder := &snapshot.Holder{}
-	s := snapshot.BuildWith(1, popups, t0, popup.LinkSchemes{})
+	s := snapshot.BuildWith(1, popups, t0, popup.LinkSchemes{}, nil)
 	require.Empty(t, s.Problems)
 	holder.Store(s)
 	d := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: 5 * time.Second,
@@ -391,7 +391,7 @@ func BenchmarkDecideExperiment(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			holder := &snapshot.Holder{}
-			holder.Store(snapshot.BuildWith(1, []popup.Popup{active(1, withExp(bc.exp)), active(2, func(p *popup.Popup) { p.Priority = 5 })}, t0, popup.LinkSchemes{}))
+			holder.Store(snapshot.BuildWith(1, []popup.Popup{active(1, withExp(bc.exp)), active(2, func(p *popup.Popup) { p.Priority = 5 })}, t0, popup.LinkSchemes{}, nil))
 			d := &decide.Decider{Snapshots: holder, Users: freshUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
 				Metrics: decide.NewMetrics(nil)}
 			ctx := context.Background()

@@ -15,13 +15,14 @@ import (
 
 // LocalAnswers remembers, per process, that nothing can show to a user until some instant: the
 // answer popup.NextEligibleAt gave after a full decision that chose nothing. Until then, or until
-// the config version changes, the same request (uid, platform, app version, region, language) is
+// the snapshot changes (its config version or the audience sets it was built on), the same request (uid, platform, app version, region, language) is
 // answered without reading the user's state from Redis.
 //
 // It is safe without any coordination between instances because every display rule only
 // extends hiding: an impression another instance records, a click, a close, can only push that
 // instant later, never earlier. Only a config change can make something eligible sooner, and
-// every entry carries the config version it was decided on.
+// every entry carries the snapshot generation it was decided on (snapshot.Snapshot.Gen): a new
+// config version and a new version of an audience each make a new generation.
 //
 // Memory is bounded: at most the configured number of entries, in shards with their own lock;
 // a full shard evicts an entry at random to make room.
@@ -42,9 +43,9 @@ type localShard struct {
 }
 
 // localEntry: nothing shows for the key before untilSec (unix seconds, rounded down so that
-// the entry ends no later than the computed instant) under config version.
+// the entry ends no later than the computed instant) under snapshot generation gen.
 type localEntry struct {
-	version  int64
+	gen      uint64
 	untilSec int64
 }
 
@@ -97,8 +98,8 @@ func (l *LocalAnswers) shard(k *localKey) *localShard {
 	return &l.shards[maphash.Bytes(l.seed, k.bytes())&l.mask]
 }
 
-// lookup reports whether nothing can show for k under config version at now.
-func (l *LocalAnswers) lookup(k *localKey, version int64, now time.Time) bool {
+// lookup reports whether nothing can show for k under snapshot generation gen at now.
+func (l *LocalAnswers) lookup(k *localKey, gen uint64, now time.Time) bool {
 	if k.n == 0 {
 		return false
 	}
@@ -106,7 +107,7 @@ func (l *LocalAnswers) lookup(k *localKey, version int64, now time.Time) bool {
 	sh.mu.RLock()
 	e, ok := sh.m[string(k.bytes())]
 	sh.mu.RUnlock()
-	if ok && e.version == version && now.Unix() < e.untilSec {
+	if ok && e.gen == gen && now.Unix() < e.untilSec {
 		sh.hits.Add(1)
 		return true
 	}
@@ -114,9 +115,9 @@ func (l *LocalAnswers) lookup(k *localKey, version int64, now time.Time) bool {
 	return false
 }
 
-// remember records that nothing can show for k under version before until (zero: ever). An
+// remember records that nothing can show for k under generation gen before until (zero: ever). An
 // until not after now is not worth an entry.
-func (l *LocalAnswers) remember(k *localKey, version int64, now, until time.Time) {
+func (l *LocalAnswers) remember(k *localKey, gen uint64, now, until time.Time) {
 	if k.n == 0 {
 		return
 	}
@@ -136,7 +137,7 @@ func (l *LocalAnswers) remember(k *localKey, version int64, now, until time.Time
 			break
 		}
 	}
-	sh.m[string(k.bytes())] = localEntry{version: version, untilSec: untilSec}
+	sh.m[string(k.bytes())] = localEntry{gen: gen, untilSec: untilSec}
 	sh.mu.Unlock()
 }
 

@@ -197,7 +197,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := snapshot.BuildWith(7, tt.popups, pt0, popup.LinkSchemes{})
+			snap := snapshot.BuildWith(7, tt.popups, pt0, popup.LinkSchemes{}, nil)
 			require.Empty(t, snap.Problems)
 			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 			st := tt.state
@@ -230,7 +230,7 @@ func TestPlan(t *testing.T) {
 // as a popup or as a control's exposure.
 func TestPlanAnswers(t *testing.T) {
 	t.Parallel()
-	snap := snapshot.BuildWith(7, []popup.Popup{planPopup(1, 10, planExperiment(popup.ControlNone)), planPopup(2, 5, nil)}, pt0, popup.LinkSchemes{})
+	snap := snapshot.BuildWith(7, []popup.Popup{planPopup(1, 10, planExperiment(popup.ControlNone)), planPopup(2, 5, nil)}, pt0, popup.LinkSchemes{}, nil)
 	require.Empty(t, snap.Problems)
 	variant, plain := snap.Entry(1), snap.Entry(2)
 	tests := []struct {

@@ -65,7 +65,7 @@ func (a *Admin) previewDraft(c *gin.Context) {
 		}
 	}
 	popups = append(popups, draft)
-	snap := snapshot.BuildWith(live.Version, popups, now, a.Links)
+	snap := snapshot.BuildWith(live.Version, popups, now, a.Links, live.Audiences)
 	a.explain(c, req, now, decide.ExplainOptions{Snapshot: snap})
 }
 
@@ -147,6 +147,8 @@ type candidateWire struct {
 	Priority int    `json:"priority"`
 	Eligible bool   `json:"eligible"`
 	Reason   string `json:"reason,omitempty"` // absent for the popup that would show
+	// Audience is the audience an audience reason is about (absent for the other reasons).
+	Audience int64 `json:"audience,omitempty"`
 }
 
 func candidatesToWire(cs []popup.Candidate) []candidateWire {
@@ -155,7 +157,7 @@ func candidatesToWire(cs []popup.Candidate) []candidateWire {
 	}
 	out := make([]candidateWire, len(cs))
 	for i, c := range cs {
-		out[i] = candidateWire{ID: c.ID, Name: c.Name, Priority: c.Priority, Eligible: c.Eligible, Reason: string(c.Reason)}
+		out[i] = candidateWire{ID: c.ID, Name: c.Name, Priority: c.Priority, Eligible: c.Eligible, Reason: string(c.Reason), Audience: c.Audience}
 	}
 	return out
 }

@@ -43,13 +43,20 @@ type adminPopup struct {
 }
 
 type adminTargeting struct {
-	Platforms      []string `json:"platforms"`
-	MinAppVersion  string   `json:"min_app_version"`
-	MaxAppVersion  string   `json:"max_app_version"`
-	Regions        []string `json:"regions"`
-	Langs          []string `json:"langs"`
-	RolloutPercent int      `json:"rollout_percent"`
-	UIDs           []string `json:"uids"`
+	Platforms      []string          `json:"platforms"`
+	MinAppVersion  string            `json:"min_app_version"`
+	MaxAppVersion  string            `json:"max_app_version"`
+	Regions        []string          `json:"regions"`
+	Langs          []string          `json:"langs"`
+	RolloutPercent int               `json:"rollout_percent"`
+	UIDs           []string          `json:"uids"`
+	Audiences      adminAudienceRefs `json:"audiences"`
+}
+
+// adminAudienceRefs is targeting.audiences on the admin wire, in and out; lists are [] when empty.
+type adminAudienceRefs struct {
+	Include []int64 `json:"include"`
+	Exclude []int64 `json:"exclude"`
 }
 
 type adminButton struct {
@@ -130,7 +137,8 @@ func toWire(p popup.Popup, now time.Time) adminPopup {
 		ID: p.ID, Name: p.Name, BucketSeed: p.RolloutSeed(), Status: string(p.Status), State: string(p.StateAt(now)),
 		Priority: p.Priority, StartAt: p.StartAt, EndAt: p.EndAt,
 		Targeting: adminTargeting{Platforms: nonNil(t.Platforms), MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
-			Regions: nonNil(t.Regions), Langs: nonNil(t.Langs), RolloutPercent: t.RolloutPercent, UIDs: nonNil(t.UIDs)},
+			Regions: nonNil(t.Regions), Langs: nonNil(t.Langs), RolloutPercent: t.RolloutPercent, UIDs: nonNil(t.UIDs),
+			Audiences: adminAudienceRefs{Include: nonNil(t.Audiences.Include), Exclude: nonNil(t.Audiences.Exclude)}},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
 		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions,
 		Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
@@ -295,13 +303,14 @@ func decodeFields(obj map[string]json.RawMessage, prefix, what string, fields []
 }
 
 type adminTargetingInput struct {
-	Platforms      []string `json:"platforms"`
-	MinAppVersion  string   `json:"min_app_version"`
-	MaxAppVersion  string   `json:"max_app_version"`
-	Regions        []string `json:"regions"`
-	Langs          []string `json:"langs"`
-	RolloutPercent *int     `json:"rollout_percent"`
-	UIDs           []string `json:"uids"`
+	Platforms      []string           `json:"platforms"`
+	MinAppVersion  string             `json:"min_app_version"`
+	MaxAppVersion  string             `json:"max_app_version"`
+	Regions        []string           `json:"regions"`
+	Langs          []string           `json:"langs"`
+	RolloutPercent *int               `json:"rollout_percent"`
+	UIDs           []string           `json:"uids"`
+	Audiences      *adminAudienceRefs `json:"audiences"`
 }
 
 // fromWire is the boundary from the admin API's JSON to the domain's input.
@@ -319,6 +328,9 @@ func fromWire(in adminPopupInput) popup.Input {
 	if t := in.Targeting; t != nil {
 		out.Targeting = &popup.TargetingInput{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 			Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
+		if a := t.Audiences; a != nil {
+			out.Targeting.Audiences = popup.AudienceRefs{Include: a.Include, Exclude: a.Exclude}
+		}
 	}
 	out.Buttons = buttonsFromWire(in.Buttons)
 	out.Experiment = experimentFromWire(in.Experiment)

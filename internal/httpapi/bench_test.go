@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
@@ -32,19 +34,34 @@ func (hiddenUsers) Record(context.Context, string, string, *popup.UserState, []e
 
 // BenchmarkGetPopupSteadyState is the homepage GET of a warm user with nothing to show, through
 // the real router, answered locally (no store call) or by reading the in-memory store.
+//
+// The "audiences" cases target the popup at an include and an exclude audience of a million
+// members each, the user in the first and not in the second: the same decision plus the two
+// checks (docs/PERFORMANCE.md, Audiences).
 func BenchmarkGetPopupSteadyState(b *testing.B) {
+	var sets *audience.Sets
 	for _, bc := range []struct {
-		name string
-		size int
-	}{{"local answers on", 1000}, {"local answers off", 0}} {
+		name      string
+		size      int
+		audiences bool
+	}{{"local answers on", 1000, false}, {"local answers off", 0, false}, {"local answers off, audiences", 0, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			holder := &snapshot.Holder{}
-			holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: signedPopupID, Name: "p", Status: popup.StatusActive,
+			pp := popup.Popup{ID: signedPopupID, Name: "p", Status: popup.StatusActive,
 				Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60,
 				Creative: popup.Creative{
 					Title: "hi",
 				},
-			}}, t0, popup.LinkSchemes{}))
+			}
+			var bound *audience.Sets
+			if bc.audiences {
+				if sets == nil {
+					sets = benchAudiences(b)
+				}
+				pp.Targeting.Audiences = popup.AudienceRefs{Include: []int64{1}, Exclude: []int64{2}}
+				bound = sets
+			}
+			holder := &snapshot.Holder{}
+			holder.Store(snapshot.BuildWith(1, []popup.Popup{pp}, t0, popup.LinkSchemes{}, bound))
 			d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
 				Local: decide.NewLocalAnswers(bc.size)}
 			p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 }, Metrics: NewMetrics(prometheus.NewRegistry()),
@@ -64,6 +81,26 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchAudiences holds audience 1, a million uids with user-1234 among them, and audience 2, a
+// million without it.
+func benchAudiences(b *testing.B) *audience.Sets {
+	key := audience.Key{7}
+	set := func(id int64, member func(i int) string) *audience.Set {
+		fps := make([]uint64, 1_000_000)
+		for i := range fps {
+			fps[i] = audience.Fingerprint(key, member(i))
+		}
+		s, err := audience.NewSet(id, 1, key, audience.SortUnique(fps))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	in := set(1, func(i int) string { return "user-" + strconv.Itoa(i) })
+	out := set(2, func(i int) string { return "other-" + strconv.Itoa(i) })
+	return audience.NewSets(1, map[int64]*audience.Set{1: in, 2: out}, nil)
 }
 
 // discardWriter is a ResponseWriter that keeps nothing, so the benchmark measures the handler.

@@ -58,7 +58,7 @@ func TestClientHangUpsDoNotOpenTheBreaker(t *testing.T) {
 		Creative: popup.Creative{
 			Title: "hi",
 		},
-	}}, t0, popup.LinkSchemes{}))
+	}}, t0, popup.LinkSchemes{}, nil))
 	d := &decide.Decider{Snapshots: holder, Users: ctxUsers{}, Breakers: breakers, Budget: 50 * time.Millisecond}
 	p := &Public{Snapshots: holder, Decider: d,
 		Now: func() time.Time { return t0 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}

@@ -33,6 +33,9 @@ type Public struct {
 	// UIDAuth, when set, requires the gateway's signature of the uid on every request that names
 	// one (POPUP_UID_HMAC_KEYS, docs/SECURITY.md); nil trusts the uid as sent.
 	UIDAuth *uidauth.Verifier
+	// AudiencesSettled, when set, is closed once the audiences the active popups target are
+	// loaded or POPUP_AUDIENCE_LOAD_TIMEOUT has passed: until then /readyz answers 503.
+	AudiencesSettled <-chan struct{}
 
 	nullAnswer atomic.Pointer[nullAnswer]
 }
@@ -57,7 +60,8 @@ func (p *Public) Router() *gin.Engine {
 }
 
 // readyz is the readiness rule: 200 once a config snapshot is loaded (from the Redis cache or
-// from MySQL), 503 only before that and while shutting down. It never follows the health of
+// from MySQL) and the audiences its active popups target are loaded (or the wait for them timed
+// out), 503 only before that and while shutting down. It never follows the health of
 // Redis or MySQL after start: with a snapshot, every homepage call gets an answer (a degraded
 // one while Redis is down), and failing readiness in an outage would only take every instance
 // out of the load balancer at once. Dependency health is the popup_dependency_up gauge.
@@ -70,6 +74,14 @@ func (p *Public) readyz(c *gin.Context) {
 	if s == nil {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "no config snapshot loaded"})
 		return
+	}
+	if p.AudiencesSettled != nil {
+		select {
+		case <-p.AudiencesSettled:
+		default:
+			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "loading the audiences the active popups target"})
+			return
+		}
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "config_version": s.Version})
 }

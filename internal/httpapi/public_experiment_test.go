@@ -31,7 +31,7 @@ func experimentRouter(t *testing.T, exp *popup.Experiment) http.Handler {
 		Creative: popup.Creative{
 			Title: "own",
 		},
-	}}, t0, popup.LinkSchemes{})
+	}}, t0, popup.LinkSchemes{}, nil)
 	require.Empty(t, s.Problems)
 	holder.Store(s)
 	d := &decide.Decider{Snapshots: holder, Users: &memUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second}

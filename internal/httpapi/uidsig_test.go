@@ -57,7 +57,7 @@ func publicRouter(t *testing.T, keys []string) (http.Handler, *memUsers) {
 		Creative: popup.Creative{
 			Title: "hi",
 		},
-	}}, t0, popup.LinkSchemes{}))
+	}}, t0, popup.LinkSchemes{}, nil))
 	users := &memUsers{}
 	d := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second}
 	p := &Public{Snapshots: holder, Decider: d,

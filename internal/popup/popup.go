@@ -98,6 +98,23 @@ type Targeting struct {
 	Langs          []string
 	RolloutPercent int
 	UIDs           []string // allow-list: these uids bypass RolloutPercent only
+	Audiences      AudienceRefs
+}
+
+// AudienceRefs targets uploaded user lists: with Include non-empty a user must be a member of at
+// least one of them, and of none of Exclude. Ids are audiences' (the write path checks that they
+// exist); membership is decided in-process from the sets a snapshot binds (Compiled).
+type AudienceRefs struct {
+	Include []int64
+	Exclude []int64
+}
+
+// maxAudienceRefs bounds each of a popup's include and exclude lists.
+const maxAudienceRefs = 20
+
+// IDs returns every audience id r names, include then exclude.
+func (r AudienceRefs) IDs() []int64 {
+	return append(append(make([]int64, 0, len(r.Include)+len(r.Exclude)), r.Include...), r.Exclude...)
 }
 
 // Popup is a stored popup config. It is not a wire or storage format: the admin API, the public
@@ -149,6 +166,7 @@ type TargetingInput struct {
 	Langs          []string
 	RolloutPercent *int
 	UIDs           []string
+	Audiences      AudienceRefs
 }
 
 // Input is what a client POSTs/PUTs, decoded from the admin API's wire shape: every field is
@@ -216,6 +234,7 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 			Langs:          t.Langs,
 			RolloutPercent: deref(t.RolloutPercent, DefaultRolloutPercent),
 			UIDs:           t.UIDs,
+			Audiences:      t.Audiences,
 		}
 	}
 	p.normalize()
@@ -232,6 +251,14 @@ func (p *Popup) normalize() {
 	p.Targeting.Regions = nonNil(p.Targeting.Regions)
 	p.Targeting.Langs = nonNil(p.Targeting.Langs)
 	p.Targeting.UIDs = nonNil(p.Targeting.UIDs)
+	// Audience lists are nil when empty (a document from before audiences has none at all), so
+	// that "no audiences" has one form whatever a client sent.
+	if len(p.Targeting.Audiences.Include) == 0 {
+		p.Targeting.Audiences.Include = nil
+	}
+	if len(p.Targeting.Audiences.Exclude) == 0 {
+		p.Targeting.Audiences.Exclude = nil
+	}
 	c := p.Creative
 	c.normalize()
 	p.Creative = c
@@ -364,6 +391,32 @@ func (t Targeting) validate(v *validator) {
 	for i, uid := range t.UIDs {
 		if !ValidUID(uid) {
 			v.add("targeting.uids["+strconv.Itoa(i)+"]", "must be "+UIDRule)
+		}
+	}
+	t.Audiences.validate(v)
+}
+
+func (r AudienceRefs) validate(v *validator) {
+	seen := make(map[int64]string, len(r.Include)+len(r.Exclude))
+	for _, l := range []struct {
+		name string
+		ids  []int64
+	}{{"include", r.Include}, {"exclude", r.Exclude}} {
+		field := "targeting.audiences." + l.name
+		if len(l.ids) > maxAudienceRefs {
+			v.add(field, "must name at most "+strconv.Itoa(maxAudienceRefs)+" audiences")
+		}
+		for i, id := range l.ids {
+			at := field + "[" + strconv.Itoa(i) + "]"
+			switch prev, dup := seen[id]; {
+			case id <= 0:
+				v.add(at, "must be an audience id (a positive integer)")
+			case dup && prev == l.name:
+				v.add(at, "names audience "+strconv.FormatInt(id, 10)+" twice")
+			case dup:
+				v.add(at, "names audience "+strconv.FormatInt(id, 10)+", which include names too: a user cannot be both required and excluded")
+			}
+			seen[id] = l.name
 		}
 	}
 }

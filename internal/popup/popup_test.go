@@ -590,3 +590,37 @@ func fieldNames(fs []popup.FieldError) []string {
 	}
 	return out
 }
+
+func TestValidateAudienceRefs(t *testing.T) {
+	t.Parallel()
+	many := make([]int64, 21)
+	for i := range many {
+		many[i] = int64(i + 1)
+	}
+	tests := []struct {
+		name string
+		give popup.AudienceRefs
+		want []string
+	}{
+		{"none", popup.AudienceRefs{}, nil},
+		{"include and exclude", popup.AudienceRefs{Include: []int64{1, 2}, Exclude: []int64{3}}, nil},
+		{"not an id", popup.AudienceRefs{Include: []int64{0}, Exclude: []int64{-1}},
+			[]string{"targeting.audiences.include[0]", "targeting.audiences.exclude[0]"}},
+		{"twice in a list", popup.AudienceRefs{Include: []int64{1, 1}}, []string{"targeting.audiences.include[1]"}},
+		{"in both lists", popup.AudienceRefs{Include: []int64{1}, Exclude: []int64{2, 1}}, []string{"targeting.audiences.exclude[1]"}},
+		{"too many", popup.AudienceRefs{Include: many}, []string{"targeting.audiences.include"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := input(noChange).BuildWith(popup.LinkSchemes{})
+			require.NoError(t, err)
+			p.Targeting.Audiences = tt.give
+			err = p.ValidateWith(popup.LinkSchemes{})
+			if tt.want == nil {
+				assert.NoError(t, err)
+				return
+			}
+			assert.Equal(t, tt.want, fieldNames(fieldErrors(t, err)))
+		})
+	}
+}

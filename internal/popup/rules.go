@@ -7,21 +7,28 @@ type Reason string
 
 // Reasons, in the order Select checks them: status, window, targeting, display rules, priority.
 const (
-	ReasonNone           Reason = ""
-	ReasonNotActive      Reason = "not_active"
-	ReasonNotStarted     Reason = "not_started"
-	ReasonEnded          Reason = "ended"
-	ReasonPlatform       Reason = "platform"
-	ReasonAppVersion     Reason = "app_version"
-	ReasonRegion         Reason = "region"
-	ReasonLang           Reason = "lang"
-	ReasonRollout        Reason = "rollout"
-	ReasonReshow         Reason = "reshow"
-	ReasonClickCooldown  Reason = "click_cooldown"
-	ReasonCloseCooldown  Reason = "close_cooldown"
-	ReasonMaxImpressions Reason = "max_impressions"
-	ReasonDailyCap       Reason = "daily_cap"
-	ReasonLowerPriority  Reason = "lower_priority"
+	ReasonNone       Reason = ""
+	ReasonNotActive  Reason = "not_active"
+	ReasonNotStarted Reason = "not_started"
+	ReasonEnded      Reason = "ended"
+	ReasonPlatform   Reason = "platform"
+	ReasonAppVersion Reason = "app_version"
+	ReasonRegion     Reason = "region"
+	ReasonLang       Reason = "lang"
+	ReasonRollout    Reason = "rollout"
+	// The audience reasons (Candidate.Audience names the audience): the user is in none of the
+	// included audiences, or in an excluded one, or this instance does not hold an audience the
+	// popup names yet and answers as a list would that keeps the popup from the user (fail-closed:
+	// not a member of an include, a member of an exclude).
+	ReasonNotInAudience      Reason = "not_in_audience"
+	ReasonInExcludedAudience Reason = "in_excluded_audience"
+	ReasonAudienceNotLoaded  Reason = "audience_not_loaded"
+	ReasonReshow             Reason = "reshow"
+	ReasonClickCooldown      Reason = "click_cooldown"
+	ReasonCloseCooldown      Reason = "close_cooldown"
+	ReasonMaxImpressions     Reason = "max_impressions"
+	ReasonDailyCap           Reason = "daily_cap"
+	ReasonLowerPriority      Reason = "lower_priority"
 )
 
 // PopupState is one user's display state for one popup. Times are UTC; the zero time means never.

@@ -66,6 +66,8 @@ type Candidate struct {
 	Priority int
 	Eligible bool
 	Reason   Reason
+	// Audience is the audience an audience reason is about; 0 for the other reasons.
+	Audience int64
 }
 
 // Explain runs the same checks as Select and returns, besides the popup Select would choose,
@@ -81,13 +83,18 @@ func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap in
 		case reason == ReasonNone:
 			reason = ReasonLowerPriority
 		}
-		out = append(out, Candidate{
+		cand := Candidate{
 			ID:       c.Popup.ID,
 			Name:     c.Popup.Name,
 			Priority: c.Popup.Priority,
 			Eligible: reason == ReasonNone,
 			Reason:   reason,
-		})
+		}
+		switch reason {
+		case ReasonNotInAudience, ReasonInExcludedAudience, ReasonAudienceNotLoaded:
+			_, cand.Audience = c.audienceReason(q.uid)
+		}
+		out = append(out, cand)
 	}
 	return chosen, out
 }

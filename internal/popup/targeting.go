@@ -5,7 +5,10 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"popupsvc/internal/audience"
 )
 
 // Request is one homepage call, already validated by the HTTP layer.
@@ -167,6 +170,10 @@ type Compiled struct {
 	rolloutState   uint64    // FNV-1a state after "<bucket seed>:"
 	allow          []allowed // the uid allow-list, sorted by hash
 	assigner       *Assigner // the experiment's assignment while it is running; nil = none (Arm)
+	// include and exclude are the sets of Targeting.Audiences, by position, as BindAudiences
+	// found them; a nil entry is an audience this instance does not hold (fail-closed).
+	include, exclude []*audience.Set
+	failClosed       *atomic.Uint64 // counts the checks answered fail-closed; nil = uncounted
 
 	Popup Popup
 }
@@ -216,7 +223,73 @@ func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 		a := NewAssigner(p.Experiment)
 		c.assigner = &a
 	}
+	if n := len(p.Targeting.Audiences.Include); n > 0 {
+		c.include = make([]*audience.Set, n)
+	}
+	if n := len(p.Targeting.Audiences.Exclude); n > 0 {
+		c.exclude = make([]*audience.Set, n)
+	}
 	return c, nil
+}
+
+// BindAudiences looks up the sets of the audiences c targets in sets; one sets does not hold
+// stays unbound (fail-closed). It changes c, so it belongs to building c, before c is shared.
+func (c *Compiled) BindAudiences(sets *audience.Sets) {
+	for i, id := range c.Popup.Targeting.Audiences.Include {
+		c.include[i] = sets.Get(id)
+	}
+	for i, id := range c.Popup.Targeting.Audiences.Exclude {
+		c.exclude[i] = sets.Get(id)
+	}
+	if sets != nil {
+		c.failClosed = sets.FailClosed
+	}
+}
+
+// AudiencesBound reports whether c holds every audience it targets.
+func (c *Compiled) AudiencesBound() bool {
+	return !slices.Contains(c.include, nil) && !slices.Contains(c.exclude, nil)
+}
+
+// audienceReason is the audience check: ReasonNone when uid is in an included audience (or none
+// is included) and in no excluded one; else the reason and the audience it is about. An
+// audience not held answers fail-closed: not a member of an include, a member of an exclude.
+func (c *Compiled) audienceReason(uid string) (Reason, int64) {
+	refs := &c.Popup.Targeting.Audiences
+	for i, s := range c.exclude {
+		switch {
+		case s == nil:
+			c.countFailClosed()
+			return ReasonAudienceNotLoaded, refs.Exclude[i]
+		case s.Contains(uid):
+			return ReasonInExcludedAudience, refs.Exclude[i]
+		}
+	}
+	if len(c.include) == 0 {
+		return ReasonNone, 0
+	}
+	var unloaded int64
+	for i, s := range c.include {
+		switch {
+		case s == nil:
+			if unloaded == 0 {
+				unloaded = refs.Include[i]
+			}
+		case s.Contains(uid):
+			return ReasonNone, 0
+		}
+	}
+	if unloaded != 0 {
+		c.countFailClosed()
+		return ReasonAudienceNotLoaded, unloaded
+	}
+	return ReasonNotInAudience, refs.Include[0]
+}
+
+func (c *Compiled) countFailClosed() {
+	if c.failClosed != nil {
+		c.failClosed.Add(1)
+	}
 }
 
 func toCodes(list []string) ([]code, uint16) {
@@ -275,7 +348,8 @@ func newQuery(r *Request) query {
 }
 
 // Match checks targeting only (not status, window or display rules). It returns ReasonNone when
-// r matches, else the first failing check of platform, app version, region, lang, rollout.
+// r matches, else the first failing check of platform, app version, region, lang, rollout,
+// audiences.
 // Regions and languages compare case-insensitively (ASCII), and a request without a region or
 // language does not match a popup that lists some. A uid on the allow-list skips the rollout
 // check but nothing else: QA devices still have to be on the right platform, version, region and
@@ -297,6 +371,9 @@ func (c *Compiled) match(q *query) Reason {
 		return ReasonLang
 	case !c.inRollout(q):
 		return ReasonRollout
+	case c.include != nil || c.exclude != nil:
+		r, _ := c.audienceReason(q.uid)
+		return r
 	}
 	return ReasonNone
 }

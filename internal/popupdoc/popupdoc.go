@@ -19,13 +19,20 @@ import (
 type (
 	// Targeting is popup_config.targeting and a document's "targeting".
 	Targeting struct {
-		Platforms      []string `json:"platforms"`
-		MinAppVersion  string   `json:"min_app_version"`
-		MaxAppVersion  string   `json:"max_app_version"`
-		Regions        []string `json:"regions"`
-		Langs          []string `json:"langs"`
-		RolloutPercent int      `json:"rollout_percent"`
-		UIDs           []string `json:"uids"`
+		Platforms      []string  `json:"platforms"`
+		MinAppVersion  string    `json:"min_app_version"`
+		MaxAppVersion  string    `json:"max_app_version"`
+		Regions        []string  `json:"regions"`
+		Langs          []string  `json:"langs"`
+		RolloutPercent int       `json:"rollout_percent"`
+		UIDs           []string  `json:"uids"`
+		Audiences      Audiences `json:"audiences"`
+	}
+	// Audiences is a targeting's "audiences"; a document written before audiences existed has
+	// none, which reads as the zero value (no audience targeting).
+	Audiences struct {
+		Include []int64 `json:"include"`
+		Exclude []int64 `json:"exclude"`
 	}
 	// Content is a creative: popup_config.content, a Revision's "content", and the top-level keys
 	// of an Entry and of a Variant.
@@ -123,13 +130,15 @@ func (h *Header) Popup() popup.Popup {
 // TargetingOf is t as stored; lists keep their nil-ness (null stays null, [] stays []).
 func TargetingOf(t popup.Targeting) Targeting {
 	return Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
-		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
+		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs,
+		Audiences: Audiences{Include: t.Audiences.Include, Exclude: t.Audiences.Exclude}}
 }
 
 // Popup is the stored targeting.
 func (t Targeting) Popup() popup.Targeting {
 	return popup.Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
-		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
+		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs,
+		Audiences: popup.AudienceRefs{Include: t.Audiences.Include, Exclude: t.Audiences.Exclude}}
 }
 
 // ContentOf is c as stored; its buttons keep their nil-ness.

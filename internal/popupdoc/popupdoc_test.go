@@ -102,7 +102,7 @@ func TestKeysAbsentWhenEmpty(t *testing.T) {
 // TestDocumentsOlderReleasesWroteStillDecode reads testdata/older/: what the release before the
 // one codec wrote (2026-11-26: its own blob, revision and column types), the blob of the builds
 // before seeds and experiments, migration 00004's first revisions, and a content column from
-// before buttons and ext.
+// before buttons and ext. None of them knew audiences: they read as no audience targeting.
 func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	older := func(name string) []byte {
 		raw, err := os.ReadFile(filepath.Join("testdata", "older", name))
@@ -111,6 +111,8 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	}
 	full, bare := popuptest.Full(), plain()
 	bare.Buttons = []popup.Button{}
+	// Every document below was written before audiences existed.
+	full.Targeting.Audiences, bare.Targeting.Audiences = popup.AudienceRefs{}, popup.AudienceRefs{}
 
 	entries := decode[[]popupdoc.Entry](t, older("blob-2026-11-26.json"))
 	require.Len(t, entries, 2)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/popup"
 )
 
@@ -65,9 +66,20 @@ type Refresher struct {
 	// Links is the POPUP_LINK_SCHEMES allow-list: a stored popup whose links it refuses is left
 	// out of the snapshot. The zero value allows http and https.
 	Links popup.LinkSchemes
+	// Audiences, when set, holds the audience sets the snapshots are built on: every install
+	// tells it which audiences the popups target (and so has it check their versions), and
+	// Rebuild, which it calls with each new generation of sets, rebuilds the snapshot on them.
+	Audiences *AudienceLoader
 
 	kickOnce sync.Once
 	kick     chan struct{}
+	// mu orders installs; last is the config the newest install built.
+	mu   sync.Mutex
+	last struct {
+		version int64
+		popups  []popup.Popup
+		set     bool
+	}
 }
 
 // Kick asks a running refresher to try again now (a dependency came back).
@@ -144,12 +156,43 @@ func (r *Refresher) Reload(ctx context.Context) (int64, error) {
 	return r.Holder.Load().Version, nil
 }
 
-// install builds the snapshot of (version, popups) and publishes it to the holder unless a newer
-// one is there already.
+// install builds the snapshot of (version, popups) on the audience sets held and publishes it to
+// the holder unless a newer one is there already; then it tells the audience loader what the
+// popups target.
 func (r *Refresher) install(version int64, popups []popup.Popup) {
-	s := BuildWith(version, popups, r.Now(), r.Links)
-	for _, p := range s.Problems {
-		r.Log.Warn("popup left out of snapshot", "err", p)
+	r.mu.Lock()
+	if !r.last.set || version >= r.last.version {
+		r.last.version, r.last.popups, r.last.set = version, popups, true
+	}
+	r.build(version, popups, true)
+	r.mu.Unlock()
+	if r.Audiences != nil {
+		r.Audiences.Want(AudienceIDs(popups))
+	}
+}
+
+// Rebuild builds the newest installed config again on the audience sets held now (the loader's
+// OnChange).
+func (r *Refresher) Rebuild() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last.set {
+		r.build(r.last.version, r.last.popups, false)
+	}
+}
+
+// build publishes the snapshot of (version, popups) on the sets held; r.mu is held. Problems
+// are logged for a new config only, not again for each new generation of audience sets.
+func (r *Refresher) build(version int64, popups []popup.Popup, logProblems bool) {
+	var sets *audience.Sets
+	if r.Audiences != nil {
+		sets = r.Audiences.Sets()
+	}
+	s := BuildWith(version, popups, r.Now(), r.Links, sets)
+	if logProblems {
+		for _, p := range s.Problems {
+			r.Log.Warn("popup left out of snapshot", "err", p)
+		}
 	}
 	if r.Holder.Store(s) && r.OnSwap != nil {
 		r.OnSwap(s)

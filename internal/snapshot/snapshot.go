@@ -5,9 +5,11 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 )
@@ -35,9 +37,16 @@ func (e *Entry) Shown(arm int) []byte {
 	return e.JSON
 }
 
-// Snapshot is one immutable config version. Never modify it after BuildWith.
+// Snapshot is one immutable config version with the audience sets it was built on. Never modify
+// it after BuildWith (but for Gen, which Holder.Store sets as it publishes it).
 type Snapshot struct {
-	Version  int64
+	Version int64
+	// Audiences are the audience sets the popups were bound to (nil: none held).
+	Audiences *audience.Sets
+	// Gen numbers the snapshots a Holder published, in order: a new config version and new
+	// audience sets under the same version each make a new Gen, so a remembered answer carries
+	// the Gen it was decided under (decide.LocalAnswers).
+	Gen      uint64
 	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
 	entries  map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
 	index    index
@@ -97,11 +106,12 @@ func encodeEntry(c *popup.Compiled) (*Entry, error) {
 	return e, nil
 }
 
-// BuildWith compiles popups into a snapshot of version. A popup that does not compile, a stored
-// link whose scheme links does not allow included, is left out and reported in Problems rather
-// than served or taking the whole config down.
-func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.LinkSchemes) *Snapshot {
-	s := &Snapshot{Version: version, entries: make(map[int64]*Entry, len(popups)), BuiltAt: now}
+// BuildWith compiles popups into a snapshot of version, their audiences bound to sets (nil: none
+// held, every audience check fail-closed). A popup that does not compile, a stored link whose
+// scheme links does not allow included, is left out and reported in Problems rather than served
+// or taking the whole config down.
+func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.LinkSchemes, sets *audience.Sets) *Snapshot {
+	s := &Snapshot{Version: version, Audiences: sets, entries: make(map[int64]*Entry, len(popups)), BuiltAt: now}
 	for _, p := range popups {
 		if p.Status == popup.StatusArchived {
 			continue
@@ -111,6 +121,7 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: %w", p.ID, err))
 			continue
 		}
+		c.BindAudiences(sets)
 		e, err := encodeEntry(c)
 		if err != nil {
 			s.Problems = append(s.Problems, fmt.Errorf("popup %d: encode: %w", p.ID, err))
@@ -135,6 +146,44 @@ func (s *Snapshot) Candidates(platform, region string) []*popup.Compiled {
 // Entry returns the popup with id, or nil when the snapshot does not hold it.
 func (s *Snapshot) Entry(id int64) *Entry { return s.entries[id] }
 
+// AudienceIDs returns the audiences the snapshot's popups (active or not) target, ascending.
+func (s *Snapshot) AudienceIDs() []int64 {
+	return AudienceIDs(s.popups())
+}
+
+// Unbound returns the active popups targeting an audience the snapshot does not hold: they
+// answer fail-closed until the audience is loaded.
+func (s *Snapshot) Unbound() []*popup.Compiled {
+	var out []*popup.Compiled
+	for _, c := range s.Ordered {
+		if !c.AudiencesBound() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (s *Snapshot) popups() []popup.Popup {
+	out := make([]popup.Popup, 0, len(s.entries))
+	for _, e := range s.entries {
+		out = append(out, e.Popup)
+	}
+	return out
+}
+
+// AudienceIDs returns the audiences that the non-archived popups of ps target, ascending, each
+// once.
+func AudienceIDs(ps []popup.Popup) []int64 {
+	var ids []int64
+	for _, p := range ps {
+		if p.Status != popup.StatusArchived {
+			ids = append(ids, p.Targeting.Audiences.IDs()...)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
 // Holder publishes the current snapshot to every reader with one atomic pointer.
 type Holder struct{ p atomic.Pointer[Snapshot] }
 
@@ -142,15 +191,27 @@ type Holder struct{ p atomic.Pointer[Snapshot] }
 func (h *Holder) Load() *Snapshot { return h.p.Load() }
 
 // Store publishes s if it is newer than the current one (a late, older load never wins) and
-// reports whether it did.
+// reports whether it did. Newer is a later config version, or the same version on newer
+// audience sets; s gets the next Gen.
 func (h *Holder) Store(s *Snapshot) bool {
 	for {
 		cur := h.p.Load()
-		if cur != nil && cur.Version > s.Version {
+		if cur != nil && (cur.Version > s.Version || cur.Version == s.Version && audienceGen(cur) > audienceGen(s)) {
 			return false
+		}
+		s.Gen = 1
+		if cur != nil {
+			s.Gen = cur.Gen + 1
 		}
 		if h.p.CompareAndSwap(cur, s) {
 			return true
 		}
 	}
+}
+
+func audienceGen(s *Snapshot) uint64 {
+	if s.Audiences == nil {
+		return 0
+	}
+	return s.Audiences.Gen
 }

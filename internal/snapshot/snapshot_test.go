@@ -60,7 +60,7 @@ func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 50; round++ {
-		s := BuildWith(int64(round), randomPopups(rng, 40), t0, popup.LinkSchemes{})
+		s := BuildWith(int64(round), randomPopups(rng, 40), t0, popup.LinkSchemes{}, nil)
 		require.Empty(t, s.Problems)
 		for _, pl := range []string{"ios", "android", "web"} {
 			for _, region := range []string{"", "cn", "CN", "us", "de", "jp", "fr"} {
@@ -80,7 +80,7 @@ func TestBuildPreEncodesThePublicShape(t *testing.T) {
 	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com/go"}}}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p.ID = 7
-	s := BuildWith(3, []popup.Popup{p}, t0, popup.LinkSchemes{})
+	s := BuildWith(3, []popup.Popup{p}, t0, popup.LinkSchemes{}, nil)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(s.Entry(7).JSON, &got))
 	assert.Equal(t, map[string]any{"id": float64(7), "title": "T", "content": "", "image_url": "", "link_url": "",
@@ -104,8 +104,8 @@ func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
 	myapp, err := popup.ParseLinkSchemes([]string{"https", "myapp"})
 	require.NoError(t, err)
 
-	web := BuildWith(1, stored, t0, popup.LinkSchemes{})
-	withApp := BuildWith(1, stored, t0, myapp)
+	web := BuildWith(1, stored, t0, popup.LinkSchemes{}, nil)
+	withApp := BuildWith(1, stored, t0, myapp, nil)
 
 	assert.NotNil(t, web.Entry(1))
 	assert.Nil(t, web.Entry(2), "an app scheme is refused unless configured")
@@ -123,10 +123,10 @@ func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
 func TestHolderNeverGoesBack(t *testing.T) {
 	t.Parallel()
 	var h Holder
-	assert.True(t, h.Store(BuildWith(2, nil, t0, popup.LinkSchemes{})))
-	assert.False(t, h.Store(BuildWith(1, nil, t0, popup.LinkSchemes{})))
+	assert.True(t, h.Store(BuildWith(2, nil, t0, popup.LinkSchemes{}, nil)))
+	assert.False(t, h.Store(BuildWith(1, nil, t0, popup.LinkSchemes{}, nil)))
 	assert.EqualValues(t, 2, h.Load().Version)
-	assert.True(t, h.Store(BuildWith(3, nil, t0, popup.LinkSchemes{})))
+	assert.True(t, h.Store(BuildWith(3, nil, t0, popup.LinkSchemes{}, nil)))
 }
 
 // BenchmarkSelect10k compares selection over every active popup with selection over the
@@ -149,7 +149,7 @@ func BenchmarkSelect10k(b *testing.B) {
 		p.ID = int64(i)
 		popups = append(popups, p)
 	}
-	s := BuildWith(1, popups, t0, popup.LinkSchemes{})
+	s := BuildWith(1, popups, t0, popup.LinkSchemes{}, nil)
 	v, _ := popup.ParseVersion("8.3.0")
 	req := popup.Request{UID: "user-42", Platform: "android", AppVersion: v, Region: "de", Lang: "en"}
 	st := &popup.UserState{}
@@ -171,7 +171,7 @@ func TestBuildShowsEmptyButtonsAndExtForAPopupWithoutThem(t *testing.T) {
 	t.Parallel()
 	// A popup as it may come out of the Redis cache: nil slices, no ext.
 	p := popup.Popup{ID: 9, Name: "bare", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}}
-	s := BuildWith(1, []popup.Popup{p}, t0, popup.LinkSchemes{})
+	s := BuildWith(1, []popup.Popup{p}, t0, popup.LinkSchemes{}, nil)
 	require.Empty(t, s.Problems)
 	assert.JSONEq(t, `{"id":9,"title":"","content":"","image_url":"","link_url":"","buttons":[],"ext":{}}`, string(s.Entry(9).JSON))
 }
@@ -190,7 +190,7 @@ func TestEntryEncodesEachVariant(t *testing.T) {
 	plain, err := popup.Input{Name: "plain"}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	plain.ID = 10
-	s := BuildWith(1, []popup.Popup{p, plain}, t0, popup.LinkSchemes{})
+	s := BuildWith(1, []popup.Popup{p, plain}, t0, popup.LinkSchemes{}, nil)
 	require.Empty(t, s.Problems)
 
 	e := s.Entry(9)

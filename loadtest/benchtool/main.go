@@ -381,7 +381,7 @@ func fill(args []string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	now := time.Now()
-	snap := snapshot.BuildWith(version, popups, now, cfg.Links()) // as popup-api builds it: its app:// links need POPUP_LINK_SCHEMES
+	snap := snapshot.BuildWith(version, popups, now, cfg.Links(), nil) // as popup-api builds it: its app:// links need POPUP_LINK_SCHEMES
 	began := time.Now()
 	var shown atomic.Int64
 	jobs := make(chan int, 16)
