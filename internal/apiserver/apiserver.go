@@ -178,6 +178,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
 	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
 	admin.LogRetention = cfg.ActionLogRetention
+	audienceStore := gatedAudienceStore{repo: mysqlstore.NewAudienceRepo(db), dep: mysqlDep}
+	admin.Audiences = manage.NewAudiences(audienceStore, nil, int64(cfg.AudienceMemory), now)
+	admin.AudienceSets = storedSets{store: audienceStore}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err

@@ -8,7 +8,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"popupsvc/internal/audience"
+	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/health"
+	"popupsvc/internal/manage"
+	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/snapshot"
 )
 
@@ -103,4 +106,77 @@ func registerAudienceMetrics(reg prometheus.Registerer, l *snapshot.AudienceLoad
 				return 0
 			}),
 	)
+}
+
+// gatedAudienceStore is the audience writes' store behind the MySQL gate: the repository, with
+// its transaction as the use case takes it.
+type gatedAudienceStore struct {
+	repo *mysqlstore.AudienceRepo
+	dep  *health.Dep
+}
+
+// call runs a call that returns only an error behind the gate.
+func (g gatedAudienceStore) call(fn func() error) error {
+	_, err := gate(g.dep, func() (struct{}, error) { return struct{}{}, fn() })
+	return err
+}
+
+func (g gatedAudienceStore) InTx(ctx context.Context, fn func(manage.AudienceTx) error) error {
+	return g.call(func() error { return manage.AudienceTxFunc[*mysqlstore.Tx](g.repo.InTx).InTx(ctx, fn) })
+}
+
+func (g gatedAudienceStore) Get(ctx context.Context, id int64) (audiencelist.Audience, error) {
+	return gate(g.dep, func() (audiencelist.Audience, error) { return g.repo.Get(ctx, id) })
+}
+
+func (g gatedAudienceStore) List(ctx context.Context) ([]audiencelist.Audience, error) {
+	return gate(g.dep, func() ([]audiencelist.Audience, error) { return g.repo.List(ctx) })
+}
+
+func (g gatedAudienceStore) UsedBy(ctx context.Context) (map[int64][]audiencelist.UsedBy, error) {
+	return gate(g.dep, func() (map[int64][]audiencelist.UsedBy, error) { return g.repo.UsedBy(ctx) })
+}
+
+func (g gatedAudienceStore) LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error) {
+	return gate(g.dep, func() (*audience.Set, error) { return g.repo.LoadSet(ctx, id, have) })
+}
+
+func (g gatedAudienceStore) MemberRows(ctx context.Context, id int64, have *audience.Set, start func(*audience.Set) error, row func([]byte) error) error {
+	return g.call(func() error { return g.repo.MemberRows(ctx, id, have, start, row) })
+}
+
+func (g gatedAudienceStore) History(ctx context.Context, id int64) ([]audiencelist.Change, error) {
+	return gate(g.dep, func() ([]audiencelist.Change, error) { return g.repo.History(ctx, id) })
+}
+
+func (g gatedAudienceStore) StageUpload(ctx context.Context, id int64) (int64, error) {
+	return gate(g.dep, func() (int64, error) { return g.repo.StageUpload(ctx, id) })
+}
+
+func (g gatedAudienceStore) StageUIDs(ctx context.Context, upload int64, seq int, uids []byte) error {
+	return g.call(func() error { return g.repo.StageUIDs(ctx, upload, seq, uids) })
+}
+
+func (g gatedAudienceStore) StageFingerprints(ctx context.Context, upload int64, fps []uint64) error {
+	return g.call(func() error { return g.repo.StageFingerprints(ctx, upload, fps) })
+}
+
+func (g gatedAudienceStore) DropUpload(ctx context.Context, upload int64) error {
+	return g.call(func() error { return g.repo.DropUpload(ctx, upload) })
+}
+
+func (g gatedAudienceStore) Prune(ctx context.Context, id, base int64) error {
+	return g.call(func() error { return g.repo.Prune(ctx, id, base) })
+}
+
+func (g gatedAudienceStore) DropAudienceParts(ctx context.Context, id int64) error {
+	return g.call(func() error { return g.repo.DropAudienceParts(ctx, id) })
+}
+
+// storedSets answers GET .../members/{uid} from the set as stored now. The audience loader's held
+// sets replace it once the loader is wired here.
+type storedSets struct{ store gatedAudienceStore }
+
+func (s storedSets) Current(ctx context.Context, id int64) (*audience.Set, error) {
+	return s.store.LoadSet(ctx, id, nil)
 }

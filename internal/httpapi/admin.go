@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
@@ -71,6 +72,10 @@ type Admin struct {
 	// Reload rebuilds the Redis cache from MySQL, announces it to every instance and refreshes
 	// this one; it returns the version now served.
 	Reload func(ctx context.Context) (int64, error)
+	// Audiences are the audience writes and reads (manage.Audiences); AudienceSets the member sets
+	// this instance serves.
+	Audiences    AudienceService
+	AudienceSets AudienceSets
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
 	// value allows http and https.
 	Links popup.LinkSchemes
@@ -122,6 +127,20 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.POST("/popups/:id/experiment/start", editor, a.transition(popup.ChangeExperimentStart))
 	v1.POST("/popups/:id/experiment/stop", editor, a.transition(popup.ChangeExperimentStop))
 	v1.POST("/popups/:id/experiment/conclude", editor, a.transition(popup.ChangeExperimentConclude))
+	// Audiences: creating and editing one is an editor's, deleting one a publisher's; a member
+	// write of an audience a live popup uses needs a publisher, decided in the write.
+	audienceEditor := a.requireRole(popup.RoleEditor, "writing audiences")
+	v1.POST("/audiences", audienceEditor, a.createAudience)
+	v1.GET("/audiences", a.listAudiences)
+	v1.GET("/audiences/:id", a.getAudience)
+	v1.PUT("/audiences/:id", audienceEditor, a.updateAudience)
+	v1.DELETE("/audiences/:id", publisher("deleting an audience"), a.deleteAudience)
+	v1.GET("/audiences/:id/history", a.audienceHistory)
+	v1.GET("/audiences/:id/members", a.members)
+	v1.PUT("/audiences/:id/members", audienceEditor, a.writeMembers(audiencelist.ActionReplace))
+	v1.POST("/audiences/:id/members/add", audienceEditor, a.writeMembers(audiencelist.ActionAdd))
+	v1.POST("/audiences/:id/members/remove", audienceEditor, a.writeMembers(audiencelist.ActionRemove))
+	v1.GET("/audiences/:id/members/:uid", a.member)
 	v1.GET("/audit", a.audit)
 	v1.GET("/export", a.export)
 	v1.POST("/import", editor, a.importPopups)

@@ -23,6 +23,8 @@ type apiError struct {
 	fields  []popup.FieldError
 	// roleNeeded is set on a 403: the role the refused request needs.
 	roleNeeded string
+	// extra are more members of the error object (an audience upload's bad lines, say).
+	extra gin.H
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -73,6 +75,11 @@ var codeStatus = map[popup.Code]int{
 	popup.CodeExperimentConcluded: http.StatusConflict,
 	popup.CodeExperimentState:     http.StatusConflict,
 	popup.CodeExperimentRunning:   http.StatusConflict,
+	popup.CodeAudienceNotFound:    http.StatusNotFound,
+	popup.CodeAudienceInUse:       http.StatusConflict,
+	popup.CodeInvalidMembers:      http.StatusBadRequest,
+	popup.CodeTooManyMembers:      http.StatusRequestEntityTooLarge,
+	popup.CodeAudienceMemory:      http.StatusRequestEntityTooLarge,
 }
 
 // domainError is an error of the popup domain, named by its stable code: a *popup.Error,
@@ -108,6 +115,9 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	if ae.roleNeeded != "" {
 		body["role_needed"] = ae.roleNeeded
 	}
+	for k, v := range ae.extra {
+		body[k] = v
+	}
 	c.AbortWithStatusJSON(ae.status, gin.H{"error": body})
 }
 
@@ -116,6 +126,9 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 func answer(err error) *apiError {
 	var ae *apiError
 	var de domainError
+	if aa, ok := audienceAnswer(err); ok {
+		return aa
+	}
 	switch {
 	case errors.As(err, &ae):
 		return ae

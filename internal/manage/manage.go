@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"popupsvc/internal/popup"
@@ -55,6 +56,9 @@ type write struct {
 	always bool
 	// batch marks an import: an error of one popup names its index (popup.BatchItemError).
 	batch bool
+	// content marks a write of content (create, update, rollback, import): the audiences its
+	// targeting names must exist.
+	content bool
 }
 
 // outcome is what the path did: the popups as stored (written, or left as they were), in the
@@ -72,7 +76,9 @@ type outcome struct {
 //     another writer published meanwhile (*popup.ForbiddenError);
 //  3. target: what the write starts from (a rollback's revision: popup.ErrRevisionNotKept);
 //  4. If-Match: the stored revision against ifRevision (popup.ErrRevisionMismatch);
-//  5. the write's own rules: the bucket seed, the experiment's phase rules, a transition;
+//  5. the write's own rules: the bucket seed, the experiment's phase rules, a transition; then,
+//     for a write of content, the audiences its targeting names must exist (locked in share mode
+//     until the write commits, so that none is deleted under it);
 //  6. no change: a write that would leave the popup as it is writes nothing (an archive and a
 //     transition always write);
 //  7. store the popups, record their revisions and audit entries, bump the config version.
@@ -140,7 +146,37 @@ func (w write) rules(ctx context.Context, tx Tx, e *edit, now time.Time) error {
 	if e.before != nil && w.ifRevision != nil && !slices.Contains(w.ifRevision, e.before.Revision) {
 		return popup.ErrRevisionMismatch
 	}
-	return w.apply(e, now)
+	if err := w.apply(e, now); err != nil {
+		return err
+	}
+	if w.content {
+		return audiencesExist(ctx, tx, e.next.Targeting.Audiences)
+	}
+	return nil
+}
+
+// audiencesExist refuses targeting that names an audience the store does not hold, naming the
+// first such field (targeting.audiences.include[0]).
+func audiencesExist(ctx context.Context, tx Tx, refs popup.AudienceRefs) error {
+	ids := refs.IDs()
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := tx.ExistingAudiences(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		name string
+		ids  []int64
+	}{{"include", refs.Include}, {"exclude", refs.Exclude}} {
+		for i, id := range l.ids {
+			if !slices.Contains(found, id) {
+				return popup.UnknownAudience("targeting.audiences."+l.name+"["+strconv.Itoa(i)+"]", id)
+			}
+		}
+	}
+	return nil
 }
 
 // store is step 7 of run: it inserts the edits at creates, overwrites those at updates (under
@@ -264,7 +300,7 @@ func contentKey(p popup.Popup) ([]byte, error) {
 // Create stores a new popup at revision 1 and returns it with its id. A popup without a bucket
 // seed gets a fresh one; its experiment, if any, is a draft at phase 1.
 func (s *Service) Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error) {
-	out, err := s.run(ctx, actor, write{action: popup.ChangeCreate, after: p.Status,
+	out, err := s.run(ctx, actor, write{action: popup.ChangeCreate, after: p.Status, content: true,
 		lock: func(context.Context, Tx) ([]edit, error) {
 			return []edit{{next: p, action: popup.ChangeCreate}}, nil
 		},
@@ -281,7 +317,7 @@ func (s *Service) Create(ctx context.Context, actor popup.Actor, p popup.Popup) 
 // one of them, so of two writers who read the same revision exactly one wins. When p equals the
 // stored popup nothing is written: changed is false and the stored popup is returned as it is.
 func (s *Service) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
-	out, err := s.run(ctx, actor, write{action: popup.ChangeUpdate, after: p.Status, ifRevision: opts.IfRevision,
+	out, err := s.run(ctx, actor, write{action: popup.ChangeUpdate, after: p.Status, ifRevision: opts.IfRevision, content: true,
 		lock: one(id, p, popup.ChangeUpdate), apply: settle(opts.AcceptReassignment)})
 	if err != nil {
 		return popup.Popup{}, false, fmt.Errorf("update popup %d: %w", id, err)
@@ -320,7 +356,7 @@ func (s *Service) Archive(ctx context.Context, actor popup.Actor, id int64, ifRe
 // that content is what the popup holds already (changed false). The status is the old
 // revision's too: rolling back over an archive brings the popup back.
 func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
-	out, err := s.run(ctx, actor, write{action: popup.ChangeRollback, ifRevision: ifRevision,
+	out, err := s.run(ctx, actor, write{action: popup.ChangeRollback, ifRevision: ifRevision, content: true,
 		lock: one(id, popup.Popup{}, popup.ChangeRollback),
 		target: func(ctx context.Context, tx Tx, e *edit) error {
 			old, err := tx.Revision(ctx, id, toRevision)
@@ -345,7 +381,7 @@ func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevisio
 // no name twice (the caller validated it); the matched popups stay locked while the import runs,
 // so the counts are exact.
 func (s *Service) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
-	out, err := s.run(ctx, actor, write{action: popup.ChangeImport, dryRun: dryRun, batch: true,
+	out, err := s.run(ctx, actor, write{action: popup.ChangeImport, dryRun: dryRun, batch: true, content: true,
 		lock: func(ctx context.Context, tx Tx) ([]edit, error) {
 			names := make([]string, len(ps))
 			for i, p := range ps {

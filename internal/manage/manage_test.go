@@ -24,7 +24,10 @@ var (
 
 func TestMemoryConformsToTheWriteStore(t *testing.T) {
 	t.Parallel()
-	managetest.Conformance(t, func(*testing.T) manage.Store { return managetest.NewMemory(func() time.Time { return t0 }) })
+	managetest.Conformance(t, func(*testing.T) (manage.Store, func(*testing.T) int64) {
+		m := managetest.NewMemory(func() time.Time { return t0 })
+		return m, func(*testing.T) int64 { return m.AddAudience() }
+	})
 }
 
 // fixture is a store holding a live popup (active, with a draft experiment, at revision 2: its

@@ -41,6 +41,9 @@ type Tx interface {
 	// BumpVersion increments the config version, by which every instance sees that the config
 	// changed.
 	BumpVersion(ctx context.Context) error
+	// ExistingAudiences returns which of ids are audiences, locking them in share mode until the
+	// transaction ends, so that an audience a popup write names is not deleted before it commits.
+	ExistingAudiences(ctx context.Context, ids []int64) ([]int64, error)
 }
 
 // TxFunc adapts a store whose transaction is its own concrete type (mysqlstore.PopupRepo.InTx

@@ -1,13 +1,18 @@
 package mysqlstore_test
 
 import (
+	"context"
 	"database/sql"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/manage/managetest"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
 )
 
@@ -29,7 +34,21 @@ func newRepo(db *sql.DB) *writableRepo {
 
 func TestTxConformsToTheWriteStore(t *testing.T) {
 	t.Parallel()
-	managetest.Conformance(t, func(t *testing.T) manage.Store {
-		return manage.TxFunc[*mysqlstore.Tx](mysqlstore.NewPopupRepo(testenv.MySQL(t)).InTx)
+	managetest.Conformance(t, func(t *testing.T) (manage.Store, func(*testing.T) int64) {
+		db := testenv.MySQL(t)
+		audiences := manage.NewAudiences(audienceStore{mysqlstore.NewAudienceRepo(db)}, nil, 1<<30, time.Now)
+		return manage.TxFunc[*mysqlstore.Tx](mysqlstore.NewPopupRepo(db).InTx), func(t *testing.T) int64 {
+			a, err := audiences.Create(context.Background(), popup.Actor{Name: "t", Role: popup.RoleAdmin}, audiencelist.Meta{Name: "a" + testenv.Suffix(t)})
+			require.NoError(t, err)
+			return a.ID
+		}
 	})
+}
+
+// audienceStore is the audience repository as the audience writes take it (manage.AudienceStore),
+// as popup-api wires it.
+type audienceStore struct{ *mysqlstore.AudienceRepo }
+
+func (s audienceStore) InTx(ctx context.Context, fn func(manage.AudienceTx) error) error {
+	return manage.AudienceTxFunc[*mysqlstore.Tx](s.AudienceRepo.InTx).InTx(ctx, fn)
 }

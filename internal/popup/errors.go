@@ -1,6 +1,9 @@
 package popup
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Code is the stable name of the rule a refused request broke: the "code" of the API's error
 // answer (docs/CONTRACT.md), which clients branch on, so a shipped code never changes. Several
@@ -74,3 +77,35 @@ var ErrNotFound error = &Error{code: CodePopupNotFound, msg: "not found", answer
 // the revision the caller read in If-Match, as the popup's ETag.
 var ErrRevisionMismatch error = &Error{code: CodeRevisionMismatch, msg: "revision does not match",
 	answer: "the popup has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}
+
+// The codes of the audience errors (docs/CONTRACT.md §11). An audience is an uploaded list of
+// users that popups target; its errors share this package's Code and Error so that the admin API
+// maps them in its one table.
+const (
+	CodeAudienceNotFound Code = "audience_not_found"
+	CodeAudienceInUse    Code = "audience_in_use"
+	CodeInvalidMembers   Code = "invalid_members"
+	CodeTooManyMembers   Code = "too_many_members"
+	CodeAudienceMemory   Code = "audience_memory"
+)
+
+// ErrAudienceNotFound is what a store returns for an audience it does not hold (deleted or never
+// created).
+var ErrAudienceNotFound error = &Error{code: CodeAudienceNotFound, msg: "audience not found", answer: "no such audience"}
+
+// ErrAudienceVersionMismatch is a conditional audience write that finds the audience at another
+// version than the one If-Match names.
+var ErrAudienceVersionMismatch error = &Error{code: CodeRevisionMismatch, msg: "audience version does not match",
+	answer: "the audience has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}
+
+// ErrAudienceNameTaken is a write that would give two audiences one name.
+var ErrAudienceNameTaken error = &Error{code: CodeNameTaken, msg: "audience name taken",
+	answer: "another audience has this name; audience names are unique",
+	field:  "name", fieldMsg: "is the name of another audience"}
+
+// UnknownAudience is the error of a popup whose targeting names an audience that does not exist;
+// field is its path within the popup (targeting.audiences.include[0]).
+func UnknownAudience(field string, id int64) error {
+	msg := fmt.Sprintf("audience %d does not exist", id)
+	return &Error{code: CodeValidationFailed, msg: msg, field: field, answer: fieldSlot + ": " + msg}
+}

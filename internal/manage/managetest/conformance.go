@@ -14,9 +14,25 @@ import (
 )
 
 // Conformance runs the tests every manage.Store passes, each on a store of its own from open
-// (empty, with migrations applied): what the write path relies on beyond its own rules.
-func Conformance(t *testing.T, open func(t *testing.T) manage.Store) {
+// (empty, with migrations applied): what the write path relies on beyond its own rules. open
+// also gives a way to make an audience exist in that store (the store's own audience write).
+func Conformance(t *testing.T, open func(t *testing.T) (manage.Store, func(t *testing.T) int64)) {
 	t.Helper()
+	t.Run("the audiences that exist are found, the others not", func(t *testing.T) {
+		t.Parallel()
+		s, addAudience := open(t)
+		a, b := addAudience(t), addAudience(t)
+		inTx(t, s, func(tx manage.Tx) error {
+			found, err := tx.ExistingAudiences(ctx, []int64{b, 1 << 40, a, b})
+			assert.Equal(t, []int64{min(a, b), max(a, b)}, found, "sorted, each once")
+			return err
+		})
+		inTx(t, s, func(tx manage.Tx) error {
+			found, err := tx.ExistingAudiences(ctx, nil)
+			assert.Empty(t, found)
+			return err
+		})
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s manage.Store)
@@ -32,7 +48,8 @@ func Conformance(t *testing.T, open func(t *testing.T) manage.Store) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tt.run(t, open(t))
+			s, _ := open(t)
+			tt.run(t, s)
 		})
 	}
 }

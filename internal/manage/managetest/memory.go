@@ -33,11 +33,12 @@ type memState struct {
 	audit     []popup.Change
 	version   int64
 	lastID    int64
+	audiences map[int64]bool // the audiences that exist
 }
 
 // NewMemory returns an empty store whose rows take their times from now.
 func NewMemory(now func() time.Time) *Memory {
-	return &Memory{now: now, state: memState{popups: map[int64]popup.Popup{}, revisions: map[[2]int64]popup.Popup{}}}
+	return &Memory{now: now, state: memState{popups: map[int64]popup.Popup{}, revisions: map[[2]int64]popup.Popup{}, audiences: map[int64]bool{}}}
 }
 
 // InTx runs fn on a copy of the state, which becomes the state when fn returns nil.
@@ -45,12 +46,22 @@ func (m *Memory) InTx(ctx context.Context, fn func(manage.Tx) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	tx := &memTx{s: memState{popups: maps.Clone(m.state.popups), revisions: maps.Clone(m.state.revisions),
-		audit: slices.Clone(m.state.audit), version: m.state.version, lastID: m.state.lastID}, now: m.now}
+		audit: slices.Clone(m.state.audit), version: m.state.version, lastID: m.state.lastID, audiences: maps.Clone(m.state.audiences)}, now: m.now}
 	if err := fn(tx); err != nil {
 		return err
 	}
 	m.state = tx.s
 	return nil
+}
+
+// AddAudience makes an audience exist, as a popup write sees it (ExistingAudiences), and returns
+// its id.
+func (m *Memory) AddAudience() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := int64(len(m.state.audiences) + 1)
+	m.state.audiences[id] = true
+	return id
 }
 
 // Get returns popup id as stored.
@@ -151,6 +162,17 @@ func (t *memTx) Record(_ context.Context, changes []popup.Change) error {
 		t.s.audit = append(t.s.audit, c)
 	}
 	return nil
+}
+
+func (t *memTx) ExistingAudiences(_ context.Context, ids []int64) ([]int64, error) {
+	var out []int64
+	for _, id := range ids {
+		if t.s.audiences[id] && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 func (t *memTx) BumpVersion(context.Context) error {

@@ -1,0 +1,161 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/audience"
+	"popupsvc/internal/audiencelist"
+	"popupsvc/internal/manage"
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/testenv"
+)
+
+var audienceAdmin = popup.Actor{Name: "ada", Role: popup.RoleAdmin}
+
+// audienceFixture is the audience repository with the audience writes over it, as popup-api
+// wires them.
+type audienceFixture struct {
+	db   *sql.DB
+	repo *mysqlstore.AudienceRepo
+	svc  *manage.Audiences
+}
+
+func newAudienceFixture(t *testing.T) audienceFixture {
+	t.Helper()
+	db := testenv.MySQL(t)
+	repo := mysqlstore.NewAudienceRepo(db)
+	return audienceFixture{db: db, repo: repo, svc: manage.NewAudiences(audienceStore{repo}, nil, 1<<30, time.Now)}
+}
+
+func (f audienceFixture) write(t *testing.T, id int64, action audiencelist.Action, uids ...string) audiencelist.MemberWrite {
+	t.Helper()
+	w, err := f.svc.WriteMembers(context.Background(), audienceAdmin, id, action, nil, audiencelist.TextLines(strings.NewReader(strings.Join(uids, "\n"))))
+	require.NoError(t, err)
+	return w
+}
+
+func (f audienceFixture) count(t *testing.T, q string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.db.QueryRowContext(context.Background(), q, args...).Scan(&n))
+	return n
+}
+
+func uids(prefix string, from, to int) []string {
+	out := make([]string, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+// LoadSet gives the same set whether it starts from nothing or from a set held at any version
+// since the base, and reads the base afresh from a set held before it.
+func TestLoadSetWithAndWithoutASetHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newAudienceFixture(t)
+	a, err := f.svc.Create(ctx, audienceAdmin, audiencelist.Meta{Name: "a"})
+	require.NoError(t, err)
+	other, err := f.svc.Create(ctx, audienceAdmin, audiencelist.Meta{Name: "other"})
+	require.NoError(t, err)
+	f.write(t, other.ID, audiencelist.ActionReplace, "o1")
+
+	held := map[int64]*audience.Set{}
+	hold := func() {
+		s, err := f.repo.LoadSet(ctx, a.ID, nil)
+		require.NoError(t, err)
+		held[s.Version()] = s
+	}
+	hold() // version 1: the empty list of the create
+	f.write(t, a.ID, audiencelist.ActionReplace, uids("u", 0, 300_000)...)
+	hold()
+	f.write(t, a.ID, audiencelist.ActionAdd, uids("u", 250_000, 400_000)...)
+	hold()
+	f.write(t, a.ID, audiencelist.ActionRemove, uids("u", 0, 1000)...)
+	hold()
+	_, _, err = f.svc.Update(ctx, audienceAdmin, a.ID, audiencelist.Meta{Name: "renamed"}, nil)
+	require.NoError(t, err)
+	hold()
+	w := f.write(t, a.ID, audiencelist.ActionAdd, "u5", "x1")
+	assert.Equal(t, int64(2), w.Added, "u5 was removed, x1 never a member")
+
+	want, err := f.repo.LoadSet(ctx, a.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 400_000-1000+2, want.Len())
+	assert.Equal(t, w.Audience.Version, want.Version())
+	assert.Equal(t, w.Audience.Size, int64(want.Len()))
+	for v, have := range held {
+		got, err := f.repo.LoadSet(ctx, a.ID, have)
+		require.NoError(t, err, "from version %d", v)
+		assert.Equal(t, want.Version(), got.Version(), "from version %d", v)
+		assert.Equal(t, want.Fingerprints(), got.Fingerprints(), "from version %d", v)
+	}
+	same, err := f.repo.LoadSet(ctx, a.ID, want)
+	require.NoError(t, err)
+	assert.Same(t, want, same, "a set at the current version is kept")
+	for uid, member := range map[string]bool{"u5": true, "u999": false, "u1000": true, "u399999": true, "x1": true, "o1": false} {
+		assert.Equal(t, member, want.Contains(uid), uid)
+	}
+
+	wrong, err := f.repo.LoadSet(ctx, other.ID, nil)
+	require.NoError(t, err)
+	got, err := f.repo.LoadSet(ctx, a.ID, wrong)
+	require.NoError(t, err)
+	assert.Equal(t, want.Fingerprints(), got.Fingerprints(), "another audience's set is no start")
+
+	// A replace moves the base: a set held from before it is read afresh, and the superseded
+	// uploads are gone.
+	f.write(t, a.ID, audiencelist.ActionReplace, "z1", "z2")
+	got, err = f.repo.LoadSet(ctx, a.ID, held[3])
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.Len())
+	assert.True(t, got.Contains("z2"))
+	assert.Equal(t, 1, f.count(t, `SELECT COUNT(*) FROM audience_uploads WHERE audience_id = ?`, a.ID), "only the base's upload is kept")
+	assert.Equal(t, 1, f.count(t, `SELECT COUNT(DISTINCT upload_id) FROM audience_fps`)-1, "the other audience's and the new base's fps rows")
+
+	versions, err := f.repo.Versions(ctx, []int64{a.ID, other.ID, 1 << 40})
+	require.NoError(t, err)
+	assert.Equal(t, map[int64]int64{a.ID: got.Version(), other.ID: 2}, versions)
+
+	_, err = f.repo.LoadSet(ctx, 1<<40, nil)
+	assert.ErrorIs(t, err, popup.ErrAudienceNotFound)
+}
+
+// A replace of 300,000 members is stored as runs of sorted fingerprints, a MiB a row, never a row
+// a member; a refused upload leaves no staged rows.
+func TestAudienceStorageShape(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newAudienceFixture(t)
+	a, err := f.svc.Create(ctx, audienceAdmin, audiencelist.Meta{Name: "a"})
+	require.NoError(t, err)
+	f.write(t, a.ID, audiencelist.ActionReplace, uids("member-", 0, 300_000)...)
+	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_fps`), "300,000 fingerprints in rows of 131,072")
+	assert.Equal(t, 300_000*8, f.count(t, `SELECT SUM(LENGTH(fps)) FROM audience_fps`))
+	assert.Equal(t, 4, f.count(t, `SELECT COUNT(*) FROM audience_uids`), "3.9 MB of uids in rows of about a MiB")
+
+	_, err = f.svc.WriteMembers(ctx, audienceAdmin, a.ID, audiencelist.ActionAdd, nil,
+		audiencelist.TextLines(strings.NewReader(strings.Join(append(uids("new-", 0, 200_000), "bad uid"), "\n"))))
+	var bad *audiencelist.InvalidMembersError
+	require.ErrorAs(t, err, &bad)
+	assert.Equal(t, 1, f.count(t, `SELECT COUNT(*) FROM audience_uploads`), "the refused upload is dropped")
+	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_fps`))
+	assert.Equal(t, 4, f.count(t, `SELECT COUNT(*) FROM audience_uids`))
+
+	_, err = f.svc.Delete(ctx, audienceAdmin, a.ID, nil)
+	require.NoError(t, err)
+	for _, table := range []string{"audiences", "audience_uploads", "audience_fps", "audience_uids"} {
+		assert.Zero(t, f.count(t, `SELECT COUNT(*) FROM `+table), table)
+	}
+	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_changes`), "create, replace, delete: the history stays")
+}
