@@ -665,8 +665,8 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
 // checked, so that saving never drops it unseen. The checked boxes carry the API's field names
 // (targeting.audiences.include[0] …) in the order they are sent, so a field error lands on its box.
 const AUDIENCE_SIDES = [
-  ['include', 'Only users in these audiences', 'A user must be a member of the audiences checked. None checked: no such condition.'],
-  ['exclude', 'Never users in these audiences', 'A member of any audience checked never gets this popup, whatever else matches.'],
+  ['include', 'Only users in these audiences', 'A user must be a member of at least one audience checked (at most 20). None checked: no such condition.'],
+  ['exclude', 'Never users in these audiences', 'A member of any audience checked never gets this popup, whatever else matches (at most 20).'],
 ];
 function audiencePicker(cache) {
   const sides = {};
@@ -1731,11 +1731,17 @@ const UPLOAD_MODES = [
   ['remove', 'POST', '/remove', 'Remove the file’s ids'],
 ];
 
-// badLinesOf reads the lines a refused upload names: [{line, message, text}].
+// badLinesOf reads the lines a refused upload names (error.lines, the first 100 of them:
+// [{line, message}]) and how many bad lines the file has in all (error.bad_lines).
 function badLinesOf(err) {
-  const raw = err?.lines || err?.bad_lines || err?.line_errors || [];
-  return raw.map((x) => ({ line: x.line, message: x.message || x.reason || x.error || 'is not a valid uid', text: x.text ?? x.value ?? x.uid }));
+  const lines = (err?.lines || []).map((x) => ({ line: x.line, message: x.message || 'is not a valid uid' }));
+  return { lines, total: typeof err?.bad_lines === 'number' ? err.bad_lines : lines.length };
 }
+
+// CHANGE_ACTIONS name the writes of an audience's history.
+const CHANGE_ACTIONS = {
+  create: 'created', update: 'name or description changed', replace: 'members replaced', add: 'members added', remove: 'members removed', delete: 'deleted',
+};
 
 async function audienceScreen(id) {
   const seq = navSeq;
@@ -1863,17 +1869,23 @@ async function audienceScreen(id) {
     if (w.status === 412) {
       box = staleBox('The upload was');
     } else if (w.status === 413) {
+      // too_many_members: more distinct uids than one write may hold (error.limit); audience_memory:
+      // every audience's sets together would be over what each instance may hold
+      const tooMany = e.code === 'too_many_members';
       box = h('div', { class: 'alert error', role: 'alert', id: 'upload-error' },
-        h('p', {}, `${file.name} (${fmtBytes(file.size)}) is over the server’s limit: nothing was changed.`),
+        h('p', {}, tooMany
+          ? `${file.name} holds too many uids: one ${mode} takes at most ${fmtInt(e.limit)} distinct uids. Nothing was changed.`
+          : `${file.name} (${fmtBytes(file.size)}) is over the server’s limit: nothing was changed.`),
         e.message ? h('p', {}, e.message) : null,
-        h('p', {}, 'Split the file, upload the first part with “Replace”, and the rest with “Add”.'));
+        h('p', {}, tooMany && mode === 'replace' ? 'Replace with a shorter list, then add the rest in parts with “Add”.'
+          : (tooMany ? 'Split the file and upload the parts one after another.' : 'Free room first: remove members, or delete an audience no popup needs.')));
     } else {
-      const bad = badLinesOf(e);
-      const more = (e.bad_line_count ?? e.total_bad_lines ?? bad.length) - bad.length;
+      const { lines: bad, total } = badLinesOf(e);
+      const count = `${fmtInt(total)} bad line${total === 1 ? '' : 's'}` + (total > bad.length ? `, the first ${bad.length} listed` : '');
       box = h('div', { class: 'alert error', role: 'alert', id: 'upload-error' },
-        h('p', {}, bad.length ? `${file.name} was refused: ${bad.length} bad line${bad.length === 1 ? '' : 's'}${more > 0 ? ' shown, ' + fmtInt(more) + ' more' : ''}. Nothing was changed; fix the file and upload it again.` : `The upload was refused: ${errorText(w)} Nothing was changed.`),
-        bad.length ? h('ol', { id: 'upload-bad-lines', class: 'bad-lines' }, bad.map((x) => h('li', { 'data-line': x.line },
-          h('strong', {}, `Line ${x.line}`), x.text !== undefined && x.text !== '' ? ` (“${x.text}”)` : '', `: ${x.message}`))) : null);
+        h('p', {}, bad.length ? `${file.name} was refused: ${count}. Nothing was changed; fix the file and upload it again.` : `The upload was refused: ${errorText(w)} Nothing was changed.`),
+        bad.length ? h('ol', { id: 'upload-bad-lines', class: 'bad-lines', 'aria-label': 'Bad lines' }, bad.map((x) => h('li', { 'data-line': x.line },
+          h('strong', {}, `Line ${fmtInt(x.line)}`), `: ${x.message}`))) : null);
     }
     setKids(uploadOut, box);
     if (w.status === 403) loadMe().then(renderWho);
@@ -1945,16 +1957,16 @@ async function audienceScreen(id) {
     if (mine !== histSeq) return;
     histBox.setAttribute('aria-busy', 'false');
     if (!hr.ok) return setKids(histBox, alertBox('History: ' + errorText(hr), notAvailable(hr) ? 'info' : 'error'));
-    const rows = (Array.isArray(hr.body) ? hr.body : hr.body?.history || hr.body?.versions || hr.body?.entries || []).slice().sort((x, y) => (y.version ?? 0) - (x.version ?? 0));
+    const rows = (hr.body?.changes || []).slice().sort((x, y) => y.version - x.version);
     if (!rows.length) return setKids(histBox, h('p', { class: 'muted' }, 'No change yet.'));
     const num = (v) => h('td', { class: 'num' }, v === undefined || v === null ? '—' : fmtInt(v));
     setKids(histBox, h('div', { class: 'table-wrap' }, h('table', { id: 'audience-history-table' },
       h('caption', { class: 'sr-only' }, 'Versions of the audience, newest first'),
-      h('thead', {}, h('tr', {}, ['Version', 'When', 'By', 'Change', 'Lines', 'Added', 'Removed', 'Members'].map((x) => h('th', { scope: 'col' }, x)))),
+      h('thead', {}, h('tr', {}, ['Version', 'When', 'By', 'Change', 'Added', 'Removed', 'Members after'].map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', {}, rows.map((v) => h('tr', { 'data-version': v.version },
-        h('th', { scope: 'row' }, String(v.version ?? '—')), h('td', {}, fmtTime(v.at || v.created_at || v.updated_at)),
-        h('td', {}, v.actor || v.operator || '—'), h('td', {}, v.action || v.kind || v.op || '—'),
-        num(v.lines), num(v.added), num(v.removed), num(v.size)))))));
+        h('th', { scope: 'row' }, String(v.version)), h('td', {}, fmtTime(v.at)),
+        h('td', {}, v.actor + (v.role ? ` (${v.role})` : '')), h('td', {}, CHANGE_ACTIONS[v.action] || v.action),
+        num(v.added), num(v.removed), num(v.size)))))));
   }
   loadHistory();
 
