@@ -94,12 +94,13 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	assert.Equal(t, float64(3), res.Body["size"], "nothing was written")
 	assert.Equal(t, version, fmt.Sprint(res.Body["version"]))
 	b.axeCheck("audience with a refused upload")
+	b.shot("audience-upload-refused", "#upload-h")
 
 	// changed behind the page's back: the upload is refused (412), nothing changes, and a reload
 	// shows the newer version
 	res = in.adminDo(t, http.MethodPut, "/admin/v1/audiences/"+id, map[string]any{"name": "VIPs", "description": "Changed elsewhere"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	newer := fmt.Sprint(res.Body["version"])
+	uploaded, newer := version, fmt.Sprint(res.Body["version"])
 	b.uploadMembers(memberFile(t, "late.txt", "u9\n"), "add")
 	b.waitFor(`document.querySelector('#audience-stale')`)
 	assert.Contains(t, b.text("#audience-stale"), "changed by someone else")
@@ -119,9 +120,10 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	b.waitFor(`document.querySelector('#check-result').textContent.startsWith('u4')`)
 	assert.Contains(t, b.text("#check-result"), "u4 is not a member")
 
-	// the history has the create and the upload
-	b.waitFor(`document.querySelectorAll('#audience-history-table tbody tr').length >= 2`)
-	assert.Contains(t, b.text(`#audience-history-table tr[data-version="`+version+`"]`), "replace")
+	// the history has the create, the upload and the change made elsewhere
+	b.waitFor(`document.querySelectorAll('#audience-history-table tbody tr').length >= 3`)
+	assert.Contains(t, b.text(`#audience-history-table tr[data-version="`+uploaded+`"]`), "members replaced")
+	assert.Contains(t, b.text(`#audience-history-table tr[data-version="`+newer+`"]`), "name or description changed")
 
 	// the list shows its size and version
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audiences"))
@@ -131,7 +133,6 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	assert.Equal(t, version, b.text(row+`td[data-col=version]`))
 	assert.Equal(t, "no popup", b.text(row+`td[data-col=used-by]`))
 	b.axeCheck("audiences list")
-	b.shot("audiences", "")
 
 	// a popup targeted at the audience through the form's include list
 	b.newForm()
@@ -160,6 +161,9 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	b.openAudience(id)
 	b.waitFor(`document.querySelector('#audience-used-by a[href="#/popups/` + popupID + `"]')`)
 	assert.Contains(t, b.text("#audience-used-by"), "for VIPs")
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audiences"))
+	b.waitFor(`document.querySelector('#audience-table td[data-col=used-by] a[href="#/popups/` + popupID + `"]')`)
+	b.shot("audiences", "")
 }
 
 // A popup field error about an audience lands at its box, as other fields' errors do.
@@ -283,4 +287,47 @@ func TestConsoleAudienceInUse(t *testing.T) {
 	res = in.adminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
 	assert.Equal(t, http.StatusOK, res.Status, "not deleted")
 	pat.axeCheck("audience delete refused")
+}
+
+// Explain says an audience reason in plain words, naming the audience. Until an instance holds
+// an audience's set, the popups naming it answer audience_not_loaded (fail-closed), said as such.
+func TestConsoleAudienceReasonsInExplain(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	audience := func(name, members string) any {
+		res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": name})
+		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+		id := res.Body["id"]
+		res = in.do(t, http.MethodPut, "http://"+in.admin+"/admin/v1/audiences/"+fmt.Sprint(id)+"/members", members,
+			map[string]string{"Authorization": "Bearer " + token, "Content-Type": "text/plain"})
+		require.Equal(t, http.StatusOK, res.Status, res.Raw)
+		return id
+	}
+	vips, churned := audience("VIPs", "u1\n"), audience("Churned", "u2\n")
+	vipOffer := in.createPopup(t, map[string]any{"name": "vip offer", "status": "active", "title": "For VIPs",
+		"targeting": map[string]any{"audiences": map[string]any{"include": []any{vips}}}})
+	stay := in.createPopup(t, map[string]any{"name": "stay with us", "status": "active", "title": "Hello",
+		"targeting": map[string]any{"audiences": map[string]any{"exclude": []any{churned}}}})
+
+	b := newBrowser(t, in)
+	b.signIn()
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
+	b.fill("#x-uid", "u2")
+	b.run(chromedp.Click("#explain", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#explain-out .explain-result')`)
+	// every group opened: its rows are rendered
+	b.eval(`(document.querySelectorAll('#explain-out details.reason-group').forEach(d => { d.open = true; }), true)`, nil)
+	tests := []struct {
+		popup int64
+		give  []string // the loaded answer, or the fail-closed one
+	}{
+		{popup: vipOffer, give: []string{"not in audience “VIPs”", "audience “VIPs” not loaded yet on this instance"}},
+		{popup: stay, give: []string{"in excluded audience “Churned”", "audience “Churned” not loaded yet on this instance"}},
+	}
+	for _, tt := range tests {
+		cell := `#explain-out tr[data-id="` + itoa(tt.popup) + `"] td[data-reason]`
+		b.waitFor(`document.querySelector(` + js(cell) + `)`)
+		assert.Contains(t, tt.give, b.text(cell))
+	}
+	b.axeCheck("explain with audience reasons")
 }
