@@ -47,7 +47,7 @@ const token = "test-admin-token"
 // the race detector on two shared cores, where the production budgets (tens of milliseconds)
 // would turn a slow scheduler into degraded answers. A test of the budgets sets them back with
 // tightBudgets.
-func testConfig(t *testing.T) config.Config {
+func testConfig(t testing.TB) config.Config {
 	t.Helper()
 	cfg, err := config.Parse(map[string]string{
 		"POPUP_MYSQL_DSN":            testenv.MySQLDSN(t, true),
@@ -85,14 +85,14 @@ type instance struct {
 }
 
 // start starts popup-api and returns once it is ready (OnReady).
-func start(t *testing.T, cfg config.Config, clk *clock) *instance {
+func start(t testing.TB, cfg config.Config, clk *clock) *instance {
 	t.Helper()
 	return launch(t, cfg, clk, true)
 }
 
 // launch starts popup-api and returns once it is ready (OnReady), or only bound (OnListen) when ready is
 // false; it stops the server at the end of the test.
-func launch(t *testing.T, cfg config.Config, clk *clock, ready bool) *instance {
+func launch(t testing.TB, cfg config.Config, clk *clock, ready bool) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan error, 1), client: &http.Client{Timeout: 5 * time.Second}}

@@ -325,10 +325,13 @@ func (a *Admin) members(c *gin.Context) {
 	case !started:
 		writeError(c, a.Log, err)
 	default:
-		// The answer has begun: it can only be cut short, which the client sees as a truncated
-		// body (no final chunk).
+		// The answer has begun: it can only be cut short. Closing the connection before the final
+		// chunk makes the client see a truncated body, never a shorter list that looks whole.
 		a.Log.Error("stream audience members", "audience_id", id, "err", err)
-		panic(http.ErrAbortHandler)
+		if conn, _, herr := http.NewResponseController(c.Writer).Hijack(); herr == nil {
+			conn.Close()
+		}
+		c.Abort()
 	}
 }
 

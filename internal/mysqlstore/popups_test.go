@@ -2,12 +2,18 @@ package mysqlstore_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/audiencelist"
+	"popupsvc/internal/manage"
+	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/popuptest"
 	"popupsvc/internal/testenv"
@@ -114,9 +120,16 @@ func TestConcurrentConditionalUpdatesOfOneRevisionLetExactlyOneWin(t *testing.T)
 func TestPopupRowCarriesEveryField(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := newRepo(testenv.MySQL(t))
+	db := testenv.MySQL(t)
+	repo := newRepo(db)
 	want := popuptest.Full()
 	want.Experiment = popuptest.FullExperiment()
+	// The audiences it targets must exist: a fresh database numbers them from 1.
+	audiences := manage.NewAudiences(audienceStore{mysqlstore.NewAudienceRepo(db)}, nil, 1<<30, time.Now)
+	for i := range slices.Max(want.Targeting.Audiences.IDs()) {
+		_, err := audiences.Create(ctx, as("alice"), audiencelist.Meta{Name: "audience-" + strconv.Itoa(int(i))})
+		require.NoError(t, err)
+	}
 	stored, err := repo.Create(ctx, as("alice"), want)
 	require.NoError(t, err)
 	got, err := repo.Get(ctx, stored.ID)

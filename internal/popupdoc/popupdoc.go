@@ -19,17 +19,18 @@ import (
 type (
 	// Targeting is popup_config.targeting and a document's "targeting".
 	Targeting struct {
-		Platforms      []string  `json:"platforms"`
-		MinAppVersion  string    `json:"min_app_version"`
-		MaxAppVersion  string    `json:"max_app_version"`
-		Regions        []string  `json:"regions"`
-		Langs          []string  `json:"langs"`
-		RolloutPercent int       `json:"rollout_percent"`
-		UIDs           []string  `json:"uids"`
-		Audiences      Audiences `json:"audiences"`
+		Platforms      []string   `json:"platforms"`
+		MinAppVersion  string     `json:"min_app_version"`
+		MaxAppVersion  string     `json:"max_app_version"`
+		Regions        []string   `json:"regions"`
+		Langs          []string   `json:"langs"`
+		RolloutPercent int        `json:"rollout_percent"`
+		UIDs           []string   `json:"uids"`
+		Audiences      *Audiences `json:"audiences,omitempty"`
 	}
-	// Audiences is a targeting's "audiences"; a document written before audiences existed has
-	// none, which reads as the zero value (no audience targeting).
+	// Audiences is a targeting's "audiences"; a targeting without audiences has no such key, as
+	// every document written before audiences existed, so that its stored bytes stay what they
+	// were (operators query the columns: docs/CONTRACT.md §5).
 	Audiences struct {
 		Include []int64 `json:"include"`
 		Exclude []int64 `json:"exclude"`
@@ -131,14 +132,30 @@ func (h *Header) Popup() popup.Popup {
 func TargetingOf(t popup.Targeting) Targeting {
 	return Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs,
-		Audiences: Audiences{Include: t.Audiences.Include, Exclude: t.Audiences.Exclude}}
+		Audiences: audiencesOf(t.Audiences)}
+}
+
+// Popup is the stored audiences (nil: none).
+func (a *Audiences) Popup() popup.AudienceRefs {
+	if a == nil {
+		return popup.AudienceRefs{}
+	}
+	return popup.AudienceRefs{Include: a.Include, Exclude: a.Exclude}
+}
+
+// audiencesOf is refs as stored: nil (no key) when it names no audience.
+func audiencesOf(refs popup.AudienceRefs) *Audiences {
+	if len(refs.Include) == 0 && len(refs.Exclude) == 0 {
+		return nil
+	}
+	return &Audiences{Include: refs.Include, Exclude: refs.Exclude}
 }
 
 // Popup is the stored targeting.
 func (t Targeting) Popup() popup.Targeting {
 	return popup.Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs,
-		Audiences: popup.AudienceRefs{Include: t.Audiences.Include, Exclude: t.Audiences.Exclude}}
+		Audiences: t.Audiences.Popup()}
 }
 
 // ContentOf is c as stored; its buttons keep their nil-ness.

@@ -1,0 +1,67 @@
+package audiencelist
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type yielded struct {
+	UID  string
+	Line int
+}
+
+// drain reads every uid of l, and the error that ended it (nil at the end of the upload).
+func drain(t *testing.T, l Lines) ([]yielded, error) {
+	t.Helper()
+	var out []yielded
+	for {
+		b, line, err := l.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, yielded{UID: string(b), Line: line})
+	}
+}
+
+func TestUploadFormatsYieldUIDsWithTheirLines(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 100_000)
+	tests := []struct {
+		name    string
+		give    Lines
+		want    []yielded
+		wantErr *SyntaxError
+	}{
+		{name: "text: blank lines, CRLF, no final newline", give: TextLines(strings.NewReader("a\r\n\n  \nb\nc")),
+			want: []yielded{{"a", 1}, {"b", 4}, {"c", 5}}},
+		{name: "text: a line too long keeps its number", give: TextLines(strings.NewReader("a\n" + long + "\nb\n")),
+			want: []yielded{{"a", 1}, {long[:maxLine], 2}, {"b", 3}}},
+		{name: "csv: the uid column, quotes, a field over two lines", give: CSVLines(strings.NewReader("\ufeffname, UID \n\"x\ny\",u1\nz,\"u2\"\nw\n")),
+			want: []yielded{{"u1", 3}, {"u2", 4}, {"", 5}}},
+		{name: "csv: no uid column", give: CSVLines(strings.NewReader("id,name\n1,a\n")), wantErr: &SyntaxError{Line: 1}},
+		{name: "csv: empty", give: CSVLines(strings.NewReader("")), wantErr: &SyntaxError{Line: 1}},
+		{name: "csv: a broken quote", give: CSVLines(strings.NewReader("uid\na\n\"b\"c\n")), want: []yielded{{"a", 2}}, wantErr: &SyntaxError{Line: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := drain(t, tt.give)
+			assert.Equal(t, tt.want, got)
+			if tt.wantErr == nil {
+				assert.NoError(t, err)
+				return
+			}
+			var se *SyntaxError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, tt.wantErr.Line, se.Line)
+		})
+	}
+}
