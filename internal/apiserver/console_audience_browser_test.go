@@ -120,10 +120,24 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	b.waitFor(`document.querySelector('#check-result').textContent.startsWith('u4')`)
 	assert.Contains(t, b.text("#check-result"), "u4 is not a member")
 
+	// the member list comes back as a file of its members
+	b.run(chromedp.Click("#download-members", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#download-out').textContent.startsWith('Downloaded')`)
+	assert.Contains(t, b.text("#download-out"), "(9 B)", "u1, u2 and u3, a line each")
+
 	// the history has the create, the upload and the change made elsewhere
 	b.waitFor(`document.querySelectorAll('#audience-history-table tbody tr').length >= 3`)
 	assert.Contains(t, b.text(`#audience-history-table tr[data-version="`+uploaded+`"]`), "members replaced")
 	assert.Contains(t, b.text(`#audience-history-table tr[data-version="`+newer+`"]`), "name or description changed")
+
+	// a new description, saved against the version on show
+	b.fill("#aud-description", "Top spenders, from the CRM")
+	b.run(chromedp.Click("#audience-save", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#audience-description') && document.querySelector('#audience-description').textContent === 'Top spenders, from the CRM'`)
+	res = in.adminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
+	assert.Equal(t, "Top spenders, from the CRM", res.Body["description"])
+	version = fmt.Sprint(res.Body["version"])
+	assert.Equal(t, version, b.text("#audience-version"))
 
 	// the list shows its size and version
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audiences"))
