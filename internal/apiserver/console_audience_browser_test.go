@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -303,8 +304,8 @@ func TestConsoleAudienceInUse(t *testing.T) {
 	pat.axeCheck("audience delete refused")
 }
 
-// Explain says an audience reason in plain words, naming the audience. Until an instance holds
-// an audience's set, the popups naming it answer audience_not_loaded (fail-closed), said as such.
+// Explain says an audience reason in plain words, naming the audience, once the instance holds
+// the audiences' sets.
 func TestConsoleAudienceReasonsInExplain(t *testing.T) {
 	t.Parallel()
 	in := start(t, testConfig(t), nil)
@@ -323,6 +324,10 @@ func TestConsoleAudienceReasonsInExplain(t *testing.T) {
 	stay := in.createPopup(t, map[string]any{"name": "stay with us", "status": "active", "title": "Hello",
 		"targeting": map[string]any{"audiences": map[string]any{"exclude": []any{churned}}}})
 
+	require.Eventually(t, func() bool {
+		return strings.Contains(in.metrics(t), "popup_audience_unbound_popups 0")
+	}, 10*time.Second, 20*time.Millisecond, "the instance loads both audiences")
+
 	b := newBrowser(t, in)
 	b.signIn()
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
@@ -333,15 +338,15 @@ func TestConsoleAudienceReasonsInExplain(t *testing.T) {
 	b.eval(`(document.querySelectorAll('#explain-out details.reason-group').forEach(d => { d.open = true; }), true)`, nil)
 	tests := []struct {
 		popup int64
-		give  []string // the loaded answer, or the fail-closed one
+		want  string
 	}{
-		{popup: vipOffer, give: []string{"not in audience “VIPs”", "audience “VIPs” not loaded yet on this instance"}},
-		{popup: stay, give: []string{"in excluded audience “Churned”", "audience “Churned” not loaded yet on this instance"}},
+		{popup: vipOffer, want: "not in audience “VIPs”"},
+		{popup: stay, want: "in excluded audience “Churned”"},
 	}
 	for _, tt := range tests {
 		cell := `#explain-out tr[data-id="` + itoa(tt.popup) + `"] td[data-reason]`
 		b.waitFor(`document.querySelector(` + js(cell) + `)`)
-		assert.Contains(t, tt.give, b.text(cell))
+		assert.Equal(t, tt.want, b.text(cell))
 	}
 	b.axeCheck("explain with audience reasons")
 }
