@@ -8,10 +8,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/health"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
 )
 
@@ -110,16 +110,16 @@ func (g gatedAudienceStore) InTx(ctx context.Context, fn func(manage.AudienceTx)
 	return g.call(func() error { return manage.AudienceTxFunc[*mysqlstore.Tx](g.repo.InTx).InTx(ctx, fn) })
 }
 
-func (g gatedAudienceStore) Get(ctx context.Context, id int64) (audiencelist.Audience, error) {
-	return gate(g.dep, func() (audiencelist.Audience, error) { return g.repo.Get(ctx, id) })
+func (g gatedAudienceStore) Get(ctx context.Context, id int64) (popup.Audience, error) {
+	return gate(g.dep, func() (popup.Audience, error) { return g.repo.Get(ctx, id) })
 }
 
-func (g gatedAudienceStore) List(ctx context.Context) ([]audiencelist.Audience, error) {
-	return gate(g.dep, func() ([]audiencelist.Audience, error) { return g.repo.List(ctx) })
+func (g gatedAudienceStore) List(ctx context.Context) ([]popup.Audience, error) {
+	return gate(g.dep, func() ([]popup.Audience, error) { return g.repo.List(ctx) })
 }
 
-func (g gatedAudienceStore) UsedBy(ctx context.Context) (map[int64][]audiencelist.UsedBy, error) {
-	return gate(g.dep, func() (map[int64][]audiencelist.UsedBy, error) { return g.repo.UsedBy(ctx) })
+func (g gatedAudienceStore) UsedBy(ctx context.Context) (map[int64][]popup.AudienceUser, error) {
+	return gate(g.dep, func() (map[int64][]popup.AudienceUser, error) { return g.repo.UsedBy(ctx) })
 }
 
 func (g gatedAudienceStore) LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error) {
@@ -130,8 +130,8 @@ func (g gatedAudienceStore) MemberRows(ctx context.Context, id int64, have *audi
 	return g.call(func() error { return g.repo.MemberRows(ctx, id, have, start, row) })
 }
 
-func (g gatedAudienceStore) History(ctx context.Context, id int64) ([]audiencelist.Change, error) {
-	return gate(g.dep, func() ([]audiencelist.Change, error) { return g.repo.History(ctx, id) })
+func (g gatedAudienceStore) History(ctx context.Context, id int64) ([]popup.AudienceChange, error) {
+	return gate(g.dep, func() ([]popup.AudienceChange, error) { return g.repo.History(ctx, id) })
 }
 
 func (g gatedAudienceStore) StageUpload(ctx context.Context, id int64) (int64, error) {
