@@ -103,6 +103,12 @@ func TestAudienceTargetingServesMembersOnAllInstances(t *testing.T) {
 		assert.Equal(t, num64(t, churned), aud)
 	}
 
+	// new-1 is not a member yet: each instance remembers that nothing can show to it (a local
+	// answer, under the snapshot's generation), which the new audience version must end.
+	for _, in := range []*instance{api, other} {
+		assert.False(t, in.shows(t, "new-1", id))
+		assert.False(t, in.shows(t, "new-1", id))
+	}
 	// A delta is served by every instance within the 2 s (bounded wait, not a timing
 	// assertion: the figure is measured in make bench-audiences).
 	api.putMembers(t, vips, "/add", "new-1")
