@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/coalesce"
 	"popupsvc/internal/config"
@@ -58,6 +59,9 @@ const (
 
 // Dependency checks: how often while the dependency is up, and how long one check may take.
 const (
+	// audiencePoll is how often the audience loader checks its audiences' versions when no
+	// config change told it to (a change is announced with the config, within a second).
+	audiencePoll    = 5 * time.Second
 	depCheckEvery   = 5 * time.Second
 	mysqlCheckLimit = 10 * time.Second
 	redisCheckLimit = time.Second
@@ -123,8 +127,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 			metrics.BuiltAt.Set(float64(s.BuiltAt.UnixNano()) / 1e9)
 			log.Info("config snapshot swapped", "version", s.Version, "active", len(s.Ordered))
 		}}
+	// The audience sets the snapshots are built on: the loader follows the config (every install
+	// tells it what the popups target) and each new generation of sets rebuilds the snapshot.
+	audienceStore := gatedAudienceStore{repo: mysqlstore.NewAudienceRepo(db), dep: mysqlDep}
+	loader := &snapshot.AudienceLoader{Source: audienceStore, Memory: int64(cfg.AudienceMemory), Poll: audiencePoll, Log: log,
+		OnChange: func(*audience.Sets) { refresher.Rebuild() }}
+	refresher.Audiences = loader
+	held := heldSets{loader: loader, store: audienceStore}
+	registerAudienceMetrics(reg, loader, holder)
 	// A dependency coming back is the moment a snapshot (or a newer one) can be had.
-	mysqlDep.OnUp, redisDep.OnUp = refresher.Kick, refresher.Kick
+	mysqlDep.OnUp = func() { refresher.Kick(); loader.Kick() }
+	redisDep.OnUp = refresher.Kick
 
 	var pipe *redis.AutoPipeliner
 	if cfg.RedisPipelining {
@@ -160,8 +173,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	reg.MustRegister(local.Collectors()...)
 	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown, keys.Shard),
 		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
+	// The instance reports ready once the audiences its active popups target are loaded, or
+	// POPUP_AUDIENCE_LOAD_TIMEOUT after its first snapshot.
+	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)
 	public := &httpapi.Public{
-		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics,
+		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics, AudiencesSettled: settled,
 	}
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
@@ -178,9 +194,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
 	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
 	admin.LogRetention = cfg.ActionLogRetention
-	audienceStore := gatedAudienceStore{repo: mysqlstore.NewAudienceRepo(db), dep: mysqlDep}
-	admin.Audiences = manage.NewAudiences(audienceStore, nil, int64(cfg.AudienceMemory), now)
-	admin.AudienceSets = storedSets{store: audienceStore}
+	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
+	admin.AudienceSets = held
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -203,6 +218,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		return httpapi.Serve(gctx, adminSrv, cfg.ShutdownTimeout, func(a net.Addr) { adminAddr = a; bound <- struct{}{} })
 	})
 	g.Go(func() error { return refresher.Run(gctx) })
+	g.Go(func() error { return loader.Run(gctx) })
 	g.Go(func() error { return mysqlDep.Run(gctx) })
 	g.Go(func() error { return redisDep.Run(gctx) })
 	g.Go(func() error {
@@ -216,10 +232,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		if hooks.OnListen != nil {
 			hooks.OnListen(publicAddr, adminAddr)
 		}
-		select {
-		case <-subscribed:
-		case <-gctx.Done():
-			return nil
+		for _, ch := range []<-chan struct{}{subscribed, settled} {
+			select {
+			case <-ch:
+			case <-gctx.Done():
+				return nil
+			}
 		}
 		log.Info("popup-api serving", "public", publicAddr.String(), "admin", adminAddr.String(), "config_version", holder.Load().Version)
 		if hooks.OnReady != nil {

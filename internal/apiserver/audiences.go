@@ -8,27 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/health"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
 )
-
-// gatedAudiences is the audience loader's source behind the MySQL gate: while MySQL is down the
-// loader fails fast and keeps the sets it holds.
-type gatedAudiences struct {
-	src snapshot.AudienceSource
-	dep *health.Dep
-}
-
-func (g gatedAudiences) Versions(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return gate(g.dep, func() (map[int64]int64, error) { return g.src.Versions(ctx, ids) })
-}
-
-func (g gatedAudiences) LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error) {
-	return gate(g.dep, func() (*audience.Set, error) { return g.src.LoadSet(ctx, id, have) })
-}
 
 // settleAudiences returns a channel closed once the snapshot holds every audience its active
 // popups target, or timeout after the first snapshot, whichever comes first; an instance
@@ -125,16 +110,16 @@ func (g gatedAudienceStore) InTx(ctx context.Context, fn func(manage.AudienceTx)
 	return g.call(func() error { return manage.AudienceTxFunc[*mysqlstore.Tx](g.repo.InTx).InTx(ctx, fn) })
 }
 
-func (g gatedAudienceStore) Get(ctx context.Context, id int64) (audiencelist.Audience, error) {
-	return gate(g.dep, func() (audiencelist.Audience, error) { return g.repo.Get(ctx, id) })
+func (g gatedAudienceStore) Get(ctx context.Context, id int64) (popup.Audience, error) {
+	return gate(g.dep, func() (popup.Audience, error) { return g.repo.Get(ctx, id) })
 }
 
-func (g gatedAudienceStore) List(ctx context.Context) ([]audiencelist.Audience, error) {
-	return gate(g.dep, func() ([]audiencelist.Audience, error) { return g.repo.List(ctx) })
+func (g gatedAudienceStore) List(ctx context.Context) ([]popup.Audience, error) {
+	return gate(g.dep, func() ([]popup.Audience, error) { return g.repo.List(ctx) })
 }
 
-func (g gatedAudienceStore) UsedBy(ctx context.Context) (map[int64][]audiencelist.UsedBy, error) {
-	return gate(g.dep, func() (map[int64][]audiencelist.UsedBy, error) { return g.repo.UsedBy(ctx) })
+func (g gatedAudienceStore) UsedBy(ctx context.Context) (map[int64][]popup.AudienceUser, error) {
+	return gate(g.dep, func() (map[int64][]popup.AudienceUser, error) { return g.repo.UsedBy(ctx) })
 }
 
 func (g gatedAudienceStore) LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error) {
@@ -145,8 +130,8 @@ func (g gatedAudienceStore) MemberRows(ctx context.Context, id int64, have *audi
 	return g.call(func() error { return g.repo.MemberRows(ctx, id, have, start, row) })
 }
 
-func (g gatedAudienceStore) History(ctx context.Context, id int64) ([]audiencelist.Change, error) {
-	return gate(g.dep, func() ([]audiencelist.Change, error) { return g.repo.History(ctx, id) })
+func (g gatedAudienceStore) History(ctx context.Context, id int64) ([]popup.AudienceChange, error) {
+	return gate(g.dep, func() ([]popup.AudienceChange, error) { return g.repo.History(ctx, id) })
 }
 
 func (g gatedAudienceStore) StageUpload(ctx context.Context, id int64) (int64, error) {
@@ -173,10 +158,28 @@ func (g gatedAudienceStore) DropAudienceParts(ctx context.Context, id int64) err
 	return g.call(func() error { return g.repo.DropAudienceParts(ctx, id) })
 }
 
-// storedSets answers GET .../members/{uid} from the set as stored now. The audience loader's held
-// sets replace it once the loader is wired here.
-type storedSets struct{ store gatedAudienceStore }
+func (g gatedAudienceStore) Versions(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	return gate(g.dep, func() (map[int64]int64, error) { return g.repo.Versions(ctx, ids) })
+}
 
-func (s storedSets) Current(ctx context.Context, id int64) (*audience.Set, error) {
-	return s.store.LoadSet(ctx, id, nil)
+// heldSets gives an audience's current set from the loader's when it holds the current version
+// (a check of a uid, a delta's count, the list streamed back), and otherwise loads it from the
+// store, starting from the held set when there is one.
+type heldSets struct {
+	loader *snapshot.AudienceLoader
+	store  gatedAudienceStore
+}
+
+func (h heldSets) Current(ctx context.Context, id int64) (*audience.Set, error) {
+	have := h.loader.Sets().Get(id)
+	if have != nil {
+		vs, err := h.store.Versions(ctx, []int64{id})
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := vs[id]; ok && v == have.Version() {
+			return have, nil
+		}
+	}
+	return h.store.LoadSet(ctx, id, have)
 }

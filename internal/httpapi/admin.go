@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
@@ -137,9 +136,9 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.DELETE("/audiences/:id", publisher("deleting an audience"), a.deleteAudience)
 	v1.GET("/audiences/:id/history", a.audienceHistory)
 	v1.GET("/audiences/:id/members", a.members)
-	v1.PUT("/audiences/:id/members", audienceEditor, a.writeMembers(audiencelist.ActionReplace))
-	v1.POST("/audiences/:id/members/add", audienceEditor, a.writeMembers(audiencelist.ActionAdd))
-	v1.POST("/audiences/:id/members/remove", audienceEditor, a.writeMembers(audiencelist.ActionRemove))
+	v1.PUT("/audiences/:id/members", audienceEditor, a.writeMembers(popup.AudienceReplace))
+	v1.POST("/audiences/:id/members/add", audienceEditor, a.writeMembers(popup.AudienceAdd))
+	v1.POST("/audiences/:id/members/remove", audienceEditor, a.writeMembers(popup.AudienceRemove))
 	v1.GET("/audiences/:id/members/:uid", a.member)
 	v1.GET("/audit", a.audit)
 	v1.GET("/export", a.export)

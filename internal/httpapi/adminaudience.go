@@ -11,7 +11,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/popup"
 )
 
@@ -20,14 +19,14 @@ import (
 // AudienceService is the audience use case (manage.Audiences): its writes follow one path each,
 // the role checked against the audience locked in the write's transaction.
 type AudienceService interface {
-	List(ctx context.Context) ([]audiencelist.Audience, error)
-	UsedBy(ctx context.Context) (map[int64][]audiencelist.UsedBy, error)
-	Get(ctx context.Context, id int64) (audiencelist.Audience, error)
-	History(ctx context.Context, id int64) ([]audiencelist.Change, error)
-	Create(ctx context.Context, actor popup.Actor, m audiencelist.Meta) (audiencelist.Audience, error)
-	Update(ctx context.Context, actor popup.Actor, id int64, m audiencelist.Meta, ifVersion []int64) (audiencelist.Audience, bool, error)
-	Delete(ctx context.Context, actor popup.Actor, id int64, ifVersion []int64) (audiencelist.Audience, error)
-	WriteMembers(ctx context.Context, actor popup.Actor, id int64, action audiencelist.Action, ifVersion []int64, src audiencelist.Lines) (audiencelist.MemberWrite, error)
+	List(ctx context.Context) ([]popup.Audience, error)
+	UsedBy(ctx context.Context) (map[int64][]popup.AudienceUser, error)
+	Get(ctx context.Context, id int64) (popup.Audience, error)
+	History(ctx context.Context, id int64) ([]popup.AudienceChange, error)
+	Create(ctx context.Context, actor popup.Actor, m popup.AudienceMeta) (popup.Audience, error)
+	Update(ctx context.Context, actor popup.Actor, id int64, m popup.AudienceMeta, ifVersion []int64) (popup.Audience, bool, error)
+	Delete(ctx context.Context, actor popup.Actor, id int64, ifVersion []int64) (popup.Audience, error)
+	WriteMembers(ctx context.Context, actor popup.Actor, id int64, action popup.AudienceAction, ifVersion []int64, src popup.MemberLines) (popup.MemberWrite, error)
 	Members(ctx context.Context, id int64, open func(version int64) io.Writer) error
 }
 
@@ -50,7 +49,7 @@ type audienceWire struct {
 	UsedBy []int64 `json:"used_by"`
 }
 
-func audienceToWire(a audiencelist.Audience, users []audiencelist.UsedBy) audienceWire {
+func audienceToWire(a popup.Audience, users []popup.AudienceUser) audienceWire {
 	ids := make([]int64, len(users))
 	for i, u := range users {
 		ids[i] = u.ID
@@ -111,23 +110,23 @@ func audienceID(c *gin.Context) (int64, *apiError) {
 
 // readAudienceMeta reads the body of a create or an update; a body id other than pathID (0: a
 // create) is refused.
-func readAudienceMeta(c *gin.Context, pathID int64) (audiencelist.Meta, error) {
+func readAudienceMeta(c *gin.Context, pathID int64) (popup.AudienceMeta, error) {
 	var in audienceMetaWire
 	if aerr := readSmallJSON(c, 16<<10, &in); aerr != nil {
-		return audiencelist.Meta{}, aerr
+		return popup.AudienceMeta{}, aerr
 	}
 	if in.Name == nil {
-		return audiencelist.Meta{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "name", Message: "is required"}}}
+		return popup.AudienceMeta{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "name", Message: "is required"}}}
 	}
 	if pathID != 0 && in.ID != nil && *in.ID != pathID {
-		return audiencelist.Meta{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "id",
+		return popup.AudienceMeta{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "id",
 			Message: "must be " + strconv.FormatInt(pathID, 10) + ", the id in the path, or be left out"}}}
 	}
-	return audiencelist.Meta{Name: *in.Name, Description: in.Description}, nil
+	return popup.AudienceMeta{Name: *in.Name, Description: in.Description}, nil
 }
 
 // writeAudience answers one audience with its version as the ETag.
-func (a *Admin) writeAudience(c *gin.Context, status int, au audiencelist.Audience) {
+func (a *Admin) writeAudience(c *gin.Context, status int, au popup.Audience) {
 	users, err := a.Audiences.UsedBy(c.Request.Context())
 	if err != nil {
 		writeError(c, a.Log, err)
@@ -139,7 +138,7 @@ func (a *Admin) writeAudience(c *gin.Context, status int, au audiencelist.Audien
 
 // audienceWritten logs a committed audience write and, when it may change what popups serve,
 // pushes it to every instance (as a popup write does).
-func (a *Admin) audienceWritten(c *gin.Context, action audiencelist.Action, au audiencelist.Audience, propagate bool) {
+func (a *Admin) audienceWritten(c *gin.Context, action popup.AudienceAction, au popup.Audience, propagate bool) {
 	by := actor(c)
 	a.Log.Info("audience written", "operator", by.Name, "role", by.Role.String(), "action", string(action), "audience_id", au.ID, "version", au.Version)
 	if propagate {
@@ -158,7 +157,7 @@ func (a *Admin) createAudience(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.audienceWritten(c, audiencelist.ActionCreate, au, false)
+	a.audienceWritten(c, popup.AudienceCreate, au, false)
 	a.writeAudience(c, http.StatusCreated, au)
 }
 
@@ -212,7 +211,7 @@ func (a *Admin) updateAudience(c *gin.Context) {
 		return
 	}
 	if changed {
-		a.audienceWritten(c, audiencelist.ActionUpdate, au, false)
+		a.audienceWritten(c, popup.AudienceUpdate, au, false)
 	}
 	a.writeAudience(c, http.StatusOK, au)
 }
@@ -228,7 +227,7 @@ func (a *Admin) deleteAudience(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	a.audienceWritten(c, audiencelist.ActionDelete, au, true)
+	a.audienceWritten(c, popup.AudienceDelete, au, true)
 	c.Header("ETag", etag(au.Version))
 	c.JSON(http.StatusOK, audienceToWire(au, nil))
 }
@@ -251,20 +250,20 @@ func (b bodyReader) Read(p []byte) (int, error) {
 
 // writeMembers answers PUT .../members (replace), POST .../members/add and .../members/remove:
 // the body streams through the use case, never held whole.
-func (a *Admin) writeMembers(action audiencelist.Action) gin.HandlerFunc {
+func (a *Admin) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, aerr := audienceID(c)
 		if aerr != nil {
 			writeError(c, a.Log, aerr)
 			return
 		}
-		var src audiencelist.Lines
+		var src popup.MemberLines
 		body := bodyReader{r: c.Request.Body}
 		switch c.ContentType() {
 		case "text/plain":
-			src = audiencelist.TextLines(body)
+			src = TextLines(body)
 		case "text/csv":
-			src = audiencelist.CSVLines(body)
+			src = CSVLines(body)
 		default:
 			writeError(c, a.Log, errMembersMediaType)
 			return
@@ -362,10 +361,10 @@ func (a *Admin) audienceHistory(c *gin.Context) {
 // audienceAnswer is the answer to an audience error that carries more than a message.
 func audienceAnswer(err error) (*apiError, bool) {
 	var (
-		bad  *audiencelist.InvalidMembersError
-		many *audiencelist.TooManyMembersError
-		mem  *audiencelist.MemoryError
-		use  *audiencelist.InUseError
+		bad  *popup.InvalidMembersError
+		many *popup.TooManyMembersError
+		mem  *popup.AudienceMemoryError
+		use  *popup.AudienceInUseError
 		body *bodyError
 	)
 	switch {

@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/popup"
 )
 
@@ -28,10 +27,10 @@ type AudienceStore interface {
 	// InTx runs fn in one transaction: committed when fn returns nil, rolled back otherwise.
 	InTx(ctx context.Context, fn func(AudienceTx) error) error
 	// Get reads audience id (popup.ErrAudienceNotFound); List reads them all.
-	Get(ctx context.Context, id int64) (audiencelist.Audience, error)
-	List(ctx context.Context) ([]audiencelist.Audience, error)
+	Get(ctx context.Context, id int64) (popup.Audience, error)
+	List(ctx context.Context) ([]popup.Audience, error)
 	// UsedBy returns the popups that are not archived, by the audiences they target.
-	UsedBy(ctx context.Context) (map[int64][]audiencelist.UsedBy, error)
+	UsedBy(ctx context.Context) (map[int64][]popup.AudienceUser, error)
 	// LoadSet returns audience id's current members, reading only what changed since have (nil:
 	// none held).
 	LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error)
@@ -39,7 +38,7 @@ type AudienceStore interface {
 	// the uploads that made it (newline-joined; some no longer members, some sent twice).
 	MemberRows(ctx context.Context, id int64, have *audience.Set, start func(*audience.Set) error, row func([]byte) error) error
 	// History returns an audience's changes, newest first (kept after a delete).
-	History(ctx context.Context, id int64) ([]audiencelist.Change, error)
+	History(ctx context.Context, id int64) ([]popup.AudienceChange, error)
 	// StageUpload starts an upload of audience id's members; StageUIDs writes its uid rows as the
 	// body streams in, StageFingerprints its sorted fingerprints (replacing any it had); an upload
 	// counts only once AudienceTx.SetAudienceMembers commits it. DropUpload removes a staged one.
@@ -56,23 +55,23 @@ type AudienceStore interface {
 // AudienceTx is what an audience write reads and writes in its transaction: persistence only.
 type AudienceTx interface {
 	// InsertAudience stores a new audience at version 1, empty (popup.ErrAudienceNameTaken).
-	InsertAudience(ctx context.Context, m audiencelist.Meta, key audience.Key) (audiencelist.Audience, error)
+	InsertAudience(ctx context.Context, m popup.AudienceMeta, key audience.Key) (popup.Audience, error)
 	// LockAudience reads audience id and locks it until the transaction ends
 	// (popup.ErrAudienceNotFound).
-	LockAudience(ctx context.Context, id int64) (audiencelist.Audience, error)
+	LockAudience(ctx context.Context, id int64) (popup.Audience, error)
 	// AudienceUsers returns the popups that are not archived and target audience id, by id, as
 	// committed before the lock was granted.
-	AudienceUsers(ctx context.Context, id int64) ([]audiencelist.UsedBy, error)
+	AudienceUsers(ctx context.Context, id int64) ([]popup.AudienceUser, error)
 	// OtherMembers locks the memory budget until the transaction ends and returns the members of
 	// every audience but id.
 	OtherMembers(ctx context.Context, id int64) (int64, error)
-	SetAudienceMeta(ctx context.Context, id int64, m audiencelist.Meta, version int64) (audiencelist.Audience, error)
+	SetAudienceMeta(ctx context.Context, id int64, m popup.AudienceMeta, version int64) (popup.Audience, error)
 	// SetAudienceMembers commits staged upload as the list at version, of size members; rebase
 	// makes it the base (a replace).
-	SetAudienceMembers(ctx context.Context, id, upload, version, size int64, rebase bool) (audiencelist.Audience, error)
+	SetAudienceMembers(ctx context.Context, id, upload, version, size int64, rebase bool) (popup.Audience, error)
 	DeleteAudience(ctx context.Context, id int64) error
 	// RecordAudience adds a change to the audience's history.
-	RecordAudience(ctx context.Context, c audiencelist.Change) error
+	RecordAudience(ctx context.Context, c popup.AudienceChange) error
 	// BumpVersion increments the config version, by which every instance sees that the config
 	// (here: the members of an audience a popup uses) changed.
 	BumpVersion(ctx context.Context) error
@@ -109,43 +108,43 @@ func NewAudiences(store AudienceStore, held CurrentSets, memory int64, now func(
 }
 
 // Get, List, UsedBy and History read the store.
-func (s *Audiences) Get(ctx context.Context, id int64) (audiencelist.Audience, error) {
+func (s *Audiences) Get(ctx context.Context, id int64) (popup.Audience, error) {
 	return s.store.Get(ctx, id)
 }
 
-func (s *Audiences) List(ctx context.Context) ([]audiencelist.Audience, error) {
+func (s *Audiences) List(ctx context.Context) ([]popup.Audience, error) {
 	return s.store.List(ctx)
 }
 
-func (s *Audiences) UsedBy(ctx context.Context) (map[int64][]audiencelist.UsedBy, error) {
+func (s *Audiences) UsedBy(ctx context.Context) (map[int64][]popup.AudienceUser, error) {
 	return s.store.UsedBy(ctx)
 }
 
-func (s *Audiences) History(ctx context.Context, id int64) ([]audiencelist.Change, error) {
+func (s *Audiences) History(ctx context.Context, id int64) ([]popup.AudienceChange, error) {
 	return s.store.History(ctx, id)
 }
 
 // Create stores a new, empty audience with a key of its own; an editor's.
-func (s *Audiences) Create(ctx context.Context, actor popup.Actor, m audiencelist.Meta) (audiencelist.Audience, error) {
+func (s *Audiences) Create(ctx context.Context, actor popup.Actor, m popup.AudienceMeta) (popup.Audience, error) {
 	if err := actor.Need(popup.RoleEditor, "creating an audience"); err != nil {
-		return audiencelist.Audience{}, err
+		return popup.Audience{}, err
 	}
 	if err := m.Validate(); err != nil {
-		return audiencelist.Audience{}, err
+		return popup.Audience{}, err
 	}
 	key, err := audience.NewKey()
 	if err != nil {
-		return audiencelist.Audience{}, err
+		return popup.Audience{}, err
 	}
-	var out audiencelist.Audience
+	var out popup.Audience
 	err = s.store.InTx(ctx, func(tx AudienceTx) (err error) {
 		if out, err = tx.InsertAudience(ctx, m, key); err != nil {
 			return err
 		}
-		return tx.RecordAudience(ctx, audiencelist.Change{AudienceID: out.ID, Version: out.Version, At: s.now(), Actor: actor, Action: audiencelist.ActionCreate})
+		return tx.RecordAudience(ctx, popup.AudienceChange{AudienceID: out.ID, Version: out.Version, At: s.now(), Actor: actor, Action: popup.AudienceCreate})
 	})
 	if err != nil {
-		return audiencelist.Audience{}, fmt.Errorf("create audience: %w", err)
+		return popup.Audience{}, fmt.Errorf("create audience: %w", err)
 	}
 	return out, nil
 }
@@ -153,7 +152,7 @@ func (s *Audiences) Create(ctx context.Context, actor popup.Actor, m audiencelis
 // Update writes audience id's name and description, an editor's; with ifVersion non-nil only
 // while its version is one of them. Metadata the audience already has writes nothing (changed
 // false).
-func (s *Audiences) Update(ctx context.Context, actor popup.Actor, id int64, m audiencelist.Meta, ifVersion []int64) (out audiencelist.Audience, changed bool, err error) {
+func (s *Audiences) Update(ctx context.Context, actor popup.Actor, id int64, m popup.AudienceMeta, ifVersion []int64) (out popup.Audience, changed bool, err error) {
 	if err := m.Validate(); err != nil {
 		return out, false, err
 	}
@@ -176,18 +175,18 @@ func (s *Audiences) Update(ctx context.Context, actor popup.Actor, id int64, m a
 			return err
 		}
 		changed = true
-		return tx.RecordAudience(ctx, audiencelist.Change{AudienceID: id, Version: out.Version, At: s.now(), Actor: actor,
-			Action: audiencelist.ActionUpdate, Size: out.Size})
+		return tx.RecordAudience(ctx, popup.AudienceChange{AudienceID: id, Version: out.Version, At: s.now(), Actor: actor,
+			Action: popup.AudienceUpdate, Size: out.Size})
 	})
 	if err != nil {
-		return audiencelist.Audience{}, false, fmt.Errorf("update audience %d: %w", id, err)
+		return popup.Audience{}, false, fmt.Errorf("update audience %d: %w", id, err)
 	}
 	return out, changed, nil
 }
 
 // Delete removes audience id, a publisher's; an audience that live (active or paused) popups
-// use is an *audiencelist.InUseError naming them. Its history stays, with the delete.
-func (s *Audiences) Delete(ctx context.Context, actor popup.Actor, id int64, ifVersion []int64) (out audiencelist.Audience, err error) {
+// use is an *popup.InUseError naming them. Its history stays, with the delete.
+func (s *Audiences) Delete(ctx context.Context, actor popup.Actor, id int64, ifVersion []int64) (out popup.Audience, err error) {
 	err = s.store.InTx(ctx, func(tx AudienceTx) error {
 		a, err := tx.LockAudience(ctx, id)
 		if err != nil {
@@ -204,10 +203,10 @@ func (s *Audiences) Delete(ctx context.Context, actor popup.Actor, id int64, ifV
 			return err
 		}
 		if live := liveUsers(users); len(live) > 0 {
-			return &audiencelist.InUseError{Popups: live}
+			return &popup.AudienceInUseError{Popups: live}
 		}
-		if err := tx.RecordAudience(ctx, audiencelist.Change{AudienceID: id, Version: a.Version + 1, At: s.now(), Actor: actor,
-			Action: audiencelist.ActionDelete, Removed: a.Size}); err != nil {
+		if err := tx.RecordAudience(ctx, popup.AudienceChange{AudienceID: id, Version: a.Version + 1, At: s.now(), Actor: actor,
+			Action: popup.AudienceDelete, Removed: a.Size}); err != nil {
 			return err
 		}
 		if err := tx.DeleteAudience(ctx, id); err != nil {
@@ -220,7 +219,7 @@ func (s *Audiences) Delete(ctx context.Context, actor popup.Actor, id int64, ifV
 		return nil
 	})
 	if err != nil {
-		return audiencelist.Audience{}, fmt.Errorf("delete audience %d: %w", id, err)
+		return popup.Audience{}, fmt.Errorf("delete audience %d: %w", id, err)
 	}
 	// The rows are the bulk of it: removed after the commit, and by any later prune when this
 	// fails (they belong to no audience then).
@@ -228,15 +227,15 @@ func (s *Audiences) Delete(ctx context.Context, actor popup.Actor, id int64, ifV
 	return out, nil
 }
 
-func versionMatches(a audiencelist.Audience, ifVersion []int64) error {
+func versionMatches(a popup.Audience, ifVersion []int64) error {
 	if ifVersion != nil && !slices.Contains(ifVersion, a.Version) {
 		return popup.ErrAudienceVersionMismatch
 	}
 	return nil
 }
 
-func liveUsers(users []audiencelist.UsedBy) []audiencelist.UsedBy {
-	var live []audiencelist.UsedBy
+func liveUsers(users []popup.AudienceUser) []popup.AudienceUser {
+	var live []popup.AudienceUser
 	for _, u := range users {
 		if u.Live() {
 			live = append(live, u)
@@ -247,7 +246,7 @@ func liveUsers(users []audiencelist.UsedBy) []audiencelist.UsedBy {
 
 // mayWriteMembers is the rights rule of member writes: an editor's while no live popup uses the
 // audience, a publisher's once one does (a change of who sees a live popup).
-func mayWriteMembers(actor popup.Actor, users []audiencelist.UsedBy) error {
+func mayWriteMembers(actor popup.Actor, users []popup.AudienceUser) error {
 	if len(liveUsers(users)) > 0 {
 		return actor.Need(popup.RolePublisher, "changing the members of an audience that a live popup uses")
 	}
@@ -264,39 +263,39 @@ type upload struct {
 // WriteMembers replaces audience id's members with those src yields (ActionReplace), or adds or
 // removes them (ActionAdd, ActionRemove); with ifVersion non-nil only while its version is one of
 // them. In this order: the audience, If-Match and the role as they stand (before reading the
-// body); the body, streamed, each uid checked (*audiencelist.InvalidMembersError naming the bad
-// lines), the count limit (*audiencelist.TooManyMembersError) and the memory budget
-// (*audiencelist.MemoryError); then the commit, which checks the role, If-Match and the budget
+// body); the body, streamed, each uid checked (*popup.InvalidMembersError naming the bad
+// lines), the count limit (*popup.TooManyMembersError) and the memory budget
+// (*popup.MemoryError); then the commit, which checks the role, If-Match and the budget
 // again under the audience's lock (commitMembers).
-func (s *Audiences) WriteMembers(ctx context.Context, actor popup.Actor, id int64, action audiencelist.Action, ifVersion []int64, src audiencelist.Lines) (audiencelist.MemberWrite, error) {
+func (s *Audiences) WriteMembers(ctx context.Context, actor popup.Actor, id int64, action popup.AudienceAction, ifVersion []int64, src popup.MemberLines) (popup.MemberWrite, error) {
 	out, err := s.writeMembers(ctx, actor, id, action, ifVersion, src)
 	if err != nil {
-		return audiencelist.MemberWrite{}, fmt.Errorf("%s members of audience %d: %w", action, id, err)
+		return popup.MemberWrite{}, fmt.Errorf("%s members of audience %d: %w", action, id, err)
 	}
 	return out, nil
 }
 
-func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int64, action audiencelist.Action, ifVersion []int64, src audiencelist.Lines) (audiencelist.MemberWrite, error) {
+func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int64, action popup.AudienceAction, ifVersion []int64, src popup.MemberLines) (popup.MemberWrite, error) {
 	if !action.Members() {
-		return audiencelist.MemberWrite{}, fmt.Errorf("not a member write: %s", action)
+		return popup.MemberWrite{}, fmt.Errorf("not a member write: %s", action)
 	}
 	a, err := s.store.Get(ctx, id)
 	if err != nil {
-		return audiencelist.MemberWrite{}, err
+		return popup.MemberWrite{}, err
 	}
 	if err := versionMatches(a, ifVersion); err != nil {
-		return audiencelist.MemberWrite{}, err
+		return popup.MemberWrite{}, err
 	}
 	users, err := s.store.UsedBy(ctx)
 	if err != nil {
-		return audiencelist.MemberWrite{}, err
+		return popup.MemberWrite{}, err
 	}
 	if err := mayWriteMembers(actor, users[id]); err != nil {
-		return audiencelist.MemberWrite{}, err
+		return popup.MemberWrite{}, err
 	}
 	all, err := s.store.List(ctx)
 	if err != nil {
-		return audiencelist.MemberWrite{}, err
+		return popup.MemberWrite{}, err
 	}
 	var others int64
 	for _, o := range all {
@@ -306,7 +305,7 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 	}
 	up := upload{}
 	if up.id, err = s.store.StageUpload(ctx, id); err != nil {
-		return audiencelist.MemberWrite{}, err
+		return popup.MemberWrite{}, err
 	}
 	committed := false
 	defer func() {
@@ -315,7 +314,7 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 		}
 	}()
 	if err := s.read(ctx, action, a.Key, src, others, &up); err != nil {
-		return audiencelist.MemberWrite{}, err
+		return popup.MemberWrite{}, err
 	}
 	// The list can move between reading it and the commit (another write); the commit then
 	// refuses (errListMoved) and the change is worked out again against the newer list.
@@ -323,20 +322,20 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 	var have *audience.Set
 	if s.held != nil {
 		if have, err = s.held.Current(ctx, id); err != nil && !errors.Is(err, popup.ErrAudienceNotFound) {
-			return audiencelist.MemberWrite{}, err
+			return popup.MemberWrite{}, err
 		}
 	}
 	for i := 0; ; i++ {
 		cur, err := s.store.LoadSet(ctx, id, have)
 		if err != nil {
-			return audiencelist.MemberWrite{}, err
+			return popup.MemberWrite{}, err
 		}
 		have = cur
 		ch := changeOf(action, cur, up.fps)
-		if action != audiencelist.ActionReplace || i == 0 {
+		if action != popup.AudienceReplace || i == 0 {
 			// A replace stores the whole list whatever the current one; a delta only what changes it.
 			if err := s.store.StageFingerprints(ctx, up.id, ch.fps); err != nil {
-				return audiencelist.MemberWrite{}, err
+				return popup.MemberWrite{}, err
 			}
 		}
 		out, err := s.commitMembers(ctx, actor, id, action, ifVersion, up.id, cur.Version(), ch)
@@ -344,14 +343,14 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 			continue
 		}
 		if err != nil {
-			return audiencelist.MemberWrite{}, err
+			return popup.MemberWrite{}, err
 		}
 		committed = true
-		if action == audiencelist.ActionReplace {
+		if action == popup.AudienceReplace {
 			// The uploads the new base supersedes: a failure leaves them to the next replace's prune.
 			_ = s.store.Prune(context.WithoutCancel(ctx), id, out.Version)
 		}
-		return audiencelist.MemberWrite{Audience: out, Lines: up.lines, Added: ch.added, Removed: ch.removed}, nil
+		return popup.MemberWrite{Audience: out, Lines: up.lines, Added: ch.added, Removed: ch.removed}, nil
 	}
 }
 
@@ -367,13 +366,13 @@ const uidRowBytes = 1 << 20
 // fingerprints deduplicated as they pile up so that the count limit and (for a replace) the
 // memory budget refuse an upload as soon as it is over, without reading the rest. After a bad
 // line nothing more is staged or kept, only the bad lines counted.
-func (s *Audiences) read(ctx context.Context, action audiencelist.Action, key audience.Key, src audiencelist.Lines, others int64, up *upload) error {
+func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key audience.Key, src popup.MemberLines, others int64, up *upload) error {
 	var (
 		limit    = action.Limit()
-		stageUID = action != audiencelist.ActionRemove
+		stageUID = action != popup.AudienceRemove
 		row      = make([]byte, 0, uidRowBytes+128)
 		seq      int
-		bad      audiencelist.InvalidMembersError
+		bad      popup.InvalidMembersError
 		// fps are deduplicated when they reach next: often enough that repeats cannot pile up far
 		// past the limit, seldom enough that sorting costs little.
 		next = limit + 1
@@ -383,11 +382,11 @@ func (s *Audiences) read(ctx context.Context, action audiencelist.Action, key au
 		if err == io.EOF {
 			break
 		}
-		var syn *audiencelist.SyntaxError
+		var syn *popup.MemberSyntaxError
 		if errors.As(err, &syn) {
 			bad.Total++
-			if len(bad.Lines) < audiencelist.MaxReportedLines {
-				bad.Lines = append(bad.Lines, audiencelist.LineError{Line: syn.Line, Message: syn.Message})
+			if len(bad.Lines) < popup.MaxReportedLines {
+				bad.Lines = append(bad.Lines, popup.LineError{Line: syn.Line, Message: syn.Message})
 			}
 			break
 		}
@@ -400,8 +399,8 @@ func (s *Audiences) read(ctx context.Context, action audiencelist.Action, key au
 		uid := unsafe.String(unsafe.SliceData(b), len(b))
 		if !popup.ValidUID(uid) {
 			bad.Total++
-			if len(bad.Lines) < audiencelist.MaxReportedLines {
-				bad.Lines = append(bad.Lines, audiencelist.LineError{Line: line, Message: badUID(b)})
+			if len(bad.Lines) < popup.MaxReportedLines {
+				bad.Lines = append(bad.Lines, popup.LineError{Line: line, Message: badUID(b)})
 			}
 			continue
 		}
@@ -441,11 +440,11 @@ func (s *Audiences) read(ctx context.Context, action audiencelist.Action, key au
 
 // within checks n distinct uids of an upload against its count limit and, for a replace (whose
 // size will be n), the memory budget with the other audiences' members.
-func (s *Audiences) within(action audiencelist.Action, others int64, n int) error {
+func (s *Audiences) within(action popup.AudienceAction, others int64, n int) error {
 	if n > action.Limit() {
-		return &audiencelist.TooManyMembersError{Action: action, Limit: action.Limit()}
+		return &popup.TooManyMembersError{Action: action, Limit: action.Limit()}
 	}
-	if action == audiencelist.ActionReplace {
+	if action == popup.AudienceReplace {
 		return s.fits(others + int64(n))
 	}
 	return nil
@@ -454,7 +453,7 @@ func (s *Audiences) within(action audiencelist.Action, others int64, n int) erro
 // fits checks that every audience's sets, members in all, fit POPUP_AUDIENCE_MEMORY.
 func (s *Audiences) fits(members int64) error {
 	if need := int64(float64(members) * audience.BytesPerMember); need > s.memory {
-		return &audiencelist.MemoryError{Members: members, Need: need, Limit: s.memory}
+		return &popup.AudienceMemoryError{Members: members, Need: need, Limit: s.memory}
 	}
 	return nil
 }
@@ -486,7 +485,7 @@ type change struct {
 }
 
 // changeOf works out the change of action with the sorted, distinct fps against cur.
-func changeOf(action audiencelist.Action, cur *audience.Set, fps []uint64) change {
+func changeOf(action popup.AudienceAction, cur *audience.Set, fps []uint64) change {
 	old := cur.Fingerprints()
 	var both int64              // in old and in fps
 	only := make([]uint64, 0)   // in fps, not in old (an add's)
@@ -498,20 +497,20 @@ func changeOf(action audiencelist.Action, cur *audience.Set, fps []uint64) chang
 		}
 		if i < len(old) && old[i] == fp {
 			both++
-			if action == audiencelist.ActionRemove {
+			if action == popup.AudienceRemove {
 				common = append(common, fp)
 			}
 			continue
 		}
-		if action == audiencelist.ActionAdd {
+		if action == popup.AudienceAdd {
 			only = append(only, fp)
 		}
 	}
 	n := int64(len(old))
 	switch action {
-	case audiencelist.ActionAdd:
+	case popup.AudienceAdd:
 		return change{fps: only, added: int64(len(only)), size: n + int64(len(only))}
-	case audiencelist.ActionRemove:
+	case popup.AudienceRemove:
 		return change{fps: common, removed: both, size: n - both}
 	}
 	return change{fps: fps, added: int64(len(fps)) - both, removed: n - both, size: int64(len(fps))}
@@ -522,9 +521,9 @@ func changeOf(action audiencelist.Action, cur *audience.Set, fps []uint64) chang
 // it now (*popup.ForbiddenError); If-Match (popup.ErrAudienceVersionMismatch); the version the
 // change was worked out against (errListMoved); the memory budget, locked; then the list's new
 // version, the history's row and, when a popup uses the audience, the config version.
-func (s *Audiences) commitMembers(ctx context.Context, actor popup.Actor, id int64, action audiencelist.Action, ifVersion []int64,
-	upload, against int64, ch change) (audiencelist.Audience, error) {
-	var out audiencelist.Audience
+func (s *Audiences) commitMembers(ctx context.Context, actor popup.Actor, id int64, action popup.AudienceAction, ifVersion []int64,
+	upload, against int64, ch change) (popup.Audience, error) {
+	var out popup.Audience
 	err := s.store.InTx(ctx, func(tx AudienceTx) error {
 		a, err := tx.LockAudience(ctx, id)
 		if err != nil {
@@ -552,10 +551,10 @@ func (s *Audiences) commitMembers(ctx context.Context, actor popup.Actor, id int
 				return err
 			}
 		}
-		if out, err = tx.SetAudienceMembers(ctx, id, upload, a.Version+1, ch.size, action == audiencelist.ActionReplace); err != nil {
+		if out, err = tx.SetAudienceMembers(ctx, id, upload, a.Version+1, ch.size, action == popup.AudienceReplace); err != nil {
 			return err
 		}
-		if err := tx.RecordAudience(ctx, audiencelist.Change{AudienceID: id, Version: out.Version, At: s.now(), Actor: actor,
+		if err := tx.RecordAudience(ctx, popup.AudienceChange{AudienceID: id, Version: out.Version, At: s.now(), Actor: actor,
 			Action: action, Upload: upload, Added: ch.added, Removed: ch.removed, Size: ch.size}); err != nil {
 			return err
 		}

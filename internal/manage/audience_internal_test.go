@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/audiencelist"
+	"popupsvc/internal/popup"
 )
 
 // A member write's change is exact against the list it is worked out for: a delta stores only the
@@ -18,19 +18,19 @@ func TestChangeOfAMemberWrite(t *testing.T) {
 	require.NoError(t, err)
 	tests := []struct {
 		name   string
-		action audiencelist.Action
+		action popup.AudienceAction
 		give   []uint64
 		want   change
 	}{
-		{name: "a replace keeps two, adds two, removes two", action: audiencelist.ActionReplace, give: []uint64{5, 20, 40, 50},
+		{name: "a replace keeps two, adds two, removes two", action: popup.AudienceReplace, give: []uint64{5, 20, 40, 50},
 			want: change{fps: []uint64{5, 20, 40, 50}, added: 2, removed: 2, size: 4}},
-		{name: "a replace with nothing empties the list", action: audiencelist.ActionReplace, give: []uint64{},
+		{name: "a replace with nothing empties the list", action: popup.AudienceReplace, give: []uint64{},
 			want: change{fps: []uint64{}, removed: 4, size: 0}},
-		{name: "an add stores only the newcomers", action: audiencelist.ActionAdd, give: []uint64{1, 10, 35, 40, 99},
+		{name: "an add stores only the newcomers", action: popup.AudienceAdd, give: []uint64{1, 10, 35, 40, 99},
 			want: change{fps: []uint64{1, 35, 99}, added: 3, size: 7}},
-		{name: "an add of members only changes nothing", action: audiencelist.ActionAdd, give: []uint64{10, 40},
+		{name: "an add of members only changes nothing", action: popup.AudienceAdd, give: []uint64{10, 40},
 			want: change{fps: []uint64{}, size: 4}},
-		{name: "a remove stores only the members", action: audiencelist.ActionRemove, give: []uint64{1, 20, 30, 99},
+		{name: "a remove stores only the members", action: popup.AudienceRemove, give: []uint64{1, 20, 30, 99},
 			want: change{fps: []uint64{20, 30}, removed: 2, size: 2}},
 	}
 	for _, tt := range tests {

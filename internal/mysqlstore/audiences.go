@@ -12,7 +12,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popupdoc"
 )
@@ -37,9 +36,9 @@ const FingerprintsPerRow = 1 << 17
 
 const audienceColumns = `id, name, description, size, version, created_at, updated_at, fp_key`
 
-func scanAudience(s scanner) (audiencelist.Audience, error) {
+func scanAudience(s scanner) (popup.Audience, error) {
 	var (
-		a   audiencelist.Audience
+		a   popup.Audience
 		key []byte
 	)
 	if err := s.Scan(&a.ID, &a.Name, &a.Description, &a.Size, &a.Version, &a.CreatedAt, &a.UpdatedAt, &key); err != nil {
@@ -58,30 +57,30 @@ type rowQuerier interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }
 
-func getAudience(ctx context.Context, q rowQuerier, id int64, lock string) (audiencelist.Audience, error) {
+func getAudience(ctx context.Context, q rowQuerier, id int64, lock string) (popup.Audience, error) {
 	a, err := scanAudience(q.QueryRowContext(ctx, `SELECT `+audienceColumns+` FROM audiences WHERE id = ?`+lock, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return audiencelist.Audience{}, fmt.Errorf("audience %d: %w", id, popup.ErrAudienceNotFound)
+		return popup.Audience{}, fmt.Errorf("audience %d: %w", id, popup.ErrAudienceNotFound)
 	}
 	if err != nil {
-		return audiencelist.Audience{}, fmt.Errorf("read audience %d: %w", id, err)
+		return popup.Audience{}, fmt.Errorf("read audience %d: %w", id, err)
 	}
 	return a, nil
 }
 
 // Get returns audience id.
-func (r *AudienceRepo) Get(ctx context.Context, id int64) (audiencelist.Audience, error) {
+func (r *AudienceRepo) Get(ctx context.Context, id int64) (popup.Audience, error) {
 	return getAudience(ctx, r.db, id, "")
 }
 
 // List returns every audience by id.
-func (r *AudienceRepo) List(ctx context.Context) ([]audiencelist.Audience, error) {
+func (r *AudienceRepo) List(ctx context.Context) ([]popup.Audience, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT `+audienceColumns+` FROM audiences ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list audiences: %w", err)
 	}
 	defer rows.Close()
-	out := []audiencelist.Audience{}
+	out := []popup.Audience{}
 	for rows.Next() {
 		a, err := scanAudience(rows)
 		if err != nil {
@@ -94,22 +93,22 @@ func (r *AudienceRepo) List(ctx context.Context) ([]audiencelist.Audience, error
 
 // UsedBy returns, for every audience a popup that is not archived targets (include or exclude),
 // those popups by id.
-func (r *AudienceRepo) UsedBy(ctx context.Context) (map[int64][]audiencelist.UsedBy, error) {
+func (r *AudienceRepo) UsedBy(ctx context.Context) (map[int64][]popup.AudienceUser, error) {
 	return usedBy(ctx, r.db)
 }
 
 // usedBy reads the targeting of every popup that is not archived. Which audiences a popup uses
 // lives in its targeting JSON, read through popupdoc (the one reader of that column).
-func usedBy(ctx context.Context, q rowQuerier) (map[int64][]audiencelist.UsedBy, error) {
+func usedBy(ctx context.Context, q rowQuerier) (map[int64][]popup.AudienceUser, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, name, status, targeting FROM popup_config WHERE status <> 'archived' ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("popups using audiences: %w", err)
 	}
 	defer rows.Close()
-	out := map[int64][]audiencelist.UsedBy{}
+	out := map[int64][]popup.AudienceUser{}
 	for rows.Next() {
 		var (
-			u      audiencelist.UsedBy
+			u      popup.AudienceUser
 			status string
 			raw    []byte
 		)
@@ -216,13 +215,13 @@ func readListState(ctx context.Context, tx *sql.Tx, id int64) (listState, error)
 // listUpload is a committed upload of a list: the version it made and what it did.
 type listUpload struct {
 	version int64
-	action  audiencelist.Action
+	action  popup.AudienceAction
 	upload  int64
 }
 
 // uploadsSince returns the member uploads committed at versions in (after, through], in order,
 // of the actions given.
-func uploadsSince(ctx context.Context, tx *sql.Tx, id, after, through int64, actions ...audiencelist.Action) ([]listUpload, error) {
+func uploadsSince(ctx context.Context, tx *sql.Tx, id, after, through int64, actions ...popup.AudienceAction) ([]listUpload, error) {
 	args := []any{id, after, through}
 	for _, a := range actions {
 		args = append(args, string(a))
@@ -243,7 +242,7 @@ func uploadsSince(ctx context.Context, tx *sql.Tx, id, after, through int64, act
 		if err := rows.Scan(&u.version, &action, &u.upload); err != nil {
 			return nil, fmt.Errorf("audience %d uploads: %w", id, err)
 		}
-		u.action = audiencelist.Action(action)
+		u.action = popup.AudienceAction(action)
 		out = append(out, u)
 	}
 	return out, rows.Err()
@@ -262,7 +261,7 @@ func loadSet(ctx context.Context, tx *sql.Tx, id int64, have *audience.Set) (*au
 		from = have.Version()
 	} else {
 		// The base: the replace at base_version, or the empty list of the create.
-		bases, err := uploadsSince(ctx, tx, id, st.base-1, st.base, audiencelist.ActionReplace)
+		bases, err := uploadsSince(ctx, tx, id, st.base-1, st.base, popup.AudienceReplace)
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +276,7 @@ func loadSet(ctx context.Context, tx *sql.Tx, id int64, have *audience.Set) (*au
 		}
 		from = st.base
 	}
-	deltas, err := uploadsSince(ctx, tx, id, from, st.version, audiencelist.ActionAdd, audiencelist.ActionRemove)
+	deltas, err := uploadsSince(ctx, tx, id, from, st.version, popup.AudienceAdd, popup.AudienceRemove)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +286,7 @@ func loadSet(ctx context.Context, tx *sql.Tx, id int64, have *audience.Set) (*au
 			return nil, err
 		}
 		delta := audience.Delta{Add: fps}
-		if d.action == audiencelist.ActionRemove {
+		if d.action == popup.AudienceRemove {
 			delta = audience.Delta{Remove: fps}
 		}
 		if set, _, _, err = set.Apply(d.version, delta); err != nil {
@@ -339,7 +338,7 @@ func (r *AudienceRepo) MemberRows(ctx context.Context, id int64, have *audience.
 		if err != nil {
 			return err
 		}
-		uploads, err := uploadsSince(ctx, tx, id, st.base-1, st.version, audiencelist.ActionReplace, audiencelist.ActionAdd)
+		uploads, err := uploadsSince(ctx, tx, id, st.base-1, st.version, popup.AudienceReplace, popup.AudienceAdd)
 		if err != nil {
 			return err
 		}
@@ -372,17 +371,17 @@ func uidRows(ctx context.Context, tx *sql.Tx, upload int64, row func([]byte) err
 
 // History returns audience id's changes, newest first; an audience with none (never created) is
 // popup.ErrAudienceNotFound. A deleted audience's history is kept.
-func (r *AudienceRepo) History(ctx context.Context, id int64) ([]audiencelist.Change, error) {
+func (r *AudienceRepo) History(ctx context.Context, id int64) ([]popup.AudienceChange, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT version, at, actor, actor_role, action, upload_id, added, removed, size
 		FROM audience_changes WHERE audience_id = ? ORDER BY version DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("audience %d history: %w", id, err)
 	}
 	defer rows.Close()
-	out := []audiencelist.Change{}
+	out := []popup.AudienceChange{}
 	for rows.Next() {
 		var (
-			c      = audiencelist.Change{AudienceID: id}
+			c      = popup.AudienceChange{AudienceID: id}
 			role   sql.NullString
 			action string
 			upload sql.NullInt64
@@ -390,7 +389,7 @@ func (r *AudienceRepo) History(ctx context.Context, id int64) ([]audiencelist.Ch
 		if err := rows.Scan(&c.Version, &c.At, &c.Actor.Name, &role, &action, &upload, &c.Added, &c.Removed, &c.Size); err != nil {
 			return nil, fmt.Errorf("audience %d history: %w", id, err)
 		}
-		c.At, c.Actor.Role, c.Action, c.Upload = c.At.UTC(), roleOf(role), audiencelist.Action(action), upload.Int64
+		c.At, c.Actor.Role, c.Action, c.Upload = c.At.UTC(), roleOf(role), popup.AudienceAction(action), upload.Int64
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -530,26 +529,26 @@ func (r *AudienceRepo) InTx(ctx context.Context, fn func(*Tx) error) error {
 
 // InsertAudience stores a new audience at version 1 with an empty list; a name another audience
 // has is popup.ErrAudienceNameTaken.
-func (t *Tx) InsertAudience(ctx context.Context, m audiencelist.Meta, key audience.Key) (audiencelist.Audience, error) {
+func (t *Tx) InsertAudience(ctx context.Context, m popup.AudienceMeta, key audience.Key) (popup.Audience, error) {
 	res, err := t.tx.ExecContext(ctx, `INSERT INTO audiences (name, description, fp_key, version, base_version, size)
 		VALUES (?, ?, ?, 1, 1, 0)`, m.Name, m.Description, key[:])
 	if err != nil {
-		return audiencelist.Audience{}, audienceNameTaken(err)
+		return popup.Audience{}, audienceNameTaken(err)
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return audiencelist.Audience{}, err
+		return popup.Audience{}, err
 	}
 	return getAudience(ctx, t.tx, id, "")
 }
 
 // LockAudience reads audience id and locks its row until the transaction ends.
-func (t *Tx) LockAudience(ctx context.Context, id int64) (audiencelist.Audience, error) {
+func (t *Tx) LockAudience(ctx context.Context, id int64) (popup.Audience, error) {
 	return getAudience(ctx, t.tx, id, " FOR UPDATE")
 }
 
 // AudienceUsers returns the popups that are not archived and target audience id, by id.
-func (t *Tx) AudienceUsers(ctx context.Context, id int64) ([]audiencelist.UsedBy, error) {
+func (t *Tx) AudienceUsers(ctx context.Context, id int64) ([]popup.AudienceUser, error) {
 	m, err := usedBy(ctx, t.tx)
 	return m[id], err
 }
@@ -569,27 +568,27 @@ func (t *Tx) OtherMembers(ctx context.Context, id int64) (int64, error) {
 }
 
 // SetAudienceMeta writes audience id's name and description at version.
-func (t *Tx) SetAudienceMeta(ctx context.Context, id int64, m audiencelist.Meta, version int64) (audiencelist.Audience, error) {
+func (t *Tx) SetAudienceMeta(ctx context.Context, id int64, m popup.AudienceMeta, version int64) (popup.Audience, error) {
 	if _, err := t.tx.ExecContext(ctx, `UPDATE audiences SET name = ?, description = ?, version = ?, updated_at = CURRENT_TIMESTAMP(3) WHERE id = ?`,
 		m.Name, m.Description, version, id); err != nil {
-		return audiencelist.Audience{}, audienceNameTaken(err)
+		return popup.Audience{}, audienceNameTaken(err)
 	}
 	return getAudience(ctx, t.tx, id, "")
 }
 
 // SetAudienceMembers commits staged upload as audience id's list at version, of size members;
 // rebase (a replace) makes it the base that later versions apply their deltas to.
-func (t *Tx) SetAudienceMembers(ctx context.Context, id, upload, version, size int64, rebase bool) (audiencelist.Audience, error) {
+func (t *Tx) SetAudienceMembers(ctx context.Context, id, upload, version, size int64, rebase bool) (popup.Audience, error) {
 	res, err := t.tx.ExecContext(ctx, `UPDATE audience_uploads SET version = ? WHERE id = ? AND audience_id = ? AND version IS NULL`, version, upload, id)
 	if err != nil {
-		return audiencelist.Audience{}, fmt.Errorf("commit upload %d: %w", upload, err)
+		return popup.Audience{}, fmt.Errorf("commit upload %d: %w", upload, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return audiencelist.Audience{}, fmt.Errorf("commit upload %d: not a staged upload of audience %d (%v)", upload, id, err)
+		return popup.Audience{}, fmt.Errorf("commit upload %d: not a staged upload of audience %d (%v)", upload, id, err)
 	}
 	if _, err := t.tx.ExecContext(ctx, `UPDATE audiences SET version = ?, base_version = IF(?, ?, base_version), size = ?,
 		updated_at = CURRENT_TIMESTAMP(3) WHERE id = ?`, version, rebase, version, size, id); err != nil {
-		return audiencelist.Audience{}, fmt.Errorf("write audience %d: %w", id, err)
+		return popup.Audience{}, fmt.Errorf("write audience %d: %w", id, err)
 	}
 	return getAudience(ctx, t.tx, id, "")
 }
@@ -602,7 +601,7 @@ func (t *Tx) DeleteAudience(ctx context.Context, id int64) error {
 }
 
 // RecordAudience adds a change to its audience's history.
-func (t *Tx) RecordAudience(ctx context.Context, c audiencelist.Change) error {
+func (t *Tx) RecordAudience(ctx context.Context, c popup.AudienceChange) error {
 	var upload any
 	if c.Upload > 0 {
 		upload = c.Upload

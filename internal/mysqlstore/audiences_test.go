@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
+	"io"
 	"testing"
 	"time"
 
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
@@ -36,9 +35,9 @@ func newAudienceFixture(t *testing.T) audienceFixture {
 	return audienceFixture{db: db, repo: repo, svc: manage.NewAudiences(audienceStore{repo}, nil, 1<<30, time.Now)}
 }
 
-func (f audienceFixture) write(t *testing.T, id int64, action audiencelist.Action, uids ...string) audiencelist.MemberWrite {
+func (f audienceFixture) write(t *testing.T, id int64, action popup.AudienceAction, uids ...string) popup.MemberWrite {
 	t.Helper()
-	w, err := f.svc.WriteMembers(context.Background(), audienceAdmin, id, action, nil, audiencelist.TextLines(strings.NewReader(strings.Join(uids, "\n"))))
+	w, err := f.svc.WriteMembers(context.Background(), audienceAdmin, id, action, nil, uidLines(uids))
 	require.NoError(t, err)
 	return w
 }
@@ -64,11 +63,11 @@ func TestLoadSetWithAndWithoutASetHeld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newAudienceFixture(t)
-	a, err := f.svc.Create(ctx, audienceAdmin, audiencelist.Meta{Name: "a"})
+	a, err := f.svc.Create(ctx, audienceAdmin, popup.AudienceMeta{Name: "a"})
 	require.NoError(t, err)
-	other, err := f.svc.Create(ctx, audienceAdmin, audiencelist.Meta{Name: "other"})
+	other, err := f.svc.Create(ctx, audienceAdmin, popup.AudienceMeta{Name: "other"})
 	require.NoError(t, err)
-	f.write(t, other.ID, audiencelist.ActionReplace, "o1")
+	f.write(t, other.ID, popup.AudienceReplace, "o1")
 
 	held := map[int64]*audience.Set{}
 	hold := func() {
@@ -77,16 +76,16 @@ func TestLoadSetWithAndWithoutASetHeld(t *testing.T) {
 		held[s.Version()] = s
 	}
 	hold() // version 1: the empty list of the create
-	f.write(t, a.ID, audiencelist.ActionReplace, uids("u", 0, 300_000)...)
+	f.write(t, a.ID, popup.AudienceReplace, uids("u", 0, 300_000)...)
 	hold()
-	f.write(t, a.ID, audiencelist.ActionAdd, uids("u", 250_000, 400_000)...)
+	f.write(t, a.ID, popup.AudienceAdd, uids("u", 250_000, 400_000)...)
 	hold()
-	f.write(t, a.ID, audiencelist.ActionRemove, uids("u", 0, 1000)...)
+	f.write(t, a.ID, popup.AudienceRemove, uids("u", 0, 1000)...)
 	hold()
-	_, _, err = f.svc.Update(ctx, audienceAdmin, a.ID, audiencelist.Meta{Name: "renamed"}, nil)
+	_, _, err = f.svc.Update(ctx, audienceAdmin, a.ID, popup.AudienceMeta{Name: "renamed"}, nil)
 	require.NoError(t, err)
 	hold()
-	w := f.write(t, a.ID, audiencelist.ActionAdd, "u5", "x1")
+	w := f.write(t, a.ID, popup.AudienceAdd, "u5", "x1")
 	assert.Equal(t, int64(2), w.Added, "u5 was removed, x1 never a member")
 
 	want, err := f.repo.LoadSet(ctx, a.ID, nil)
@@ -115,7 +114,7 @@ func TestLoadSetWithAndWithoutASetHeld(t *testing.T) {
 
 	// A replace moves the base: a set held from before it is read afresh, and the superseded
 	// uploads are gone.
-	f.write(t, a.ID, audiencelist.ActionReplace, "z1", "z2")
+	f.write(t, a.ID, popup.AudienceReplace, "z1", "z2")
 	got, err = f.repo.LoadSet(ctx, a.ID, held[3])
 	require.NoError(t, err)
 	assert.Equal(t, 2, got.Len())
@@ -137,16 +136,16 @@ func TestAudienceStorageShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newAudienceFixture(t)
-	a, err := f.svc.Create(ctx, audienceAdmin, audiencelist.Meta{Name: "a"})
+	a, err := f.svc.Create(ctx, audienceAdmin, popup.AudienceMeta{Name: "a"})
 	require.NoError(t, err)
-	f.write(t, a.ID, audiencelist.ActionReplace, uids("member-", 0, 300_000)...)
+	f.write(t, a.ID, popup.AudienceReplace, uids("member-", 0, 300_000)...)
 	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_fps`), "300,000 fingerprints in rows of 131,072")
 	assert.Equal(t, 300_000*8, f.count(t, `SELECT SUM(LENGTH(fps)) FROM audience_fps`))
 	assert.Equal(t, 4, f.count(t, `SELECT COUNT(*) FROM audience_uids`), "3.9 MB of uids in rows of about a MiB")
 
-	_, err = f.svc.WriteMembers(ctx, audienceAdmin, a.ID, audiencelist.ActionAdd, nil,
-		audiencelist.TextLines(strings.NewReader(strings.Join(append(uids("new-", 0, 200_000), "bad uid"), "\n"))))
-	var bad *audiencelist.InvalidMembersError
+	_, err = f.svc.WriteMembers(ctx, audienceAdmin, a.ID, popup.AudienceAdd, nil,
+		uidLines(append(uids("new-", 0, 200_000), "bad uid")))
+	var bad *popup.InvalidMembersError
 	require.ErrorAs(t, err, &bad)
 	assert.Equal(t, 1, f.count(t, `SELECT COUNT(*) FROM audience_uploads`), "the refused upload is dropped")
 	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_fps`))
@@ -158,4 +157,21 @@ func TestAudienceStorageShape(t *testing.T) {
 		assert.Zero(t, f.count(t, `SELECT COUNT(*) FROM `+table), table)
 	}
 	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_changes`), "create, replace, delete: the history stays")
+}
+
+// uidLines is an upload of uids, one a line (the admin API reads text/plain and text/csv bodies
+// into a popup.MemberLines).
+func uidLines(uids []string) popup.MemberLines { return &sliceLines{uids: uids} }
+
+type sliceLines struct {
+	uids []string
+	i    int
+}
+
+func (l *sliceLines) Next() ([]byte, int, error) {
+	if l.i == len(l.uids) {
+		return nil, 0, io.EOF
+	}
+	l.i++
+	return []byte(l.uids[l.i-1]), l.i, nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
@@ -127,7 +126,7 @@ func TestPopupRowCarriesEveryField(t *testing.T) {
 	// The audiences it targets must exist: a fresh database numbers them from 1.
 	audiences := manage.NewAudiences(audienceStore{mysqlstore.NewAudienceRepo(db)}, nil, 1<<30, time.Now)
 	for i := range slices.Max(want.Targeting.Audiences.IDs()) {
-		_, err := audiences.Create(ctx, as("alice"), audiencelist.Meta{Name: "audience-" + strconv.Itoa(int(i))})
+		_, err := audiences.Create(ctx, as("alice"), popup.AudienceMeta{Name: "audience-" + strconv.Itoa(int(i))})
 		require.NoError(t, err)
 	}
 	stored, err := repo.Create(ctx, as("alice"), want)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/audiencelist"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/manage/managetest"
 	"popupsvc/internal/mysqlstore"
@@ -38,7 +37,7 @@ func TestTxConformsToTheWriteStore(t *testing.T) {
 		db := testenv.MySQL(t)
 		audiences := manage.NewAudiences(audienceStore{mysqlstore.NewAudienceRepo(db)}, nil, 1<<30, time.Now)
 		return manage.TxFunc[*mysqlstore.Tx](mysqlstore.NewPopupRepo(db).InTx), func(t *testing.T) int64 {
-			a, err := audiences.Create(context.Background(), popup.Actor{Name: "t", Role: popup.RoleAdmin}, audiencelist.Meta{Name: "a" + testenv.Suffix(t)})
+			a, err := audiences.Create(context.Background(), popup.Actor{Name: "t", Role: popup.RoleAdmin}, popup.AudienceMeta{Name: "a" + testenv.Suffix(t)})
 			require.NoError(t, err)
 			return a.ID
 		}

@@ -1,7 +1,7 @@
 // The operator console: a hash-routed page over the admin API (docs/CONTRACT.md).
 import {
   api, token, setUnauthorizedHandler, notAvailable, errorText, h, uid, utcToLocalInput, localInputToUTC,
-  fmtTime, isoDay, fmtPct, download, newBucketSeed, zoneToday, addDays, diff, diffTable, sparkline, splitLines, lineOf, merge3, flatten, zoneName,
+  fmtTime, isoDay, fmtPct, download, upload, fmtBytes, newBucketSeed, zoneToday, addDays, diff, diffTable, sparkline, splitLines, lineOf, merge3, flatten, zoneName,
   nonexistentLocal, UNITS, NEVER, splitDuration, parseDuration, armWeights, armsChanged, pct, interval, pValue,
 } from './lib.js';
 
@@ -131,6 +131,8 @@ const routes = [
   [/^#\/popups\/(\d+)$/, (m) => editScreen(Number(m[1]))],
   [/^#\/popups\/(\d+)\/experiment(?:\?(.*))?$/, (m) => experimentScreen(Number(m[1]), m[2])],
   [/^#\/popups(?:\?(.*))?$/, (m) => listScreen(m[1])],
+  [/^#\/audiences$/, () => audiencesScreen()],
+  [/^#\/audiences\/([^/?]+)$/, (m) => audienceScreen(decodeURIComponent(m[1]))],
   [/^#\/explain$/, () => explainScreen()],
   [/^#\/audit$/, () => auditScreen()],
   [/^#\/import$/, () => importScreen()],
@@ -272,6 +274,9 @@ function targetingSummary(t = {}) {
   if (t.langs?.length) parts.push('langs ' + t.langs.join(','));
   if (t.rollout_percent !== undefined && t.rollout_percent < 100) parts.push(t.rollout_percent + '% rollout');
   if (t.uids?.length) parts.push(t.uids.length + ' test uid' + (t.uids.length > 1 ? 's' : ''));
+  const names = (ids) => ids.map((id) => `“${audienceName(id)}”`).join(', ');
+  if (t.audiences?.include?.length) parts.push('in ' + names(t.audiences.include));
+  if (t.audiences?.exclude?.length) parts.push('not in ' + names(t.audiences.exclude));
   return parts.join(' · ');
 }
 
@@ -336,7 +341,8 @@ async function listScreen(qs) {
     if (listState.q) params.set('q', listState.q);
     const cursor = listState.cursors[listState.page];
     if (cursor) params.set('cursor', cursor);
-    const [r, stats] = await Promise.all([api('GET', '/admin/v1/popups?' + params), loadListStats()]);
+    // the audience list names the audiences of the Targeting column
+    const [r, stats] = await Promise.all([api('GET', '/admin/v1/popups?' + params), loadListStats(), loadAudiences()]);
     if (mine !== pageSeq) return;
     results.setAttribute('aria-busy', 'false');
     if (!r.ok) return setKids(results, alertBox(errorText(r)));
@@ -653,6 +659,65 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
   return { el: fs, load, read, refresh };
 }
 
+// audiencePicker: the Audiences part of the popup form's targeting (targeting.audiences
+// {include, exclude}: audience ids), a checkbox list per side fed by the audience list. An id the
+// list does not know (a deleted audience, or a list that cannot be read now) stays on show,
+// checked, so that saving never drops it unseen. The checked boxes carry the API's field names
+// (targeting.audiences.include[0] …) in the order they are sent, so a field error lands on its box.
+const AUDIENCE_SIDES = [
+  ['include', 'Only users in these audiences', 'A user must be a member of at least one audience checked (at most 20). None checked: no such condition.'],
+  ['exclude', 'Never users in these audiences', 'A member of any audience checked never gets this popup, whatever else matches (at most 20).'],
+];
+function audiencePicker(cache) {
+  const sides = {};
+  const els = AUDIENCE_SIDES.map(([side, legend, help]) => {
+    const list = h('div', { class: 'audience-list', id: `aud-${side}-list` });
+    const fs = h('fieldset', { id: 'aud-' + side, 'data-field': 'targeting.audiences.' + side, 'aria-describedby': `aud-${side}-help` },
+      h('legend', {}, legend), h('p', { class: 'help', id: `aud-${side}-help` }, help), list);
+    sides[side] = { fs, list };
+    return fs;
+  });
+  const note = cache.available ? (cache.list.length ? null : h('p', { class: 'help', id: 'aud-none' }, 'No audience exists yet: ', h('a', { href: '#/audiences' }, 'create one on the Audiences page'), '.'))
+    : h('p', { class: 'alert info', id: 'aud-unavailable' }, 'Audiences: ' + errorText(cache.r) + ' The audiences this popup already names are kept.');
+  // keys: the original id of every box's value (an id is sent with the type it came with)
+  const ids = new Map();
+  function box(side, id, label) {
+    const key = String(id);
+    ids.set(key, id);
+    const cid = `aud-${side}-${key.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    return h('div', { class: 'field' }, h('label', { class: 'check', for: cid }, h('input', { type: 'checkbox', id: cid, name: 'aud-' + side, value: key }), ' ', label));
+  }
+  const el = h('div', { id: 'audience-targeting' }, h('p', { class: 'label' }, 'Audiences'), note, h('div', { class: 'audience-picks' }, els));
+  return {
+    el,
+    load(aud) {
+      for (const [side] of AUDIENCE_SIDES) {
+        const want = (aud?.[side] || []).map(String);
+        const known = cache.list.map((a) => box(side, a.id, [a.name || `audience #${a.id}`, h('span', { class: 'muted' }, ` (${fmtInt(a.size)} member${a.size === 1 ? '' : 's'})`)]));
+        const unknown = (aud?.[side] || []).filter((id) => !cache.byId.has(String(id))).map((id) => box(side, id, `audience #${id} (not in the list: deleted, or the list cannot be read)`));
+        setKids(sides[side].list, known, unknown);
+        for (const c of sides[side].list.querySelectorAll('input')) c.checked = want.includes(c.value);
+      }
+      this.renumber();
+    },
+    renumber() {
+      for (const [side] of AUDIENCE_SIDES) {
+        let i = 0;
+        for (const c of sides[side].list.querySelectorAll('input')) {
+          if (c.checked) c.dataset.field = `targeting.audiences.${side}[${i++}]`;
+          else delete c.dataset.field;
+        }
+      }
+    },
+    read() {
+      this.renumber();
+      const out = {};
+      for (const [side] of AUDIENCE_SIDES) out[side] = [...sides[side].list.querySelectorAll('input:checked')].map((c) => ids.get(c.value));
+      return out;
+    },
+  };
+}
+
 // phaseChoice is the review's choice when an edit of an experiment that has run would start a new
 // phase: a new phase (the default) or keeping the current assignment (?accept_reassignment=true).
 function phaseChoice(e) {
@@ -684,6 +749,8 @@ async function editScreen(id, carry) {
     if (!r.ok) return screen('Popup #' + id, alertBox(errorText(r)));
     current = r.body; etag = r.etag;
   }
+  const audiences = audiencePicker(await loadAudiences());
+  if (seq !== navSeq) return;
 
   // seed: the popup's bucketing seed (docs/CONTRACT.md §2). A new draft (a duplicate too) draws
   // its own when the form opens and sends it with every preview and with the create, so a
@@ -787,6 +854,7 @@ async function editScreen(id, carry) {
     content.load(p);
     exp.load(p.experiment ?? null);
     for (const l of platformBoxes) { const c = l.querySelector('input'); c.checked = (t.platforms || []).includes(c.value); }
+    audiences.load(t.audiences);
   }
 
   // read turns the form into the admin wire shape ({body}) and lists what the page itself can tell
@@ -821,6 +889,10 @@ async function editScreen(id, carry) {
       ...own,
     };
     if (seed) body.bucket_seed = seed;
+    // targeting.audiences: sent once the popup names any audience or the stored one had the
+    // field, so that a popup without audiences saves on a server that does not know them
+    const aud = audiences.read();
+    if (aud.include.length || aud.exclude.length || current?.targeting?.audiences) body.targeting.audiences = aud;
     // experiment: sent while the form holds one, and as null to remove the stored one; a popup
     // that never had one is sent without it
     const e = exp.read(problems);
@@ -882,6 +954,7 @@ async function editScreen(id, carry) {
       field('f-langs', 'Languages', f.langs, 'One per line, e.g. en. Empty: every language.'),
       field('f-rollout', 'Rollout percent', f.rollout_percent, '0 to 100 of users, stable per user.'),
       field('f-uids', 'Test uids', f.uids, 'One per line: these users get the popup whatever the rollout.'),
+      audiences.el,
       h('details', { class: 'advanced' }, h('summary', {}, 'Advanced: bucketing seed'),
         field('f-seed', 'Bucketing seed', seedIn, current
           ? 'Which users fall in the rollout percent is decided by this seed, fixed when the popup was created; it never changes.'
@@ -1388,7 +1461,25 @@ const REASONS = {
   rollout: 'outside the rollout percent', reshow: 'shown recently (reshow interval)', click_cooldown: 'clicked recently (click cooldown)',
   close_cooldown: 'closed recently (close cooldown)', max_impressions: 'max impressions reached', daily_cap: 'daily cap of popups reached',
   lower_priority: 'eligible, but a higher-priority popup wins',
+  not_in_audience: 'not in an included audience', in_excluded_audience: 'in an excluded audience',
+  audience_not_loaded: 'an audience is not loaded yet on this instance',
 };
+
+// AUDIENCE_REASONS say a reason about one audience with its name (the candidate's audience).
+const AUDIENCE_REASONS = {
+  not_in_audience: (n) => `not in audience “${n}”`,
+  in_excluded_audience: (n) => `in excluded audience “${n}”`,
+  audience_not_loaded: (n) => `audience “${n}” not loaded yet on this instance`,
+};
+
+// reasonText says why a candidate was not chosen, naming the audience a reason is about.
+function reasonText(c) {
+  const say = AUDIENCE_REASONS[c.reason];
+  const a = c.audience ?? c.audience_id;
+  if (!say || a === undefined || a === null) return REASONS[c.reason || ''] || c.reason;
+  const name = typeof a === 'object' ? (a.name || audienceName(a.id)) : (c.audience_name || audienceName(a));
+  return say(name);
+}
 
 function userFields(prefix) {
   const el = {
@@ -1420,7 +1511,7 @@ function renderExplain(r, draftLabel) {
   const row = (c) => h('tr', { class: c.eligible && !c.reason ? 'chosen' : '', 'data-id': c.id },
     h('th', { scope: 'row' }, label(c)),
     h('td', { class: 'num' }, c.priority ?? ''), h('td', {}, c.eligible ? 'yes' : 'no'),
-    h('td', { 'data-reason': c.reason || '' }, REASONS[c.reason || ''] || c.reason));
+    h('td', { 'data-reason': c.reason || '' }, reasonText(c)));
   const table = (rows, caption) => h('div', { class: 'table-wrap' }, h('table', {}, h('caption', { class: 'sr-only' }, caption),
     h('thead', {}, h('tr', {}, ['Popup', 'Priority', 'Eligible', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, rows.map(row))));
@@ -1477,7 +1568,7 @@ function explainScreen() {
     const v = u.values();
     const qs = new URLSearchParams(Object.entries(v).filter(([, x]) => x));
     setKids(out, h('p', { class: 'muted' }, 'Asking…'));
-    const [pr, sr] = await Promise.all([api('GET', '/admin/v1/preview?' + qs), v.uid ? api('GET', '/admin/v1/users/' + encodeURIComponent(v.uid) + '/state') : null]);
+    const [pr, sr] = await Promise.all([api('GET', '/admin/v1/preview?' + qs), v.uid ? api('GET', '/admin/v1/users/' + encodeURIComponent(v.uid) + '/state') : null, loadAudiences()]);
     setKids(out, 
       h('section', { 'aria-labelledby': 'decision-h' }, h('h2', { id: 'decision-h' }, 'Decision'), renderExplain(pr)),
       sr ? h('section', { 'aria-labelledby': 'state-h' }, h('h2', { id: 'state-h' }, 'User state'), renderState(sr)) : null);
@@ -1500,6 +1591,401 @@ function draftExplainSection(body) {
     h('h2', { id: 'draft-h' }, 'Try the draft on a user'),
     h('p', { class: 'muted' }, 'As if the form above were saved and active, alongside the live popups. Nothing is saved or recorded.'),
     form, out);
+}
+
+// ---------------------------------------------------------------- audiences
+
+// Audiences (issue 34): uploaded lists of user ids that popups target. The list and what a popup
+// form offers come from GET /admin/v1/audiences, read at most every 30 seconds (fresh after a
+// write of this page).
+let audienceCache = { at: 0, list: [], byId: new Map(), available: true, r: null };
+
+// audiencesOf reads the list answer: {audiences: [...]} (or a bare array).
+const audiencesOf = (body) => (Array.isArray(body) ? body : body?.audiences || []);
+
+async function loadAudiences(fresh = false) {
+  if (!fresh && Date.now() - audienceCache.at < 30000) return audienceCache;
+  const r = await api('GET', '/admin/v1/audiences');
+  const list = r.ok ? audiencesOf(r.body) : [];
+  audienceCache = { at: Date.now(), list, byId: new Map(list.map((a) => [String(a.id), a])), available: r.ok, r };
+  return audienceCache;
+}
+
+// audienceName names an audience by id for the operator: its name when the list knows it.
+const audienceName = (id) => audienceCache.byId.get(String(id))?.name || `audience #${id}`;
+
+// popupsById reads the popups an audience names (used_by) for their names and status; a popup
+// that cannot be read is {id} alone.
+async function popupsById(ids) {
+  const uniq = [...new Set(ids.map(String))];
+  const got = await Promise.all(uniq.map((id) => api('GET', '/admin/v1/popups/' + encodeURIComponent(id))));
+  return new Map(uniq.map((id, i) => [id, got[i].ok ? got[i].body : { id, name: '', unread: true }]));
+}
+
+// popupLinks: links to the popups (by id), named, with their status.
+function popupLinks(ids, byId) {
+  if (!ids?.length) return h('span', { class: 'muted' }, 'no popup');
+  return h('ul', { class: 'inline-list' }, ids.map((id) => {
+    const p = byId.get(String(id)) || { id };
+    return h('li', {}, h('a', { href: '#/popups/' + id }, p.name || `popup #${id}`), p.status ? h('span', { class: 'badge ' + p.status }, p.status) : null);
+  }));
+}
+
+// liveUser: some popup of used_by is live (active or paused), or cannot be read (counted live:
+// the page then offers less, never more, than the API allows).
+const liveUser = (ids, byId) => (ids || []).some((id) => { const p = byId.get(String(id)); return !p || p.unread || isLive(p.status); });
+
+const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : (n ?? '—'));
+const versionTag = (a) => `"${a.version}"`;
+
+// fieldErrorsIn shows the field errors of an API answer at the fields of form (by data-field),
+// the rest in the summary box; it returns whether any field took one.
+function fieldErrorsIn(form, summary, r, what) {
+  for (const el of form.querySelectorAll('.field-error')) el.remove();
+  for (const el of form.querySelectorAll('[aria-invalid]')) {
+    el.removeAttribute('aria-invalid');
+    el.setAttribute('aria-describedby', (el.getAttribute('aria-describedby') || '').split(' ').filter((x) => x && !x.endsWith('-err')).join(' '));
+  }
+  if (!r) return setKids(summary);
+  const fields = r.body?.error?.fields || [];
+  const rest = [];
+  let first = null;
+  for (const fe of fields) {
+    const el = form.querySelector(`[data-field="${CSS.escape(fe.field)}"]`);
+    if (!el) { rest.push(fe); continue; }
+    const errId = el.id + '-err';
+    el.closest('.field').append(h('p', { class: 'field-error', id: errId }, fe.message));
+    el.setAttribute('aria-invalid', 'true');
+    el.setAttribute('aria-describedby', [el.getAttribute('aria-describedby'), errId].filter(Boolean).join(' '));
+    first = first || el;
+  }
+  setKids(summary, h('div', { class: 'alert error', role: 'alert' },
+    h('p', {}, `${what}: ${fields.length ? `${fields.length} field${fields.length > 1 ? 's need' : ' needs'} fixing.` : errorText(r)}`),
+    rest.length ? h('ul', {}, rest.map((fe) => h('li', {}, `${fe.field}: ${fe.message}`))) : null));
+  (first || summary).focus?.();
+  return !!first;
+}
+
+function audienceFields(prefix, a = {}) {
+  const name = h('input', { type: 'text', name: 'name', 'data-field': 'name', required: true, autocomplete: 'off', value: a.name || '' });
+  const description = h('textarea', { name: 'description', 'data-field': 'description', rows: 2, value: a.description || '' });
+  return {
+    name, description,
+    el: [field(prefix + '-name', 'Name', name, 'Shown in the popup form and in explanations, e.g. VIPs.'),
+      field(prefix + '-description', 'Description', description, 'Optional: where the list comes from, who keeps it.')],
+    read: () => ({ name: name.value.trim(), description: description.value.trim() }),
+  };
+}
+
+async function audiencesScreen() {
+  const seq = navSeq;
+  const results = h('div', { id: 'audience-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
+  let create = null;
+  if (can('edit_drafts')) {
+    const f = audienceFields('new-aud');
+    const errs = h('div', { id: 'audience-create-errors', tabindex: '-1' });
+    const form = h('form', { class: 'card narrow', id: 'audience-create', novalidate: true, 'aria-labelledby': 'audience-create-h' },
+      h('h2', { id: 'audience-create-h' }, 'New audience'), errs, f.el,
+      h('button', { type: 'submit', id: 'audience-create-submit' }, 'Create audience'),
+      h('p', { class: 'help' }, 'Its members are uploaded next, on the audience’s page.'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      fieldErrorsIn(form, errs, null);
+      const r = await api('POST', '/admin/v1/audiences', f.read());
+      if (!r.ok) return fieldErrorsIn(form, errs, r, 'The audience was not created');
+      audienceCache.at = 0;
+      toast(`Created audience “${r.body.name}”: now upload its members.`);
+      location.hash = '#/audiences/' + r.body.id;
+    });
+    create = form;
+  }
+  screen('Audiences',
+    h('p', {}, 'Lists of user ids that popups target: a popup can show only to the users of some audiences, or never to those of others.'),
+    create || roleNote(`You are signed in as ${me.operator}, a ${me.role}: creating audiences and uploading their members needs the editor role (the publisher role for an audience a live popup uses).`),
+    h('h2', { id: 'audience-list-h' }, 'All audiences'),
+    results);
+  const c = await loadAudiences(true);
+  if (seq !== navSeq) return;
+  results.setAttribute('aria-busy', 'false');
+  if (!c.available) return setKids(results, alertBox('Audiences: ' + errorText(c.r), notAvailable(c.r) ? 'info' : 'error'));
+  if (!c.list.length) return setKids(results, h('p', { id: 'audience-none' }, 'No audience yet.'));
+  const popups = await popupsById(c.list.flatMap((a) => a.used_by || []));
+  if (seq !== navSeq) return;
+  const cols = ['Name', 'Members', 'Version', 'Updated', 'Used by'];
+  setKids(results, h('div', { class: 'table-wrap' }, h('table', { id: 'audience-table' },
+    h('caption', { class: 'sr-only' }, `${c.list.length} audience${c.list.length === 1 ? '' : 's'}`),
+    h('thead', {}, h('tr', {}, cols.map((x) => h('th', { scope: 'col' }, x)))),
+    h('tbody', {}, c.list.map((a) => h('tr', { 'data-id': a.id },
+      h('th', { scope: 'row' }, h('a', { href: '#/audiences/' + a.id }, a.name || `audience #${a.id}`),
+        a.description ? h('p', { class: 'help' }, a.description) : null),
+      h('td', { class: 'num', 'data-col': 'size' }, fmtInt(a.size)),
+      h('td', { class: 'num', 'data-col': 'version' }, a.version),
+      h('td', {}, fmtTime(a.updated_at)),
+      h('td', { 'data-col': 'used-by' }, popupLinks(a.used_by, popups))))))));
+}
+
+// UPLOAD_MODES: how an uploaded file changes the members (docs/CONTRACT.md, audiences).
+const UPLOAD_MODES = [
+  ['replace', 'PUT', '', 'Replace the whole list with the file'],
+  ['add', 'POST', '/add', 'Add the file’s ids'],
+  ['remove', 'POST', '/remove', 'Remove the file’s ids'],
+];
+
+// badLinesOf reads the lines a refused upload names (error.lines, the first 100 of them:
+// [{line, message}]) and how many bad lines the file has in all (error.bad_lines).
+function badLinesOf(err) {
+  const lines = (err?.lines || []).map((x) => ({ line: x.line, message: x.message || 'is not a valid uid' }));
+  return { lines, total: typeof err?.bad_lines === 'number' ? err.bad_lines : lines.length };
+}
+
+// CHANGE_ACTIONS name the writes of an audience's history.
+const CHANGE_ACTIONS = {
+  create: 'created', update: 'name or description changed', replace: 'members replaced', add: 'members added', remove: 'members removed', delete: 'deleted',
+};
+
+async function audienceScreen(id) {
+  const seq = navSeq;
+  const r = await api('GET', '/admin/v1/audiences/' + encodeURIComponent(id));
+  if (seq !== navSeq) return;
+  if (!r.ok) return screen('Audience #' + id, h('p', {}, h('a', { href: '#/audiences' }, '← Audiences')), alertBox(errorText(r), notAvailable(r) ? 'info' : 'error'));
+  let a = r.body;
+  let popups = await popupsById(a.used_by || []);
+  if (seq !== navSeq) return;
+
+  const live = () => liveUser(a.used_by, popups);
+  // the editor role changes an audience no live popup uses; the publisher role, any
+  const mayChange = () => can('publish') || (can('edit_drafts') && !live());
+  const why = () => (can('edit_drafts')
+    ? `You are signed in as ${me.operator}, an ${me.role}: a live popup uses this audience, so changing it (its name, description and members) needs the publisher role.`
+    : `You are signed in as ${me.operator}, a ${me.role}: this audience is shown read-only. Changing it needs the editor role (the publisher role while a live popup uses it); deleting it, the publisher role.`);
+
+  const meta = h('div', { id: 'audience-meta' });
+  function renderMeta() {
+    setKids(meta,
+      h('dl', { class: 'facts' },
+        h('dt', {}, 'Members'), h('dd', { id: 'audience-size' }, fmtInt(a.size)),
+        h('dt', {}, 'Version'), h('dd', { id: 'audience-version' }, String(a.version)),
+        h('dt', {}, 'Updated'), h('dd', {}, fmtTime(a.updated_at)),
+        h('dt', {}, 'Created'), h('dd', {}, fmtTime(a.created_at)),
+        h('dt', {}, 'Used by'), h('dd', { id: 'audience-used-by' }, popupLinks(a.used_by, popups))),
+      a.description ? h('p', { id: 'audience-description' }, a.description) : null);
+    document.title = `Audience: ${a.name} — Popup console`;
+    const h1 = document.getElementById('page-title');
+    if (h1) h1.textContent = `Audience: ${a.name}`;
+  }
+  // took: a write answered with the audience (plus, for members, lines/added/removed)
+  const took = (body) => {
+    a = { ...a, ...body };
+    audienceCache.at = 0;
+    renderMeta();
+    loadHistory();
+  };
+
+  // name and description
+  const ed = audienceFields('aud', a);
+  const edErrs = h('div', { id: 'audience-edit-errors', tabindex: '-1' });
+  const edForm = h('form', { id: 'audience-edit', novalidate: true }, edErrs, ed.el, h('button', { type: 'submit', id: 'audience-save' }, 'Save name and description'));
+  edForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    fieldErrorsIn(edForm, edErrs, null);
+    const w = await api('PUT', '/admin/v1/audiences/' + a.id, ed.read(), { ifMatch: versionTag(a) });
+    if (w.status === 412) return setKids(edErrs, staleBox('Saving'));
+    if (!w.ok) return fieldErrorsIn(edForm, edErrs, w, 'Not saved');
+    took(w.body);
+    toast(`Saved: “${a.name}”, version ${a.version}.`);
+  });
+
+  function staleBox(what) {
+    const box = h('div', { class: 'alert error', role: 'alert', id: 'audience-stale', tabindex: '-1' },
+      h('p', {}, `${what} refused: this audience was changed by someone else since you opened it (you had version ${a.version}). Nothing was changed.`),
+      h('button', { type: 'button', id: 'audience-reload', onclick: () => route() }, 'Reload the audience'));
+    queueMicrotask(() => box.focus());
+    return box;
+  }
+
+  // upload
+  const fileIn = h('input', { type: 'file', name: 'members', accept: '.txt,.csv,text/plain,text/csv', 'aria-describedby': 'upload-file-help' });
+  const modeName = uid('mode');
+  const modes = h('fieldset', { id: 'upload-mode' }, h('legend', {}, 'What the file does'),
+    UPLOAD_MODES.map(([v, , , label], i) => h('label', { class: 'check block' }, h('input', { type: 'radio', name: modeName, value: v, checked: i === 0, id: 'upload-mode-' + v }), ' ' + label)));
+  // the bar counts the bytes sent; the status line below it says them, then the ids read
+  const progress = h('progress', { id: 'upload-progress', max: 1, value: 0, 'aria-describedby': 'upload-status' });
+  const progressRow = h('div', { class: 'field progress-row', id: 'upload-progress-row', hidden: true }, h('label', { for: 'upload-progress' }, 'Upload progress'), progress);
+  const progressText = h('p', { id: 'upload-status', role: 'status', 'aria-live': 'polite' });
+  const uploadOut = h('div', { id: 'upload-out', tabindex: '-1' });
+  const uploadBtn = h('button', { type: 'submit', id: 'upload-submit' }, 'Upload');
+  const upForm = h('form', { id: 'audience-upload', novalidate: true },
+    field('upload-file', 'Member file', fileIn),
+    h('p', { class: 'help', id: 'upload-file-help' }, 'Plain text with one uid per line, or a CSV file whose header row has a uid column. A file with any bad line changes nothing: the lines are listed below.'),
+    modes, uploadBtn,
+    progressRow, progressText,
+    uploadOut);
+  upForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const file = fileIn.files[0];
+    setKids(uploadOut);
+    fileIn.removeAttribute('aria-invalid');
+    if (!file) {
+      fileIn.setAttribute('aria-invalid', 'true');
+      setKids(uploadOut, alertBox('Choose a file first.'));
+      return fileIn.focus();
+    }
+    const mode = upForm.querySelector(`input[name="${modeName}"]:checked`).value;
+    const [, method, suffix, label] = UPLOAD_MODES.find(([v]) => v === mode);
+    if (mode === 'replace' && a.size > 0 && !await confirmDialog('Replace every member?', `The ${fmtInt(a.size)} members of “${a.name}” are replaced by the ids of ${file.name}.`, 'Replace')) return;
+    const csv = /\.csv$/i.test(file.name) || file.type === 'text/csv';
+    uploadBtn.disabled = true;
+    progressRow.hidden = false;
+    progress.max = Math.max(1, file.size); progress.value = 0;
+    progressText.textContent = `Sending ${file.name} (${fmtBytes(file.size)})…`;
+    let lastSaid = 0;
+    const w = await upload(method, `/admin/v1/audiences/${a.id}/members${suffix}`, file, {
+      contentType: csv ? 'text/csv' : 'text/plain',
+      ifMatch: versionTag(a),
+      onProgress: (sent, total) => {
+        progress.max = Math.max(1, total); progress.value = sent;
+        // the live region speaks at most once a second, and when the last byte has gone
+        if (sent >= total || performance.now() - lastSaid > 1000) {
+          lastSaid = performance.now();
+          progressText.textContent = sent >= total ? `Sent ${fmtBytes(total)}; the server is reading the ids…` : `Sent ${fmtBytes(sent)} of ${fmtBytes(total)}…`;
+        }
+      },
+    });
+    uploadBtn.disabled = false;
+    if (w.ok) {
+      const b = w.body || {};
+      took(b);
+      progressText.textContent = `Read ${fmtInt(b.lines)} ids from ${file.name}.`;
+      setKids(uploadOut, h('div', { class: 'alert info', role: 'status', id: 'upload-result' },
+        `${label}: ${fmtInt(b.lines)} lines read, ${fmtInt(b.added ?? 0)} added, ${fmtInt(b.removed ?? 0)} removed. “${a.name}” has ${fmtInt(a.size)} members now, version ${a.version}.`));
+      fileIn.value = '';
+      return;
+    }
+    progressRow.hidden = true;
+    progressText.textContent = '';
+    fileIn.setAttribute('aria-invalid', 'true');
+    const e = w.body?.error || {};
+    let box;
+    if (w.status === 412) {
+      box = staleBox('The upload was');
+    } else if (w.status === 413) {
+      // too_many_members: more distinct uids than one write may hold (error.limit); audience_memory:
+      // every audience's sets together would be over what each instance may hold
+      const tooMany = e.code === 'too_many_members';
+      box = h('div', { class: 'alert error', role: 'alert', id: 'upload-error' },
+        h('p', {}, tooMany
+          ? `${file.name} holds too many uids: one ${mode} takes at most ${fmtInt(e.limit)} distinct uids. Nothing was changed.`
+          : `${file.name} (${fmtBytes(file.size)}) is over the server’s limit: nothing was changed.`),
+        e.message ? h('p', {}, e.message) : null,
+        h('p', {}, tooMany && mode === 'replace' ? 'Replace with a shorter list, then add the rest in parts with “Add”.'
+          : (tooMany ? 'Split the file and upload the parts one after another.' : 'Free room first: remove members, or delete an audience no popup needs.')));
+    } else {
+      const { lines: bad, total } = badLinesOf(e);
+      const count = `${fmtInt(total)} bad line${total === 1 ? '' : 's'}` + (total > bad.length ? `, the first ${bad.length} listed` : '');
+      box = h('div', { class: 'alert error', role: 'alert', id: 'upload-error' },
+        h('p', {}, bad.length ? `${file.name} was refused: ${count}. Nothing was changed; fix the file and upload it again.` : `The upload was refused: ${errorText(w)} Nothing was changed.`),
+        bad.length ? h('ol', { id: 'upload-bad-lines', class: 'bad-lines', 'aria-label': 'Bad lines' }, bad.map((x) => h('li', { 'data-line': x.line },
+          h('strong', {}, `Line ${fmtInt(x.line)}`), `: ${x.message}`))) : null);
+    }
+    setKids(uploadOut, box);
+    if (w.status === 403) loadMe().then(renderWho);
+  });
+
+  // check a uid
+  const uidIn = h('input', { type: 'text', name: 'uid', required: true, autocomplete: 'off', spellcheck: 'false' });
+  const checkOut = h('div', { id: 'check-out', 'aria-live': 'polite' });
+  const checkForm = h('form', { id: 'audience-check', class: 'filters', novalidate: true },
+    field('check-uid', 'User id (uid)', uidIn), h('button', { type: 'submit', id: 'check-submit', class: 'secondary' }, 'Check'));
+  checkForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const u = uidIn.value.trim();
+    uidIn.removeAttribute('aria-invalid');
+    if (!u) { uidIn.setAttribute('aria-invalid', 'true'); setKids(checkOut, alertBox('Enter a uid.')); return uidIn.focus(); }
+    const c = await api('GET', `/admin/v1/audiences/${a.id}/members/${encodeURIComponent(u)}`);
+    if (!c.ok) return setKids(checkOut, alertBox('Check: ' + errorText(c)));
+    setKids(checkOut, h('p', { id: 'check-result', class: c.body.member ? 'member yes' : 'member no' },
+      h('strong', {}, u), c.body.member ? ' is a member' : ' is not a member', ` of “${a.name}” at version ${c.body.version}.`));
+  });
+
+  // download
+  const dlOut = h('span', { id: 'download-out', class: 'muted', 'aria-live': 'polite' });
+  async function downloadMembers() {
+    dlOut.textContent = 'Downloading…';
+    const d = await download(`/admin/v1/audiences/${a.id}/members`);
+    if (!d.ok) { dlOut.textContent = 'Download: ' + errorText(d); return; }
+    const name = d.filename || `audience-${a.id}-v${a.version}.txt`;
+    const link = h('a', { href: URL.createObjectURL(d.blob), download: name }, name);
+    link.hidden = true;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    dlOut.textContent = `Downloaded ${name} (${fmtBytes(d.blob.size)}).`;
+  }
+
+  // delete
+  const delOut = h('div', { id: 'delete-out', tabindex: '-1' });
+  async function remove() {
+    if (!await confirmDialog(`Delete audience “${a.name}”?`, `Its ${fmtInt(a.size)} members and its history are deleted. A popup that still names it cannot be saved until it no longer does.`, 'Delete')) return;
+    const w = await api('DELETE', '/admin/v1/audiences/' + a.id);
+    if (w.ok) {
+      audienceCache.at = 0;
+      toast(`Deleted audience “${a.name}”.`);
+      location.hash = '#/audiences';
+      return;
+    }
+    let msg = 'Not deleted: ' + errorText(w);
+    let ids = [];
+    if (w.status === 409) {
+      const e = w.body?.error || {};
+      ids = (e.popups || e.used_by || a.used_by || []).map((p) => (typeof p === 'object' ? p.id : p));
+      const named = (e.popups || []).filter((p) => typeof p === 'object');
+      for (const p of named) if (!popups.has(String(p.id))) popups.set(String(p.id), p);
+      msg = `Not deleted: live popups use “${a.name}”. Take it out of their targeting (or archive them) first, then delete it. Nothing was changed.`;
+    }
+    setKids(delOut, h('div', { class: 'alert error', role: 'alert', id: 'delete-error' }, h('p', {}, msg),
+      ids.length ? popupLinks(ids, popups) : null));
+    delOut.focus();
+  }
+
+  // history
+  const histBox = h('div', { id: 'audience-history', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
+  let histSeq = 0;
+  async function loadHistory() {
+    const mine = ++histSeq;
+    histBox.setAttribute('aria-busy', 'true');
+    const hr = await api('GET', `/admin/v1/audiences/${a.id}/history`);
+    if (mine !== histSeq) return;
+    histBox.setAttribute('aria-busy', 'false');
+    if (!hr.ok) return setKids(histBox, alertBox('History: ' + errorText(hr), notAvailable(hr) ? 'info' : 'error'));
+    const rows = (hr.body?.changes || []).slice().sort((x, y) => y.version - x.version);
+    if (!rows.length) return setKids(histBox, h('p', { class: 'muted' }, 'No change yet.'));
+    const num = (v) => h('td', { class: 'num' }, v === undefined || v === null ? '—' : fmtInt(v));
+    setKids(histBox, h('div', { class: 'table-wrap' }, h('table', { id: 'audience-history-table' },
+      h('caption', { class: 'sr-only' }, 'Versions of the audience, newest first'),
+      h('thead', {}, h('tr', {}, ['Version', 'When', 'By', 'Change', 'Added', 'Removed', 'Members after'].map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', {}, rows.map((v) => h('tr', { 'data-version': v.version },
+        h('th', { scope: 'row' }, String(v.version)), h('td', {}, fmtTime(v.at)),
+        h('td', {}, v.actor + (v.role ? ` (${v.role})` : '')), h('td', {}, CHANGE_ACTIONS[v.action] || v.action),
+        num(v.added), num(v.removed), num(v.size)))))));
+  }
+  loadHistory();
+
+  const canChange = mayChange();
+  screen(`Audience: ${a.name}`,
+    h('p', {}, h('a', { href: '#/audiences' }, '← Audiences')),
+    canChange ? null : roleNote(why()),
+    meta,
+    canChange ? h('section', { 'aria-labelledby': 'upload-h' }, h('h2', { id: 'upload-h' }, 'Upload members'), upForm) : null,
+    h('section', { 'aria-labelledby': 'check-h' }, h('h2', { id: 'check-h' }, 'Check a user'), checkForm, checkOut),
+    h('section', { 'aria-labelledby': 'download-h' }, h('h2', { id: 'download-h' }, 'Member list'),
+      h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'download-members', onclick: downloadMembers }, 'Download the member list'), ' ', dlOut),
+      h('p', { class: 'help' }, 'A text file, one uid per line, as it stands now.')),
+    canChange ? h('section', { 'aria-labelledby': 'edit-h' }, h('h2', { id: 'edit-h' }, 'Name and description'), edForm) : null,
+    h('section', { 'aria-labelledby': 'audience-history-h' }, h('h2', { id: 'audience-history-h' }, 'History'), histBox),
+    can('publish') ? h('section', { 'aria-labelledby': 'delete-h' }, h('h2', { id: 'delete-h' }, 'Delete'),
+      h('p', {}, h('button', { type: 'button', class: 'danger', id: 'audience-delete', onclick: remove }, 'Delete this audience')),
+      h('p', { class: 'help' }, 'Refused while a live popup uses it.'), delOut) : null);
+  renderMeta();
 }
 
 // ---------------------------------------------------------------- audit

@@ -34,6 +34,44 @@ export async function api(method, path, body, opts = {}) {
   return out;
 }
 
+// upload sends a file as the body of an admin API request with XMLHttpRequest, whose upload
+// events (unlike fetch's) tell how many bytes have gone: onProgress(sent, total) runs as they go
+// and once more when the whole body is sent. It answers as api does: {status, ok, body, etag},
+// never throwing; a network failure is status 0.
+export function upload(method, path, file, { contentType, ifMatch, onProgress } = {}) {
+  return new Promise((resolve) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open(method, path);
+    xhr.setRequestHeader('Authorization', 'Bearer ' + token.get());
+    if (contentType) xhr.setRequestHeader('Content-Type', contentType);
+    if (ifMatch) xhr.setRequestHeader('If-Match', ifMatch);
+    xhr.upload.addEventListener('progress', (ev) => onProgress?.(ev.loaded, ev.lengthComputable ? ev.total : file.size));
+    xhr.upload.addEventListener('load', () => onProgress?.(file.size, file.size));
+    xhr.addEventListener('load', () => {
+      let body = null;
+      if (xhr.responseText) {
+        try { body = JSON.parse(xhr.responseText); } catch { body = { error: { code: 'bad_response', message: xhr.responseText.slice(0, 200) } }; }
+      }
+      if (xhr.status === 401) onUnauthorized();
+      resolve({ status: xhr.status, ok: xhr.status >= 200 && xhr.status < 300, body, etag: xhr.getResponseHeader('ETag') });
+    });
+    const fail = () => resolve({ status: 0, ok: false, body: { error: { code: 'network', message: 'the admin API cannot be reached' } }, etag: null });
+    xhr.addEventListener('error', fail);
+    xhr.addEventListener('abort', fail);
+    xhr.send(file);
+  });
+}
+
+// fmtBytes shows a size in bytes as people read it: 980 B, 12.4 KB, 3.1 MB.
+export function fmtBytes(n) {
+  if (!(n >= 0)) return '—';
+  if (n < 1000) return n + ' B';
+  const units = ['KB', 'MB', 'GB'];
+  let v = n / 1000, i = 0;
+  while (v >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return v.toFixed(v < 10 ? 1 : 0) + ' ' + units[i];
+}
+
 // notAvailable: the server has no such route (an older server, or a feature not deployed).
 export const notAvailable = (r) => r.status === 404 && r.body?.error?.code === 'not_found';
 

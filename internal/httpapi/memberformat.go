@@ -1,29 +1,18 @@
-package audiencelist
+// Member upload formats (docs/CONTRACT.md §11): the bodies of the member writes, read as they
+// stream in.
+
+package httpapi
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
+
+	"popupsvc/internal/popup"
 )
-
-// Lines yields the uids of an upload as it streams in, each with its line number (from 1), blank
-// lines skipped. The uid is valid until the next call; io.EOF ends the upload. A *SyntaxError is
-// an upload that cannot be read further (a CSV without a uid column, a broken quote).
-type Lines interface {
-	Next() (uid []byte, line int, err error)
-}
-
-// SyntaxError is an upload whose format breaks at a line: nothing after it can be read.
-type SyntaxError struct {
-	Line    int
-	Message string
-}
-
-func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Message) }
 
 // maxLine bounds what a line may take in memory: a uid is at most 64 characters, so a longer
 // line is bad whatever it holds and only its start is kept.
@@ -31,7 +20,7 @@ const maxLine = 64 << 10
 
 // TextLines reads text/plain: one uid a line; a trailing newline, blank lines and CRLF endings
 // are fine.
-func TextLines(r io.Reader) Lines { return &textLines{r: bufio.NewReaderSize(r, maxLine)} }
+func TextLines(r io.Reader) popup.MemberLines { return &textLines{r: bufio.NewReaderSize(r, maxLine)} }
 
 type textLines struct {
 	r    *bufio.Reader
@@ -72,7 +61,7 @@ func (t *textLines) Next() ([]byte, int, error) {
 // CSVLines reads text/csv (RFC 4180): a header row naming a uid column, then one record a user;
 // other columns are ignored. A record too long to hold a uid, a broken quote or a missing uid
 // column is a *SyntaxError.
-func CSVLines(r io.Reader) Lines {
+func CSVLines(r io.Reader) popup.MemberLines {
 	lim := &recordLimit{r: r}
 	cr := csv.NewReader(lim)
 	cr.FieldsPerRecord = -1
@@ -116,14 +105,14 @@ func (c *csvLines) Next() ([]byte, int, error) {
 			var pe *csv.ParseError
 			switch {
 			case err == io.EOF && c.col < 0:
-				return nil, 0, &SyntaxError{Line: 1, Message: "no header row: the first row must name the columns, one of them uid"}
+				return nil, 0, &popup.MemberSyntaxError{Line: 1, Message: "no header row: the first row must name the columns, one of them uid"}
 			case err == io.EOF:
 				return nil, 0, io.EOF
 			case errors.As(err, &pe):
-				return nil, 0, &SyntaxError{Line: pe.Line, Message: pe.Err.Error()}
+				return nil, 0, &popup.MemberSyntaxError{Line: pe.Line, Message: pe.Err.Error()}
 			case errors.Is(err, errRecordTooLong):
 				line, _ := c.r.FieldPos(0)
-				return nil, 0, &SyntaxError{Line: line + 1, Message: "record over 1 MiB"}
+				return nil, 0, &popup.MemberSyntaxError{Line: line + 1, Message: "record over 1 MiB"}
 			}
 			return nil, 0, err
 		}
@@ -139,7 +128,7 @@ func (c *csvLines) Next() ([]byte, int, error) {
 			}
 			if c.col < 0 {
 				line, _ := c.r.FieldPos(0)
-				return nil, 0, &SyntaxError{Line: line, Message: "the header row names no uid column"}
+				return nil, 0, &popup.MemberSyntaxError{Line: line, Message: "the header row names no uid column"}
 			}
 			continue
 		}

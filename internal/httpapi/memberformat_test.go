@@ -1,4 +1,4 @@
-package audiencelist
+package httpapi
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
 )
 
 type yielded struct {
@@ -16,7 +18,7 @@ type yielded struct {
 }
 
 // drain reads every uid of l, and the error that ended it (nil at the end of the upload).
-func drain(t *testing.T, l Lines) ([]yielded, error) {
+func drain(t *testing.T, l popup.MemberLines) ([]yielded, error) {
 	t.Helper()
 	var out []yielded
 	for {
@@ -36,9 +38,9 @@ func TestUploadFormatsYieldUIDsWithTheirLines(t *testing.T) {
 	long := strings.Repeat("x", 100_000)
 	tests := []struct {
 		name    string
-		give    Lines
+		give    popup.MemberLines
 		want    []yielded
-		wantErr *SyntaxError
+		wantErr *popup.MemberSyntaxError
 	}{
 		{name: "text: blank lines, CRLF, no final newline", give: TextLines(strings.NewReader("a\r\n\n  \nb\nc")),
 			want: []yielded{{"a", 1}, {"b", 4}, {"c", 5}}},
@@ -46,9 +48,9 @@ func TestUploadFormatsYieldUIDsWithTheirLines(t *testing.T) {
 			want: []yielded{{"a", 1}, {long[:maxLine], 2}, {"b", 3}}},
 		{name: "csv: the uid column, quotes, a field over two lines", give: CSVLines(strings.NewReader("\ufeffname, UID \n\"x\ny\",u1\nz,\"u2\"\nw\n")),
 			want: []yielded{{"u1", 3}, {"u2", 4}, {"", 5}}},
-		{name: "csv: no uid column", give: CSVLines(strings.NewReader("id,name\n1,a\n")), wantErr: &SyntaxError{Line: 1}},
-		{name: "csv: empty", give: CSVLines(strings.NewReader("")), wantErr: &SyntaxError{Line: 1}},
-		{name: "csv: a broken quote", give: CSVLines(strings.NewReader("uid\na\n\"b\"c\n")), want: []yielded{{"a", 2}}, wantErr: &SyntaxError{Line: 3}},
+		{name: "csv: no uid column", give: CSVLines(strings.NewReader("id,name\n1,a\n")), wantErr: &popup.MemberSyntaxError{Line: 1}},
+		{name: "csv: empty", give: CSVLines(strings.NewReader("")), wantErr: &popup.MemberSyntaxError{Line: 1}},
+		{name: "csv: a broken quote", give: CSVLines(strings.NewReader("uid\na\n\"b\"c\n")), want: []yielded{{"a", 2}}, wantErr: &popup.MemberSyntaxError{Line: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +61,7 @@ func TestUploadFormatsYieldUIDsWithTheirLines(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			var se *SyntaxError
+			var se *popup.MemberSyntaxError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, tt.wantErr.Line, se.Line)
 		})

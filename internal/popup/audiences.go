@@ -1,7 +1,8 @@
-// Package audiencelist is an operator's audience as the admin API and its store see it: the
-// record and its history, the limits of a member upload and the formats an upload comes in
-// (text/plain, text/csv). The in-process member set the decision reads is internal/audience's.
-package audiencelist
+package popup
+
+// Audiences: an operator's uploaded list of users as the admin API and its store see it (the
+// record and its history, the limits of a member upload and its errors). The in-process member
+// set the decision reads is internal/audience's; popups name audiences in Targeting.Audiences.
 
 import (
 	"fmt"
@@ -11,18 +12,17 @@ import (
 	"unicode/utf8"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/popup"
 )
 
 // Limits of a member write (docs/CONTRACT.md §11).
 const (
-	// MaxReplace is the most distinct uids a replace of the whole list may hold.
-	MaxReplace = 20_000_000
-	// MaxDelta is the most distinct uids an add or a remove may hold.
-	MaxDelta = 1_000_000
-	// MaxNameLen and MaxDescriptionLen bound the metadata, in characters.
-	MaxNameLen        = 100
-	MaxDescriptionLen = 1000
+	// MaxReplaceMembers is the most distinct uids a replace of the whole list may hold.
+	MaxReplaceMembers = 20_000_000
+	// MaxDeltaMembers is the most distinct uids an add or a remove may hold.
+	MaxDeltaMembers = 1_000_000
+	// MaxAudienceNameLen and MaxDescriptionLen bound the metadata, in characters.
+	MaxAudienceNameLen        = 100
+	MaxAudienceDescriptionLen = 1000
 	// MaxReportedLines is how many bad lines a refused upload names (it counts them all).
 	MaxReportedLines = 100
 )
@@ -42,62 +42,64 @@ type Audience struct {
 	Key audience.Key
 }
 
-// Meta is what an operator sets of an audience besides its members.
-type Meta struct {
+// AudienceMeta is what an operator sets of an audience besides its members.
+type AudienceMeta struct {
 	Name        string
 	Description string
 }
 
 // Validate checks the metadata: a name of 1-100 characters, a description of at most 1000.
-func (m Meta) Validate() error {
-	var fields []popup.FieldError
-	if n := utf8.RuneCountInString(m.Name); n == 0 || n > MaxNameLen || strings.TrimSpace(m.Name) == "" {
-		fields = append(fields, popup.FieldError{Field: "name", Message: "must be 1-" + strconv.Itoa(MaxNameLen) + " characters, not only spaces"})
+func (m AudienceMeta) Validate() error {
+	var fields []FieldError
+	if n := utf8.RuneCountInString(m.Name); n == 0 || n > MaxAudienceNameLen || strings.TrimSpace(m.Name) == "" {
+		fields = append(fields, FieldError{Field: "name", Message: "must be 1-" + strconv.Itoa(MaxAudienceNameLen) + " characters, not only spaces"})
 	}
 	if !utf8.ValidString(m.Name) || !utf8.ValidString(m.Description) {
-		fields = append(fields, popup.FieldError{Field: "name", Message: "must be valid UTF-8"})
+		fields = append(fields, FieldError{Field: "name", Message: "must be valid UTF-8"})
 	}
-	if utf8.RuneCountInString(m.Description) > MaxDescriptionLen {
-		fields = append(fields, popup.FieldError{Field: "description", Message: "must be at most " + strconv.Itoa(MaxDescriptionLen) + " characters"})
+	if utf8.RuneCountInString(m.Description) > MaxAudienceDescriptionLen {
+		fields = append(fields, FieldError{Field: "description", Message: "must be at most " + strconv.Itoa(MaxAudienceDescriptionLen) + " characters"})
 	}
 	if len(fields) > 0 {
-		return &popup.ValidationError{Fields: fields}
+		return &ValidationError{Fields: fields}
 	}
 	return nil
 }
 
-// Action is what one write did to an audience, as its history records it.
-type Action string
+// AudienceAction is what one write did to an audience, as its history records it.
+type AudienceAction string
 
 // The actions of the history.
 const (
-	ActionCreate  Action = "create"
-	ActionUpdate  Action = "update" // name or description
-	ActionReplace Action = "replace"
-	ActionAdd     Action = "add"
-	ActionRemove  Action = "remove"
-	ActionDelete  Action = "delete"
+	AudienceCreate  AudienceAction = "create"
+	AudienceUpdate  AudienceAction = "update" // name or description
+	AudienceReplace AudienceAction = "replace"
+	AudienceAdd     AudienceAction = "add"
+	AudienceRemove  AudienceAction = "remove"
+	AudienceDelete  AudienceAction = "delete"
 )
 
 // Members reports whether the action is a member write (one that uploads a list).
-func (a Action) Members() bool { return a == ActionReplace || a == ActionAdd || a == ActionRemove }
-
-// Limit is the most distinct uids an upload of the action may hold.
-func (a Action) Limit() int {
-	if a == ActionReplace {
-		return MaxReplace
-	}
-	return MaxDelta
+func (a AudienceAction) Members() bool {
+	return a == AudienceReplace || a == AudienceAdd || a == AudienceRemove
 }
 
-// Change is one write of an audience: a version of its history and an audit entry. It never
+// Limit is the most distinct uids an upload of the action may hold.
+func (a AudienceAction) Limit() int {
+	if a == AudienceReplace {
+		return MaxReplaceMembers
+	}
+	return MaxDeltaMembers
+}
+
+// AudienceChange is one write of an audience: a version of its history and an audit entry. It never
 // holds the uids.
-type Change struct {
+type AudienceChange struct {
 	AudienceID int64
 	Version    int64
 	At         time.Time
-	Actor      popup.Actor
-	Action     Action
+	Actor      Actor
+	Action     AudienceAction
 	// Upload is the member upload the write committed (0: none, a metadata write).
 	Upload int64
 	// Added and Removed are the members the write really added and removed; Size is the number
@@ -114,16 +116,16 @@ type MemberWrite struct {
 	Added, Removed int64
 }
 
-// UsedBy is a popup that targets an audience (include or exclude), with its status.
-type UsedBy struct {
+// AudienceUser is a popup that targets an audience (include or exclude), with its status.
+type AudienceUser struct {
 	ID     int64
 	Name   string
-	Status popup.Status
+	Status Status
 }
 
 // Live reports whether the popup is served or may be resumed (active or paused): changing the
 // members of an audience it uses changes who sees it.
-func (u UsedBy) Live() bool { return u.Status == popup.StatusActive || u.Status == popup.StatusPaused }
+func (u AudienceUser) Live() bool { return u.Status == StatusActive || u.Status == StatusPaused }
 
 // LineError is one bad line of an upload.
 type LineError struct {
@@ -146,7 +148,7 @@ func (e *InvalidMembersError) Error() string {
 }
 
 // Code is invalid_members.
-func (e *InvalidMembersError) Code() popup.Code { return popup.CodeInvalidMembers }
+func (e *InvalidMembersError) Code() Code { return CodeInvalidMembers }
 
 // Message is what the answer says.
 func (e *InvalidMembersError) Message() string {
@@ -156,7 +158,7 @@ func (e *InvalidMembersError) Message() string {
 
 // TooManyMembersError refuses an upload of more distinct uids than its action allows.
 type TooManyMembersError struct {
-	Action Action
+	Action AudienceAction
 	Limit  int
 }
 
@@ -165,30 +167,30 @@ func (e *TooManyMembersError) Error() string {
 }
 
 // Code is too_many_members.
-func (e *TooManyMembersError) Code() popup.Code { return popup.CodeTooManyMembers }
+func (e *TooManyMembersError) Code() Code { return CodeTooManyMembers }
 
-// MemoryError refuses a member write that would take every audience's set past the memory every
+// AudienceMemoryError refuses a member write that would take every audience's set past the memory every
 // instance may hold for them (POPUP_AUDIENCE_MEMORY).
-type MemoryError struct {
+type AudienceMemoryError struct {
 	// Members is the number of members of every audience the write would leave; Need the bytes
 	// their sets take, Budget POPUP_AUDIENCE_MEMORY.
 	Members     int64
 	Need, Limit int64
 }
 
-func (e *MemoryError) Error() string {
+func (e *AudienceMemoryError) Error() string {
 	return fmt.Sprintf("every audience's members would be %d, whose sets take %d bytes, over POPUP_AUDIENCE_MEMORY (%d bytes)", e.Members, e.Need, e.Limit)
 }
 
 // Code is audience_memory.
-func (e *MemoryError) Code() popup.Code { return popup.CodeAudienceMemory }
+func (e *AudienceMemoryError) Code() Code { return CodeAudienceMemory }
 
-// InUseError refuses to delete an audience that live popups use.
-type InUseError struct {
-	Popups []UsedBy // the live ones, by id
+// AudienceInUseError refuses to delete an audience that live popups use.
+type AudienceInUseError struct {
+	Popups []AudienceUser // the live ones, by id
 }
 
-func (e *InUseError) Error() string {
+func (e *AudienceInUseError) Error() string {
 	ids := make([]string, len(e.Popups))
 	for i, p := range e.Popups {
 		ids[i] = strconv.FormatInt(p.ID, 10)
@@ -197,4 +199,19 @@ func (e *InUseError) Error() string {
 }
 
 // Code is audience_in_use.
-func (e *InUseError) Code() popup.Code { return popup.CodeAudienceInUse }
+func (e *AudienceInUseError) Code() Code { return CodeAudienceInUse }
+
+// MemberLines yields the uids of an upload as it streams in, each with its line number (from 1), blank
+// lines skipped. The uid is valid until the next call; io.EOF ends the upload. A *SyntaxError is
+// an upload that cannot be read further (a CSV without a uid column, a broken quote).
+type MemberLines interface {
+	Next() (uid []byte, line int, err error)
+}
+
+// MemberSyntaxError is an upload whose format breaks at a line: nothing after it can be read.
+type MemberSyntaxError struct {
+	Line    int
+	Message string
+}
+
+func (e *MemberSyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Message) }
