@@ -24,10 +24,11 @@
 #       In every round (a)'s load runs with that targeting and without it (one import each way,
 #       waited for until served; the order alternates by round), each as a ratio to a bare run of
 #       the same round: ratio without minus ratio with;                            target <= 0.03
-#       It is on by default because it is one of the service's targets and costs only about
-#       30 s of a run (the uploads, and three more load runs a round); an audience check answered
-#       fail-closed in the with-run (a set not loaded) counts as an error, so a popup-api that
-#       cannot load audiences fails the run rather than measuring nothing.
+#       It is on by default because it is one of the service's targets, at about a minute a round
+#       (three more load runs and, after each switch, one GET of every pool user to refill the
+#       local answers a new snapshot generation ends) plus a few seconds of uploads. A popup-api
+#       that does not load audience sets stops the run (benchtool target says so), and an audience
+#       check answered fail-closed in the with-run counts as an error: neither measures nothing.
 #   (h) audience propagation across two instances: scripts/bench-audiences.sh (make bench-audiences).
 #
 # and prints a summary table with PASS/FAIL per target (BENCH_STRICT=1: exit 1 on any FAIL). Ratios
