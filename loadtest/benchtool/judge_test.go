@@ -173,7 +173,7 @@ func TestJudgeAudienceLossIsTheRatioWithoutMinusWith(t *testing.T) {
 	assert.InDelta(t, 5000/624.0, b.audiences[0].onCPU, 1e-9) // 500 ticks = 5 s over 624k requests
 	var out bytes.Buffer
 	assert.True(t, b.report(&out), out.String())
-	assert.Contains(t, out.String(), "| 0.020 (rounds: 0.020) | <= 0.03 | PASS |")
+	assert.Contains(t, out.String(), "| 0.020 (rounds: 0.020; mean of on-off rounds 0.020) | <= 0.03 | PASS |")
 }
 
 func TestJudgeCountsAFailClosedAudienceCheckAsAnError(t *testing.T) {
