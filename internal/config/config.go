@@ -64,7 +64,7 @@ type Config struct {
 	KnownUsersFP          float64 `env:"KNOWN_USERS_FP" envDefault:"0.01" desc:"false-positive rate of the known-users filter at KNOWN_USERS uids (a false positive costs one MySQL load); popup-api and popup-worker must agree"`
 	KnownUsersRebuildRate int     `env:"KNOWN_USERS_REBUILD_RATE" envDefault:"20000" desc:"uids per second the worker reads from popup_user_state while it rebuilds a known-users filter Redis lost"`
 
-	AudienceMemory      ByteSize      `env:"AUDIENCE_MEMORY" envDefault:"1GiB" desc:"memory every popup-api instance may hold for audience member sets (about 8.1 bytes a member): a member upload that would take all audiences past it is refused with 413; a number of bytes or with KiB, MiB or GiB"`
+	AudienceMemory      ByteSize      `env:"AUDIENCE_MEMORY" envDefault:"256MiB" desc:"memory every popup-api instance may hold for audience member sets (about 8.1 bytes a member: 256MiB is about 33 million members): a member upload that would take all audiences past it is refused with 413; a number of bytes or with KiB, MiB or GiB. It comes out of the process memory limit (docs/DEPLOY.md)"`
 	AudienceLoadTimeout time.Duration `env:"AUDIENCE_LOAD_TIMEOUT" envDefault:"60s" desc:"how long a starting popup-api waits for the audiences its active popups use before it reports ready anyway (popups whose audiences are not loaded stay fail-closed: an include is not a member, an exclude is)"`
 
 	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
