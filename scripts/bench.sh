@@ -43,7 +43,7 @@
 #   5,000 regions, BENCH_WARM=fill)    BENCH_WARM (api: GET every user until it answers no popup; fill: write that
 #   state straight into Redis with `benchtool fill`)  BENCH_WARM_TRIES (30)
 #   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run; FILE-first.prof
-#   of the first first-visit run)
+#   of the first first-visit run; FILE-audiences-on.prof and -off.prof of round 1's (g) runs)
 #   BENCH_EXPERIMENTS=1 (a running experiment, two variants and a show-nothing control at
 #   40/40/20, on every other popup and on the record popup)
 #   BENCH_AUDIENCES (1)  BENCH_AUDIENCE_SIZE (1000000: members of each audience of (g))
@@ -166,8 +166,13 @@ for r in $(seq 1 "$rounds"); do
         bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries 1 >/dev/null
       fi
       d0=$(degraded); f0=$(fail_closed); t0=$(cpu_ticks "$api_pid")
+      if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
+        curl -fsS -H 'Authorization: Bearer bench' -o "${BENCH_PROFILE%.prof}-audiences-${mode}.prof" \
+          "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
+      fi
       read -r m_rps _ m_p99 m_reqs m_bad < <(wrk_run "$api")
       t1=$(cpu_ticks "$api_pid"); f1=$(fail_closed); d1=$(degraded)
+      if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
       g_rec+=" ${mode}_rps=$m_rps ${mode}_p99=$m_p99 ${mode}_reqs=$m_reqs ${mode}_bad=$m_bad ${mode}_d0=$d0 ${mode}_d1=$d1 ${mode}_p0=$t0 ${mode}_p1=$t1"
       [ "$mode" = on ] && g_rec+=" fc0=$f0 fc1=$f1"
     done

@@ -44,7 +44,7 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 		name      string
 		size      int
 		audiences bool
-	}{{"local answers on", 1000, false}, {"local answers off", 0, false}, {"local answers off, audiences", 0, true}} {
+	}{{"local answers on", 1000, false}, {"local answers on, audiences", 1000, true}, {"local answers off", 0, false}, {"local answers off, audiences", 0, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			pp := popup.Popup{ID: signedPopupID, Name: "p", Status: popup.StatusActive,
 				Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60,

@@ -46,11 +46,30 @@ func Select(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int
 // whether Select could choose anything for r under some user state. It is the check that needs
 // no I/O, so a caller can skip reading the state when it fails. It prepares r once for all of cs
 // and does not allocate.
+//
+// The popups that target audiences are looked at only when no other matches: an audience check
+// reads the member set (a random place in megabytes), and the answer is the same in any order.
 func AnyMatch(cs []*Compiled, r Request, now time.Time) bool {
 	q := newQuery(&r)
 	sec, nsec := now.Unix(), int32(now.Nanosecond())
+	deferred := false
 	for _, c := range cs {
-		if c.active && c.windowReason(sec, nsec) == ReasonNone && c.match(&q) == ReasonNone {
+		if !c.active || c.windowReason(sec, nsec) != ReasonNone {
+			continue
+		}
+		if c.targetsAudiences() {
+			deferred = true
+			continue
+		}
+		if c.match(&q) == ReasonNone {
+			return true
+		}
+	}
+	if !deferred {
+		return false
+	}
+	for _, c := range cs {
+		if c.targetsAudiences() && c.active && c.windowReason(sec, nsec) == ReasonNone && c.match(&q) == ReasonNone {
 			return true
 		}
 	}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/popup"
 )
 
@@ -367,6 +369,45 @@ func TestAnyMatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, popup.AnyMatch(candidates(t, tt.give...), req, now))
+		})
+	}
+}
+
+// TestAnyMatchWithAudiences: popups that target audiences are looked at after the others, and
+// give the same answer as if they were not: a member matches, a stranger does not, an audience
+// not held does not (fail-closed).
+func TestAnyMatchWithAudiences(t *testing.T) {
+	t.Parallel()
+	key := audience.Key{1}
+	set, err := audience.NewSet(1, 1, key, []uint64{audience.Fingerprint(key, "member")})
+	require.NoError(t, err)
+	sets := audience.NewSets(1, map[int64]*audience.Set{1: set}, nil)
+	include := func(id int64) func(*popup.Input) {
+		return targeting(popup.TargetingInput{Audiences: popup.AudienceRefs{Include: []int64{id}}})
+	}
+	tests := []struct {
+		name string
+		uid  string
+		give []spec
+		want bool
+	}{
+		{name: "a member", uid: "member", give: []spec{{1, 10, include(1)}}, want: true},
+		{name: "a stranger", uid: "stranger", give: []spec{{1, 10, include(1)}}, want: false},
+		{name: "an audience not held", uid: "member", give: []spec{{1, 10, include(2)}}, want: false},
+		{name: "a stranger, a popup for everyone after", uid: "stranger", give: []spec{{1, 50, include(1)}, {2, 10, nil}}, want: true},
+		{name: "a member, a popup for another platform before", uid: "member", give: []spec{
+			{1, 50, targeting(popup.TargetingInput{Platforms: []string{popup.PlatformAndroid}})},
+			{2, 10, include(1)},
+		}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := candidates(t, tt.give...)
+			for _, c := range cs {
+				c.BindAudiences(sets)
+			}
+			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}}
+			assert.Equal(t, tt.want, popup.AnyMatch(cs, req, now))
 		})
 	}
 }

@@ -371,12 +371,15 @@ func (c *Compiled) match(q *query) Reason {
 		return ReasonLang
 	case !c.inRollout(q):
 		return ReasonRollout
-	case c.include != nil || c.exclude != nil:
+	case c.targetsAudiences():
 		r, _ := c.audienceReason(q.uid)
 		return r
 	}
 	return ReasonNone
 }
+
+// targetsAudiences reports whether c names any audience (include or exclude).
+func (c *Compiled) targetsAudiences() bool { return c.include != nil || c.exclude != nil }
 
 // inRollout hashes before it looks at the allow-list: the hash is arithmetic, while the list
 // is memory to read, and a listed uid that also falls in the rollout gets the same answer.
