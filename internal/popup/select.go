@@ -111,7 +111,7 @@ func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap in
 		}
 		switch reason {
 		case ReasonNotInAudience, ReasonInExcludedAudience, ReasonAudienceNotLoaded:
-			_, cand.Audience = c.audienceReason(q.uid)
+			_, cand.Audience = c.audienceVerdict(q.uid)
 		}
 		out = append(out, cand)
 	}

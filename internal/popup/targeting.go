@@ -253,13 +253,23 @@ func (c *Compiled) AudiencesBound() bool {
 
 // audienceReason is the audience check: ReasonNone when uid is in an included audience (or none
 // is included) and in no excluded one; else the reason and the audience it is about. An
-// audience not held answers fail-closed: not a member of an include, a member of an exclude.
+// audience not held answers fail-closed: not a member of an include, a member of an exclude,
+// and the check is counted.
 func (c *Compiled) audienceReason(uid string) (Reason, int64) {
+	r, id := c.audienceVerdict(uid)
+	if r == ReasonAudienceNotLoaded && c.failClosed != nil {
+		c.failClosed.Add(1)
+	}
+	return r, id
+}
+
+// audienceVerdict is audienceReason without the count (Explain names the audience of a reason
+// it already has).
+func (c *Compiled) audienceVerdict(uid string) (Reason, int64) {
 	refs := &c.Popup.Targeting.Audiences
 	for i, s := range c.exclude {
 		switch {
 		case s == nil:
-			c.countFailClosed()
 			return ReasonAudienceNotLoaded, refs.Exclude[i]
 		case s.Contains(uid):
 			return ReasonInExcludedAudience, refs.Exclude[i]
@@ -280,16 +290,9 @@ func (c *Compiled) audienceReason(uid string) (Reason, int64) {
 		}
 	}
 	if unloaded != 0 {
-		c.countFailClosed()
 		return ReasonAudienceNotLoaded, unloaded
 	}
 	return ReasonNotInAudience, refs.Include[0]
-}
-
-func (c *Compiled) countFailClosed() {
-	if c.failClosed != nil {
-		c.failClosed.Add(1)
-	}
 }
 
 func toCodes(list []string) ([]code, uint16) {

@@ -169,9 +169,15 @@ func TestSnapshotAnswersFailClosedUntilItsAudiencesAreLoaded(t *testing.T) {
 	assert.Len(t, s.Unbound(), 2)
 	assert.Equal(t, popup.ReasonAudienceNotLoaded, s.Entry(10).Match(req("vip")))
 	assert.Equal(t, popup.ReasonAudienceNotLoaded, s.Entry(11).Match(req("someone")))
-	assert.Equal(t, []int64{1, 2}, s.AudienceIDs())
+	assert.Equal(t, []int64{1, 2}, AudienceIDs([]popup.Popup{in, ex}))
+	assert.Equal(t, uint64(2), l.FailClosed())
+	_, cands := popup.Explain(s.Ordered, req("vip"), nil, t0, 0)
+	for _, c := range cands {
+		assert.Equal(t, popup.ReasonAudienceNotLoaded, c.Reason)
+		assert.Contains(t, []int64{1, 2}, c.Audience)
+	}
 	failed := l.FailClosed()
-	assert.Equal(t, uint64(2), failed)
+	assert.Equal(t, uint64(4), failed, "an explained check counts once, like a served one")
 
 	require.NoError(t, l.Sync(context.Background()))
 	s2 := holder.Load()

@@ -146,11 +146,6 @@ func (s *Snapshot) Candidates(platform, region string) []*popup.Compiled {
 // Entry returns the popup with id, or nil when the snapshot does not hold it.
 func (s *Snapshot) Entry(id int64) *Entry { return s.entries[id] }
 
-// AudienceIDs returns the audiences the snapshot's popups (active or not) target, ascending.
-func (s *Snapshot) AudienceIDs() []int64 {
-	return AudienceIDs(s.popups())
-}
-
 // Unbound returns the active popups targeting an audience the snapshot does not hold: they
 // answer fail-closed until the audience is loaded.
 func (s *Snapshot) Unbound() []*popup.Compiled {
@@ -159,14 +154,6 @@ func (s *Snapshot) Unbound() []*popup.Compiled {
 		if !c.AudiencesBound() {
 			out = append(out, c)
 		}
-	}
-	return out
-}
-
-func (s *Snapshot) popups() []popup.Popup {
-	out := make([]popup.Popup, 0, len(s.entries))
-	for _, e := range s.entries {
-		out = append(out, e.Popup)
 	}
 	return out
 }
