@@ -198,8 +198,12 @@ func TestAudienceSwapUnderLoad(t *testing.T) {
 			// (not api.get: a failed require must not run outside the test's goroutine)
 			want := `{"popup":{"id":` + itoa(id) + `,`
 			for ctx.Err() == nil && gets.Load() < 20_000 {
+				got, degraded := rawGet(api, "uid="+uid+"&platform=ios&app_version=1")
+				if degraded {
+					continue // Redis was slow for this one (a loaded machine): no answer about audiences
+				}
 				gets.Add(1)
-				if got := rawGet(api, "uid="+uid+"&platform=ios&app_version=1"); !strings.HasPrefix(got, want) {
+				if !strings.HasPrefix(got, want) {
 					if misses.Add(1) == 1 {
 						first.Store(got)
 					}
@@ -218,20 +222,20 @@ func TestAudienceSwapUnderLoad(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	assert.Positive(t, gets.Load())
+	assert.Positive(t, gets.Load(), "answers that were not degraded")
 	assert.Zero(t, misses.Load(), "GETs of a member every version keeps answered without the popup; the first: %v", first.Load())
 }
 
-// rawGet is the public GET's body, or the error's text.
-func rawGet(in *instance, query string) string {
+// rawGet is the public GET's body, or the error's text, and whether the answer was degraded.
+func rawGet(in *instance, query string) (string, bool) {
 	res, err := in.client.Get("http://" + in.public + "/api/v1/popup?" + query)
 	if err != nil {
-		return err.Error()
+		return err.Error(), false
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil || res.StatusCode != http.StatusOK {
-		return res.Status + string(raw)
+		return res.Status + string(raw), false
 	}
-	return string(raw)
+	return string(raw), res.Header.Get("X-Popup-Degraded") != ""
 }
