@@ -50,7 +50,7 @@ func fingerprint(k0, k1 uint64, uid string) uint64 {
 type Set struct {
 	id, version int64
 	key         Key
-	k0, k1      uint64
+	k0, k1      uint64 // key's halves, as siphash takes them: decoded once, not per check
 	// fps are the members' fingerprints, sorted and distinct.
 	fps []uint64
 	// index[b] is the position in fps of the first fingerprint whose top bits are at least b, for
