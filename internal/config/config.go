@@ -16,6 +16,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/go-sql-driver/mysql"
 
+	"popupsvc/internal/cors"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/uidauth"
 )
@@ -58,6 +59,7 @@ type Config struct {
 	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
+	CORSOrigins     []string      `env:"CORS_ORIGINS" desc:"comma-separated web origins that may call the public listener from a browser (CORS): exact ones (https://m.example.com, http://127.0.0.1:5173) and subdomain wildcards (https://*.example.com); empty = off, no CORS header is ever sent. The admin listener never sends CORS headers"`
 	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
 
 	KnownUsers            int     `env:"KNOWN_USERS" envDefault:"10000000" desc:"expected number of uids with durable state, the size of the known-users Bloom filter in Redis (about 1.2 MB per million at 1%): a state miss for a uid it has never seen costs no SQL; 0 = off (every miss loads from MySQL). popup-api and popup-worker must agree"`
@@ -197,6 +199,9 @@ func (c Config) Validate() error {
 	if c.ActionLogRetention < 24*time.Hour {
 		bad("ACTION_LOG_RETENTION", "must be at least 24h (the event de-duplication marker lives a day), got %s", c.ActionLogRetention)
 	}
+	if _, err := cors.Parse(c.CORSOrigins); err != nil {
+		bad("CORS_ORIGINS", "%v", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	if _, err := popup.ParseLinkSchemes(c.LinkSchemes); err != nil {
 		bad("LINK_SCHEMES", "%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
@@ -289,6 +294,15 @@ func (c Config) Links() popup.LinkSchemes {
 		return popup.LinkSchemes{} // Validate refuses such a config: http and https only
 	}
 	return links
+}
+
+// CORS returns the validated POPUP_CORS_ORIGINS allow-list (empty: CORS off).
+func (c Config) CORS() cors.Origins {
+	o, err := cors.Parse(c.CORSOrigins)
+	if err != nil {
+		return cors.Origins{} // Validate refuses such a config: off
+	}
+	return o
 }
 
 // ClusterQueueShards is the queue shard count on a Redis Cluster when POPUP_QUEUE_SHARDS is 0:
