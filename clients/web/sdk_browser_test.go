@@ -328,7 +328,7 @@ func chromium(t *testing.T) context.Context {
 	ctx, cancelC := chromedp.NewContext(actx)
 	t.Cleanup(func() {
 		cancelC()
-		cancelA() // waits for Chromium to exit
+		cancelA()                 // waits for Chromium to exit
 		_ = os.RemoveAll(profile) // best effort: a leftover temp profile harms nothing
 	})
 	require.NoError(t, chromedp.Run(ctx), "starting Chromium")
