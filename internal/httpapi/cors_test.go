@@ -210,6 +210,7 @@ func BenchmarkCORS(b *testing.B) {
 	for _, bc := range cases[1:] {
 		b.Run("middleware/"+bc.name, func(b *testing.B) {
 			policy := newCORSPolicy(origins, false)
+			gin.SetMode(gin.ReleaseMode) // as newEngine: no debug warnings in the output
 			c, _ := gin.CreateTestContext(&discardWriter{h: http.Header{}})
 			c.Request = httptest.NewRequest(http.MethodGet, getTarget, nil)
 			if bc.origin != "" {
