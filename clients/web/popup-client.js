@@ -164,8 +164,21 @@ export function createPopupClient(opts) {
     const title = el('h2', 'title', popup.title || '');
     title.id = id + '-title';
     dialog.setAttribute('aria-labelledby', title.id);
-    const content = el('p', 'content', popup.content || '');
+    const content = el('p', 'content');
     content.id = id + '-content';
+    // the popup's own link: its content opens it, a click without a button index
+    const link = allowedLink(popup.link_url);
+    if (link) {
+      const a = el('a', 'link', popup.content || '');
+      a.setAttribute('href', link);
+      a.addEventListener('click', (e) => {
+        e.preventDefault();
+        finish({ action: 'click' }, link);
+      });
+      content.append(a);
+    } else {
+      content.textContent = popup.content || '';
+    }
     dialog.setAttribute('aria-describedby', content.id);
     const close = el('button', 'close', '×');
     close.setAttribute('type', 'button');
@@ -183,7 +196,7 @@ export function createPopupClient(opts) {
     (popup.buttons || []).forEach((b, i) => {
       const btn = el('button', 'button', b.text || '');
       btn.setAttribute('type', 'button');
-      btn.addEventListener('click', () => finish({ action: 'click', button: i }, allowedLink(b.link_url || popup.link_url)));
+      btn.addEventListener('click', () => finish({ action: 'click', button: i }, allowedLink(b.link_url)));
       buttons.append(btn);
     });
     dialog.append(buttons);

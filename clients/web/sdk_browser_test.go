@@ -206,14 +206,18 @@ func TestSDKInChromium(t *testing.T) {
 	run(chromedp.Evaluate(`axe.run(document, {resultTypes: ['violations']}).then(r => r.violations
 		.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))})))`, &violations, awaitPromise))
 	assert.Empty(t, violations, "axe on the page with the modal")
-	// the focus stays in the dialog: Tab from the last button comes back to Close
+	// the focus stays in the dialog: Close, the content's link, the two buttons, and Tab from the
+	// last comes back to Close
 	var focused string
-	run(chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab),
+	run(chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab),
 		chromedp.Evaluate(`document.activeElement.getAttribute('aria-label') || document.activeElement.textContent`, &focused))
 	assert.Equal(t, "Close", focused, "Tab cycles inside the dialog")
 	run(chromedp.Click(`.popup-button:nth-of-type(2)`, chromedp.ByQuery))
 	r := done()
 	assert.Equal(t, actionResult{Action: "click", Button: ptr(1), EventID: r.EventID, Accepted: true}, r)
+	var openedNone bool
+	run(chromedp.Evaluate(`window.opened === undefined`, &openedNone))
+	assert.True(t, openedNone, "a button without a link opens nothing")
 	var gone bool
 	run(chromedp.Evaluate(`document.querySelector('[role=dialog]') === null && document.activeElement.id === 'before'`, &gone))
 	assert.True(t, gone, "the dialog is removed and the focus returns")

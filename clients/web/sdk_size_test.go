@@ -1,6 +1,3 @@
-// Package web holds the tests of the browser SDK popup-client.js: its size here, its behaviour in
-// Chromium against a real popup-api in sdk_browser_test.go (build tag clients, run by
-// scripts/clients.sh).
 package web
 
 import (
