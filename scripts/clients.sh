@@ -37,7 +37,9 @@ fetch() {
 generators() {
   local out=$1 g bad
   for g in kotlin swift5 typescript-fetch; do
-    java -jar "$jar" generate -g "$g" -i api/openapi.yaml -o "$out/$g" >"$out/$g.log" 2>&1 ||
+    # C1 only and the serial collector: a run of seconds gains nothing from C2 or GC threads, and
+    # this takes about half the CPU (docs/PERFORMANCE.md, "The clients stage")
+    java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar "$jar" generate -g "$g" -i api/openapi.yaml -o "$out/$g" >"$out/$g.log" 2>&1 ||
       { tail -30 "$out/$g.log"; log "openapi-generator $g failed"; return 1; }
     bad=$(grep -E 'WARN|ERROR|Exception' "$out/$g.log" |
       grep -v -e "Generator 'swift5' is considered deprecated" -e 'IMPORTANT: This generator has been deprecated. Please use `swift6` instead' || true)

@@ -220,6 +220,9 @@ cluster() {
   POPUP_TEST_REDIS_FACING_ONLY=1 "${gotest[@]}" -timeout 5m ./internal/apiserver/
 }
 clients() {
+  # at a lower CPU priority, as deploy: nothing waits for it until the go stage is done, and its
+  # Java and Chromium would otherwise take CPU from the smoke's load and the go stage's timings
+  renice -n 10 -p "$BASHPID" >/dev/null
   stage_await_mark compile-plain binaries
   scripts/clients.sh test
 }
