@@ -152,14 +152,14 @@ type Erasure struct {
 
 // The stores an erasure reports in Erasure.Removed.
 const (
-	StoreRedisState      = "redis_user_state"     // the user's state and action rate counter keys
-	StoreRedisMarkers    = "redis_event_markers"  // per-event "applied once" markers
-	StoreRedisQueue      = "redis_queue"          // events still queued or dead-lettered
-	StoreUserState       = "popup_user_state"     // rows
-	StoreActionLog       = "popup_action_log"     // rows
+	StoreRedisState      = "redis_user_state"      // the user's state and action rate counter keys
+	StoreRedisMarkers    = "redis_event_markers"   // per-event "applied once" markers
+	StoreRedisQueue      = "redis_queue"           // events still queued or dead-lettered
+	StoreUserState       = "popup_user_state"      // rows
+	StoreActionLog       = "popup_action_log"      // rows
 	StoreExperimentUser  = "popup_experiment_user" // rows
-	StoreAudiences       = "audience_members"     // audiences the uid was removed from (each a new version)
-	StoreAudienceUploads = "audience_uids"        // upload rows the uid was cut out of
+	StoreAudiences       = "audience_members"      // audiences the uid was removed from (each a new version)
+	StoreAudienceUploads = "audience_uids"         // upload rows the uid was cut out of
 )
 
 // ErrNotFound is an erasure id no request made.
