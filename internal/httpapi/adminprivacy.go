@@ -49,12 +49,21 @@ func privacyError(err error) error {
 	return err
 }
 
-// eraseUser answers DELETE /admin/v1/users/{uid}: 202 with the erasure's id, which popup-worker
-// completes within a minute.
-func (a *Admin) eraseUser(c *gin.Context) {
+// pathUID is the path's {uid}; false, answered with a 400 naming uid, when it is not a uid.
+func (a *Admin) pathUID(c *gin.Context) (string, bool) {
 	uid := c.Param("uid")
 	if !popup.ValidUID(uid) {
 		writeError(c, a.Log, errPathUID)
+		return "", false
+	}
+	return uid, true
+}
+
+// eraseUser answers DELETE /admin/v1/users/{uid}: 202 with the erasure's id, which popup-worker
+// completes within a minute.
+func (a *Admin) eraseUser(c *gin.Context) {
+	uid, ok := a.pathUID(c)
+	if !ok {
 		return
 	}
 	id, err := a.Erasures.Request(c.Request.Context(), actor(c), uid)
@@ -154,9 +163,8 @@ func exportToWire(x privacy.Export) exportWire {
 
 // exportUser answers GET /admin/v1/users/{uid}/export: everything held about the uid.
 func (a *Admin) exportUser(c *gin.Context) {
-	uid := c.Param("uid")
-	if !popup.ValidUID(uid) {
-		writeError(c, a.Log, errPathUID)
+	uid, ok := a.pathUID(c)
+	if !ok {
 		return
 	}
 	x, err := a.Exports.Export(c.Request.Context(), uid)
