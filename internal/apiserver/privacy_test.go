@@ -252,6 +252,10 @@ func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 	traces, err := testenv.Traces(ctx, db, rdb, cfg.RedisPrefix, uid)
 	require.NoError(t, err)
 	assert.Empty(t, traces)
+
+	// A new visit is a new user's: the popup's reshow interval (a day) no longer hides it.
+	got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	assert.Equal(t, id, got, "the erased impression still hides the popup")
 }
 
 func TestErasureAPI(t *testing.T) {
