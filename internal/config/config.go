@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
 	"popupsvc/internal/uidauth"
 )
 
@@ -56,6 +57,7 @@ type Config struct {
 	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
 	UIDHMACKeys     []string      `env:"UID_HMAC_KEYS" secret:"true" desc:"comma-separated keys (each at least 32 bytes, used as written) of the gateway's X-Popup-Uid-Sig; set = every public request naming a uid needs a valid signature, empty = uids are not verified (docs/SECURITY.md)"`
 	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
+	PrivacyKey      string        `env:"PRIVACY_KEY" secret:"true" desc:"secret (at least 32 bytes, used as written) of the keyed hashes that stand for an erased uid in tombstones, the erasure's audit record and the erased event markers, and of the seal of a pending erasure's uid; popup-api and popup-worker must share it and keep it. Empty = erasures are off: DELETE /admin/v1/users/{uid} answers 501 (docs/SECURITY.md)"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
 	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
@@ -182,6 +184,13 @@ func (c Config) Validate() error {
 		case strings.TrimSpace(k) != k:
 			bad("UID_HMAC_KEYS", "key %d has leading or trailing white space (separate keys with a bare comma)", i+1)
 		}
+	}
+	switch {
+	case c.PrivacyKey == "":
+	case len(c.PrivacyKey) < privacy.MinKeyLen:
+		bad("PRIVACY_KEY", "is %d bytes; it must be at least %d (openssl rand -hex 32)", len(c.PrivacyKey), privacy.MinKeyLen)
+	case strings.TrimSpace(c.PrivacyKey) != c.PrivacyKey:
+		bad("PRIVACY_KEY", "has leading or trailing white space")
 	}
 	if c.UIDHMACMaxAge < time.Second {
 		bad("UID_HMAC_MAX_AGE", "must be at least 1s, got %s", c.UIDHMACMaxAge)
