@@ -33,6 +33,7 @@ import (
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
@@ -150,6 +151,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, pipe)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	var keyed *privacy.Keyed // nil: POPUP_PRIVACY_KEY unset, erasures are off
+	if cfg.PrivacyKey != "" {
+		if keyed, err = privacy.NewKeyed(cfg.PrivacyKey); err != nil {
+			return fmt.Errorf("POPUP_PRIVACY_KEY: %w", err)
+		}
+		users.SetErasedMarkers(keyed)
+	} else {
+		log.Warn("POPUP_PRIVACY_KEY is not set: user erasures are off (DELETE /admin/v1/users/{uid} answers 501)")
+	}
 	if cfg.RedisAckReplicas > 0 {
 		// WAIT blocks its connection for up to an action's budget (four request budgets): these
 		// records get a client whose read timeout allows that.
@@ -200,6 +210,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
 	admin.AudienceSets = held
+	privacyStore := gatedPrivacy{PrivacyRepo: mysqlstore.NewPrivacyRepo(db), dep: mysqlDep}
+	admin.Erasures = &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now}
+	admin.Exports = &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err

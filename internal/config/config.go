@@ -18,6 +18,7 @@ import (
 
 	"popupsvc/internal/cors"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
 	"popupsvc/internal/uidauth"
 )
 
@@ -57,6 +58,7 @@ type Config struct {
 	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
 	UIDHMACKeys     []string      `env:"UID_HMAC_KEYS" secret:"true" desc:"comma-separated keys (each at least 32 bytes, used as written) of the gateway's X-Popup-Uid-Sig; set = every public request naming a uid needs a valid signature, empty = uids are not verified (docs/SECURITY.md)"`
 	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
+	PrivacyKey      string        `env:"PRIVACY_KEY" secret:"true" desc:"secret (at least 32 bytes, used as written) of the keyed hashes that stand for an erased uid in tombstones, the erasure's audit record and the erased event markers, and of the seal of a pending erasure's uid; popup-api and popup-worker must share it and keep it. Empty = erasures are off: DELETE /admin/v1/users/{uid} answers 501 (docs/SECURITY.md)"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
 	CORSOrigins     []string      `env:"CORS_ORIGINS" desc:"comma-separated web origins that may call the public listener from a browser (CORS): exact ones (https://m.example.com, http://127.0.0.1:5173) and subdomain wildcards (https://*.example.com); empty = off, no CORS header is ever sent. The admin listener never sends CORS headers"`
@@ -184,6 +186,13 @@ func (c Config) Validate() error {
 		case strings.TrimSpace(k) != k:
 			bad("UID_HMAC_KEYS", "key %d has leading or trailing white space (separate keys with a bare comma)", i+1)
 		}
+	}
+	switch {
+	case c.PrivacyKey == "":
+	case len(c.PrivacyKey) < privacy.MinKeyLen:
+		bad("PRIVACY_KEY", "is %d bytes; it must be at least %d (openssl rand -hex 32)", len(c.PrivacyKey), privacy.MinKeyLen)
+	case strings.TrimSpace(c.PrivacyKey) != c.PrivacyKey:
+		bad("PRIVACY_KEY", "has leading or trailing white space")
 	}
 	if c.UIDHMACMaxAge < time.Second {
 		bad("UID_HMAC_MAX_AGE", "must be at least 1s, got %s", c.UIDHMACMaxAge)

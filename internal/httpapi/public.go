@@ -297,7 +297,8 @@ func newEngine(log *slog.Logger) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(gin.CustomRecoveryWithWriter(io.Discard, func(c *gin.Context, rec any) {
-		log.Error("panic", "path", c.Request.URL.Path, "panic", rec)
+		// The route, not the path: an admin path may name a uid, which no log prints.
+		log.Error("panic", "route", c.FullPath(), "panic", rec)
 		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": gin.H{"code": "internal", "message": "internal error"}})
 	}))
 	r.NoRoute(func(c *gin.Context) { writeError(c, log, errNotFound) })
