@@ -188,12 +188,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)
 	public := &httpapi.Public{
 		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics, AudiencesSettled: settled,
+		CORS: cfg.CORS(),
 	}
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
 			return fmt.Errorf("POPUP_UID_HMAC_KEYS: %w", err)
 		}
 		log.Info("uid signatures required", "header", uidauth.Header, "keys", len(cfg.UIDHMACKeys), "max_age", cfg.UIDHMACMaxAge)
+	}
+	if len(cfg.CORSOrigins) > 0 {
+		log.Info("CORS on the public listener", "origins", cfg.CORSOrigins)
 	}
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).

@@ -36,6 +36,20 @@ func TestLinkSchemesAddAppSchemes(t *testing.T) {
 	assert.False(t, c.Links().Allows("http"))
 }
 
+func TestCORSOriginsOffByDefault(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(map[string]string{})
+	require.NoError(t, err)
+	origins := c.CORS()
+	assert.False(t, origins.Enabled())
+	c, err = Parse(map[string]string{"POPUP_CORS_ORIGINS": "https://m.example.com,https://*.example.org"})
+	require.NoError(t, err)
+	origins = c.CORS()
+	assert.True(t, origins.Allowed("https://m.example.com"))
+	assert.True(t, origins.Allowed("https://shop.example.org"))
+	assert.False(t, origins.Allowed("https://example.org"))
+}
+
 func TestUIDHMACKeysRotation(t *testing.T) {
 	t.Parallel()
 	c, err := Parse(map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("n", 32) + "," + strings.Repeat("o", 64), "POPUP_UID_HMAC_MAX_AGE": "90s"})
@@ -70,6 +84,8 @@ func TestParseRejects(t *testing.T) {
 		{"javascript link scheme", map[string]string{"POPUP_LINK_SCHEMES": "https,javascript"}, "POPUP_LINK_SCHEMES: javascript links run code"},
 		{"link scheme with a colon", map[string]string{"POPUP_LINK_SCHEMES": "https:"}, "POPUP_LINK_SCHEMES"},
 		{"empty link scheme item", map[string]string{"POPUP_LINK_SCHEMES": "https,,myapp"}, "POPUP_LINK_SCHEMES: item 2"},
+		{"CORS origin with a path", map[string]string{"POPUP_CORS_ORIGINS": "https://m.example.com,https://w.example.com/app"}, `POPUP_CORS_ORIGINS: entry 2 "https://w.example.com/app": an origin is scheme://host[:port]: no path`},
+		{"CORS star", map[string]string{"POPUP_CORS_ORIGINS": "*"}, "POPUP_CORS_ORIGINS: entry 1 \"*\": name each origin"},
 		{"uid HMAC max age under a second", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "500ms"}, "POPUP_UID_HMAC_MAX_AGE"},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/cors"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
@@ -36,6 +37,9 @@ type Public struct {
 	// AudiencesSettled, when set, is closed once the audiences the active popups target are
 	// loaded or POPUP_AUDIENCE_LOAD_TIMEOUT has passed: until then /readyz answers 503.
 	AudiencesSettled <-chan struct{}
+	// CORS, when it allows any origin (POPUP_CORS_ORIGINS), lets those web pages call the
+	// decision and the actions from a browser (corsPolicy); empty, no CORS middleware is mounted.
+	CORS cors.Origins
 
 	nullAnswer atomic.Pointer[nullAnswer]
 }
@@ -48,6 +52,9 @@ func (p *Public) Router() *gin.Engine {
 	r := newEngine(p.Log)
 	if p.Metrics != nil {
 		r.Use(p.Metrics.observe)
+	}
+	if p.CORS.Enabled() {
+		r.Use(newCORSPolicy(p.CORS, p.UIDAuth != nil).handle)
 	}
 	r.GET("/api/v1/popup", p.getPopup)
 	r.POST("/api/v1/popups/:id/actions", p.postAction)
