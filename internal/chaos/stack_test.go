@@ -207,6 +207,81 @@ func (s *stack) apiStats() procStats {
 	return st
 }
 
+// traceAPI, with POPUP_CHAOS_TRACE=1, records a runtime trace of popup-api for d into the
+// scenario's directory (api-trace.out; `go tool trace` reads it, POPUP_CHAOS_KEEP=1 keeps it): where
+// a GET's time goes beyond its budget (scheduling, GC, a call after the budget). The returned
+// function waits for the trace. Without POPUP_CHAOS_TRACE it does nothing.
+func (s *stack) traceAPI(d time.Duration) (wait func()) {
+	if os.Getenv("POPUP_CHAOS_TRACE") != "1" {
+		return func() {}
+	}
+	t := s.t
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", s.admin, max(int(d.Seconds()), 1))
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		c := &http.Client{Timeout: d + 30*time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		defer res.Body.Close()
+		f, err := os.Create(filepath.Join(s.dir, "api-trace.out"))
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		defer f.Close()
+		if _, err := io.Copy(f, res.Body); err != nil {
+			t.Errorf("trace: %v", err)
+		}
+	}()
+	return func() { <-done }
+}
+
+// slowGets is how many GETs popup-api itself timed above 100 ms (its request duration histogram,
+// which times the handler from routing to the answer written).
+func (s *stack) slowGets() int {
+	t := s.t
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.admin+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	res, err := ctl.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	var count, within float64
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `route="/api/v1/popup"`) {
+			continue
+		}
+		_, val, _ := strings.Cut(line, "} ")
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "popup_http_request_duration_seconds_count"):
+			count += v
+		case strings.HasPrefix(line, "popup_http_request_duration_seconds_bucket") && strings.Contains(line, `le="0.1"`):
+			within += v
+		}
+	}
+	require.NoError(t, sc.Err())
+	return int(count - within)
+}
+
 // backlog is what the queue holds, over every shard: waiting plus claimed and not yet
 // acknowledged.
 func (s *stack) backlog(ctx context.Context) (int64, error) {

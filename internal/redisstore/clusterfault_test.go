@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/config"
-	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/testenv"
@@ -27,8 +26,9 @@ import (
 // whose state lives on another master reads and records within the request budget as usual. It
 // runs the hot path as popup-api does (the client of NewClient with the service's defaults, the
 // autopipeliner or not, a GET and the impression's record script under one 80 ms budget) for many
-// users of every master at once, and counts: at most 1% of the bystanders' steps may fail, while
-// the victim's users must fail (or the fault never showed).
+// users of every master at once, and counts: the fault may cost the bystanders at most 1 in 100
+// steps beyond what failed in as long a run before it (a loaded machine's own misses), while the
+// victim's users must fail (or the fault never showed).
 func TestDeadClusterMasterDelaysOnlyItsOwnUsers(t *testing.T) {
 	if testenv.RedisCluster(t) {
 		t.Skip("starts a cluster of its own; the single-node pass runs it")
@@ -46,10 +46,11 @@ func TestDeadClusterMasterDelaysOnlyItsOwnUsers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := runDeadMaster(t, tt.fault, tt.pipelined)
-			t.Logf("while the master was down: bystanders %d of %d steps failed (first: %s), its own users %d of %d",
-				got.bystanderFailed, got.bystanders, got.bystanderErr, got.victimFailed, got.victims)
+			t.Logf("while the master was down: bystanders %d of %d steps failed (first: %s), its own users %d of %d; before it, %d failed",
+				got.bystanderFailed, got.bystanders, got.bystanderErr, got.victimFailed, got.victims, got.healthyFailed)
 			require.Positive(t, got.bystanders, "no bystander step ran")
-			assert.LessOrEqual(t, got.bystanderFailed*100, got.bystanders, "more than 1 in 100 of the bystanders' steps failed")
+			assert.LessOrEqual(t, got.bystanderFailed, got.healthyFailed+got.bystanders/100,
+				"the dead master cost its bystanders more than 1 in 100 steps beyond what failed before the fault")
 			assert.Positive(t, got.victimFailed, "the fault never showed: the dead master's users were served")
 		})
 	}
@@ -59,7 +60,10 @@ func TestDeadClusterMasterDelaysOnlyItsOwnUsers(t *testing.T) {
 // down, and how many failed, for its own users and the others.
 type deadMasterCounts struct {
 	victims, victimFailed, bystanders, bystanderFailed int
-	bystanderErr                                        string // the first bystander's failure
+	bystanderErr                                       string // the first bystander's failure
+	// healthyFailed is how many steps of anyone failed in as long a run before the fault: what
+	// the machine's own hiccups (a busy CPU, the race detector) cost without any fault.
+	healthyFailed int
 }
 
 func runDeadMaster(t *testing.T, fault syscall.Signal, pipelined bool) deadMasterCounts {
@@ -113,21 +117,6 @@ func runDeadMaster(t *testing.T, fault syscall.Signal, pipelined bool) deadMaste
 		require.NoError(t, rdb.Set(ctx, keys.User(uid), redisstore.AppendState(nil, &popup.UserState{Day: 1}), time.Hour).Err())
 	}
 
-	// step is what a GET of popup-api does with Redis: read the state, record the impression.
-	step := func(uid string, n int) error {
-		bctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
-		defer cancel()
-		now := time.Now()
-		st, err := store.Get(bctx, uid, now)
-		if err != nil {
-			return err
-		}
-		next := st.UserState
-		next.DayCount++
-		ev := event.Event{ID: uid + "-" + strconv.Itoa(n), UID: uid, PopupID: 1, Action: event.Impression, At: now.UTC()}
-		_, err = store.Record(bctx, uid, st.Raw, &next, []event.Event{ev}, false)
-		return err
-	}
 	// Every user steps in a loop of its own, bounded in count and time, while the master is up
 	// (warm) and then down (counted).
 	run := func(d time.Duration, counts *deadMasterCounts) {
@@ -140,7 +129,7 @@ func runDeadMaster(t *testing.T, fault syscall.Signal, pipelined bool) deadMaste
 			go func() {
 				defer wg.Done()
 				for n := 0; n < 400 && time.Now().Before(end); n++ {
-					err := step(u.uid, n)
+					err := recordStep(store, u.uid, n)
 					switch {
 					case u.victim:
 						victims.Add(1)
@@ -160,13 +149,16 @@ func runDeadMaster(t *testing.T, fault syscall.Signal, pipelined bool) deadMaste
 		}
 		wg.Wait()
 		if counts != nil {
-			*counts = deadMasterCounts{int(victims.Load()), int(victimFailed.Load()), int(bystanders.Load()), int(bystanderFailed.Load()), ""}
+			*counts = deadMasterCounts{victims: int(victims.Load()), victimFailed: int(victimFailed.Load()),
+				bystanders: int(bystanders.Load()), bystanderFailed: int(bystanderFailed.Load())}
 			if e, ok := firstErr.Load().(string); ok {
 				counts.bystanderErr = e
 			}
 		}
 	}
+	var healthy deadMasterCounts
 	run(300*time.Millisecond, nil)
+	run(1500*time.Millisecond, &healthy)
 	for _, n := range nodes {
 		if n.Addr == victim.Options().Addr {
 			n.Signal(t, fault)
@@ -174,5 +166,6 @@ func runDeadMaster(t *testing.T, fault syscall.Signal, pipelined bool) deadMaste
 	}
 	var counts deadMasterCounts
 	run(1500*time.Millisecond, &counts)
+	counts.healthyFailed = healthy.bystanderFailed + healthy.victimFailed
 	return counts
 }

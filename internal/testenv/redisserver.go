@@ -142,3 +142,39 @@ func WaitReplicaLinked(t testing.TB, addr string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// StartSentinel starts a redis-sentinel of the test's own watching the primary at primary under
+// the name master (quorum 2, down after 1 s), waits until it answers PING and returns its
+// address; it is killed (by PID) when the test ends.
+func StartSentinel(t testing.TB, master, primary string) string {
+	t.Helper()
+	RedisAddr(t)
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		Missing(t, "redis-server is not on PATH (scripts/services.sh install)")
+	}
+	host, port, err := net.SplitHostPort(primary)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	sport := freePort(t)
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s %s %s 2\n"+
+		"sentinel down-after-milliseconds %[4]s 1000\nsentinel failover-timeout %[4]s 10000\n",
+		sport, dir, filepath.Join(dir, "sentinel.log"), master, host, port)
+	require.NoError(t, os.WriteFile(conf, []byte(body), 0o644))
+	p := &RedisProcess{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(sport)), cmd: exec.Command(bin, conf, "--sentinel"), done: make(chan struct{})}
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	c := redis.NewSentinelClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		require.False(t, time.Now().After(deadline), "sentinel %s did not answer PING in 10 s", p.Addr)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p.Addr
+}
