@@ -44,7 +44,9 @@ func BenchmarkClusterPipeline(b *testing.B) {
 		{"cluster autopipeliner", func(rdb redis.UniversalClient) (func(context.Context, string, redis.Cmder) error, func() error) {
 			ap, err := rdb.AsyncAutoPipeline()
 			require.NoError(b, err)
-			return func(ctx context.Context, _ string, cmd redis.Cmder) error { return ap.Submit(ctx, cmd).WaitContext(ctx) }, ap.Close
+			return func(ctx context.Context, _ string, cmd redis.Cmder) error {
+				return ap.Submit(ctx, cmd).WaitContext(ctx)
+			}, ap.Close
 		}},
 		{"one per master", func(rdb redis.UniversalClient) (func(context.Context, string, redis.Cmder) error, func() error) {
 			p, err := NewPipeline(rdb)
