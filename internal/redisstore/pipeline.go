@@ -63,10 +63,32 @@ func (p *Pipeline) Do(ctx context.Context, key string, cmd redis.Cmder) error {
 		return p.rdb.Process(ctx, cmd)
 	}
 	err := ap.Submit(ctx, cmd).WaitContext(ctx)
-	if elsewhere(err) {
+	switch {
+	case err == nil:
+		return nil
+	case elsewhere(err):
 		return p.rdb.Process(ctx, cmd)
+	case !isRedisReply(err):
+		// No answer from the node (refused, reset, or none within ctx): it may be dead and its
+		// slots promoted elsewhere. The cluster client re-reads the slot map at once when a node
+		// cannot be reached, and so must we, or the users of its slots stay degraded until the
+		// periodic re-read (POPUP_REDIS_CLUSTER_RELOAD). A re-read is lazy and shared: at most
+		// one runs at a time, in the background.
+		p.cc.ReloadState(ctx)
+		if ctx.Err() == nil {
+			// Within the budget, the cluster client retries it as it would have (the same node
+			// once, then another, which answers MOVED once a replica took the slots).
+			return p.rdb.Process(ctx, cmd)
+		}
 	}
 	return err
+}
+
+// isRedisReply says whether err is a reply of the Redis server (an error it answered), as
+// opposed to no answer at all.
+func isRedisReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 // forKey returns the autopipeliner of the master serving key, nil when the slot map has none or
