@@ -20,7 +20,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"popupsvc/internal/audience"
@@ -140,9 +139,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	mysqlDep.OnUp = func() { refresher.Kick(); loader.Kick() }
 	redisDep.OnUp = refresher.Kick
 
-	var pipe *redis.AutoPipeliner
+	var pipe *redisstore.Pipeline
 	if cfg.RedisPipelining {
-		if pipe, err = rdb.AsyncAutoPipeline(); err != nil {
+		if pipe, err = redisstore.NewPipeline(rdb); err != nil {
 			return fmt.Errorf("redis autopipeline: %w", err)
 		}
 		// It carries the Redis calls of the requests in flight: it closes (flushing what it

@@ -27,8 +27,8 @@ type UserStore struct {
 	ttl    time.Duration
 	loader StateLoader
 	group  singleflight.Group
-	slots  chan struct{}        // bounds concurrent MySQL loads
-	pipe   *redis.AutoPipeliner // nil: every command is its own round trip
+	slots  chan struct{} // bounds concurrent MySQL loads
+	pipe   *Pipeline     // nil: every command is its own round trip
 	// actionLimit caps recorded actions per uid per RateWindow; 0 = none.
 	actionLimit int
 	// known answers "new user" on a state miss without MySQL; nil = every miss loads.
@@ -71,21 +71,20 @@ func (s *UserStore) UseKnownUsers(f *KnownUsers, m *StateMetrics) {
 	s.known, s.metrics = f, m
 }
 
-// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (a
-// deferred autopipeliner of rdb, from AsyncAutoPipeline), the hot-path commands of concurrent
-// requests (GET and the record script) share pipelines: under load many requests share one
-// write, one read and one Redis wake-up; with nothing waiting a command goes out at once.
-func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *redis.AutoPipeliner) *UserStore {
+// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (rdb's
+// NewPipeline), the hot-path commands of concurrent requests (GET, the known-users check and the
+// record script) share pipelines.
+func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *Pipeline) *UserStore {
 	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe,
 		emptyRaw: string(AppendState(nil, &popup.UserState{}))}
 }
 
-// do runs cmd through the autopipeliner when there is one. The autopipeliner runs a queued command
-// on its own context, so the wait for the reply is what honours ctx: on ctx's end do returns
-// ctx's error and the command may still be filled in later (callers then must not read it).
-func (s *UserStore) do(ctx context.Context, cmd redis.Cmder) error {
+// do runs cmd, whose keys share key's hash slot, through the pipeline when there is one (see
+// Pipeline.Do: on ctx's end do returns ctx's error and the command may still be filled in later;
+// callers then must not read it).
+func (s *UserStore) do(ctx context.Context, key string, cmd redis.Cmder) error {
 	if s.pipe != nil {
-		return s.pipe.Submit(ctx, cmd).WaitContext(ctx)
+		return s.pipe.Do(ctx, key, cmd)
 	}
 	return s.rdb.Process(ctx, cmd)
 }
@@ -105,7 +104,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (popup.S
 	cmd := redis.NewStringCmd(ctx, "get", key)
 	// do's error is the command's, or the context's when the caller gave up first; then cmd
 	// must not be read (the pipeline may still be filling it in).
-	err := s.do(ctx, cmd)
+	err := s.do(ctx, key, cmd)
 	var raw string
 	if err == nil {
 		raw = cmd.Val()
@@ -195,7 +194,7 @@ func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (p
 // knownCheck asks the known-users filter about uid, through the autopipeliner like the GET.
 func (s *UserStore) knownCheck(ctx context.Context, uid string) (KnownAnswer, error) {
 	cmd := s.known.checkCmd(ctx, uid)
-	if err := s.do(ctx, cmd); err != nil {
+	if err := s.do(ctx, s.known.Key(s.keys.Shard(uid)), cmd); err != nil {
 		return KnownUntrusted, fmt.Errorf("known users: check: %w", err)
 	}
 	return answer(cmd.Val()), nil
@@ -309,7 +308,7 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		n, err = s.recordReplicated(ctx, keys[0], cmdArgs)
 	} else {
 		cmd := redis.NewCmd(ctx, cmdArgs...)
-		err = s.do(ctx, cmd)
+		err = s.do(ctx, keys[0], cmd)
 		if err == nil {
 			n, err = cmd.Int()
 		}
