@@ -406,7 +406,20 @@ func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts d
 	if ex.Arm != "" {
 		answer["arm"] = ex.Arm // the user's arm in the chosen popup's running experiment (docs/CONTRACT.md §10)
 	}
+	if len(ex.Arms) > 0 {
+		arms := make([]armStepWire, len(ex.Arms))
+		for i, s := range ex.Arms {
+			arms[i] = armStepWire{PopupID: s.PopupID, Arm: s.Arm}
+		}
+		answer["arms"] = arms
+	}
 	c.JSON(http.StatusOK, answer)
+}
+
+// armStepWire is one experiment arm a previewed decision passed (decide.ArmStep).
+type armStepWire struct {
+	PopupID int64  `json:"popup_id"`
+	Arm     string `json:"arm"`
 }
 
 type popupStateView struct {

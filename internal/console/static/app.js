@@ -1521,7 +1521,7 @@ function renderExplain(r, draftLabel) {
     if (!groups.has(k)) groups.set(k, []);
     groups.get(k).push(c);
   }
-  const chosenCand = chosen ? cands.find((c) => c.id === chosen.id) : null;
+  const chosenCand = cands.find((c) => c.eligible && !c.reason) || null;
   const others = [...groups.entries()].filter(([k]) => k !== '');
   const group = ([reason, list]) => {
     const body = h('div', {});
@@ -1538,12 +1538,34 @@ function renderExplain(r, draftLabel) {
   };
   return h('div', { class: 'explain-result' },
     h('div', { class: 'candidates' },
-      h('p', { class: 'verdict' }, chosen ? `This user would get popup #${chosen.id}${chosenCand?.name ? ' ' + chosenCand.name : ''}${chosen.title ? ' “' + chosen.title + '”' : ''}.` : 'This user would get no popup.',
-        ` (config version ${r.body.config_version ?? '?'})`),
+      h('p', { class: 'verdict', 'data-arm': r.body.arm || '' }, explainVerdict(r.body, cands, draftLabel), ` (config version ${r.body.config_version ?? '?'})`),
       chosenCand ? table([chosenCand], 'The chosen popup') : null,
       h('h3', {}, `The other ${others.reduce((n, [, l]) => n + l.length, 0)} active popups, by reason`),
       others.length ? others.map(group) : h('p', { class: 'muted' }, 'None.')),
     chosen ? prev : null);
+}
+
+// explainVerdict says what the app gets, as the preview's answer says it (docs/CONTRACT.md §10):
+// the popup served, and the experiment arm the user is in: a variant of the chosen popup, or its
+// control, which shows nothing (mode none) or falls through to the popup served.
+function explainVerdict(body, cands, draftLabel) {
+  const served = body.popup;
+  const chosen = cands.find((c) => c.eligible && !c.reason);
+  const nameOf = (id) => {
+    if (id === 0 && draftLabel) return draftLabel.toLowerCase();
+    const c = cands.find((x) => x.id === id);
+    return `popup #${id}${c?.name ? ' ' + c.name : ''}`;
+  };
+  const gets = (p) => `${nameOf(p.id)}${p.title ? ' “' + p.title + '”' : ''}`;
+  if (!chosen) return 'This user would get no popup.';
+  const steps = body.arms || [];
+  const servedArm = served && steps.find((s) => s.popup_id === served.id && s.arm !== 'control');
+  const variant = servedArm ? `, variant “${servedArm.arm}” of its experiment` : '';
+  const controls = steps.filter((s) => s.arm === 'control');
+  if (!controls.length) return served ? `This user would get ${gets(served)}${variant}.` : 'This user would get no popup.';
+  const groups = controls.map((s) => `the control group of ${nameOf(s.popup_id)}’s experiment`).join(', then ');
+  return served ? `This user is in ${groups}, which falls through: the app gets ${gets(served)}${variant}.`
+    : `This user is in ${groups}: the app gets no popup (a control user sees nothing).`;
 }
 
 function renderState(r) {
