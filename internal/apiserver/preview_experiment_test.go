@@ -98,3 +98,45 @@ func jsonOf(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(raw)
 }
+
+// A write that changes the content a concluded experiment shipped (a rollback, a PUT, an import)
+// is refused unless it ends the experiment (end_experiment=true), so the popup never says a variant
+// shipped while the app serves other content (issue 41, 2; docs/CONTRACT.md §10).
+func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	id, _, _ := startedExperiment(t, in, "none")
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/conclude", map[string]any{"variant": "discount"})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	require.Equal(t, "Discount", res.Body["title"])
+	rev := res.Body["revision"]
+
+	refused := func(res response, field string) {
+		t.Helper()
+		require.Equal(t, http.StatusConflict, res.Status, res.Raw)
+		e := res.Body["error"].(map[string]any)
+		assert.Equal(t, "experiment_shipped", e["code"])
+		assert.Contains(t, e["message"], "end_experiment=true")
+		assert.Equal(t, field, e["fields"].([]any)[0].(map[string]any)["field"])
+		stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+		assert.Equal(t, rev, stored["revision"], "nothing written")
+		assert.Equal(t, "concluded", stored["experiment"].(map[string]any)["status"])
+	}
+	refused(in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback", map[string]any{"revision": 1}), "experiment")
+	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	p["title"] = "Reworded"
+	refused(in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), p), "experiment")
+	refused(in.adminDo(t, http.MethodPost, "/admin/v1/import?dry_run=true", map[string]any{"popups": []any{p}}), "popups[0].experiment")
+	refused(in.adminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": []any{p}}), "popups[0].experiment")
+	bad := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback?end_experiment=maybe", map[string]any{"revision": 1})
+	require.Equal(t, http.StatusBadRequest, bad.Status, bad.Raw)
+	assert.Contains(t, bad.Raw, "end_experiment")
+
+	// with end_experiment=true the rollback writes the old content and removes the experiment:
+	// what the popup says and what the app is served agree
+	res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback?end_experiment=true", map[string]any{"revision": 1})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, "Own", res.Body["title"])
+	assert.Nil(t, res.Body["experiment"], "the shipped state ended with the change")
+	in.publicPopup(t, "after-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
+}

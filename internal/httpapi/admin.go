@@ -38,10 +38,10 @@ type PopupRepo interface {
 	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error)
 	Transition(ctx context.Context, actor popup.Actor, id int64, t popup.ExperimentTransition, ifRevision []int64) (popup.Popup, error)
 	Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error)
-	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error)
+	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
 	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
-	Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error)
+	Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, opts popup.ImportOptions) (popup.ImportResult, error)
 }
 
 // Admin serves the admin listener. Every route needs the bearer token of an operator, and the
@@ -292,12 +292,17 @@ func (a *Admin) update(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	p, err := a.readPopup(c, id)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept}
+	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept, EndExperiment: end}
 	a.save(c, http.StatusOK, popup.ChangeUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Update(ctx, by, id, p, opts)
 	})

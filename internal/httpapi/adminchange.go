@@ -270,6 +270,11 @@ func (a *Admin) rollback(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	var body struct {
 		Revision *int64 `json:"revision"`
 	}
@@ -282,9 +287,9 @@ func (a *Admin) rollback(c *gin.Context) {
 			fields: []popup.FieldError{{Field: "revision", Message: "must be a positive integer, the revision to roll back to"}}})
 		return
 	}
-	to, revs := *body.Revision, ifMatch(c)
+	to, opts := *body.Revision, popup.UpdateOptions{IfRevision: ifMatch(c), EndExperiment: end}
 	a.save(c, http.StatusOK, popup.ChangeRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
-		return a.Repo.Rollback(ctx, by, id, to, revs)
+		return a.Repo.Rollback(ctx, by, id, to, opts)
 	})
 }
 
@@ -371,6 +376,11 @@ func (a *Admin) importPopups(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	var body struct {
 		Popups *[]json.RawMessage `json:"popups"`
 	}
@@ -389,7 +399,7 @@ func (a *Admin) importPopups(c *gin.Context) {
 		return
 	}
 	by := actor(c)
-	res, err := a.Repo.Import(c.Request.Context(), by, ps, dryRun)
+	res, err := a.Repo.Import(c.Request.Context(), by, ps, popup.ImportOptions{DryRun: dryRun, EndExperiment: end})
 	if err != nil {
 		writeError(c, a.Log, err)
 		return

@@ -226,7 +226,7 @@ func TestHistoryAndRollbackRestoreAnExperiment(t *testing.T) {
 	assert.Nil(t, revs[0].Popup.Experiment)
 	assert.Equal(t, p.Experiment, revs[1].Popup.Experiment, "the revision holds the experiment")
 
-	back, changed, err := repo.Rollback(ctx, as("alice"), p.ID, 1, nil)
+	back, changed, err := repo.Rollback(ctx, as("alice"), p.ID, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.True(t, changed)
 	require.NotNil(t, back.Experiment)
@@ -238,7 +238,7 @@ func TestHistoryAndRollbackRestoreAnExperiment(t *testing.T) {
 	// Rolling back over a running experiment to a revision without one is refused.
 	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStart), nil)
 	require.NoError(t, err)
-	_, _, err = repo.Rollback(ctx, as("alice"), p.ID, 2, nil)
+	_, _, err = repo.Rollback(ctx, as("alice"), p.ID, 2, popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrExperimentRunning)
 }
 
@@ -254,7 +254,7 @@ func TestImportAppliesTheExperimentRules(t *testing.T) {
 	// Export and import back: unchanged.
 	exported, err := repo.List(ctx, false)
 	require.NoError(t, err)
-	res, err := repo.Import(ctx, as("alice"), exported, false)
+	res, err := repo.Import(ctx, as("alice"), exported, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Unchanged: 1}, res)
 
@@ -263,7 +263,7 @@ func TestImportAppliesTheExperimentRules(t *testing.T) {
 	next.Experiment.Variants[0].Weight, next.Experiment.Variants[1].Weight = 20, 60
 	other := withExperiment(t, "other", popup.StatusActive)
 	other.Experiment.Status, other.Experiment.Phase, other.Experiment.Salt = popup.ExperimentRunning, 5, "forged"
-	res, err = repo.Import(ctx, as("alice"), []popup.Popup{next, other}, false)
+	res, err = repo.Import(ctx, as("alice"), []popup.Popup{next, other}, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Created: 1, Updated: 1}, res)
 	all, err := repo.List(ctx, false)
@@ -278,7 +278,7 @@ func TestImportAppliesTheExperimentRules(t *testing.T) {
 	assert.NotEqual(t, "forged", all[j].Experiment.Salt)
 
 	// Removing the running experiment by import is refused, naming the popup.
-	_, err = repo.Import(ctx, as("alice"), []popup.Popup{mustBuild(t, popup.Input{Name: "other"}), mustBuild(t, popup.Input{Name: "exp"})}, true)
+	_, err = repo.Import(ctx, as("alice"), []popup.Popup{mustBuild(t, popup.Input{Name: "other"}), mustBuild(t, popup.Input{Name: "exp"})}, popup.ImportOptions{DryRun: true})
 	require.ErrorIs(t, err, popup.ErrExperimentRunning)
 	var item *popup.BatchItemError
 	require.ErrorAs(t, err, &item)
@@ -350,7 +350,7 @@ func TestMigration9KeepsPopupsAndTheirHistory(t *testing.T) {
 	got, _, err := repo.Update(ctx, as("alice"), 7, next, popup.UpdateOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, got.Experiment)
-	back, _, err := repo.Rollback(ctx, as("alice"), 7, 1, nil)
+	back, _, err := repo.Rollback(ctx, as("alice"), 7, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, back.Experiment)
 }

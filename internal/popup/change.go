@@ -53,6 +53,17 @@ type UpdateOptions struct {
 	// AcceptReassignment keeps the experiment's phase when the update changes its arms, moving
 	// users between arms (KeepExperiment); the audit log records such a write as ChangeReassign.
 	AcceptReassignment bool
+	// EndExperiment lets a write that changes the content of a popup whose experiment is
+	// concluded remove the experiment with it (KeepShipped); without it such a write is refused.
+	EndExperiment bool
+}
+
+// ImportOptions are how an import writes.
+type ImportOptions struct {
+	// DryRun counts what the import would do and writes nothing.
+	DryRun bool
+	// EndExperiment is UpdateOptions.EndExperiment for every popup the import updates.
+	EndExperiment bool
 }
 
 // ExperimentTransition is a change of a popup's experiment status (docs/CONTRACT.md §10,
