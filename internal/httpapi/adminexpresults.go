@@ -74,6 +74,13 @@ type expOptionsBody struct {
 	MinClicks  int64   `json:"min_clicks"`
 }
 
+// expNeedBody is how long until a decision (results.Need).
+type expNeedBody struct {
+	Leader      string  `json:"leader"`
+	MoreUsers   int64   `json:"more_users"`
+	UsersPerDay float64 `json:"users_per_day"`
+}
+
 type expResultsBody struct {
 	PopupID        int64          `json:"popup_id"`
 	Phase          int            `json:"phase"`
@@ -87,6 +94,7 @@ type expResultsBody struct {
 	SRM            expSRMBody     `json:"srm"`
 	Verdict        expVerdictBody `json:"verdict"`
 	Options        expOptionsBody `json:"options"`
+	Need           *expNeedBody   `json:"need"`
 }
 
 // experimentResults answers GET /admin/v1/popups/:id/experiment/results[?phase=N]: the phase's
@@ -155,6 +163,9 @@ func toResultsWire(id int64, status popup.ExperimentStatus, r results.Results) e
 		Options: expOptionsBody{Alpha: r.Options.Alpha, SRMAlpha: r.Options.SRMAlpha, MinExposed: r.Options.MinExposed, MinClicks: r.Options.MinClicks}}
 	if r.Winner != "" {
 		b.Verdict.Winner = &r.Winner
+	}
+	if n := r.Need; n != nil {
+		b.Need = &expNeedBody{Leader: n.Leader, MoreUsers: n.MoreUsers, UsersPerDay: n.PerDay}
 	}
 	for i, a := range r.Arms {
 		w := expArmBody{Key: a.Key, Weight: a.Weight, Control: a.Control, ExposedUsers: a.ExposedUsers, ClickedUsers: a.ClickedUsers,
