@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -139,4 +140,40 @@ func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
 	assert.Equal(t, "Own", res.Body["title"])
 	assert.Nil(t, res.Body["experiment"], "the shipped state ended with the change")
 	in.publicPopup(t, "after-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
+}
+
+// The review of a new phase asks how many users keeping the assignment moves: counted user by
+// user from the phase's rows in popup_experiment_user (issue 41, 3).
+func TestReassignmentCountsTheUsersThatMove(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	in := start(t, cfg, nil)
+	id, _, e := startedExperiment(t, in, "none")
+	db, err := sql.Open("mysql", cfg.MySQLDSN)
+	require.NoError(t, err)
+	defer db.Close()
+	assign := popup.NewAssigner(e)
+	var wantMoved int64
+	const users = 600
+	for i := range users {
+		uid := "r-" + itoa(int64(i))
+		arm := e.ArmKey(assign.Assign(uid))
+		_, err := db.ExecContext(t.Context(), `INSERT INTO popup_experiment_user (popup_id, salt, uid, arm, first_exposed_at) VALUES (?, ?, ?, ?, NOW(3))`, id, e.Salt, uid, arm)
+		require.NoError(t, err)
+		// 20/70/10 under the same salt: a keeps buckets [0, 2000), discount takes [2000, 9000)
+		if b := popup.ArmBucket(e.Salt, uid); arm == "a" && b >= 2000 || arm == "discount" && b >= 9000 {
+			wantMoved++
+		}
+	}
+	require.Positive(t, wantMoved)
+	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	x := p["experiment"].(map[string]any)
+	x["variants"].([]any)[0].(map[string]any)["weight"] = 20
+	x["variants"].([]any)[1].(map[string]any)["weight"] = 70
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/reassignment", map[string]any{"popup": p})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, float64(users), res.Body["exposed_users"])
+	assert.Equal(t, float64(wantMoved), res.Body["moved_users"])
+	assert.Equal(t, 1.0, res.Body["phase"])
+	assert.Equal(t, float64(2), in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["revision"], "nothing written")
 }

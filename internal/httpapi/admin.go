@@ -151,6 +151,7 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
 	v1.GET("/stats", a.allStats)
 	v1.GET("/popups/:id/experiment/results", a.experimentResults)
+	v1.POST("/popups/:id/experiment/reassignment", a.experimentReassignment) // a read: it records nothing
 	// Team settings: reading is for every operator, changing them is an admin's.
 	v1.GET("/settings", a.getSettings)
 	v1.PUT("/settings", admin("changing settings"), a.putSettings)

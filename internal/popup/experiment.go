@@ -490,3 +490,29 @@ func (p *Popup) Conclude(key string) error {
 	e.ConcludedVariant = key
 	return nil
 }
+
+// Moves counts what keeping the assignment of a phase does when its arms change (a PUT with
+// accept_reassignment): of the users the phase counted, each in the arm of its first exposure,
+// those whom next, under the phase's salt, assigns another arm or leaves out of the experiment
+// (a lower coverage). Add every counted user once; Users and Moved are the totals.
+type Moves struct {
+	a            Assigner
+	next         Experiment
+	Users, Moved int64
+}
+
+// NewMoves counts the moves of next's arms under salt, the phase's.
+func NewMoves(next *Experiment, salt string) *Moves {
+	m := &Moves{next: *next}
+	m.next.Status, m.next.Salt = ExperimentRunning, salt
+	m.a = NewAssigner(&m.next)
+	return m
+}
+
+// Add counts a user the phase counted in arm.
+func (m *Moves) Add(uid, arm string) {
+	m.Users++
+	if i := m.a.Assign(uid); i < 0 || m.next.ArmKey(i) != arm {
+		m.Moved++
+	}
+}

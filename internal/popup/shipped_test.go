@@ -1,6 +1,7 @@
 package popup_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,6 +51,49 @@ func TestKeepShipped(t *testing.T) {
 			assert.ErrorIs(t, err, tt.wantErr)
 			assert.Equal(t, tt.wantEnded, ended)
 			assert.Equal(t, tt.wantExp, next.Experiment != nil)
+		})
+	}
+}
+
+// Moves counts the users whose arm a change of the arms under the same salt changes, as the
+// assignment decides it: nobody for the same arms, and for shifted weights exactly the users
+// whose arm bucket falls in the ranges that changed hands.
+func TestMoves(t *testing.T) {
+	t.Parallel()
+	const salt = "3f9a0c2b7d1e4a65"
+	arms := func(wa, wb int) *popup.Experiment {
+		return &popup.Experiment{CoveragePercent: 100, Variants: []popup.Variant{{Key: "a", Weight: wa}, {Key: "b", Weight: wb}}}
+	}
+	before := arms(50, 50)
+	before.Status, before.Salt = popup.ExperimentRunning, salt
+	assign := popup.NewAssigner(before)
+	users := make(map[string]string, 2000)
+	for i := range 2000 {
+		uid := "u" + strconv.Itoa(i)
+		users[uid] = before.ArmKey(assign.Assign(uid))
+	}
+	tests := []struct {
+		name string
+		next *popup.Experiment
+		// moved is whether a user of arm bucket b in arm moves
+		moved func(bucket int, arm string) bool
+	}{
+		{"the same arms move nobody", arms(50, 50), func(int, string) bool { return false }},
+		{"20/80: the a users of buckets 2000-4999 move to b", arms(20, 80), func(b int, arm string) bool { return arm == "a" && b >= 2000 }},
+		{"80/20: the b users of buckets 5000-7999 move to a", arms(80, 20), func(b int, arm string) bool { return arm == "b" && b < 8000 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := popup.NewMoves(tt.next, salt)
+			var want int64
+			for uid, arm := range users {
+				m.Add(uid, arm)
+				if tt.moved(popup.ArmBucket(salt, uid), arm) {
+					want++
+				}
+			}
+			assert.Equal(t, int64(len(users)), m.Users)
+			assert.Equal(t, want, m.Moved)
 		})
 	}
 }
