@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -21,8 +22,14 @@ import (
 // both ids and the running experiment as the assignment sees it.
 func startedExperiment(t *testing.T, in *instance, mode string) (id, fallback int64, e *popup.Experiment) {
 	t.Helper()
-	fallback = in.createPopup(t, popupSpec("fallback", map[string]any{"priority": 1, "title": "Fallback", "image_url": ""}))
-	id = in.createPopup(t, popupSpec("own", map[string]any{"priority": 10, "title": "Own", "image_url": "",
+	return namedExperiment(t, in, "", mode)
+}
+
+// namedExperiment is startedExperiment with the popups' names suffixed, for a second one.
+func namedExperiment(t *testing.T, in *instance, suffix, mode string) (id, fallback int64, e *popup.Experiment) {
+	t.Helper()
+	fallback = in.createPopup(t, popupSpec("fallback"+suffix, map[string]any{"priority": 1, "title": "Fallback", "image_url": ""}))
+	id = in.createPopup(t, popupSpec("own"+suffix, map[string]any{"priority": 10, "title": "Own", "image_url": "",
 		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 45, "title": "A"}, {"key": "discount", "weight": 45, "title": "Discount"}},
 			"control": map[string]any{"weight": 10, "mode": mode}}}))
 	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
@@ -99,4 +106,114 @@ func TestConsoleExplainNamesTheArm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 41, 2: rolling back past a conclude changes the shipped content: the review says so with
+// the diff before anything is written, and the rollback removes the experiment, so the panel and
+// the served content agree. An edit of the shipped content is reviewed alike.
+func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	id, _, _ := startedExperiment(t, in, "none")
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/conclude", map[string]any{"variant": "discount"})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	b := newBrowser(t, in)
+	b.signIn()
+	b.openPopup(id, 3)
+	b.waitFor(`document.querySelector('#history button[data-rollback="1"]')`)
+	b.spyWrites()
+	b.run(chromedp.Click(`#history button[data-rollback="1"]`, chromedp.ByQuery))
+	b.answerDialogCheck("Roll back to revision 1", false, func() {
+		assert.Contains(t, b.text("#shipped-warning"), "variant “discount” shipped")
+		assert.Contains(t, b.text("#shipped-warning"), "removed with this write")
+		var rows []string
+		b.eval(`[...document.querySelectorAll('#confirm-body table.diff tbody tr')].map(tr => tr.innerText.replace(/\s+/g, ' ').trim())`, &rows)
+		assert.Contains(t, rows, "title Discount Own", "the diff shows the content the rollback brings back")
+		b.axeCheck("the review of a rollback past a conclude")
+		b.shot("experiment-rollback-shipped", "")
+	})
+	assert.Empty(t, b.writes(), "cancelled: nothing written")
+	b.run(chromedp.Click(`#history button[data-rollback="1"]`, chromedp.ByQuery))
+	b.answerDialog("Roll back to revision 1", true)
+	b.waitFor(`document.querySelector('#popup-form[data-revision="4"]')`)
+	assert.Contains(t, strings.Join(b.writes(), "\n"), "/rollback?end_experiment=true ")
+	assert.True(t, b.has("#experiment-add"), "the experiment panel no longer says a variant shipped")
+	assert.False(t, b.has("#experiment-status"))
+	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	assert.Nil(t, stored["experiment"])
+	assert.Equal(t, "Own", stored["title"])
+	in.publicPopup(t, "after-console-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
+
+	// an edit of a shipped title: reviewed, ends the experiment
+	other, _, _ := namedExperiment(t, in, "-2", "none")
+	res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(other)+"/experiment/conclude", map[string]any{"variant": "a"})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	b.openPopup(other, 3)
+	b.fill("#f-title", "A, reworded")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialogCheck("End the shipped experiment", true, func() {
+		assert.Contains(t, b.text("#shipped-warning"), "variant “a” shipped")
+	})
+	b.waitFor(`document.querySelector('#popup-form[data-revision="4"]')`)
+	assert.Nil(t, in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(other), nil).Body["experiment"])
+}
+
+// Issue 41, 4 and 5: Start is reviewed and says a draft popup reaches nobody; a never-run
+// experiment offers no Conclude; weights that do not sum to 100 stop the save before any review;
+// a state refusal names the problem; with nobody exposed the results say "no data yet".
+func TestConsoleExperimentOffersWhatTheAPIAccepts(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	id := in.createPopup(t, popupSpec("draft-test", map[string]any{"status": "draft", "title": "Own", "image_url": "",
+		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}}))
+	b := newBrowser(t, in)
+	b.signIn()
+	b.openPopup(id, 1)
+	assert.False(t, b.has("#experiment-conclude"), "a never-run experiment has nothing to conclude")
+	b.spyWrites()
+	b.run(chromedp.Click("#experiment-start", chromedp.ByQuery))
+	b.answerDialogCheck("Start the experiment", false, func() {
+		assert.Contains(t, b.text("#start-reach"), "This popup is a draft: nobody sees it")
+		var arms []string
+		b.eval(`[...document.querySelectorAll('#start-arms tbody tr')].map(tr => tr.innerText.replace(/\s+/g, ' ').trim())`, &arms)
+		assert.Equal(t, []string{"variant “a” 50% A", "variant “b” 50% B"}, arms)
+		b.axeCheck("the review of a start")
+	})
+	assert.Empty(t, b.writes(), "cancelled: nothing written")
+
+	// weights summing to 85%: nothing is sent, no review opens, the problem is named at the field
+	b.fill(vf("variants[1].weight"), "35")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#form-errors .alert')`)
+	var open bool
+	b.eval(`document.getElementById('confirm').open`, &open)
+	assert.False(t, open, "no review for a change the API refuses")
+	assert.Contains(t, b.text("#form-errors"), "must sum to 100, not 85")
+	assert.Empty(t, b.writes())
+	b.fill(vf("variants[1].weight"), "50")
+
+	// started, then stopped elsewhere: the page's stop is a 409 whose message is shown as such
+	b.run(chromedp.Click("#experiment-start", chromedp.ByQuery))
+	b.answerDialog("Start the experiment", true)
+	b.waitFor(`document.querySelector('#experiment-status .badge.running')`)
+	assert.True(t, b.has("#experiment-conclude"), "a running experiment may be concluded")
+
+	// the results page of a phase nobody was exposed in
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.waitFor(`document.querySelector('#srm')`)
+	assert.Contains(t, b.text("#srm"), "no data yet")
+	assert.NotContains(t, b.text("#srm"), "OK")
+	assert.Contains(t, b.text("#summary"), "No data yet")
+	assert.Contains(t, b.text("#summary"), "The popup is a draft")
+
+	b.openPopup(id, 2)
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/stop", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	b.eval(`(() => { const f = window.fetch; // the write without If-Match, so that the state refusal, not the 412, answers
+		 window.fetch = (u, o) => { if (o && o.headers) delete o.headers['If-Match']; return f(u, o); }; return true; })()`, nil)
+	b.run(chromedp.Click("#experiment-stop", chromedp.ByQuery))
+	b.answerDialog("Stop the experiment", true)
+	b.waitFor(`document.querySelector('#form-errors .alert')`)
+	assert.NotContains(t, b.text("#form-errors"), "needs fixing", "a state refusal is not a field to fix")
+	assert.Contains(t, b.text("#form-errors"), "not in a state that allows this")
 }

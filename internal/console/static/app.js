@@ -108,7 +108,10 @@ function confirmDialog(title, text, okLabel, extra) {
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-text').textContent = text;
   document.getElementById('confirm-ok').textContent = okLabel;
-  setKids(document.getElementById('confirm-body'), extra || null);
+  const body = document.getElementById('confirm-body');
+  setKids(body, extra || null);
+  // a long review scrolls inside the dialog: focusable and named, so the keyboard can scroll it
+  if (extra) { body.tabIndex = 0; body.setAttribute('role', 'region'); body.setAttribute('aria-label', 'Details of the review'); } else { body.removeAttribute('tabindex'); body.removeAttribute('role'); body.removeAttribute('aria-label'); }
   dlg.classList.toggle('wide', !!extra);
   answerDialog?.(false);
   return new Promise((resolve) => {
@@ -724,14 +727,24 @@ function audiencePicker(cache) {
 
 // phaseChoice is the review's choice when an edit of an experiment that has run would start a new
 // phase: a new phase (the default) or keeping the current assignment (?accept_reassignment=true).
-function phaseChoice(e) {
+// phaseChoice is the part of a review of a change that starts a new phase: the verdict of the
+// phase it ends (results: its results answer), what each choice does, and how many of the
+// users the phase counted keeping the assignment moves (moves: the reassignment answer,
+// counted by the API user by user).
+function phaseChoice(e, results, moves) {
   const name = uid('phase');
+  const w = results?.ok ? results.body.verdict?.winner : null;
+  const verdict = !results?.ok ? `The results of phase ${e.phase} cannot be read now; they are kept.`
+    : (w ? `Phase ${e.phase}'s verdict ends: it names ${w === 'control' ? 'the control' : `variant “${w}”`} the winner. It stays readable on the results page, and Conclude still offers it.`
+      : `Phase ${e.phase} names no winner so far (${(results.body.verdict?.reason || 'no verdict').replace('_', ' ')}); its results are kept.`);
+  const moved = moves?.ok ? `${fmtInt(moves.body.moved_users)} of the ${fmtInt(moves.body.exposed_users)} users counted so far move to another arm` : 'the users whose bucket now falls in another arm move to it';
   const el = h('fieldset', { id: 'phase-choice' },
     h('legend', {}, `This change starts phase ${e.phase + 1} of the experiment`),
     h('p', { id: 'phase-warning', class: 'alert warn' }, `The arms, weights, content or control change: in a new phase every user is assigned afresh and the results start again from zero (phase ${e.phase}'s results are kept).`),
+    h('p', { id: 'phase-verdict', class: w ? 'alert warn' : 'muted' }, verdict),
     h('label', { class: 'check block' }, h('input', { type: 'radio', name, value: 'new', id: 'phase-new', checked: true }), ` Start phase ${e.phase + 1}: a new assignment, the results start again`),
     h('label', { class: 'check block' }, h('input', { type: 'radio', name, value: 'keep', id: 'phase-keep', 'aria-describedby': 'phase-keep-help' }), ' Keep current assignment (moves users; audited)'),
-    h('p', { class: 'help', id: 'phase-keep-help' }, `Stays in phase ${e.phase}: the users whose bucket now falls in another arm move to it, and the results of phase ${e.phase} mix both versions. The audit log records the write as a reassignment.`));
+    h('p', { class: 'help', id: 'phase-keep-help' }, `Stays in phase ${e.phase}: ${moved}, and the results of phase ${e.phase} mix both versions. The audit log records the write as a reassignment.`));
   return { el, keep: () => el.querySelector('#phase-keep').checked };
 }
 
@@ -1162,7 +1175,9 @@ async function editScreen(id, carry) {
     let keep = false;
     if (publishing || newPhase || shipped) {
       const rows = diff(current ? baseline : null, b);
-      const choice = newPhase ? phaseChoice(se) : null;
+      const choice = newPhase ? phaseChoice(se, ...await Promise.all([
+        api('GET', `/admin/v1/popups/${current.id}/experiment/results`),
+        api('POST', `/admin/v1/popups/${current.id}/experiment/reassignment`, { popup: b })])) : null;
       const title = shipped ? 'End the shipped experiment and save?' : (!publishing ? 'Save and start a new experiment phase?' : (!current ? 'Publish this new popup?' : (isLive(current.status) ? 'Publish these changes?' : 'Publish this draft?')));
       const text = !publishing ? `What changes against the stored revision ${current.revision}:`
         : (current ? `Every instance serves it within 2 seconds. What changes against the stored revision ${current.revision}:` : 'Every instance serves it within 2 seconds. What it holds:');
@@ -1509,7 +1524,8 @@ function resultsSummary(b, exposed, p) {
   const base = b.baseline === 'control' ? 'the control' : `“${b.baseline}”`;
   const by = (a) => `${Math.abs(a.difference * 100).toFixed(1)} points${typeof a.lift === 'number' ? ` (${a.lift > 0 ? '+' : ''}${Math.round(a.lift * 100)}%)` : ''}`;
   if (exposed === 0) {
-    return p?.experiment?.status === 'draft' ? `No data yet: the experiment has not started.${p.status === 'draft' ? ' The popup is a draft: nobody sees it until it is published.' : ''}` : `No data yet: nobody has been exposed in phase ${b.phase}.`;
+    const draft = p?.status === 'draft' ? ' The popup is a draft: nobody sees it until it is published.' : '';
+    return (p?.experiment?.status === 'draft' ? 'No data yet: the experiment has not started.' : `No data yet: nobody has been exposed in phase ${b.phase}.`) + draft;
   }
   if (b.srm?.alarm) return 'Do not act on these results: the arms’ users do not match their weights (a sample-ratio mismatch, below). Find the cause first.';
   if (v.winner === 'control') return 'Every variant does worse than the control: confident — showing none of them is better.';
