@@ -1,10 +1,14 @@
 package apiserver_test
 
 import (
+	"database/sql"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -216,4 +220,161 @@ func TestConsoleExperimentOffersWhatTheAPIAccepts(t *testing.T) {
 	b.waitFor(`document.querySelector('#form-errors .alert')`)
 	assert.NotContains(t, b.text("#form-errors"), "needs fixing", "a state refusal is not a field to fix")
 	assert.Contains(t, b.text("#form-errors"), "not in a state that allows this")
+}
+
+// discountPopup creates a live popup with a running experiment of a and discount at 45% each
+// and a control at 10% that shows nothing, and returns its id and the phase's salt.
+func discountPopup(t *testing.T, in *instance, name string) (int64, string) {
+	t.Helper()
+	id := in.createPopup(t, popupSpec(name, map[string]any{"title": "Own", "image_url": "",
+		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 45, "title": "A"}, {"key": "discount", "weight": 45, "title": "Discount"}},
+			"control": map[string]any{"weight": 10, "mode": "none"}}}))
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	return id, res.Body["experiment"].(map[string]any)["salt"].(string)
+}
+
+// counts are the known counts of a phase for discountPopup's arms, today: exposed and clicked users.
+func phaseCounts(t *testing.T, dsn string, id int64, salt string, a, aClicked, d, dClicked, control int) {
+	t.Helper()
+	today := time.Now().UTC().Format(time.DateOnly)
+	insertExperimentDays(t, dsn, id, salt, []knownDay{
+		{"a", today, a, a, aClicked, aClicked, 0}, {"discount", today, d, d, dClicked, dClicked, 0}, {"control", today, control, control, 0, 0, 0}})
+}
+
+// Issue 41, 3: the review of a new phase says the winner it ends and how many users keeping the
+// assignment moves; Conclude then offers phase 1's winner, naming the phase; the results page of
+// phase 2 keeps phase 1's verdict readable.
+func TestConsolePhasesKeepTheVerdict(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	in := start(t, cfg, nil)
+	id, salt := discountPopup(t, in, "phases")
+	phaseCounts(t, cfg.MySQLDSN, id, salt, 20000, 1000, 20000, 1400, 4444)
+	db, err := sql.Open("mysql", cfg.MySQLDSN)
+	require.NoError(t, err)
+	defer db.Close()
+	e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: salt,
+		Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlNone}}
+	assign := popup.NewAssigner(e)
+	moved := 0
+	for i := range 300 {
+		uid := "p-" + itoa(int64(i))
+		arm := e.ArmKey(assign.Assign(uid))
+		_, err := db.ExecContext(t.Context(), `INSERT INTO popup_experiment_user (popup_id, salt, uid, arm, first_exposed_at) VALUES (?, ?, ?, ?, NOW(3))`, id, salt, uid, arm)
+		require.NoError(t, err)
+		if bucket := popup.ArmBucket(salt, uid); arm == "a" && bucket >= 2000 || arm == "discount" && bucket >= 9000 { // 20/70/10
+			moved++
+		}
+	}
+
+	b := newBrowser(t, in)
+	b.signIn()
+	b.openPopup(id, 2)
+	b.fill(vf("variants[0].weight"), "20")
+	b.fill(vf("variants[1].weight"), "70")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialogCheck("Publish these changes", true, func() {
+		assert.Contains(t, b.text("#phase-verdict"), "Phase 1's verdict ends: it names variant “discount” the winner")
+		assert.Contains(t, b.text("#phase-keep-help"), itoa(int64(moved))+" of the 300 users counted so far move to another arm")
+		b.axeCheck("the new-phase review with the verdict it ends")
+		b.shot("experiment-new-phase", "")
+	})
+	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
+	require.Equal(t, 2.0, in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)["phase"])
+
+	// phase 2 has no data: Conclude offers phase 1's winner, with its phase
+	b.run(chromedp.Click("#experiment-conclude", chromedp.ByQuery))
+	b.answerDialogCheck("Conclude", false, func() {
+		assert.Contains(t, b.text("#conclude-verdict"), "Phase 1 named variant “discount” the winner; the current phase 2 names none yet")
+		var checked string
+		b.eval(`(document.querySelector('#conclude-choice input:checked') || {value: ''}).value`, &checked)
+		assert.Equal(t, "discount", checked)
+	})
+
+	// the results of phase 2 keep phase 1's verdict readable
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.waitFor(`document.querySelector('#earlier-verdicts li[data-phase="1"]')`)
+	assert.Contains(t, b.text(`#earlier-verdicts li[data-phase="1"]`), "variant “discount” won")
+	b.axeCheck("results of phase 2")
+}
+
+// Issue 41, 6: the results page says in a sentence what to do, with the estimate of how many more
+// users a decision needs from the statistics, offers Stop and Conclude there, folds the
+// statistician's table, shows differences in points, and fits 1366 px and a phone.
+func TestConsoleResultsAMarketerActsOn(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	in := start(t, cfg, nil)
+	open, openSalt := discountPopup(t, in, "not-sure")
+	phaseCounts(t, cfg.MySQLDSN, open, openSalt, 1000, 50, 1000, 60, 222)
+	want := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(open)+"/experiment/results", nil).Body
+	need := want["need"].(map[string]any)
+	require.Equal(t, "discount", need["leader"])
+
+	b := newBrowser(t, in)
+	b.signIn()
+	b.run(emulation.SetDeviceMetricsOverride(1366, 900, 1, false))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(open) + "/experiment"))
+	b.waitFor(`document.querySelector('#summary') && document.querySelector('#summary-table')`)
+	more := int64(need["more_users"].(float64))
+	days := int64(math.Ceil(need["more_users"].(float64) / need["users_per_day"].(float64)))
+	assert.Equal(t, "“discount” is ahead of “a” by 1.0 points (+20%) so far, but that is not sure yet: about "+
+		withCommas(more)+" more users, about "+withCommas(days)+" days at today’s rate ("+withCommas(int64(math.Round(need["users_per_day"].(float64))))+" users a day).",
+		b.text("#summary"))
+	var cells []string
+	b.eval(`[...document.querySelectorAll('#summary-table tr[data-arm="discount"] td')].map(td => td.textContent)`, &cells)
+	assert.Equal(t, []string{"1,000", "60", "6.00%", "+1.00 points", "+20.00%"}, cells, "the difference in points, the lift in percent")
+	var opened bool
+	b.eval(`document.querySelector('#statistics').open`, &opened)
+	assert.False(t, opened, "the statistician's table is folded")
+	assert.Contains(t, b.text("#results-stop"), "Stop the experiment")
+	for _, width := range []int64{1366, 390} {
+		if width == 390 {
+			b.run(emulation.SetDeviceMetricsOverride(390, 844, 2, true))
+		}
+		var fits bool
+		b.eval(`document.documentElement.scrollWidth <= window.innerWidth &&
+			[...document.querySelectorAll('#summary-table, #summary, #results-actions')].every(el => el.getBoundingClientRect().right <= window.innerWidth)`, &fits)
+		assert.True(t, fits, "nothing of the summary is cut off at %d px", width)
+		b.axeCheck("results at " + itoa(width) + " px")
+	}
+	b.shot("experiment-results-phone", "")
+	b.run(emulation.SetDeviceMetricsOverride(1366, 900, 1, false))
+
+	// no winner: Conclude offers the variants, none pre-selected
+	b.run(chromedp.Click("#results-conclude", chromedp.ByQuery))
+	b.answerDialogCheck("Conclude", false, func() {
+		var checked int
+		b.eval(`document.querySelectorAll('#conclude-choice input:checked').length`, &checked)
+		assert.Zero(t, checked, "no winner: nothing pre-selected, never a loser")
+	})
+
+	// a winner: confident, shipped from the page
+	sure, sureSalt := discountPopup(t, in, "sure")
+	phaseCounts(t, cfg.MySQLDSN, sure, sureSalt, 20000, 1000, 20000, 1400, 4444)
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(sure) + "/experiment"))
+	b.waitFor(`document.querySelector('#summary') && document.title.startsWith('Experiment results: sure ')`)
+	assert.Equal(t, "“discount” is ahead of “a” by 2.0 points (+40%): confident — you can ship it.", b.text("#summary"))
+	b.shot("experiment-results", "")
+	assert.Equal(t, "Conclude and ship “discount”…", b.text("#results-conclude"))
+	b.run(chromedp.Click("#results-conclude", chromedp.ByQuery))
+	b.answerDialogCheck("Conclude", true, func() {
+		var checked string
+		b.eval(`document.querySelector('#conclude-choice input:checked').value`, &checked)
+		assert.Equal(t, "discount", checked)
+	})
+	b.waitFor(`document.querySelector('#experiment-meta .badge.concluded')`)
+	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(sure), nil).Body
+	assert.Equal(t, "Discount", stored["title"])
+	assert.False(t, b.has("#results-actions"), "a concluded experiment has no actions left")
+}
+
+// withCommas is the page's rendering of a count (en-US grouping).
+func withCommas(n int64) string {
+	s := itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
