@@ -304,6 +304,8 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "list sorted, by state", method: "GET", url: adm + "/admin/v1/popups?sort=-updated_at&state=running&q=openapi&limit=1", header: auth, want: []int{ok}},
 		{name: "list bad sort", method: "GET", url: adm + "/admin/v1/popups?sort=title", header: auth, want: []int{bad}, errCode: "invalid_query"},
 		{name: "list bad state", method: "GET", url: adm + "/admin/v1/popups?state=active", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "list of running experiments", method: "GET", url: adm + "/admin/v1/popups?experiment=running", header: auth, want: []int{ok}},
+		{name: "list bad experiment filter", method: "GET", url: adm + "/admin/v1/popups?experiment=live", header: auth, want: []int{bad}, errCode: "invalid_query"},
 		{name: "create with a live name", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"openapi-active"}`, header: auth, want: []int{http.StatusConflict}, errCode: "name_taken"},
 		{name: "put a live name", method: "PUT", url: adm + "/admin/v1/popups/" + other, body: `{"name":"openapi-active"}`, header: auth, want: []int{http.StatusConflict}, errCode: "name_taken"},
 		{name: "history", method: "GET", url: adm + "/admin/v1/popups/" + active + "/history", header: auth, want: []int{ok}},

@@ -96,6 +96,10 @@ func (a *Admin) list(c *gin.Context) {
 			return
 		}
 	}
+	if q.Experiment = popup.ExperimentFilter(c.Query("experiment")); !q.Experiment.Valid() {
+		writeError(c, a.Log, queryError("experiment", "must be any, none, draft, running, stopped or concluded"))
+		return
+	}
 	if len([]rune(q.Search)) > 200 {
 		writeError(c, a.Log, queryError("q", "must be at most 200 characters"))
 		return

@@ -354,3 +354,48 @@ func TestMigration9KeepsPopupsAndTheirHistory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, back.Experiment)
 }
+
+// The list filters on the experiment's status (issue 41, 7): any, none, or one status.
+func TestFindFiltersByExperiment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, _ := experimentRepo(t)
+	_, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "plain"}))
+	require.NoError(t, err)
+	for _, name := range []string{"draft", "running", "stopped", "concluded"} {
+		p, err := repo.Create(ctx, as("alice"), withExperiment(t, name, popup.StatusActive))
+		require.NoError(t, err)
+		steps := map[string][]popup.ExperimentTransition{
+			"running":   {transition(popup.ChangeExperimentStart)},
+			"stopped":   {transition(popup.ChangeExperimentStart), transition(popup.ChangeExperimentStop)},
+			"concluded": {transition(popup.ChangeExperimentStart), {Action: popup.ChangeExperimentConclude, Variant: "b"}},
+		}[name]
+		for _, s := range steps {
+			_, err := repo.Transition(ctx, as("alice"), p.ID, s, nil)
+			require.NoError(t, err)
+		}
+	}
+	tests := []struct {
+		give popup.ExperimentFilter
+		want []string
+	}{
+		{"", []string{"plain", "draft", "running", "stopped", "concluded"}},
+		{popup.ExperimentAny, []string{"draft", "running", "stopped", "concluded"}},
+		{popup.ExperimentNone, []string{"plain"}},
+		{popup.ExperimentFilter(popup.ExperimentRunning), []string{"running"}},
+		{popup.ExperimentFilter(popup.ExperimentConcluded), []string{"concluded"}},
+		{popup.ExperimentFilter(popup.ExperimentDraft), []string{"draft"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.give), func(t *testing.T) {
+			page, err := repo.Find(ctx, popup.ListQuery{Experiment: tt.give, Sort: popup.ListSort{Key: popup.SortByID}, Limit: 100, Now: time.Now()})
+			require.NoError(t, err)
+			var got []string
+			for _, p := range page.Popups {
+				got = append(got, p.Name)
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, len(tt.want), page.Total)
+		})
+	}
+}
