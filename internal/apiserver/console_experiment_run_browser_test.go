@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -278,7 +279,7 @@ func TestConsolePhasesKeepTheVerdict(t *testing.T) {
 		assert.Contains(t, b.text("#phase-verdict"), "Phase 1's verdict ends: it names variant “discount” the winner")
 		assert.Contains(t, b.text("#phase-keep-help"), itoa(int64(moved))+" of the 300 users counted so far move to another arm")
 		b.axeCheck("the new-phase review with the verdict it ends")
-		b.shot("experiment-new-phase", "")
+		b.shot("experiment-new-phase-verdict", "")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
 	require.Equal(t, 2.0, in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)["phase"])
@@ -315,7 +316,15 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	b := newBrowser(t, in)
 	b.signIn()
 	b.run(emulation.SetDeviceMetricsOverride(1366, 900, 1, false))
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(open) + "/experiment"))
+	// from the popup's page the results are one Tab away from the heading
+	b.openPopup(open, 2)
+	b.waitFor(`document.activeElement.id === 'page-title'`)
+	b.run(chromedp.KeyEvent(kb.Tab))
+	var focused string
+	b.eval(`document.activeElement.id`, &focused)
+	assert.Equal(t, "experiment-results-top", focused)
+	b.run(chromedp.KeyEvent(kb.Enter))
+	b.waitFor(`location.hash === '#/popups/` + itoa(open) + `/experiment'`)
 	b.waitFor(`document.querySelector('#summary') && document.querySelector('#summary-table')`)
 	more := int64(need["more_users"].(float64))
 	days := int64(math.Ceil(need["more_users"].(float64) / need["users_per_day"].(float64)))
@@ -377,4 +386,105 @@ func withCommas(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// Issue 41, 7: the list has an experiment column and filter, the audit log names the popup, the
+// history shows times in the team's zone and field names a person reads.
+func TestConsoleExperimentsFoundAndAudited(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	plain := in.createPopup(t, popupSpec("plain", map[string]any{"image_url": ""}))
+	running, _ := discountPopup(t, in, "running-test")
+	shipped, _ := discountPopup(t, in, "shipped-test")
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(shipped)+"/experiment/conclude", map[string]any{"variant": "discount"})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	res = in.adminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "America/New_York"})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+
+	b := newBrowser(t, in)
+	b.signIn()
+	b.waitFor(`document.querySelector('#popup-table tr[data-id="` + itoa(shipped) + `"]')`)
+	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(running)+`"] td.experiment`), "running")
+	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(shipped)+`"] td.experiment`), "concluded “discount” shipped")
+	assert.Equal(t, "—", b.text(`#popup-table tr[data-id="`+itoa(plain)+`"] td.experiment`))
+	b.fill("#filter-experiment", "running")
+	b.waitFor(`document.querySelectorAll('#popup-table tbody tr').length === 1 && location.hash.includes('experiment=running')`)
+	assert.Equal(t, itoa(running), b.attr("#popup-table tbody tr", "data-id"))
+	b.axeCheck("list of running experiments")
+	b.shot("list-experiments", "")
+
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audit"))
+	b.waitFor(`document.querySelector('#audit-list .audit-entry[data-action="experiment_conclude"]')`)
+	assert.Contains(t, b.text(`#audit-list .audit-entry[data-action="experiment_conclude"] h2`), "experiment_conclude of popup #"+itoa(shipped)+" “shipped-test”")
+
+	// a weight change kept in phase: the history names the field in words, the times in the team's zone
+	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(running), nil).Body
+	p["experiment"].(map[string]any)["variants"].([]any)[0].(map[string]any)["weight"] = 40
+	p["experiment"].(map[string]any)["variants"].([]any)[1].(map[string]any)["weight"] = 50
+	res = in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(running)+"?accept_reassignment=true", p)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	b.openPopup(running, 3)
+	b.waitFor(`document.querySelector('#history li[data-revision="3"] table.diff')`)
+	assert.Contains(t, b.text(`#history li[data-revision="3"] .muted`), "(America/New_York)")
+	var fields []string
+	b.eval(`[...document.querySelectorAll('#history li[data-revision="3"] table.diff tbody th')].map(th => th.textContent)`, &fields)
+	assert.Contains(t, fields, "experiment › variant 1 › weight")
+	var started []string
+	b.eval(`[...document.querySelectorAll('#history li[data-revision="2"] table.diff tbody tr')].filter(tr => tr.querySelector('th').textContent === 'experiment › phase started at').map(tr => tr.children[2].textContent)`, &started)
+	require.Len(t, started, 1, "the start sets the phase's first run")
+	assert.Contains(t, started[0], "(America/New_York)")
+	assert.NotContains(t, started[0], "Z", "no raw RFC 3339 time")
+	b.axeCheck("history in words")
+}
+
+// Issue 41, 8: on a phone the action bar is compact with the destructive actions behind a menu,
+// the preview floats beside the fields on request, and a review's confirming button comes after
+// its diff.
+func TestConsoleExperimentOnAPhone(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	id, _ := discountPopup(t, in, "phone-test")
+	b := newBrowser(t, in)
+	b.signIn()
+	b.run(emulation.SetDeviceMetricsOverride(390, 844, 2, true))
+	b.openPopup(id, 2)
+	var bar float64
+	b.eval(`document.querySelector('.actions.sticky').getBoundingClientRect().height`, &bar)
+	assert.Less(t, bar, 100.0, "the action bar leaves the phone's screen to the form")
+	var hidden bool
+	b.eval(`document.getElementById('archive').offsetParent === null`, &hidden)
+	assert.True(t, hidden, "Archive is behind the menu, not under the thumb")
+	b.run(chromedp.Click("#more-toggle", chromedp.ByQuery))
+	b.waitFor(`document.getElementById('archive').offsetParent !== null && document.getElementById('more-toggle').getAttribute('aria-expanded') === 'true'`)
+	b.axeCheck("the action menu on a phone")
+	b.run(chromedp.Click("#more-toggle", chromedp.ByQuery))
+
+	// the preview beside the fields: the title typed shows in the floating preview, in view
+	b.run(chromedp.Click("#preview-toggle", chromedp.ByQuery))
+	b.fill("#f-title", "Typed on a phone")
+	var inView bool
+	b.eval(`(() => { const r = document.querySelector('#preview .pv-title').getBoundingClientRect();
+		return r.top >= 0 && r.bottom <= window.innerHeight && document.querySelector('#preview .pv-title').textContent === 'Typed on a phone'; })()`, &inView)
+	assert.True(t, inView, "the preview is in view while the fields are edited")
+	b.axeCheck("the floating preview on a phone")
+	b.shot("edit-phone-preview", "")
+	b.run(chromedp.Click("#preview-toggle", chromedp.ByQuery))
+	b.fill("#f-title", "Own")
+
+	// the phase review: Publish after the diff
+	b.fill(vf("variants[0].weight"), "20")
+	b.fill(vf("variants[1].weight"), "70")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialogCheck("Publish these changes", false, func() {
+		var after bool
+		b.eval(`document.getElementById('confirm-ok').getBoundingClientRect().top >= document.querySelector('#confirm-body table.diff').getBoundingClientRect().bottom`, &after)
+		assert.True(t, after, "the confirming button comes after the diff")
+		var width int
+		b.eval(`document.documentElement.scrollWidth`, &width)
+		assert.LessOrEqual(t, width, 390)
+		b.axeCheck("the phase review on a phone")
+	})
+	var width int
+	b.eval(`document.documentElement.scrollWidth`, &width)
+	assert.LessOrEqual(t, width, 390, "the form does not scroll sideways")
 }

@@ -227,14 +227,26 @@ function signInScreen() {
 const SORTS = ['id', 'updated_at', 'name', 'priority'];
 const STATES = ['draft', 'scheduled', 'running', 'paused', 'ended', 'archived'];
 const DEFAULT_SORT = '-updated_at';
-const listState = { state: '', q: '', sort: DEFAULT_SORT, cursors: [''], page: 0 };
+const listState = { state: '', experiment: '', q: '', sort: DEFAULT_SORT, cursors: [''], page: 0 };
+// EXPERIMENT_FILTERS: the list's filter on experiments (GET /admin/v1/popups?experiment=)
+const EXPERIMENT_FILTERS = [['', 'Any or none'], ['any', 'With an experiment'], ['running', 'Experiment running'], ['draft', 'Experiment draft'],
+  ['stopped', 'Experiment stopped'], ['concluded', 'Experiment concluded'], ['none', 'Without an experiment']];
+
+// experimentCell says a popup's experiment in a list row: its status and phase, or what shipped.
+function experimentCell(e) {
+  if (!e) return h('span', { class: 'muted' }, '—');
+  return h('span', {}, h('span', { class: 'badge ' + e.status }, e.status),
+    e.status === 'concluded' ? ` “${e.concluded_variant}” shipped` : (e.phase > 1 ? ` · phase ${e.phase}` : ''));
+}
 
 function readListQuery(qs) {
   const p = new URLSearchParams(qs || '');
   const state = p.get('state') || '';
   const sort = p.get('sort') || DEFAULT_SORT;
+  const experiment = p.get('experiment') || '';
   Object.assign(listState, {
     state: STATES.includes(state) ? state : '',
+    experiment: EXPERIMENT_FILTERS.some(([v]) => v === experiment) ? experiment : '',
     q: p.get('q') || '',
     sort: SORTS.includes(sort.replace(/^-/, '')) ? sort : DEFAULT_SORT,
   });
@@ -243,6 +255,7 @@ function readListQuery(qs) {
 function listQuery() {
   const p = new URLSearchParams();
   if (listState.state) p.set('state', listState.state);
+  if (listState.experiment) p.set('experiment', listState.experiment);
   if (listState.q) p.set('q', listState.q);
   if (listState.sort !== DEFAULT_SORT) p.set('sort', listState.sort);
   const s = p.toString();
@@ -303,9 +316,12 @@ async function listScreen(qs) {
   const results = h('div', { id: 'popup-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
   const stateSel = h('select', { id: 'filter-state', name: 'state' },
     STATE_LABELS.map(([v, l]) => h('option', { value: v, selected: listState.state === v }, l)));
+  const expSel = h('select', { id: 'filter-experiment', name: 'experiment' },
+    EXPERIMENT_FILTERS.map(([v, l]) => h('option', { value: v, selected: listState.experiment === v }, l)));
   const q = h('input', { id: 'filter-q', name: 'q', type: 'search', value: listState.q, 'aria-describedby': 'filter-q-help' });
   const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter popups' },
     h('div', { class: 'field inline' }, h('label', { for: 'filter-state' }, 'State'), stateSel),
+    h('div', { class: 'field inline' }, h('label', { for: 'filter-experiment' }, 'Experiment'), expSel),
     h('div', { class: 'field inline' }, h('label', { for: 'filter-q' }, 'Search name, title, content or id'), q),
     h('button', { type: 'submit' }, 'Apply filter'),
     h('p', { class: 'help', id: 'filter-q-help' }, 'A part of the name, title or content (any case), or a popup id.'));
@@ -320,10 +336,11 @@ async function listScreen(qs) {
   };
   filters.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    Object.assign(listState, { state: stateSel.value, q: q.value.trim() });
+    Object.assign(listState, { state: stateSel.value, experiment: expSel.value, q: q.value.trim() });
     apply();
   });
   stateSel.addEventListener('change', () => filters.requestSubmit());
+  expSel.addEventListener('change', () => filters.requestSubmit());
   screen('Popups',
     can('edit_drafts') ? h('p', {}, h('a', { href: '#/popups/new', class: 'button' }, 'New popup')) : null,
     filters, results);
@@ -341,6 +358,7 @@ async function listScreen(qs) {
     results.setAttribute('aria-busy', 'true');
     const params = new URLSearchParams({ limit: String(PAGE), sort: listState.sort });
     if (listState.state) params.set('state', listState.state);
+    if (listState.experiment) params.set('experiment', listState.experiment);
     if (listState.q) params.set('q', listState.q);
     const cursor = listState.cursors[listState.page];
     if (cursor) params.set('cursor', cursor);
@@ -354,7 +372,7 @@ async function listScreen(qs) {
     const total = r.body.total;
     const sortKey = listState.sort.replace(/^-/, '');
     const dir = listState.sort.startsWith('-') ? 'descending' : 'ascending';
-    const cols = ['Name', 'State', 'Priority', 'Updated', `Window (${zoneName})`, 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days'];
+    const cols = ['Name', 'State', 'Experiment', 'Priority', 'Updated', `Window (${zoneName})`, 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days'];
     const header = (c) => {
       const key = SORT_COLS[c];
       if (!key) return h('th', { scope: 'col' }, c);
@@ -375,20 +393,22 @@ async function listScreen(qs) {
         return h('tr', { 'data-id': p.id },
           h('th', { scope: 'row' }, h('a', { href: '#/popups/' + p.id }, p.name || '(unnamed)'), h('span', { class: 'muted' }, ' #' + p.id)),
           td(1, {}, h('span', { class: 'badge ' + state }, state)),
-          td(2, { class: 'num' }, p.priority),
-          td(3, {}, fmtTime(p.updated_at)),
-          td(4, {}, windowText(p)),
-          td(5, {}, targetingSummary(p.targeting)),
-          td(6, { class: 'num' }, stats.available ? today.impressions : '—'),
-          td(7, { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
-          td(8, {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days (${stats.zone} days) for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
+          td(2, { class: 'experiment' }, experimentCell(p.experiment)),
+          td(3, { class: 'num' }, p.priority),
+          td(4, {}, fmtTime(p.updated_at)),
+          td(5, {}, windowText(p)),
+          td(6, {}, targetingSummary(p.targeting)),
+          td(7, { class: 'num' }, stats.available ? today.impressions : '—'),
+          td(8, { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
+          td(9, {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days (${stats.zone} days) for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
       })));
     const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of popups' },
       h('button', { type: 'button', class: 'secondary', disabled: listState.page === 0, onclick: () => { listState.page--; renderPage(); } }, 'Previous page'),
       h('span', {}, `Page ${listState.page + 1}` + (typeof total === 'number' ? ` of ${Math.max(1, Math.ceil(total / PAGE))}` : '')),
       h('button', { type: 'button', class: 'secondary', disabled: !next, onclick: () => { listState.cursors[listState.page + 1] = next; listState.page++; renderPage(); } }, 'Next page'));
     setKids(results,
-      typeof total === 'number' ? h('p', { id: 'popup-total' }, `${total} popup${total === 1 ? '' : 's'}`, listState.state ? ` ${listState.state}` : '', listState.q ? ` matching “${listState.q}”` : '',
+      typeof total === 'number' ? h('p', { id: 'popup-total' }, `${total} popup${total === 1 ? '' : 's'}`, listState.state ? ` ${listState.state}` : '',
+        listState.experiment ? ` · ${EXPERIMENT_FILTERS.find(([v]) => v === listState.experiment)[1].toLowerCase()}` : '', listState.q ? ` matching “${listState.q}”` : '',
         stats.available ? h('span', { class: 'muted' }, ` · today is ${stats.dates[stats.dates.length - 1] || ''} in ${stats.zone}`) : null) : null,
       stats.available ? null : alertBox('Stats: not available on this server.', 'info'),
       rows.length ? h('div', { class: 'table-wrap' }, table) : h('p', {}, 'No popups match.'),
@@ -1050,12 +1070,12 @@ async function editScreen(id, carry) {
       field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.')),
     h('fieldset', {}, h('legend', {}, 'Content'), content.el),
     exp.el,
-    h('div', { class: 'actions sticky' },
-      mayEdit ? saveBtn : null,
-      current?.status === 'draft' && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null,
-      current && can('edit_drafts') ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate as draft') : null,
-      live && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
-      current && current.status !== 'archived' && can('publish') ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null));
+    actionBar(
+      [mayEdit ? saveBtn : null,
+        current?.status === 'draft' && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null],
+      [current && can('edit_drafts') ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate as draft') : null,
+        live && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
+        current && current.status !== 'archived' && can('publish') ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null]));
   if (!mayEdit) {
     // a read-only view: every field shows its value and takes no input; the buttons that add or
     // remove a button of the popup go
@@ -1236,15 +1256,31 @@ async function editScreen(id, carry) {
   const title = current ? `${current.name} (#${current.id})` : 'New popup';
   screen(title,
     readOnlyNote,
-    current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
+    current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status),
+      // the experiment's results one Tab from the heading, not past every field of the form
+      current.experiment ? [' · Experiment ', h('span', { class: 'badge ' + current.experiment.status }, current.experiment.status), ': ',
+        h('a', { href: `#/popups/${current.id}/experiment`, id: 'experiment-results-top' }, 'results and decision')] : null) : null,
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
-      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, previewBox)),
+      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane', id: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? resultsSection(current) : null,
     current ? historySection(current, { etag: () => etag, dirty, mayRollback: can('publish'), reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
   update();
   leaveGuard = dirty;
+}
+
+// actionBar is the popup form's sticky bar: the main actions, then the others. On a phone (the
+// .phone-only controls show below 700 px) the others fold behind "More…", destructive ones out of
+// the thumb's way, and "Preview" floats the live preview above the bar, beside the fields.
+function actionBar(main, others) {
+  const more = h('div', { class: 'more-actions', id: 'more-actions' }, others);
+  const toggle = (btn, el, cls) => { const on = el.classList.toggle(cls); btn.setAttribute('aria-expanded', String(on)); };
+  const moreBtn = h('button', { type: 'button', class: 'secondary phone-only', id: 'more-toggle', 'aria-expanded': 'false', 'aria-controls': 'more-actions',
+    onclick: () => toggle(moreBtn, more, 'open') }, 'More…');
+  const previewBtn = h('button', { type: 'button', class: 'secondary phone-only', id: 'preview-toggle', 'aria-expanded': 'false', 'aria-controls': 'preview-pane',
+    onclick: () => toggle(previewBtn, document.getElementById('preview-pane'), 'floating') }, 'Preview');
+  return h('div', { class: 'actions sticky' }, main, previewBtn, others.some(Boolean) ? [moreBtn, more] : null);
 }
 
 // renderPreview draws the popup as the app shows it, in a phone or web frame.
@@ -1359,7 +1395,8 @@ function resultsTable(b) {
   return h('div', {},
     h('p', { id: 'results-summary' }, `Impressions ${t.impressions ?? 0}, unique users ${t.users ?? '—'}, clicks ${t.clicks ?? 0} (CTR ${fmtPct(t.ctr)}), closes ${t.closes ?? 0} (close rate ${fmtPct(t.close_rate)}); users reached ever ${t.users_reached ?? 0}.`),
     sparkline((b.days || []).map((d) => d.impressions), 'Daily impressions: ' + (b.days || []).map((d) => d.impressions).join(', ')),
-    h('div', { class: 'table-wrap' }, h('table', { id: 'results-table', class: 'results' },
+    // scrolls sideways on a phone: focusable and named, so the keyboard can scroll it too
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Results per day' }, h('table', { id: 'results-table', class: 'results' },
       h('caption', {}, `Results per day, ${b.from} to ${b.to} (days in ${b.time_zone}), newest first; clicks per button in the columns “Clicks: …”`),
       h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, days.map((d) => h('tr', { class: d.complete ? '' : 'incomplete', 'data-date': d.date },
@@ -1586,11 +1623,35 @@ function intervalChart(id, caption, rows, zero) {
     h('p', { class: 'sr-only', id: descId }, text));
 }
 
+// teamZone is the team's reporting time zone (GET /admin/v1/settings), read once per page load;
+// the browser's when the settings cannot be read.
+let teamZoneRead = null;
+function teamZone() {
+  teamZoneRead = teamZoneRead || api('GET', '/admin/v1/settings').then((r) => (r.ok && r.body.reporting_time_zone) || zoneName);
+  return teamZoneRead;
+}
+
+// teamTime shows an instant in zone, naming the zone: "27 Nov 2026, 12:20 (Asia/Shanghai)".
+function teamTime(s, zone) {
+  const d = new Date(s);
+  if (!s || isNaN(d)) return s || '—';
+  return new Intl.DateTimeFormat('en-GB', { timeZone: zone, day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit' }).format(d) + ` (${zone})`;
+}
+
+// readable makes a diff's rows read as a person would: field paths in words
+// (experiment.variants[0].weight: "experiment › variant 1 › weight") and instants in the team's zone.
+const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
+function readable(rows, zone) {
+  const field = (f) => f.replace(/([a-z_]+)\[(\d+)\]/g, (_, k, i) => `${k.replace(/s$/, '')} ${Number(i) + 1}`).split('.').join(' › ').replaceAll('_', ' ');
+  const value = (v) => (INSTANT.test(v) ? teamTime(v, zone) : v);
+  return rows.map((r) => ({ field: field(r.field), before: value(r.before), after: value(r.after) }));
+}
+
 // historySection lists the revisions with their diffs; a rollback carries the ETag the page was
 // based on (ed.etag), so a rollback from a page someone else has changed since is refused (412).
 function historySection(current, ed) {
   const box = h('div', { id: 'history' }, h('p', { class: 'muted' }, 'Loading…'));
-  api('GET', `/admin/v1/popups/${current.id}/history`).then((r) => {
+  Promise.all([api('GET', `/admin/v1/popups/${current.id}/history`), teamZone()]).then(([r, zone]) => {
     if (!r.ok) return setKids(box, alertBox('History: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
     const revs = (r.body.revisions || []).slice().sort((a, b) => b.revision - a.revision);
     setKids(box, h('ol', { class: 'revisions', reversed: true }, revs.map((rev, i) => {
@@ -1598,8 +1659,8 @@ function historySection(current, ed) {
       const isCurrent = rev.revision === current.revision;
       return h('li', { 'data-revision': rev.revision },
         h('h3', {}, `Revision ${rev.revision}`, isCurrent ? ' (current)' : ''),
-        h('p', { class: 'muted' }, `${fmtTime(rev.at)} by ${rev.actor || 'unknown'}`),
-        older ? diffTable(diff(older.popup, rev.popup), `Changes from revision ${older.revision} to ${rev.revision}`) : h('p', { class: 'muted' }, 'First revision.'),
+        h('p', { class: 'muted' }, `${teamTime(rev.at, zone)} by ${rev.actor || 'unknown'}`),
+        older ? diffTable(readable(diff(older.popup, rev.popup), zone), `Changes from revision ${older.revision} to ${rev.revision}`) : h('p', { class: 'muted' }, 'First revision.'),
         isCurrent || !ed.mayRollback ? null : h('button', { type: 'button', class: 'secondary', 'data-rollback': rev.revision, onclick: () => rollback(rev.revision, rev.popup) }, `Roll back to revision ${rev.revision}`));
     })));
   });
@@ -2205,7 +2266,7 @@ function auditScreen() {
     if (popupIn.value.trim()) qs.set('popup_id', popupIn.value.trim());
     if (actorIn.value.trim()) qs.set('actor', actorIn.value.trim());
     if (before) qs.set('before', before);
-    const r = await api('GET', '/admin/v1/audit?' + qs);
+    const [r, zone] = await Promise.all([api('GET', '/admin/v1/audit?' + qs), teamZone()]);
     if (mine !== loadSeq) return;
     if (!r.ok) { more.hidden = true; return setKids(list, alertBox('Audit log: ' + errorText(r), notAvailable(r) ? 'info' : 'error')); }
     const entries = r.body.entries || [];
@@ -2213,9 +2274,9 @@ function auditScreen() {
     for (const e of entries) {
       list.append(h('article', { class: 'audit-entry', 'data-id': e.id, 'data-action': e.action, 'data-popup': e.popup_id ?? '' },
         h('h2', { class: 'h3' }, `${e.action} of `, e.popup_id ? h('a', { href: '#/popups/' + e.popup_id }, `popup #${e.popup_id}`) : 'the config',
-          e.revision ? ` (revision ${e.revision})` : ''),
-        h('p', { class: 'muted' }, `${fmtTime(e.at)} by ${e.actor}`),
-        (e.before || e.after) ? h('details', {}, h('summary', {}, 'Changes'), diffTable(diff(e.before, e.after), 'Changes of entry ' + e.id)) : null));
+          (e.after || e.before)?.name ? ` “${(e.after || e.before).name}”` : '', e.revision ? ` (revision ${e.revision})` : ''),
+        h('p', { class: 'muted' }, `${teamTime(e.at, zone)} by ${e.actor}`),
+        (e.before || e.after) ? h('details', {}, h('summary', {}, 'Changes'), diffTable(readable(diff(e.before, e.after), zone), 'Changes of entry ' + e.id)) : null));
     }
     before = r.body.next || '';
     more.hidden = !before;
