@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"database/sql"
 	"math"
 	"net/http"
 	"strings"
@@ -43,6 +42,15 @@ func namedExperiment(t *testing.T, in *instance, suffix, mode string) (id, fallb
 	e = &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: res.Body["experiment"].(map[string]any)["salt"].(string),
 		Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlMode(mode)}}
 	return id, fallback, e
+}
+
+// shippedExperiment is namedExperiment concluded with variant: its content is the popup's now.
+func shippedExperiment(t *testing.T, in *instance, suffix, variant string) int64 {
+	t.Helper()
+	id, _, _ := namedExperiment(t, in, suffix, "none")
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/conclude", map[string]any{"variant": variant})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	return id
 }
 
 // explainUser runs "Explain for a user" for uid and returns the verdict once shown.
@@ -119,9 +127,7 @@ func TestConsoleExplainNamesTheArm(t *testing.T) {
 func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
 	t.Parallel()
 	in := start(t, testConfig(t), nil)
-	id, _, _ := startedExperiment(t, in, "none")
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/conclude", map[string]any{"variant": "discount"})
-	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	id := shippedExperiment(t, in, "", "discount")
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openPopup(id, 3)
@@ -134,6 +140,9 @@ func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
 		var rows []string
 		b.eval(`[...document.querySelectorAll('#confirm-body table.diff tbody tr')].map(tr => tr.innerText.replace(/\s+/g, ' ').trim())`, &rows)
 		assert.Contains(t, rows, "title Discount Own", "the diff shows the content the rollback brings back")
+		for _, r := range rows {
+			assert.NotRegexp(t, `\dT\d\d:\d\d:\d\d`, r, "times in the team's zone, not raw")
+		}
 		b.axeCheck("the review of a rollback past a conclude")
 		b.shot("experiment-rollback-shipped", "")
 	})
@@ -150,9 +159,7 @@ func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
 	in.publicPopup(t, "after-console-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
 
 	// an edit of a shipped title: reviewed, ends the experiment
-	other, _, _ := namedExperiment(t, in, "-2", "none")
-	res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(other)+"/experiment/conclude", map[string]any{"variant": "a"})
-	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	other := shippedExperiment(t, in, "-2", "a")
 	b.openPopup(other, 3)
 	b.fill("#f-title", "A, reworded")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
@@ -252,22 +259,9 @@ func TestConsolePhasesKeepTheVerdict(t *testing.T) {
 	in := start(t, cfg, nil)
 	id, salt := discountPopup(t, in, "phases")
 	phaseCounts(t, cfg.MySQLDSN, id, salt, 20000, 1000, 20000, 1400, 4444)
-	db, err := sql.Open("mysql", cfg.MySQLDSN)
-	require.NoError(t, err)
-	defer db.Close()
 	e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: salt,
 		Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlNone}}
-	assign := popup.NewAssigner(e)
-	moved := 0
-	for i := range 300 {
-		uid := "p-" + itoa(int64(i))
-		arm := e.ArmKey(assign.Assign(uid))
-		_, err := db.ExecContext(t.Context(), `INSERT INTO popup_experiment_user (popup_id, salt, uid, arm, first_exposed_at) VALUES (?, ?, ?, ?, NOW(3))`, id, salt, uid, arm)
-		require.NoError(t, err)
-		if bucket := popup.ArmBucket(salt, uid); arm == "a" && bucket >= 2000 || arm == "discount" && bucket >= 9000 { // 20/70/10
-			moved++
-		}
-	}
+	moved := countedUsers(t, cfg.MySQLDSN, id, e, "p-", 300) // under 20/70/10
 
 	b := newBrowser(t, in)
 	b.signIn()
@@ -277,7 +271,7 @@ func TestConsolePhasesKeepTheVerdict(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialogCheck("Publish these changes", true, func() {
 		assert.Contains(t, b.text("#phase-verdict"), "Phase 1's verdict ends: it names variant “discount” the winner")
-		assert.Contains(t, b.text("#phase-keep-help"), itoa(int64(moved))+" of the 300 users counted so far move to another arm")
+		assert.Contains(t, b.text("#phase-keep-help"), itoa(moved)+" of the 300 users counted so far move to another arm")
 		b.axeCheck("the new-phase review with the verdict it ends")
 		b.shot("experiment-new-phase-verdict", "")
 	})

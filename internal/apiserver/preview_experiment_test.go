@@ -106,9 +106,8 @@ func jsonOf(t *testing.T, v any) string {
 func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
 	t.Parallel()
 	in := start(t, testConfig(t), nil)
-	id, _, _ := startedExperiment(t, in, "none")
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/conclude", map[string]any{"variant": "discount"})
-	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	id := shippedExperiment(t, in, "", "discount")
+	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
 	require.Equal(t, "Discount", res.Body["title"])
 	rev := res.Body["revision"]
 
@@ -149,22 +148,8 @@ func TestReassignmentCountsTheUsersThatMove(t *testing.T) {
 	cfg := testConfig(t)
 	in := start(t, cfg, nil)
 	id, _, e := startedExperiment(t, in, "none")
-	db, err := sql.Open("mysql", cfg.MySQLDSN)
-	require.NoError(t, err)
-	defer db.Close()
-	assign := popup.NewAssigner(e)
-	var wantMoved int64
 	const users = 600
-	for i := range users {
-		uid := "r-" + itoa(int64(i))
-		arm := e.ArmKey(assign.Assign(uid))
-		_, err := db.ExecContext(t.Context(), `INSERT INTO popup_experiment_user (popup_id, salt, uid, arm, first_exposed_at) VALUES (?, ?, ?, ?, NOW(3))`, id, e.Salt, uid, arm)
-		require.NoError(t, err)
-		// 20/70/10 under the same salt: a keeps buckets [0, 2000), discount takes [2000, 9000)
-		if b := popup.ArmBucket(e.Salt, uid); arm == "a" && b >= 2000 || arm == "discount" && b >= 9000 {
-			wantMoved++
-		}
-	}
+	wantMoved := countedUsers(t, cfg.MySQLDSN, id, e, "r-", users)
 	require.Positive(t, wantMoved)
 	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
 	x := p["experiment"].(map[string]any)
@@ -176,4 +161,27 @@ func TestReassignmentCountsTheUsersThatMove(t *testing.T) {
 	assert.Equal(t, float64(wantMoved), res.Body["moved_users"])
 	assert.Equal(t, 1.0, res.Body["phase"])
 	assert.Equal(t, float64(2), in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["revision"], "nothing written")
+}
+
+// countedUsers writes n users (uids prefix0 …) into popup_experiment_user as the worker would have
+// counted them in e's phase, each in the arm the assignment gives, and returns how many of them
+// the weights 20/70/10 (a, discount, control) would move under the same salt: a keeps buckets
+// [0, 2000), discount takes [2000, 9000), the control keeps [9000, 10000).
+func countedUsers(t *testing.T, dsn string, id int64, e *popup.Experiment, prefix string, n int) int64 {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	assign := popup.NewAssigner(e)
+	var moved int64
+	for i := range n {
+		uid := prefix + itoa(int64(i))
+		arm := e.ArmKey(assign.Assign(uid))
+		_, err := db.ExecContext(t.Context(), `INSERT INTO popup_experiment_user (popup_id, salt, uid, arm, first_exposed_at) VALUES (?, ?, ?, ?, NOW(3))`, id, e.Salt, uid, arm)
+		require.NoError(t, err)
+		if b := popup.ArmBucket(e.Salt, uid); arm == "a" && b >= 2000 || arm == "discount" && b >= 9000 {
+			moved++
+		}
+	}
+	return moved
 }

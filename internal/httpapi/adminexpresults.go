@@ -119,14 +119,9 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		phase = n
 	}
 	ctx := c.Request.Context()
-	p, err := a.Repo.Get(ctx, id)
+	cur, err := a.storedExperiment(ctx, id)
 	if err != nil {
 		writeError(c, a.Log, err)
-		return
-	}
-	cur := p.Experiment
-	if cur == nil {
-		writeError(c, a.Log, errNoExperiment)
 		return
 	}
 	if phase == 0 {
@@ -237,14 +232,9 @@ func (a *Admin) experimentReassignment(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	p, err := a.Repo.Get(ctx, id)
+	cur, err := a.storedExperiment(ctx, id)
 	if err != nil {
 		writeError(c, a.Log, err)
-		return
-	}
-	cur := p.Experiment
-	if cur == nil {
-		writeError(c, a.Log, errNoExperiment)
 		return
 	}
 	if next.Experiment == nil {
@@ -259,4 +249,17 @@ func (a *Admin) experimentReassignment(c *gin.Context) {
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"popup_id": id, "phase": cur.Phase, "exposed_users": m.Users, "moved_users": m.Moved})
+}
+
+// storedExperiment is popup id's stored experiment: popup.ErrNotFound for no popup,
+// errNoExperiment for a popup without one.
+func (a *Admin) storedExperiment(ctx context.Context, id int64) (*popup.Experiment, error) {
+	p, err := a.Repo.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.Experiment == nil {
+		return nil, errNoExperiment
+	}
+	return p.Experiment, nil
 }

@@ -1669,7 +1669,7 @@ function historySection(current, ed) {
   async function rollback(n, old) {
     const drop = ed.dirty() ? ' Your unsaved edits in the form above are dropped.' : '';
     const shipped = shippedWarning(current, old);
-    const review = h('div', {}, shipped, diffTable(diff(current, old), `What rolling back to revision ${n} changes`));
+    const review = h('div', {}, shipped, diffTable(readable(diff(current, old), await teamZone()), `What rolling back to revision ${n} changes`));
     if (!await confirmDialog(`Roll back to revision ${n}?`, `This writes a new revision with the content of revision ${n}; every instance serves it within seconds. What changes against the stored revision ${current.revision}:${drop}`, 'Roll back', review)) return;
     const r = await api('POST', `/admin/v1/popups/${current.id}/rollback${shipped ? '?end_experiment=true' : ''}`, { revision: n }, { ifMatch: ed.etag() });
     if (!r.ok) {
