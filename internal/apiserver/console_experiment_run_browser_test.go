@@ -304,7 +304,8 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	open, openSalt := discountPopup(t, in, "not-sure")
 	phaseCounts(t, cfg.MySQLDSN, open, openSalt, 1000, 50, 1000, 60, 222)
 	want := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(open)+"/experiment/results", nil).Body
-	need := want["need"].(map[string]any)
+	need, ok := want["need"].(map[string]any)
+	require.True(t, ok, "the results estimate how many more users a decision needs: %v", want["need"])
 	require.Equal(t, "discount", need["leader"])
 
 	b := newBrowser(t, in)
