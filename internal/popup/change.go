@@ -135,8 +135,8 @@ type ListQuery struct {
 	// (ExperimentAny), or without one (ExperimentNone); "" keeps every popup.
 	Experiment ExperimentFilter
 	Sort       ListSort
-	After  *ListPosition
-	Limit  int
+	After      *ListPosition
+	Limit      int
 }
 
 // ExperimentFilter is a list's filter on the popups' experiments: an ExperimentStatus, or one of
