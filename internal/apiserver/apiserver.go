@@ -400,6 +400,11 @@ func (g *gatedStats) ExperimentDays(ctx context.Context, popupID int64, salt str
 	return gate(g.dep, func() ([]popup.ExperimentDay, error) { return g.stats.ExperimentDays(ctx, popupID, salt) })
 }
 
+func (g *gatedStats) ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error {
+	_, err := gate(g.dep, func() (struct{}, error) { return struct{}{}, g.stats.ExperimentUserArms(ctx, popupID, salt, each) })
+	return err
+}
+
 // gatedSettings is the settings store behind the MySQL gate.
 type gatedSettings struct {
 	settings *mysqlstore.SettingsRepo

@@ -63,6 +63,27 @@ func pctText(v any, signed bool) string {
 	return s
 }
 
+// pointsText is the page's rendering of a difference of rates: percentage points, signed.
+func pointsText(v any) string {
+	x, ok := v.(float64)
+	if !ok {
+		return "—"
+	}
+	s := fmt.Sprintf("%.2f points", x*100)
+	if x > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+func pointsCI(v any) string {
+	ci, ok := v.([]any)
+	if !ok || len(ci) != 2 {
+		return "—"
+	}
+	return "[" + pointsText(ci[0]) + ", " + pointsText(ci[1]) + "]"
+}
+
 func ciText(v any, signed bool) string {
 	ci, ok := v.([]any)
 	if !ok || len(ci) != 2 {
@@ -112,7 +133,7 @@ func TestConsoleExperimentResults(t *testing.T) {
 		require.Len(t, cells, 14, a["key"])
 		assert.Equal(t, []string{
 			fmt.Sprint(a["exposed_users"]), fmt.Sprint(a["clicked_users"]), pctText(a["ctr"], false), ciText(a["ctr_ci"], false),
-			pctText(a["difference"], true), ciText(a["difference_ci"], true), pctText(a["lift"], true), ciText(a["lift_ci"], true),
+			pointsText(a["difference"]), pointsCI(a["difference_ci"]), pctText(a["lift"], true), ciText(a["lift_ci"], true),
 		}, cells[1:9], "arm %s as the API answers it", a["key"])
 	}
 	var cells []string

@@ -27,13 +27,15 @@ func js(s string) string {
 	return string(raw)
 }
 
-// spyWrites records (once per document; a second call empties the record), from now on, every write the page makes (a fetch that is not a GET) as
+// spyWrites records (once per document; a second call empties the record), from now on, every write the page makes (a fetch that is not a GET,
+// but for the reads sent as a POST: the draft preview and the reassignment count) as
 // "METHOD URL IF-MATCH" in window.__writes. The spy wraps fetch synchronously, so a write
 // started by a key press is recorded by the time the key event has been handled.
 func (b *browser) spyWrites() {
 	b.t.Helper()
 	b.eval(`(() => { window.__writes = []; if (window.__spied) return true; window.__spied = true; const f = window.fetch;
-		window.fetch = (u, o) => { if (o && o.method && o.method !== 'GET') window.__writes.push(o.method + ' ' + u + ' ' + ((o.headers && o.headers['If-Match']) || '-')); return f(u, o); };
+		const read = (u) => /\/admin\/v1\/(preview|popups\/\d+\/experiment\/reassignment)$/.test(String(u));
+		window.fetch = (u, o) => { if (o && o.method && o.method !== 'GET' && !read(u)) window.__writes.push(o.method + ' ' + u + ' ' + ((o.headers && o.headers['If-Match']) || '-')); return f(u, o); };
 		return true; })()`, nil)
 }
 

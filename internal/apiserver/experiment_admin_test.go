@@ -218,7 +218,9 @@ func TestExperimentAdminLifecycle(t *testing.T) {
 		assert.Equal(t, created.body["experiment"], first["experiment"])
 		a := c.do(t, "POST", "/admin/v1/popups/"+id+"/rollback", `{"revision":1}`, nil, http.StatusConflict)
 		code, _ := a.errorOf(t)
-		assert.Equal(t, "experiment_concluded", code, "a concluded experiment does not change, even by a rollback")
+		// revision 1 holds the popup's own content from before the conclude: the rollback would
+		// take the shipped variant off the air while the experiment says it shipped (issue 41, 2)
+		assert.Equal(t, "experiment_shipped", code, "a rollback past the conclude is refused unless it ends the experiment")
 		removed := c.do(t, "PUT", "/admin/v1/popups/"+id, withoutExperiment(t, concluded), nil, http.StatusOK)
 		assert.Nil(t, removed.body["experiment"], "a concluded experiment can be removed")
 		back := c.do(t, "POST", "/admin/v1/popups/"+id+"/rollback", `{"revision":1}`, nil, http.StatusOK)

@@ -304,6 +304,8 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "list sorted, by state", method: "GET", url: adm + "/admin/v1/popups?sort=-updated_at&state=running&q=openapi&limit=1", header: auth, want: []int{ok}},
 		{name: "list bad sort", method: "GET", url: adm + "/admin/v1/popups?sort=title", header: auth, want: []int{bad}, errCode: "invalid_query"},
 		{name: "list bad state", method: "GET", url: adm + "/admin/v1/popups?state=active", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "list of running experiments", method: "GET", url: adm + "/admin/v1/popups?experiment=running", header: auth, want: []int{ok}},
+		{name: "list bad experiment filter", method: "GET", url: adm + "/admin/v1/popups?experiment=live", header: auth, want: []int{bad}, errCode: "invalid_query"},
 		{name: "create with a live name", method: "POST", url: adm + "/admin/v1/popups", body: `{"name":"openapi-active"}`, header: auth, want: []int{http.StatusConflict}, errCode: "name_taken"},
 		{name: "put a live name", method: "PUT", url: adm + "/admin/v1/popups/" + other, body: `{"name":"openapi-active"}`, header: auth, want: []int{http.StatusConflict}, errCode: "name_taken"},
 		{name: "history", method: "GET", url: adm + "/admin/v1/popups/" + active + "/history", header: auth, want: []int{ok}},
@@ -422,6 +424,13 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "experiment results of an unknown popup", method: "GET", url: adm + "/admin/v1/popups/999999999/experiment/results", header: auth, want: []int{notFound}, errCode: "popup_not_found"},
 		{name: "experiment results without token", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results", want: []int{unauth}},
 		{name: "POST experiment results", method: "POST", url: adm + "/admin/v1/popups/" + experimented + "/experiment/results", header: auth, want: []int{noMethod}},
+		{name: "experiment reassignment", method: "POST", url: adm + "/admin/v1/popups/" + experimented + "/experiment/reassignment", header: viewer, want: []int{ok},
+			body: `{"popup":{"name":"x","experiment":{"variants":[{"key":"a","weight":20},{"key":"b","weight":60}],"control":{"weight":20,"mode":"none"}}}}`},
+		{name: "experiment reassignment without an experiment", method: "POST", url: adm + "/admin/v1/popups/" + experimented + "/experiment/reassignment", header: auth, want: []int{bad}, errCode: "validation_failed",
+			body: `{"popup":{"name":"x"}}`},
+		{name: "experiment reassignment of a popup without one", method: "POST", url: adm + "/admin/v1/popups/" + active + "/experiment/reassignment", header: auth, want: []int{notFound}, errCode: "experiment_missing",
+			body: `{"popup":{"name":"x"}}`},
+		{name: "GET experiment reassignment", method: "GET", url: adm + "/admin/v1/popups/" + experimented + "/experiment/reassignment", header: auth, want: []int{noMethod}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) { s.do(t, c) })

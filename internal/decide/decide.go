@@ -231,20 +231,34 @@ type ExplainOptions struct {
 // Explanation is the decision Decide would make, with every popup's verdict.
 type Explanation struct {
 	Version int64
-	Chosen  *popup.Compiled // nil: nothing would show
-	// Shown is Chosen's public JSON when the snapshot holds it (not for an Extra): the variant's
-	// for a user in a variant arm of Chosen's experiment.
+	Chosen  *popup.Compiled // the popup selection chose first; nil: nothing would show
+	// Shown is exactly the popup GET /api/v1/popup would answer, as its public JSON: the
+	// variant's for a user in a variant arm; nil for a user in a control with mode none (or a
+	// chain of controls ending in none), the popup a fall_through control falls through to
+	// otherwise. Nil for an Extra popup, which has no published JSON.
 	Shown []byte
-	// Arm is the user's arm in Chosen's running experiment: a variant's key or "control" (then
-	// the user would get nothing, or for fall_through the next popup, and Shown is Chosen's own
-	// JSON); "" outside any experiment.
-	Arm        string
+	// ShownID is the id of the popup Shown is; 0 when nothing is shown.
+	ShownID int64
+	// Arm is the user's arm in Chosen's running experiment: a variant's key or "control";
+	// "" outside any experiment.
+	Arm string
+	// Arms are the experiment arms the decision passed, in order, as the events Decide would
+	// record name them: every control exposed on the way, then the shown popup's variant.
+	Arms       []ArmStep
 	Candidates []popup.Candidate
+}
+
+// ArmStep is one experiment arm a decision passed: the popup and the user's arm in it.
+type ArmStep struct {
+	PopupID int64
+	Arm     string
 }
 
 // Explain runs the homepage decision for req at now without recording anything, and says for
 // every popup why it would or would not show. It reads the user's state like Decide does but
-// neither consults nor fills the local answers, and leaves the breaker alone.
+// neither consults nor fills the local answers, and leaves the breaker alone. The answer is
+// Decide's own plan (docs/CONTRACT.md §10: a control shows nothing, or falls through), so what it
+// says the user gets is what the public API would answer.
 func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time, opt ExplainOptions) (Explanation, error) {
 	snap := opt.Snapshot
 	if snap == nil {
@@ -264,14 +278,24 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	}
 	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, d.DailyCap)
 	ex := Explanation{Version: snap.Version, Chosen: chosen, Candidates: verdicts}
-	if chosen != nil {
-		arm := chosen.Arm(req.UID)
-		if arm >= 0 {
-			ex.Arm = chosen.Popup.Experiment.ArmKey(arm)
+	if chosen == nil {
+		return ex, nil
+	}
+	if arm := chosen.Arm(req.UID); arm >= 0 {
+		ex.Arm = chosen.Popup.Experiment.ArmKey(arm)
+	}
+	if snap.Entry(chosen.Popup.ID) == nil || snap.Entry(chosen.Popup.ID).Compiled != chosen {
+		return ex, nil // an Extra: not in the snapshot, so no plan (and no published JSON)
+	}
+	// The state was read for this call only: planning on it changes nothing stored.
+	p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, DailyCap: d.DailyCap})
+	for _, ev := range p.Events {
+		if len(ev.Arms) > 0 {
+			ex.Arms = append(ex.Arms, ArmStep{PopupID: ev.Arms[0].PopupID, Arm: ev.Arms[0].Arm})
 		}
-		if e := snap.Entry(chosen.Popup.ID); e != nil && e.Compiled == chosen {
-			ex.Shown = e.Shown(arm)
-		}
+	}
+	if p.Shown != nil {
+		ex.Shown, ex.ShownID = p.Shown.Shown(p.Arm), p.Shown.Popup.ID
 	}
 	return ex, nil
 }

@@ -38,10 +38,10 @@ type PopupRepo interface {
 	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error)
 	Transition(ctx context.Context, actor popup.Actor, id int64, t popup.ExperimentTransition, ifRevision []int64) (popup.Popup, error)
 	Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error)
-	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error)
+	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
 	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
-	Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error)
+	Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, opts popup.ImportOptions) (popup.ImportResult, error)
 }
 
 // Admin serves the admin listener. Every route needs the bearer token of an operator, and the
@@ -158,6 +158,7 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
 	v1.GET("/stats", a.allStats)
 	v1.GET("/popups/:id/experiment/results", a.experimentResults)
+	v1.POST("/popups/:id/experiment/reassignment", a.experimentReassignment) // a read: it records nothing
 	// Team settings: reading is for every operator, changing them is an admin's.
 	v1.GET("/settings", a.getSettings)
 	v1.PUT("/settings", admin("changing settings"), a.putSettings)
@@ -299,12 +300,17 @@ func (a *Admin) update(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	p, err := a.readPopup(c, id)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept}
+	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept, EndExperiment: end}
 	a.save(c, http.StatusOK, popup.ChangeUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Update(ctx, by, id, p, opts)
 	})
@@ -413,7 +419,20 @@ func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts d
 	if ex.Arm != "" {
 		answer["arm"] = ex.Arm // the user's arm in the chosen popup's running experiment (docs/CONTRACT.md §10)
 	}
+	if len(ex.Arms) > 0 {
+		arms := make([]armStepWire, len(ex.Arms))
+		for i, s := range ex.Arms {
+			arms[i] = armStepWire{PopupID: s.PopupID, Arm: s.Arm}
+		}
+		answer["arms"] = arms
+	}
 	c.JSON(http.StatusOK, answer)
+}
+
+// armStepWire is one experiment arm a previewed decision passed (decide.ArmStep).
+type armStepWire struct {
+	PopupID int64  `json:"popup_id"`
+	Arm     string `json:"arm"`
 }
 
 type popupStateView struct {

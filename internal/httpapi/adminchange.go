@@ -96,6 +96,10 @@ func (a *Admin) list(c *gin.Context) {
 			return
 		}
 	}
+	if q.Experiment = popup.ExperimentFilter(c.Query("experiment")); !q.Experiment.Valid() {
+		writeError(c, a.Log, queryError("experiment", "must be any, none, draft, running, stopped or concluded"))
+		return
+	}
 	if len([]rune(q.Search)) > 200 {
 		writeError(c, a.Log, queryError("q", "must be at most 200 characters"))
 		return
@@ -270,6 +274,11 @@ func (a *Admin) rollback(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	var body struct {
 		Revision *int64 `json:"revision"`
 	}
@@ -282,9 +291,9 @@ func (a *Admin) rollback(c *gin.Context) {
 			fields: []popup.FieldError{{Field: "revision", Message: "must be a positive integer, the revision to roll back to"}}})
 		return
 	}
-	to, revs := *body.Revision, ifMatch(c)
+	to, opts := *body.Revision, popup.UpdateOptions{IfRevision: ifMatch(c), EndExperiment: end}
 	a.save(c, http.StatusOK, popup.ChangeRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
-		return a.Repo.Rollback(ctx, by, id, to, revs)
+		return a.Repo.Rollback(ctx, by, id, to, opts)
 	})
 }
 
@@ -371,6 +380,11 @@ func (a *Admin) importPopups(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	var body struct {
 		Popups *[]json.RawMessage `json:"popups"`
 	}
@@ -389,7 +403,7 @@ func (a *Admin) importPopups(c *gin.Context) {
 		return
 	}
 	by := actor(c)
-	res, err := a.Repo.Import(c.Request.Context(), by, ps, dryRun)
+	res, err := a.Repo.Import(c.Request.Context(), by, ps, popup.ImportOptions{DryRun: dryRun, EndExperiment: end})
 	if err != nil {
 		writeError(c, a.Log, err)
 		return

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
@@ -17,6 +18,8 @@ import (
 // ExperimentDays reads an experiment phase's per-arm, per-day counts (mysqlstore.StatsRepo).
 type ExperimentDays interface {
 	ExperimentDays(ctx context.Context, popupID int64, salt string) ([]popup.ExperimentDay, error)
+	// ExperimentUserArms calls each with every user a phase counted and the arm it counted them in.
+	ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error
 }
 
 var (
@@ -74,6 +77,13 @@ type expOptionsBody struct {
 	MinClicks  int64   `json:"min_clicks"`
 }
 
+// expNeedBody is how long until a decision (results.Need).
+type expNeedBody struct {
+	Leader      string  `json:"leader"`
+	MoreUsers   int64   `json:"more_users"`
+	UsersPerDay float64 `json:"users_per_day"`
+}
+
 type expResultsBody struct {
 	PopupID        int64          `json:"popup_id"`
 	Phase          int            `json:"phase"`
@@ -87,6 +97,7 @@ type expResultsBody struct {
 	SRM            expSRMBody     `json:"srm"`
 	Verdict        expVerdictBody `json:"verdict"`
 	Options        expOptionsBody `json:"options"`
+	Need           *expNeedBody   `json:"need"`
 }
 
 // experimentResults answers GET /admin/v1/popups/:id/experiment/results[?phase=N]: the phase's
@@ -108,14 +119,9 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		phase = n
 	}
 	ctx := c.Request.Context()
-	p, err := a.Repo.Get(ctx, id)
+	cur, err := a.storedExperiment(ctx, id)
 	if err != nil {
 		writeError(c, a.Log, err)
-		return
-	}
-	cur := p.Experiment
-	if cur == nil {
-		writeError(c, a.Log, errNoExperiment)
 		return
 	}
 	if phase == 0 {
@@ -156,6 +162,9 @@ func toResultsWire(id int64, status popup.ExperimentStatus, r results.Results) e
 	if r.Winner != "" {
 		b.Verdict.Winner = &r.Winner
 	}
+	if n := r.Need; n != nil {
+		b.Need = &expNeedBody{Leader: n.Leader, MoreUsers: n.MoreUsers, UsersPerDay: n.PerDay}
+	}
 	for i, a := range r.Arms {
 		w := expArmBody{Key: a.Key, Weight: a.Weight, Control: a.Control, ExposedUsers: a.ExposedUsers, ClickedUsers: a.ClickedUsers,
 			Exposures: a.Exposures, Clicks: a.Clicks, Closes: a.Closes}
@@ -195,4 +204,62 @@ func interval(iv stats.Interval) *[2]float64 {
 		return nil
 	}
 	return &[2]float64{iv.Lower, iv.Upper}
+}
+
+// reassignmentRequest is the body of POST …/experiment/reassignment: the popup as a PUT would send it.
+type reassignmentRequest struct {
+	Popup json.RawMessage `json:"popup"`
+}
+
+// experimentReassignment answers POST /admin/v1/popups/:id/experiment/reassignment: what a PUT of
+// the popup with accept_reassignment=true would do to the users the current phase counted: how
+// many there are, and how many of them its experiment's arms, under the phase's salt, put in
+// another arm or out of the experiment (popup.Moves). It records nothing.
+func (a *Admin) experimentReassignment(c *gin.Context) {
+	id, aerr := popupID(c)
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	var body reassignmentRequest
+	if aerr := readSmallJSON(c, maxAdminBody, &body); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	next, err := a.readDraft(body.Popup)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	ctx := c.Request.Context()
+	cur, err := a.storedExperiment(ctx, id)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	if next.Experiment == nil {
+		writeError(c, a.Log, prefixed("validation_failed", popup.FieldError{Field: "experiment", Message: "is required: the experiment whose arms would keep the assignment"}))
+		return
+	}
+	m := popup.NewMoves(next.Experiment, cur.Salt)
+	if cur.PhaseStartedAt != nil {
+		if err := a.ExperimentDays.ExperimentUserArms(ctx, id, cur.Salt, m.Add); err != nil {
+			writeError(c, a.Log, err)
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"popup_id": id, "phase": cur.Phase, "exposed_users": m.Users, "moved_users": m.Moved})
+}
+
+// storedExperiment is popup id's stored experiment: popup.ErrNotFound for no popup,
+// errNoExperiment for a popup without one.
+func (a *Admin) storedExperiment(ctx context.Context, id int64) (*popup.Experiment, error) {
+	p, err := a.Repo.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.Experiment == nil {
+		return nil, errNoExperiment
+	}
+	return p.Experiment, nil
 }

@@ -98,7 +98,7 @@ func (r *listRepo) Update(context.Context, popup.Actor, int64, popup.Popup, popu
 	return r.popups[0], false, nil
 }
 
-func (r *listRepo) Rollback(context.Context, popup.Actor, int64, int64, []int64) (popup.Popup, bool, error) {
+func (r *listRepo) Rollback(context.Context, popup.Actor, int64, int64, popup.UpdateOptions) (popup.Popup, bool, error) {
 	return r.popups[0], false, nil
 }
 

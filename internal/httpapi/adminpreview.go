@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -53,11 +54,11 @@ func (a *Admin) previewDraft(c *gin.Context) {
 		writeError(c, a.Log, errPreviewUnavailable)
 		return
 	}
-	if err := a.keepDraftSeed(c.Request.Context(), live, &draft); err != nil {
+	now := a.Now()
+	if err := a.keepDraftSeed(c.Request.Context(), live, &draft, now); err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	now := a.Now()
 	popups := make([]popup.Popup, 0, len(live.Ordered)+1)
 	for _, cp := range live.Ordered {
 		if cp.Popup.ID != draft.ID {
@@ -69,10 +70,10 @@ func (a *Admin) previewDraft(c *gin.Context) {
 	a.explain(c, req, now, decide.ExplainOptions{Snapshot: snap})
 }
 
-// keepDraftSeed gives the draft the bucket seed saving it would: the stored popup's for the
-// draft of an edit (from the snapshot, or from the store for a popup the snapshot does not hold,
+// keepDraftSeed gives the draft the bucket seed saving it would, and its experiment the stored
+// state (keepDraftExperiment): the stored popup's for the draft of an edit (from the snapshot, or from the store for a popup the snapshot does not hold,
 // an archived one), refusing another; its own, or a fresh one, for a new popup.
-func (a *Admin) keepDraftSeed(ctx context.Context, live *snapshot.Snapshot, draft *popup.Popup) error {
+func (a *Admin) keepDraftSeed(ctx context.Context, live *snapshot.Snapshot, draft *popup.Popup, now time.Time) error {
 	var stored *popup.Popup
 	if e := live.Entry(draft.ID); e != nil {
 		stored = &e.Popup
@@ -89,9 +90,24 @@ func (a *Admin) keepDraftSeed(ctx context.Context, live *snapshot.Snapshot, draf
 		if err := draft.KeepBucketSeed(*stored); err != nil {
 			return prefixed("validation_failed", popup.FieldError{Field: "bucket_seed", Message: err.Error()})
 		}
+		keepDraftExperiment(draft, stored, now)
 	}
 	draft.GiveBucketSeed()
 	return nil
+}
+
+// keepDraftExperiment gives the draft's experiment the stored one's state (status, phase, salt),
+// as saving it would (popup.KeepExperiment), so that a running experiment assigns the users of the
+// preview as it assigns them now. A change of the arms is previewed as if the assignment were
+// kept: the salt of a new phase is drawn only when it is saved. A draft that would change a
+// concluded experiment (a save refuses it) is previewed with the stored status: nobody assigned.
+func keepDraftExperiment(draft, stored *popup.Popup, now time.Time) {
+	if draft.Experiment == nil || stored.Experiment == nil {
+		return
+	}
+	if _, err := popup.KeepExperiment(draft.Experiment, stored.Experiment, true, now); err != nil {
+		draft.Experiment.Status = stored.Experiment.Status
+	}
 }
 
 // readDraft decodes and validates the draft; errors name its fields as popup.<field>.

@@ -75,6 +75,7 @@ var codeStatus = map[popup.Code]int{
 	popup.CodeExperimentConcluded: http.StatusConflict,
 	popup.CodeExperimentState:     http.StatusConflict,
 	popup.CodeExperimentRunning:   http.StatusConflict,
+	popup.CodeExperimentShipped:   http.StatusConflict,
 	popup.CodeAudienceNotFound:    http.StatusNotFound,
 	popup.CodeAudienceInUse:       http.StatusConflict,
 	popup.CodeInvalidMembers:      http.StatusBadRequest,

@@ -225,10 +225,11 @@ func nexts(edits []edit, at []int) []popup.Popup {
 
 // settle applies the rules of a write of content (a create, an update, a rollback, an import) to
 // next: the bucket seed (a new popup draws one unless it has one; a stored popup's never changes:
-// popup.ErrBucketSeedChanged) and the experiment's phase rules against the stored experiment
-// (popup.KeepExperiment); a write that moves users between arms within the phase is audited as a
-// reassign.
-func settle(acceptReassignment bool) func(e *edit, now time.Time) error {
+// popup.ErrBucketSeedChanged), the shipped-content rule (popup.KeepShipped: a change of the
+// content a concluded experiment shipped ends it, or is refused) and the experiment's phase rules
+// against the stored experiment (popup.KeepExperiment); a write that moves users between arms
+// within the phase is audited as a reassign.
+func settle(opts popup.UpdateOptions) func(e *edit, now time.Time) error {
 	return func(e *edit, now time.Time) error {
 		var stored popup.Popup
 		if e.before != nil {
@@ -239,8 +240,11 @@ func settle(acceptReassignment bool) func(e *edit, now time.Time) error {
 		} else {
 			e.next.GiveBucketSeed()
 		}
+		if _, err := popup.KeepShipped(&e.next, e.before, opts.EndExperiment); err != nil {
+			return err
+		}
 		e.next.Experiment = copyExperiment(e.next.Experiment) // the caller's popup may share it
-		reassigned, err := popup.KeepExperiment(e.next.Experiment, stored.Experiment, acceptReassignment, now)
+		reassigned, err := popup.KeepExperiment(e.next.Experiment, stored.Experiment, opts.AcceptReassignment, now)
 		if reassigned {
 			e.action = popup.ChangeReassign
 		}
@@ -304,7 +308,7 @@ func (s *Service) Create(ctx context.Context, actor popup.Actor, p popup.Popup) 
 		lock: func(context.Context, Tx) ([]edit, error) {
 			return []edit{{next: p, action: popup.ChangeCreate}}, nil
 		},
-		apply: settle(false)})
+		apply: settle(popup.UpdateOptions{})})
 	if err != nil {
 		return popup.Popup{}, fmt.Errorf("create popup: %w", err)
 	}
@@ -318,7 +322,7 @@ func (s *Service) Create(ctx context.Context, actor popup.Actor, p popup.Popup) 
 // stored popup nothing is written: changed is false and the stored popup is returned as it is.
 func (s *Service) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
 	out, err := s.run(ctx, actor, write{action: popup.ChangeUpdate, after: p.Status, ifRevision: opts.IfRevision, content: true,
-		lock: one(id, p, popup.ChangeUpdate), apply: settle(opts.AcceptReassignment)})
+		lock: one(id, p, popup.ChangeUpdate), apply: settle(opts)})
 	if err != nil {
 		return popup.Popup{}, false, fmt.Errorf("update popup %d: %w", id, err)
 	}
@@ -354,9 +358,10 @@ func (s *Service) Archive(ctx context.Context, actor popup.Actor, id int64, ifRe
 // rollback, as an update of that content would (settle: the stored bucket seed, the old
 // experiment's settings with the stored status and phase); like Update it writes nothing when
 // that content is what the popup holds already (changed false). The status is the old
-// revision's too: rolling back over an archive brings the popup back.
-func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, ifRevision []int64) (stored popup.Popup, changed bool, err error) {
-	out, err := s.run(ctx, actor, write{action: popup.ChangeRollback, ifRevision: ifRevision, content: true,
+// revision's too: rolling back over an archive brings the popup back. opts.IfRevision and
+// opts.EndExperiment are an update's; a rollback never keeps the assignment of changed arms.
+func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
+	out, err := s.run(ctx, actor, write{action: popup.ChangeRollback, ifRevision: opts.IfRevision, content: true,
 		lock: one(id, popup.Popup{}, popup.ChangeRollback),
 		target: func(ctx context.Context, tx Tx, e *edit) error {
 			old, err := tx.Revision(ctx, id, toRevision)
@@ -366,7 +371,7 @@ func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevisio
 			e.next = old
 			return nil
 		},
-		apply: settle(false)})
+		apply: settle(popup.UpdateOptions{EndExperiment: opts.EndExperiment})})
 	if err != nil {
 		return popup.Popup{}, false, fmt.Errorf("roll back popup %d to revision %d: %w", id, toRevision, err)
 	}
@@ -375,13 +380,14 @@ func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevisio
 
 // Import matches each popup of ps to the live popup of the same name and, in one transaction with
 // one config version bump, creates those without a match and updates those whose content differs
-// (each audited as an import), with an update's rules (settle) against the matched popup; an
+// (each audited as an import), with an update's rules (settle, opts.EndExperiment) against the
+// matched popup; an
 // error of one popup is a *popup.BatchItemError naming it. A dry run counts the same way and
 // writes nothing; so does an import that would change nothing. ps must hold no archived popup and
 // no name twice (the caller validated it); the matched popups stay locked while the import runs,
 // so the counts are exact.
-func (s *Service) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, dryRun bool) (popup.ImportResult, error) {
-	out, err := s.run(ctx, actor, write{action: popup.ChangeImport, dryRun: dryRun, batch: true, content: true,
+func (s *Service) Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, opts popup.ImportOptions) (popup.ImportResult, error) {
+	out, err := s.run(ctx, actor, write{action: popup.ChangeImport, dryRun: opts.DryRun, batch: true, content: true,
 		lock: func(ctx context.Context, tx Tx) ([]edit, error) {
 			names := make([]string, len(ps))
 			for i, p := range ps {
@@ -400,7 +406,7 @@ func (s *Service) Import(ctx context.Context, actor popup.Actor, ps []popup.Popu
 			}
 			return edits, nil
 		},
-		apply: settle(false)})
+		apply: settle(popup.UpdateOptions{EndExperiment: opts.EndExperiment})})
 	if err != nil {
 		return popup.ImportResult{}, fmt.Errorf("import: %w", err)
 	}

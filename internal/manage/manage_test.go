@@ -84,11 +84,11 @@ var (
 		return err
 	}
 	rollBackLive write = func(f fixture, a popup.Actor, revs []int64) error {
-		_, _, err := f.svc.Rollback(ctx, a, f.live.ID, 1, revs)
+		_, _, err := f.svc.Rollback(ctx, a, f.live.ID, 1, popup.UpdateOptions{IfRevision: revs})
 		return err
 	}
 	rollBackLiveToItself write = func(f fixture, a popup.Actor, revs []int64) error {
-		_, _, err := f.svc.Rollback(ctx, a, f.live.ID, 2, revs)
+		_, _, err := f.svc.Rollback(ctx, a, f.live.ID, 2, popup.UpdateOptions{IfRevision: revs})
 		return err
 	}
 )
@@ -163,7 +163,7 @@ func TestEveryWriteRecordsItsActionThroughThePath(t *testing.T) {
 			return f.svc.Transition(ctx, publisher, f.live.ID, popup.ExperimentTransition{Action: popup.ChangeExperimentStart}, nil)
 		}},
 		{name: "rollback", want: popup.ChangeRollback, give: func(f fixture) (popup.Popup, error) {
-			p, _, err := f.svc.Rollback(ctx, publisher, f.live.ID, 1, []int64{2})
+			p, _, err := f.svc.Rollback(ctx, publisher, f.live.ID, 1, popup.UpdateOptions{IfRevision: []int64{2}})
 			return p, err
 		}},
 	}
@@ -197,7 +197,7 @@ func TestTheWritesOfOneContent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, archived.Revision+1, again.Revision, "an archive always writes")
 
-	back, changed, err := f.svc.Rollback(ctx, publisher, f.live.ID, 1, nil)
+	back, changed, err := f.svc.Rollback(ctx, publisher, f.live.ID, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.True(t, changed)
 	assert.Equal(t, popup.StatusActive, back.Status, "a rollback over an archive brings the popup back")
@@ -241,7 +241,7 @@ func TestTheBucketSeedIsKept(t *testing.T) {
 		assert.Equal(t, "draft-seed", got.BucketSeed, tt.name)
 	}
 
-	_, err = f.svc.Import(ctx, publisher, []popup.Popup{build(t, popup.Input{Name: "new"}), build(t, popup.Input{Name: "given", BucketSeed: "other"})}, false)
+	_, err = f.svc.Import(ctx, publisher, []popup.Popup{build(t, popup.Input{Name: "new"}), build(t, popup.Input{Name: "given", BucketSeed: "other"})}, popup.ImportOptions{DryRun: false})
 	var item *popup.BatchItemError
 	require.ErrorAs(t, err, &item)
 	assert.Equal(t, 1, item.Index)
@@ -320,15 +320,15 @@ func TestRefusals(t *testing.T) {
 			return err
 		}},
 		{name: "a rollback of a missing popup", want: popup.ErrNotFound, give: func(f fixture) error {
-			_, _, err := f.svc.Rollback(ctx, publisher, missing, 1, nil)
+			_, _, err := f.svc.Rollback(ctx, publisher, missing, 1, popup.UpdateOptions{})
 			return err
 		}},
 		{name: "a rollback to a revision never had", want: popup.ErrRevisionNotKept, give: func(f fixture) error {
-			_, _, err := f.svc.Rollback(ctx, publisher, f.live.ID, 99, nil)
+			_, _, err := f.svc.Rollback(ctx, publisher, f.live.ID, 99, popup.UpdateOptions{})
 			return err
 		}},
 		{name: "a rollback to a revision never had, stale", want: popup.ErrRevisionNotKept, give: func(f fixture) error {
-			_, _, err := f.svc.Rollback(ctx, publisher, f.live.ID, 99, []int64{9})
+			_, _, err := f.svc.Rollback(ctx, publisher, f.live.ID, 99, popup.UpdateOptions{IfRevision: []int64{9}})
 			return err
 		}},
 	}
@@ -346,7 +346,7 @@ func TestRefusals(t *testing.T) {
 func TestARollbackToARevisionNeverHadChecksTheRoleFirst(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	_, _, err := f.svc.Rollback(ctx, editor, f.live.ID, 99, nil)
+	_, _, err := f.svc.Rollback(ctx, editor, f.live.ID, 99, popup.UpdateOptions{})
 	forbidden(t, err)
 }
 
@@ -377,7 +377,7 @@ func TestImport(t *testing.T) {
 			for i, name := range tt.give {
 				ps[i] = build(t, popup.Input{Name: name, Title: "imported"})
 			}
-			got, err := f.svc.Import(ctx, tt.actor, ps, tt.dryRun)
+			got, err := f.svc.Import(ctx, tt.actor, ps, popup.ImportOptions{DryRun: tt.dryRun})
 			if tt.wantErr != nil {
 				tt.wantErr(t, err)
 			} else {
@@ -393,7 +393,7 @@ func TestAnImportOfWhatIsStoredChangesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	version := f.mem.Version()
-	got, err := f.svc.Import(ctx, publisher, []popup.Popup{f.live, f.draft}, false)
+	got, err := f.svc.Import(ctx, publisher, []popup.Popup{f.live, f.draft}, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Unchanged: 2}, got)
 	assert.Equal(t, version, f.mem.Version())
@@ -409,7 +409,7 @@ func TestAnImportIsAuditedPopupByPopup(t *testing.T) {
 	before := len(f.mem.Audit())
 	changed := f.live
 	changed.Title = "imported"
-	_, err := f.svc.Import(ctx, publisher, []popup.Popup{build(t, popup.Input{Name: "new"}), changed, f.draft}, false)
+	_, err := f.svc.Import(ctx, publisher, []popup.Popup{build(t, popup.Input{Name: "new"}), changed, f.draft}, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 
 	audit := f.mem.Audit()[before:]

@@ -183,6 +183,16 @@ func listFilter(q popup.ListQuery) (string, []any) {
 	if q.Status == "" && q.State != popup.StateArchived && !q.IncludeArchived {
 		where = append(where, "status <> 'archived'")
 	}
+	switch q.Experiment {
+	case "":
+	case popup.ExperimentNone:
+		where = append(where, "(experiment IS NULL OR experiment = 'null')")
+	case popup.ExperimentAny:
+		where = append(where, "experiment IS NOT NULL AND experiment <> 'null'")
+	default:
+		// the experiment's document (popupdoc) holds its status at "status"
+		where, args = append(where, "JSON_UNQUOTE(JSON_EXTRACT(experiment, '$.status')) = ?"), append(args, string(q.Experiment))
+	}
 	if q.Search != "" {
 		like := "%" + likeEscaper.Replace(q.Search) + "%"
 		texts := `(` + jsonText("title") + ` LIKE ? OR ` + jsonText("content") + ` LIKE ?)`

@@ -59,7 +59,7 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	assert.Empty(t, log)
 	_, _, err = repo.Update(ctx, as("alice"), 1, mustBuild(t, popup.Input{Name: "sale", Title: "new"}), popup.UpdateOptions{})
 	require.NoError(t, err)
-	back, _, err := repo.Rollback(ctx, as("alice"), 1, 3, nil)
+	back, _, err := repo.Rollback(ctx, as("alice"), 1, 3, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, `T "1"`, back.Title)
 	assert.Equal(t, int64(5), back.Revision)
@@ -91,7 +91,7 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch)
 	_, err = repo.Archive(ctx, as("carol"), p.ID, nil)
 	require.NoError(t, err)
-	_, _, err = repo.Rollback(ctx, as("carol"), p.ID, 9, nil)
+	_, _, err = repo.Rollback(ctx, as("carol"), p.ID, 9, popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrRevisionNotKept)
 
 	hist, err := repo.History(ctx, p.ID)
@@ -121,10 +121,10 @@ func TestImportMatchesNamesAsTheUniqueIndexDoes(t *testing.T) {
 	repo := newRepo(testenv.MySQL(t))
 	_, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a"}))
 	require.NoError(t, err)
-	res, err := repo.Import(ctx, as("bob"), []popup.Popup{mustBuild(t, popup.Input{Name: "a  "}), mustBuild(t, popup.Input{Name: "A"})}, false)
+	res, err := repo.Import(ctx, as("bob"), []popup.Popup{mustBuild(t, popup.Input{Name: "a  "}), mustBuild(t, popup.Input{Name: "A"})}, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Created: 1, Unchanged: 1}, res, `"a  " is "a" to the index (trailing spaces pad); "A" is another name`)
-	res, err = repo.Import(ctx, as("bob"), []popup.Popup{mustBuild(t, popup.Input{Name: "a  ", Title: "t"})}, false)
+	res, err = repo.Import(ctx, as("bob"), []popup.Popup{mustBuild(t, popup.Input{Name: "a  ", Title: "t"})}, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Updated: 1}, res)
 	all, err := repo.List(ctx, false)
@@ -207,19 +207,22 @@ func TestTheRoleCheckReadsTheStoredStatusInTheWrite(t *testing.T) {
 	}{
 		{"create an active popup", func() error { _, err := repo.Create(ctx, editor, live); return err }},
 		{"archive", func() error { _, err := repo.Archive(ctx, editor, p.ID, nil); return err }},
-		{"roll back", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 1, nil); return err }},
-		{"roll back to a revision never had", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 99, nil); return err }},
+		{"roll back", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 1, popup.UpdateOptions{}); return err }},
+		{"roll back to a revision never had", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 99, popup.UpdateOptions{}); return err }},
 		// A write that would change nothing is refused all the same: the role check comes
 		// before the no-op shortcut.
 		{"save the active popup unchanged", func() error { _, _, err := repo.Update(ctx, editor, p.ID, live, popup.UpdateOptions{}); return err }},
-		{"roll back to the revision it is at", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 2, nil); return err }},
-		{"import", func() error { _, err := repo.Import(ctx, editor, []popup.Popup{draft}, false); return err }},
+		{"roll back to the revision it is at", func() error { _, _, err := repo.Rollback(ctx, editor, p.ID, 2, popup.UpdateOptions{}); return err }},
+		{"import", func() error {
+			_, err := repo.Import(ctx, editor, []popup.Popup{draft}, popup.ImportOptions{})
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		require.ErrorAs(t, tt.write(), &fe, tt.name)
 		assert.Equal(t, popup.RolePublisher, fe.Needed, tt.name)
 	}
-	res, err := repo.Import(ctx, editor, []popup.Popup{draft, mustBuild(t, popup.Input{Name: "new"})}, true)
+	res, err := repo.Import(ctx, editor, []popup.Popup{draft, mustBuild(t, popup.Input{Name: "new"})}, popup.ImportOptions{DryRun: true})
 	require.NoError(t, err, "an editor may dry-run an import")
 	assert.Equal(t, popup.ImportResult{Created: 1, Updated: 1}, res)
 

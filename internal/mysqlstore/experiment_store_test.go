@@ -226,7 +226,7 @@ func TestHistoryAndRollbackRestoreAnExperiment(t *testing.T) {
 	assert.Nil(t, revs[0].Popup.Experiment)
 	assert.Equal(t, p.Experiment, revs[1].Popup.Experiment, "the revision holds the experiment")
 
-	back, changed, err := repo.Rollback(ctx, as("alice"), p.ID, 1, nil)
+	back, changed, err := repo.Rollback(ctx, as("alice"), p.ID, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.True(t, changed)
 	require.NotNil(t, back.Experiment)
@@ -238,7 +238,7 @@ func TestHistoryAndRollbackRestoreAnExperiment(t *testing.T) {
 	// Rolling back over a running experiment to a revision without one is refused.
 	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStart), nil)
 	require.NoError(t, err)
-	_, _, err = repo.Rollback(ctx, as("alice"), p.ID, 2, nil)
+	_, _, err = repo.Rollback(ctx, as("alice"), p.ID, 2, popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrExperimentRunning)
 }
 
@@ -254,7 +254,7 @@ func TestImportAppliesTheExperimentRules(t *testing.T) {
 	// Export and import back: unchanged.
 	exported, err := repo.List(ctx, false)
 	require.NoError(t, err)
-	res, err := repo.Import(ctx, as("alice"), exported, false)
+	res, err := repo.Import(ctx, as("alice"), exported, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Unchanged: 1}, res)
 
@@ -263,7 +263,7 @@ func TestImportAppliesTheExperimentRules(t *testing.T) {
 	next.Experiment.Variants[0].Weight, next.Experiment.Variants[1].Weight = 20, 60
 	other := withExperiment(t, "other", popup.StatusActive)
 	other.Experiment.Status, other.Experiment.Phase, other.Experiment.Salt = popup.ExperimentRunning, 5, "forged"
-	res, err = repo.Import(ctx, as("alice"), []popup.Popup{next, other}, false)
+	res, err = repo.Import(ctx, as("alice"), []popup.Popup{next, other}, popup.ImportOptions{DryRun: false})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Created: 1, Updated: 1}, res)
 	all, err := repo.List(ctx, false)
@@ -278,7 +278,7 @@ func TestImportAppliesTheExperimentRules(t *testing.T) {
 	assert.NotEqual(t, "forged", all[j].Experiment.Salt)
 
 	// Removing the running experiment by import is refused, naming the popup.
-	_, err = repo.Import(ctx, as("alice"), []popup.Popup{mustBuild(t, popup.Input{Name: "other"}), mustBuild(t, popup.Input{Name: "exp"})}, true)
+	_, err = repo.Import(ctx, as("alice"), []popup.Popup{mustBuild(t, popup.Input{Name: "other"}), mustBuild(t, popup.Input{Name: "exp"})}, popup.ImportOptions{DryRun: true})
 	require.ErrorIs(t, err, popup.ErrExperimentRunning)
 	var item *popup.BatchItemError
 	require.ErrorAs(t, err, &item)
@@ -350,7 +350,52 @@ func TestMigration9KeepsPopupsAndTheirHistory(t *testing.T) {
 	got, _, err := repo.Update(ctx, as("alice"), 7, next, popup.UpdateOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, got.Experiment)
-	back, _, err := repo.Rollback(ctx, as("alice"), 7, 1, nil)
+	back, _, err := repo.Rollback(ctx, as("alice"), 7, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, back.Experiment)
+}
+
+// The list filters on the experiment's status (issue 41, 7): any, none, or one status.
+func TestFindFiltersByExperiment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo, _ := experimentRepo(t)
+	_, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "plain"}))
+	require.NoError(t, err)
+	for _, name := range []string{"draft", "running", "stopped", "concluded"} {
+		p, err := repo.Create(ctx, as("alice"), withExperiment(t, name, popup.StatusActive))
+		require.NoError(t, err)
+		steps := map[string][]popup.ExperimentTransition{
+			"running":   {transition(popup.ChangeExperimentStart)},
+			"stopped":   {transition(popup.ChangeExperimentStart), transition(popup.ChangeExperimentStop)},
+			"concluded": {transition(popup.ChangeExperimentStart), {Action: popup.ChangeExperimentConclude, Variant: "b"}},
+		}[name]
+		for _, s := range steps {
+			_, err := repo.Transition(ctx, as("alice"), p.ID, s, nil)
+			require.NoError(t, err)
+		}
+	}
+	tests := []struct {
+		give popup.ExperimentFilter
+		want []string
+	}{
+		{"", []string{"plain", "draft", "running", "stopped", "concluded"}},
+		{popup.ExperimentAny, []string{"draft", "running", "stopped", "concluded"}},
+		{popup.ExperimentNone, []string{"plain"}},
+		{popup.ExperimentFilter(popup.ExperimentRunning), []string{"running"}},
+		{popup.ExperimentFilter(popup.ExperimentConcluded), []string{"concluded"}},
+		{popup.ExperimentFilter(popup.ExperimentDraft), []string{"draft"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.give), func(t *testing.T) {
+			page, err := repo.Find(ctx, popup.ListQuery{Experiment: tt.give, Sort: popup.ListSort{Key: popup.SortByID}, Limit: 100, Now: time.Now()})
+			require.NoError(t, err)
+			var got []string
+			for _, p := range page.Popups {
+				got = append(got, p.Name)
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, len(tt.want), page.Total)
+		})
+	}
 }

@@ -358,3 +358,25 @@ func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt stri
 	}
 	return out, nil
 }
+
+// ExperimentUserArms calls each with every user popup_experiment_user holds for one experiment
+// phase and the arm that counted them (a range of its primary key, read as it streams), for the
+// review of a change that keeps the phase's assignment.
+func (r *StatsRepo) ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error {
+	rows, err := r.db.QueryContext(ctx, `SELECT uid, arm FROM popup_experiment_user WHERE popup_id = ? AND salt = ?`, popupID, salt)
+	if err != nil {
+		return fmt.Errorf("read experiment users of popup %d: %w", popupID, err)
+	}
+	defer rows.Close()
+	var uid, arm string
+	for rows.Next() {
+		if err := rows.Scan(&uid, &arm); err != nil {
+			return fmt.Errorf("read experiment users of popup %d: %w", popupID, err)
+		}
+		each(uid, arm)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read experiment users of popup %d: %w", popupID, err)
+	}
+	return nil
+}

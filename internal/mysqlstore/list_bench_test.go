@@ -29,7 +29,7 @@ func BenchmarkFind10k(b *testing.B) {
 		require.NoError(b, err)
 		ps[i] = p
 	}
-	_, err := repo.Import(ctx, as("bench"), ps, false)
+	_, err := repo.Import(ctx, as("bench"), ps, popup.ImportOptions{DryRun: false})
 	require.NoError(b, err)
 
 	for _, tt := range []struct {

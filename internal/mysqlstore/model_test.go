@@ -98,7 +98,7 @@ func TestTheBucketSeedNeverChanges(t *testing.T) {
 	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "x", BucketSeed: "other"}), popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrBucketSeedChanged)
 
-	back, changed, err := repo.Rollback(ctx, as("bob"), given.ID, 1, nil)
+	back, changed, err := repo.Rollback(ctx, as("bob"), given.ID, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.True(t, changed)
 	assert.Equal(t, "draft-seed", back.BucketSeed)
@@ -106,7 +106,7 @@ func TestTheBucketSeedNeverChanges(t *testing.T) {
 	res, err := repo.Import(ctx, as("carol"), []popup.Popup{
 		mustBuild(t, popup.Input{Name: "new one"}),
 		mustBuild(t, popup.Input{Name: "given", Title: "imported"}),
-	}, false)
+	}, popup.ImportOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Created: 1, Updated: 1}, res)
 	got, err := repo.Get(ctx, given.ID)
@@ -116,7 +116,7 @@ func TestTheBucketSeedNeverChanges(t *testing.T) {
 	_, err = repo.Import(ctx, as("carol"), []popup.Popup{
 		mustBuild(t, popup.Input{Name: "drawn"}),
 		mustBuild(t, popup.Input{Name: "given", BucketSeed: "moved"}),
-	}, false)
+	}, popup.ImportOptions{})
 	var item *popup.BatchItemError
 	require.ErrorAs(t, err, &item)
 	assert.Equal(t, 1, item.Index)
@@ -140,7 +140,7 @@ func TestSavesThatChangeNothingWriteNothing(t *testing.T) {
 	assert.Equal(t, p, same, "the stored popup, revision and times unchanged")
 	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), popup.UpdateOptions{IfRevision: []int64{7}})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch, "a stale If-Match is refused even when nothing would change")
-	same, changed, err = repo.Rollback(ctx, as("bob"), p.ID, 1, nil)
+	same, changed, err = repo.Rollback(ctx, as("bob"), p.ID, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.False(t, changed, "rolling back to the content it has")
 	assert.Equal(t, p, same)

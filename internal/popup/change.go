@@ -53,6 +53,17 @@ type UpdateOptions struct {
 	// AcceptReassignment keeps the experiment's phase when the update changes its arms, moving
 	// users between arms (KeepExperiment); the audit log records such a write as ChangeReassign.
 	AcceptReassignment bool
+	// EndExperiment lets a write that changes the content of a popup whose experiment is
+	// concluded remove the experiment with it (KeepShipped); without it such a write is refused.
+	EndExperiment bool
+}
+
+// ImportOptions are how an import writes.
+type ImportOptions struct {
+	// DryRun counts what the import would do and writes nothing.
+	DryRun bool
+	// EndExperiment is UpdateOptions.EndExperiment for every popup the import updates.
+	EndExperiment bool
 }
 
 // ExperimentTransition is a change of a popup's experiment status (docs/CONTRACT.md §10,
@@ -120,9 +131,27 @@ type ListQuery struct {
 	// Search matches a popup whose name, title or content contains it (case-insensitive), or,
 	// when it is a decimal number, whose id it is.
 	Search string
-	Sort   ListSort
-	After  *ListPosition
-	Limit  int
+	// Experiment keeps the popups with an experiment in this status, or with any experiment
+	// (ExperimentAny), or without one (ExperimentNone); "" keeps every popup.
+	Experiment ExperimentFilter
+	Sort       ListSort
+	After      *ListPosition
+	Limit      int
+}
+
+// ExperimentFilter is a list's filter on the popups' experiments: an ExperimentStatus, or one of
+// these.
+type ExperimentFilter string
+
+// The filters of a list on experiments beyond the statuses.
+const (
+	ExperimentAny  ExperimentFilter = "any"
+	ExperimentNone ExperimentFilter = "none"
+)
+
+// Valid reports whether f is a filter a list takes ("" is none).
+func (f ExperimentFilter) Valid() bool {
+	return f == "" || f == ExperimentAny || f == ExperimentNone || ExperimentStatus(f).Valid()
 }
 
 // ListPage is one page of a list and the number of popups matching the query's filters over

@@ -23,6 +23,7 @@ const (
 	CodeExperimentConcluded Code = "experiment_concluded"
 	CodeExperimentState     Code = "experiment_state"
 	CodeExperimentRunning   Code = "experiment_running"
+	CodeExperimentShipped   Code = "experiment_shipped"
 )
 
 // Error is a request refused by a domain rule, named by its Code. Its errors are sentinels,

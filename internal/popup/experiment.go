@@ -330,6 +330,8 @@ var (
 	ErrExperimentConcluded = experimentError(CodeExperimentConcluded, "the experiment is concluded: it cannot change; remove it (experiment null) to start another")
 	ErrExperimentState     = experimentError(CodeExperimentState, "the experiment is not in a state that allows this")
 	ErrExperimentRunning   = experimentError(CodeExperimentRunning, "the experiment is running: stop it before removing it")
+	ErrExperimentShipped   = experimentError(CodeExperimentShipped, "the popup shows the variant its concluded experiment shipped: "+
+		"a write that changes its content ends the experiment; send end_experiment=true to remove the experiment with this write")
 	// ErrUnknownVariant is a conclusion naming a variant the experiment does not have.
 	ErrUnknownVariant error = &Error{code: CodeValidationFailed, msg: "no variant has this key",
 		field: "variant", fieldMsg: "must be the key of one of the experiment's variants", answer: fieldSlot + " no variant has this key"}
@@ -410,6 +412,24 @@ func KeepExperiment(next, stored *Experiment, acceptReassignment bool, now time.
 	return false, nil
 }
 
+// KeepShipped applies the shipped-content rule to next, what a write (a PUT, a rollback, an
+// import) makes of stored (docs/CONTRACT.md §10): while stored's experiment is concluded, the
+// popup's own content is the shipped variant's, so a write that changes that content would leave
+// the experiment saying one variant shipped while the app serves another content. Such a write is
+// refused (ErrExperimentShipped) unless it ends the experiment: it removes it itself (experiment
+// null), or endExperiment asks for the removal with this write. Reports whether it removed it.
+func KeepShipped(next, stored *Popup, endExperiment bool) (ended bool, err error) {
+	if stored == nil || stored.Experiment == nil || stored.Experiment.Status != ExperimentConcluded ||
+		next.Experiment == nil || next.Creative.Equal(stored.Creative) {
+		return false, nil
+	}
+	if !endExperiment {
+		return false, ErrExperimentShipped
+	}
+	next.Experiment = nil
+	return true, nil
+}
+
 // experimentsEqual compares the operator-set fields of two experiments.
 func experimentsEqual(a, b *Experiment) bool {
 	return a.CoveragePercent == b.CoveragePercent && !Reassigns(a, b) && timesEqual(a.PlannedEndAt, b.PlannedEndAt)
@@ -469,4 +489,30 @@ func (p *Popup) Conclude(key string) error {
 	e.Status = ExperimentConcluded
 	e.ConcludedVariant = key
 	return nil
+}
+
+// Moves counts what keeping the assignment of a phase does when its arms change (a PUT with
+// accept_reassignment): of the users the phase counted, each in the arm of its first exposure,
+// those whom next, under the phase's salt, assigns another arm or leaves out of the experiment
+// (a lower coverage). Add every counted user once; Users and Moved are the totals.
+type Moves struct {
+	a            Assigner
+	next         Experiment
+	Users, Moved int64
+}
+
+// NewMoves counts the moves of next's arms under salt, the phase's.
+func NewMoves(next *Experiment, salt string) *Moves {
+	m := &Moves{next: *next}
+	m.next.Status, m.next.Salt = ExperimentRunning, salt
+	m.a = NewAssigner(&m.next)
+	return m
+}
+
+// Add counts a user the phase counted in arm.
+func (m *Moves) Add(uid, arm string) {
+	m.Users++
+	if i := m.a.Assign(uid); i < 0 || m.next.ArmKey(i) != arm {
+		m.Moved++
+	}
 }

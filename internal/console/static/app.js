@@ -108,7 +108,10 @@ function confirmDialog(title, text, okLabel, extra) {
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-text').textContent = text;
   document.getElementById('confirm-ok').textContent = okLabel;
-  setKids(document.getElementById('confirm-body'), extra || null);
+  const body = document.getElementById('confirm-body');
+  setKids(body, extra || null);
+  // a long review scrolls inside the dialog: focusable and named, so the keyboard can scroll it
+  if (extra) { body.tabIndex = 0; body.setAttribute('role', 'region'); body.setAttribute('aria-label', 'Details of the review'); } else { body.removeAttribute('tabindex'); body.removeAttribute('role'); body.removeAttribute('aria-label'); }
   dlg.classList.toggle('wide', !!extra);
   answerDialog?.(false);
   return new Promise((resolve) => {
@@ -224,14 +227,26 @@ function signInScreen() {
 const SORTS = ['id', 'updated_at', 'name', 'priority'];
 const STATES = ['draft', 'scheduled', 'running', 'paused', 'ended', 'archived'];
 const DEFAULT_SORT = '-updated_at';
-const listState = { state: '', q: '', sort: DEFAULT_SORT, cursors: [''], page: 0 };
+const listState = { state: '', experiment: '', q: '', sort: DEFAULT_SORT, cursors: [''], page: 0 };
+// EXPERIMENT_FILTERS: the list's filter on experiments (GET /admin/v1/popups?experiment=)
+const EXPERIMENT_FILTERS = [['', 'Any or none'], ['any', 'With an experiment'], ['running', 'Experiment running'], ['draft', 'Experiment draft'],
+  ['stopped', 'Experiment stopped'], ['concluded', 'Experiment concluded'], ['none', 'Without an experiment']];
+
+// experimentCell says a popup's experiment in a list row: its status and phase, or what shipped.
+function experimentCell(e) {
+  if (!e) return h('span', { class: 'muted' }, '—');
+  return h('span', {}, h('span', { class: 'badge ' + e.status }, e.status),
+    e.status === 'concluded' ? ` “${e.concluded_variant}” shipped` : (e.phase > 1 ? ` · phase ${e.phase}` : ''));
+}
 
 function readListQuery(qs) {
   const p = new URLSearchParams(qs || '');
   const state = p.get('state') || '';
   const sort = p.get('sort') || DEFAULT_SORT;
+  const experiment = p.get('experiment') || '';
   Object.assign(listState, {
     state: STATES.includes(state) ? state : '',
+    experiment: EXPERIMENT_FILTERS.some(([v]) => v === experiment) ? experiment : '',
     q: p.get('q') || '',
     sort: SORTS.includes(sort.replace(/^-/, '')) ? sort : DEFAULT_SORT,
   });
@@ -240,6 +255,7 @@ function readListQuery(qs) {
 function listQuery() {
   const p = new URLSearchParams();
   if (listState.state) p.set('state', listState.state);
+  if (listState.experiment) p.set('experiment', listState.experiment);
   if (listState.q) p.set('q', listState.q);
   if (listState.sort !== DEFAULT_SORT) p.set('sort', listState.sort);
   const s = p.toString();
@@ -300,9 +316,12 @@ async function listScreen(qs) {
   const results = h('div', { id: 'popup-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
   const stateSel = h('select', { id: 'filter-state', name: 'state' },
     STATE_LABELS.map(([v, l]) => h('option', { value: v, selected: listState.state === v }, l)));
+  const expSel = h('select', { id: 'filter-experiment', name: 'experiment' },
+    EXPERIMENT_FILTERS.map(([v, l]) => h('option', { value: v, selected: listState.experiment === v }, l)));
   const q = h('input', { id: 'filter-q', name: 'q', type: 'search', value: listState.q, 'aria-describedby': 'filter-q-help' });
   const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter popups' },
     h('div', { class: 'field inline' }, h('label', { for: 'filter-state' }, 'State'), stateSel),
+    h('div', { class: 'field inline' }, h('label', { for: 'filter-experiment' }, 'Experiment'), expSel),
     h('div', { class: 'field inline' }, h('label', { for: 'filter-q' }, 'Search name, title, content or id'), q),
     h('button', { type: 'submit' }, 'Apply filter'),
     h('p', { class: 'help', id: 'filter-q-help' }, 'A part of the name, title or content (any case), or a popup id.'));
@@ -317,10 +336,11 @@ async function listScreen(qs) {
   };
   filters.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    Object.assign(listState, { state: stateSel.value, q: q.value.trim() });
+    Object.assign(listState, { state: stateSel.value, experiment: expSel.value, q: q.value.trim() });
     apply();
   });
   stateSel.addEventListener('change', () => filters.requestSubmit());
+  expSel.addEventListener('change', () => filters.requestSubmit());
   screen('Popups',
     can('edit_drafts') ? h('p', {}, h('a', { href: '#/popups/new', class: 'button' }, 'New popup')) : null,
     filters, results);
@@ -338,6 +358,7 @@ async function listScreen(qs) {
     results.setAttribute('aria-busy', 'true');
     const params = new URLSearchParams({ limit: String(PAGE), sort: listState.sort });
     if (listState.state) params.set('state', listState.state);
+    if (listState.experiment) params.set('experiment', listState.experiment);
     if (listState.q) params.set('q', listState.q);
     const cursor = listState.cursors[listState.page];
     if (cursor) params.set('cursor', cursor);
@@ -351,7 +372,7 @@ async function listScreen(qs) {
     const total = r.body.total;
     const sortKey = listState.sort.replace(/^-/, '');
     const dir = listState.sort.startsWith('-') ? 'descending' : 'ascending';
-    const cols = ['Name', 'State', 'Priority', 'Updated', `Window (${zoneName})`, 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days'];
+    const cols = ['Name', 'State', 'Experiment', 'Priority', 'Updated', `Window (${zoneName})`, 'Targeting', 'Today: impressions', 'Today: CTR', 'Last 14 days'];
     const header = (c) => {
       const key = SORT_COLS[c];
       if (!key) return h('th', { scope: 'col' }, c);
@@ -372,20 +393,22 @@ async function listScreen(qs) {
         return h('tr', { 'data-id': p.id },
           h('th', { scope: 'row' }, h('a', { href: '#/popups/' + p.id }, p.name || '(unnamed)'), h('span', { class: 'muted' }, ' #' + p.id)),
           td(1, {}, h('span', { class: 'badge ' + state }, state)),
-          td(2, { class: 'num' }, p.priority),
-          td(3, {}, fmtTime(p.updated_at)),
-          td(4, {}, windowText(p)),
-          td(5, {}, targetingSummary(p.targeting)),
-          td(6, { class: 'num' }, stats.available ? today.impressions : '—'),
-          td(7, { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
-          td(8, {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days (${stats.zone} days) for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
+          td(2, { class: 'experiment' }, experimentCell(p.experiment)),
+          td(3, { class: 'num' }, p.priority),
+          td(4, {}, fmtTime(p.updated_at)),
+          td(5, {}, windowText(p)),
+          td(6, {}, targetingSummary(p.targeting)),
+          td(7, { class: 'num' }, stats.available ? today.impressions : '—'),
+          td(8, { class: 'num' }, stats.available ? fmtPct(ctr) : '—'),
+          td(9, {}, stats.available ? sparkline(series.map((d) => d.impressions), `Impressions over the last 14 days (${stats.zone} days) for ${p.name}: ${series.map((d) => d.impressions).join(', ')}`) : '—'));
       })));
     const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of popups' },
       h('button', { type: 'button', class: 'secondary', disabled: listState.page === 0, onclick: () => { listState.page--; renderPage(); } }, 'Previous page'),
       h('span', {}, `Page ${listState.page + 1}` + (typeof total === 'number' ? ` of ${Math.max(1, Math.ceil(total / PAGE))}` : '')),
       h('button', { type: 'button', class: 'secondary', disabled: !next, onclick: () => { listState.cursors[listState.page + 1] = next; listState.page++; renderPage(); } }, 'Next page'));
     setKids(results,
-      typeof total === 'number' ? h('p', { id: 'popup-total' }, `${total} popup${total === 1 ? '' : 's'}`, listState.state ? ` ${listState.state}` : '', listState.q ? ` matching “${listState.q}”` : '',
+      typeof total === 'number' ? h('p', { id: 'popup-total' }, `${total} popup${total === 1 ? '' : 's'}`, listState.state ? ` ${listState.state}` : '',
+        listState.experiment ? ` · ${EXPERIMENT_FILTERS.find(([v]) => v === listState.experiment)[1].toLowerCase()}` : '', listState.q ? ` matching “${listState.q}”` : '',
         stats.available ? h('span', { class: 'muted' }, ` · today is ${stats.dates[stats.dates.length - 1] || ''} in ${stats.zone}`) : null) : null,
       stats.available ? null : alertBox('Stats: not available on this server.', 'info'),
       rows.length ? h('div', { class: 'table-wrap' }, table) : h('p', {}, 'No popups match.'),
@@ -640,12 +663,16 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
     const num = (el) => (el.value.trim() === '' ? undefined : Number(el.value));
     const instead = nonexistentLocal(plannedEnd.value);
     if (instead) problems.push({ field: 'experiment.planned_end_at', message: `${plannedEnd.value.replace('T', ' ')} does not exist in ${zoneName}: the clocks jump forward that night. Enter a time before or after the jump.` });
-    return {
+    const e = {
       coverage_percent: num(coverage),
       variants: variants.map((v) => ({ key: v.key.value.trim(), weight: num(v.weight), ...v.content.read(problems) })),
       control: controlOn.checked ? { weight: num(controlWeight), mode: controlMode.value } : null,
       planned_end_at: localInputToUTC(plannedEnd.value),
     };
+    // the API refuses weights that do not sum to 100: nothing is sent, no review opens
+    const { sum } = armWeights(e);
+    if (!concluded && sum !== 100) problems.push({ field: 'experiment.variants', message: `weights (the variants' and the control's) must sum to 100, not ${sum}` });
+    return e;
   }
   // refresh shows whether the weights of the form's arms sum to 100
   function refresh(e) {
@@ -720,20 +747,116 @@ function audiencePicker(cache) {
 
 // phaseChoice is the review's choice when an edit of an experiment that has run would start a new
 // phase: a new phase (the default) or keeping the current assignment (?accept_reassignment=true).
-function phaseChoice(e) {
+// phaseChoice is the part of a review of a change that starts a new phase: the verdict of the
+// phase it ends (results: its results answer), what each choice does, and how many of the
+// users the phase counted keeping the assignment moves (moves: the reassignment answer,
+// counted by the API user by user).
+function phaseChoice(e, results, moves) {
   const name = uid('phase');
+  const w = results?.ok ? results.body.verdict?.winner : null;
+  const verdict = !results?.ok ? `The results of phase ${e.phase} cannot be read now; they are kept.`
+    : (w ? `Phase ${e.phase}'s verdict ends: it names ${w === 'control' ? 'the control' : `variant “${w}”`} the winner. It stays readable on the results page, and Conclude still offers it.`
+      : `Phase ${e.phase} names no winner so far (${(results.body.verdict?.reason || 'no verdict').replace('_', ' ')}); its results are kept.`);
+  const moved = moves?.ok ? `${fmtInt(moves.body.moved_users)} of the ${fmtInt(moves.body.exposed_users)} users counted so far move to another arm` : 'the users whose bucket now falls in another arm move to it';
   const el = h('fieldset', { id: 'phase-choice' },
     h('legend', {}, `This change starts phase ${e.phase + 1} of the experiment`),
     h('p', { id: 'phase-warning', class: 'alert warn' }, `The arms, weights, content or control change: in a new phase every user is assigned afresh and the results start again from zero (phase ${e.phase}'s results are kept).`),
+    h('p', { id: 'phase-verdict', class: w ? 'alert warn' : 'muted' }, verdict),
     h('label', { class: 'check block' }, h('input', { type: 'radio', name, value: 'new', id: 'phase-new', checked: true }), ` Start phase ${e.phase + 1}: a new assignment, the results start again`),
     h('label', { class: 'check block' }, h('input', { type: 'radio', name, value: 'keep', id: 'phase-keep', 'aria-describedby': 'phase-keep-help' }), ' Keep current assignment (moves users; audited)'),
-    h('p', { class: 'help', id: 'phase-keep-help' }, `Stays in phase ${e.phase}: the users whose bucket now falls in another arm move to it, and the results of phase ${e.phase} mix both versions. The audit log records the write as a reassignment.`));
+    h('p', { class: 'help', id: 'phase-keep-help' }, `Stays in phase ${e.phase}: ${moved}, and the results of phase ${e.phase} mix both versions. The audit log records the write as a reassignment.`));
   return { el, keep: () => el.querySelector('#phase-keep').checked };
 }
 
 // editScreen shows a popup's form (id null: a new one). carry, when given, holds the stored
 // version already in hand ({stored, etag}, after Pause or a stale save) and the operator's unsaved
 // edits with the reading of the version they started from ({edits, base}), re-applied onto it.
+// transitionReview is the review of a start or a stop (confirmDialog's arguments): what it does to
+// whom, the arms it assigns, and, for a popup that is a draft, that nobody sees it until it is
+// published.
+function transitionReview(kind, p) {
+  const e = p.experiment;
+  const live = isLive(p.status);
+  const reach = p.status === 'draft' ? 'This popup is a draft: nobody sees it, so nobody is assigned or counted until it is published.'
+    : (p.status === 'paused' ? 'This popup is paused: nobody is assigned until it is resumed.' : 'Every instance applies it within 2 seconds.');
+  if (kind === 'stop') {
+    return ['Stop the experiment?', `Nobody is assigned any more: every user gets the popup's own content. The results are kept; it may start again in the same phase. ${live ? 'Every instance applies it within 2 seconds.' : ''}`, 'Stop the experiment', null];
+  }
+  const arms = [...e.variants.map((v) => [`variant “${v.key}”`, v.weight, v.title || '']), ...(e.control ? [[`control (${e.control.mode === 'fall_through' ? 'falls through to the next popup' : 'gets nothing'})`, e.control.weight, '']] : [])];
+  const table = h('table', { id: 'start-arms' }, h('caption', {}, `The arms of phase ${e.phase}, over ${e.coverage_percent ?? 100}% of the popup's users`),
+    h('thead', {}, h('tr', {}, ['Arm', 'Weight', 'Title'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, arms.map(([a, w, t]) => h('tr', {}, h('th', { scope: 'row' }, a), h('td', { class: 'num' }, `${w}%`), h('td', {}, t)))));
+  return [e.status === 'stopped' ? 'Start the experiment again?' : 'Start the experiment?',
+    `Users are assigned an arm for good and counted from now on. ${reach}`, e.status === 'stopped' ? 'Start again' : 'Start',
+    h('div', {}, h('p', { class: p.status === 'draft' ? 'alert info' : 'muted', id: 'start-reach' }, reach), table)];
+}
+
+// TRANSITIONS name the experiment's transitions for the messages of the pages that make them.
+const TRANSITIONS = {
+  start: { doing: 'Starting the experiment', done: () => 'Experiment started.' },
+  stop: { doing: 'Stopping the experiment', done: () => 'Experiment stopped.' },
+  conclude: { doing: 'Concluding the experiment', done: (p) => `Concluded: variant “${p?.experiment?.concluded_variant ?? ''}” is the popup's content now.` },
+};
+
+// experimentTransition reviews a start, stop or conclude of popup p's experiment (as a publish is
+// reviewed) and, confirmed, makes it on the version etag names; null when cancelled.
+async function experimentTransition(kind, p, etag) {
+  let payload;
+  if (kind === 'conclude') {
+    const review = await concludeReview(p);
+    if (!await confirmDialog(...review.dialog)) return null;
+    payload = { variant: review.chosen() };
+  } else if (!await confirmDialog(...transitionReview(kind, p))) return null;
+  return api('POST', `/admin/v1/popups/${p.id}/experiment/${kind}`, payload, { ifMatch: etag });
+}
+
+// concludeReview is the review of a conclude of popup p's experiment: the variant to ship, the
+// winner of the latest phase whose results named one offered first, with that phase. Nothing is
+// pre-selected when no phase named a variant: the page never suggests a loser.
+async function concludeReview(p) {
+  const e = p.experiment;
+  let found = null;
+  let latest = null; // the current phase's results
+  for (let n = e.phase; n >= 1 && !found; n--) {
+    const r = await api('GET', `/admin/v1/popups/${p.id}/experiment/results?phase=${n}`);
+    if (!r.ok) break;
+    latest = latest || r.body;
+    const w = r.body.verdict?.winner;
+    if (w && e.variants.some((v) => v.key === w)) found = { key: w, phase: n };
+  }
+  const reason = (latest?.verdict?.reason || 'no verdict').replace('_', ' ');
+  const said = !latest ? 'The results cannot be read now: choose the variant yourself.'
+    : (found && found.phase === e.phase ? `The results of phase ${e.phase} name variant “${found.key}” the winner.`
+      : (found ? `Phase ${found.phase} named variant “${found.key}” the winner; the current phase ${e.phase} names none yet (${reason}).`
+        : `The results of phase ${e.phase} name no winner (${reason}), nor does an earlier phase: choose the variant yourself.`));
+  const name = uid('conclude');
+  const pick = h('fieldset', { id: 'conclude-choice' }, h('legend', {}, 'The variant to ship'),
+    h('p', { class: 'help', id: 'conclude-verdict' }, said),
+    e.variants.map((v) => h('label', { class: 'check block' },
+      h('input', { type: 'radio', name, value: v.key, required: true, checked: v.key === found?.key }), ` ${v.key}`, v.title ? ` “${v.title}”` : '',
+      v.key === found?.key ? ` (the winner of phase ${found.phase})` : '')));
+  const live = isLive(p.status) ? ' Every instance serves it within 2 seconds.' : '';
+  return {
+    dialog: ['Conclude the experiment?', `The chosen variant's content (title, content, image, link, buttons and ext) becomes the popup's own, for every user; the experiment ends and becomes read-only, its results kept.${live}`, 'Conclude and ship', pick],
+    chosen: () => pick.querySelector('input:checked')?.value,
+  };
+}
+
+// CONTENT_FIELDS are the popup's own content: what a conclude ships (docs/CONTRACT.md §10).
+const CONTENT_FIELDS = new Set(['title', 'content', 'image_url', 'link_url', 'buttons', 'ext']);
+
+// shippedWarning: a write that changes the content a concluded experiment shipped ends the
+// experiment (docs/CONTRACT.md §10); the review says so, and the write asks for it
+// (end_experiment=true). Null when the write does not.
+function shippedWarning(stored, next) {
+  const e = stored?.experiment;
+  if (e?.status !== 'concluded' || !next?.experiment) return null;
+  if (!diff(stored, next).some((r) => CONTENT_FIELDS.has(r.field.split(/[.[]/)[0]))) return null;
+  return h('div', { class: 'alert warn', id: 'shipped-warning' },
+    h('p', {}, `This changes the content that variant “${e.concluded_variant}” shipped when the experiment was concluded. `,
+      'The concluded experiment is removed with this write, so the popup no longer says a variant shipped while the app shows other content. Its revisions stay in the history.'));
+}
+
 async function editScreen(id, carry) {
   let current = null; // the stored popup, for an edit
   let etag = null;
@@ -806,37 +929,20 @@ async function editScreen(id, carry) {
       h('p', {}, h('a', { href: `#/popups/${current.id}/experiment`, id: 'experiment-results-link' }, 'Experiment results'),
         st === 'draft' ? h('span', { class: 'muted' }, ' (none until it runs)') : null),
       mayEdit && st !== 'concluded' ? h('div', { class: 'actions' },
-        st === 'draft' || st === 'stopped' ? btn('start', st === 'stopped' ? 'Start again' : 'Start the experiment', '') : null,
-        st === 'running' ? btn('stop', 'Stop the experiment') : null,
-        btn('conclude', 'Conclude…')) : null);
+        st === 'draft' || st === 'stopped' ? btn('start', st === 'stopped' ? 'Start again…' : 'Start the experiment…', '') : null,
+        st === 'running' ? btn('stop', 'Stop the experiment…') : null,
+        // the API concludes a running or stopped experiment only: a draft has no results to act on
+        st === 'running' || st === 'stopped' ? btn('conclude', 'Conclude…') : null) : null);
   }
 
   // transition starts, stops or concludes the stored experiment, based on the version on show
   // (If-Match); the form's unsaved edits stay, re-applied onto the version it stores.
   async function transition(kind) {
-    const e = current.experiment;
-    let payload;
-    if (kind === 'conclude') {
-      // the current phase's verdict, when it names a winner, is the choice offered first
-      const rr = await api('GET', `/admin/v1/popups/${current.id}/experiment/results`);
-      const winner = rr.ok ? rr.body.verdict?.winner : null;
-      const name = uid('conclude');
-      const pick = h('fieldset', { id: 'conclude-choice' }, h('legend', {}, 'The variant to ship'),
-        h('p', { class: 'help', id: 'conclude-verdict' }, rr.ok
-          ? (winner ? `The results of phase ${rr.body.phase} name variant “${winner}” the winner.` : `The results of phase ${rr.body.phase} name no winner (${rr.body.verdict?.reason || 'no verdict'}).`)
-          : 'The results cannot be read now.'),
-        e.variants.map((v, i) => h('label', { class: 'check block' },
-          h('input', { type: 'radio', name, value: v.key, checked: winner ? v.key === winner : i === 0 }), ` ${v.key}`, v.title ? ` “${v.title}”` : '',
-          v.key === winner ? ' (the winner)' : '')));
-      const live = isLive(current.status) ? ' Every instance serves it within 2 seconds.' : '';
-      if (!await confirmDialog('Conclude the experiment?', `The chosen variant's content (title, content, image, link, buttons and ext) becomes the popup's own, for every user; the experiment ends and becomes read-only, its results kept.${live}`, 'Conclude', pick)) return;
-      payload = { variant: pick.querySelector('input:checked').value };
-    }
-    const what = { start: 'Starting the experiment', stop: 'Stopping the experiment', conclude: 'Concluding the experiment' }[kind];
-    const r = await api('POST', `/admin/v1/popups/${current.id}/experiment/${kind}`, payload, { ifMatch: etag });
-    if (r.status === 412) return stale(what);
+    const r = await experimentTransition(kind, current, etag);
+    if (!r) return;
+    if (r.status === 412) return stale(TRANSITIONS[kind].doing);
     if (!r.ok) return showErrors(r);
-    toast({ start: 'Experiment started.', stop: 'Experiment stopped.', conclude: `Concluded: variant “${payload?.variant}” is the popup's content now.` }[kind]);
+    toast(TRANSITIONS[kind].done(r.body));
     editScreen(current.id, { stored: r.body, etag: r.etag, edits: body(), base: baseline });
   }
 
@@ -964,12 +1070,12 @@ async function editScreen(id, carry) {
       field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.')),
     h('fieldset', {}, h('legend', {}, 'Content'), content.el),
     exp.el,
-    h('div', { class: 'actions sticky' },
-      mayEdit ? saveBtn : null,
-      current?.status === 'draft' && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null,
-      current && can('edit_drafts') ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate as draft') : null,
-      live && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
-      current && current.status !== 'archived' && can('publish') ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null));
+    actionBar(
+      [mayEdit ? saveBtn : null,
+        current?.status === 'draft' && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'publish', onclick: () => { f.status.value = 'active'; update(); save(); } }, 'Publish…') : null],
+      [current && can('edit_drafts') ? h('button', { type: 'button', class: 'secondary', id: 'duplicate', onclick: duplicate }, 'Duplicate as draft') : null,
+        live && can('publish') ? h('button', { type: 'button', class: 'secondary', id: 'pause', onclick: togglePause }, current.status === 'paused' ? 'Resume' : 'Pause') : null,
+        current && current.status !== 'archived' && can('publish') ? h('button', { type: 'button', class: 'danger', id: 'archive', onclick: archive }, 'Archive') : null]));
   if (!mayEdit) {
     // a read-only view: every field shows its value and takes no input; the buttons that add or
     // remove a button of the popup go
@@ -1040,7 +1146,7 @@ async function editScreen(id, carry) {
       : errorText(r) + (r.status === 403 ? ' Nothing was written; your edits are kept in the form.' : '');
     if (r?.status === 403) loadMe().then(renderWho); // the role may have changed since sign-in
     setKids(errSummary, h('div', { class: 'alert error', role: 'alert' },
-      h('p', {}, fields.length && !localFields ? 'The popup was not saved: ' + fields.length + ' field' + (fields.length > 1 ? 's need' : ' needs') + ' fixing.' : text),
+      h('p', {}, fields.length && !localFields && r.status === 400 ? 'The popup was not saved: ' + fields.length + ' field' + (fields.length > 1 ? 's need' : ' needs') + ' fixing.' : text),
       items.length ? h('ul', {}, items) : null));
     (first && first.tagName !== 'FIELDSET' ? first : errSummary).focus();
   }
@@ -1085,19 +1191,23 @@ async function editScreen(id, carry) {
     const se = current?.experiment;
     const newPhase = !!(se && b.experiment && se.phase_started_at && (se.status === 'running' || se.status === 'stopped') && armsChanged(baseline.experiment, b.experiment));
     const publishing = isLive(b.status) || (current && isLive(current.status));
+    const shipped = current ? shippedWarning(current, b) : null;
     let keep = false;
-    if (publishing || newPhase) {
+    if (publishing || newPhase || shipped) {
       const rows = diff(current ? baseline : null, b);
-      const choice = newPhase ? phaseChoice(se) : null;
-      const title = !publishing ? 'Save and start a new experiment phase?' : (!current ? 'Publish this new popup?' : (isLive(current.status) ? 'Publish these changes?' : 'Publish this draft?'));
+      const choice = newPhase ? phaseChoice(se, ...await Promise.all([
+        api('GET', `/admin/v1/popups/${current.id}/experiment/results`),
+        api('POST', `/admin/v1/popups/${current.id}/experiment/reassignment`, { popup: b })])) : null;
+      const title = shipped ? 'End the shipped experiment and save?' : (!publishing ? 'Save and start a new experiment phase?' : (!current ? 'Publish this new popup?' : (isLive(current.status) ? 'Publish these changes?' : 'Publish this draft?')));
       const text = !publishing ? `What changes against the stored revision ${current.revision}:`
         : (current ? `Every instance serves it within 2 seconds. What changes against the stored revision ${current.revision}:` : 'Every instance serves it within 2 seconds. What it holds:');
-      const review = h('div', {}, choice?.el, diffTable(rows, publishing ? 'What publishing changes' : 'What saving changes'));
+      const review = h('div', {}, shipped, choice?.el, diffTable(rows, publishing ? 'What publishing changes' : 'What saving changes'));
       if (!await confirmDialog(title, text, publishing ? 'Publish' : 'Save', review)) return;
       keep = !!choice?.keep();
     }
+    const flags = [keep ? 'accept_reassignment=true' : '', shipped ? 'end_experiment=true' : ''].filter(Boolean).join('&');
     const r = current
-      ? await api('PUT', '/admin/v1/popups/' + current.id + (keep ? '?accept_reassignment=true' : ''), b, { ifMatch: etag })
+      ? await api('PUT', '/admin/v1/popups/' + current.id + (flags ? '?' + flags : ''), b, { ifMatch: etag })
       : await api('POST', '/admin/v1/popups', b);
     if (r.status === 412) return stale('Saving');
     if (!r.ok) return showErrors(r);
@@ -1146,15 +1256,31 @@ async function editScreen(id, carry) {
   const title = current ? `${current.name} (#${current.id})` : 'New popup';
   screen(title,
     readOnlyNote,
-    current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status)) : null,
+    current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status),
+      // the experiment's results one Tab from the heading, not past every field of the form
+      current.experiment ? [' · Experiment ', h('span', { class: 'badge ' + current.experiment.status }, current.experiment.status), ': ',
+        h('a', { href: `#/popups/${current.id}/experiment`, id: 'experiment-results-top' }, 'results and decision')] : null) : null,
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
-      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, previewBox)),
+      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane', id: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? resultsSection(current) : null,
     current ? historySection(current, { etag: () => etag, dirty, mayRollback: can('publish'), reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
   update();
   leaveGuard = dirty;
+}
+
+// actionBar is the popup form's sticky bar: the main actions, then the others. On a phone (the
+// .phone-only controls show below 700 px) the others fold behind "More…", destructive ones out of
+// the thumb's way, and "Preview" floats the live preview above the bar, beside the fields.
+function actionBar(main, others) {
+  const more = h('div', { class: 'more-actions', id: 'more-actions' }, others);
+  const toggle = (btn, el, cls) => { const on = el.classList.toggle(cls); btn.setAttribute('aria-expanded', String(on)); };
+  const moreBtn = h('button', { type: 'button', class: 'secondary phone-only', id: 'more-toggle', 'aria-expanded': 'false', 'aria-controls': 'more-actions',
+    onclick: () => toggle(moreBtn, more, 'open') }, 'More…');
+  const previewBtn = h('button', { type: 'button', class: 'secondary phone-only', id: 'preview-toggle', 'aria-expanded': 'false', 'aria-controls': 'preview-pane',
+    onclick: () => toggle(previewBtn, document.getElementById('preview-pane'), 'floating') }, 'Preview');
+  return h('div', { class: 'actions sticky' }, main, previewBtn, others.some(Boolean) ? [moreBtn, more] : null);
 }
 
 // renderPreview draws the popup as the app shows it, in a phone or web frame.
@@ -1269,7 +1395,8 @@ function resultsTable(b) {
   return h('div', {},
     h('p', { id: 'results-summary' }, `Impressions ${t.impressions ?? 0}, unique users ${t.users ?? '—'}, clicks ${t.clicks ?? 0} (CTR ${fmtPct(t.ctr)}), closes ${t.closes ?? 0} (close rate ${fmtPct(t.close_rate)}); users reached ever ${t.users_reached ?? 0}.`),
     sparkline((b.days || []).map((d) => d.impressions), 'Daily impressions: ' + (b.days || []).map((d) => d.impressions).join(', ')),
-    h('div', { class: 'table-wrap' }, h('table', { id: 'results-table', class: 'results' },
+    // scrolls sideways on a phone: focusable and named, so the keyboard can scroll it too
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Results per day' }, h('table', { id: 'results-table', class: 'results' },
       h('caption', {}, `Results per day, ${b.from} to ${b.to} (days in ${b.time_zone}), newest first; clicks per button in the columns “Clicks: …”`),
       h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, days.map((d) => h('tr', { class: d.complete ? '' : 'incomplete', 'data-date': d.date },
@@ -1327,20 +1454,52 @@ async function experimentScreen(id, qs) {
   const srm = b.srm || {};
   const verdict = b.verdict || {};
   const baselineName = b.baseline === 'control' ? 'the control' : `variant ${b.baseline}`;
+  const exposed = arms.reduce((n, a) => n + (a.exposed_users || 0), 0);
 
   const dof = `${srm.df ?? '—'} degree${srm.df === 1 ? '' : 's'} of freedom`;
   const srmBox = srm.alarm
     ? h('div', { class: 'alert error srm-alarm', role: 'alert', id: 'srm' },
       h('p', {}, h('strong', {}, 'Sample-ratio mismatch: do not trust these results.')),
       h('p', {}, `The exposed users of the arms do not match their weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; the alarm is at p below ${o.srm_alpha ?? 0.001}). Users are lost or double-counted in some arm: look for a client that drops the popup, a filter, or a change of weights within the phase.`))
-    : h('div', { class: 'alert info', role: 'status', id: 'srm' },
-      `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`);
+    : (exposed === 0
+      ? h('div', { class: 'alert info', role: 'status', id: 'srm' }, 'Sample ratio: no data yet. Nobody has been exposed in this phase, so there is nothing to check.')
+      : h('div', { class: 'alert info', role: 'status', id: 'srm' },
+        `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`));
   const why = (VERDICTS[verdict.reason] || (() => verdict.reason || ''))(o);
   const verdictBox = h('div', { id: 'verdict', class: 'verdict-box ' + (verdict.winner ? 'winner' : 'none') },
     h('p', { class: 'verdict' }, verdict.winner ? `Winner: variant “${verdict.winner}”` : 'No winner'),
     h('p', { id: 'verdict-why' }, 'Why: ' + why));
 
-  const cols = ['Arm', 'Weight', 'Exposed users', 'Clicked users', 'CTR', 'CTR 95% interval', `Difference vs ${b.baseline}`, 'Difference interval',
+  // the plain summary first, with the decision's actions beside it; the statistician's table below
+  const mayAct = p?.experiment && (p.status === 'draft' ? can('edit_drafts') : can('publish'));
+  const st = p?.experiment?.status;
+  const act = async (kind) => {
+    const r = await experimentTransition(kind, p, pr.etag);
+    if (!r) return;
+    if (!r.ok) {
+      const msg = r.status === 412 ? `${TRANSITIONS[kind].doing} refused: the popup was changed by someone else since this page loaded. Nothing was written; the page shows the newer version now.` : `${TRANSITIONS[kind].doing} failed: ${errorText(r)}`;
+      toast(msg);
+      return route();
+    }
+    toast(TRANSITIONS[kind].done(r.body));
+    route();
+  };
+  const actions = mayAct && b.phase === p.experiment.phase && (st === 'running' || st === 'stopped') ? h('div', { class: 'actions', id: 'results-actions' },
+    verdict.winner && verdict.winner !== 'control' ? h('button', { type: 'button', id: 'results-conclude', onclick: () => act('conclude') }, `Conclude and ship “${verdict.winner}”…`)
+      : h('button', { type: 'button', id: 'results-conclude', class: 'secondary', onclick: () => act('conclude') }, 'Conclude and ship a variant…'),
+    st === 'running' ? h('button', { type: 'button', class: 'secondary', id: 'results-stop', onclick: () => act('stop') }, 'Stop the experiment…') : null) : null;
+  const earlier = phases > 1 && b.phase === p?.experiment?.phase ? h('div', { id: 'earlier-verdicts' }, h('p', { class: 'muted' }, 'Reading the earlier phases…')) : null;
+  if (earlier) earlierVerdicts(id, b.phase, earlier);
+
+  const summaryRows = h('table', { id: 'summary-table', class: 'results' },
+    h('caption', {}, `Each arm of phase ${b.phase} against ${baselineName}`),
+    h('thead', {}, h('tr', {}, ['Arm', 'Users', 'Clicked', 'Click rate', `Difference (points)`, 'Lift'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, arms.map((a) => h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
+      h('th', { scope: 'row' }, a.key, a.key === b.baseline ? h('span', { class: 'badge' }, ' baseline') : null),
+      h('td', { class: 'num' }, fmtInt(a.exposed_users)), h('td', { class: 'num' }, fmtInt(a.clicked_users)), h('td', { class: 'num' }, pct(a.ctr)),
+      h('td', { class: 'num' }, points(a.difference, true)), h('td', { class: 'num' }, pct(a.lift, true))))));
+
+  const cols = ['Arm', 'Weight', 'Exposed users', 'Clicked users', 'CTR', 'CTR 95% interval', `Difference vs ${b.baseline} (points)`, 'Difference interval (points)',
     `Lift vs ${b.baseline}`, 'Lift interval', 'Adjusted p', 'Sequential p', 'Exposures', 'Clicks', 'Closes'];
   const td = (v, cls = 'num') => h('td', { class: cls }, v);
   const ci = (v) => td(v, 'num ci');
@@ -1350,7 +1509,7 @@ async function experimentScreen(id, qs) {
     h('tbody', {}, arms.map((a) => h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
       h('th', { scope: 'row' }, a.key, a.key === b.baseline ? h('span', { class: 'badge' }, ' baseline') : null, verdict.winner === a.key ? h('span', { class: 'badge running' }, ' winner') : null),
       td(a.weight + '%'), td(fmtNum(a.exposed_users)), td(fmtNum(a.clicked_users)), td(pct(a.ctr)), ci(interval(a.ctr_ci)),
-      td(pct(a.difference, true)), ci(interval(a.difference_ci, true)), td(pct(a.lift, true)), ci(interval(a.lift_ci, true)),
+      td(points(a.difference, true)), ci(pointsInterval(a.difference_ci)), td(pct(a.lift, true)), ci(interval(a.lift_ci, true)),
       td(pValue(a.p_adjusted)), td(pValue(a.sequential_p)), td(fmtNum(a.exposures)), td(fmtNum(a.clicks)), td(fmtNum(a.closes))))));
 
   const ctrRows = arms.filter((a) => Array.isArray(a.ctr_ci) && a.ctr !== null && a.ctr !== undefined).map((a) => ({ label: a.key, est: a.ctr, lo: a.ctr_ci[0], hi: a.ctr_ci[1] }));
@@ -1369,15 +1528,64 @@ async function experimentScreen(id, qs) {
 
   screen(title, back,
     h('p', { id: 'experiment-meta' }, `Phase ${b.phase}, `, h('span', { class: 'badge ' + b.status }, b.status),
-      `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}). Salt `, h('code', {}, b.salt || '—'), '.'),
-    picker, srmBox, verdictBox,
-    h('section', { 'aria-labelledby': 'arms-h' }, h('h2', { id: 'arms-h' }, 'Arms'),
-      // a wide table scrolls sideways: focusable, so the keyboard can scroll it too
-      h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'arms-h' }, table),
-      h('p', { class: 'help' }, `A user counts once per arm: CTR is clicked users / exposed users (Wilson interval). The baseline is ${baselineName}; “—” where a number is not defined (a control that shows nothing has no CTR). Sequential p stays valid however often you look; adjusted p is the fixed-horizon test's, for after the planned end. Minimum sample: ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks per arm; α ${o.alpha ?? '?'}.`)),
-    h('section', { 'aria-labelledby': 'chart-h' }, h('h2', { id: 'chart-h' }, 'Intervals'), charts,
-      h('p', { class: 'help' }, 'The charts show the numbers of the Arms table, which is their text equivalent.')),
+      `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}).`),
+    picker,
+    h('section', { class: 'card results-summary', 'aria-labelledby': 'summary-h' }, h('h2', { id: 'summary-h' }, 'Summary'),
+      h('p', { id: 'summary', class: 'summary' }, resultsSummary(b, exposed, p)), actions, earlier,
+      h('div', { class: 'table-wrap' }, summaryRows)),
+    srmBox, verdictBox,
+    h('details', { id: 'statistics', class: 'statistics' }, h('summary', {}, 'For statisticians: intervals, p-values and every count'),
+      h('section', { 'aria-labelledby': 'arms-h' }, h('h2', { id: 'arms-h' }, 'Arms'),
+        // a wide table scrolls sideways: focusable, so the keyboard can scroll it too
+        h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'arms-h' }, table),
+        h('p', { class: 'help' }, `A user counts once per arm: CTR is clicked users / exposed users (Wilson interval). Differences are in percentage points (5.00% against 4.00% is +1.00 points); lift is relative. The baseline is ${baselineName}; “—” where a number is not defined (a control that shows nothing has no CTR). Sequential p stays valid however often you look; adjusted p (Bonferroni) is the fixed-horizon test's, for after the planned end. Minimum sample: ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks per arm; α ${o.alpha ?? '?'}. Assignment salt `, h('code', {}, b.salt || '—'), '.')),
+      h('section', { 'aria-labelledby': 'chart-h' }, h('h2', { id: 'chart-h' }, 'Intervals'), charts,
+        h('p', { class: 'help' }, 'The charts show the numbers of the Arms table, which is their text equivalent.'))),
     h('section', { 'aria-labelledby': 'days-h' }, h('h2', { id: 'days-h' }, 'Per day'), h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'days-h' }, dayTable)));
+}
+
+// points shows a difference of rates in percentage points ("+8.25 points"); — when there is none.
+function points(x, signed = false) {
+  if (typeof x !== 'number' || isNaN(x)) return '—';
+  const s = (x * 100).toFixed(2) + ' points';
+  return signed && x > 0 ? '+' + s : s;
+}
+const pointsInterval = (ci) => (Array.isArray(ci) && typeof ci[0] === 'number' && typeof ci[1] === 'number' ? `[${points(ci[0], true)}, ${points(ci[1], true)}]` : '—');
+
+// resultsSummary says in one sentence what the results mean for a decision: the leading arm and
+// by how much, whether that is sure enough to ship, and if not about how many more users (the
+// results' need: docs/EXPERIMENTS.md) and days at the rate so far.
+function resultsSummary(b, exposed, p) {
+  const arms = b.arms || [];
+  const v = b.verdict || {};
+  const base = b.baseline === 'control' ? 'the control' : `“${b.baseline}”`;
+  const by = (a) => `${Math.abs(a.difference * 100).toFixed(1)} points${typeof a.lift === 'number' ? ` (${a.lift > 0 ? '+' : ''}${Math.round(a.lift * 100)}%)` : ''}`;
+  if (exposed === 0) {
+    const draft = p?.status === 'draft' ? ' The popup is a draft: nobody sees it until it is published.' : '';
+    return (p?.experiment?.status === 'draft' ? 'No data yet: the experiment has not started.' : `No data yet: nobody has been exposed in phase ${b.phase}.`) + draft;
+  }
+  if (b.srm?.alarm) return 'Do not act on these results: the arms’ users do not match their weights (a sample-ratio mismatch, below). Find the cause first.';
+  if (v.winner === 'control') return 'Every variant does worse than the control: confident — showing none of them is better.';
+  if (v.winner) {
+    const a = arms.find((x) => x.key === v.winner);
+    return `“${v.winner}” is ahead of ${base} by ${a && typeof a.difference === 'number' ? by(a) : 'a margin'}: confident — you can ship it.`;
+  }
+  const need = b.need;
+  const leader = arms.find((x) => x.key === need?.leader);
+  if (!need || !leader || typeof leader.difference !== 'number') return `No variant differs from ${base} so far: not enough data to tell them apart.`;
+  const more = need.more_users > 0 ? `about ${fmtInt(need.more_users)} more users` : 'a little more data';
+  const days = need.more_users > 0 && need.users_per_day > 0 ? `, about ${fmtInt(Math.max(1, Math.ceil(need.more_users / need.users_per_day)))} days at today’s rate (${fmtInt(Math.round(need.users_per_day))} users a day)` : '';
+  return `“${leader.key}” is ${leader.difference > 0 ? 'ahead of' : 'behind'} ${base} by ${by(leader)} so far, but that is not sure yet: ${more}${days}.`;
+}
+
+// earlierVerdicts shows what each earlier phase of the experiment concluded, newest first: a
+// new phase ends the current verdict, but what the earlier ones found stays readable.
+async function earlierVerdicts(id, phase, box) {
+  const rs = await Promise.all(Array.from({ length: phase - 1 }, (_, i) => phase - 1 - i).map((n) => api('GET', `/admin/v1/popups/${id}/experiment/results?phase=${n}`).then((r) => [n, r])));
+  setKids(box, h('h3', {}, 'Earlier phases'), h('ul', {}, rs.map(([n, r]) => h('li', { 'data-phase': n },
+    h('a', { href: `#/popups/${id}/experiment?phase=${n}` }, `Phase ${n}`), ': ',
+    !r.ok ? 'cannot be read now' : (r.body.verdict?.winner ? `variant “${r.body.verdict.winner}” won` : 'no winner'),
+    r.ok ? ` (${fmtInt((r.body.arms || []).reduce((k, a) => k + (a.exposed_users || 0), 0))} users)` : ''))));
 }
 
 const fmtNum = (n) => (typeof n === 'number' && !isNaN(n) ? (Number.isInteger(n) ? String(n) : n.toFixed(2)) : '—');
@@ -1415,11 +1623,35 @@ function intervalChart(id, caption, rows, zero) {
     h('p', { class: 'sr-only', id: descId }, text));
 }
 
+// teamZone is the team's reporting time zone (GET /admin/v1/settings), read once per page load;
+// the browser's when the settings cannot be read.
+let teamZoneRead = null;
+function teamZone() {
+  teamZoneRead = teamZoneRead || api('GET', '/admin/v1/settings').then((r) => (r.ok && r.body.reporting_time_zone) || zoneName);
+  return teamZoneRead;
+}
+
+// teamTime shows an instant in zone, naming the zone: "27 Nov 2026, 12:20 (Asia/Shanghai)".
+function teamTime(s, zone) {
+  const d = new Date(s);
+  if (!s || isNaN(d)) return s || '—';
+  return new Intl.DateTimeFormat('en-GB', { timeZone: zone, day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit' }).format(d) + ` (${zone})`;
+}
+
+// readable makes a diff's rows read as a person would: field paths in words
+// (experiment.variants[0].weight: "experiment › variant 1 › weight") and instants in the team's zone.
+const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
+function readable(rows, zone) {
+  const field = (f) => f.replace(/([a-z_]+)\[(\d+)\]/g, (_, k, i) => `${k.replace(/s$/, '')} ${Number(i) + 1}`).split('.').join(' › ').replaceAll('_', ' ');
+  const value = (v) => (INSTANT.test(v) ? teamTime(v, zone) : v);
+  return rows.map((r) => ({ field: field(r.field), before: value(r.before), after: value(r.after) }));
+}
+
 // historySection lists the revisions with their diffs; a rollback carries the ETag the page was
 // based on (ed.etag), so a rollback from a page someone else has changed since is refused (412).
 function historySection(current, ed) {
   const box = h('div', { id: 'history' }, h('p', { class: 'muted' }, 'Loading…'));
-  api('GET', `/admin/v1/popups/${current.id}/history`).then((r) => {
+  Promise.all([api('GET', `/admin/v1/popups/${current.id}/history`), teamZone()]).then(([r, zone]) => {
     if (!r.ok) return setKids(box, alertBox('History: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
     const revs = (r.body.revisions || []).slice().sort((a, b) => b.revision - a.revision);
     setKids(box, h('ol', { class: 'revisions', reversed: true }, revs.map((rev, i) => {
@@ -1427,15 +1659,19 @@ function historySection(current, ed) {
       const isCurrent = rev.revision === current.revision;
       return h('li', { 'data-revision': rev.revision },
         h('h3', {}, `Revision ${rev.revision}`, isCurrent ? ' (current)' : ''),
-        h('p', { class: 'muted' }, `${fmtTime(rev.at)} by ${rev.actor || 'unknown'}`),
-        older ? diffTable(diff(older.popup, rev.popup), `Changes from revision ${older.revision} to ${rev.revision}`) : h('p', { class: 'muted' }, 'First revision.'),
-        isCurrent || !ed.mayRollback ? null : h('button', { type: 'button', class: 'secondary', 'data-rollback': rev.revision, onclick: () => rollback(rev.revision) }, `Roll back to revision ${rev.revision}`));
+        h('p', { class: 'muted' }, `${teamTime(rev.at, zone)} by ${rev.actor || 'unknown'}`),
+        older ? diffTable(readable(diff(older.popup, rev.popup), zone), `Changes from revision ${older.revision} to ${rev.revision}`) : h('p', { class: 'muted' }, 'First revision.'),
+        isCurrent || !ed.mayRollback ? null : h('button', { type: 'button', class: 'secondary', 'data-rollback': rev.revision, onclick: () => rollback(rev.revision, rev.popup) }, `Roll back to revision ${rev.revision}`));
     })));
   });
-  async function rollback(n) {
+  // rollback reviews what the rollback changes against the stored popup, as a publish does, and
+  // whether it ends a shipped experiment (then it asks the API for that: end_experiment=true)
+  async function rollback(n, old) {
     const drop = ed.dirty() ? ' Your unsaved edits in the form above are dropped.' : '';
-    if (!await confirmDialog(`Roll back to revision ${n}?`, `This writes a new revision with the content of revision ${n}; every instance serves it within seconds.${drop}`, 'Roll back')) return;
-    const r = await api('POST', `/admin/v1/popups/${current.id}/rollback`, { revision: n }, { ifMatch: ed.etag() });
+    const shipped = shippedWarning(current, old);
+    const review = h('div', {}, shipped, diffTable(readable(diff(current, old), await teamZone()), `What rolling back to revision ${n} changes`));
+    if (!await confirmDialog(`Roll back to revision ${n}?`, `This writes a new revision with the content of revision ${n}; every instance serves it within seconds. What changes against the stored revision ${current.revision}:${drop}`, 'Roll back', review)) return;
+    const r = await api('POST', `/admin/v1/popups/${current.id}/rollback${shipped ? '?end_experiment=true' : ''}`, { revision: n }, { ifMatch: ed.etag() });
     if (!r.ok) {
       for (const old of box.querySelectorAll(':scope > .alert')) old.remove();
       const msg = r.status === 412
@@ -1521,7 +1757,7 @@ function renderExplain(r, draftLabel) {
     if (!groups.has(k)) groups.set(k, []);
     groups.get(k).push(c);
   }
-  const chosenCand = chosen ? cands.find((c) => c.id === chosen.id) : null;
+  const chosenCand = cands.find((c) => c.eligible && !c.reason) || null;
   const others = [...groups.entries()].filter(([k]) => k !== '');
   const group = ([reason, list]) => {
     const body = h('div', {});
@@ -1538,12 +1774,34 @@ function renderExplain(r, draftLabel) {
   };
   return h('div', { class: 'explain-result' },
     h('div', { class: 'candidates' },
-      h('p', { class: 'verdict' }, chosen ? `This user would get popup #${chosen.id}${chosenCand?.name ? ' ' + chosenCand.name : ''}${chosen.title ? ' “' + chosen.title + '”' : ''}.` : 'This user would get no popup.',
-        ` (config version ${r.body.config_version ?? '?'})`),
+      h('p', { class: 'verdict', 'data-arm': r.body.arm || '' }, explainVerdict(r.body, cands, draftLabel), ` (config version ${r.body.config_version ?? '?'})`),
       chosenCand ? table([chosenCand], 'The chosen popup') : null,
       h('h3', {}, `The other ${others.reduce((n, [, l]) => n + l.length, 0)} active popups, by reason`),
       others.length ? others.map(group) : h('p', { class: 'muted' }, 'None.')),
     chosen ? prev : null);
+}
+
+// explainVerdict says what the app gets, as the preview's answer says it (docs/CONTRACT.md §10):
+// the popup served, and the experiment arm the user is in: a variant of the chosen popup, or its
+// control, which shows nothing (mode none) or falls through to the popup served.
+function explainVerdict(body, cands, draftLabel) {
+  const served = body.popup;
+  const chosen = cands.find((c) => c.eligible && !c.reason);
+  const nameOf = (id) => {
+    if (id === 0 && draftLabel) return draftLabel.toLowerCase();
+    const c = cands.find((x) => x.id === id);
+    return `popup #${id}${c?.name ? ' ' + c.name : ''}`;
+  };
+  const gets = (p) => `${nameOf(p.id)}${p.title ? ' “' + p.title + '”' : ''}`;
+  if (!chosen) return 'This user would get no popup.';
+  const steps = body.arms || [];
+  const servedArm = served && steps.find((s) => s.popup_id === served.id && s.arm !== 'control');
+  const variant = servedArm ? `, variant “${servedArm.arm}” of its experiment` : '';
+  const controls = steps.filter((s) => s.arm === 'control');
+  if (!controls.length) return served ? `This user would get ${gets(served)}${variant}.` : 'This user would get no popup.';
+  const groups = controls.map((s) => `the control group of ${nameOf(s.popup_id)}’s experiment`).join(', then ');
+  return served ? `This user is in ${groups}, which falls through: the app gets ${gets(served)}${variant}.`
+    : `This user is in ${groups}: the app gets no popup (a control user sees nothing).`;
 }
 
 function renderState(r) {
@@ -2053,7 +2311,7 @@ function auditScreen() {
     if (popupIn.value.trim()) qs.set('popup_id', popupIn.value.trim());
     if (actorIn.value.trim()) qs.set('actor', actorIn.value.trim());
     if (before) qs.set('before', before);
-    const r = await api('GET', '/admin/v1/audit?' + qs);
+    const [r, zone] = await Promise.all([api('GET', '/admin/v1/audit?' + qs), teamZone()]);
     if (mine !== loadSeq) return;
     if (!r.ok) { more.hidden = true; return setKids(list, alertBox('Audit log: ' + errorText(r), notAvailable(r) ? 'info' : 'error')); }
     const entries = r.body.entries || [];
@@ -2061,9 +2319,9 @@ function auditScreen() {
     for (const e of entries) {
       list.append(h('article', { class: 'audit-entry', 'data-id': e.id, 'data-action': e.action, 'data-popup': e.popup_id ?? '' },
         h('h2', { class: 'h3' }, `${e.action} of `, e.popup_id ? h('a', { href: '#/popups/' + e.popup_id }, `popup #${e.popup_id}`) : 'the config',
-          e.revision ? ` (revision ${e.revision})` : ''),
-        h('p', { class: 'muted' }, `${fmtTime(e.at)} by ${e.actor}`),
-        (e.before || e.after) ? h('details', {}, h('summary', {}, 'Changes'), diffTable(diff(e.before, e.after), 'Changes of entry ' + e.id)) : null));
+          (e.after || e.before)?.name ? ` “${(e.after || e.before).name}”` : '', e.revision ? ` (revision ${e.revision})` : ''),
+        h('p', { class: 'muted' }, `${teamTime(e.at, zone)} by ${e.actor}`),
+        (e.before || e.after) ? h('details', {}, h('summary', {}, 'Changes'), diffTable(readable(diff(e.before, e.after), zone), 'Changes of entry ' + e.id)) : null));
     }
     before = r.body.next || '';
     more.hidden = !before;

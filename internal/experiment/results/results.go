@@ -5,6 +5,7 @@ package results
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,17 @@ type Results struct {
 	Winner         string            // the winning arm's key; "" for none
 	Reason         stats.Reason
 	Options        stats.Options // as used, defaults filled in
+	// Need is how many more users the phase needs before the verdict could name the arm that
+	// leads now (stats.Needed), at the rate it has exposed users so far; nil when there is
+	// nothing to estimate.
+	Need *Need
+}
+
+// Need estimates how long until a decision (docs/EXPERIMENTS.md, "How long until a decision").
+type Need struct {
+	Leader    string  // the key of the arm furthest from the baseline so far
+	MoreUsers int64   // users the whole experiment (every arm) still needs
+	PerDay    float64 // users exposed a day so far: the phase's exposed users over its days run, at least one
 }
 
 // DefaultOptions are the options every result is computed with: the stats package's defaults.
@@ -112,24 +124,15 @@ func Compute(e *popup.Experiment, days []ArmDay, now time.Time) (Results, error)
 		return Results{}, fmt.Errorf("experiment phase %d: %w", e.Phase, err)
 	}
 	res.SampleRatio = full.SampleRatio
-	analysis := full
+	analysis, ain := full, in
 	if showsNothing {
 		// The variants alone, their weights made shares of the variants, for the rates, the
 		// comparisons and the verdict; the sample-ratio check stays the one over every arm.
-		sub := in
-		sub.Arms = make([]stats.Arm, len(compared))
-		var total float64
-		for _, i := range compared {
-			total += all[i].Weight
-		}
-		for k, i := range compared {
-			sub.Arms[k] = all[i]
-			sub.Arms[k].Weight = all[i].Weight / total
-		}
+		ain = analysisInput(in, compared, all)
 		// The variants' own ratio check is not the contract's; the smallest α never alarms
 		// before the full check does.
-		sub.Options.SRMAlpha = 5e-324
-		if analysis, err = stats.Analyze(sub); err != nil {
+		ain.Options.SRMAlpha = 5e-324
+		if analysis, err = stats.Analyze(ain); err != nil {
 			return Results{}, fmt.Errorf("experiment phase %d: %w", e.Phase, err)
 		}
 	}
@@ -149,7 +152,52 @@ func Compute(e *popup.Experiment, days []ArmDay, now time.Time) (Results, error)
 	if res.SampleRatio.SRM && res.Reason != stats.ReasonSingleArm {
 		res.Winner, res.Reason = "", stats.ReasonSRM
 	}
+	if res.Winner == "" && !res.SampleRatio.SRM {
+		res.Need = need(e, ain, analysis, compared, res.Arms, now)
+	}
 	return res, nil
+}
+
+// analysisInput is in for the arms at compared alone (the variants, beside a control that shows
+// nothing), their weights made shares of those arms.
+func analysisInput(in stats.Input, compared []int, all []stats.Arm) stats.Input {
+	sub := in
+	sub.Arms = make([]stats.Arm, len(compared))
+	var total float64
+	for _, i := range compared {
+		total += all[i].Weight
+	}
+	for k, i := range compared {
+		sub.Arms[k] = all[i]
+		sub.Arms[k].Weight = all[i].Weight / total
+	}
+	return sub
+}
+
+// need is stats.Needed of the analysed arms, made the whole experiment's: with a control that
+// shows nothing the analysis saw the variants alone, which take their weights' share of the users.
+func need(e *popup.Experiment, in stats.Input, analysis stats.Result, compared []int, arms []Arm, now time.Time) *Need {
+	n, ok := stats.Needed(in, analysis)
+	if !ok {
+		return nil
+	}
+	more := float64(n.More)
+	if len(compared) < len(arms) {
+		share := 0
+		for _, i := range compared {
+			share += arms[i].Weight
+		}
+		more = math.Ceil(more * 100 / float64(share))
+	}
+	var exposed int64
+	for _, a := range arms {
+		exposed += a.ExposedUsers
+	}
+	days := 1.0
+	if e.PhaseStartedAt != nil {
+		days = math.Max(1, now.Sub(*e.PhaseStartedAt).Hours()/24)
+	}
+	return &Need{Leader: arms[compared[n.Leader]].Key, MoreUsers: int64(more), PerDay: float64(exposed) / days}
 }
 
 // Phase returns the experiment of the given phase: the current one, or an earlier phase of the

@@ -164,3 +164,33 @@ func TestComputeOneVariantAndAShowNothingControlIsASingleArm(t *testing.T) {
 	assert.NotNil(t, got.Arms[0].Rate)
 	assert.Nil(t, got.Arms[1].Rate)
 }
+
+// How long until a decision: stats.Needed of the analysed arms, made the whole experiment's
+// (a control that shows nothing takes its share of the users too), at the phase's rate so far.
+func TestComputeNeed(t *testing.T) {
+	t.Parallel()
+	started := now.Add(-48 * time.Hour)
+	tests := []struct {
+		name string
+		mode popup.ControlMode
+		want *results.Need
+	}{
+		// a 5%, b 6%: 8155 users an arm (stats.TestNeeded); a and b take 50% each: 16310 in all, 2000 seen
+		{"two variants", "", &results.Need{Leader: "b", MoreUsers: 14310, PerDay: 1000}},
+		// the variants are 80% of the users: 14310 more variant users are 17888 users in all
+		{"beside a control that shows nothing", popup.ControlNone, &results.Need{Leader: "b", MoreUsers: 17888, PerDay: 1250}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := experiment(tt.mode)
+			e.PhaseStartedAt = &started
+			exposed, clicked := map[string]int64{"a": 1000, "b": 1000}, map[string]int64{"a": 50, "b": 60}
+			if tt.mode != "" {
+				exposed["control"] = 500
+			}
+			res, err := results.Compute(e, days(exposed, clicked), now)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Need)
+		})
+	}
+}

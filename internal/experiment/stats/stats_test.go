@@ -259,3 +259,38 @@ func TestChiSquareSFKnownValues(t *testing.T) {
 		assert.InDelta(t, tt.want, chiSquareSF(tt.x, tt.df), 1e-7, "χ²(%d) at %v", tt.df, tt.x)
 	}
 }
+
+// Needed is the fixed-horizon sample size of the difference seen (docs/EXPERIMENTS.md): known
+// answers worked by hand, and no estimate where there is nothing to estimate.
+func TestNeeded(t *testing.T) {
+	t.Parallel()
+	// 5% against 6%, two arms at 50%: n = (1.959964 + 0.841621)² · (0.05·0.95 + 0.06·0.94) / 0.01²
+	// = 7.848879 · 0.1039 / 0.0001 = 8154.99 → 8155 per arm, 16310 users in all
+	arms := func(ea, ca, eb, cb int64) []Arm {
+		return []Arm{{Weight: 0.5, Exposed: ea, Clicked: ca}, {Weight: 0.5, Exposed: eb, Clicked: cb}}
+	}
+	tests := []struct {
+		name       string
+		arms       []Arm
+		wantOK     bool
+		wantPerArm int64
+		wantMore   int64
+	}{
+		{"5% against 6% after 2,000 users", arms(1000, 50, 1000, 60), true, 8155, 16310 - 2000},
+		{"the minimum sample binds a large difference", arms(400, 20, 400, 80), true, 1000, 2000 - 800},
+		{"nobody yet: nothing to estimate", arms(0, 0, 0, 0), false, 0, 0},
+		{"no difference so far: unbounded", arms(500, 25, 500, 25), false, 0, 0},
+		{"a winner already", arms(20000, 1000, 20000, 1400), false, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Arms: tt.arms, Now: time.Unix(0, 0)}
+			res, err := Analyze(in)
+			require.NoError(t, err)
+			need, ok := Needed(in, res)
+			require.Equal(t, tt.wantOK, ok, "verdict %+v", res.Verdict)
+			assert.Equal(t, tt.wantPerArm, need.PerArm)
+			assert.Equal(t, tt.wantMore, need.More)
+		})
+	}
+}

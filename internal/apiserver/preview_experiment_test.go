@@ -1,0 +1,187 @@
+package apiserver_test
+
+import (
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+)
+
+// armUsers returns, for each arm of a running experiment (by index, the control last), the first
+// few uids with prefix the documented assignment puts in it.
+func armUsers(t *testing.T, e *popup.Experiment, prefix string, each int) [][]string {
+	t.Helper()
+	a := popup.NewAssigner(e)
+	out := make([][]string, e.ArmCount())
+	for i := 0; i < 100_000; i++ {
+		uid := prefix + itoa(int64(i))
+		if arm := a.Assign(uid); arm >= 0 && len(out[arm]) < each {
+			out[arm] = append(out[arm], uid)
+		}
+		full := true
+		for _, us := range out {
+			full = full && len(us) == each
+		}
+		if full {
+			return out
+		}
+	}
+	t.Fatalf("no %d users for every arm among 100,000", each)
+	return nil
+}
+
+// Both previews answer exactly what the public API then answers the same user (issue 41, 1): a
+// control with mode none gets no popup, a fall_through control the next popup, a variant its
+// content; `arm` names the user's arm in the experiment and `arms` every arm the decision passed.
+func TestPreviewAnswersWhatThePublicAPIServes(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	other := in.createPopup(t, popupSpec("fallback", map[string]any{"priority": 1, "title": "Fallback"}))
+	variants := []map[string]any{{"key": "a", "weight": 45, "title": "A"}, {"key": "discount", "weight": 45, "title": "Discount"}}
+	body := popupSpec("own", map[string]any{"priority": 10, "title": "Own",
+		"experiment": map[string]any{"variants": variants, "control": map[string]any{"weight": 10, "mode": "none"}}})
+	id := in.createPopup(t, body)
+
+	for _, mode := range []string{"none", "fall_through"} {
+		if mode == "fall_through" {
+			p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+			p["experiment"].(map[string]any)["control"] = map[string]any{"weight": 10, "mode": mode}
+			res := in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), p)
+			require.Equal(t, http.StatusOK, res.Status, res.Raw)
+		}
+		res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+		require.Equal(t, http.StatusOK, res.Status, res.Raw)
+		salt := res.Body["experiment"].(map[string]any)["salt"].(string)
+		require.Equal(t, http.StatusOK, in.adminDo(t, http.MethodPost, "/admin/v1/cache/reload", nil).Status)
+		e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: salt,
+			Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlMode(mode)}}
+		users := armUsers(t, e, "x-"+mode+"-", 2)
+		wantArm := []string{"a", "discount", "control"}
+		for arm, uids := range users {
+			for _, uid := range uids {
+				q := "uid=" + uid + "&platform=ios&app_version=9.0.0"
+				explained := in.adminDo(t, http.MethodGet, "/admin/v1/preview?"+q, nil)
+				require.Equal(t, http.StatusOK, explained.Status, explained.Raw)
+				draft := in.adminDo(t, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": uid, "platform": "ios", "app_version": "9.0.0",
+					"popup": in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body})
+				require.Equal(t, http.StatusOK, draft.Status, draft.Raw)
+				_, served := in.get(t, q)
+				for name, got := range map[string]response{"GET preview": explained, "POST preview": draft} {
+					assert.JSONEq(t, jsonOf(t, served.Body["popup"]), jsonOf(t, got.Body["popup"]), "%s of %s (%s, mode %s) is what the public API served", name, uid, wantArm[arm], mode)
+					assert.Equal(t, wantArm[arm], got.Body["arm"], "%s names the arm of %s", name, uid)
+					wantSteps := []any{map[string]any{"popup_id": float64(id), "arm": wantArm[arm]}}
+					assert.Equal(t, wantSteps, got.Body["arms"], "%s: the arms the decision passed", name)
+				}
+				switch {
+				case wantArm[arm] != "control":
+					assert.Equal(t, wantArm[arm], served.Body["variant"])
+					assert.Equal(t, float64(id), served.Body["popup"].(map[string]any)["id"])
+				case mode == "none":
+					assert.Nil(t, served.Body["popup"], "a control with mode none gets nothing")
+				default:
+					assert.Equal(t, float64(other), served.Body["popup"].(map[string]any)["id"], "a fall_through control gets the next popup")
+				}
+			}
+		}
+		res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/stop", nil)
+		require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(raw)
+}
+
+// A write that changes the content a concluded experiment shipped (a rollback, a PUT, an import)
+// is refused unless it ends the experiment (end_experiment=true), so the popup never says a variant
+// shipped while the app serves other content (issue 41, 2; docs/CONTRACT.md §10).
+func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	id := shippedExperiment(t, in, "", "discount")
+	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	require.Equal(t, "Discount", res.Body["title"])
+	rev := res.Body["revision"]
+
+	refused := func(res response, field string) {
+		t.Helper()
+		require.Equal(t, http.StatusConflict, res.Status, res.Raw)
+		e := res.Body["error"].(map[string]any)
+		assert.Equal(t, "experiment_shipped", e["code"])
+		assert.Contains(t, e["message"], "end_experiment=true")
+		assert.Equal(t, field, e["fields"].([]any)[0].(map[string]any)["field"])
+		stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+		assert.Equal(t, rev, stored["revision"], "nothing written")
+		assert.Equal(t, "concluded", stored["experiment"].(map[string]any)["status"])
+	}
+	refused(in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback", map[string]any{"revision": 1}), "experiment")
+	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	p["title"] = "Reworded"
+	refused(in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), p), "experiment")
+	refused(in.adminDo(t, http.MethodPost, "/admin/v1/import?dry_run=true", map[string]any{"popups": []any{p}}), "popups[0].experiment")
+	refused(in.adminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": []any{p}}), "popups[0].experiment")
+	bad := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback?end_experiment=maybe", map[string]any{"revision": 1})
+	require.Equal(t, http.StatusBadRequest, bad.Status, bad.Raw)
+	assert.Contains(t, bad.Raw, "end_experiment")
+
+	// with end_experiment=true the rollback writes the old content and removes the experiment:
+	// what the popup says and what the app is served agree
+	res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback?end_experiment=true", map[string]any{"revision": 1})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, "Own", res.Body["title"])
+	assert.Nil(t, res.Body["experiment"], "the shipped state ended with the change")
+	in.publicPopup(t, "after-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
+}
+
+// The review of a new phase asks how many users keeping the assignment moves: counted user by
+// user from the phase's rows in popup_experiment_user (issue 41, 3).
+func TestReassignmentCountsTheUsersThatMove(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	in := start(t, cfg, nil)
+	id, _, e := startedExperiment(t, in, "none")
+	const users = 600
+	wantMoved := countedUsers(t, cfg.MySQLDSN, id, e, "r-", users)
+	require.Positive(t, wantMoved)
+	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	x := p["experiment"].(map[string]any)
+	x["variants"].([]any)[0].(map[string]any)["weight"] = 20
+	x["variants"].([]any)[1].(map[string]any)["weight"] = 70
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/reassignment", map[string]any{"popup": p})
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, float64(users), res.Body["exposed_users"])
+	assert.Equal(t, float64(wantMoved), res.Body["moved_users"])
+	assert.Equal(t, 1.0, res.Body["phase"])
+	assert.Equal(t, float64(2), in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["revision"], "nothing written")
+}
+
+// countedUsers writes n users (uids prefix0 …) into popup_experiment_user as the worker would have
+// counted them in e's phase, each in the arm the assignment gives, and returns how many of them
+// the weights 20/70/10 (a, discount, control) would move under the same salt: a keeps buckets
+// [0, 2000), discount takes [2000, 9000), the control keeps [9000, 10000).
+func countedUsers(t *testing.T, dsn string, id int64, e *popup.Experiment, prefix string, n int) int64 {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	assign := popup.NewAssigner(e)
+	var moved int64
+	for i := range n {
+		uid := prefix + itoa(int64(i))
+		arm := e.ArmKey(assign.Assign(uid))
+		_, err := db.ExecContext(t.Context(), `INSERT INTO popup_experiment_user (popup_id, salt, uid, arm, first_exposed_at) VALUES (?, ?, ?, ?, NOW(3))`, id, e.Salt, uid, arm)
+		require.NoError(t, err)
+		if b := popup.ArmBucket(e.Salt, uid); arm == "a" && b >= 2000 || arm == "discount" && b >= 9000 {
+			moved++
+		}
+	}
+	return moved
+}
