@@ -84,6 +84,8 @@ type Answer struct {
 	Body []byte
 	// Variant is the key of the experiment variant shown (Shown); "" outside any experiment.
 	Variant string
+	// Locale is the language of Body (Shown): a translation's tag, or popup.DefaultLocale.
+	Locale string
 }
 
 // Decide answers the homepage for req at now: the popup to show, if any, with its impression
@@ -136,7 +138,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		br.Success()
 		if out == popup.Recorded {
 			d.Metrics.count(p.outcome())
-			return p.answer(snap.Version)
+			return p.answer(snap.Version, req.Lang)
 		}
 		// Conflict: another request of this user changed the state first; decide again.
 	}
@@ -238,7 +240,10 @@ type Explanation struct {
 	// Arm is the user's arm in Chosen's running experiment: a variant's key or "control" (then
 	// the user would get nothing, or for fall_through the next popup, and Shown is Chosen's own
 	// JSON); "" outside any experiment.
-	Arm        string
+	Arm string
+	// Locale is Shown's language for the request's lang (a translation's tag, or
+	// popup.DefaultLocale); "" when Shown is nil.
+	Locale     string
 	Candidates []popup.Candidate
 }
 
@@ -270,7 +275,7 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 			ex.Arm = chosen.Popup.Experiment.ArmKey(arm)
 		}
 		if e := snap.Entry(chosen.Popup.ID); e != nil && e.Compiled == chosen {
-			ex.Shown = e.Shown(arm)
+			ex.Shown, ex.Locale = e.ShownIn(arm, req.Lang)
 		}
 	}
 	return ex, nil

@@ -116,12 +116,14 @@ func plan(in *planInput) decisionPlan {
 	return p
 }
 
-// answer is the homepage answer once p is recorded under config version.
-func (p *decisionPlan) answer(version int64) Answer {
+// answer is the homepage answer once p is recorded under config version, in the best language
+// for lang.
+func (p *decisionPlan) answer(version int64, lang string) Answer {
 	if p.Shown == nil {
 		return Answer{Kind: None, Version: version}
 	}
-	a := Answer{Kind: Shown, Version: version, Popup: p.Shown, DecisionID: p.DecisionID, Body: p.Shown.Shown(p.Arm)}
+	a := Answer{Kind: Shown, Version: version, Popup: p.Shown, DecisionID: p.DecisionID}
+	a.Body, a.Locale = p.Shown.ShownIn(p.Arm, lang)
 	if p.Arm >= 0 {
 		a.Variant = p.Shown.Popup.Experiment.ArmKey(p.Arm)
 	}

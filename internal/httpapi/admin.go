@@ -403,6 +403,9 @@ func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts d
 		shown = ex.Shown
 	}
 	answer := gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)}
+	if ex.Shown != nil {
+		answer["locale"] = ex.Locale // the language shown for the request's lang (docs/CONTRACT.md §12)
+	}
 	if ex.Arm != "" {
 		answer["arm"] = ex.Arm // the user's arm in the chosen popup's running experiment (docs/CONTRACT.md §10)
 	}

@@ -26,7 +26,7 @@ func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db} }
 // configCols are the popup_config columns a write sets from a popup, in the order of
 // configValues: the one list every statement below is built from.
 var configCols = []string{"name", "bucket_seed", "status", "priority", "start_at", "end_at", "reshow_after_seconds",
-	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "targeting", "content", "experiment"}
+	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "exempt_from_caps", "targeting", "content", "experiment"}
 
 var (
 	// configColumns is configCols for an INSERT's column list.
@@ -60,7 +60,7 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		experiment      []byte // NULL: none
 	)
 	err := s.Scan(&p.ID, &p.Name, &p.BucketSeed, &status, &p.Priority, &start, &end, &p.ReshowAfterSeconds,
-		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &targeting, &body, &experiment,
+		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &p.ExemptFromCaps, &targeting, &body, &experiment,
 		&p.CreatedAt, &p.UpdatedAt, &p.Revision)
 	if err != nil {
 		return popup.Popup{}, err
@@ -112,7 +112,7 @@ func configValues(p popup.Popup) ([]any, error) {
 		return nil, err
 	}
 	return []any{p.Name, p.BucketSeed, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, targeting, body, experiment}, nil
+		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, p.ExemptFromCaps, targeting, body, experiment}, nil
 }
 
 // encodeParts is p's JSON columns (internal/popupdoc's parts); experiment is nil (NULL) when p
