@@ -166,72 +166,85 @@ func translationsEqual(a, b []Translation) bool {
 // --- choice on the hot path ---------------------------------------------------------------------
 
 // LocaleKey is a language tag as the answer's choice compares it: ASCII lower case, "_" read as
-// "-", zero-padded to 16 bytes, so that two keys compare as two machine words.
-type LocaleKey [maxCodeLen]byte
+// "-", zero-padded to 16 bytes and held as two machine words, so that two keys compare in two
+// instructions.
+type LocaleKey struct{ lo, hi uint64 }
 
 // NewLocaleKey is tag's key; ok is false for "" and for anything longer than 16 bytes or holding
 // a NUL, which no translation can match.
-func NewLocaleKey(tag string) (k LocaleKey, ok bool) {
-	if tag == "" || len(tag) > len(k) {
-		return LocaleKey{}, false
-	}
-	for i := 0; i < len(tag); i++ {
-		b := tag[i]
-		switch {
-		case b == 0:
-			return LocaleKey{}, false
-		case b >= 'A' && b <= 'Z':
-			b += 'a' - 'A'
-		case b == '_':
-			b = '-'
-		}
-		k[i] = b
-	}
-	return k, true
+func NewLocaleKey(tag string) (LocaleKey, bool) {
+	var f LocaleFallback
+	f.Set(tag)
+	return f.keys[0], f.n > 0
 }
 
-// Parent is k without its last subtag ("pt-br" → "pt", "zh-hans-cn" → "zh-hans"); ok is false
-// when k is a bare language.
-func (k LocaleKey) Parent() (LocaleKey, bool) {
-	for i := len(k) - 1; i > 0; i-- {
-		if k[i] == '-' {
-			var p LocaleKey
-			copy(p[:i], k[:i])
-			return p, true
-		}
+// prefix is k's first n bytes (0 < n < 16), the rest zero.
+func (k LocaleKey) prefix(n int) LocaleKey {
+	if n >= 8 {
+		return LocaleKey{lo: k.lo, hi: k.hi & (1<<(8*(n-8)) - 1)}
 	}
-	return LocaleKey{}, false
+	return LocaleKey{lo: k.lo & (1<<(8*n) - 1)}
 }
 
 // LocaleFallback is the keys a request's lang is matched against, best first: the exact tag, then
 // the tag less its last subtag, down to the bare language (pt-BR → pt; zh-Hans-CN → zh-Hans → zh),
-// as RFC 4647's lookup does. It is built once per request and does not allocate.
+// as RFC 4647's lookup does. It is built once per request (Set) and does not allocate.
 type LocaleFallback struct {
 	keys [3]LocaleKey
 	n    int
 }
 
-// NewLocaleFallback is lang's fallback chain; empty for "" or a lang no translation can match.
+// NewLocaleFallback is lang's fallback chain (Set).
 func NewLocaleFallback(lang string) LocaleFallback {
 	var f LocaleFallback
-	k, ok := NewLocaleKey(lang)
-	for ok && f.n < len(f.keys) {
-		f.keys[f.n] = k
-		f.n++
-		k, ok = k.Parent()
-	}
+	f.Set(lang)
 	return f
+}
+
+// Set makes f lang's fallback chain; empty for "" or a lang no translation can match (longer
+// than 16 bytes, or holding a NUL). The key is built in two words as lang is read, lower-cased
+// with "_" as "-": no buffer to copy on the hot path.
+func (f *LocaleFallback) Set(lang string) {
+	f.n = 0
+	if lang == "" || len(lang) > maxCodeLen {
+		return
+	}
+	var lo, hi uint64
+	last, prev := 0, 0 // the last two separators' positions; 0 = none (a tag never starts with one)
+	for i := 0; i < len(lang); i++ {
+		c := lang[i]
+		switch {
+		case c == 0:
+			return
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_' || c == '-':
+			c = '-'
+			prev, last = last, i
+		}
+		if i < 8 {
+			lo |= uint64(c) << (8 * i)
+		} else {
+			hi |= uint64(c) << (8 * (i - 8))
+		}
+	}
+	k := LocaleKey{lo: lo, hi: hi}
+	f.keys[0], f.n = k, 1
+	if last > 0 {
+		f.keys[1], f.n = k.prefix(last), 2
+	}
+	if prev > 0 {
+		f.keys[2], f.n = k.prefix(prev), 3
+	}
 }
 
 // Choose returns the index in keys (one creative's translation keys) of the best match for the
 // chain, or -1 when none matches and the creative's own content is shown.
 func (f *LocaleFallback) Choose(keys []LocaleKey) int {
-	if len(keys) == 0 {
-		return -1
-	}
-	for _, want := range f.keys[:f.n] {
-		for i := range keys {
-			if keys[i] == want {
+	for j := 0; j < f.n; j++ {
+		want := f.keys[j]
+		for i, k := range keys {
+			if k == want {
 				return i
 			}
 		}

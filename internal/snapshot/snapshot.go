@@ -51,7 +51,8 @@ func (e *Entry) ShownIn(arm int, lang string) (body []byte, locale string) {
 		body, ls = e.Variants[arm], &e.VariantLocales[arm]
 	}
 	if len(ls.keys) > 0 {
-		f := popup.NewLocaleFallback(lang)
+		var f popup.LocaleFallback
+		f.Set(lang)
 		if i := f.Choose(ls.keys); i >= 0 {
 			return ls.bodies[i], ls.tags[i]
 		}
