@@ -283,6 +283,11 @@ func (c Config) Operators() ([]Operator, error) {
 }
 
 // Links returns the validated POPUP_LINK_SCHEMES allow-list.
+// DefaultPacing is the pacing across campaigns of a config the team set none for
+// (docs/CONTRACT.md §12): POPUP_USER_DAILY_CAP, which is the daily_cap setting's initial value,
+// and no min gap.
+func (c Config) DefaultPacing() popup.Pacing { return popup.Pacing{DailyCap: c.UserDailyCap} }
+
 func (c Config) Links() popup.LinkSchemes {
 	links, err := popup.ParseLinkSchemes(c.LinkSchemes)
 	if err != nil {

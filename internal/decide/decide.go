@@ -50,7 +50,6 @@ type Decider struct {
 	Users     UserStates
 	// Breakers guard Redis, one per queue shard of the uid (Breakers.For(uid)).
 	Breakers *breaker.Set
-	DailyCap int // popups per user per UTC day; 0 = no cap
 	// Budget bounds the store work of one homepage decision; past it the answer degrades. An
 	// action gets four times as much.
 	Budget time.Duration
@@ -121,12 +120,12 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		if err != nil {
 			return d.failed(ctx, br, now, opGetState, err)
 		}
-		p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, DailyCap: d.DailyCap,
+		p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now,
 			ID: d.ids.get().draw()})
 		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {
-				d.Local.remember(&key, snap.Gen, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
+				d.Local.remember(&key, snap.Gen, now, popup.NextEligibleAt(cands, req, &st.UserState, now, snap.Pacing))
 			}
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}
@@ -267,7 +266,7 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	if err != nil {
 		return Explanation{}, fmt.Errorf("%w: read user state: %w", ErrUnavailable, err)
 	}
-	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, d.DailyCap)
+	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, snap.Pacing)
 	ex := Explanation{Version: snap.Version, Chosen: chosen, Candidates: verdicts}
 	if chosen != nil {
 		arm := chosen.Arm(req.UID)

@@ -198,12 +198,13 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			snap := snapshot.BuildWith(7, tt.popups, pt0, popup.LinkSchemes{}, nil)
+			snap.Pacing = popup.Pacing{DailyCap: tt.dailyCap}
 			require.Empty(t, snap.Problems)
 			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 			st := tt.state
 
 			p := plan(&planInput{Snap: snap, Cands: snap.Candidates(req.Platform, req.Region), Req: req, State: &st, Now: pt0,
-				DailyCap: tt.dailyCap, ID: planID})
+				ID: planID})
 
 			var shown int64
 			if p.Shown != nil {

@@ -63,8 +63,10 @@ type Admin struct {
 	Stats      StatsReader // GET .../stats: daily results per popup
 	// ExperimentDays reads experiment results (GET .../experiment/results).
 	ExperimentDays ExperimentDays
-	// Settings holds the team's settings (the reporting time zone).
+	// Settings holds the team's settings (the reporting time zone, the pacing).
 	Settings SettingsStore
+	// DefaultPacing is the pacing until the team sets one (config.Config.DefaultPacing).
+	DefaultPacing popup.Pacing
 	// LogRetention is POPUP_ACTION_LOG_RETENTION: unique users are counted for the days the
 	// action log still keeps whole (0: its default).
 	LogRetention time.Duration

@@ -174,20 +174,23 @@ func queryPopups(ctx context.Context, q interface {
 }
 
 // Snapshot reads the version and every non-archived popup in one consistent read.
-func (r *PopupRepo) Snapshot(ctx context.Context) (version int64, popups []popup.Popup, err error) {
+func (r *PopupRepo) Snapshot(ctx context.Context) (version int64, popups []popup.Popup, pacing *popup.Pacing, err error) {
 	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return 0, nil, fmt.Errorf("snapshot: %w", err)
+		return 0, nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
 	defer tx.Rollback() // read-only
 	if err := tx.QueryRowContext(ctx, `SELECT version FROM popup_config_version WHERE id = 1`).Scan(&version); err != nil {
-		return 0, nil, fmt.Errorf("snapshot version: %w", err)
+		return 0, nil, nil, fmt.Errorf("snapshot version: %w", err)
 	}
 	popups, err = queryPopups(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' ORDER BY id`)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	return version, popups, tx.Commit()
+	if pacing, err = readPacing(ctx, tx); err != nil {
+		return 0, nil, nil, err
+	}
+	return version, popups, pacing, tx.Commit()
 }
 
 // Get returns one popup, archived or not.

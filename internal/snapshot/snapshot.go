@@ -92,9 +92,13 @@ func encodeLocales(id int64, c *popup.Creative) (Locales, error) {
 }
 
 // Snapshot is one immutable config version with the audience sets it was built on. Never modify
-// it after BuildWith (but for Gen, which Holder.Store sets as it publishes it).
+// it after BuildWith (but for Gen, which Holder.Store sets as it publishes it, and Pacing, which
+// its builder sets before publishing it).
 type Snapshot struct {
 	Version int64
+	// Pacing is the team's pacing across campaigns in this config version (a settings change
+	// makes a new version), read by every decision with no I/O of its own.
+	Pacing popup.Pacing
 	// Audiences are the audience sets the popups were bound to (nil: none held).
 	Audiences *audience.Sets
 	// Gen numbers the snapshots a Holder published, in order: a new config version and new

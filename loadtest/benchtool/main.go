@@ -378,7 +378,7 @@ func fill(args []string) error {
 	var version int64
 	var popups []popup.Popup
 	for try := 0; ; try++ {
-		version, popups, _, err = redisstore.NewConfigCache(rdb, keys).Load(ctx)
+		version, popups, _, _, err = redisstore.NewConfigCache(rdb, keys).Load(ctx)
 		if err == nil && len(popups) >= *want {
 			break
 		}
@@ -407,7 +407,7 @@ func fill(args []string) error {
 					st := popup.UserState{Popups: map[int64]popup.PopupState{}}
 					cands := snap.Candidates(r.Platform, r.Region)
 					for n := 0; n < len(cands); n++ {
-						c := popup.Select(cands, r, &st, now, cfg.UserDailyCap)
+						c := popup.Select(cands, r, &st, now, popup.Pacing{DailyCap: cfg.UserDailyCap})
 						if c == nil {
 							break
 						}
