@@ -1,7 +1,9 @@
 package apiserver_test
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +114,67 @@ func TestPacingSettingReachesEveryInstance(t *testing.T) {
 	res = b.adminDo(t, http.MethodGet, "/admin/v1/preview?platform=ios&app_version=1&uid=after-0", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Contains(t, res.Raw, `"reason":"min_gap"`)
+}
+
+// csvDo sends a raw request to the admin API (a table, not JSON) and returns the status, the ETag
+// and the body.
+func csvDo(t *testing.T, in *instance, method, path, body string, header map[string]string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+in.admin+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := in.client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, res.Header.Get("ETag"), string(raw)
+}
+
+// TestTranslationTableRoundTrip: the table downloaded and uploaded unchanged writes nothing; a
+// translator's column adds a language; a bad table is a 400 naming its cells and changes nothing.
+func TestTranslationTableRoundTrip(t *testing.T) {
+	t.Parallel()
+	api := start(t, testConfig(t), nil)
+	id := api.createPopup(t, popupSpec("table", map[string]any{"translations": map[string]any{
+		"pt-BR": map[string]any{"title": "Olá, \"amigo\"", "content": "linha 1\nlinha 2", "link_url": "app://pt",
+			"buttons": []map[string]any{{"text": "Abrir"}}},
+	}}))
+	path := "/admin/v1/popups/" + itoa(id) + "/translations.csv"
+
+	status, tag, table := csvDo(t, api, http.MethodGet, path, "", nil)
+	require.Equal(t, http.StatusOK, status, table)
+	assert.Equal(t, "key,default,pt-BR\ntitle,table title,\"Olá, \"\"amigo\"\"\"\ncontent,hello,\"linha 1\nlinha 2\"\nbuttons[0].text,Open,Abrir\n", table)
+
+	status, after, body := csvDo(t, api, http.MethodPut, path, table, map[string]string{"If-Match": tag})
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, tag, after, "the table unchanged writes nothing")
+
+	bad := "key,default,pt-BR,de\ntitle,,Olá,Hallo\ncontent,,oi,\nbuttons[0].text,,Abrir,\nsubtitle,,x,y\n"
+	status, _, body = csvDo(t, api, http.MethodPut, path, bad, map[string]string{"If-Match": tag})
+	require.Equal(t, http.StatusBadRequest, status, body)
+	assert.Contains(t, body, `"field":"row 5, column key"`)
+	bad = "key,default,pt-BR,de\ntitle,,Olá,Hallo\ncontent,,oi,\nbuttons[0].text,,Abrir,\n"
+	status, _, body = csvDo(t, api, http.MethodPut, path, bad, map[string]string{"If-Match": tag})
+	require.Equal(t, http.StatusBadRequest, status, body)
+	assert.Contains(t, body, `"field":"row 3, column de"`, "de has a title but no content")
+	assert.Contains(t, body, `"field":"row 4, column de"`, "nor a button's text")
+	_, still, _ := csvDo(t, api, http.MethodGet, path, "", nil)
+	assert.Equal(t, tag, still, "nothing applied")
+
+	good := "key,default,pt-BR,de\ntitle,,Olá,Hallo\ncontent,,oi,hallo\nbuttons[0].text,,Abrir,Öffnen\n"
+	status, after, body = csvDo(t, api, http.MethodPut, path, good, map[string]string{"If-Match": tag})
+	require.Equal(t, http.StatusOK, status, body)
+	assert.NotEqual(t, tag, after)
+	res := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	tr := res.Body["translations"].(map[string]any)
+	assert.Equal(t, "Hallo", tr["de"].(map[string]any)["title"])
+	assert.Equal(t, "app://pt", tr["pt-BR"].(map[string]any)["link_url"], "a translation keeps its links")
+	assert.Equal(t, "oi", tr["pt-BR"].(map[string]any)["content"])
+
+	status, _, body = csvDo(t, api, http.MethodPut, path, good, map[string]string{"If-Match": tag})
+	assert.Equal(t, http.StatusPreconditionFailed, status, body)
 }

@@ -123,6 +123,8 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/popups/:id", a.get)
 	v1.PUT("/popups/:id", editor, a.update)
 	v1.DELETE("/popups/:id", publisher("archiving a popup"), a.archive)
+	v1.GET("/popups/:id/translations.csv", a.getTranslationsCSV)
+	v1.PUT("/popups/:id/translations.csv", editor, a.putTranslationsCSV)
 	v1.GET("/popups/:id/history", a.history)
 	v1.POST("/popups/:id/rollback", publisher("rolling back a popup"), a.rollback)
 	v1.POST("/popups/:id/experiment/start", editor, a.transition(popup.ChangeExperimentStart))
