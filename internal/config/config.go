@@ -49,7 +49,7 @@ type Config struct {
 	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
 	MySQLMaxOpen int    `env:"MYSQL_MAX_OPEN" envDefault:"16" desc:"max open MySQL connections per process"`
 
-	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"popups per user per UTC day across all popups; 0 = no cap"`
+	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"the initial daily_cap team setting: popups per user per UTC day across all popups until an admin sets it (docs/CONTRACT.md §12); 0 = no cap"`
 	UserStateTTL    time.Duration `env:"USER_STATE_TTL" envDefault:"168h" desc:"TTL of a user's state in Redis (refreshed on every write)"`
 	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
 	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
