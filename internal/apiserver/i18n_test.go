@@ -1,9 +1,7 @@
 package apiserver_test
 
 import (
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -116,22 +114,19 @@ func TestPacingSettingReachesEveryInstance(t *testing.T) {
 	assert.Contains(t, res.Raw, `"reason":"min_gap"`)
 }
 
-// csvDo sends a raw request to the admin API (a table, not JSON) and returns the status, the ETag
-// and the body.
+// csvDo sends a table (or nothing) to the admin API and returns the status, the ETag and the body.
 func csvDo(t *testing.T, in *instance, method, path, body string, header map[string]string) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+in.admin+path, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
+	h := map[string]string{"Authorization": "Bearer " + token}
 	for k, v := range header {
-		req.Header.Set(k, v)
+		h[k] = v
 	}
-	res, err := in.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, res.Header.Get("ETag"), string(raw)
+	var b any
+	if body != "" {
+		b = body
+	}
+	res := in.do(t, method, "http://"+in.admin+path, b, h)
+	return res.Status, res.Header.Get("ETag"), res.Raw
 }
 
 // TestTranslationTableRoundTrip: the table downloaded and uploaded unchanged writes nothing; a
