@@ -46,6 +46,8 @@
 #   of the first first-visit run; FILE-audiences-on.prof and -off.prof of round 1's (g) runs)
 #   BENCH_EXPERIMENTS=1 (a running experiment, two variants and a show-nothing control at
 #   40/40/20, on every other popup and on the record popup)
+#   BENCH_TRANSLATIONS (0: every popup, the record popup too, translated into that many languages,
+#   at most 8; issue 37's target compares (a) at 5 against the same run at 0)
 #   BENCH_AUDIENCES (1)  BENCH_AUDIENCE_SIZE (1000000: members of each audience of (g))
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
 set -euo pipefail

@@ -51,6 +51,7 @@ api="http://127.0.0.1:${api_port}"
 ref="http://127.0.0.1:${ref_port}"
 seed_flags=(-record)
 [ "${BENCH_EXPERIMENTS:-0}" = 1 ] && seed_flags+=(-experiments) # a running experiment on every other popup and the record popup
+[ "${BENCH_TRANSLATIONS:-0}" -gt 0 ] && seed_flags+=(-translations "$BENCH_TRANSLATIONS") # every popup in that many languages
 bin/benchtool seed -admin "http://127.0.0.1:${admin_port}" -token bench -n "$configs" -regions "$BENCH_REGIONS" "${seed_flags[@]}"
 if [ "${BENCH_WARM:-api}" = fill ]; then
   # the same end state written straight into Redis: seconds for a million users

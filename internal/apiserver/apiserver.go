@@ -121,6 +121,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	holder := &snapshot.Holder{}
 	subscribed := make(chan struct{})
 	refresher := &snapshot.Refresher{Cache: cache, Source: reads, Holder: holder, Poll: cfg.ConfigPoll, Links: cfg.Links(),
+		Pacing:  cfg.DefaultPacing(),
 		Backoff: health.DefaultBackoff, Log: log, Now: now, Subscribed: subscribed,
 		OnSwap: func(s *snapshot.Snapshot) {
 			metrics.Version.Set(float64(s.Version))
@@ -181,7 +182,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
 	reg.MustRegister(local.Collectors()...)
 	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown, keys.Shard),
-		DailyCap: cfg.UserDailyCap, Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
+		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
 	// The instance reports ready once the audiences its active popups target are loaded, or
 	// POPUP_AUDIENCE_LOAD_TIMEOUT after its first snapshot.
 	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)
@@ -206,6 +207,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
 	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
+	admin.DefaultPacing = cfg.DefaultPacing()
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
 	admin.AudienceSets = held
@@ -370,16 +372,17 @@ func (g *gatedReads) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Aud
 	return gate(g.dep, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
 }
 
-func (g *gatedReads) Snapshot(ctx context.Context) (int64, []popup.Popup, error) {
+func (g *gatedReads) Snapshot(ctx context.Context) (int64, []popup.Popup, *popup.Pacing, error) {
 	var version int64
+	var pacing *popup.Pacing
 	popups, err := gate(g.dep, func() (ps []popup.Popup, err error) {
-		version, ps, err = g.repo.Snapshot(ctx)
+		version, ps, pacing, err = g.repo.Snapshot(ctx)
 		return ps, err
 	})
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	return version, popups, nil
+	return version, popups, pacing, nil
 }
 
 // gatedStats is the stats reader behind the MySQL gate.
@@ -417,4 +420,12 @@ func (g *gatedSettings) Get(ctx context.Context, name, def string) (string, erro
 
 func (g *gatedSettings) Set(ctx context.Context, actor, name, value, def string) (string, error) {
 	return gate(g.dep, func() (string, error) { return g.settings.Set(ctx, actor, name, value, def) })
+}
+
+func (g *gatedSettings) Pacing(ctx context.Context) (*popup.Pacing, error) {
+	return gate(g.dep, func() (*popup.Pacing, error) { return g.settings.Pacing(ctx) })
+}
+
+func (g *gatedSettings) SetPacing(ctx context.Context, actor string, p popup.Pacing) (*popup.Pacing, error) {
+	return gate(g.dep, func() (*popup.Pacing, error) { return g.settings.SetPacing(ctx, actor, p) })
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,7 +164,7 @@ func (in *instance) do(t *testing.T, method, url string, body any, header map[st
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	out := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
-	if len(raw) > 0 {
+	if len(raw) > 0 && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv") {
 		require.NoError(t, json.Unmarshal(raw, &out.Body), string(raw))
 	}
 	return out

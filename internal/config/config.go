@@ -51,7 +51,7 @@ type Config struct {
 	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
 	MySQLMaxOpen int    `env:"MYSQL_MAX_OPEN" envDefault:"16" desc:"max open MySQL connections per process"`
 
-	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"popups per user per UTC day across all popups; 0 = no cap"`
+	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"the initial daily_cap team setting: popups per user per UTC day across all popups until an admin sets it (docs/CONTRACT.md §13); 0 = no cap"`
 	UserStateTTL    time.Duration `env:"USER_STATE_TTL" envDefault:"168h" desc:"TTL of a user's state in Redis (refreshed on every write)"`
 	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
 	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
@@ -297,6 +297,11 @@ func (c Config) Operators() ([]Operator, error) {
 }
 
 // Links returns the validated POPUP_LINK_SCHEMES allow-list.
+// DefaultPacing is the pacing across campaigns of a config the team set none for
+// (docs/CONTRACT.md §13): POPUP_USER_DAILY_CAP, which is the daily_cap setting's initial value,
+// and no min gap.
+func (c Config) DefaultPacing() popup.Pacing { return popup.Pacing{DailyCap: c.UserDailyCap} }
+
 func (c Config) Links() popup.LinkSchemes {
 	links, err := popup.ParseLinkSchemes(c.LinkSchemes)
 	if err != nil {

@@ -50,7 +50,6 @@ type Decider struct {
 	Users     UserStates
 	// Breakers guard Redis, one per queue shard of the uid (Breakers.For(uid)).
 	Breakers *breaker.Set
-	DailyCap int // popups per user per UTC day; 0 = no cap
 	// Budget bounds the store work of one homepage decision; past it the answer degrades. An
 	// action gets four times as much.
 	Budget time.Duration
@@ -84,6 +83,8 @@ type Answer struct {
 	Body []byte
 	// Variant is the key of the experiment variant shown (Shown); "" outside any experiment.
 	Variant string
+	// Locale is the language of Body (Shown): a translation's tag, or popup.DefaultLocale.
+	Locale string
 }
 
 // Decide answers the homepage for req at now: the popup to show, if any, with its impression
@@ -119,12 +120,12 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		if err != nil {
 			return d.failed(ctx, br, now, opGetState, err)
 		}
-		p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, DailyCap: d.DailyCap,
+		p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now,
 			ID: d.ids.get().draw()})
 		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {
-				d.Local.remember(&key, snap.Gen, now, popup.NextEligibleAt(cands, req, &st.UserState, now, d.DailyCap))
+				d.Local.remember(&key, snap.Gen, now, popup.NextEligibleAt(cands, req, &st.UserState, now, snap.Pacing))
 			}
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}
@@ -136,7 +137,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		br.Success()
 		if out == popup.Recorded {
 			d.Metrics.count(p.outcome())
-			return p.answer(snap.Version)
+			return p.answer(snap.Version, req.Lang)
 		}
 		// Conflict: another request of this user changed the state first; decide again.
 	}
@@ -244,7 +245,10 @@ type Explanation struct {
 	Arm string
 	// Arms are the experiment arms the decision passed, in order, as the events Decide would
 	// record name them: every control exposed on the way, then the shown popup's variant.
-	Arms       []ArmStep
+	Arms []ArmStep
+	// Locale is Shown's language for the request's lang (a translation's tag, or
+	// popup.DefaultLocale); "" when Shown is nil.
+	Locale     string
 	Candidates []popup.Candidate
 }
 
@@ -276,7 +280,7 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	if err != nil {
 		return Explanation{}, fmt.Errorf("%w: read user state: %w", ErrUnavailable, err)
 	}
-	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, d.DailyCap)
+	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, snap.Pacing)
 	ex := Explanation{Version: snap.Version, Chosen: chosen, Candidates: verdicts}
 	if chosen == nil {
 		return ex, nil
@@ -288,14 +292,15 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 		return ex, nil // an Extra: not in the snapshot, so no plan (and no published JSON)
 	}
 	// The state was read for this call only: planning on it changes nothing stored.
-	p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, DailyCap: d.DailyCap})
+	p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now})
 	for _, ev := range p.Events {
 		if len(ev.Arms) > 0 {
 			ex.Arms = append(ex.Arms, ArmStep{PopupID: ev.Arms[0].PopupID, Arm: ev.Arms[0].Arm})
 		}
 	}
 	if p.Shown != nil {
-		ex.Shown, ex.ShownID = p.Shown.Shown(p.Arm), p.Shown.Popup.ID
+		ex.Shown, ex.Locale = p.Shown.ShownIn(p.Arm, req.Lang)
+		ex.ShownID = p.Shown.Popup.ID
 	}
 	return ex, nil
 }

@@ -63,7 +63,9 @@ func (m *memStore) Record(_ context.Context, uid, prev string, next *popup.UserS
 		return popup.Conflict, nil
 	}
 	m.revs[uid]++
-	m.states[uid] = popup.UserState{Popups: maps.Clone(next.Popups), Day: next.Day, DayCount: next.DayCount}
+	st := *next
+	st.Popups = maps.Clone(next.Popups)
+	m.states[uid] = st
 	return popup.Recorded, nil
 }
 
@@ -92,13 +94,14 @@ type fixture struct {
 	holder *snapshot.Holder
 	store  *memStore
 	d      *decide.Decider
+	pace   popup.Pacing // every snapshot's
 }
 
-func newFixture(t *testing.T, cacheSize, dailyCap int, popups ...popup.Popup) *fixture {
+func newFixture(t *testing.T, cacheSize int, pace popup.Pacing, popups ...popup.Popup) *fixture {
 	t.Helper()
-	f := &fixture{holder: &snapshot.Holder{}, store: newMemStore()}
+	f := &fixture{holder: &snapshot.Holder{}, store: newMemStore(), pace: pace}
 	f.publish(t, 1, popups...)
-	f.d = &decide.Decider{Snapshots: f.holder, Users: f.store, Breakers: breaker.NewSet(1, 5, time.Second, nil), DailyCap: dailyCap,
+	f.d = &decide.Decider{Snapshots: f.holder, Users: f.store, Breakers: breaker.NewSet(1, 5, time.Second, nil),
 		Budget: time.Second, Local: decide.NewLocalAnswers(cacheSize), Metrics: decide.NewMetrics(nil)}
 	return f
 }
@@ -106,6 +109,7 @@ func newFixture(t *testing.T, cacheSize, dailyCap int, popups ...popup.Popup) *f
 func (f *fixture) publish(t *testing.T, version int64, popups ...popup.Popup) {
 	t.Helper()
 	s := snapshot.BuildWith(version, popups, t0, popup.LinkSchemes{}, nil)
+	s.Pacing = f.pace
 	require.Empty(t, s.Problems)
 	require.True(t, f.holder.Store(s))
 }
@@ -126,7 +130,7 @@ func (f *fixture) decide(t *testing.T, req popup.Request, now time.Time) (decide
 
 func TestDecideShowsThenRemembersNothingUntilTheReshow(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1000, 0, active(1, nil))
+	f := newFixture(t, 1000, popup.Pacing{}, active(1, nil))
 
 	kind, id, read := f.decide(t, iosReq, t0)
 	assert.Equal(t, decide.Shown, kind)
@@ -303,7 +307,7 @@ func TestLocalAnswerInvalidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Popup 9 targets every request and u1 saw it: it is why u1's request reads the
 			// store at all (a request nothing targets in window is answered without one).
-			f := newFixture(t, 1000, tt.dailyCap, append(tt.popups, hidden)...)
+			f := newFixture(t, 1000, popup.Pacing{DailyCap: tt.dailyCap}, append(tt.popups, hidden)...)
 			f.store.set("u1", withHidden(tt.state))
 			kind, _, read := f.decide(t, iosReq, t0)
 			require.Equal(t, decide.None, kind)
@@ -324,7 +328,7 @@ func TestLocalAnswerInvalidation(t *testing.T) {
 
 func TestLocalAnswerNeverShowingIsHeldUntilAConfigChange(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1000, 0, active(1, func(p *popup.Popup) { p.MaxImpressions = 1 }))
+	f := newFixture(t, 1000, popup.Pacing{}, active(1, func(p *popup.Popup) { p.MaxImpressions = 1 }))
 	f.store.set("u1", popup.UserState{Popups: map[int64]popup.PopupState{1: {Impressions: 1}}})
 	_, _, read := f.decide(t, iosReq, t0)
 	require.True(t, read)
@@ -354,7 +358,7 @@ func TestNotRemembered(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Popup 2 is eligible (so a decision records), popup 1 starts later: were "nothing"
 			// remembered after a failure, it would hide popup 2.
-			f := newFixture(t, 1000, 0, active(1, func(p *popup.Popup) { p.StartAt = &later }), active(2, nil))
+			f := newFixture(t, 1000, popup.Pacing{}, active(1, func(p *popup.Popup) { p.StartAt = &later }), active(2, nil))
 			tt.setup(f)
 			kind, _, _ := f.decide(t, iosReq, t0)
 			require.Equal(t, tt.want, kind)
@@ -371,7 +375,7 @@ func TestNotRemembered(t *testing.T) {
 func TestLocalAnswersOff(t *testing.T) {
 	t.Parallel()
 	later := t0.Add(time.Hour)
-	f := newFixture(t, 0, 0, active(1, func(p *popup.Popup) { p.StartAt = &later }), hidden)
+	f := newFixture(t, 0, popup.Pacing{}, active(1, func(p *popup.Popup) { p.StartAt = &later }), hidden)
 	f.store.set("u1", withHidden(popup.UserState{}))
 	require.Nil(t, f.d.Local)
 	for i := 0; i < 3; i++ {
@@ -397,7 +401,7 @@ func TestActRecordsAndMapsOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, 1000, 0, active(1, func(p *popup.Popup) { p.ClickCooldownSeconds = 600 }))
+			f := newFixture(t, 1000, popup.Pacing{}, active(1, func(p *popup.Popup) { p.ClickCooldownSeconds = 600 }))
 			if tt.setup != nil {
 				tt.setup(f)
 			}
@@ -406,7 +410,7 @@ func TestActRecordsAndMapsOutcomes(t *testing.T) {
 		})
 	}
 	t.Run("a click hides the popup for its cooldown", func(t *testing.T) {
-		f := newFixture(t, 1000, 0, active(1, func(p *popup.Popup) { p.ClickCooldownSeconds = 600 }))
+		f := newFixture(t, 1000, popup.Pacing{}, active(1, func(p *popup.Popup) { p.ClickCooldownSeconds = 600 }))
 		require.NoError(t, f.d.Act(context.Background(), decide.Report{UID: "u1", PopupID: 1, Kind: event.Click}, t0))
 		kind, _, _ := f.decide(t, iosReq, t0.Add(599*time.Second))
 		assert.Equal(t, decide.None, kind)
@@ -417,7 +421,7 @@ func TestActRecordsAndMapsOutcomes(t *testing.T) {
 
 func TestExplainRecordsNothingAndTakesADraft(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1000, 0, active(1, nil), active(2, func(p *popup.Popup) { p.Priority = 5 }))
+	f := newFixture(t, 1000, popup.Pacing{}, active(1, nil), active(2, func(p *popup.Popup) { p.Priority = 5 }))
 	ex, err := f.d.Explain(context.Background(), iosReq, t0, decide.ExplainOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), ex.Version)

@@ -415,7 +415,7 @@ func BenchmarkDecideExperiment(b *testing.B) {
 func TestLocalAnswersHoldAcrossControlExposures(t *testing.T) {
 	t.Parallel()
 	e := experiment(popup.ControlNone)
-	f := newFixture(t, 1000, 0, active(1, withExp(e)))
+	f := newFixture(t, 1000, popup.Pacing{}, active(1, withExp(e)))
 	req := iosReq
 	req.UID = uidIn(t, e, controlArm)
 	tests := []struct {

@@ -16,9 +16,8 @@ type planInput struct {
 	Req   popup.Request
 	// State is the user's state as read. plan applies the display rules of the events it plans
 	// to it, so that it becomes the state to record with them.
-	State    *popup.UserState
-	Now      time.Time
-	DailyCap int // popups per user per UTC day; 0 = no cap
+	State *popup.UserState
+	Now   time.Time
 	// ID is a fresh id; the decision id is it with the experiment suffixes plan appends. It is
 	// drawn before planning so that plan touches no shared state; a plan that records nothing
 	// leaves it unused.
@@ -54,7 +53,7 @@ type decisionPlan struct {
 // popup the chain ends at counts for each of them (Act); a chain stops where the id cannot name
 // one more, or at event.MaxRecordEvents events.
 func plan(in *planInput) decisionPlan {
-	c := popup.Select(in.Cands, in.Req, in.State, in.Now, in.DailyCap)
+	c := popup.Select(in.Cands, in.Req, in.State, in.Now, in.Snap.Pacing)
 	if c == nil {
 		return decisionPlan{Arm: -1}
 	}
@@ -91,7 +90,7 @@ func plan(in *planInput) decisionPlan {
 		// As if c did not apply: the candidates after it (those before it did not qualify, and
 		// an exposure changes nothing they depend on).
 		rest = after(rest, c)
-		if c = popup.Select(rest, in.Req, in.State, in.Now, in.DailyCap); c == nil {
+		if c = popup.Select(rest, in.Req, in.State, in.Now, in.Snap.Pacing); c == nil {
 			break
 		}
 		if i = c.Arm(in.Req.UID); i >= 0 && c.Popup.Experiment.IsControl(i) {
@@ -116,12 +115,14 @@ func plan(in *planInput) decisionPlan {
 	return p
 }
 
-// answer is the homepage answer once p is recorded under config version.
-func (p *decisionPlan) answer(version int64) Answer {
+// answer is the homepage answer once p is recorded under config version, in the best language
+// for lang.
+func (p *decisionPlan) answer(version int64, lang string) Answer {
 	if p.Shown == nil {
 		return Answer{Kind: None, Version: version}
 	}
-	a := Answer{Kind: Shown, Version: version, Popup: p.Shown, DecisionID: p.DecisionID, Body: p.Shown.Shown(p.Arm)}
+	a := Answer{Kind: Shown, Version: version, Popup: p.Shown, DecisionID: p.DecisionID}
+	a.Body, a.Locale = p.Shown.ShownIn(p.Arm, lang)
 	if p.Arm >= 0 {
 		a.Variant = p.Shown.Popup.Experiment.ArmKey(p.Arm)
 	}

@@ -198,12 +198,13 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			snap := snapshot.BuildWith(7, tt.popups, pt0, popup.LinkSchemes{}, nil)
+			snap.Pacing = popup.Pacing{DailyCap: tt.dailyCap}
 			require.Empty(t, snap.Problems)
 			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 			st := tt.state
 
 			p := plan(&planInput{Snap: snap, Cands: snap.Candidates(req.Platform, req.Region), Req: req, State: &st, Now: pt0,
-				DailyCap: tt.dailyCap, ID: planID})
+				ID: planID})
 
 			var shown int64
 			if p.Shown != nil {
@@ -219,7 +220,7 @@ func TestPlan(t *testing.T) {
 				assert.Equal(t, p.DecisionID, ev.DecisionID)
 				assert.Equal(t, ev.NextShowAt, st.Popups[ev.PopupID].NextShowAt, "the state to record holds popup %d's event", ev.PopupID)
 			}
-			ans := p.answer(7)
+			ans := p.answer(7, "")
 			assert.Equal(t, tt.wantVariant, ans.Variant)
 			assert.Equal(t, p.Shown, ans.Popup)
 		})
@@ -242,13 +243,13 @@ func TestPlanAnswers(t *testing.T) {
 		{
 			name:        "a plain popup: its own content",
 			give:        decisionPlan{Shown: plain, Arm: -1, DecisionID: "d-1", Events: make([]event.Event, 1)},
-			want:        Answer{Kind: Shown, Version: 7, Popup: plain, DecisionID: "d-1", Body: plain.JSON},
+			want:        Answer{Kind: Shown, Version: 7, Popup: plain, DecisionID: "d-1", Body: plain.JSON, Locale: "default"},
 			wantOutcome: outPopup,
 		},
 		{
 			name:        "a variant: the variant's content and key",
 			give:        decisionPlan{Shown: variant, Arm: 0, DecisionID: "d-1~1.0", Events: make([]event.Event, 1)},
-			want:        Answer{Kind: Shown, Version: 7, Popup: variant, DecisionID: "d-1~1.0", Body: variant.Variants[0], Variant: "a"},
+			want:        Answer{Kind: Shown, Version: 7, Popup: variant, DecisionID: "d-1~1.0", Body: variant.Variants[0], Variant: "a", Locale: "default"},
 			wantOutcome: outPopup,
 		},
 		{
@@ -260,7 +261,7 @@ func TestPlanAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.give.answer(7))
+			assert.Equal(t, tt.want, tt.give.answer(7, ""))
 			assert.Equal(t, tt.wantOutcome, tt.give.outcome())
 		})
 	}

@@ -63,8 +63,10 @@ type Admin struct {
 	Stats      StatsReader // GET .../stats: daily results per popup
 	// ExperimentDays reads experiment results (GET .../experiment/results).
 	ExperimentDays ExperimentDays
-	// Settings holds the team's settings (the reporting time zone).
+	// Settings holds the team's settings (the reporting time zone, the pacing).
 	Settings SettingsStore
+	// DefaultPacing is the pacing until the team sets one (config.Config.DefaultPacing).
+	DefaultPacing popup.Pacing
 	// LogRetention is POPUP_ACTION_LOG_RETENTION: unique users are counted for the days the
 	// action log still keeps whole (0: its default).
 	LogRetention time.Duration
@@ -124,6 +126,8 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/popups/:id", a.get)
 	v1.PUT("/popups/:id", editor, a.update)
 	v1.DELETE("/popups/:id", publisher("archiving a popup"), a.archive)
+	v1.GET("/popups/:id/translations.csv", a.getTranslationsCSV)
+	v1.PUT("/popups/:id/translations.csv", editor, a.putTranslationsCSV)
 	v1.GET("/popups/:id/history", a.history)
 	v1.POST("/popups/:id/rollback", publisher("rolling back a popup"), a.rollback)
 	v1.POST("/popups/:id/experiment/start", editor, a.transition(popup.ChangeExperimentStart))
@@ -416,6 +420,9 @@ func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts d
 		shown = ex.Shown
 	}
 	answer := gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)}
+	if ex.Shown != nil {
+		answer["locale"] = ex.Locale // the language shown for the request's lang (docs/CONTRACT.md §13)
+	}
 	if ex.Arm != "" {
 		answer["arm"] = ex.Arm // the user's arm in the chosen popup's running experiment (docs/CONTRACT.md §10)
 	}

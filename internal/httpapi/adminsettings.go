@@ -14,10 +14,13 @@ import (
 )
 
 // SettingsStore holds the team's settings (mysqlstore.SettingsRepo): Get answers def for a
-// setting never set; Set returns the value it replaced.
+// setting never set; Set returns the value it replaced. The pacing is read and written whole
+// (nil: never set); SetPacing also makes a new config version, which Reload then propagates.
 type SettingsStore interface {
 	Get(ctx context.Context, name, def string) (string, error)
 	Set(ctx context.Context, actor, name, value, def string) (old string, err error)
+	Pacing(ctx context.Context) (*popup.Pacing, error)
+	SetPacing(ctx context.Context, actor string, p popup.Pacing) (old *popup.Pacing, err error)
 }
 
 // The reporting time zone: the zone whose days results are counted in, unless a request names
@@ -27,19 +30,53 @@ const (
 	defaultReportingTimeZone = "UTC"
 )
 
-// settingsBody is GET /admin/v1/settings' answer and PUT's body.
+// The pacing settings (docs/CONTRACT.md §13): after any popup is shown to a user, no other for
+// min_gap_seconds; at most daily_cap popups a user per UTC day. Until an operator sets them they
+// are the instance's default (Admin.DefaultPacing: POPUP_USER_DAILY_CAP, no gap).
+const (
+	settingMinGapSeconds = "min_gap_seconds"
+	settingDailyCap      = "daily_cap"
+)
+
+// settingsBody is GET /admin/v1/settings' answer and PUT's body; in a PUT the pacing settings
+// may be left out (unchanged), in an answer they are always there.
 type settingsBody struct {
 	ReportingTimeZone string `json:"reporting_time_zone"`
+	MinGapSeconds     *int64 `json:"min_gap_seconds"`
+	DailyCap          *int   `json:"daily_cap"`
 }
 
 // getSettings answers GET /admin/v1/settings.
 func (a *Admin) getSettings(c *gin.Context) {
-	tz, err := a.reportingTimeZone(c.Request.Context())
+	out, err := a.settings(c.Request.Context())
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	c.JSON(http.StatusOK, settingsBody{ReportingTimeZone: tz})
+	c.JSON(http.StatusOK, out)
+}
+
+// settings is the team's settings as they stand, defaults filled in.
+func (a *Admin) settings(ctx context.Context) (settingsBody, error) {
+	tz, err := a.reportingTimeZone(ctx)
+	if err != nil {
+		return settingsBody{}, err
+	}
+	pacing, err := a.pacing(ctx)
+	if err != nil {
+		return settingsBody{}, err
+	}
+	gap := int64(pacing.MinGap / time.Second)
+	return settingsBody{ReportingTimeZone: tz, MinGapSeconds: &gap, DailyCap: &pacing.DailyCap}, nil
+}
+
+// pacing is the stored pacing, the default when none was set.
+func (a *Admin) pacing(ctx context.Context) (popup.Pacing, error) {
+	p, err := a.Settings.Pacing(ctx)
+	if err != nil || p == nil {
+		return a.DefaultPacing, err
+	}
+	return *p, nil
 }
 
 // putSettings answers PUT /admin/v1/settings: the whole settings object, validated, stored, and
@@ -55,14 +92,54 @@ func (a *Admin) putSettings(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
+	ctx := c.Request.Context()
 	who := actor(c).Name
-	old, err := a.Settings.Set(c.Request.Context(), who, settingReportingTimeZone, in.ReportingTimeZone, defaultReportingTimeZone)
+	old, err := a.Settings.Set(ctx, who, settingReportingTimeZone, in.ReportingTimeZone, defaultReportingTimeZone)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
 	a.Log.Info("setting changed", "operator", who, "setting", settingReportingTimeZone, "old", old, "new", in.ReportingTimeZone)
-	c.JSON(http.StatusOK, in)
+	if in.MinGapSeconds != nil || in.DailyCap != nil {
+		if err := a.putPacing(ctx, who, in); err != nil {
+			writeError(c, a.Log, err)
+			return
+		}
+	}
+	out, err := a.settings(ctx)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// putPacing stores the pacing in (a setting left out keeps its value) and propagates it to every
+// instance as a config change: the new version's snapshots carry it.
+func (a *Admin) putPacing(ctx context.Context, who string, in settingsBody) error {
+	next, err := a.pacing(ctx)
+	if err != nil {
+		return err
+	}
+	if in.MinGapSeconds != nil {
+		next.MinGap = time.Duration(*in.MinGapSeconds) * time.Second
+	}
+	if in.DailyCap != nil {
+		next.DailyCap = *in.DailyCap
+	}
+	old, err := a.Settings.SetPacing(ctx, who, next)
+	if err != nil {
+		return err
+	}
+	was := a.DefaultPacing
+	if old != nil {
+		was = *old
+	}
+	a.Log.Info("setting changed", "operator", who, "setting", "pacing",
+		"old_min_gap_seconds", int64(was.MinGap/time.Second), "old_daily_cap", was.DailyCap,
+		"new_min_gap_seconds", int64(next.MinGap/time.Second), "new_daily_cap", next.DailyCap)
+	a.propagate(ctx)
+	return nil
 }
 
 // decodeSettings reads a settings body: one JSON object holding exactly the known settings,
@@ -86,9 +163,21 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 			fields = append(fields, popup.FieldError{Field: settingReportingTimeZone, Message: msg})
 		}
 	}
+	fields = append(fields, decodeWhole(obj, settingMinGapSeconds, &in.MinGapSeconds)...)
+	fields = append(fields, decodeWhole(obj, settingDailyCap, &in.DailyCap)...)
+	if len(fields) == 0 && (in.MinGapSeconds != nil || in.DailyCap != nil) {
+		gap, dailyCap := int64(0), 0
+		if in.MinGapSeconds != nil {
+			gap = *in.MinGapSeconds
+		}
+		if in.DailyCap != nil {
+			dailyCap = *in.DailyCap
+		}
+		fields = append(fields, popup.ValidatePacing(gap, dailyCap)...)
+	}
 	var unknown []string
 	for k := range obj {
-		if k != settingReportingTimeZone {
+		if k != settingReportingTimeZone && k != settingMinGapSeconds && k != settingDailyCap {
 			unknown = append(unknown, k)
 		}
 	}
@@ -100,6 +189,20 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 		return in, &popup.ValidationError{Fields: fields}
 	}
 	return in, nil
+}
+
+// decodeWhole decodes the optional whole number obj[name] into *dst (left nil when absent).
+func decodeWhole[T int | int64](obj map[string]json.RawMessage, name string, dst **T) []popup.FieldError {
+	raw, ok := obj[name]
+	if !ok {
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return []popup.FieldError{{Field: name, Message: "must be a whole number"}}
+	}
+	*dst = &v
+	return nil
 }
 
 // loadZone loads an IANA time zone name; msg says what is wrong otherwise. "" and "Local", which

@@ -21,6 +21,21 @@ func TestDecodeSettingsAccepts(t *testing.T) {
 	}
 }
 
+func TestDecodeSettingsTakesThePacingOrLeavesItOut(t *testing.T) {
+	t.Parallel()
+	got, err := decodeSettings([]byte(`{"reporting_time_zone":"UTC","min_gap_seconds":600,"daily_cap":3}`))
+	require.NoError(t, err)
+	require.NotNil(t, got.MinGapSeconds)
+	require.NotNil(t, got.DailyCap)
+	assert.EqualValues(t, 600, *got.MinGapSeconds)
+	assert.Equal(t, 3, *got.DailyCap)
+
+	got, err = decodeSettings([]byte(`{"reporting_time_zone":"UTC"}`))
+	require.NoError(t, err)
+	assert.Nil(t, got.MinGapSeconds, "left out: unchanged")
+	assert.Nil(t, got.DailyCap)
+}
+
 // refusal is the code of a refused input and the fields it names.
 func refusal(t *testing.T, err error) (code string, fields []string) {
 	t.Helper()
@@ -50,6 +65,10 @@ func TestDecodeSettingsRefuses(t *testing.T) {
 		{`{"reporting_time_zone":-8}`, "validation_failed", []string{"reporting_time_zone"}},
 		{`{}`, "validation_failed", []string{"reporting_time_zone"}},
 		{`{"reporting_time_zone":"UTC","locale":"en","colour":1}`, "validation_failed", []string{"colour", "locale"}},
+		{`{"reporting_time_zone":"UTC","min_gap_seconds":-1}`, "validation_failed", []string{"min_gap_seconds"}},
+		{`{"reporting_time_zone":"UTC","min_gap_seconds":30,"daily_cap":1001}`, "validation_failed", []string{"daily_cap"}},
+		{`{"reporting_time_zone":"UTC","daily_cap":"3"}`, "validation_failed", []string{"daily_cap"}},
+		{`{"reporting_time_zone":"UTC","min_gap_seconds":1.5}`, "validation_failed", []string{"min_gap_seconds"}},
 		{`[`, "invalid_json", nil},
 		{`null`, "invalid_json", nil},
 		{`{"reporting_time_zone":"UTC"} {}`, "invalid_json", nil},

@@ -17,29 +17,31 @@ import (
 // adminPopup is a popup as the admin API shows it: the domain popup plus the server-managed
 // fields (id, state, revision, created_at, updated_at). What GET returns, PUT accepts back.
 type adminPopup struct {
-	ID                   int64            `json:"id"`
-	Name                 string           `json:"name"`
-	BucketSeed           string           `json:"bucket_seed"`
-	Status               string           `json:"status"`
-	State                string           `json:"state"` // computed at the time of the answer
-	Priority             int              `json:"priority"`
-	StartAt              *time.Time       `json:"start_at"`
-	EndAt                *time.Time       `json:"end_at"`
-	Targeting            adminTargeting   `json:"targeting"`
-	ReshowAfterSeconds   int64            `json:"reshow_after_seconds"`
-	ClickCooldownSeconds int64            `json:"click_cooldown_seconds"`
-	CloseCooldownSeconds int64            `json:"close_cooldown_seconds"`
-	MaxImpressions       int              `json:"max_impressions"`
-	Title                string           `json:"title"`
-	Content              string           `json:"content"`
-	ImageURL             string           `json:"image_url"`
-	LinkURL              string           `json:"link_url"`
-	Buttons              []adminButton    `json:"buttons"`
-	Ext                  json.RawMessage  `json:"ext"`
-	Experiment           *adminExperiment `json:"experiment"` // null: none
-	CreatedAt            time.Time        `json:"created_at"`
-	UpdatedAt            time.Time        `json:"updated_at"`
-	Revision             int64            `json:"revision"`
+	ID                   int64             `json:"id"`
+	Name                 string            `json:"name"`
+	BucketSeed           string            `json:"bucket_seed"`
+	Status               string            `json:"status"`
+	State                string            `json:"state"` // computed at the time of the answer
+	Priority             int               `json:"priority"`
+	StartAt              *time.Time        `json:"start_at"`
+	EndAt                *time.Time        `json:"end_at"`
+	Targeting            adminTargeting    `json:"targeting"`
+	ReshowAfterSeconds   int64             `json:"reshow_after_seconds"`
+	ClickCooldownSeconds int64             `json:"click_cooldown_seconds"`
+	CloseCooldownSeconds int64             `json:"close_cooldown_seconds"`
+	MaxImpressions       int               `json:"max_impressions"`
+	ExemptFromCaps       bool              `json:"exempt_from_caps"`
+	Title                string            `json:"title"`
+	Content              string            `json:"content"`
+	ImageURL             string            `json:"image_url"`
+	LinkURL              string            `json:"link_url"`
+	Buttons              []adminButton     `json:"buttons"`
+	Ext                  json.RawMessage   `json:"ext"`
+	Translations         adminTranslations `json:"translations"`
+	Experiment           *adminExperiment  `json:"experiment"` // null: none
+	CreatedAt            time.Time         `json:"created_at"`
+	UpdatedAt            time.Time         `json:"updated_at"`
+	Revision             int64             `json:"revision"`
 }
 
 type adminTargeting struct {
@@ -64,6 +66,62 @@ type adminButton struct {
 	LinkURL string `json:"link_url"`
 }
 
+// adminTranslations is a creative's "translations" on the admin wire, in and out: by BCP 47 tag,
+// {} when none (docs/CONTRACT.md §13).
+type adminTranslations map[string]adminTranslation
+
+// adminTranslation is one language of a creative; "" links keep the creative's own.
+type adminTranslation struct {
+	Title    string        `json:"title"`
+	Content  string        `json:"content"`
+	ImageURL string        `json:"image_url"`
+	LinkURL  string        `json:"link_url"`
+	Buttons  []adminButton `json:"buttons"`
+}
+
+// translationsToWire is ts as the admin API shows them: {} for none.
+func translationsToWire(ts []popup.Translation) adminTranslations {
+	out := make(adminTranslations, len(ts))
+	for _, t := range ts {
+		out[t.Locale] = adminTranslation{Title: t.Title, Content: t.Content, ImageURL: t.ImageURL, LinkURL: t.LinkURL,
+			Buttons: buttonsToWire(t.Buttons)}
+	}
+	return out
+}
+
+// decodeTranslations decodes a creative's "translations" at path, naming every problem under
+// path.<tag>: nil for null or {}. Tags are taken as written; the domain puts them in canonical
+// case and reports a malformed one.
+func decodeTranslations(raw json.RawMessage, path string, dst *[]popup.Translation) []popup.FieldError {
+	if isNull(raw) {
+		*dst = nil
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return []popup.FieldError{{Field: path, Message: "must be an object of translations by language tag, like {\"pt-BR\": {\"title\": …}}"}}
+	}
+	tags := make([]string, 0, len(obj))
+	for tag := range obj {
+		tags = append(tags, tag)
+	}
+	slices.Sort(tags)
+	var fes []popup.FieldError
+	out := make([]popup.Translation, len(tags))
+	for i, tag := range tags {
+		t := &out[i]
+		t.Locale = tag
+		var buttons []adminButton
+		fes = append(fes, decodeObject(obj[tag], path+"."+tag, "a translation", []inputField{
+			{key: "title", dst: &t.Title}, {key: "content", dst: &t.Content}, {key: "image_url", dst: &t.ImageURL},
+			{key: "link_url", dst: &t.LinkURL}, {key: "buttons", dst: &buttons},
+		})...)
+		t.Buttons = buttonsFromWire(buttons)
+	}
+	*dst = out
+	return fes
+}
+
 // adminExperiment is a popup's experiment as the admin API shows it (docs/CONTRACT.md §10).
 type adminExperiment struct {
 	Status           string         `json:"status"`
@@ -78,14 +136,15 @@ type adminExperiment struct {
 }
 
 type adminVariant struct {
-	Key      string          `json:"key"`
-	Weight   int             `json:"weight"`
-	Title    string          `json:"title"`
-	Content  string          `json:"content"`
-	ImageURL string          `json:"image_url"`
-	LinkURL  string          `json:"link_url"`
-	Buttons  []adminButton   `json:"buttons"`
-	Ext      json.RawMessage `json:"ext"`
+	Key          string            `json:"key"`
+	Weight       int               `json:"weight"`
+	Title        string            `json:"title"`
+	Content      string            `json:"content"`
+	ImageURL     string            `json:"image_url"`
+	LinkURL      string            `json:"link_url"`
+	Buttons      []adminButton     `json:"buttons"`
+	Ext          json.RawMessage   `json:"ext"`
+	Translations adminTranslations `json:"translations"`
 }
 
 type adminControl struct {
@@ -117,7 +176,7 @@ func experimentToWire(e *popup.Experiment) *adminExperiment {
 		PlannedEndAt: popup.UTCPtr(e.PlannedEndAt), Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: popup.UTCPtr(e.PhaseStartedAt)}
 	for i, v := range e.Variants {
 		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL,
-			LinkURL: v.LinkURL, Buttons: buttonsToWire(v.Buttons), Ext: extOrEmpty(v.Ext)}
+			LinkURL: v.LinkURL, Buttons: buttonsToWire(v.Buttons), Ext: extOrEmpty(v.Ext), Translations: translationsToWire(v.Translations)}
 	}
 	if c := e.Control; c != nil {
 		out.Control = &adminControl{Weight: c.Weight, Mode: string(c.Mode)}
@@ -140,9 +199,10 @@ func toWire(p popup.Popup, now time.Time) adminPopup {
 			Regions: nonNil(t.Regions), Langs: nonNil(t.Langs), RolloutPercent: t.RolloutPercent, UIDs: nonNil(t.UIDs),
 			Audiences: adminAudienceRefs{Include: nonNil(t.Audiences.Include), Exclude: nonNil(t.Audiences.Exclude)}},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
-		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions,
+		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps,
 		Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
-		Experiment: experimentToWire(p.Experiment), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
+		Translations: translationsToWire(p.Translations),
+		Experiment:   experimentToWire(p.Experiment), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
 	}
 }
 
@@ -171,12 +231,14 @@ type adminPopupInput struct {
 	ClickCooldownSeconds *int64                `json:"click_cooldown_seconds"`
 	CloseCooldownSeconds *int64                `json:"close_cooldown_seconds"`
 	MaxImpressions       *int                  `json:"max_impressions"`
+	ExemptFromCaps       bool                  `json:"exempt_from_caps"`
 	Title                string                `json:"title"`
 	Content              string                `json:"content"`
 	ImageURL             string                `json:"image_url"`
 	LinkURL              string                `json:"link_url"`
 	Buttons              []adminButton         `json:"buttons"`
 	Ext                  json.RawMessage       `json:"ext"`
+	Translations         []popup.Translation   `json:"-"`          // decoded by decodeTranslations
 	Experiment           *adminExperimentInput `json:"experiment"` // nil: none (absent or null)
 }
 
@@ -200,6 +262,8 @@ type adminVariantInput struct {
 	LinkURL  string
 	Buttons  []adminButton
 	Ext      json.RawMessage
+	// Translations are decoded by decodeTranslations.
+	Translations []popup.Translation
 }
 
 type adminControlInput struct {
@@ -233,6 +297,9 @@ func (in *adminExperimentInput) decodeVariants(raw json.RawMessage, path string)
 			{key: "key", dst: &v.Key}, {key: "weight", dst: &v.Weight}, {key: "title", dst: &v.Title},
 			{key: "content", dst: &v.Content}, {key: "image_url", dst: &v.ImageURL}, {key: "link_url", dst: &v.LinkURL},
 			{key: "buttons", dst: &v.Buttons}, {key: "ext", dst: &v.Ext},
+			{key: "translations", decode: func(raw json.RawMessage, path string) []popup.FieldError {
+				return decodeTranslations(raw, path, &v.Translations)
+			}},
 		})...)
 	}
 	return fes
@@ -318,8 +385,9 @@ func fromWire(in adminPopupInput) popup.Input {
 	out := popup.Input{
 		Name: in.Name, BucketSeed: in.BucketSeed, Priority: in.Priority, StartAt: in.StartAt, EndAt: in.EndAt,
 		ReshowAfterSeconds: in.ReshowAfterSeconds, ClickCooldownSeconds: in.ClickCooldownSeconds,
-		CloseCooldownSeconds: in.CloseCooldownSeconds, MaxImpressions: in.MaxImpressions,
+		CloseCooldownSeconds: in.CloseCooldownSeconds, MaxImpressions: in.MaxImpressions, ExemptFromCaps: in.ExemptFromCaps,
 		Title: in.Title, Content: in.Content, ImageURL: in.ImageURL, LinkURL: in.LinkURL, Ext: in.Ext,
+		Translations: in.Translations,
 	}
 	if in.Status != nil {
 		s := popup.Status(*in.Status)
@@ -366,7 +434,7 @@ func experimentFromWire(in *adminExperimentInput) *popup.Experiment {
 	}
 	for i, v := range in.Variants {
 		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: popup.Creative{Title: v.Title, Content: v.Content,
-			ImageURL: v.ImageURL, LinkURL: v.LinkURL, Buttons: buttonsFromWire(v.Buttons), Ext: v.Ext}}
+			ImageURL: v.ImageURL, LinkURL: v.LinkURL, Buttons: buttonsFromWire(v.Buttons), Ext: v.Ext, Translations: v.Translations}}
 	}
 	if c := in.Control; c != nil {
 		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlNone}
@@ -388,8 +456,12 @@ func (in *adminPopupInput) inputFields() []inputField {
 		{"start_at", &in.StartAt, nil}, {"end_at", &in.EndAt, nil}, {"targeting", &in.Targeting, nil},
 		{"reshow_after_seconds", &in.ReshowAfterSeconds, nil}, {"click_cooldown_seconds", &in.ClickCooldownSeconds, nil},
 		{"close_cooldown_seconds", &in.CloseCooldownSeconds, nil}, {"max_impressions", &in.MaxImpressions, nil},
+		{"exempt_from_caps", &in.ExemptFromCaps, nil},
 		{"title", &in.Title, nil}, {"content", &in.Content, nil}, {"image_url", &in.ImageURL, nil}, {"link_url", &in.LinkURL, nil},
 		{"buttons", &in.Buttons, nil}, {"ext", &in.Ext, nil},
+		{"translations", nil, func(raw json.RawMessage, path string) []popup.FieldError {
+			return decodeTranslations(raw, path, &in.Translations)
+		}},
 		{"experiment", nil, func(raw json.RawMessage, path string) (fes []popup.FieldError) {
 			in.Experiment, fes = decodeExperiment(raw, path)
 			return fes

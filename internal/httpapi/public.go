@@ -97,6 +97,7 @@ var (
 	nullHead      = []byte(`{"popup":null,"config_version":`)
 	popupHead     = []byte(`{"popup":`)
 	decisionHead  = []byte(`,"decision_id":"`)
+	localeHead    = []byte(`","locale":"`)
 	variantHead   = []byte(`","variant":"`)
 	versionHead   = []byte(`","config_version":`)
 	degradedBody  = []byte(`{"popup":null}`)
@@ -193,13 +194,16 @@ func writeBody(c *gin.Context, status int, body []byte) {
 }
 
 // answerPopup writes a Shown answer: the popup's (or its experiment variant's) public JSON, the
-// decision id, the variant's key when there is one (docs/CONTRACT.md §10), the config version.
+// decision id, the locale shown (docs/CONTRACT.md §13), the variant's key when there is one
+// (§10), the config version.
 func answerPopup(c *gin.Context, a *decide.Answer) {
-	out := make([]byte, 0, len(a.Body)+96+len(a.Variant))
+	out := make([]byte, 0, len(a.Body)+96+len(a.Locale)+len(a.Variant))
 	out = append(out, popupHead...)
 	out = append(out, a.Body...)
 	out = append(out, decisionHead...)
 	out = append(out, a.DecisionID...)
+	out = append(out, localeHead...)
+	out = append(out, a.Locale...) // a tag or "default": [A-Za-z0-9-], nothing to escape
 	if a.Variant != "" {
 		out = append(out, variantHead...)
 		out = append(out, a.Variant...) // a key is [a-z0-9_-]: nothing to escape

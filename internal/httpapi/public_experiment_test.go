@@ -62,12 +62,12 @@ func TestPublicAnswerNamesTheVariant(t *testing.T) {
 	}{
 		{name: "no experiment: the answer as before", want: func(string) *regexp.Regexp {
 			return regexp.MustCompile(`^\{"popup":\{"id":7,"title":"own","content":"","image_url":"","link_url":"","buttons":\[\],"ext":\{\}\},` +
-				`"decision_id":"[0-9a-f]{16}-[0-9a-z]+","config_version":1\}$`)
+				`"decision_id":"[0-9a-f]{16}-[0-9a-z]+","locale":"default","config_version":1\}$`)
 		}},
 		{name: "a variant", exp: exp, want: func(uid string) *regexp.Regexp {
 			key := exp.ArmKey(a.Assign(uid))
 			return regexp.MustCompile(`^\{"popup":\{"id":7,"title":"variant ` + key + `","content":"","image_url":"","link_url":"","buttons":\[\],"ext":\{\}\},` +
-				`"decision_id":"[0-9a-f]{16}-[0-9a-z]+~7\.` + strconv.Itoa(a.Assign(uid)) + `","variant":"` + key + `","config_version":1\}$`)
+				`"decision_id":"[0-9a-f]{16}-[0-9a-z]+~7\.` + strconv.Itoa(a.Assign(uid)) + `","locale":"default","variant":"` + key + `","config_version":1\}$`)
 		}},
 	}
 	for _, tt := range tests {

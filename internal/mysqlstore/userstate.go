@@ -15,7 +15,8 @@ type UserStateLoader struct{ db *sql.DB }
 // NewUserStateLoader returns a loader over db.
 func NewUserStateLoader(db *sql.DB) *UserStateLoader { return &UserStateLoader{db: db} }
 
-// Load returns uid's per-popup state and today's impression count (for the daily cap), as of
+// Load returns uid's per-popup state, today's impression count (for the daily cap) and the last
+// impression time (for the min gap), as of
 // what the worker has written: one statement on the state table's primary key (the count is the
 // largest day_impressions of the rows whose impression_day is today; migration 00005).
 func (l *UserStateLoader) Load(ctx context.Context, uid string, now time.Time) (popup.UserState, error) {
@@ -44,6 +45,11 @@ func (l *UserStateLoader) Load(ctx context.Context, uid string, now time.Time) (
 			st.Popups = map[int64]popup.PopupState{}
 		}
 		st.Popups[id] = ps
+		// The durable rows do not tell an impression's time from a control exposure's: the
+		// latest of either stands for the last shown time, which can only lengthen a min gap.
+		if ps.LastImpressionAt.After(st.LastShownAt) {
+			st.LastShownAt = ps.LastImpressionAt
+		}
 		if day == today && dayCount > st.DayCount {
 			st.Day, st.DayCount = today, dayCount
 		}

@@ -5,39 +5,35 @@ import "time"
 // NextEligibleAt returns the earliest instant, at or after now, at which Select over the same
 // candidates, request and user state could choose something: now when it could already, the zero
 // time when nothing in cs can ever show to this request. Every way a popup stays hidden ends at a
-// known instant: its schedule's start_at, its next_show_at (reshow interval or a cooldown), the
-// end of the UTC day once the daily cap is reached. Status, targeting, max_impressions and an
-// ended schedule hide it for good, as far as this config goes.
+// known instant: its schedule's start_at, its next_show_at (reshow interval or a cooldown), and
+// unless it is exempt from caps the pacing's end (the end of the UTC day once the daily cap is
+// reached, the end of the min gap). Status, targeting, max_impressions and an ended schedule hide
+// it for good, as far as this config goes.
 //
 // The answer holds for as long as the config and the user's state stay as given. Every
 // transition of a user's state only extends hiding (see ApplyImpression, ApplyClick,
 // ApplyClose), so a "nothing until t" stays true however that user's state changes meanwhile:
 // a caller may remember it until t or until the config changes, whichever comes first.
 // It does not allocate.
-func NextEligibleAt(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int) time.Time {
+func NextEligibleAt(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing) time.Time {
 	q := newQuery(&r)
+	paced := pace.until(s, now)
 	var earliest time.Time
 	for _, c := range cs {
-		if t := c.eligibleFrom(&q, s, now); !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
-			earliest = t
+		floor := now
+		if !c.Popup.ExemptFromCaps {
+			floor = paced
 		}
-	}
-	if earliest.IsZero() {
-		return time.Time{}
-	}
-	if dailyCap > 0 && s.ImpressionsOn(now) >= dailyCap {
-		// Nothing shows before the next UTC day; a popup whose window ends before that may still
-		// be counted here, which only makes the answer earlier, never wrong.
-		if dayEnd := time.Unix((int64(DayNumber(now))+1)*86400, 0).UTC(); earliest.Before(dayEnd) {
-			earliest = dayEnd
+		if t := c.eligibleFrom(&q, s, now, floor); !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
+			earliest = t
 		}
 	}
 	return earliest
 }
 
-// eligibleFrom is the earliest instant at or after now at which c passes every check but the
-// daily cap for q and s, or the zero time for never.
-func (c *Compiled) eligibleFrom(q *query, s *UserState, now time.Time) time.Time {
+// eligibleFrom is the earliest instant at or after floor (itself at or after now: when the
+// pacing lets c through) at which c passes every check for q and s, or the zero time for never.
+func (c *Compiled) eligibleFrom(q *query, s *UserState, now, floor time.Time) time.Time {
 	if !c.active || c.match(q) != ReasonNone {
 		return time.Time{}
 	}
@@ -48,7 +44,7 @@ func (c *Compiled) eligibleFrom(q *query, s *UserState, now time.Time) time.Time
 	if c.Popup.MaxImpressions > 0 && st.Impressions >= c.Popup.MaxImpressions {
 		return time.Time{}
 	}
-	t := now
+	t := floor
 	if start := c.Popup.StartAt; start != nil && start.After(t) {
 		t = *start
 	}

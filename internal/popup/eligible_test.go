@@ -138,7 +138,7 @@ func TestNextEligibleAt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := candidates(t, tt.specs...)
-			got := popup.NextEligibleAt(cs, req, tt.state, now, tt.dailyCap)
+			got := popup.NextEligibleAt(cs, req, tt.state, now, popup.Pacing{DailyCap: tt.dailyCap})
 			assert.True(t, tt.want.Equal(got), "want %v, got %v", tt.want, got)
 		})
 	}
@@ -154,18 +154,18 @@ func TestNextEligibleAtAgreesWithSelect(t *testing.T) {
 		2: seen(now, now.Add(2*time.Hour)), 3: {Impressions: 1, NextShowAt: now.Add(time.Hour)},
 	}, Day: popup.DayNumber(now), DayCount: 1}
 
-	at := popup.NextEligibleAt(cs, req, state, now, 2)
+	at := popup.NextEligibleAt(cs, req, state, now, popup.Pacing{DailyCap: 2})
 	assert.Equal(t, now.Add(2*time.Hour), at)
 	for tm := now; tm.Before(at); tm = tm.Add(time.Minute) {
-		assert.Nil(t, popup.Select(cs, req, state, tm, 2), "nothing at %v", tm)
+		assert.Nil(t, popup.Select(cs, req, state, tm, popup.Pacing{DailyCap: 2}), "nothing at %v", tm)
 	}
-	assert.NotNil(t, popup.Select(cs, req, state, at, 2))
+	assert.NotNil(t, popup.Select(cs, req, state, at, popup.Pacing{DailyCap: 2}))
 }
 
 func TestNextEligibleAtDoesNotAllocate(t *testing.T) {
 	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
 	cs := candidates(t, spec{1, 50, targeting(popup.TargetingInput{Regions: []string{"us", "cn"}})}, spec{2, 10, nil})
 	state := userState(map[int64]popup.PopupState{1: seen(now, now.Add(time.Hour)), 2: seen(now, now.Add(time.Hour))})
-	allocs := testing.AllocsPerRun(100, func() { popup.NextEligibleAt(cs, req, state, now, 3) })
+	allocs := testing.AllocsPerRun(100, func() { popup.NextEligibleAt(cs, req, state, now, popup.Pacing{DailyCap: 3}) })
 	assert.Zero(t, allocs)
 }

@@ -66,6 +66,8 @@ type Creative struct {
 	LinkURL  string
 	Buttons  []Button
 	Ext      json.RawMessage // a JSON object; "{}" when empty
+	// Translations are the content in other languages, sorted by locale; nil = none.
+	Translations []Translation
 }
 
 // Variant is one content arm of an experiment.
@@ -145,7 +147,7 @@ func (e *Experiment) Assigning() bool { return e != nil && e.Status == Experimen
 // Equal reports whether two creatives show the same thing (ext compared as compacted bytes).
 func (c Creative) Equal(o Creative) bool {
 	return c.Title == o.Title && c.Content == o.Content && c.ImageURL == o.ImageURL && c.LinkURL == o.LinkURL &&
-		slices.Equal(c.Buttons, o.Buttons) && string(c.Ext) == string(o.Ext)
+		slices.Equal(c.Buttons, o.Buttons) && string(c.Ext) == string(o.Ext) && translationsEqual(c.Translations, o.Translations)
 }
 
 // --- assignment ---------------------------------------------------------------------------------

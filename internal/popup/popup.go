@@ -145,6 +145,9 @@ type Popup struct {
 	CloseCooldownSeconds int64
 	// MaxImpressions caps impressions per user over the popup's life; 0 = unlimited.
 	MaxImpressions int
+	// ExemptFromCaps lets the popup through the team's pacing across campaigns (min_gap and
+	// daily_cap: Pacing), for service notices and outage messages; its own rules still apply.
+	ExemptFromCaps bool
 
 	// Creative is the popup's own content: what it shows outside an experiment and to the users
 	// in its experiment's coverage who fall in no arm. Its fields read as the popup's (p.Title).
@@ -184,12 +187,14 @@ type Input struct {
 	ClickCooldownSeconds *int64
 	CloseCooldownSeconds *int64
 	MaxImpressions       *int
+	ExemptFromCaps       bool
 	Title                string
 	Content              string
 	ImageURL             string
 	LinkURL              string
 	Buttons              []Button
 	Ext                  json.RawMessage
+	Translations         []Translation
 	Experiment           *Experiment // nil = none; its server-managed fields are ignored (KeepExperiment)
 }
 
@@ -211,14 +216,16 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 		ReshowAfterSeconds:   deref(in.ReshowAfterSeconds, DefaultReshowAfterSeconds),
 		ClickCooldownSeconds: deref(in.ClickCooldownSeconds, 0),
 		MaxImpressions:       deref(in.MaxImpressions, 0),
+		ExemptFromCaps:       in.ExemptFromCaps,
 		Experiment:           in.Experiment,
 		Creative: Creative{
-			Title:    in.Title,
-			Content:  in.Content,
-			ImageURL: in.ImageURL,
-			LinkURL:  in.LinkURL,
-			Buttons:  in.Buttons,
-			Ext:      in.Ext,
+			Title:        in.Title,
+			Content:      in.Content,
+			ImageURL:     in.ImageURL,
+			LinkURL:      in.LinkURL,
+			Buttons:      in.Buttons,
+			Ext:          in.Ext,
+			Translations: in.Translations,
 		},
 	}
 	// A close is a stronger "not now" than merely seeing the popup, so by default it hides the
@@ -268,9 +275,10 @@ func (p *Popup) normalize() {
 }
 
 // normalize gives c its canonical shape: buttons [] rather than nil, ext "{}" when absent and
-// compacted otherwise.
+// compacted otherwise, translations as normalizeTranslations leaves them.
 func (c *Creative) normalize() {
 	c.Buttons = nonNil(c.Buttons)
+	c.normalizeTranslations()
 	ext := bytes.TrimSpace(c.Ext)
 	if len(ext) == 0 || string(ext) == "null" {
 		c.Ext = json.RawMessage("{}")
@@ -361,6 +369,7 @@ func (c Creative) validate(v *validator, prefix string, links LinkSchemes) {
 		v.url(bp+".link_url", b.LinkURL, links.Allows, links.String())
 	}
 	v.ext(prefix+"ext", c.Ext)
+	c.validateTranslations(v, prefix, links)
 }
 
 func (t Targeting) validate(v *validator) {

@@ -28,7 +28,10 @@ const (
 	ReasonCloseCooldown      Reason = "close_cooldown"
 	ReasonMaxImpressions     Reason = "max_impressions"
 	ReasonDailyCap           Reason = "daily_cap"
-	ReasonLowerPriority      Reason = "lower_priority"
+	// ReasonMinGap: the team's min_gap_seconds since the user was last shown a popup has not
+	// passed (docs/CONTRACT.md §13).
+	ReasonMinGap        Reason = "min_gap"
+	ReasonLowerPriority Reason = "lower_priority"
 )
 
 // PopupState is one user's display state for one popup. Times are UTC; the zero time means never.
@@ -52,6 +55,9 @@ type UserState struct {
 	// of, for the service-wide daily cap. One counter suffices because only today matters.
 	Day      int32
 	DayCount int
+	// LastShownAt is when the user was last shown any popup (an impression; a control exposure
+	// shows nothing), for the pacing's min gap; zero = never.
+	LastShownAt time.Time
 }
 
 // DayNumber is the UTC day number of t: unix seconds / 86400, floored. Stores that keep
@@ -74,15 +80,23 @@ func (s *UserState) ImpressionsOn(now time.Time) int {
 }
 
 // Eligible applies the display rules (not status, window or targeting, which Select checks first)
-// for user state s at now. s may be nil for a user with no state. dailyCap 0 means no cap.
-// It checks, in order: the daily cap, max_impressions, and whether the popup is still hidden
-// (now < NextShowAt; at exactly NextShowAt it is shown again). A hidden popup is explained by its
-// cause, for the admin preview: a click whose cooldown still covers now, else a close whose
-// cooldown still covers now, else the reshow interval after an impression.
-func (c *Compiled) Eligible(s *UserState, now time.Time, dailyCap int) Reason {
-	if dailyCap > 0 && s.ImpressionsOn(now) >= dailyCap {
-		return ReasonDailyCap
+// for user state s at now. s may be nil for a user with no state. It checks, in order: the
+// team's pacing (the daily cap, then the min gap; not for a popup exempt from caps),
+// max_impressions, and whether the popup is still hidden (now < NextShowAt; at exactly NextShowAt
+// it is shown again). A hidden popup is explained by its cause, for the admin preview: a click
+// whose cooldown still covers now, else a close whose cooldown still covers now, else the reshow
+// interval after an impression.
+func (c *Compiled) Eligible(s *UserState, now time.Time, pace Pacing) Reason {
+	if !c.Popup.ExemptFromCaps {
+		if r := pace.reason(s, now); r != ReasonNone {
+			return r
+		}
 	}
+	return c.ownRules(s, now)
+}
+
+// ownRules applies the popup's own display rules (Eligible without the pacing).
+func (c *Compiled) ownRules(s *UserState, now time.Time) Reason {
 	var st PopupState
 	if s != nil {
 		st = s.Popups[c.Popup.ID]
@@ -103,7 +117,8 @@ func (c *Compiled) Eligible(s *UserState, now time.Time, dailyCap int) Reason {
 }
 
 // ApplyImpression records that the popup was returned to the user at at: it is hidden for
-// reshow_after_seconds, its impression count and the user's count for at's UTC day go up.
+// reshow_after_seconds, its impression count and the user's count for at's UTC day go up, and at
+// is the user's last shown time (the pacing's min gap) unless a later one is known.
 // The new state is stored in s (s must not be nil; its map is allocated if needed) and returned.
 // Like every transition it only extends hiding, so a replayed or reordered event is harmless;
 // an impression from an older day than s.Day leaves the daily counter alone.
@@ -113,6 +128,7 @@ func (c *Compiled) ApplyImpression(s *UserState, at time.Time) PopupState {
 	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.ReshowAfterSeconds))
 	st.Impressions++
 	st.LastImpressionAt = later(st.LastImpressionAt, at)
+	s.LastShownAt = later(s.LastShownAt, at)
 	switch day := DayNumber(at); {
 	case day == s.Day:
 		s.DayCount++

@@ -87,7 +87,7 @@ func TestEligible(t *testing.T) {
 			c := compiled(t, id, orDefault(tt.rules, rules(3600, 7*86400, 7200, 3)))
 			s := &popup.UserState{Popups: map[int64]popup.PopupState{id: tt.state}, Day: tt.day, DayCount: tt.dayCount}
 
-			assert.Equal(t, tt.want, c.Eligible(s, tt.at, tt.dailyCap))
+			assert.Equal(t, tt.want, c.Eligible(s, tt.at, popup.Pacing{DailyCap: tt.dailyCap}))
 		})
 	}
 }
@@ -96,7 +96,7 @@ func TestEligibleWithNilState(t *testing.T) {
 	t.Parallel()
 	c := compiled(t, 1, noChange)
 
-	assert.Equal(t, popup.ReasonNone, c.Eligible(nil, now, 1))
+	assert.Equal(t, popup.ReasonNone, c.Eligible(nil, now, popup.Pacing{DailyCap: 1}))
 }
 
 func TestImpressionsOn(t *testing.T) {

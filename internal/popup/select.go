@@ -20,22 +20,21 @@ func SortForSelection(cs []*Compiled) {
 // Select returns the highest-priority popup user state s may see at now: the first candidate, in
 // the given order (see SortForSelection), that is active, in its window, matches r and is eligible
 // by the display rules. A capped or cooling-down popup falls through to the next. It returns nil
-// if none qualifies. s may be nil (no state); dailyCap 0 means no cap. Select records nothing: the
-// caller applies the impression. It does not allocate.
-func Select(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int) *Compiled {
-	// The daily cap is the same for every candidate: when it is reached, nothing can be chosen.
-	if dailyCap > 0 && s.ImpressionsOn(now) >= dailyCap {
-		return nil
-	}
+// if none qualifies. s may be nil (no state); pace is the team's pacing (its zero value: none).
+// Select records nothing: the caller applies the impression. It does not allocate.
+func Select(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing) *Compiled {
+	// The pacing is the same for every candidate: while it holds, only exempt popups can be chosen.
+	paced := pace.reason(s, now) != ReasonNone
 	q := newQuery(&r)
 	sec, nsec := now.Unix(), int32(now.Nanosecond())
 	for _, c := range cs {
 		// The same checks as reason, with the cheap rejections written out so that the common
 		// case, a popup that does not apply, costs no call.
-		if !c.active || c.windowReason(sec, nsec) != ReasonNone || c.platforms != 0 && c.platforms&q.platform == 0 {
+		if !c.active || c.windowReason(sec, nsec) != ReasonNone || c.platforms != 0 && c.platforms&q.platform == 0 ||
+			paced && !c.Popup.ExemptFromCaps {
 			continue
 		}
-		if c.match(&q) == ReasonNone && c.Eligible(s, now, dailyCap) == ReasonNone {
+		if c.match(&q) == ReasonNone && c.ownRules(s, now) == ReasonNone {
 			return c
 		}
 	}
@@ -91,11 +90,11 @@ type Candidate struct {
 
 // Explain runs the same checks as Select and returns, besides the popup Select would choose,
 // a Candidate for every element of cs in the given order, with the first rule that rules it out.
-func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap int) (chosen *Compiled, out []Candidate) {
+func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing) (chosen *Compiled, out []Candidate) {
 	out = make([]Candidate, 0, len(cs))
 	q := newQuery(&r)
 	for _, c := range cs {
-		reason := c.reason(&q, s, now, dailyCap)
+		reason := c.reason(&q, s, now, pace)
 		switch {
 		case reason == ReasonNone && chosen == nil:
 			chosen = c
@@ -119,7 +118,7 @@ func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, dailyCap in
 }
 
 // reason runs every check in selection order: status, window, targeting, display rules.
-func (c *Compiled) reason(q *query, s *UserState, now time.Time, dailyCap int) Reason {
+func (c *Compiled) reason(q *query, s *UserState, now time.Time, pace Pacing) Reason {
 	if !c.active {
 		return ReasonNotActive
 	}
@@ -129,5 +128,5 @@ func (c *Compiled) reason(q *query, s *UserState, now time.Time, dailyCap int) R
 	if reason := c.match(q); reason != ReasonNone {
 		return reason
 	}
-	return c.Eligible(s, now, dailyCap)
+	return c.Eligible(s, now, pace)
 }

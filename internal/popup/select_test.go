@@ -154,7 +154,7 @@ func TestSelect(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := candidates(t, tt.specs...)
 
-			got := popup.Select(cs, baseRequest(t), tt.state, now, tt.dailyCap)
+			got := popup.Select(cs, baseRequest(t), tt.state, now, popup.Pacing{DailyCap: tt.dailyCap})
 
 			assert.Equal(t, tt.want, idOf(got))
 		})
@@ -230,11 +230,11 @@ func TestExplain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := candidates(t, tt.specs...)
 
-			chosen, got := popup.Explain(cs, baseRequest(t), tt.state, now, tt.dailyCap)
+			chosen, got := popup.Explain(cs, baseRequest(t), tt.state, now, popup.Pacing{DailyCap: tt.dailyCap})
 
 			assert.Equal(t, tt.wantChosen, idOf(chosen))
 			assert.Equal(t, tt.want, got)
-			assert.Same(t, popup.Select(cs, baseRequest(t), tt.state, now, tt.dailyCap), chosen, "Explain must agree with Select")
+			assert.Same(t, popup.Select(cs, baseRequest(t), tt.state, now, popup.Pacing{DailyCap: tt.dailyCap}), chosen, "Explain must agree with Select")
 		})
 	}
 }
@@ -269,11 +269,11 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		name string
 		give func()
 	}{
-		{name: "Select", give: func() { sinkCompiled = popup.Select(cs, req, state, now, 3) }},
-		{name: "Select with nil state", give: func() { sinkCompiled = popup.Select(cs, req, nil, now, 3) }},
+		{name: "Select", give: func() { sinkCompiled = popup.Select(cs, req, state, now, popup.Pacing{DailyCap: 3}) }},
+		{name: "Select with nil state", give: func() { sinkCompiled = popup.Select(cs, req, nil, now, popup.Pacing{DailyCap: 3}) }},
 		{name: "Match", give: func() { sinkReason = cs[1].Match(req) }},
 		{name: "AnyMatch", give: func() { sinkBool = popup.AnyMatch(cs, req, now) }},
-		{name: "Eligible", give: func() { sinkReason = cs[3].Eligible(state, now, 3) }},
+		{name: "Eligible", give: func() { sinkReason = cs[3].Eligible(state, now, popup.Pacing{DailyCap: 3}) }},
 		{name: "RolloutBucket", give: func() { sinkInt = popup.RolloutBucket("1234567", "user-123456") }},
 		{name: "ParseVersion", give: func() { sinkVersion, _ = popup.ParseVersion("8.10.0.1") }},
 		{name: "ParseVersion error", give: func() { sinkVersion, _ = popup.ParseVersion("8.x") }},
@@ -322,12 +322,12 @@ func benchSetup(b *testing.B) ([]*popup.Compiled, popup.Request, *popup.UserStat
 
 func BenchmarkSelect10k(b *testing.B) {
 	cs, req, state := benchSetup(b)
-	if got := popup.Select(cs, req, state, now, 3); idOf(got) != 10000 {
+	if got := popup.Select(cs, req, state, now, popup.Pacing{DailyCap: 3}); idOf(got) != 10000 {
 		b.Fatalf("Select chose %d, want 10000", idOf(got))
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		sinkCompiled = popup.Select(cs, req, state, now, 3)
+		sinkCompiled = popup.Select(cs, req, state, now, popup.Pacing{DailyCap: 3})
 	}
 }
 

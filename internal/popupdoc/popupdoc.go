@@ -10,7 +10,9 @@
 package popupdoc
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"popupsvc/internal/popup"
@@ -44,6 +46,17 @@ type (
 		LinkURL  string          `json:"link_url"`
 		Buttons  []Button        `json:"buttons"`
 		Ext      json.RawMessage `json:"ext"`
+		// Translations are the creative in other languages by BCP 47 tag; a creative without
+		// any has no such key, as every document written before translations existed.
+		Translations map[string]Translation `json:"translations,omitempty"`
+	}
+	// Translation is one language of a creative's "translations".
+	Translation struct {
+		Title    string   `json:"title"`
+		Content  string   `json:"content"`
+		ImageURL string   `json:"image_url"`
+		LinkURL  string   `json:"link_url"`
+		Buttons  []Button `json:"buttons"`
 	}
 	// Button is one of a creative's buttons.
 	Button struct {
@@ -91,8 +104,11 @@ type (
 		ClickCooldownSeconds int64      `json:"click_cooldown_seconds"`
 		CloseCooldownSeconds int64      `json:"close_cooldown_seconds"`
 		MaxImpressions       int        `json:"max_impressions"`
-		CreatedAt            time.Time  `json:"created_at"`
-		UpdatedAt            time.Time  `json:"updated_at"`
+		// ExemptFromCaps is absent (false) from documents of popups that pace like the others, as
+		// from every document written before pacing existed.
+		ExemptFromCaps bool      `json:"exempt_from_caps,omitempty"`
+		CreatedAt      time.Time `json:"created_at"`
+		UpdatedAt      time.Time `json:"updated_at"`
 	}
 	// Entry is one popup of the Redis config blob (a JSON array of entries).
 	Entry struct {
@@ -116,7 +132,7 @@ func HeaderOf(p *popup.Popup) Header {
 	return Header{ID: p.ID, Revision: p.Revision, Name: p.Name, BucketSeed: p.BucketSeed, Status: string(p.Status),
 		Priority: p.Priority, StartAt: p.StartAt, EndAt: p.EndAt, ReshowAfterSeconds: p.ReshowAfterSeconds,
 		ClickCooldownSeconds: p.ClickCooldownSeconds, CloseCooldownSeconds: p.CloseCooldownSeconds,
-		MaxImpressions: p.MaxImpressions, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 // Popup is the popup of h, without its parts; times in UTC.
@@ -124,7 +140,7 @@ func (h *Header) Popup() popup.Popup {
 	return popup.Popup{ID: h.ID, Revision: h.Revision, Name: h.Name, BucketSeed: h.BucketSeed, Status: popup.Status(h.Status),
 		Priority: h.Priority, StartAt: popup.UTCPtr(h.StartAt), EndAt: popup.UTCPtr(h.EndAt),
 		ReshowAfterSeconds: h.ReshowAfterSeconds, ClickCooldownSeconds: h.ClickCooldownSeconds,
-		CloseCooldownSeconds: h.CloseCooldownSeconds, MaxImpressions: h.MaxImpressions,
+		CloseCooldownSeconds: h.CloseCooldownSeconds, MaxImpressions: h.MaxImpressions, ExemptFromCaps: h.ExemptFromCaps,
 		CreatedAt: h.CreatedAt.UTC(), UpdatedAt: h.UpdatedAt.UTC()}
 }
 
@@ -160,23 +176,50 @@ func (t Targeting) Popup() popup.Targeting {
 
 // ContentOf is c as stored; its buttons keep their nil-ness.
 func ContentOf(c popup.Creative) Content {
-	var buttons []Button
-	if c.Buttons != nil {
-		buttons = make([]Button, len(c.Buttons))
-		for i, b := range c.Buttons {
-			buttons[i] = Button(b)
+	out := Content{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttonsOf(c.Buttons), Ext: c.Ext}
+	if len(c.Translations) > 0 {
+		out.Translations = make(map[string]Translation, len(c.Translations))
+		for _, t := range c.Translations {
+			out.Translations[t.Locale] = Translation{Title: t.Title, Content: t.Content, ImageURL: t.ImageURL,
+				LinkURL: t.LinkURL, Buttons: buttonsOf(t.Buttons)}
 		}
 	}
-	return Content{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext}
+	return out
+}
+
+// buttonsOf is bs as stored, keeping its nil-ness.
+func buttonsOf(bs []popup.Button) []Button {
+	if bs == nil {
+		return nil
+	}
+	out := make([]Button, len(bs))
+	for i, b := range bs {
+		out[i] = Button(b)
+	}
+	return out
+}
+
+// popupButtons is the stored buttons, [] for none.
+func popupButtons(bs []Button) []popup.Button {
+	out := make([]popup.Button, len(bs))
+	for i, b := range bs {
+		out[i] = popup.Button(b)
+	}
+	return out
 }
 
 // Creative is the stored creative; missing buttons read as none and a missing ext as {} (a
 // content written before they existed).
 func (c *Content) Creative() popup.Creative {
 	out := popup.Creative{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Ext: c.Ext,
-		Buttons: make([]popup.Button, len(c.Buttons))}
-	for i, b := range c.Buttons {
-		out.Buttons[i] = popup.Button(b)
+		Buttons: popupButtons(c.Buttons)}
+	if len(c.Translations) > 0 {
+		out.Translations = make([]popup.Translation, 0, len(c.Translations))
+		for locale, t := range c.Translations {
+			out.Translations = append(out.Translations, popup.Translation{Locale: locale, Title: t.Title, Content: t.Content,
+				ImageURL: t.ImageURL, LinkURL: t.LinkURL, Buttons: popupButtons(t.Buttons)})
+		}
+		slices.SortFunc(out.Translations, func(a, b popup.Translation) int { return cmp.Compare(a.Locale, b.Locale) })
 	}
 	if len(out.Ext) == 0 {
 		out.Ext = json.RawMessage(`{}`)

@@ -21,11 +21,24 @@ import (
 // the documents, and then testdata/older/ must keep a copy of what the previous build wrote.
 var update = flag.Bool("update", false, "rewrite testdata/*.json from this build's encoding")
 
-// plain is Full without an experiment or a bucket seed, and with no buttons: the keys that are
-// absent when empty are absent from its documents.
+// plain is Full without an experiment, a bucket seed, translations or the caps exemption, and
+// with no buttons: the keys that are absent when empty are absent from its documents.
 func plain() popup.Popup {
 	p := popuptest.Full()
 	p.ID, p.Name, p.BucketSeed, p.Experiment, p.Buttons = 8, "plain", "", nil, nil
+	p.Translations, p.ExemptFromCaps = nil, false
+	return p
+}
+
+// untranslated is p as a document from before translations and pacing reads: no translations
+// (the variants' neither) and no caps exemption.
+func untranslated(p popup.Popup) popup.Popup {
+	p.Translations, p.ExemptFromCaps = nil, false
+	if p.Experiment != nil {
+		for i := range p.Experiment.Variants {
+			p.Experiment.Variants[i].Translations = nil
+		}
+	}
 	return p
 }
 
@@ -96,35 +109,52 @@ func TestKeysAbsentWhenEmpty(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotContains(t, string(raw), `"experiment"`, "%s: no experiment, no key (as before experiments existed)", name)
 		assert.NotContains(t, string(raw), `"bucket_seed"`, "%s: no seed, no key (as before seeds existed)", name)
+		assert.NotContains(t, string(raw), `"translations"`, "%s: no translations, no key (as before translations existed)", name)
+		assert.NotContains(t, string(raw), `"exempt_from_caps"`, "%s: not exempt, no key (as before pacing existed)", name)
 	}
 }
 
 // TestDocumentsOlderReleasesWroteStillDecode reads testdata/older/: what the release before the
 // one codec wrote (2026-11-26: its own blob, revision and column types), the blob of the builds
 // before seeds and experiments, migration 00004's first revisions, and a content column from
-// before buttons and ext. None of them knew audiences: they read as no audience targeting.
+// before buttons and ext, and the documents of the release before translations and pacing.
+// None of them knew translations or the caps exemption; those before audiences read as no
+// audience targeting.
 func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	older := func(name string) []byte {
 		raw, err := os.ReadFile(filepath.Join("testdata", "older", name))
 		require.NoError(t, err)
 		return compact(t, raw)
 	}
-	full, bare := popuptest.Full(), plain()
+	full, bare := untranslated(popuptest.Full()), plain()
 	bare.Buttons = []popup.Button{}
-	// Every document below was written before audiences existed.
-	full.Targeting.Audiences, bare.Targeting.Audiences = popup.AudienceRefs{}, popup.AudienceRefs{}
 
-	entries := decode[[]popupdoc.Entry](t, older("blob-2026-11-26.json"))
+	// The release before translations and pacing: its blob, revision, content and experiment.
+	entries := decode[[]popupdoc.Entry](t, older("blob-before-translations.json"))
 	require.Len(t, entries, 2)
 	assert.Equal(t, full, entries[0].Popup())
 	assert.Equal(t, bare, entries[1].Popup())
-	rev := decode[popupdoc.Revision](t, older("revision-2026-11-26.json"))
+	rev := decode[popupdoc.Revision](t, older("revision-before-translations.json"))
+	assert.Equal(t, full, rev.Popup())
+	c := decode[popupdoc.Content](t, older("content-before-translations.json"))
+	assert.Equal(t, full.Creative, c.Creative())
+	e := decode[*popupdoc.Experiment](t, older("experiment-before-translations.json"))
+	assert.Equal(t, full.Experiment, e.Popup())
+
+	// Every document below was written before audiences existed.
+	full.Targeting.Audiences, bare.Targeting.Audiences = popup.AudienceRefs{}, popup.AudienceRefs{}
+
+	entries = decode[[]popupdoc.Entry](t, older("blob-2026-11-26.json"))
+	require.Len(t, entries, 2)
+	assert.Equal(t, full, entries[0].Popup())
+	assert.Equal(t, bare, entries[1].Popup())
+	rev = decode[popupdoc.Revision](t, older("revision-2026-11-26.json"))
 	assert.Equal(t, full, rev.Popup())
 	tg := decode[popupdoc.Targeting](t, older("targeting-2026-11-26.json"))
 	assert.Equal(t, full.Targeting, tg.Popup())
-	c := decode[popupdoc.Content](t, older("content-2026-11-26.json"))
+	c = decode[popupdoc.Content](t, older("content-2026-11-26.json"))
 	assert.Equal(t, full.Creative, c.Creative())
-	e := decode[*popupdoc.Experiment](t, older("experiment-2026-11-26.json"))
+	e = decode[*popupdoc.Experiment](t, older("experiment-2026-11-26.json"))
 	assert.Equal(t, full.Experiment, e.Popup())
 
 	// Before seeds and experiments: no bucket_seed (the popup's id is its seed) and no experiment.

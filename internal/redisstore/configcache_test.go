@@ -84,19 +84,40 @@ func TestConfigCacheReadsTheBlobOlderBuildsWrote(t *testing.T) {
 	require.NoError(t, rdb.Set(ctx, keys.ConfigBlob(), oldConfigBlob, 0).Err())
 	require.NoError(t, rdb.Set(ctx, keys.ConfigVersion(), 12, 0).Err())
 
-	version, got, found, err := cache.Load(ctx)
+	version, got, pacing, found, err := cache.Load(ctx)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.EqualValues(t, 12, version)
 	assert.Equal(t, configBlobPopups(), got)
 	assert.Equal(t, "7", got[0].RolloutSeed(), "a popup cached without a seed buckets users by its id, as before seeds")
 	assert.Nil(t, got[0].Experiment, "a popup cached before experiments has none")
+	assert.Nil(t, pacing, "an older build wrote no pacing: the instance's default applies")
+}
+
+// TestConfigCacheCarriesThePacing: the team's pacing goes with its config version, and a version
+// published without one (never set) removes the last one's.
+func TestConfigCacheCarriesThePacing(t *testing.T) {
+	t.Parallel()
+	cache, _, ctx := newConfigCache(t)
+	want := &popup.Pacing{MinGap: 90 * time.Second, DailyCap: 3}
+	_, err := cache.Publish(ctx, 5, configBlobPopups(), want)
+	require.NoError(t, err)
+	_, _, got, found, err := cache.Load(ctx)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, want, got)
+
+	_, err = cache.Publish(ctx, 6, configBlobPopups(), nil)
+	require.NoError(t, err)
+	_, _, got, _, err = cache.Load(ctx)
+	require.NoError(t, err)
+	assert.Nil(t, got)
 }
 
 func TestConfigBlobKeysStayCompatible(t *testing.T) {
 	t.Parallel()
 	cache, keys, ctx := newConfigCache(t)
-	held, err := cache.Publish(ctx, 5, configBlobPopups())
+	held, err := cache.Publish(ctx, 5, configBlobPopups(), nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, held)
 
@@ -109,7 +130,7 @@ func TestConfigBlobKeysStayCompatible(t *testing.T) {
 	// ...its keys spelled out, so that a renamed key names itself in the failure.
 	assert.Equal(t, objectKeys(t, oldConfigBlob), objectKeys(t, blob))
 
-	_, got, found, err := cache.Load(ctx)
+	_, got, _, found, err := cache.Load(ctx)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, configBlobPopups(), got)
@@ -123,7 +144,7 @@ func TestConfigCacheRefusesABrokenBlob(t *testing.T) {
 	require.NoError(t, rdb.Set(ctx, keys.ConfigBlob(), "[{\"id\":1,\"name\":\"a\x01b\"}]", 0).Err())
 	require.NoError(t, rdb.Set(ctx, keys.ConfigVersion(), 1, 0).Err())
 
-	_, _, _, err := cache.Load(ctx)
+	_, _, _, _, err := cache.Load(ctx)
 	assert.ErrorContains(t, err, "decode config cache")
 }
 
@@ -162,13 +183,13 @@ func TestConfigCacheCarriesExperiments(t *testing.T) {
 			{Key: "b", Weight: 30, Creative: popup.Creative{Title: "B", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://b"}}, Ext: json.RawMessage(`{"x":1}`)}},
 		},
 		Control: &popup.Control{Weight: 20, Mode: popup.ControlNone}, PlannedEndAt: &end, Phase: 1, Salt: "spring-sale_2026"}
-	_, err := cache.Publish(ctx, 6, popups)
+	_, err := cache.Publish(ctx, 6, popups, nil)
 	require.NoError(t, err)
 
 	blob, err := testenv.Redis(t).Get(ctx, keys.ConfigBlob()).Result()
 	require.NoError(t, err)
 	assert.Contains(t, objectKeys(t, blob), "[].experiment.variants[].key")
-	_, got, found, err := cache.Load(ctx)
+	_, got, _, found, err := cache.Load(ctx)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, popups, got)

@@ -112,5 +112,9 @@ func (k Keys) ConfigBlob() string { return k.Prefix + ":{cfg}:popups" }
 // ConfigVersion holds the version of ConfigBlob.
 func (k Keys) ConfigVersion() string { return k.Prefix + ":{cfg}:version" }
 
+// ConfigPacing holds the team's pacing of ConfigBlob's version (absent: the team set none, or an
+// older build wrote the blob).
+func (k Keys) ConfigPacing() string { return k.Prefix + ":{cfg}:pacing" }
+
 // ConfigChannel announces new config versions.
 func (k Keys) ConfigChannel() string { return k.Prefix + ":cfg:changed" }

@@ -87,7 +87,7 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 			return []string{k.User(uid), k.Queue(k.Shard(uid)), k.EventID(uid, eventID), k.RateLimit(uid)}
 		}},
 		{"publish config and its MGET", func(k redisstore.Keys, _ int, _, _, _ string) []string {
-			return []string{k.ConfigBlob(), k.ConfigVersion()}
+			return []string{k.ConfigBlob(), k.ConfigVersion(), k.ConfigPacing()}
 		}},
 	}
 	prefixes := []string{"popup", "t0a1b2c3d4e5f", "svc:eu-1"}

@@ -16,8 +16,16 @@ import (
 // times in unix milliseconds (0 = never), popups sorted by id so that equal states encode to
 // equal bytes (the record script compares values). "1|0|0" is a user known to have no state:
 // caching it spares new users a MySQL query.
+//
+// The user's last shown time (UserState.LastShownAt, the pacing's min gap) rides in an entry of
+// popup id 0, which no popup has: "|0,0,0,LASTSHOWN,0,0", first, present only when set. A build
+// from before pacing reads it as the state of a popup that does not exist and writes it back as
+// it found it, so old and new instances share states during a rolling deploy.
 
 var errStateCodec = errors.New("bad user state value")
+
+// lastShownID is the popup id whose entry holds the user's last shown time.
+const lastShownID = 0
 
 // AppendState appends the encoding of s to dst.
 func AppendState(dst []byte, s *popup.UserState) []byte {
@@ -31,6 +39,11 @@ func AppendState(dst []byte, s *popup.UserState) []byte {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	if !s.LastShownAt.IsZero() {
+		dst = append(dst, "|0,0,0,"...)
+		dst = appendMilli(dst, s.LastShownAt)
+		dst = append(dst, ",0,0"...)
+	}
 	for _, id := range ids {
 		ps := s.Popups[id]
 		dst = append(dst, '|')
@@ -73,6 +86,10 @@ func DecodeState(b string) (popup.UserState, error) {
 		ps.LastImpressionAt = p.milli(',')
 		ps.LastClickAt = p.milli(',')
 		ps.LastCloseAt = p.milli('|')
+		if id == lastShownID {
+			s.LastShownAt = ps.LastImpressionAt
+			continue
+		}
 		if s.Popups == nil {
 			s.Popups = make(map[int64]popup.PopupState, 4)
 		}

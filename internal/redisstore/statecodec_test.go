@@ -28,6 +28,9 @@ func TestStateCodecRoundTrip(t *testing.T) {
 		{"sorted by id, forever", popup.UserState{Popups: map[int64]popup.PopupState{
 			9: {NextShowAt: popup.Forever, LastClickAt: at}, 2: {LastCloseAt: at}}},
 			"1|0|0|2,0,0,0,0,1790000000123|9,253402300799000,0,0,1790000000123,0"},
+		{"the last shown time, in an entry of popup 0, first", popup.UserState{Day: 20717, DayCount: 1, LastShownAt: at,
+			Popups: map[int64]popup.PopupState{7: {NextShowAt: at.Add(time.Hour), Impressions: 1, LastImpressionAt: at}}},
+			"1|20717|1|0,0,0,1790000000123,0,0|7,1790003600123,1,1790000000123,0,0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -163,7 +163,7 @@ func TestSnapshotAnswersFailClosedUntilItsAudiencesAreLoaded(t *testing.T) {
 	holder := &Holder{}
 	r := &Refresher{Holder: holder, Audiences: l, Now: fixedNow, Log: l.Log}
 	l.OnChange = func(*audience.Sets) { r.Rebuild() }
-	r.install(5, []popup.Popup{in, ex})
+	r.install(5, []popup.Popup{in, ex}, nil)
 
 	s := holder.Load()
 	assert.Len(t, s.Unbound(), 2)
@@ -171,7 +171,7 @@ func TestSnapshotAnswersFailClosedUntilItsAudiencesAreLoaded(t *testing.T) {
 	assert.Equal(t, popup.ReasonAudienceNotLoaded, s.Entry(11).Match(req("someone")))
 	assert.Equal(t, []int64{1, 2}, AudienceIDs([]popup.Popup{in, ex}))
 	assert.Equal(t, uint64(2), l.FailClosed())
-	_, cands := popup.Explain(s.Ordered, req("vip"), nil, t0, 0)
+	_, cands := popup.Explain(s.Ordered, req("vip"), nil, t0, popup.Pacing{})
 	for _, c := range cands {
 		assert.Equal(t, popup.ReasonAudienceNotLoaded, c.Reason)
 		assert.Contains(t, []int64{1, 2}, c.Audience)

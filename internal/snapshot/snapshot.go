@@ -19,9 +19,13 @@ type Entry struct {
 	*popup.Compiled
 	// JSON is the popup as the public API shows it, encoded once when the snapshot is built.
 	JSON []byte
+	// Locales are the popup's own content in each of its languages (Localized).
+	Locales Locales
 	// Variants are, for a popup with an experiment, each variant's public JSON (the popup's id,
 	// the variant's content), by variant index; nil without an experiment.
 	Variants [][]byte
+	// VariantLocales are each variant's languages, by variant index, as Variants.
+	VariantLocales []Locales
 	// ArmRefs are, for a popup with an experiment, the one-element Event.Arms of each arm (by arm
 	// index, the control last) in the current phase, shared by every event that names the arm;
 	// nil without an experiment.
@@ -29,7 +33,7 @@ type Entry struct {
 }
 
 // Shown is the public JSON of what arm shows (Compiled.Arm): the variant's content for a
-// variant, the popup's own otherwise (outside the experiment, or -1).
+// variant, the popup's own otherwise (outside the experiment, or -1); in its default language.
 func (e *Entry) Shown(arm int) []byte {
 	if arm >= 0 && arm < len(e.Variants) {
 		return e.Variants[arm]
@@ -37,10 +41,64 @@ func (e *Entry) Shown(arm int) []byte {
 	return e.JSON
 }
 
+// ShownIn is what arm shows (as Shown) in the best language for a request's lang
+// (popup.LocaleFallback: the exact tag, then without its last subtags), and the locale chosen:
+// a translation's tag, or popup.DefaultLocale for the creative's own content. It does not
+// allocate, and a creative without translations costs one length check.
+func (e *Entry) ShownIn(arm int, lang string) (body []byte, locale string) {
+	body, ls := e.JSON, &e.Locales
+	if arm >= 0 && arm < len(e.Variants) {
+		body, ls = e.Variants[arm], &e.VariantLocales[arm]
+	}
+	if len(ls.keys) > 0 {
+		var f popup.LocaleFallback
+		f.Set(lang)
+		if i := f.Choose(ls.keys); i >= 0 {
+			return ls.bodies[i], ls.tags[i]
+		}
+	}
+	return body, popup.DefaultLocale
+}
+
+// Locales are one creative's translations prepared for the answer's choice when the snapshot is
+// built: by translation, its match key, its tag and its public JSON. Empty without translations.
+type Locales struct {
+	keys   []popup.LocaleKey
+	tags   []string
+	bodies [][]byte
+}
+
+// Tags are the locales, in the creative's order (by tag).
+func (l *Locales) Tags() []string { return l.tags }
+
+// encodeLocales pre-encodes the public JSON of popup id showing c in each of c's languages.
+func encodeLocales(id int64, c *popup.Creative) (Locales, error) {
+	n := len(c.Translations)
+	if n == 0 {
+		return Locales{}, nil
+	}
+	l := Locales{keys: make([]popup.LocaleKey, n), tags: make([]string, n), bodies: make([][]byte, n)}
+	for i := range c.Translations {
+		t := &c.Translations[i]
+		l.keys[i], _ = popup.NewLocaleKey(t.Locale) // a valid tag is at most 12 bytes
+		l.tags[i] = t.Locale
+		body, err := json.Marshal(toPublic(id, c.Localized(t)))
+		if err != nil {
+			return Locales{}, fmt.Errorf("translation %s: %w", t.Locale, err)
+		}
+		l.bodies[i] = body
+	}
+	return l, nil
+}
+
 // Snapshot is one immutable config version with the audience sets it was built on. Never modify
-// it after BuildWith (but for Gen, which Holder.Store sets as it publishes it).
+// it after BuildWith (but for Gen, which Holder.Store sets as it publishes it, and Pacing, which
+// its builder sets before publishing it).
 type Snapshot struct {
 	Version int64
+	// Pacing is the team's pacing across campaigns in this config version (a settings change
+	// makes a new version), read by every decision with no I/O of its own.
+	Pacing popup.Pacing
 	// Audiences are the audience sets the popups were bound to (nil: none held).
 	Audiences *audience.Sets
 	// Gen numbers the snapshots a Holder published, in order: a new config version and new
@@ -90,6 +148,9 @@ func encodeEntry(c *popup.Compiled) (*Entry, error) {
 		return nil, err
 	}
 	e := &Entry{Compiled: c, JSON: body}
+	if e.Locales, err = encodeLocales(cp.ID, &cp.Creative); err != nil {
+		return nil, err
+	}
 	if x := cp.Experiment; x.Assigning() {
 		// (only a running experiment assigns arms: the others' variants are never served)
 		e.ArmRefs = make([][]event.ArmRef, x.ArmCount())
@@ -97,9 +158,14 @@ func encodeEntry(c *popup.Compiled) (*Entry, error) {
 			e.ArmRefs[i] = []event.ArmRef{{PopupID: cp.ID, Salt: x.Salt, Arm: x.ArmKey(i)}}
 		}
 		e.Variants = make([][]byte, len(cp.Experiment.Variants))
+		e.VariantLocales = make([]Locales, len(cp.Experiment.Variants))
 		for i := range cp.Experiment.Variants {
-			if e.Variants[i], err = json.Marshal(toPublic(cp.ID, cp.Experiment.Variants[i].Creative)); err != nil {
-				return nil, fmt.Errorf("variant %s: %w", cp.Experiment.Variants[i].Key, err)
+			v := &cp.Experiment.Variants[i]
+			if e.Variants[i], err = json.Marshal(toPublic(cp.ID, v.Creative)); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", v.Key, err)
+			}
+			if e.VariantLocales[i], err = encodeLocales(cp.ID, &v.Creative); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", v.Key, err)
 			}
 		}
 	}

@@ -66,8 +66,8 @@ func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 			for _, region := range []string{"", "cn", "CN", "us", "de", "jp", "fr"} {
 				for _, now := range []time.Time{t0, t0.Add(2 * time.Hour)} {
 					req := popup.Request{UID: "u" + strconv.Itoa(round), Platform: pl, Region: region}
-					want := popup.Select(s.Ordered, req, nil, now, 0)
-					got := popup.Select(s.Candidates(pl, region), req, nil, now, 0)
+					want := popup.Select(s.Ordered, req, nil, now, popup.Pacing{})
+					got := popup.Select(s.Candidates(pl, region), req, nil, now, popup.Pacing{})
 					assert.Same(t, want, got, "round %d %s/%q", round, pl, region)
 				}
 			}
@@ -156,13 +156,13 @@ func BenchmarkSelect10k(b *testing.B) {
 	b.Run("all", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			popup.Select(s.Ordered, req, st, t0, 0)
+			popup.Select(s.Ordered, req, st, t0, popup.Pacing{})
 		}
 	})
 	b.Run("candidates", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			popup.Select(s.Candidates(req.Platform, req.Region), req, st, t0, 0)
+			popup.Select(s.Candidates(req.Platform, req.Region), req, st, t0, popup.Pacing{})
 		}
 	})
 }

@@ -99,6 +99,7 @@ func seed(args []string) (err error) {
 	nRegions := fs.Int("regions", 8, "region codes r0..rN-1 the narrow popups spread over")
 	record := fs.Bool("record", false, "also create the popup of the record runs: region \"rec\", top priority, reshow 0 (shown, and so recorded, on every call)")
 	experiments := fs.Bool("experiments", false, "give every other popup (and the record popup) a running experiment: variants a and b and a control, 40/40/20")
+	translations := fs.Int("translations", 0, "translate every popup (and the record popup) into this many languages (at most 8: de es fr ja pt zh-Hans ko it)")
 	fs.Parse(args) // ExitOnError
 	c := client(8)
 	if *experiments {
@@ -139,7 +140,7 @@ func seed(args []string) (err error) {
 	if *record {
 		defer func() {
 			if err == nil {
-				err = seedRecord(c, *admin, *token, *experiments)
+				err = seedRecord(c, *admin, *token, *experiments, *translations)
 			}
 		}()
 	}
@@ -165,6 +166,7 @@ func seed(args []string) (err error) {
 		if *experiments && i%2 == 0 {
 			p["experiment"] = benchExperiment(i)
 		}
+		addTranslations(p, *translations)
 		popups = append(popups, p)
 	}
 	body, _ := json.Marshal(map[string]any{"popups": popups})
@@ -186,7 +188,7 @@ func seed(args []string) (err error) {
 
 // seedRecord creates the popup that every request with region=rec gets, every time: each such GET
 // runs the record script (state write + queued impression).
-func seedRecord(c *http.Client, admin, token string, experiment bool) error {
+func seedRecord(c *http.Client, admin, token string, experiment bool, translations int) error {
 	p := map[string]any{"name": "bench-record", "priority": 1000, "title": "Recorded every time",
 		"content": "A popup of the record benchmark.", "image_url": "https://cdn.example.com/p/rec.png",
 		"link_url": "app://campaign/rec", "reshow_after_seconds": 0,
@@ -194,6 +196,7 @@ func seedRecord(c *http.Client, admin, token string, experiment bool) error {
 	if experiment {
 		p["experiment"] = benchExperiment(-1)
 	}
+	addTranslations(p, translations)
 	body, _ := json.Marshal(p)
 	req, _ := http.NewRequest("POST", admin+"/admin/v1/popups", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -213,6 +216,27 @@ func seedRecord(c *http.Client, admin, token string, experiment bool) error {
 
 // benchExperiment is the experiment of bench popup i (-1: the record popup): two variants of the
 // same size as the popup's own content and a control that shows nothing, 40/40/20.
+// benchLocales are the languages seed -translations gives popups, in order.
+var benchLocales = []string{"de", "es", "fr", "ja", "pt", "zh-Hans", "ko", "it"}
+
+// addTranslations translates popup p's own content into the first n of benchLocales: a title, a
+// content and one text per button, as long as the default's.
+func addTranslations(p map[string]any, n int) {
+	if n <= 0 {
+		return
+	}
+	buttons, _ := p["buttons"].([]map[string]string)
+	tr := map[string]any{}
+	for _, l := range benchLocales[:min(n, len(benchLocales))] {
+		bs := make([]map[string]string, len(buttons))
+		for i, b := range buttons {
+			bs[i] = map[string]string{"text": b["text"] + " (" + l + ")"}
+		}
+		tr[l] = map[string]any{"title": p["title"].(string) + " (" + l + ")", "content": p["content"].(string) + " (" + l + ")", "buttons": bs}
+	}
+	p["translations"] = tr
+}
+
 func benchExperiment(i int) map[string]any {
 	variant := func(key string) map[string]any {
 		return map[string]any{"key": key, "weight": 40, "title": "Campaign " + strconv.Itoa(i) + key,
@@ -378,7 +402,7 @@ func fill(args []string) error {
 	var version int64
 	var popups []popup.Popup
 	for try := 0; ; try++ {
-		version, popups, _, err = redisstore.NewConfigCache(rdb, keys).Load(ctx)
+		version, popups, _, _, err = redisstore.NewConfigCache(rdb, keys).Load(ctx)
 		if err == nil && len(popups) >= *want {
 			break
 		}
@@ -407,7 +431,7 @@ func fill(args []string) error {
 					st := popup.UserState{Popups: map[int64]popup.PopupState{}}
 					cands := snap.Candidates(r.Platform, r.Region)
 					for n := 0; n < len(cands); n++ {
-						c := popup.Select(cands, r, &st, now, cfg.UserDailyCap)
+						c := popup.Select(cands, r, &st, now, popup.Pacing{DailyCap: cfg.UserDailyCap})
 						if c == nil {
 							break
 						}

@@ -489,6 +489,9 @@ function contentEditor({ own, idp, prefix = '', onChange }) {
   };
   const buttonsBox = h('div', { id: own ? 'buttons-list' : `${idp}-buttons`, class: 'buttons-list' });
   let pre = prefix;
+  // a variant's translations are not edited in the form (the translations table carries them):
+  // they go back as they came
+  let translations = {};
 
   function buttonRow(b = { text: '', link_url: '' }) {
     const row = h('fieldset', { class: 'button-row' });
@@ -526,6 +529,7 @@ function contentEditor({ own, idp, prefix = '', onChange }) {
       f.title.value = p.title || ''; f.content.value = p.content || ''; f.image_url.value = p.image_url || ''; f.link_url.value = p.link_url || '';
       f.ext.value = p.ext === undefined ? '' : JSON.stringify(p.ext ?? {}, null, 2);
       buttonsBox.replaceChildren(...(p.buttons || []).map((b) => buttonRow(b)));
+      translations = structuredClone(p.translations || {});
       renumber();
     },
     // read gives the content in the admin wire shape, adding to problems what the page can tell is wrong
@@ -539,9 +543,141 @@ function contentEditor({ own, idp, prefix = '', onChange }) {
         title: f.title.value, content: f.content.value, image_url: f.image_url.value.trim(), link_url: f.link_url.value.trim(),
         buttons: [...buttonsBox.children].map((row) => ({ text: row.querySelector('[name=button-text]').value, link_url: row.querySelector('[name=button-link]').value.trim() })),
         ext,
+        ...(own ? {} : { translations }),
       };
     },
   };
+}
+
+// translationsEditor: the popup's own content in other languages (docs/CONTRACT.md §13), beside
+// the default content: a fieldset per language (its BCP 47 tag, title, content, optional image and
+// link, one text per button of the default content), the strings still missing per language, a
+// language to preview, and for a saved popup the translation table as CSV. ownContent reads the
+// default content; onChange runs after every change.
+function translationsEditor({ ownContent, onChange }) {
+  let langs = []; // {tag, title, content, image_url, link_url, buttons: [inputs], row}
+  const box = h('div', { id: 'translations-list' });
+  const missing = h('div', { id: 'missing-strings', 'aria-live': 'polite' });
+  const newTag = h('input', { type: 'text', id: 'translation-new', name: 'translation-new', autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. pt-BR', 'aria-describedby': 'translation-new-help' });
+  const addBtn = h('button', { type: 'button', class: 'secondary', id: 'translation-add', onclick: () => {
+    const tag = newTag.value.trim();
+    if (!tag) return newTag.focus();
+    add(tag, {});
+    newTag.value = '';
+    renumber(); onChange();
+    langs.at(-1).title.focus();
+  } }, 'Add language');
+  const previewLang = h('select', { id: 'preview-lang', name: 'preview-lang', onchange: () => onChange() });
+
+  function add(tag, t) {
+    const idp = uid('tr');
+    const item = {
+      tag: h('input', { type: 'text', name: 'translation-tag', value: tag, autocomplete: 'off', spellcheck: 'false' }),
+      title: h('input', { type: 'text', name: 'translation-title', value: t.title || '' }),
+      content: h('textarea', { name: 'translation-content', rows: 3 }),
+      image_url: h('input', { type: 'url', name: 'translation-image', value: t.image_url || '', placeholder: 'empty: the default image' }),
+      link_url: h('input', { type: 'text', name: 'translation-link', value: t.link_url || '', placeholder: 'empty: the default link' }),
+      buttonsBox: h('div', { class: 'buttons-list' }),
+      links: (t.buttons || []).map((b) => b.link_url || ''),
+      texts: (t.buttons || []).map((b) => b.text || ''),
+      legend: h('legend'),
+    };
+    item.content.value = t.content || '';
+    item.rm = h('button', { type: 'button', class: 'secondary', onclick: () => { langs = langs.filter((x) => x !== item); item.row.remove(); renumber(); onChange(); newTag.focus(); } }, 'Remove language');
+    item.row = h('fieldset', { class: 'translation' }, item.legend,
+      field(idp + '-tag', 'Language tag', item.tag),
+      field(idp + '-title', 'Title', item.title),
+      field(idp + '-content', 'Content', item.content),
+      field(idp + '-image', 'Image URL', item.image_url),
+      field(idp + '-link', 'Link URL', item.link_url),
+      h('div', { class: 'field' }, h('p', { class: 'label' }, 'Button texts'), item.buttonsBox),
+      h('p', {}, item.rm));
+    langs.push(item);
+    box.append(item.row);
+  }
+  // syncButtons gives each language one text per button of the default content, keeping what
+  // was typed (a click's button index names the same button in every language)
+  function syncButtons(own) {
+    for (const l of langs) {
+      const typed = [...l.buttonsBox.querySelectorAll('input')].map((i) => i.value);
+      const texts = typed.length ? typed : l.texts;
+      if (typed.length === own.buttons.length && l.buttonsBox.children.length === own.buttons.length) continue;
+      l.buttonsBox.replaceChildren(...own.buttons.map((b, i) => {
+        const iid = uid('tr-btn');
+        return h('div', { class: 'field inline' }, h('label', { for: iid }, `Button ${i + 1} (“${b.text || '…'}”)`),
+          h('input', { type: 'text', id: iid, name: 'translation-button', value: texts[i] ?? '' }));
+      }));
+    }
+  }
+  function renumber() {
+    const own = ownContent();
+    syncButtons(own);
+    langs.forEach((l) => {
+      const tag = l.tag.value.trim();
+      l.legend.textContent = `Language ${tag || '(no tag)'}`;
+      const pre = `translations.${tag}.`;
+      l.tag.dataset.field = `translations.${tag}`;
+      for (const k of ['title', 'content', 'image_url', 'link_url']) l[k].dataset.field = pre + k;
+      l.buttonsBox.dataset.field = pre + 'buttons';
+      [...l.buttonsBox.querySelectorAll('input')].forEach((inp, i) => { inp.dataset.field = `${pre}buttons[${i}].text`; });
+    });
+    const want = ['default', ...langs.map((l) => l.tag.value.trim()).filter(Boolean)];
+    if ([...previewLang.options].map((o) => o.value).join('\n') !== want.join('\n')) {
+      const cur = previewLang.value;
+      setKids(previewLang, want.map((v) => h('option', { value: v }, v === 'default' ? 'Default content' : v)));
+      previewLang.value = want.includes(cur) ? cur : 'default';
+    }
+  }
+  // missingStrings: per language, the strings the default content has and the language lacks
+  function missingStrings(own, tr) {
+    const out = [];
+    for (const [tag, t] of Object.entries(tr)) {
+      const gaps = [];
+      if (own.title && !t.title) gaps.push('title');
+      if (own.content && !t.content) gaps.push('content');
+      own.buttons.forEach((b, i) => { if (!(t.buttons[i]?.text || '').trim()) gaps.push(`button ${i + 1}`); });
+      if (gaps.length) out.push({ tag, gaps });
+    }
+    return out;
+  }
+  function read() {
+    const out = {};
+    for (const l of langs) {
+      const tag = l.tag.value.trim();
+      out[tag] = {
+        title: l.title.value, content: l.content.value, image_url: l.image_url.value.trim(), link_url: l.link_url.value.trim(),
+        buttons: [...l.buttonsBox.querySelectorAll('input')].map((inp, i) => ({ text: inp.value, link_url: l.links[i] || '' })),
+      };
+    }
+    return out;
+  }
+  // refresh renumbers and lists the missing strings; it returns the content the preview shows:
+  // the default, or the chosen language's over it (its empty links keep the default's)
+  function refresh(own) {
+    renumber();
+    const tr = read();
+    const gaps = missingStrings(own, tr);
+    setKids(missing, langs.length === 0 ? null : gaps.length === 0
+      ? h('p', { class: 'ok', id: 'missing-none' }, 'Every language has every string.')
+      : h('div', {}, h('p', { class: 'label' }, 'Missing strings'),
+        h('ul', { id: 'missing-list' }, gaps.map((g) => h('li', { 'data-lang': g.tag }, `${g.tag}: ${g.gaps.join(', ')}`)))));
+    const t = tr[previewLang.value];
+    if (!t) return own;
+    return { ...own, title: t.title, content: t.content, image_url: t.image_url || own.image_url, link_url: t.link_url || own.link_url,
+      buttons: own.buttons.map((b, i) => ({ text: t.buttons[i]?.text || '', link_url: t.buttons[i]?.link_url || b.link_url })) };
+  }
+  function load(tr) {
+    langs = [];
+    box.replaceChildren();
+    for (const [tag, t] of Object.entries(tr || {})) add(tag, t);
+  }
+  const el = h('fieldset', { id: 'translations', 'data-field': 'translations' }, h('legend', {}, 'Translations'),
+    h('p', { class: 'help' }, 'The content in other languages. The app gets the language of its request’s lang: the exact tag, then the tag without its region or script (pt-BR → pt), else the default content above. Each language has one text per button of the default content.'),
+    box,
+    h('div', { class: 'row' }, field('translation-new', 'New language (BCP 47 tag)', newTag), h('p', {}, addBtn)),
+    h('p', { class: 'help', id: 'translation-new-help' }, 'A language, then optionally a script and a region: en, pt-BR, zh-Hans, es-419.'),
+    missing);
+  return { el, load, read, refresh, previewField: field('preview-lang', 'Preview language', previewLang) };
 }
 
 // experimentEditor: the Experiment section of the popup form (docs/CONTRACT.md §10): add or remove
@@ -902,6 +1038,8 @@ async function editScreen(id, carry) {
     max_impressions: numInput('max_impressions'),
   };
   const content = contentEditor({ own: true, onChange: () => update() });
+  const translations = translationsEditor({ ownContent: () => content.read([]), onChange: () => update() });
+  const exempt = h('input', { type: 'checkbox', id: 'f-exempt', name: 'exempt_from_caps', 'data-field': 'exempt_from_caps', 'aria-describedby': 'f-exempt-help' });
   const exp = experimentEditor({ stored: current?.experiment || null, head: experimentHead(), ownContent: () => content.read([]), onChange: () => update() });
   const dur = {
     reshow: durationField('f-reshow', 'reshow_after_seconds', 'Show again after', 'After an impression, hidden from that user this long. Empty: 1 day.', false),
@@ -946,6 +1084,44 @@ async function editScreen(id, carry) {
     editScreen(current.id, { stored: r.body, etag: r.etag, edits: body(), base: baseline });
   }
 
+  // translationTable: the stored popup's strings as a CSV table for translators, and the table
+  // brought back (PUT, If-Match the version on show); the form then shows the version it stored.
+  function translationTable() {
+    const out = h('div', { id: 'translations-csv-out', 'aria-live': 'polite' });
+    const file = h('input', { type: 'file', id: 'translations-file', name: 'translations-file', accept: '.csv,text/csv' });
+    async function get() {
+      const r = await download(`/admin/v1/popups/${current.id}/translations.csv`);
+      if (!r.ok) return setKids(out, alertBox('Translations CSV: ' + errorText(r)));
+      const a = h('a', { href: URL.createObjectURL(r.blob), download: r.filename || `popup-${current.id}-translations.csv` }, 'translations.csv');
+      a.hidden = true;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setKids(out, alertBox(`Downloaded ${a.download}: one row per string, one column per language.`, 'info'));
+    }
+    async function put() {
+      const f0 = file.files[0];
+      if (!f0) return file.focus();
+      const r = await upload('PUT', `/admin/v1/popups/${current.id}/translations.csv`, f0, { contentType: 'text/csv', ifMatch: etag });
+      if (r.status === 412) return stale('Uploading the translations');
+      if (!r.ok) {
+        const fes = r.body?.error?.fields || [];
+        return setKids(out, h('div', { class: 'alert error', role: 'alert', id: 'translations-csv-errors' },
+          h('p', {}, 'The table was not applied: ' + errorText(r)),
+          fes.length ? h('ul', {}, fes.map((fe) => h('li', {}, `${fe.field}: ${fe.message}`))) : null));
+      }
+      toast(r.etag === etag ? 'The table changes nothing: nothing written.' : 'Translations uploaded.');
+      editScreen(current.id, { stored: r.body, etag: r.etag });
+    }
+    return h('section', { class: 'card', id: 'translations-table', 'aria-labelledby': 'translations-table-h' },
+      h('h3', { id: 'translations-table-h' }, 'Translation table (CSV)'),
+      h('p', { class: 'help' }, 'For translators: every string of the saved popup and its variants, one column per language. Upload it back whole: a problem names its row and column and nothing is applied.'),
+      h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'translations-download', onclick: get }, 'Download CSV')),
+      mayEdit ? h('div', { class: 'row' }, field('translations-file', 'Upload a table', file),
+        h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'translations-upload', onclick: put }, 'Upload CSV'))) : null,
+      out);
+  }
+
   // load puts a popup (stored, or in the form's own shape) into the form.
   function load(src) {
     const p = structuredClone(src);
@@ -958,6 +1134,8 @@ async function editScreen(id, carry) {
     dur.reshow.set(p.reshow_after_seconds); dur.click.set(p.click_cooldown_seconds); dur.close.set(p.close_cooldown_seconds);
     f.max_impressions.value = p.max_impressions ?? '';
     content.load(p);
+    translations.load(p.translations);
+    exempt.checked = !!p.exempt_from_caps;
     exp.load(p.experiment ?? null);
     for (const l of platformBoxes) { const c = l.querySelector('input'); c.checked = (t.platforms || []).includes(c.value); }
     audiences.load(t.audiences);
@@ -994,6 +1172,11 @@ async function editScreen(id, carry) {
       ...seconds, max_impressions: num(f.max_impressions),
       ...own,
     };
+    // sent once the popup has any or the stored one had the field, so that a popup without them
+    // saves on a server that does not know them
+    const tr = translations.read();
+    if (Object.keys(tr).length || current?.translations) body.translations = tr;
+    if (exempt.checked || current?.exempt_from_caps !== undefined) body.exempt_from_caps = exempt.checked;
     if (seed) body.bucket_seed = seed;
     // targeting.audiences: sent once the popup names any audience or the stored one had the
     // field, so that a popup without audiences saves on a server that does not know them
@@ -1033,7 +1216,8 @@ async function editScreen(id, carry) {
     }
     previewArmField.hidden = vs.length === 0;
     const arm = vs[previewArm.selectedIndex - 1];
-    renderPreview(previewBox, arm ? { ...b, ...arm } : b);
+    const shown = translations.refresh(b);
+    renderPreview(previewBox, arm ? { ...b, ...arm } : shown);
     exp.refresh(b.experiment);
     utcNote.textContent = `Stored as UTC: start ${b.start_at || 'open'}, end ${b.end_at || 'open'}.`;
     const publishing = isLive(b.status) || (current && isLive(current.status));
@@ -1067,8 +1251,12 @@ async function editScreen(id, carry) {
           : 'Drawn for this new popup: “Try the draft” below buckets users with it, and the popup keeps it when saved, so the preview is what saving does.'))),
     h('fieldset', {}, h('legend', {}, 'Display rules'),
       dur.reshow.el, dur.click.el, dur.close.el,
-      field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.')),
+      field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.'),
+      h('div', { class: 'field' }, h('label', { class: 'check', for: 'f-exempt' }, exempt, ' Exempt from the team’s pacing'),
+        h('p', { class: 'help', id: 'f-exempt-help' }, 'Shown even within the minimum gap after another popup and past the daily cap (Settings): for service notices and outage messages.'))),
     h('fieldset', {}, h('legend', {}, 'Content'), content.el),
+    translations.el,
+    current ? translationTable() : null,
     exp.el,
     actionBar(
       [mayEdit ? saveBtn : null,
@@ -1262,7 +1450,7 @@ async function editScreen(id, carry) {
         h('a', { href: `#/popups/${current.id}/experiment`, id: 'experiment-results-top' }, 'results and decision')] : null) : null,
     h('div', { class: 'editor' },
       h('section', { 'aria-labelledby': 'form-h' }, h('h2', { id: 'form-h' }, 'Settings'), form),
-      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane', id: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, previewBox)),
+      h('aside', { 'aria-labelledby': 'preview-h', class: 'preview-pane', id: 'preview-pane' }, h('h2', { id: 'preview-h' }, 'Live preview'), sizeGroup, previewArmField, translations.previewField, previewBox)),
     draftExplainSection(() => (current ? { ...body(), id: current.id } : body())),
     current ? resultsSection(current) : null,
     current ? historySection(current, { etag: () => etag, dirty, mayRollback: can('publish'), reopen: (r) => { leaveGuard = null; editScreen(current.id, { stored: r.body, etag: r.etag }); } }) : null);
@@ -2424,10 +2612,14 @@ async function settingsScreen() {
   if (seq !== navSeq) return;
   if (!r.ok) return setKids(box, alertBox('Settings: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
   const zone = r.body.reporting_time_zone || 'UTC';
+  const pacingText = (b) => `${b.min_gap_seconds ? `at least ${b.min_gap_seconds} s between two popups` : 'no gap between popups'}, ${b.daily_cap ? `at most ${b.daily_cap} a day` : 'no daily cap'}`;
   if (!can('admin')) {
     return setKids(box, roleNote(`You are signed in as ${me.operator}, a ${me.role}: changing the settings needs the admin role.`),
-      h('p', {}, 'Reporting time zone: ', h('strong', { id: 'reporting-zone-shown' }, zone), '. Results and daily stats are counted in its days.'));
+      h('p', {}, 'Reporting time zone: ', h('strong', { id: 'reporting-zone-shown' }, zone), '. Results and daily stats are counted in its days.'),
+      h('p', {}, 'Pacing across campaigns: ', h('strong', { id: 'pacing-shown' }, pacingText(r.body)), '.'));
   }
+  const gap = h('input', { type: 'number', id: 'min-gap', name: 'min_gap_seconds', min: 0, max: 604800, value: r.body.min_gap_seconds ?? 0, 'aria-describedby': 'min-gap-help' });
+  const cap = h('input', { type: 'number', id: 'daily-cap', name: 'daily_cap', min: 0, max: 1000, value: r.body.daily_cap ?? 0, 'aria-describedby': 'daily-cap-help' });
   const names = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
   const input = h('input', { type: 'text', id: 'reporting-zone', name: 'reporting_time_zone', value: zone, list: 'zone-names', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'reporting-zone-help' });
   const out = h('div', { id: 'settings-out', 'aria-live': 'polite' });
@@ -2435,30 +2627,43 @@ async function settingsScreen() {
     h('div', { class: 'field' }, h('label', { for: 'reporting-zone' }, 'Reporting time zone'), input,
       h('datalist', { id: 'zone-names' }, ['UTC', ...names.filter((n) => n !== 'UTC')].map((n) => h('option', { value: n }))),
       h('p', { class: 'help', id: 'reporting-zone-help' }, `An IANA time zone name, e.g. America/Los_Angeles or Europe/Berlin. Results, their CSV and the list's “Today” count the days of this zone, for every operator. Your browser is in ${zoneName}.`)),
+    h('fieldset', { id: 'pacing' }, h('legend', {}, 'Pacing across campaigns'),
+      h('div', { class: 'field' }, h('label', { for: 'min-gap' }, 'Minimum gap between two popups (seconds)'), gap,
+        h('p', { class: 'help', id: 'min-gap-help' }, 'After any popup is shown to a user, no other for this long. 0: no gap. The preview names it min_gap.')),
+      h('div', { class: 'field' }, h('label', { for: 'daily-cap' }, 'Popups per user per day'), cap,
+        h('p', { class: 'help', id: 'daily-cap-help' }, 'At most this many a UTC day, across all popups. 0: no cap. The preview names it daily_cap.')),
+      h('p', { class: 'help' }, 'Popups marked “exempt from the team’s pacing” pass both. A change reaches every instance within 2 seconds.')),
     h('button', { type: 'submit', id: 'settings-save' }, 'Save settings'), out);
+  const inputs = { reporting_time_zone: [input, 'reporting-zone'], min_gap_seconds: [gap, 'min-gap'], daily_cap: [cap, 'daily-cap'] };
   const clear = () => {
-    document.getElementById('reporting-zone-err')?.remove();
-    input.removeAttribute('aria-invalid');
-    input.setAttribute('aria-describedby', 'reporting-zone-help');
+    for (const [el, id] of Object.values(inputs)) {
+      document.getElementById(id + '-err')?.remove();
+      el.removeAttribute('aria-invalid');
+      el.setAttribute('aria-describedby', id + '-help');
+    }
   };
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     clear();
     setKids(out);
-    const w = await api('PUT', '/admin/v1/settings', { reporting_time_zone: input.value.trim() });
+    const whole = (el) => (el.value.trim() === '' ? 0 : Number(el.value));
+    const w = await api('PUT', '/admin/v1/settings', { reporting_time_zone: input.value.trim(), min_gap_seconds: whole(gap), daily_cap: whole(cap) });
     if (!w.ok) {
-      const fe = (w.body?.error?.fields || []).find((x) => x.field === 'reporting_time_zone');
-      if (fe) {
-        input.closest('.field').append(h('p', { class: 'field-error', id: 'reporting-zone-err' }, fe.message));
-        input.setAttribute('aria-invalid', 'true');
-        input.setAttribute('aria-describedby', 'reporting-zone-help reporting-zone-err');
-        input.focus();
-        return;
+      let first = null;
+      for (const fe of w.body?.error?.fields || []) {
+        const [el, id] = inputs[fe.field] || [];
+        if (!el) continue;
+        el.closest('.field').append(h('p', { class: 'field-error', id: id + '-err' }, fe.message));
+        el.setAttribute('aria-invalid', 'true');
+        el.setAttribute('aria-describedby', `${id}-help ${id}-err`);
+        first = first || el;
       }
+      if (first) return first.focus();
       return setKids(out, alertBox('Settings: ' + errorText(w)));
     }
     input.value = w.body.reporting_time_zone;
-    setKids(out, alertBox(`Saved: results are counted in the days of ${w.body.reporting_time_zone}.`, 'info'));
+    gap.value = w.body.min_gap_seconds; cap.value = w.body.daily_cap;
+    setKids(out, alertBox(`Saved: results are counted in the days of ${w.body.reporting_time_zone}; ${pacingText(w.body)}.`, 'info'));
     statsCache.at = 0;
   });
   setKids(box, h('p', {}, 'Settings of the whole team. Changes are logged with the operator.'), form);

@@ -17,9 +17,11 @@ func FullExperiment() *popup.Experiment {
 		Status: popup.ExperimentRunning, CoveragePercent: 80,
 		Variants: []popup.Variant{
 			{Key: "a", Weight: 40, Creative: popup.Creative{Title: "A", Content: "a content", ImageURL: "https://cdn.example.com/a.png",
-				LinkURL: "app://a", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://a/go"}}, Ext: json.RawMessage(`{"k":"a"}`)}},
+				LinkURL: "app://a", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://a/go"}}, Ext: json.RawMessage(`{"k":"a"}`),
+				Translations: []popup.Translation{FullTranslation("de", "a")}}},
 			{Key: "b", Weight: 40, Creative: popup.Creative{Title: "B", Content: "b content", ImageURL: "https://cdn.example.com/b.png",
-				LinkURL: "app://b", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://b/go"}}, Ext: json.RawMessage(`{"k":"b"}`)}},
+				LinkURL: "app://b", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://b/go"}}, Ext: json.RawMessage(`{"k":"b"}`),
+				Translations: []popup.Translation{FullTranslation("de", "b")}}},
 		},
 		Control:      &popup.Control{Weight: 20, Mode: popup.ControlFallThrough},
 		PlannedEndAt: &end, Phase: 2, Salt: "3f9a0c2b7d1e4a65", PhaseStartedAt: &started, ConcludedVariant: "b",

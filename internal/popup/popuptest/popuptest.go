@@ -27,19 +27,28 @@ func Full() popup.Popup {
 		Targeting: popup.Targeting{Platforms: []string{"ios", "android"}, MinAppVersion: "8.1.0", MaxAppVersion: "9.0.0",
 			Regions: []string{"cn", "us"}, Langs: []string{"zh"}, RolloutPercent: 40, UIDs: []string{"vip-1", "vip-2"},
 			Audiences: popup.AudienceRefs{Include: []int64{3, 5}, Exclude: []int64{4}}},
-		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3,
+		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3, ExemptFromCaps: true,
 		Experiment: FullExperiment(),
 		CreatedAt:  time.Date(2026, 2, 1, 10, 0, 0, 123_000_000, time.UTC),
 		UpdatedAt:  time.Date(2026, 2, 2, 11, 30, 0, 0, time.UTC),
 		Creative: popup.Creative{
-			Title:    "Spring",
-			Content:  "Up to 50% off",
-			ImageURL: "https://cdn.example.com/s.png",
-			LinkURL:  "app://sale",
-			Buttons:  []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}},
-			Ext:      json.RawMessage(`{"theme":"dark"}`),
+			Title:        "Spring",
+			Content:      "Up to 50% off",
+			ImageURL:     "https://cdn.example.com/s.png",
+			LinkURL:      "app://sale",
+			Buttons:      []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}},
+			Ext:          json.RawMessage(`{"theme":"dark"}`),
+			Translations: []popup.Translation{FullTranslation("pt-BR", "sale"), FullTranslation("zh-Hans", "sale")},
 		},
 	}
+}
+
+// FullTranslation is a translation into locale with every field set, of a creative with one
+// button whose links are app://<path>.
+func FullTranslation(locale, path string) popup.Translation {
+	return popup.Translation{Locale: locale, Title: locale + " title", Content: locale + " content",
+		ImageURL: "https://cdn.example.com/" + locale + ".png", LinkURL: "app://" + path + "/" + locale,
+		Buttons: []popup.Button{{Text: locale + " open", LinkURL: "app://" + path + "/" + locale + "/open"}}}
 }
 
 // ZeroFields returns the paths of the zero-valued fields in v (a struct, or a pointer to one),

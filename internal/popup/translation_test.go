@@ -1,0 +1,223 @@
+package popup_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/popup"
+)
+
+// translated is a minimal valid Input with a title, content and two buttons, translated into
+// the given locales.
+func translated(locales ...string) popup.Input {
+	in := popup.Input{Name: "sale", Title: "Sale", Content: "Half off", LinkURL: "https://example.com/sale",
+		Buttons: []popup.Button{{Text: "Open", LinkURL: "https://example.com/open"}, {Text: "Later"}}}
+	for _, l := range locales {
+		in.Translations = append(in.Translations, popup.Translation{Locale: l, Title: l + " title", Content: l + " content",
+			Buttons: []popup.Button{{Text: l + " open"}, {Text: l + " later"}}})
+	}
+	return in
+}
+
+func TestCanonicalLocale(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give   string
+		want   string
+		wantOK bool
+	}{
+		{give: "en", want: "en", wantOK: true},
+		{give: "pt-br", want: "pt-BR", wantOK: true},
+		{give: "ZH-hans", want: "zh-Hans", wantOK: true},
+		{give: "zh-hant-tw", want: "zh-Hant-TW", wantOK: true},
+		{give: "es-419", want: "es-419", wantOK: true},
+		{give: "fil", want: "fil", wantOK: true},
+		{give: ""},
+		{give: "e"},
+		{give: "engl"},
+		{give: "pt_BR"},
+		{give: "pt-"},
+		{give: "en-US-x"},
+		{give: "en-1234"},
+		{give: "zh-Hans-CN-x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			got, ok := popup.CanonicalLocale(tt.give)
+			assert.Equal(t, tt.wantOK, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestTranslationsAreNormalized(t *testing.T) {
+	t.Parallel()
+	p, err := translated("zh-hans", "pt-br", "en").BuildWith(popup.LinkSchemes{})
+	require.NoError(t, err)
+	var tags []string
+	for _, tr := range p.Translations {
+		tags = append(tags, tr.Locale)
+	}
+	assert.Equal(t, []string{"en", "pt-BR", "zh-Hans"}, tags, "canonical case, sorted by tag")
+
+	p, err = translated().BuildWith(popup.LinkSchemes{})
+	require.NoError(t, err)
+	assert.Nil(t, p.Translations, "no translations: nil, so the stored document is as before translations")
+}
+
+func TestTranslationsRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		mod  func(*popup.Input)
+		want []popup.FieldError
+	}{
+		{
+			name: "a button's text, named by language and index",
+			mod:  func(in *popup.Input) { in.Translations[0].Buttons[1].Text = " " },
+			want: []popup.FieldError{{Field: "translations.pt-BR.buttons[1].text", Message: "is required"}},
+		},
+		{
+			name: "fewer buttons than the default content",
+			mod:  func(in *popup.Input) { in.Translations[0].Buttons = in.Translations[0].Buttons[:1] },
+			want: []popup.FieldError{{Field: "translations.pt-BR.buttons",
+				Message: "must have 2 buttons, as the default content does: a click's button index names the same button in every language"}},
+		},
+		{
+			name: "more buttons than the default content",
+			mod: func(in *popup.Input) {
+				in.Translations[0].Buttons = append(in.Translations[0].Buttons, popup.Button{Text: "extra"})
+			},
+			want: []popup.FieldError{{Field: "translations.pt-BR.buttons",
+				Message: "must have 2 buttons, as the default content does: a click's button index names the same button in every language"}},
+		},
+		{
+			name: "a missing title where the default has one",
+			mod:  func(in *popup.Input) { in.Translations[0].Title = "" },
+			want: []popup.FieldError{{Field: "translations.pt-BR.title", Message: "is required"}},
+		},
+		{
+			name: "a title too long",
+			mod:  func(in *popup.Input) { in.Translations[0].Title = strings.Repeat("é", 201) },
+			want: []popup.FieldError{{Field: "translations.pt-BR.title", Message: "must be at most 200 characters"}},
+		},
+		{
+			name: "a link of a scheme not allowed",
+			mod:  func(in *popup.Input) { in.Translations[0].Buttons[0].LinkURL = "javascript:alert(1)" },
+			want: []popup.FieldError{{Field: "translations.pt-BR.buttons[0].link_url",
+				Message: `scheme "javascript" is not allowed: must be an absolute URL with one of the schemes http, https`}},
+		},
+		{
+			name: "a malformed tag",
+			mod:  func(in *popup.Input) { in.Translations[0].Locale = "portuguese" },
+			want: []popup.FieldError{{Field: "translations.portuguese", Message: "must be keyed by " + popup.LocaleRule}},
+		},
+		{
+			name: "one tag twice, in two cases",
+			mod: func(in *popup.Input) {
+				in.Translations = append(in.Translations, in.Translations[0])
+				in.Translations[1].Locale = "PT-br"
+			},
+			want: []popup.FieldError{{Field: "translations.pt-BR", Message: "is given twice (tags compare case-insensitively)"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := translated("pt-BR")
+			tt.mod(&in)
+			_, err := in.BuildWith(popup.LinkSchemes{})
+			assert.Equal(t, tt.want, fieldErrors(t, err))
+		})
+	}
+}
+
+func TestTranslationsAtMostFifty(t *testing.T) {
+	t.Parallel()
+	var tags []string
+	for a := 'a'; a <= 'z'; a++ {
+		tags = append(tags, string([]rune{'a', a}), string([]rune{'b', a}))
+	}
+	_, err := translated(tags[:popup.MaxTranslations]...).BuildWith(popup.LinkSchemes{})
+	require.NoError(t, err)
+	_, err = translated(tags[:popup.MaxTranslations+1]...).BuildWith(popup.LinkSchemes{})
+	assert.Equal(t, []popup.FieldError{{Field: "translations", Message: "must have at most 50 languages"}}, fieldErrors(t, err))
+}
+
+func TestVariantTranslationsAreValidatedAgainstTheVariant(t *testing.T) {
+	t.Parallel()
+	in := translated()
+	in.Experiment = &popup.Experiment{Status: popup.ExperimentDraft, CoveragePercent: 100, Variants: []popup.Variant{
+		{Key: "a", Weight: 50, Creative: popup.Creative{Title: "A", Buttons: []popup.Button{{Text: "Go"}}}},
+		{Key: "b", Weight: 50, Creative: popup.Creative{Title: "B",
+			Translations: []popup.Translation{{Locale: "de", Title: "B de", Buttons: []popup.Button{{Text: "Los"}}}}}},
+	}}
+	_, err := in.BuildWith(popup.LinkSchemes{})
+	assert.Equal(t, []popup.FieldError{{Field: "experiment.variants[1].translations.de.buttons",
+		Message: "must have 0 buttons, as the default content does: a click's button index names the same button in every language"}},
+		fieldErrors(t, err))
+}
+
+func TestLocalizedKeepsTheDefaultLinksWhereTheTranslationHasNone(t *testing.T) {
+	t.Parallel()
+	p, err := translated("pt-BR").BuildWith(popup.LinkSchemes{})
+	require.NoError(t, err)
+	tr := p.Translation("pt-BR")
+	require.NotNil(t, tr)
+	tr.ImageURL = "https://example.com/pt.png"
+
+	got := p.Localized(tr)
+
+	assert.Equal(t, popup.Creative{Title: "pt-BR title", Content: "pt-BR content", ImageURL: "https://example.com/pt.png",
+		LinkURL: "https://example.com/sale", Ext: p.Ext,
+		Buttons: []popup.Button{{Text: "pt-BR open", LinkURL: "https://example.com/open"}, {Text: "pt-BR later"}}}, got)
+}
+
+// TestLocaleFallbackOrder pins the choice: the exact tag, then the tag less its last subtags,
+// then nothing (the creative's own content); case and "_" do not matter.
+func TestLocaleFallbackOrder(t *testing.T) {
+	t.Parallel()
+	keys := func(tags ...string) []popup.LocaleKey {
+		out := make([]popup.LocaleKey, len(tags))
+		for i, tag := range tags {
+			out[i], _ = popup.NewLocaleKey(tag)
+		}
+		return out
+	}
+	tests := []struct {
+		lang string
+		have []string
+		want int
+	}{
+		{lang: "pt-BR", have: []string{"pt", "pt-BR"}, want: 1},
+		{lang: "pt-br", have: []string{"pt", "pt-BR"}, want: 1},
+		{lang: "pt_BR", have: []string{"pt", "pt-BR"}, want: 1},
+		{lang: "pt-PT", have: []string{"pt", "pt-BR"}, want: 0},
+		{lang: "zh-Hans-CN", have: []string{"zh", "zh-Hans"}, want: 1},
+		{lang: "zh-Hant-TW", have: []string{"zh", "zh-Hans"}, want: 0},
+		{lang: "pt", have: []string{"pt-BR"}, want: -1},
+		{lang: "fr", have: []string{"pt", "pt-BR"}, want: -1},
+		{lang: "", have: []string{"pt"}, want: -1},
+		{lang: "pt", have: nil, want: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang+"/"+strings.Join(tt.have, ","), func(t *testing.T) {
+			f := popup.NewLocaleFallback(tt.lang)
+			assert.Equal(t, tt.want, f.Choose(keys(tt.have...)))
+		})
+	}
+}
+
+func TestLocaleFallbackDoesNotAllocate(t *testing.T) {
+	keys := make([]popup.LocaleKey, 5)
+	for i, tag := range []string{"de", "en", "es", "fr", "pt"} {
+		keys[i], _ = popup.NewLocaleKey(tag)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		f := popup.NewLocaleFallback("pt-BR")
+		_ = f.Choose(keys)
+	})
+	assert.Zero(t, allocs)
+}
