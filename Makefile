@@ -36,6 +36,7 @@ lint: ## go vet's and staticcheck's bug checks (tools/popup-lint) and gofmt on e
 	$(GO) build -o bin/popup-lint ./tools/popup-lint
 	$(GO) vet -tags $(TAGS) -vettool=bin/popup-lint ./...
 	$(GO) vet -tags chaos,$(TAGS) -vettool=bin/popup-lint ./internal/chaos/
+	$(GO) vet -tags clients,$(TAGS) -vettool=bin/popup-lint ./clients/web/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 lint-full: ## the standalone staticcheck with every default check, U1000 (unused code) included; slower

@@ -75,6 +75,9 @@ if [ $stack -eq 1 ]; then
   POPUP_MARIADB_FLUSH=2 scripts/services.sh start-mariadb "$run_dir" "$mysql_port"
   scripts/services.sh start-redis "$run_dir" "$redis_port"
   export POPUP_ADMIN_TOKEN="fuzz-$$-$RANDOM"
+  # Erasures on: the fuzzed DELETE /admin/v1/users/{uid} runs real erasures (without a key it
+  # would answer 501, which the server-error check counts as a failure).
+  POPUP_PRIVACY_KEY="fuzz-privacy-key-$$-0123456789abcdef0123456789" \
   POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup" POPUP_REDIS_ADDR="127.0.0.1:${redis_port}" \
     POPUP_LOG_LEVEL=warn POPUP_HTTP_ADDR="127.0.0.1:${api_port}" POPUP_ADMIN_ADDR="127.0.0.1:${admin_port}" \
     POPUP_WORKER_ADDR="127.0.0.1:${worker_port}" scripts/services.sh start-app "$run_dir"

@@ -11,7 +11,8 @@
 # Every scenario prints one "CHAOS <scenario> key=value ..." line of figures. A full run also
 # appends them, under a header naming the date, commit and machine, to docs/reliability-results.txt.
 # CHAOS_RUN=regexp runs only the matching tests (go test -run), CHAOS_SKIP=regexp all but those
-# (go test -skip); POPUP_CHAOS_KEEP=1 keeps the logs.
+# (go test -skip); POPUP_CHAOS_KEEP=1 keeps the logs; POPUP_CHAOS_TRACE=1 records a runtime trace of
+# popup-api during each Redis fault (api-trace.out beside its logs; docs/RELIABILITY.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/build.env

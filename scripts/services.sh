@@ -6,8 +6,8 @@
 #   scripts/services.sh install [test]          install what the scripts need when missing: mariadb-server,
 #                                               mariadb-client, redis-server, redis-tools, python3 and
 #                                               python3-venv (the .venv of locust and schemathesis), iproute2 (ss, ip netns), curl; with
-#                                               `test` also chromium and npm (the console's browser
-#                                               test, `make test` only)
+#                                               `test` also chromium and npm (the browser tests),
+#                                               maven and a JRE (the generated clients; `make test` only)
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
 #   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
 #   scripts/services.sh start-redis-cluster DIR PORT1 PORT2 PORT3
@@ -50,6 +50,9 @@ cmd_install() { # [test]: also what only `make test` needs
     # the operator console's browser test: headless Chromium, and npm for its pinned axe-core
     find_bin chromium chromium-browser >/dev/null || pkgs+=(chromium)
     find_bin npm >/dev/null || pkgs+=(npm)
+    # the generated clients' test (scripts/clients.sh): mvn fetches OpenAPI Generator, java runs it
+    find_bin mvn >/dev/null || pkgs+=(maven)
+    find_bin java >/dev/null || pkgs+=(default-jre-headless)
   fi
   if [ ${#pkgs[@]} -eq 0 ]; then return 0; fi
   log "installing: ${pkgs[*]}"

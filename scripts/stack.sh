@@ -6,6 +6,7 @@
 #   POPUP_LOCAL_MYSQL_PORT (13306)  POPUP_LOCAL_REDIS_PORT (16379)
 #   POPUP_HTTP_ADDR (:8080)  POPUP_ADMIN_ADDR (127.0.0.1:8081)  POPUP_WORKER_ADDR (127.0.0.1:8082)
 #   POPUP_ADMIN_TOKEN (generated once into .local/admin-token)
+#   POPUP_PRIVACY_KEY (generated once into .local/privacy-key: user erasures are on)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -20,9 +21,13 @@ stack_env() {
   if [ ! -s "$dir/admin-token" ]; then
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/admin-token"
   fi
+  if [ ! -s "$dir/privacy-key" ]; then
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/privacy-key")
+  fi
   export POPUP_MYSQL_DSN="popup:popup@tcp(127.0.0.1:${mysql_port})/popup?parseTime=true"
   export POPUP_REDIS_ADDR="127.0.0.1:${redis_port}"
   export POPUP_ADMIN_TOKEN="${POPUP_ADMIN_TOKEN:-$(cat "$dir/admin-token")}"
+  export POPUP_PRIVACY_KEY="${POPUP_PRIVACY_KEY:-$(cat "$dir/privacy-key")}"
   export POPUP_HTTP_ADDR="${POPUP_HTTP_ADDR:-:8080}"
   export POPUP_ADMIN_ADDR="${POPUP_ADMIN_ADDR:-127.0.0.1:8081}"
   export POPUP_WORKER_ADDR="${POPUP_WORKER_ADDR:-127.0.0.1:8082}"

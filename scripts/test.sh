@@ -10,7 +10,8 @@
 #            compile-race, then at the normal one beside the tests: first the binaries and the
 #            chaos suite (smoke and chaos-faults wait for them), then tools/popup-lint (lint waits
 #            for it), then the rest and deploy/'s imports (deploy waits for it all)
-#   install  MariaDB, Redis, Chromium, npm (apt, when missing); axe-core (npm ci)
+#   install  MariaDB, Redis, Chromium, npm, Maven and a JRE (apt, when missing); axe-core and
+#            typescript (npm ci); the OpenAPI Generator CLI (scripts/clients.sh fetch)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
 #            go stage, whose experiment-statistics test checks against scipy
 #   stack    MariaDB, Redis and the Redis Cluster of this run
@@ -28,6 +29,10 @@
 #            sysctl profiles applied and checked in network namespaces (root)
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (40)
+#   clients  the browser SDK in Chromium (CORS on, the page on another port) and the generated
+#            clients (Python driven against the API; Kotlin, Swift, TypeScript generated without a
+#            warning) against a popup-api + popup-worker of its own (scripts/clients.sh), beside
+#            the go stage
 #   cluster  the Redis-facing tests again against the Redis Cluster, beside the chaos stage
 #   chaos-faults  the fast subset of `make chaos` whose checks are not timings (MariaDB down at
 #            start and meanwhile, SIGTERM under load, the worker kill storm: nothing lost,
@@ -139,8 +144,11 @@ plain_step() {
 }
 install() {
   scripts/services.sh install test
-  # axe-core for the console's browser test, pinned by package-lock.json, into ./node_modules
+  # axe-core for the browser tests and typescript for the generated client, pinned by
+  # package-lock.json, into ./node_modules
   npm ci --no-audit --no-fund --loglevel=error
+  # the OpenAPI Generator CLI jar of the clients stage, into .cache/ (mvn)
+  scripts/clients.sh fetch
 }
 lint() {
   stage_await_mark compile-plain lint-tool
@@ -157,6 +165,7 @@ lint() {
   # compiles it and gofmt checks it below. `make lint` analyses both.
   "${race_env[@]}" go vet -tags "$GO_TAGS" $race -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$\|/tools/')
   "${race_env[@]}" go vet -tags "chaos,$GO_TAGS" $race -vettool=bin/popup-lint ./internal/chaos/
+  "${race_env[@]}" go vet -tags "clients,$GO_TAGS" $race -vettool=bin/popup-lint ./clients/web/
   local unformatted
   unformatted=$(gofmt -l $(git ls-files '*.go'))
   [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted"; return 1; }
@@ -210,6 +219,13 @@ cluster() {
   "${gotest[@]}" -timeout 5m ./internal/redisstore/ ./internal/drain/ ./cmd/popup-worker/
   POPUP_TEST_REDIS_FACING_ONLY=1 "${gotest[@]}" -timeout 5m ./internal/apiserver/
 }
+clients() {
+  # at a lower CPU priority, as deploy: nothing waits for it until the go stage is done, and its
+  # Java and Chromium would otherwise take CPU from the smoke's load and the go stage's timings
+  renice -n 10 -p "$BASHPID" >/dev/null
+  stage_await_mark compile-plain binaries
+  scripts/clients.sh test
+}
 smoke() {
   stage_await_mark compile-plain binaries
   # popup-api and popup-worker on this run's MariaDB (database popup) and Redis
@@ -252,6 +268,7 @@ stage_bg lint lint
 stage_bg fuzz-smoke env FUZZ_PARALLEL=1 GOGC=$build_gogc scripts/fuzz.sh "${FUZZ_BUDGET:-10000x}"
 stage_wait venv
 stage_bg smoke smoke
+stage_bg clients clients
 stage_bg deploy deploytests
 stage go gotests
 # The chaos scenarios assert that every GET answers within 100 ms while Redis hangs: they share
@@ -259,7 +276,7 @@ stage go gotests
 # compiles (which made a GET of a loaded run miss the bound). The cluster pass starts with them,
 # not after the go stage: the scenarios use about a core, so the pass fills the other one instead
 # of the CPU the stages above are short of (docs/PERFORMANCE.md, "make test", has the figures).
-stage_wait lint fuzz-smoke smoke compile-plain deploy chaos-faults
+stage_wait lint fuzz-smoke smoke clients compile-plain deploy chaos-faults
 stage_bg cluster cluster
 stage chaos env CHAOS_RUN="$chaos_timed" scripts/chaos.sh fast
 stage_wait cluster

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # venv.sh: the project's Python virtualenv (.venv) with the test toolchain of
-# loadtest/requirements.txt (locust, schemathesis, scipy and their pinned dependencies). Nothing is installed globally:
+# loadtest/requirements.txt (locust, schemathesis, scipy, openapi-python-client and their pinned dependencies). Nothing is installed globally:
 # pip runs only inside .venv.
 #
 #   scripts/venv.sh            create .venv when missing, (re)install when the requirements changed
@@ -74,7 +74,7 @@ fi
 
 want=$(sha256sum "$req" | cut -d' ' -f1)
 have=$(cat "$stamp" 2>/dev/null || true)
-if [ $force -eq 1 ] || [ "$want" != "$have" ] || [ ! -x "$venv/bin/locust" ] || [ ! -x "$venv/bin/st" ]; then
+if [ $force -eq 1 ] || [ "$want" != "$have" ] || [ ! -x "$venv/bin/locust" ] || [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-python-client" ]; then
   log "installing $req into $venv"
   rm -f "$stamp"
   # pip would compile every module it installs to bytecode, much of it for the packages' own

@@ -20,7 +20,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"popupsvc/internal/audience"
@@ -33,6 +32,7 @@ import (
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
 	"popupsvc/internal/uidauth"
@@ -139,9 +139,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	mysqlDep.OnUp = func() { refresher.Kick(); loader.Kick() }
 	redisDep.OnUp = refresher.Kick
 
-	var pipe *redis.AutoPipeliner
+	var pipe *redisstore.Pipeline
 	if cfg.RedisPipelining {
-		if pipe, err = rdb.AsyncAutoPipeline(); err != nil {
+		if pipe, err = redisstore.NewPipeline(rdb); err != nil {
 			return fmt.Errorf("redis autopipeline: %w", err)
 		}
 		// It carries the Redis calls of the requests in flight: it closes (flushing what it
@@ -150,6 +150,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, pipe)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	var keyed *privacy.Keyed // nil: POPUP_PRIVACY_KEY unset, erasures are off
+	if cfg.PrivacyKey != "" {
+		if keyed, err = privacy.NewKeyed(cfg.PrivacyKey); err != nil {
+			return fmt.Errorf("POPUP_PRIVACY_KEY: %w", err)
+		}
+		users.SetErasedMarkers(keyed)
+	} else {
+		log.Warn("POPUP_PRIVACY_KEY is not set: user erasures are off (DELETE /admin/v1/users/{uid} answers 501)")
+	}
 	if cfg.RedisAckReplicas > 0 {
 		// WAIT blocks its connection for up to an action's budget (four request budgets): these
 		// records get a client whose read timeout allows that.
@@ -178,12 +187,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)
 	public := &httpapi.Public{
 		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics, AudiencesSettled: settled,
+		CORS: cfg.CORS(),
 	}
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
 			return fmt.Errorf("POPUP_UID_HMAC_KEYS: %w", err)
 		}
 		log.Info("uid signatures required", "header", uidauth.Header, "keys", len(cfg.UIDHMACKeys), "max_age", cfg.UIDHMACMaxAge)
+	}
+	if len(cfg.CORSOrigins) > 0 {
+		log.Info("CORS on the public listener", "origins", cfg.CORSOrigins)
 	}
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
@@ -196,6 +209,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
 	admin.AudienceSets = held
+	privacyStore := gatedPrivacy{PrivacyRepo: mysqlstore.NewPrivacyRepo(db), dep: mysqlDep}
+	admin.Erasures = &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now}
+	admin.Exports = &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err

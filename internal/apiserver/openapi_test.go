@@ -114,7 +114,7 @@ func (s *specChecker) matchesErrorSchema(t *testing.T, body []byte) {
 	t.Helper()
 	var v any
 	require.NoError(t, json.Unmarshal(body, &v), "%s", body)
-	assert.NoError(t, s.doc.Components.Schemas["Error"].Value.VisitJSON(v), "%s", body)
+	assert.NoError(t, s.doc.Components.Schemas["ErrorBody"].Value.VisitJSON(v), "%s", body)
 }
 
 // TestResponsesMatchOpenAPI sends every route of both listeners good and bad requests against a

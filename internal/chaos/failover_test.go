@@ -3,6 +3,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -50,6 +51,7 @@ type failover struct {
 	// lossExpected: the scenario shows what POPUP_REDIS_ACK_REPLICAS prevents; its losses are
 	// reported, not failed.
 	lossExpected bool
+	masters      int // a Cluster's masters (0 = 3)
 }
 
 func (f failover) skipUnlessPlanned(t *testing.T) {
@@ -93,10 +95,28 @@ func TestSentinelHostCrashWithoutAck(t *testing.T) {
 }
 
 // TestClusterFailover: the master holding queue shard 0 killed; its users degrade until a replica
-// takes its slots over, the other masters' users are served throughout.
+// takes its slots over, the other masters' users are served throughout (docs/CONTRACT.md §3): at
+// most 1 in 100 of their GETs and actions while the master is down is not normal service, and
+// their shards keep draining into MySQL (at least 80% of the rate before the kill, against what
+// their users produce).
 func TestClusterFailover(t *testing.T) {
 	runClusterFailover(t, failover{name: "cluster-failover", ackReplicas: 1, fast: true})
 }
+
+// TestClusterFailoverSixMasters is TestClusterFailover on six masters, where the dead one serves
+// a sixth of the slots and about a sixth of the users.
+func TestClusterFailoverSixMasters(t *testing.T) {
+	runClusterFailover(t, failover{name: "cluster-failover-6", ackReplicas: 1, masters: 6})
+}
+
+// bystanderLimit: at most 1 in this many requests of the users of live masters may fail while
+// one master is down.
+const bystanderLimit = 100
+
+// bystanderDrainFloor: while one master is down, the live masters' shards drain at least this
+// share of what they drained before the kill, both measured against what their users produced
+// (bystanders.drainShare).
+const bystanderDrainFloor = 0.8
 
 func runSentinelFailover(t *testing.T, f failover) {
 	f.skipUnlessPlanned(t)
@@ -142,13 +162,14 @@ func runSentinelFailover(t *testing.T, f failover) {
 		}
 		primary.signal(syscall.SIGKILL)
 		primary.wait(t)
-	}, promoted)
+	}, promoted, nil)
 }
 
 func runClusterFailover(t *testing.T, f failover) {
 	f.skipUnlessPlanned(t)
 	dir := filepath.Join(h.dir, f.name)
-	const masters, perMaster = 3, 2
+	masters := cmp.Or(f.masters, 3)
+	const perMaster = 2
 	nodes := make([]*redisServer, masters*(1+perMaster))
 	addrs := make([]string, len(nodes))
 	for i := range nodes {
@@ -190,16 +211,25 @@ func runClusterFailover(t *testing.T, f failover) {
 		owner, err := slotOwner(ctx, wc, slot)
 		return owner != "" && owner != killed.Addr(), err
 	}
+	// The victim's shards: those whose slot the killed master serves. Their users degrade; the
+	// others' are the bystanders.
+	victims := map[int]bool{}
+	for shard := range keys.Shards {
+		m, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, keys.Queue(shard))
+		require.NoError(t, err)
+		victims[shard] = m.Options().Addr == killed.Addr()
+	}
 	s.runFailover(f, seeds, func() {
 		killed.signal(syscall.SIGKILL)
 		killed.wait(t)
-	}, promoted)
+	}, promoted, victims)
 }
 
 // runFailover starts a worker and popup-api on the topology, runs the steady load, kills the
 // primary (kill), waits until promoted says a replica took over, and checks and reports the
-// scenario.
-func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted func(context.Context) (bool, error)) {
+// scenario. victims names the queue shards the killed primary served, on a Cluster (nil: one
+// primary serves every shard); the users of the others must be served while it is down.
+func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted func(context.Context) (bool, error), victims map[int]bool) {
 	t := s.t
 	t.Helper()
 	worker, _ := s.startWorker()
@@ -207,6 +237,7 @@ func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted 
 	s.seed()
 	rec := newRecorder()
 	s.warm(rec, steadyLoad)
+	loadAt := rec.now()
 	stopLoad := s.run(rec, steadyLoad)
 	defer stopLoad()
 	time.Sleep(h.plan.steady)
@@ -244,6 +275,10 @@ func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted 
 	outage := tallyOf(append(rec.window(kindGet, killAt, promotedAt), rec.window(kindAction, killAt, promotedAt)...))
 	rcv := recovery(t, rec, promotedAt)
 	first, last := failedSpan(rec, killAt)
+	var bys bystanders
+	if victims != nil {
+		bys = s.bystanders(rec, victims, loadAt, killAt, promotedAt)
+	}
 	late := "none"
 	switch {
 	case f.delay > 0 && f.delayAll:
@@ -255,9 +290,19 @@ func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted 
 		"promotion_ms", ms(promotedAt-killAt), "recovery_after_promotion_ms", ms(rcv), "degraded_window_ms", ms(last-first),
 		"failed_while_down", fmt.Sprintf("%d/%d", outage.n-outage.ok, outage.n),
 		"gets", gets.n, "get_status", gets.statusList(), "get_degraded", gets.degraded, "get_errors", gets.errList(), "get_max_ms", gets.maxMs,
+		"get_max_server_ms", gets.maxServerMs, "server_gets_over_100ms", s.slowGets(),
 		"actions", acts.n, "action_status", acts.statusList(), "503_retry_after", fmt.Sprintf("%d/%d", acts.retryAfter, acts.status503),
 		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff,
 		"stats_mismatch", c.statsDiff, "dead_lettered", c.dead, "drain_ms", drain.Milliseconds())
+	if victims != nil {
+		summary(t, f.name+"-bystanders", "masters", cmp.Or(f.masters, 3), "victim_shards", bys.victimShards,
+			"victim_failed_while_down", fmt.Sprintf("%d/%d", bys.victims.n-bys.victims.ok, bys.victims.n),
+			"bystander_failed_while_down", fmt.Sprintf("%d/%d", bys.others.n-bys.others.ok, bys.others.n),
+			"bystander_get_degraded", bys.others.degraded, "bystander_503", bys.others.status503,
+			"bystander_max_ms", bys.others.maxMs,
+			"bystander_events_per_s_before", fmt.Sprintf("%.0f/%.0f", bys.drainedBefore, bys.producedBefore),
+			"bystander_events_per_s_down", fmt.Sprintf("%.0f/%.0f", bys.drainedDown, bys.producedDown))
+	}
 
 	assert.False(t, s.api.exited(), "popup-api exited: the same processes must follow the failover")
 	assert.False(t, worker.exited(), "popup-worker exited: the same processes must follow the failover")
@@ -268,6 +313,15 @@ func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted 
 	assert.Equal(t, acts.status503, acts.retryAfter, "a 503 without Retry-After")
 	assert.Positive(t, outage.n-outage.ok, "the kill never showed: nothing failed while the primary was down")
 	assert.LessOrEqual(t, rcv, failoverRecoveryLimit, "service not back within %s of the promotion", failoverRecoveryLimit)
+	if victims != nil {
+		require.Positive(t, bys.others.n, "no bystander request while the master was down")
+		assert.LessOrEqual(t, (bys.others.n-bys.others.ok)*bystanderLimit, bys.others.n,
+			"more than 1 in %d requests of the live masters' users failed while one master was down", bystanderLimit)
+		assert.Positive(t, bys.victims.n-bys.victims.ok, "the dead master's users were served: the kill never showed")
+		before, down := bys.drainShare()
+		assert.GreaterOrEqual(t, down, bystanderDrainFloor*before,
+			"the live masters' shards drained less of what their users produced while one master was down")
+	}
 	if f.lossExpected {
 		return
 	}
@@ -280,6 +334,88 @@ func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted 
 	assert.Zero(t, c.dupRows, "event ids logged more than once")
 	assert.Zero(t, c.statsDiff, "popup_daily_stats rows differ from a count of popup_action_log")
 	assert.Zero(t, c.dead, "events dead-lettered")
+}
+
+// bystanders is a Cluster failover seen by the users of the dead master's queue shards (victims)
+// and by the others, while it was down.
+type bystanders struct {
+	victimShards int
+	victims      tally // their GETs and actions while the master was down
+	others       tally
+	// The others' events per second, in the steady load before the kill and while the master was
+	// down: acknowledged to the clients (produced) and written to popup_action_log (drained).
+	producedBefore, producedDown, drainedBefore, drainedDown float64
+}
+
+// drainShare is how much of what the live masters' users produced was drained, before the kill
+// and while the master was down. The load is closed-loop (a client waits for its answer before
+// its next request), so its clients send fewer requests while a share of their users get slow
+// degraded answers: the drain follows the production, and what says that the live shards keep
+// draining is the drain measured against it.
+func (b bystanders) drainShare() (before, down float64) {
+	return b.drainedBefore / b.producedBefore, b.drainedDown / b.producedDown
+}
+
+// bystanders splits the requests of [killAt, promotedAt) by their user's queue shard, and
+// measures the events of the other shards, from the load started at loadAt, as they are
+// acknowledged and as they reach MySQL: before the kill (from a quarter into the steady load, when
+// the first events have been written) and while the master was down. Call it once the queue is
+// drained.
+func (s *stack) bystanders(rec *recorder, victims map[int]bool, loadAt, killAt, promotedAt time.Duration) bystanders {
+	t := s.t
+	t.Helper()
+	var b bystanders
+	for _, v := range victims {
+		if v {
+			b.victimShards++
+		}
+	}
+	beforeFrom := loadAt + (killAt-loadAt)/4
+	var before, down [2]int // produced, drained
+	count := func(i int, at time.Duration) {
+		switch {
+		case at >= beforeFrom && at < killAt:
+			before[i]++
+		case at >= killAt && at < promotedAt:
+			down[i]++
+		}
+	}
+	isVictim := func(uid string) bool { return victims[s.keys.Shard(uid)] }
+	var vo, oo []outcome
+	loadIDs := map[string]bool{}
+	for _, o := range rec.all() {
+		if o.at >= loadAt && o.id != "" && !isVictim(o.uid) {
+			loadIDs[o.id] = true
+			count(0, o.at+o.took)
+		}
+		if o.at < killAt || o.at >= promotedAt {
+			continue
+		}
+		if isVictim(o.uid) {
+			vo = append(vo, o)
+		} else {
+			oo = append(oo, o)
+		}
+	}
+	b.victims, b.others = tallyOf(vo), tallyOf(oo)
+
+	ctx := ctxFor(t, 30*time.Second)
+	rows, err := s.db.QueryContext(ctx, "SELECT event_id, UNIX_TIMESTAMP(created_at) FROM popup_action_log")
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var created float64
+		require.NoError(t, rows.Scan(&id, &created))
+		if loadIDs[id] {
+			count(1, time.Unix(0, int64(created*1e9)).Sub(rec.start))
+		}
+	}
+	require.NoError(t, rows.Err())
+	bs, ds := (killAt - beforeFrom).Seconds(), (promotedAt - killAt).Seconds()
+	b.producedBefore, b.drainedBefore = float64(before[0])/bs, float64(before[1])/bs
+	b.producedDown, b.drainedDown = float64(down[0])/ds, float64(down[1])/ds
+	return b
 }
 
 // failedSpan is when the first request that was not normal service after since started, and when

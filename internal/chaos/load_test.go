@@ -41,8 +41,11 @@ type outcome struct {
 	errKind    string
 	id         string // impression (decision_id) or action event_id, when acknowledged
 	uid        string
-	conns      int  // connections the transport took for it (>1: it retried on a fresh one)
-	reused     bool // the (last) connection had served requests before: an established keep-alive one
+	// server is the part of took from the request written to the first byte of the answer: the
+	// server's (and its machine's) share, the rest is the client's.
+	server time.Duration
+	conns  int  // connections the transport took for it (>1: it retried on a fresh one)
+	reused bool // the (last) connection had served requests before: an established keep-alive one
 }
 
 // ok reports whether the outcome is the service working normally: a popup or a 202.
@@ -105,13 +108,18 @@ type tally struct {
 	statuses                                             map[int]int
 	errs                                                 map[string]int
 	maxMs, p99Ms                                         float64
+	maxServerMs                                          float64 // the server's part of the slowest (outcome.server)
 	retried                                              int
 }
 
 func tallyOf(outs []outcome) tally {
 	tl := tally{statuses: map[int]int{}, errs: map[string]int{}}
 	durs := make([]time.Duration, 0, len(outs))
+	var slowest time.Duration
 	for _, o := range outs {
+		if o.took > slowest {
+			slowest, tl.maxServerMs = o.took, ms(o.server)
+		}
 		tl.n++
 		if o.ok() {
 			tl.ok++
@@ -210,9 +218,12 @@ type getAnswer struct {
 
 func (c *client) do(ctx context.Context, rec *recorder, kind byte, uid, eventID string, req *http.Request) outcome {
 	o := outcome{kind: kind, uid: uid}
+	var wrote time.Duration
 	trace := &httptrace.ClientTrace{
-		GetConn: func(string) { o.conns++ },
-		GotConn: func(info httptrace.GotConnInfo) { o.reused = info.Reused },
+		GetConn:              func(string) { o.conns++ },
+		GotConn:              func(info httptrace.GotConnInfo) { o.reused = info.Reused },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = rec.now() },
+		GotFirstResponseByte: func() { o.server = rec.now() - wrote },
 	}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
 	o.at = rec.now()

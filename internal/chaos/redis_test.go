@@ -72,7 +72,9 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 
 	faultAt := rec.now()
 	heal := inject(s, proxy)
+	traced := s.traceAPI(h.plan.redisOutage)
 	time.Sleep(h.plan.redisOutage)
+	traced()
 	during := s.apiStats()
 	healAt := rec.now()
 	heal()
@@ -90,7 +92,7 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	rcv := recovery(t, rec, healAt)
 	summary(t, name,
 		"outage_s", h.plan.redisOutage.Seconds(), "gets", all.n, "get_status", all.statusList(), "get_errors", all.errList(),
-		"get_p99_ms", all.p99Ms, "get_max_ms", all.maxMs,
+		"get_p99_ms", all.p99Ms, "get_max_ms", all.maxMs, "get_max_server_ms", all.maxServerMs, "server_gets_over_100ms", s.slowGets(),
 		"outage_gets", outGets.n, "outage_degraded", outGets.degraded, "outage_get_max_ms", outGets.maxMs,
 		"actions", acts.n, "outage_actions", outActs.n, "outage_action_status", outActs.statusList(),
 		"outage_503_retry_after", fmt.Sprintf("%d/%d", outActs.retryAfter, outActs.status503), "action_errors", acts.errList(),

@@ -174,26 +174,9 @@ func (p procStats) String() string {
 func (s *stack) apiStats() procStats {
 	t := s.t
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.admin+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	res, err := ctl.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
 	var st procStats
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
+	s.eachMetric(func(series string, v float64) {
+		switch series {
 		case "go_goroutines":
 			st.goroutines = int(v)
 		case "process_resident_memory_bytes":
@@ -201,10 +184,94 @@ func (s *stack) apiStats() procStats {
 		case "go_memstats_heap_inuse_bytes":
 			st.heapMB = v / (1 << 20)
 		}
-	}
-	require.NoError(t, sc.Err())
+	})
 	require.NotZero(t, st.goroutines, "go_goroutines missing from /metrics")
 	return st
+}
+
+// eachMetric calls fn with every sample of popup-api's admin /metrics: the series (name and
+// labels, as written) and its value.
+func (s *stack) eachMetric(fn func(series string, v float64)) {
+	t := s.t
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.admin+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	res, err := ctl.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			fn(line[:i], v)
+		}
+	}
+	require.NoError(t, sc.Err())
+}
+
+// traceAPI, with POPUP_CHAOS_TRACE=1, records a runtime trace of popup-api for d into the
+// scenario's directory (api-trace.out; `go tool trace` reads it, POPUP_CHAOS_KEEP=1 keeps it): where
+// a GET's time goes beyond its budget (scheduling, GC, a call after the budget). The returned
+// function waits for the trace. Without POPUP_CHAOS_TRACE it does nothing.
+func (s *stack) traceAPI(d time.Duration) (wait func()) {
+	if os.Getenv("POPUP_CHAOS_TRACE") != "1" {
+		return func() {}
+	}
+	t := s.t
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", s.admin, max(int(d.Seconds()), 1))
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		c := &http.Client{Timeout: d + 30*time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		defer res.Body.Close()
+		f, err := os.Create(filepath.Join(s.dir, "api-trace.out"))
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		defer f.Close()
+		if _, err := io.Copy(f, res.Body); err != nil {
+			t.Errorf("trace: %v", err)
+		}
+	}()
+	return func() { <-done }
+}
+
+// slowGets is how many GETs popup-api itself timed above 100 ms (its request duration histogram,
+// which times the handler from routing to the answer written).
+func (s *stack) slowGets() int {
+	s.t.Helper()
+	var count, within float64
+	s.eachMetric(func(series string, v float64) {
+		if !strings.Contains(series, `route="/api/v1/popup"`) {
+			return
+		}
+		switch {
+		case strings.HasPrefix(series, "popup_http_request_duration_seconds_count"):
+			count += v
+		case strings.HasPrefix(series, "popup_http_request_duration_seconds_bucket") && strings.Contains(series, `le="0.1"`):
+			within += v
+		}
+	})
+	return int(count - within)
 }
 
 // backlog is what the queue holds, over every shard: waiting plus claimed and not yet

@@ -16,7 +16,9 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/go-sql-driver/mysql"
 
+	"popupsvc/internal/cors"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
 	"popupsvc/internal/uidauth"
 )
 
@@ -56,8 +58,10 @@ type Config struct {
 	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
 	UIDHMACKeys     []string      `env:"UID_HMAC_KEYS" secret:"true" desc:"comma-separated keys (each at least 32 bytes, used as written) of the gateway's X-Popup-Uid-Sig; set = every public request naming a uid needs a valid signature, empty = uids are not verified (docs/SECURITY.md)"`
 	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
+	PrivacyKey      string        `env:"PRIVACY_KEY" secret:"true" desc:"secret (at least 32 bytes, used as written) of the keyed hashes that stand for an erased uid in tombstones, the erasure's audit record and the erased event markers, and of the seal of a pending erasure's uid; popup-api and popup-worker must share it and keep it. Empty = erasures are off: DELETE /admin/v1/users/{uid} answers 501 (docs/SECURITY.md)"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
+	CORSOrigins     []string      `env:"CORS_ORIGINS" desc:"comma-separated web origins that may call the public listener from a browser (CORS): exact ones (https://m.example.com, http://127.0.0.1:5173) and subdomain wildcards (https://*.example.com); empty = off, no CORS header is ever sent. The admin listener never sends CORS headers"`
 	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
 
 	KnownUsers            int     `env:"KNOWN_USERS" envDefault:"10000000" desc:"expected number of uids with durable state, the size of the known-users Bloom filter in Redis (about 1.2 MB per million at 1%): a state miss for a uid it has never seen costs no SQL; 0 = off (every miss loads from MySQL). popup-api and popup-worker must agree"`
@@ -186,6 +190,13 @@ func (c Config) Validate() error {
 			bad("UID_HMAC_KEYS", "key %d has leading or trailing white space (separate keys with a bare comma)", i+1)
 		}
 	}
+	switch {
+	case c.PrivacyKey == "":
+	case len(c.PrivacyKey) < privacy.MinKeyLen:
+		bad("PRIVACY_KEY", "is %d bytes; it must be at least %d (openssl rand -hex 32)", len(c.PrivacyKey), privacy.MinKeyLen)
+	case strings.TrimSpace(c.PrivacyKey) != c.PrivacyKey:
+		bad("PRIVACY_KEY", "has leading or trailing white space")
+	}
 	if c.UIDHMACMaxAge < time.Second {
 		bad("UID_HMAC_MAX_AGE", "must be at least 1s, got %s", c.UIDHMACMaxAge)
 	}
@@ -202,6 +213,9 @@ func (c Config) Validate() error {
 	}
 	if c.StateRetention < 24*time.Hour {
 		bad("STATE_RETENTION", "must be at least 24h, got %s", c.StateRetention)
+	}
+	if _, err := cors.Parse(c.CORSOrigins); err != nil {
+		bad("CORS_ORIGINS", "%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if _, err := popup.ParseLinkSchemes(c.LinkSchemes); err != nil {
 		bad("LINK_SCHEMES", "%v", strings.ReplaceAll(err.Error(), "\n", "; "))
@@ -295,6 +309,15 @@ func (c Config) Links() popup.LinkSchemes {
 		return popup.LinkSchemes{} // Validate refuses such a config: http and https only
 	}
 	return links
+}
+
+// CORS returns the validated POPUP_CORS_ORIGINS allow-list (empty: CORS off).
+func (c Config) CORS() cors.Origins {
+	o, err := cors.Parse(c.CORSOrigins)
+	if err != nil {
+		return cors.Origins{} // Validate refuses such a config: off
+	}
+	return o
 }
 
 // ClusterQueueShards is the queue shard count on a Redis Cluster when POPUP_QUEUE_SHARDS is 0:

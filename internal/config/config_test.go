@@ -36,6 +36,20 @@ func TestLinkSchemesAddAppSchemes(t *testing.T) {
 	assert.False(t, c.Links().Allows("http"))
 }
 
+func TestCORSOriginsOffByDefault(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(map[string]string{})
+	require.NoError(t, err)
+	origins := c.CORS()
+	assert.False(t, origins.Enabled())
+	c, err = Parse(map[string]string{"POPUP_CORS_ORIGINS": "https://m.example.com,https://*.example.org"})
+	require.NoError(t, err)
+	origins = c.CORS()
+	assert.True(t, origins.Allowed("https://m.example.com"))
+	assert.True(t, origins.Allowed("https://shop.example.org"))
+	assert.False(t, origins.Allowed("https://example.org"))
+}
+
 func TestUIDHMACKeysRotation(t *testing.T) {
 	t.Parallel()
 	c, err := Parse(map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("n", 32) + "," + strings.Repeat("o", 64), "POPUP_UID_HMAC_MAX_AGE": "90s"})
@@ -64,10 +78,14 @@ func TestParseRejects(t *testing.T) {
 		{"empty uid HMAC key after a comma", map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("k", 32) + ","}, "POPUP_UID_HMAC_KEYS: key 2 is 0 bytes"},
 		{"uid HMAC key with a space", map[string]string{"POPUP_UID_HMAC_KEYS": strings.Repeat("k", 32) + ", " + strings.Repeat("k", 32)}, "POPUP_UID_HMAC_KEYS: key 2 has leading"},
 		{"zero uid HMAC max age", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "0s"}, "POPUP_UID_HMAC_MAX_AGE"},
+		{"privacy key under 32 bytes", map[string]string{"POPUP_PRIVACY_KEY": strings.Repeat("k", 31)}, "POPUP_PRIVACY_KEY: is 31 bytes; it must be at least 32"},
+		{"privacy key with a space", map[string]string{"POPUP_PRIVACY_KEY": " " + strings.Repeat("k", 32)}, "POPUP_PRIVACY_KEY: has leading or trailing white space"},
 		{"upper-case link scheme", map[string]string{"POPUP_LINK_SCHEMES": "http,HTTPS"}, `POPUP_LINK_SCHEMES: item 2 ("HTTPS") is not a lower-case URL scheme name`},
 		{"javascript link scheme", map[string]string{"POPUP_LINK_SCHEMES": "https,javascript"}, "POPUP_LINK_SCHEMES: javascript links run code"},
 		{"link scheme with a colon", map[string]string{"POPUP_LINK_SCHEMES": "https:"}, "POPUP_LINK_SCHEMES"},
 		{"empty link scheme item", map[string]string{"POPUP_LINK_SCHEMES": "https,,myapp"}, "POPUP_LINK_SCHEMES: item 2"},
+		{"CORS origin with a path", map[string]string{"POPUP_CORS_ORIGINS": "https://m.example.com,https://w.example.com/app"}, `POPUP_CORS_ORIGINS: entry 2 "https://w.example.com/app": an origin is scheme://host[:port]: no path`},
+		{"CORS star", map[string]string{"POPUP_CORS_ORIGINS": "*"}, "POPUP_CORS_ORIGINS: entry 1 \"*\": name each origin"},
 		{"uid HMAC max age under a second", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "500ms"}, "POPUP_UID_HMAC_MAX_AGE"},
 	}
 	for _, tt := range tests {
@@ -83,15 +101,17 @@ func TestStringMasksSecrets(t *testing.T) {
 	t.Parallel()
 	hmacKeys := []string{"uid-hmac-key-one-0123456789abcdef0123", "uid-hmac-key-two-0123456789abcdef0123"}
 	c, err := Parse(map[string]string{"POPUP_ADMIN_TOKEN": "s3cret-token", "POPUP_REDIS_PASSWORD": "redispass",
-		"POPUP_MYSQL_DSN": "app:dbpass@tcp(db:3306)/popup", "POPUP_UID_HMAC_KEYS": strings.Join(hmacKeys, ",")})
+		"POPUP_MYSQL_DSN": "app:dbpass@tcp(db:3306)/popup", "POPUP_UID_HMAC_KEYS": strings.Join(hmacKeys, ","),
+		"POPUP_PRIVACY_KEY": "privacy-key-0123456789abcdef0123456789"})
 	require.NoError(t, err)
 	s := c.String()
-	for _, secret := range append([]string{"s3cret-token", "redispass", "dbpass", "uid-hmac-key"}, hmacKeys...) {
+	for _, secret := range append([]string{"s3cret-token", "redispass", "dbpass", "uid-hmac-key", "privacy-key-"}, hmacKeys...) {
 		assert.NotContains(t, s, secret)
 	}
 	assert.Contains(t, s, "POPUP_ADMIN_TOKEN=***")
 	assert.Contains(t, s, "app:***@tcp(db:3306)/popup")
 	assert.Contains(t, s, "POPUP_UID_HMAC_KEYS=***,*** ", "one mask per key")
+	assert.Contains(t, s, "POPUP_PRIVACY_KEY=***")
 
 	none, err := Parse(map[string]string{})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/privacy"
 )
 
 // BenchmarkDrain measures the whole drain (claim from Redis, decode, write to MySQL, acknowledge)
@@ -31,6 +32,9 @@ func BenchmarkDrain(b *testing.B) {
 		batch    int
 		oneByOne bool
 		edits    []func(*event.Event, int) // applied to each event before it is queued
+		// tombstones: the writer drops erased users' events (POPUP_PRIVACY_KEY set), against this
+		// many tombstones of other users.
+		tombstones int
 	}{
 		{name: "one-by-one", shards: 1, batch: 500, oneByOne: true},
 		{name: "batched-100", shards: 1, batch: 100},
@@ -41,6 +45,8 @@ func BenchmarkDrain(b *testing.B) {
 		// The experiment rollup's price: the same events without and with experiment arms.
 		{name: "batched-500-everyaction", shards: 1, batch: 500, edits: []func(*event.Event, int){everyAction}},
 		{name: "batched-500-experiments", shards: 1, batch: 500, edits: []func(*event.Event, int){everyAction, inExperiment}},
+		// The erasure tombstone check's price (docs/CONTRACT.md §12): batched-500 with it.
+		{name: "batched-500-tombstones", shards: 1, batch: 500, tombstones: 1000},
 	}
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
@@ -50,6 +56,9 @@ func BenchmarkDrain(b *testing.B) {
 			var written atomic.Int64
 			done := make(chan struct{})
 			write := e.writer.WriteBatch
+			if m.tombstones > 0 {
+				write = e.tombstoned(m.tombstones).WriteBatch
+			}
 			if m.oneByOne {
 				write = e.writer.WriteOneByOne
 			}
@@ -78,6 +87,20 @@ func BenchmarkDrain(b *testing.B) {
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
 		})
 	}
+}
+
+// tombstoned returns a writer that checks every batch against the tombstones, after recording n
+// erasures of users the benchmark's events do not belong to.
+func (e *env) tombstoned(n int) *mysqlstore.EventWriter {
+	keyed, err := privacy.NewKeyed("bench-privacy-key-0123456789abcdef0123456789")
+	require.NoError(e.t, err)
+	repo := mysqlstore.NewPrivacyRepo(e.db)
+	for i := range n {
+		require.NoError(e.t, repo.Tombstone(context.Background(), keyed.UID("erased-"+strconv.Itoa(i)), time.Now().Add(time.Hour)))
+	}
+	w := mysqlstore.NewEventWriter(e.db)
+	w.Erased = keyed
+	return w
 }
 
 // everyAction gives each of mkEvent's users every action in turn (mkEvent's action is i%3 and its

@@ -75,6 +75,9 @@ type Admin struct {
 	// this instance serves.
 	Audiences    AudienceService
 	AudienceSets AudienceSets
+	// Erasures and Exports are a user's erasure and export (docs/CONTRACT.md §12).
+	Erasures Erasures
+	Exports  Exports
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
 	// value allows http and https.
 	Links popup.LinkSchemes
@@ -146,6 +149,10 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/preview", a.preview)
 	v1.POST("/preview", a.previewDraft)
 	v1.GET("/users/:uid/state", a.userState)
+	// A user's personal data (docs/CONTRACT.md §12): erasing and exporting it are an admin's.
+	v1.DELETE("/users/:uid", admin("erasing a user"), a.eraseUser)
+	v1.GET("/users/:uid/export", admin("exporting a user's data"), a.exportUser)
+	v1.GET("/erasures/:id", admin("reading an erasure"), a.erasure)
 	v1.POST("/cache/reload", admin("reloading the cache"), a.reload)
 	v1.GET("/popups/:id/stats", a.popupStats)
 	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
@@ -418,6 +425,12 @@ type popupStateView struct {
 	LastCloseAt      *time.Time `json:"last_close_at"`
 }
 
+// stateView is a user's state of one popup on the wire.
+func stateView(id int64, ps popup.PopupState) popupStateView {
+	return popupStateView{PopupID: id, NextShowAt: timePtr(ps.NextShowAt), Impressions: ps.Impressions,
+		LastImpressionAt: timePtr(ps.LastImpressionAt), LastClickAt: timePtr(ps.LastClickAt), LastCloseAt: timePtr(ps.LastCloseAt)}
+}
+
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
@@ -442,8 +455,7 @@ func (a *Admin) userState(c *gin.Context) {
 	}
 	views := []popupStateView{}
 	for id, ps := range st.Popups {
-		views = append(views, popupStateView{PopupID: id, NextShowAt: timePtr(ps.NextShowAt), Impressions: ps.Impressions,
-			LastImpressionAt: timePtr(ps.LastImpressionAt), LastClickAt: timePtr(ps.LastClickAt), LastCloseAt: timePtr(ps.LastCloseAt)})
+		views = append(views, stateView(id, ps))
 	}
 	slices.SortFunc(views, func(x, y popupStateView) int { return cmp.Compare(x.PopupID, y.PopupID) })
 	c.JSON(http.StatusOK, gin.H{"uid": uid, "impressions_today": st.ImpressionsOn(now), "popups": views})

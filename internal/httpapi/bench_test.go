@@ -14,6 +14,7 @@ import (
 
 	"popupsvc/internal/audience"
 	"popupsvc/internal/breaker"
+	"popupsvc/internal/cors"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
@@ -46,33 +47,14 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 		audiences bool
 	}{{"local answers on", 1000, false}, {"local answers on, audiences", 1000, true}, {"local answers off", 0, false}, {"local answers off, audiences", 0, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			pp := popup.Popup{ID: signedPopupID, Name: "p", Status: popup.StatusActive,
-				Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60,
-				Creative: popup.Creative{
-					Title: "hi",
-				},
-			}
 			var bound *audience.Sets
 			if bc.audiences {
 				if sets == nil {
 					sets = benchAudiences(b)
 				}
-				pp.Targeting.Audiences = popup.AudienceRefs{Include: []int64{1}, Exclude: []int64{2}}
 				bound = sets
 			}
-			holder := &snapshot.Holder{}
-			holder.Store(snapshot.BuildWith(1, []popup.Popup{pp}, t0, popup.LinkSchemes{}, bound))
-			d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
-				Local: decide.NewLocalAnswers(bc.size)}
-			p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 }, Metrics: NewMetrics(prometheus.NewRegistry()),
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			h := p.Router()
-			req := httptest.NewRequest(http.MethodGet, "/api/v1/popup?uid=user-1234&platform=ios&app_version=8.10.0&region=us&lang=en", nil)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK || rec.Body.String() != `{"popup":null,"config_version":1}` {
-				b.Fatalf("%d %s", rec.Code, rec.Body.String())
-			}
+			h, req := steadyStateRouter(b, bc.size, bound, nil)
 			w := discardWriter{h: http.Header{}}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -81,6 +63,40 @@ func BenchmarkGetPopupSteadyState(b *testing.B) {
 			}
 		})
 	}
+}
+
+// steadyStateRouter is the public router over popup 7, which every user saw and may not see
+// again for a day (hiddenUsers), and a homepage GET of user-1234 that it answers with no popup.
+// localSize sizes the local answers (0 = off); sets, when not nil, targets the popup at its
+// audiences 1 (include) and 2 (exclude); origins, when not nil, turns CORS on.
+func steadyStateRouter(b *testing.B, localSize int, sets *audience.Sets, origins *cors.Origins) (http.Handler, *http.Request) {
+	b.Helper()
+	pp := popup.Popup{ID: signedPopupID, Name: "p", Status: popup.StatusActive,
+		Targeting: popup.Targeting{RolloutPercent: 100}, ReshowAfterSeconds: 60,
+		Creative: popup.Creative{
+			Title: "hi",
+		},
+	}
+	if sets != nil {
+		pp.Targeting.Audiences = popup.AudienceRefs{Include: []int64{1}, Exclude: []int64{2}}
+	}
+	holder := &snapshot.Holder{}
+	holder.Store(snapshot.BuildWith(1, []popup.Popup{pp}, t0, popup.LinkSchemes{}, sets))
+	d := &decide.Decider{Snapshots: holder, Users: hiddenUsers{}, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
+		Local: decide.NewLocalAnswers(localSize)}
+	p := &Public{Snapshots: holder, Decider: d, Now: func() time.Time { return t0 }, Metrics: NewMetrics(prometheus.NewRegistry()),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if origins != nil {
+		p.CORS = *origins
+	}
+	h := p.Router()
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/popup?uid=user-1234&platform=ios&app_version=8.10.0&region=us&lang=en", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || rec.Body.String() != `{"popup":null,"config_version":1}` {
+		b.Fatalf("%d %s", rec.Code, rec.Body.String())
+	}
+	return h, req
 }
 
 // benchAudiences holds audience 1, a million uids with user-1234 among them, and audience 2, a

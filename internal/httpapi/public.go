@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/cors"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
@@ -36,6 +37,9 @@ type Public struct {
 	// AudiencesSettled, when set, is closed once the audiences the active popups target are
 	// loaded or POPUP_AUDIENCE_LOAD_TIMEOUT has passed: until then /readyz answers 503.
 	AudiencesSettled <-chan struct{}
+	// CORS, when it allows any origin (POPUP_CORS_ORIGINS), lets those web pages call the
+	// decision and the actions from a browser (corsPolicy); empty, no CORS middleware is mounted.
+	CORS cors.Origins
 
 	nullAnswer atomic.Pointer[nullAnswer]
 }
@@ -48,6 +52,9 @@ func (p *Public) Router() *gin.Engine {
 	r := newEngine(p.Log)
 	if p.Metrics != nil {
 		r.Use(p.Metrics.observe)
+	}
+	if p.CORS.Enabled() {
+		r.Use(newCORSPolicy(p.CORS, p.UIDAuth != nil).handle)
 	}
 	r.GET("/api/v1/popup", p.getPopup)
 	r.POST("/api/v1/popups/:id/actions", p.postAction)
@@ -290,7 +297,8 @@ func newEngine(log *slog.Logger) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(gin.CustomRecoveryWithWriter(io.Discard, func(c *gin.Context, rec any) {
-		log.Error("panic", "path", c.Request.URL.Path, "panic", rec)
+		// The route, not the path: an admin path may name a uid, which no log prints.
+		log.Error("panic", "route", c.FullPath(), "panic", rec)
 		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": gin.H{"code": "internal", "message": "internal error"}})
 	}))
 	r.NoRoute(func(c *gin.Context) { writeError(c, log, errNotFound) })

@@ -50,6 +50,13 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 // keys nil leaves uid signatures off.
 func publicRouter(t *testing.T, keys []string) (http.Handler, *memUsers) {
 	t.Helper()
+	p, users := testPublic(t, keys)
+	return p.Router(), users
+}
+
+// testPublic is publicRouter's Public, for tests that configure more before building the router.
+func testPublic(t *testing.T, keys []string) (*Public, *memUsers) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	holder := &snapshot.Holder{}
 	holder.Store(snapshot.BuildWith(1, []popup.Popup{{ID: signedPopupID, Name: "signed", Status: popup.StatusActive,
@@ -67,7 +74,7 @@ func publicRouter(t *testing.T, keys []string) (http.Handler, *memUsers) {
 		require.NoError(t, err)
 		p.UIDAuth = v
 	}
-	return p.Router(), users
+	return p, users
 }
 
 func serve(h http.Handler, method, target, body string, sigs ...string) *httptest.ResponseRecorder {

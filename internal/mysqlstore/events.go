@@ -18,6 +18,7 @@ import (
 	"popupsvc/internal/backoff"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
 )
 
 // EventWriter writes queued events to the action log and the per-user state table. Every write is
@@ -31,6 +32,10 @@ type EventWriter struct {
 	// Attempts bounds the quick retries of a deadlock, lock wait timeout or lost connection
 	// within one call (the caller retries further with its own back-off).
 	Attempts int
+	// Erased, when set (POPUP_PRIVACY_KEY), makes every batch drop the events of erased users
+	// against their tombstones (dropErased); OnErased is told how many a commit dropped.
+	Erased   *privacy.Keyed
+	OnErased func(events int)
 }
 
 // NewEventWriter returns a writer over db.
@@ -64,16 +69,15 @@ func (w *EventWriter) WriteBatch(ctx context.Context, events []event.Event) erro
 	if err := checkTimes(events); err != nil {
 		return err
 	}
-	stateQ, stateArgs, states := userStateUpsert(events)
-	rows := logRows(events)
 	return w.retry(ctx, func() error {
 		// A fresh batch id per attempt: the rows carrying it are the ones this attempt inserted.
-		batch := newBatchID()
-		logQ, logArgs := actionLogInsert(events, rows, batch)
-		inserted, err := w.tx(ctx, batch, logQ, logArgs, stateQ, stateArgs, events, rows)
+		res, err := w.tx(ctx, newBatchID(), events)
 		if err == nil && w.OnRows != nil {
-			w.OnRows(TableActionLog, inserted)
-			w.OnRows(TableUserState, int64(states))
+			w.OnRows(TableActionLog, res.inserted)
+			w.OnRows(TableUserState, int64(res.states))
+		}
+		if err == nil && res.erased > 0 && w.OnErased != nil {
+			w.OnErased(res.erased)
 		}
 		return err
 	})
@@ -107,26 +111,44 @@ func (w *EventWriter) WriteOneByOne(ctx context.Context, events []event.Event) e
 	return nil
 }
 
-func (w *EventWriter) tx(ctx context.Context, batch uint64, logQ string, logArgs []any, stateQ string, stateArgs []any,
-	events []event.Event, rows []int) (inserted int64, err error) {
+// txResult is what one batch transaction wrote: new action-log rows, user-state rows, and the
+// events of erased users it dropped.
+type txResult struct {
+	inserted int64
+	states   int
+	erased   int
+}
+
+func (w *EventWriter) tx(ctx context.Context, batch uint64, events []event.Event) (out txResult, err error) {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return out, err
 	}
 	defer func() {
 		if err != nil {
 			_ = tx.Rollback()
 		}
 	}()
+	if w.Erased != nil {
+		if events, out.erased, err = dropErased(ctx, tx, w.Erased, events); err != nil {
+			return out, err
+		}
+		if len(events) == 0 {
+			return out, tx.Commit()
+		}
+	}
+	rows := logRows(events)
+	logQ, logArgs := actionLogInsert(events, rows, batch)
 	res, err := tx.ExecContext(ctx, logQ, logArgs...)
 	if err != nil {
-		return 0, err
+		return out, err
 	}
 	// Affected rows count 1 per inserted row and 0 per known one left as it was (Connect turns
 	// the driver's found-rows counting off).
-	inserted, _ = res.RowsAffected()
+	inserted, _ := res.RowsAffected()
+	stateQ, stateArgs, states := userStateUpsert(events)
 	if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
-		return 0, err
+		return out, err
 	}
 	var news []newRow
 	switch {
@@ -139,20 +161,21 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, logQ string, logArgs
 		}
 	default:
 		if news, err = readNewRows(ctx, tx, batch, events, rows); err != nil {
-			return 0, err
+			return out, err
 		}
 	}
 	daily, slots := countEvents(events, news)
 	if err = addDailyStats(ctx, tx, daily); err != nil {
-		return 0, err
+		return out, err
 	}
 	if err = addSlotStats(ctx, tx, slots); err != nil {
-		return 0, err
+		return out, err
 	}
 	if err = addExperimentCounts(ctx, tx, batch, events, news); err != nil {
-		return 0, err
+		return out, err
 	}
-	return inserted, tx.Commit()
+	out.inserted, out.states = inserted, states
+	return out, tx.Commit()
 }
 
 // The daily stats count each event once, in the transaction that makes it part of the action

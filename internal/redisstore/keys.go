@@ -17,6 +17,7 @@ import (
 //	P:{qN}:u:UID            user state of UID, whose shard is N = fnv32a(UID) mod shards
 //	P:{qN}:e:UID/ID         "applied once" marker of UID's action with event_id ID
 //	P:{qN}:rl:UID           UID's action count in the current rate-limit window
+//	P:{qN}:x:HASH           an erased user's event-id marker, HASH = privacy.Keyed.Event(UID, ID)
 //	P:{cfg}:popups          the warmed config cache (JSON array of popups)
 //	P:{cfg}:version         its config version
 //	P:cfg:changed           pub/sub channel announcing a new version
@@ -87,6 +88,15 @@ func (k Keys) EventID(uid, id string) string {
 	dst = append(dst, uid...)
 	dst = append(dst, '/')
 	return string(append(dst, id...))
+}
+
+// Erased is the marker that stands for uid's event-id marker once uid is erased: named by the
+// keyed hash of the pair (privacy.Keyed.Event), never the uid, in uid's shard so that the record
+// script can check it beside the other keys.
+func (k Keys) Erased(uid, hash string) string {
+	dst := k.appendShard(nil, k.Shard(uid))
+	dst = append(dst, "x:"...)
+	return string(append(dst, hash...))
 }
 
 // RateLimit is uid's action counter, in uid's shard.

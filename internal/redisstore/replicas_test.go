@@ -108,10 +108,10 @@ func BenchmarkRecordAck(b *testing.B) {
 		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
 			pc := redis.NewClient(&redis.Options{Addr: primary, PoolSize: 64})
 			defer pc.Close()
-			ap, err := pc.AsyncAutoPipeline()
+			pipe, err := NewPipeline(pc)
 			require.NoError(b, err)
-			defer ap.Close()
-			s := NewUserStore(pc, keys, time.Hour, nil, 1, ap)
+			defer pipe.Close()
+			s := NewUserStore(pc, keys, time.Hour, nil, 1, pipe)
 			if replicas > 0 {
 				s.SetAckReplicas(replicas, pc)
 			}

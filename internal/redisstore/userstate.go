@@ -11,6 +11,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
 )
 
 // StateLoader is the durable source of a user's state (MySQL), consulted after a Redis miss.
@@ -26,8 +27,8 @@ type UserStore struct {
 	ttl    time.Duration
 	loader StateLoader
 	group  singleflight.Group
-	slots  chan struct{}        // bounds concurrent MySQL loads
-	pipe   *redis.AutoPipeliner // nil: every command is its own round trip
+	slots  chan struct{} // bounds concurrent MySQL loads
+	pipe   *Pipeline     // nil: every command is its own round trip
 	// actionLimit caps recorded actions per uid per RateWindow; 0 = none.
 	actionLimit int
 	// known answers "new user" on a state miss without MySQL; nil = every miss loads.
@@ -38,7 +39,14 @@ type UserStore struct {
 	// SetAckReplicas), and goes through ackRDB.
 	ackReplicas int
 	ackRDB      redis.UniversalClient
+	// erased names the markers of erased users' event ids (SetErasedMarkers); nil: none.
+	erased *privacy.Keyed
 }
+
+// SetErasedMarkers makes Record refuse, as a duplicate, an action whose (uid, event id) an
+// erasure replaced by its keyed-hash marker (Eraser.ReplaceMarkers): a client retrying an event
+// of before the erasure writes nothing (docs/CONTRACT.md §12).
+func (s *UserStore) SetErasedMarkers(k *privacy.Keyed) { s.erased = k }
 
 // ErrNotReplicated means a record reached the primary but not the required number of replicas
 // within the caller's budget: it must not be acknowledged (a host crash could still lose it).
@@ -63,21 +71,20 @@ func (s *UserStore) UseKnownUsers(f *KnownUsers, m *StateMetrics) {
 	s.known, s.metrics = f, m
 }
 
-// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (a
-// deferred autopipeliner of rdb, from AsyncAutoPipeline), the hot-path commands of concurrent
-// requests (GET and the record script) share pipelines: under load many requests share one
-// write, one read and one Redis wake-up; with nothing waiting a command goes out at once.
-func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *redis.AutoPipeliner) *UserStore {
+// NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (rdb's
+// NewPipeline), the hot-path commands of concurrent requests (GET, the known-users check and the
+// record script) share pipelines.
+func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *Pipeline) *UserStore {
 	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe,
 		emptyRaw: string(AppendState(nil, &popup.UserState{}))}
 }
 
-// do runs cmd through the autopipeliner when there is one. The autopipeliner runs a queued command
-// on its own context, so the wait for the reply is what honours ctx: on ctx's end do returns
-// ctx's error and the command may still be filled in later (callers then must not read it).
-func (s *UserStore) do(ctx context.Context, cmd redis.Cmder) error {
+// do runs cmd, whose keys share key's hash slot, through the pipeline when there is one (see
+// Pipeline.Do: on ctx's end do returns ctx's error and the command may still be filled in later;
+// callers then must not read it).
+func (s *UserStore) do(ctx context.Context, key string, cmd redis.Cmder) error {
 	if s.pipe != nil {
-		return s.pipe.Submit(ctx, cmd).WaitContext(ctx)
+		return s.pipe.Do(ctx, key, cmd)
 	}
 	return s.rdb.Process(ctx, cmd)
 }
@@ -97,7 +104,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, now time.Time) (popup.S
 	cmd := redis.NewStringCmd(ctx, "get", key)
 	// do's error is the command's, or the context's when the caller gave up first; then cmd
 	// must not be read (the pipeline may still be filling it in).
-	err := s.do(ctx, cmd)
+	err := s.do(ctx, key, cmd)
 	var raw string
 	if err == nil {
 		raw = cmd.Val()
@@ -187,7 +194,7 @@ func (s *UserStore) load(ctx context.Context, key, uid string, now time.Time) (p
 // knownCheck asks the known-users filter about uid, through the autopipeliner like the GET.
 func (s *UserStore) knownCheck(ctx context.Context, uid string) (KnownAnswer, error) {
 	cmd := s.known.checkCmd(ctx, uid)
-	if err := s.do(ctx, cmd); err != nil {
+	if err := s.do(ctx, s.known.Key(s.keys.Shard(uid)), cmd); err != nil {
 		return KnownUntrusted, fmt.Errorf("known users: check: %w", err)
 	}
 	return answer(cmd.Val()), nil
@@ -203,25 +210,32 @@ type Outcome = popup.Outcome
 // A replayed event id refreshes its marker's TTL: a write, so that a WAIT after it also waits
 // for the first recording, which may not have reached the replicas when its own WAIT gave up.
 //
+// An action whose event id an erasure replaced by its keyed-hash marker is refused the same way
+// (the client retries an event of before the erasure; docs/CONTRACT.md §12).
+//
 // For a user without recorded state yet, it also adds the uid to the known-users filter
 // (KnownUsers) in the same step, so that the filter never lacks a uid whose event is queued.
 //
 //	KEYS[1] user state  KEYS[2] queue  KEYS[3] known-users filter
-//	KEYS[4] event-id marker (optional)  KEYS[5] rate counter (optional)
+//	KEYS[4] event-id marker (optional, with KEYS[5])  KEYS[5] erased marker (KEYS[4] again
+//	without POPUP_PRIVACY_KEY)  KEYS[6] rate counter (optional)
 //	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] marker TTL ms
 //	ARGV[5] actions allowed per rate window  ARGV[6] rate window ms  ARGV[7] number of events n
 //	ARGV[8..7+n] the events, in queue order  ARGV[8+n..] filter bit offsets
 var recordScript = redis.NewScript(`
-if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('PEXPIRE', KEYS[4], ARGV[4])
-  return 2
+if KEYS[4] then
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    redis.call('PEXPIRE', KEYS[4], ARGV[4])
+    return 2
+  end
+  if redis.call('EXISTS', KEYS[5]) == 1 then return 2 end
 end
 local cur = redis.call('GET', KEYS[1])
 if cur == false then cur = '' end
 if cur ~= ARGV[1] then return 1 end
-if KEYS[5] then
-  local n = redis.call('INCR', KEYS[5])
-  if n == 1 then redis.call('PEXPIRE', KEYS[5], ARGV[6]) end
+if KEYS[6] then
+  local n = redis.call('INCR', KEYS[6])
+  if n == 1 then redis.call('PEXPIRE', KEYS[6], ARGV[6]) end
   if n > tonumber(ARGV[5]) then return 3 end
 end
 local last = 7 + tonumber(ARGV[7])
@@ -260,7 +274,12 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 	}
 	keys := []string{s.keys.User(uid), s.keys.Queue(shard), knownKey}
 	if dedupe {
-		keys = append(keys, s.keys.EventID(uid, ev.ID))
+		marker := s.keys.EventID(uid, ev.ID)
+		erased := marker
+		if s.erased != nil {
+			erased = s.keys.Erased(uid, s.erased.Event(uid, ev.ID))
+		}
+		keys = append(keys, marker, erased)
 		if s.actionLimit > 0 {
 			keys = append(keys, s.keys.RateLimit(uid))
 		}
@@ -281,27 +300,43 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		cmdArgs = append(cmdArgs, k)
 	}
 	cmdArgs = append(cmdArgs, args...)
+	var (
+		n   int
+		err error
+	)
 	if s.ackReplicas > 0 {
-		n, err := s.recordReplicated(ctx, keys[0], cmdArgs)
-		if err != nil {
-			return 0, fmt.Errorf("record %s: %w", ev.Action, err)
+		n, err = s.recordReplicated(ctx, keys[0], cmdArgs)
+	} else {
+		cmd := redis.NewCmd(ctx, cmdArgs...)
+		err = s.do(ctx, keys[0], cmd)
+		if err == nil {
+			n, err = cmd.Int()
 		}
-		return Outcome(n), nil
-	}
-	cmd := redis.NewCmd(ctx, cmdArgs...)
-	var n int
-	err := s.do(ctx, cmd)
-	if err == nil {
-		n, err = cmd.Int()
-	}
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
-		n, err = recordScript.Run(ctx, s.rdb, keys, args...).Int()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
+			n, err = recordScript.Run(ctx, s.rdb, keys, args...).Int()
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("record %s: %w", ev.Action, err)
 	}
+	if Outcome(n) == popup.Duplicate && s.erased != nil && prev == s.emptyRaw {
+		s.forgetEmpty(ctx, keys[0])
+	}
 	return Outcome(n), nil
+}
+
+// delIfScript deletes KEYS[1] when it holds ARGV[1].
+var delIfScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// forgetEmpty removes the "no state" entry a refused duplicate's read cached for its user: the
+// retry of an erased user's event (docs/CONTRACT.md §12) must not leave a key naming the uid.
+// Only a duplicate of a user without state gets here; a failure costs a later state load, no more.
+func (s *UserStore) forgetEmpty(ctx context.Context, key string) {
+	_ = delIfScript.Run(context.WithoutCancel(ctx), s.rdb, []string{key}, s.emptyRaw).Err()
 }
 
 // recordReplicated runs the record script and WAIT in one pipeline on one connection of the

@@ -19,10 +19,10 @@ func TestAutoPipelineAnswersEveryCallerWithItsOwnReply(t *testing.T) {
 	t.Parallel()
 	rdb := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t)
-	ap, err := rdb.AsyncAutoPipeline()
+	pipe, err := NewPipeline(rdb)
 	require.NoError(t, err)
-	defer ap.Close()
-	s := &UserStore{rdb: rdb, pipe: ap}
+	defer pipe.Close()
+	s := &UserStore{rdb: rdb, pipe: pipe}
 	ctx := context.Background()
 	const n = 500
 	for i := 0; i < n; i++ {
@@ -34,8 +34,9 @@ func TestAutoPipelineAnswersEveryCallerWithItsOwnReply(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			cmd := redis.NewStringCmd(ctx, "get", prefix+":k"+strconv.Itoa(i))
-			if err := s.do(ctx, cmd); err != nil {
+			key := prefix + ":k" + strconv.Itoa(i)
+			cmd := redis.NewStringCmd(ctx, "get", key)
+			if err := s.do(ctx, key, cmd); err != nil {
 				errs <- err.Error()
 				return
 			}
@@ -53,7 +54,7 @@ func TestAutoPipelineAnswersEveryCallerWithItsOwnReply(t *testing.T) {
 	assert.Empty(t, got)
 
 	missing := redis.NewStringCmd(ctx, "get", prefix+":absent")
-	assert.ErrorIs(t, s.do(ctx, missing), redis.Nil, "per-command errors reach their caller")
+	assert.ErrorIs(t, s.do(ctx, prefix+":absent", missing), redis.Nil, "per-command errors reach their caller")
 }
 
 func TestAutoPipelineGivesUpWithTheCallersContext(t *testing.T) {
@@ -85,13 +86,13 @@ func TestAutoPipelineGivesUpWithTheCallersContext(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
 		Protocol: 2, DisableIdentity: true, MaxRetries: -1})
 	defer rdb.Close()
-	ap, err := rdb.AsyncAutoPipeline()
+	pipe, err := NewPipeline(rdb)
 	require.NoError(t, err)
-	s := &UserStore{rdb: rdb, pipe: ap}
+	s := &UserStore{rdb: rdb, pipe: pipe}
 	for i := 0; i < 5; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		start := time.Now()
-		err := s.do(ctx, redis.NewStringCmd(ctx, "get", "x"))
+		err := s.do(ctx, "x", redis.NewStringCmd(ctx, "get", "x"))
 		cancel()
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Less(t, time.Since(start), time.Second, "the wait ends with the caller's context, not the read timeout")
@@ -104,5 +105,5 @@ func TestAutoPipelineGivesUpWithTheCallersContext(t *testing.T) {
 		c.Close()
 	}
 	mu.Unlock()
-	ap.Close()
+	pipe.Close()
 }

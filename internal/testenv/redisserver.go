@@ -16,34 +16,50 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// RedisProcess is a redis-server of a test's own, which the test may freeze (SIGSTOP), thaw
+// (SIGCONT) or kill (SIGKILL) to play a fault.
+type RedisProcess struct {
+	Addr string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+}
+
+// Signal sends sig to the server.
+func (p *RedisProcess) Signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(sig), "signal %v to redis-server %s", sig, p.Addr)
+}
+
 // RedisServer starts a redis-server of the test's own (a replica, say: pass "--replicaof", host,
 // port) on a free loopback port with its data in a temporary directory, waits until it answers
 // PING, and kills it (by PID) when the test ends. It returns its address. It runs where the
 // storage tests run (POPUP_TEST_REDIS_ADDR set, so scripts/test.sh has installed redis-server).
 func RedisServer(t testing.TB, args ...string) string {
 	t.Helper()
+	return StartRedisServer(t, args...).Addr
+}
+
+// StartRedisServer is RedisServer returning the process, for a test that signals it.
+func StartRedisServer(t testing.TB, args ...string) *RedisProcess {
+	t.Helper()
 	RedisAddr(t) // skips (or, under make test, fails) like every storage test without a Redis
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		Missing(t, "redis-server is not on PATH (scripts/services.sh install)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := freePort(t)
 	dir := t.TempDir()
 	all := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
 		"--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}, args...)
-	cmd := exec.Command(bin, all...)
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	p := &RedisProcess{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: exec.Command(bin, all...), done: make(chan struct{})}
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
+		// A frozen server dies of SIGKILL all the same.
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -51,17 +67,63 @@ func RedisServer(t testing.TB, args ...string) string {
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return addr
+			return p
 		}
 		select {
-		case <-done:
+		case <-p.done:
 			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 			require.FailNow(t, "redis-server exited at start", "%s", log)
 		default:
 		}
-		require.False(t, time.Now().After(deadline), fmt.Sprintf("redis-server on %s did not answer PING in 10 s: %v", addr, err))
+		require.False(t, time.Now().After(deadline), fmt.Sprintf("redis-server on %s did not answer PING in 10 s: %v", p.Addr, err))
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// StartRedisCluster starts masters cluster-enabled redis-servers of the test's own, makes them a
+// cluster of that many masters without replicas (redis-cli --cluster create) and waits until
+// every node sees it ok. A node's failure is never detected within a test (the node timeout is a
+// minute) and the others keep serving their slots (full coverage is not required), so a frozen or
+// killed master stays the owner of its slots: the client-side view of an outage before any
+// promotion.
+func StartRedisCluster(t testing.TB, masters int) []*RedisProcess {
+	t.Helper()
+	nodes := make([]*RedisProcess, masters)
+	addrs := make([]string, masters)
+	for i := range nodes {
+		nodes[i] = StartRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(freePort(t)), "--cluster-node-timeout", "60000", "--cluster-require-full-coverage", "no")
+		addrs[i] = nodes[i].Addr
+	}
+	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	require.NoError(t, err, "redis-cli --cluster create: %s", out)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		for {
+			info, err := c.ClusterInfo(context.Background()).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", masters)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Close()
+				require.FailNow(t, "redis cluster not ok in 20 s", "%s: %v %s", a, err, info)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		c.Close()
+	}
+	return nodes
+}
+
+// freePort is a free loopback TCP port (free when asked; the server binds it a moment later).
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // WaitReplicaLinked waits until the Redis replica at addr reports its link to its primary up and
@@ -79,4 +141,40 @@ func WaitReplicaLinked(t testing.TB, addr string) {
 		require.False(t, time.Now().After(deadline), "replica %s not linked in 15 s: %v\n%s", addr, err, info)
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// StartSentinel starts a redis-sentinel of the test's own watching the primary at primary under
+// the name master (quorum 2, down after 1 s), waits until it answers PING and returns its
+// address; it is killed (by PID) when the test ends.
+func StartSentinel(t testing.TB, master, primary string) string {
+	t.Helper()
+	RedisAddr(t)
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		Missing(t, "redis-server is not on PATH (scripts/services.sh install)")
+	}
+	host, port, err := net.SplitHostPort(primary)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	sport := freePort(t)
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor %s %s %s 2\n"+
+		"sentinel down-after-milliseconds %[4]s 1000\nsentinel failover-timeout %[4]s 10000\n",
+		sport, dir, filepath.Join(dir, "sentinel.log"), master, host, port)
+	require.NoError(t, os.WriteFile(conf, []byte(body), 0o644))
+	p := &RedisProcess{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(sport)), cmd: exec.Command(bin, conf, "--sentinel"), done: make(chan struct{})}
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	c := redis.NewSentinelClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		require.False(t, time.Now().After(deadline), "sentinel %s did not answer PING in 10 s", p.Addr)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p.Addr
 }

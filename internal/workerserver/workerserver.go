@@ -80,6 +80,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 
 	writer := mysqlstore.NewEventWriter(db)
 	writer.OnRows = metrics.RowsWritten
+	eraser, err := newEraser(cfg, db, rdb, keys, worker, log, reg)
+	if err != nil {
+		return err
+	}
+	writer.Erased = eraser.Keyed
+	writer.OnErased = eraser.dropped
 	dcfg := drain.Config{
 		Worker: worker, Shards: cfg.Shards(), BatchSize: cfg.WorkerBatchSize, FlushEvery: cfg.WorkerFlushEvery,
 		Lease: cfg.WorkerLease, Grace: cfg.ShutdownTimeout, Failpoint: hooks.Failpoint,
@@ -166,6 +172,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 				known.run(gctx)
 			}
 			return nil
+		})
+	}
+	if eraser.Keyed != nil {
+		g.Go(func() error {
+			if !waitUp(gctx, deps) {
+				return nil
+			}
+			return eraser.Run(gctx)
 		})
 	}
 	g.Go(func() error {

@@ -1571,10 +1571,55 @@ function explainScreen() {
     const [pr, sr] = await Promise.all([api('GET', '/admin/v1/preview?' + qs), v.uid ? api('GET', '/admin/v1/users/' + encodeURIComponent(v.uid) + '/state') : null, loadAudiences()]);
     setKids(out, 
       h('section', { 'aria-labelledby': 'decision-h' }, h('h2', { id: 'decision-h' }, 'Decision'), renderExplain(pr)),
-      sr ? h('section', { 'aria-labelledby': 'state-h' }, h('h2', { id: 'state-h' }, 'User state'), renderState(sr)) : null);
+      sr ? h('section', { 'aria-labelledby': 'state-h' }, h('h2', { id: 'state-h' }, 'User state'), renderState(sr)) : null,
+      v.uid && can('admin') ? personalDataSection(v.uid) : null);
   });
   screen('Explain for a user',
     h('p', {}, 'What would this user get right now, and why not the others? Nothing is recorded.'), form, out);
+}
+
+// personalDataSection offers an admin the user's export (everything held about the uid, one JSON
+// file) and erasure (docs/CONTRACT.md §12), which asks first and then follows the erasure until
+// popup-worker has done it.
+function personalDataSection(uid) {
+  const outEl = h('div', { id: 'privacy-out', 'aria-live': 'polite' });
+  async function exportData() {
+    outEl.textContent = 'Exporting…';
+    const d = await download('/admin/v1/users/' + encodeURIComponent(uid) + '/export');
+    if (!d.ok) { setKids(outEl, alertBox('Export: ' + errorText(d))); return; }
+    const name = 'user-export.json';
+    const link = h('a', { href: URL.createObjectURL(d.blob), download: name }, name);
+    link.hidden = true;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    outEl.textContent = `Downloaded ${name} (${fmtBytes(d.blob.size)}): everything held about this user.`;
+  }
+  async function erase() {
+    if (!await confirmDialog('Erase this user?', `Everything held about “${uid}” is deleted within a minute: their state, action log, experiment rows and audience memberships. Totals and daily results stay. This cannot be undone.`, 'Erase')) return;
+    const r = await api('DELETE', '/admin/v1/users/' + encodeURIComponent(uid));
+    if (!r.ok) { setKids(outEl, alertBox('Erase: ' + errorText(r))); return; }
+    const id = r.body.erasure_id;
+    outEl.textContent = 'Erasing… (pending)';
+    for (let i = 0; i < 90; i++) {
+      const st = await api('GET', '/admin/v1/erasures/' + id);
+      if (!st.ok) { setKids(outEl, alertBox('Erasure status: ' + errorText(st))); return; }
+      if (st.body.status === 'done') {
+        const removed = Object.entries(st.body.removed || {}).filter(([, n]) => n > 0).map(([k, n]) => `${fmtInt(n)} ${k}`).join(', ');
+        setKids(outEl, alertBox(`Erased: ${removed || 'nothing was held'}.`, 'info'));
+        return;
+      }
+      await new Promise((res) => setTimeout(res, 1000));
+    }
+    outEl.textContent = `The erasure ${id} is still pending; its status: GET /admin/v1/erasures/${id}.`;
+  }
+  return h('section', { 'aria-labelledby': 'privacy-h' },
+    h('h2', { id: 'privacy-h' }, 'Personal data'),
+    h('p', { class: 'muted' }, 'An access request gets the export; an erasure request, the erasure. Only admins see these.'),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'secondary', id: 'export-user', onclick: exportData }, 'Export data'),
+      h('button', { type: 'button', class: 'danger', id: 'erase-user', onclick: erase }, 'Erase user…')),
+    outEl);
 }
 
 function draftExplainSection(body) {

@@ -1,0 +1,335 @@
+package apiserver_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/config"
+	"popupsvc/internal/event"
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/privacy"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
+)
+
+// The erasure and export of a user (docs/CONTRACT.md §12), through the real popup-api and
+// popup-worker, MariaDB and Redis.
+
+const privacyKey = "test-privacy-key-0123456789abcdef0123456789abcdef"
+
+// privacyConfig is testConfig with erasures on.
+func privacyConfig(t *testing.T) config.Config {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.PrivacyKey = privacyKey
+	return cfg
+}
+
+// count is the answer of query, a SELECT COUNT(*).
+func count(t *testing.T, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRow(query, args...).Scan(&n))
+	return n
+}
+
+// eventually polls cond every 50 ms for up to d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// erase asks for uid's erasure and waits until it is done; it returns the status answer.
+func (in *instance) erase(t *testing.T, uid string) map[string]any {
+	t.Helper()
+	res := in.adminDo(t, http.MethodDelete, "/admin/v1/users/"+uid, nil)
+	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	id, _ := res.Body["erasure_id"].(string)
+	require.True(t, privacy.ValidID(id), res.Raw)
+	assert.Equal(t, "/admin/v1/erasures/"+id, res.Header.Get("Location"))
+	assert.NotContains(t, res.Raw, uid)
+	var status response
+	eventually(t, 60*time.Second, "the erasure is done", func() bool {
+		status = in.adminDo(t, http.MethodGet, "/admin/v1/erasures/"+id, nil)
+		require.Equal(t, http.StatusOK, status.Status, status.Raw)
+		return status.Body["status"] == "done"
+	})
+	assert.NotContains(t, status.Raw, uid)
+	return status.Body
+}
+
+func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
+	t.Parallel()
+	testenv.RedisFacing(t)
+	cfg := privacyConfig(t)
+	api := start(t, cfg, nil)
+	startWorker(t, cfg)
+	db := testDB(t, cfg)
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const uid = "erase-me.7f3a"
+
+	// The user is in an audience, sees a popup of a running experiment that targets it, and clicks.
+	aud := api.createAudience(t, "privacy-vips")
+	status, _, raw := api.send(t, token, http.MethodPost, "/admin/v1/audiences/"+aud+"/members/add", "text/plain",
+		strings.NewReader(uid+"\nsomeone-else\n"))
+	require.Equal(t, http.StatusOK, status, raw)
+	id := api.createPopup(t, popupSpec("privacy", map[string]any{
+		"targeting":  map[string]any{"audiences": map[string]any{"include": []any{json.Number(aud)}}},
+		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}},
+	}))
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	var shown response
+	eventually(t, 15*time.Second, "the popup is shown to the audience's member", func() bool {
+		var got int64
+		got, shown = api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+		return got == id
+	})
+	click := map[string]any{"uid": uid, "action": "click", "event_id": "ev-click-1", "decision_id": shown.Body["decision_id"]}
+	res = api.action(t, id, click)
+	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	eventually(t, 15*time.Second, "the worker writes the impression and the click", func() bool {
+		return count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 2 &&
+			count(t, db, `SELECT COUNT(*) FROM popup_experiment_user WHERE uid = ?`, uid) == 1
+	})
+
+	// The export holds all of it.
+	res = api.adminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Equal(t, uid, res.Body["uid"])
+	assert.Len(t, res.Body["state"], 1, res.Raw)
+	assert.Len(t, res.Body["actions"], 2, res.Raw)
+	assert.Len(t, res.Body["experiments"], 1, res.Raw)
+	assert.Len(t, res.Body["audiences"], 1, res.Raw)
+	assert.Equal(t, []any{}, res.Body["conversions"])
+
+	done := api.erase(t, uid)
+	removed, _ := done["removed"].(map[string]any)
+	assert.EqualValues(t, 2, removed[privacy.StoreActionLog], done)
+	assert.EqualValues(t, 1, removed[privacy.StoreUserState], done)
+	assert.EqualValues(t, 1, removed[privacy.StoreExperimentUser], done)
+	assert.EqualValues(t, 1, removed[privacy.StoreAudiences], done)
+	assert.EqualValues(t, 1, removed[privacy.StoreAudienceUploads], done)
+	assert.EqualValues(t, 1, removed[privacy.StoreRedisMarkers], done)
+	assert.NotZero(t, removed[privacy.StoreRedisState], done)
+
+	// The audience has a new version without the uid, made by the erasure; the others stay.
+	assert.Equal(t, []string{"someone-else"}, api.members(t, aud))
+	status, hist, raw := api.send(t, token, http.MethodGet, "/admin/v1/audiences/"+aud+"/history", "", nil)
+	require.Equal(t, http.StatusOK, status, raw)
+	last := hist["changes"].([]any)[0].(map[string]any)
+	assert.Equal(t, "(erasure)", last["actor"])
+	assert.Equal(t, "remove", last["action"])
+	assert.EqualValues(t, 1, last["removed"])
+
+	// A retry of the click of before the erasure is accepted as a duplicate and writes nothing,
+	// not even the user's state in Redis.
+	res = api.action(t, id, click)
+	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
+	assert.Zero(t, rdb.Exists(ctx, keys.User(uid)).Val(), "the retry wrote the user's state")
+	assert.Zero(t, rdb.LLen(ctx, keys.Queue(keys.Shard(uid))).Val(), "the retry queued an event")
+
+	// An export after the erasure finds nothing and writes nothing.
+	res = api.adminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	for _, list := range []string{"state", "actions", "experiments", "audiences"} {
+		assert.Equal(t, []any{}, res.Body[list], list)
+	}
+
+	// The independent check: no table, no Redis key or value holds the uid.
+	traces, err := testenv.Traces(ctx, db, rdb, cfg.RedisPrefix, uid)
+	require.NoError(t, err)
+	assert.Empty(t, traces, "the uid is still stored")
+	// The audit record holds the keyed hash, not the uid.
+	keyed, err := privacy.NewKeyed(privacyKey)
+	require.NoError(t, err)
+	assert.Equal(t, 1, count(t, db, `SELECT COUNT(*) FROM privacy_erasure WHERE uid_hash = ? AND status = 'done'
+		AND sealed_uid IS NULL AND requested_by = 'admin'`, keyed.UID(uid)))
+
+	// A new visit after the erasure is a new user: the popup shows again at once (its reshow
+	// interval held the old user's state), and its impression is written.
+	got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	assert.Zero(t, got, "the audience no longer has the user")
+	other := api.createPopup(t, popupSpec("privacy-open", nil))
+	eventually(t, 15*time.Second, "the new user is shown the open popup", func() bool {
+		got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+		return got == other
+	})
+	eventually(t, 15*time.Second, "the new user's impression is written", func() bool {
+		return count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 1
+	})
+}
+
+// TestAnEventQueuedBeforeTheErasureIsNotWritten holds the user's events in a worker's hands (a
+// claimed batch) across the erasure: the erasure waits for it, and the batch, written after the
+// tombstone, drops them.
+func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
+	t.Parallel()
+	testenv.RedisFacing(t)
+	cfg := privacyConfig(t)
+	api := start(t, cfg, nil) // no worker: the test plays it
+	db := testDB(t, cfg)
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const uid = "queued-then-erased"
+
+	id := api.createPopup(t, popupSpec("privacy-queued", nil))
+	eventually(t, 15*time.Second, "the popup is served", func() bool {
+		got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+		return got == id
+	})
+	res := api.action(t, id, map[string]any{"uid": uid, "action": "close", "event_id": "ev-close-1"})
+	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
+	queue := redisstore.NewQueue(rdb, keys, time.Minute)
+	shard := keys.Shard(uid)
+	raws, err := queue.Claim(ctx, shard, "held-worker", 100)
+	require.NoError(t, err)
+	require.Len(t, raws, 2, "the impression and the close are queued")
+	batch := make([]event.Event, len(raws))
+	for i, raw := range raws {
+		batch[i], err = event.Decode([]byte(raw))
+		require.NoError(t, err)
+	}
+
+	keyed, err := privacy.NewKeyed(privacyKey)
+	require.NoError(t, err)
+	repo := mysqlstore.NewPrivacyRepo(db)
+	eraser := &privacy.Eraser{Store: repo, Cache: redisstore.NewEraser(rdb, keys), Keyed: keyed, Now: time.Now,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Owner: "test-eraser", Lease: 30 * time.Second,
+		Poll: time.Second, Settle: 10 * time.Millisecond, Drained: 20 * time.Second}
+	res = api.adminDo(t, http.MethodDelete, "/admin/v1/users/"+uid, nil)
+	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	erased := make(chan error, 1)
+	go func() {
+		_, err := eraser.RunOnce(ctx)
+		erased <- err
+	}()
+	eventually(t, 15*time.Second, "the tombstone is set", func() bool {
+		return count(t, db, `SELECT COUNT(*) FROM privacy_tombstone WHERE uid_hash = ?`, keyed.UID(uid)) == 1
+	})
+	select {
+	case err := <-erased:
+		t.Fatalf("the erasure finished while a worker held the user's events: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// The held worker writes its batch now, as the drain would, and acknowledges it.
+	writer := mysqlstore.NewEventWriter(db)
+	writer.Erased = keyed
+	dropped := 0
+	writer.OnErased = func(n int) { dropped += n }
+	require.NoError(t, writer.WriteBatch(ctx, batch))
+	require.NoError(t, queue.Ack(ctx, shard, "held-worker", len(raws)))
+	assert.Equal(t, 2, dropped)
+	select {
+	case err := <-erased:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the erasure did not finish once the batch was written")
+	}
+	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid))
+	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_user_state WHERE uid = ?`, uid))
+	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_daily_stats`), "dropped events are not counted either")
+	traces, err := testenv.Traces(ctx, db, rdb, cfg.RedisPrefix, uid)
+	require.NoError(t, err)
+	assert.Empty(t, traces)
+
+	// A new visit is a new user's: the popup's reshow interval (a day) no longer hides it.
+	got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	assert.Equal(t, id, got, "the erased impression still hides the popup")
+}
+
+func TestErasureAPI(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t) // no POPUP_PRIVACY_KEY
+	cfg.AdminTokens = []string{"pat@publisher:tok-publisher"}
+	api := start(t, cfg, nil)
+
+	tests := []struct {
+		name       string
+		tok        string
+		method     string
+		path       string
+		wantStatus int
+		wantCode   string
+	}{
+		{"erasures are off without a key", token, http.MethodDelete, "/admin/v1/users/u1", http.StatusNotImplemented, "erasure_not_configured"},
+		{"an erasure is an admin's", "tok-publisher", http.MethodDelete, "/admin/v1/users/u1", http.StatusForbidden, "forbidden"},
+		{"an export is an admin's", "tok-publisher", http.MethodGet, "/admin/v1/users/u1/export", http.StatusForbidden, "forbidden"},
+		{"a status is an admin's", "tok-publisher", http.MethodGet, "/admin/v1/erasures/0123456789abcdef0123456789abcdef", http.StatusForbidden, "forbidden"},
+		{"a bad uid", token, http.MethodDelete, "/admin/v1/users/bad%20uid", http.StatusBadRequest, "invalid_uid"},
+		{"a bad uid to export", token, http.MethodGet, "/admin/v1/users/bad%20uid/export", http.StatusBadRequest, "invalid_uid"},
+		{"a bad erasure id", token, http.MethodGet, "/admin/v1/erasures/nope", http.StatusBadRequest, "invalid_erasure_id"},
+		{"an unknown erasure", token, http.MethodGet, "/admin/v1/erasures/0123456789abcdef0123456789abcdef", http.StatusNotFound, "erasure_not_found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body, raw := api.send(t, tt.tok, tt.method, tt.path, "", nil)
+			require.Equal(t, tt.wantStatus, status, raw)
+			e, _ := body["error"].(map[string]any)
+			assert.Equal(t, tt.wantCode, e["code"], raw)
+			assert.NotContains(t, raw, "u1", "an answer never names the uid")
+		})
+	}
+}
+
+// TestPrivacyAnswersMatchOpenAPI validates the answers of the privacy routes, good and bad,
+// against api/openapi.yaml.
+func TestPrivacyAnswersMatchOpenAPI(t *testing.T) {
+	t.Parallel()
+	cfg := privacyConfig(t)
+	cfg.AdminTokens = []string{"vera@viewer:tok-viewer"}
+	api := start(t, cfg, nil)
+	startWorker(t, cfg)
+	off := start(t, testConfig(t), nil) // no POPUP_PRIVACY_KEY
+	s := newSpecChecker(t, api.admin, off.admin)
+	adm := "http://" + api.admin
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	viewer := map[string]string{"Authorization": "Bearer tok-viewer"}
+
+	_, body, _ := s.do(t, call{name: "erase", method: http.MethodDelete, url: adm + "/admin/v1/users/oa-erase", header: auth,
+		want: []int{http.StatusAccepted}})
+	var erased struct {
+		ID string `json:"erasure_id"`
+	}
+	require.NoError(t, json.Unmarshal(body, &erased), "%s", body)
+	eventually(t, 60*time.Second, "the erasure is done", func() bool {
+		_, body, _ := s.do(t, call{name: "status", method: http.MethodGet, url: adm + "/admin/v1/erasures/" + erased.ID, header: auth,
+			want: []int{http.StatusOK}})
+		return strings.Contains(string(body), `"status":"done"`)
+	})
+	for _, c := range []call{
+		{name: "export", method: http.MethodGet, url: adm + "/admin/v1/users/oa-erase/export", header: auth, want: []int{http.StatusOK}},
+		{name: "export bad uid", method: http.MethodGet, url: adm + "/admin/v1/users/a%20b/export", header: auth, want: []int{http.StatusBadRequest}, errCode: "invalid_uid"},
+		{name: "export by a viewer", method: http.MethodGet, url: adm + "/admin/v1/users/oa-erase/export", header: viewer, want: []int{http.StatusForbidden}},
+		{name: "erase bad uid", method: http.MethodDelete, url: adm + "/admin/v1/users/a%20b", header: auth, want: []int{http.StatusBadRequest}, errCode: "invalid_uid"},
+		{name: "erase by a viewer", method: http.MethodDelete, url: adm + "/admin/v1/users/oa-erase", header: viewer, want: []int{http.StatusForbidden}},
+		{name: "erase without a key", method: http.MethodDelete, url: "http://" + off.admin + "/admin/v1/users/oa-erase", header: auth,
+			want: []int{http.StatusNotImplemented}, errCode: "erasure_not_configured"},
+		{name: "status bad id", method: http.MethodGet, url: adm + "/admin/v1/erasures/nope", header: auth, want: []int{http.StatusBadRequest}, errCode: "invalid_erasure_id"},
+		{name: "status unknown", method: http.MethodGet, url: adm + "/admin/v1/erasures/0123456789abcdef0123456789abcdef", header: auth,
+			want: []int{http.StatusNotFound}, errCode: "erasure_not_found"},
+		{name: "status by a viewer", method: http.MethodGet, url: adm + "/admin/v1/erasures/" + erased.ID, header: viewer, want: []int{http.StatusForbidden}},
+	} {
+		s.do(t, c)
+	}
+}

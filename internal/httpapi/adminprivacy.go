@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
+)
+
+// A user's erasure and export on the admin API (docs/CONTRACT.md §12), an admin's. Neither the
+// answers nor the logs of these routes print the uid, except the export, whose answer is about
+// the uid.
+
+// Erasures records erasure requests and reads their status (privacy.Eraser); popup-worker runs
+// them.
+type Erasures interface {
+	Request(ctx context.Context, actor popup.Actor, uid string) (string, error)
+	Status(ctx context.Context, id string) (privacy.Erasure, error)
+}
+
+// Exports builds a user's export (privacy.Exporter).
+type Exports interface {
+	Export(ctx context.Context, uid string) (privacy.Export, error)
+}
+
+var (
+	errErasureOff = &apiError{status: http.StatusNotImplemented, code: "erasure_not_configured",
+		message: "erasures are off on this deployment: POPUP_PRIVACY_KEY is not set"}
+	errErasureID = &apiError{status: http.StatusBadRequest, code: "invalid_erasure_id", message: "erasure id must be 32 lowercase hex characters",
+		fields: []popup.FieldError{{Field: "id", Message: "must be 32 lowercase hex characters, as the erasure request answered"}}}
+	errPathUID = &apiError{status: http.StatusBadRequest, code: "invalid_uid", message: "uid must be " + popup.UIDRule,
+		fields: []popup.FieldError{{Field: "uid", Message: "must be " + popup.UIDRule}}}
+	errErasureNotFound = &apiError{status: http.StatusNotFound, code: "erasure_not_found", message: "no such erasure"}
+)
+
+// privacyError maps the use case's errors to their answers; anything else goes to writeError.
+func privacyError(err error) error {
+	switch {
+	case errors.Is(err, privacy.ErrNotConfigured):
+		return errErasureOff
+	case errors.Is(err, privacy.ErrNotFound):
+		return errErasureNotFound
+	}
+	return err
+}
+
+// pathUID is the path's {uid}; false, answered with a 400 naming uid, when it is not a uid.
+func (a *Admin) pathUID(c *gin.Context) (string, bool) {
+	uid := c.Param("uid")
+	if !popup.ValidUID(uid) {
+		writeError(c, a.Log, errPathUID)
+		return "", false
+	}
+	return uid, true
+}
+
+// eraseUser answers DELETE /admin/v1/users/{uid}: 202 with the erasure's id, which popup-worker
+// completes within a minute.
+func (a *Admin) eraseUser(c *gin.Context) {
+	uid, ok := a.pathUID(c)
+	if !ok {
+		return
+	}
+	id, err := a.Erasures.Request(c.Request.Context(), actor(c), uid)
+	if err != nil {
+		writeError(c, a.Log, privacyError(err))
+		return
+	}
+	by := actor(c)
+	a.Log.Info("erasure requested", "operator", by.Name, "role", by.Role.String(), "erasure_id", id)
+	c.Header("Location", "/admin/v1/erasures/"+id)
+	c.JSON(http.StatusAccepted, gin.H{"erasure_id": id})
+}
+
+// erasureWire is an erasure's status on the wire.
+type erasureWire struct {
+	ID          string           `json:"erasure_id"`
+	Status      string           `json:"status"`
+	RequestedAt time.Time        `json:"requested_at"`
+	DoneAt      *time.Time       `json:"done_at"`
+	Removed     map[string]int64 `json:"removed"`
+}
+
+func (a *Admin) erasure(c *gin.Context) {
+	id := c.Param("id")
+	if !privacy.ValidID(id) {
+		writeError(c, a.Log, errErasureID)
+		return
+	}
+	e, err := a.Erasures.Status(c.Request.Context(), id)
+	if err != nil {
+		writeError(c, a.Log, privacyError(err))
+		return
+	}
+	c.JSON(http.StatusOK, erasureWire{ID: e.ID, Status: string(e.Status), RequestedAt: e.RequestedAt, DoneAt: timePtr(e.DoneAt), Removed: e.Removed})
+}
+
+// exportWire is a user's export on the wire: every list present, empty when there is nothing.
+type exportWire struct {
+	UID         string           `json:"uid"`
+	ExportedAt  time.Time        `json:"exported_at"`
+	State       []popupStateView `json:"state"`
+	Actions     []actionWire     `json:"actions"`
+	Experiments []experimentWire `json:"experiments"`
+	Audiences   []membershipWire `json:"audiences"`
+	Conversions []struct{}       `json:"conversions"`
+}
+
+type actionWire struct {
+	PopupID    int64     `json:"popup_id"`
+	Action     string    `json:"action"`
+	At         time.Time `json:"at"`
+	EventID    string    `json:"event_id"`
+	DecisionID string    `json:"decision_id"`
+	Button     *int      `json:"button"`
+}
+
+type experimentWire struct {
+	PopupID        int64      `json:"popup_id"`
+	Salt           string     `json:"salt"`
+	Arm            string     `json:"arm"`
+	FirstExposedAt time.Time  `json:"first_exposed_at"`
+	Exposures      int64      `json:"exposures"`
+	Clicks         int64      `json:"clicks"`
+	Closes         int64      `json:"closes"`
+	FirstClickAt   *time.Time `json:"first_click_at"`
+}
+
+type membershipWire struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	Version int64  `json:"version"`
+}
+
+func exportToWire(x privacy.Export) exportWire {
+	out := exportWire{UID: x.UID, ExportedAt: x.ExportedAt, State: make([]popupStateView, len(x.State)),
+		Actions: make([]actionWire, len(x.Actions)), Experiments: make([]experimentWire, len(x.Experiments)),
+		Audiences: make([]membershipWire, len(x.Audiences)), Conversions: []struct{}{}}
+	for i, s := range x.State {
+		out.State[i] = stateView(s.PopupID, s.PopupState)
+	}
+	for i, r := range x.Actions {
+		out.Actions[i] = actionWire{PopupID: r.PopupID, Action: r.Action, At: r.At, EventID: r.EventID, DecisionID: r.DecisionID}
+		if r.Button >= 0 {
+			b := r.Button
+			out.Actions[i].Button = &b
+		}
+	}
+	for i, r := range x.Experiments {
+		out.Experiments[i] = experimentWire{PopupID: r.PopupID, Salt: r.Salt, Arm: r.Arm, FirstExposedAt: r.FirstExposedAt,
+			Exposures: r.Exposures, Clicks: r.Clicks, Closes: r.Closes, FirstClickAt: timePtr(r.FirstClickAt)}
+	}
+	for i, m := range x.Audiences {
+		out.Audiences[i] = membershipWire{ID: m.AudienceID, Name: m.Name, Version: m.Version}
+	}
+	return out
+}
+
+// exportUser answers GET /admin/v1/users/{uid}/export: everything held about the uid.
+func (a *Admin) exportUser(c *gin.Context) {
+	uid, ok := a.pathUID(c)
+	if !ok {
+		return
+	}
+	x, err := a.Exports.Export(c.Request.Context(), uid)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusOK, exportToWire(x))
+}

@@ -1,0 +1,409 @@
+package mysqlstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/privacy"
+)
+
+// PrivacyRepo stores erasures (docs/CONTRACT.md §12): the requests and their status, the
+// tombstones the event writer drops erased users' events against, the deletes of a user's rows
+// and the reads of a user's export. Migration 00012 says what each table holds.
+type PrivacyRepo struct{ db *sql.DB }
+
+// NewPrivacyRepo returns a repository over db.
+func NewPrivacyRepo(db *sql.DB) *PrivacyRepo { return &PrivacyRepo{db: db} }
+
+// Request records a pending erasure, or returns the pending one of the same uid hash.
+func (r *PrivacyRepo) Request(ctx context.Context, q privacy.Request) (string, error) {
+	var id string
+	err := inTx(ctx, r.db, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT id FROM privacy_erasure WHERE uid_hash = ? AND status = ? LIMIT 1 FOR UPDATE`,
+			q.UIDHash, privacy.Pending).Scan(&id)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		id = q.ID
+		_, err = tx.ExecContext(ctx, `INSERT INTO privacy_erasure (id, uid_hash, sealed_uid, status, requested_at, requested_by, requested_role)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, q.ID, q.UIDHash, q.Sealed, privacy.Pending, q.At, q.Actor.Name, q.Actor.Role.String())
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Erasure reads erasure id (privacy.ErrNotFound).
+func (r *PrivacyRepo) Erasure(ctx context.Context, id string) (privacy.Erasure, error) {
+	var (
+		e       privacy.Erasure
+		status  string
+		doneAt  sql.NullTime
+		removed sql.NullString
+	)
+	err := r.db.QueryRowContext(ctx, `SELECT id, status, requested_at, done_at, removed FROM privacy_erasure WHERE id = ?`, id).
+		Scan(&e.ID, &status, &e.RequestedAt, &doneAt, &removed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return privacy.Erasure{}, privacy.ErrNotFound
+	}
+	if err != nil {
+		return privacy.Erasure{}, fmt.Errorf("read erasure: %w", err)
+	}
+	e.Status, e.RequestedAt = privacy.Status(status), e.RequestedAt.UTC()
+	if doneAt.Valid {
+		e.DoneAt = doneAt.Time.UTC()
+	}
+	e.Removed = map[string]int64{}
+	if removed.Valid {
+		if err := json.Unmarshal([]byte(removed.String), &e.Removed); err != nil {
+			return privacy.Erasure{}, fmt.Errorf("read erasure: removed: %w", err)
+		}
+	}
+	return e, nil
+}
+
+// Claim takes the oldest pending erasure whose lease has run out (or never had one) for owner
+// until now+lease. Two workers may read the same one; the conditional update gives it to one.
+func (r *PrivacyRepo) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration) (privacy.Job, bool, error) {
+	var j privacy.Job
+	err := r.db.QueryRowContext(ctx, `SELECT id FROM privacy_erasure
+		WHERE status = ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY status, requested_at LIMIT 1`, privacy.Pending, now).Scan(&j.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return privacy.Job{}, false, nil
+	}
+	if err != nil {
+		return privacy.Job{}, false, fmt.Errorf("find pending erasure: %w", err)
+	}
+	res, err := r.db.ExecContext(ctx, `UPDATE privacy_erasure SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
+		WHERE id = ? AND status = ? AND (lease_until IS NULL OR lease_until < ?)`, owner, now.Add(lease), j.ID, privacy.Pending, now)
+	if err != nil {
+		return privacy.Job{}, false, fmt.Errorf("claim erasure: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return privacy.Job{}, false, nil // another worker's now
+	}
+	err = r.db.QueryRowContext(ctx, `SELECT uid_hash, sealed_uid FROM privacy_erasure WHERE id = ?`, j.ID).Scan(&j.UIDHash, &j.Sealed)
+	if err != nil {
+		return privacy.Job{}, false, fmt.Errorf("read claimed erasure: %w", err)
+	}
+	return j, true, nil
+}
+
+// Tombstone makes uidHash's tombstone drop every event of the uid. It first updates the barrier
+// row, which waits for every batch being written (each holds it in share mode, see
+// EventWriter.dropErased), so the batches committed before the tombstone are done when it
+// returns, and every later one sees it.
+func (r *PrivacyRepo) Tombstone(ctx context.Context, uidHash string, expires time.Time) error {
+	return inTx(ctx, r.db, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE privacy_barrier SET erasures = erasures + 1 WHERE id = 1`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO privacy_tombstone (uid_hash, cutoff, expires_at) VALUES (?, NULL, ?)
+			ON DUPLICATE KEY UPDATE cutoff = NULL, expires_at = VALUES(expires_at)`, uidHash, expires)
+		return err
+	})
+}
+
+// SetCutoff lets the uid's events stamped from cutoff on be written again.
+func (r *PrivacyRepo) SetCutoff(ctx context.Context, uidHash string, cutoff, expires time.Time) error {
+	_, err := r.db.ExecContext(ctx, `UPDATE privacy_tombstone SET cutoff = ?, expires_at = ? WHERE uid_hash = ?`, cutoff, expires, uidHash)
+	return err
+}
+
+// PurgeTombstones removes the tombstones that expired before now.
+func (r *PrivacyRepo) PurgeTombstones(ctx context.Context, now time.Time) (int64, error) {
+	return affected(r.db.ExecContext(ctx, `DELETE FROM privacy_tombstone WHERE expires_at < ?`, now))
+}
+
+// DeleteUserState removes uid's rows of popup_user_state.
+func (r *PrivacyRepo) DeleteUserState(ctx context.Context, uid string) (int64, error) {
+	return affected(r.db.ExecContext(ctx, `DELETE FROM popup_user_state WHERE uid = ?`, uid))
+}
+
+// eraseChunk bounds one delete of a user's action-log rows: short transactions, short locks.
+const eraseChunk = 5000
+
+// DeleteActions removes uid's rows of the action log, eraseChunk rows a statement (the daily and
+// quarter-hour stats, which hold no uid, keep their counts).
+func (r *PrivacyRepo) DeleteActions(ctx context.Context, uid string) (int64, error) {
+	var total int64
+	for {
+		n, err := affected(r.db.ExecContext(ctx, `DELETE FROM popup_action_log WHERE uid = ? LIMIT ?`, uid, eraseChunk))
+		total += n
+		if err != nil || n < eraseChunk {
+			return total, err
+		}
+	}
+}
+
+// DeleteExperimentUser removes uid's rows of every experiment phase (the daily counts stay).
+func (r *PrivacyRepo) DeleteExperimentUser(ctx context.Context, uid string) (int64, error) {
+	return affected(r.db.ExecContext(ctx, `DELETE FROM popup_experiment_user WHERE uid = ?`, uid))
+}
+
+// namesUID is the condition "this audience_uids row has uid as one of its lines" (a row is
+// uids each followed by a newline).
+const namesUID = `INSTR(CONCAT('\n', x.uids), CONCAT('\n', ?, '\n')) > 0`
+
+// AudiencesNaming returns the audiences whose committed uploads name uid, by id.
+func (r *PrivacyRepo) AudiencesNaming(ctx context.Context, uid string) ([]int64, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT DISTINCT u.audience_id FROM audience_uploads u
+		JOIN audience_uids x ON x.upload_id = u.id WHERE u.version IS NOT NULL AND `+namesUID+` ORDER BY u.audience_id`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("audiences naming the user: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// ScrubAudienceUploads cuts uid out of every stored upload row (committed or staged) and returns
+// how many rows it rewrote. The fingerprints stay: 8-byte keyed hashes, with which the member
+// lists are computed (an erasure's removal makes the version without the uid).
+func (r *PrivacyRepo) ScrubAudienceUploads(ctx context.Context, uid string) (int64, error) {
+	type key struct {
+		upload int64
+		seq    int
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT x.upload_id, x.seq FROM audience_uids x WHERE `+namesUID, uid)
+	if err != nil {
+		return 0, fmt.Errorf("upload rows naming the user: %w", err)
+	}
+	var keys []key
+	for rows.Next() {
+		var k key
+		if err := rows.Scan(&k.upload, &k.seq); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, k := range keys {
+		// One row (about 1 MiB) at a time, locked while it is rewritten.
+		err := inTx(ctx, r.db, func(tx *sql.Tx) error {
+			var raw []byte
+			err := tx.QueryRowContext(ctx, `SELECT uids FROM audience_uids WHERE upload_id = ? AND seq = ? FOR UPDATE`, k.upload, k.seq).Scan(&raw)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil // pruned meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			out, cut := withoutLine(raw, uid)
+			if !cut {
+				return nil
+			}
+			n++
+			_, err = tx.ExecContext(ctx, `UPDATE audience_uids SET uids = ? WHERE upload_id = ? AND seq = ?`, out, k.upload, k.seq)
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("scrub upload %d row %d: %w", k.upload, k.seq, err)
+		}
+	}
+	return n, nil
+}
+
+// withoutLine returns raw (lines each ended by '\n') without the lines equal to line, and
+// whether there were any.
+func withoutLine(raw []byte, line string) ([]byte, bool) {
+	out := make([]byte, 0, len(raw))
+	cut := false
+	for rest := raw; len(rest) > 0; {
+		l, after, found := bytes.Cut(rest, []byte{'\n'})
+		rest = after
+		if string(l) == line {
+			cut = true
+			continue
+		}
+		out = append(out, l...)
+		if found {
+			out = append(out, '\n')
+		}
+	}
+	return out, cut
+}
+
+// Finish marks erasure id done with what it removed and forgets its sealed uid.
+func (r *PrivacyRepo) Finish(ctx context.Context, id string, removed map[string]int64, at time.Time) error {
+	b, err := json.Marshal(removed)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.ExecContext(ctx, `UPDATE privacy_erasure SET status = ?, sealed_uid = NULL, done_at = ?, removed = ?,
+		lease_owner = NULL, lease_until = NULL WHERE id = ?`, privacy.Done, at, string(b), id)
+	if err != nil {
+		return fmt.Errorf("finish erasure: %w", err)
+	}
+	return nil
+}
+
+// UserStateRows returns uid's rows of popup_user_state, by popup.
+func (r *PrivacyRepo) UserStateRows(ctx context.Context, uid string) (map[int64]popup.PopupState, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT popup_id, next_show_at, impressions, last_impression_at, last_click_at, last_close_at
+		FROM popup_user_state WHERE uid = ?`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("read user state: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]popup.PopupState{}
+	for rows.Next() {
+		var (
+			id                         int64
+			ps                         popup.PopupState
+			next, imp, click, closedAt time.Time
+		)
+		if err := rows.Scan(&id, &next, &ps.Impressions, &imp, &click, &closedAt); err != nil {
+			return nil, err
+		}
+		ps.NextShowAt, ps.LastImpressionAt, ps.LastClickAt, ps.LastCloseAt = fromDB(next), fromDB(imp), fromDB(click), fromDB(closedAt)
+		out[id] = ps
+	}
+	return out, rows.Err()
+}
+
+// Actions returns uid's rows of the action log, oldest first.
+func (r *PrivacyRepo) Actions(ctx context.Context, uid string) ([]privacy.Action, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT popup_id, action, event_at, event_id, decision_id, button
+		FROM popup_action_log WHERE uid = ? ORDER BY event_at, event_id`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("read action log: %w", err)
+	}
+	defer rows.Close()
+	out := []privacy.Action{}
+	for rows.Next() {
+		var a privacy.Action
+		if err := rows.Scan(&a.PopupID, &a.Action, &a.At, &a.EventID, &a.DecisionID, &a.Button); err != nil {
+			return nil, err
+		}
+		a.At = a.At.UTC()
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ExperimentRows returns uid's rows of popup_experiment_user.
+func (r *PrivacyRepo) ExperimentRows(ctx context.Context, uid string) ([]privacy.Experiment, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT popup_id, salt, arm, first_exposed_at, exposures, clicks, closes, first_click_at
+		FROM popup_experiment_user WHERE uid = ? ORDER BY popup_id, first_exposed_at`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("read experiment rows: %w", err)
+	}
+	defer rows.Close()
+	out := []privacy.Experiment{}
+	for rows.Next() {
+		var (
+			x     privacy.Experiment
+			click sql.NullTime
+		)
+		if err := rows.Scan(&x.PopupID, &x.Salt, &x.Arm, &x.FirstExposedAt, &x.Exposures, &x.Clicks, &x.Closes, &click); err != nil {
+			return nil, err
+		}
+		x.FirstExposedAt = x.FirstExposedAt.UTC()
+		if click.Valid {
+			x.FirstClickAt = click.Time.UTC()
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// dropErased is the event writer's tombstone check, inside the batch's transaction: it holds the
+// barrier row in share mode (an erasure's tombstone waits for the batch, or the batch for the
+// tombstone's commit), reads the tombstones of the batch's uids with a locking read (the latest
+// committed), and returns the events to write and how many it dropped (privacy.Tombstone.Drops).
+func dropErased(ctx context.Context, tx *sql.Tx, keyed *privacy.Keyed, events []event.Event) ([]event.Event, int, error) {
+	if _, err := tx.ExecContext(ctx, `SELECT erasures FROM privacy_barrier WHERE id = 1 LOCK IN SHARE MODE`); err != nil {
+		return nil, 0, err
+	}
+	hashes := make(map[string]string, len(events)) // uid → hash
+	args := make([]any, 0, len(events))
+	for i := range events {
+		uid := events[i].UID
+		if _, ok := hashes[uid]; ok {
+			continue
+		}
+		h := keyed.UID(uid)
+		hashes[uid] = h
+		args = append(args, h)
+	}
+	q := `SELECT uid_hash, cutoff FROM privacy_tombstone WHERE uid_hash IN (?` + strings.Repeat(",?", len(args)-1) + `) LOCK IN SHARE MODE`
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	stones := map[string]privacy.Tombstone{}
+	for rows.Next() {
+		var (
+			t      privacy.Tombstone
+			cutoff sql.NullTime
+		)
+		if err := rows.Scan(&t.UIDHash, &cutoff); err != nil {
+			return nil, 0, err
+		}
+		if cutoff.Valid {
+			t.Cutoff = cutoff.Time.UTC()
+		}
+		stones[t.UIDHash] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if len(stones) == 0 {
+		return events, 0, nil
+	}
+	kept := make([]event.Event, 0, len(events))
+	for _, e := range events {
+		if t, ok := stones[hashes[e.UID]]; ok && t.Drops(e.At) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept, len(events) - len(kept), nil
+}
+
+// inTx runs fn in a transaction, committed when fn returns nil.
+func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // after Commit it is a no-op
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

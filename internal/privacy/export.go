@@ -1,0 +1,145 @@
+package privacy
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"popupsvc/internal/audience"
+	"popupsvc/internal/popup"
+)
+
+// Export is everything the service holds about one uid (docs/CONTRACT.md §12): the answer to an
+// access request.
+type Export struct {
+	UID        string
+	ExportedAt time.Time
+	// State is the user's display state per popup: the newest of what Redis and MySQL hold.
+	State       []PopupState
+	Actions     []Action     // the action log's rows still within retention, oldest first
+	Experiments []Experiment // the user's rows of experiment phases
+	Audiences   []Membership // the audiences whose current version has the uid as a member
+	// Conversions is always empty: the service records none yet.
+	Conversions []struct{}
+}
+
+// PopupState is the user's state of one popup.
+type PopupState struct {
+	PopupID int64
+	popup.PopupState
+}
+
+// Action is one row of the action log.
+type Action struct {
+	PopupID    int64
+	Action     string
+	At         time.Time
+	EventID    string
+	DecisionID string
+	Button     int // -1: none
+}
+
+// Experiment is the user's row of one experiment phase.
+type Experiment struct {
+	PopupID        int64
+	Salt           string
+	Arm            string
+	FirstExposedAt time.Time
+	Exposures      int64
+	Clicks         int64
+	Closes         int64
+	FirstClickAt   time.Time // zero: none
+}
+
+// Membership is an audience the user is a member of.
+type Membership struct {
+	AudienceID int64
+	Name       string
+	Version    int64
+}
+
+// ExportStore reads the user's rows (mysqlstore.PrivacyRepo).
+type ExportStore interface {
+	UserStateRows(ctx context.Context, uid string) (map[int64]popup.PopupState, error)
+	Actions(ctx context.Context, uid string) ([]Action, error)
+	ExperimentRows(ctx context.Context, uid string) ([]Experiment, error)
+}
+
+// StatePeek reads the user's state in Redis without caching anything (redisstore.UserStore).
+type StatePeek interface {
+	Peek(ctx context.Context, uid string) (popup.UserState, error)
+}
+
+// AudienceLists lists the audiences; AudienceSets gives the member set this instance serves.
+type AudienceLists interface {
+	List(ctx context.Context) ([]popup.Audience, error)
+}
+
+// AudienceSets gives the set of one audience this instance serves (popup.ErrAudienceNotFound).
+type AudienceSets interface {
+	Current(ctx context.Context, id int64) (*audience.Set, error)
+}
+
+// Exporter builds a user's export. Reading never writes: a user who has been erased stays so.
+type Exporter struct {
+	Store     ExportStore
+	States    StatePeek
+	Audiences AudienceLists
+	Sets      AudienceSets
+	Now       func() time.Time
+}
+
+// Export returns what the service holds about uid (validated by the caller).
+func (x *Exporter) Export(ctx context.Context, uid string) (Export, error) {
+	out := Export{UID: uid, ExportedAt: x.Now().UTC(), State: []PopupState{}, Conversions: []struct{}{}}
+	rows, err := x.Store.UserStateRows(ctx, uid)
+	if err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	live, err := x.States.Peek(ctx, uid)
+	if err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	for id, ps := range live.Popups {
+		rows[id] = popup.MergeState(rows[id], ps)
+	}
+	for id, ps := range rows {
+		out.State = append(out.State, PopupState{PopupID: id, PopupState: ps})
+	}
+	slices.SortFunc(out.State, func(a, b PopupState) int { return cmp.Compare(a.PopupID, b.PopupID) })
+	if out.Actions, err = x.Store.Actions(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	if out.Experiments, err = x.Store.ExperimentRows(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	if out.Audiences, err = x.memberships(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	return out, nil
+}
+
+// memberships checks uid against the set of every audience this instance serves.
+func (x *Exporter) memberships(ctx context.Context, uid string) ([]Membership, error) {
+	all, err := x.Audiences.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []Membership{}
+	for _, a := range all {
+		set, err := x.Sets.Current(ctx, a.ID)
+		if err != nil {
+			if errors.Is(err, popup.ErrAudienceNotFound) {
+				continue // deleted since the list
+			}
+			return nil, err
+		}
+		if set.Contains(uid) {
+			out = append(out, Membership{AudienceID: a.ID, Name: a.Name, Version: set.Version()})
+		}
+	}
+	return out, nil
+}
