@@ -13,10 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWorkerPurgesTheActionLogPastItsRetention starts the real binary with a 24 h retention
-// over a log holding rows of 40 days ago and of an hour ago: it removes the old rows at start,
-// counts them in its metrics, and leaves the recent rows, the daily stats and the user state.
-func TestWorkerPurgesTheActionLogPastItsRetention(t *testing.T) {
+// TestWorkerDropsTheActionLogDaysPastItsRetention starts the real binary with a 24 h retention
+// over a log holding rows of 40 days ago (in a partition of their own) and of an hour ago: it
+// drops the old day at start, counts it in its metrics, and leaves the recent rows, the daily
+// stats and the user state.
+func TestWorkerDropsTheActionLogDaysPastItsRetention(t *testing.T) {
 	t.Parallel()
 	w := newWorkerEnv(t, 1)
 	db := openDB(t, w.dsn)
@@ -38,6 +39,15 @@ func TestWorkerPurgesTheActionLogPastItsRetention(t *testing.T) {
 	}
 	_, err := db.ExecContext(ctx, q.String(), args...)
 	require.NoError(t, err)
+	// The log of a worker that has been running for weeks: the days before the migration's first
+	// in a partition of their own.
+	var first string
+	var bound int64
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT PARTITION_NAME, PARTITION_DESCRIPTION FROM information_schema.PARTITIONS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'popup_action_log' AND PARTITION_ORDINAL_POSITION = 1`).Scan(&first, &bound))
+	_, err = db.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE popup_action_log REORGANIZE PARTITION %s INTO
+		(PARTITION pold VALUES LESS THAN (TO_DAYS(?) + 1), PARTITION %[1]s VALUES LESS THAN (%d))`, first, bound), now.Add(-40*24*time.Hour))
+	require.NoError(t, err)
 	_, err = db.ExecContext(ctx, `INSERT INTO popup_daily_stats (popup_id, day, impressions) VALUES (1, '2020-01-01', 7)`)
 	require.NoError(t, err)
 	_, err = db.ExecContext(ctx, `INSERT INTO popup_user_state (uid, popup_id, impressions) VALUES ('u1', 1, 3)`)
@@ -47,8 +57,8 @@ func TestWorkerPurgesTheActionLogPastItsRetention(t *testing.T) {
 	p := startWorker(t, w.with("POPUP_WORKER_ADDR="+addr, "POPUP_ACTION_LOG_RETENTION=24h"), newLogSink(t))
 	waitHealthy(t, addr)
 	require.Eventually(t, func() bool {
-		return bytes.Contains(scrape(addr), []byte("popup_worker_action_log_purged_rows_total 2000"))
-	}, 20*time.Second, 50*time.Millisecond, "the 2,000 old rows are purged and counted")
+		return bytes.Contains(scrape(addr), []byte("popup_worker_action_log_dropped_days_total 1"))
+	}, 20*time.Second, 50*time.Millisecond, "the old day is dropped and counted")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, p.waitExit(t, 20*time.Second).ExitStatus())
 

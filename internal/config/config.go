@@ -80,7 +80,10 @@ type Config struct {
 	WarmInterval     time.Duration `env:"WARM_INTERVAL" envDefault:"30s" desc:"how often the worker re-warms the Redis config cache from MySQL"`
 	// At least a day: the API's per-event de-duplication marker in Redis lives 24 hours, and the
 	// action log's (uid, event_id) key must outlive it.
-	ActionLogRetention time.Duration `env:"ACTION_LOG_RETENTION" envDefault:"720h" desc:"how long the raw action log keeps a row (by event time) before the worker removes it; at least 24h; daily stats and user state are kept"`
+	ActionLogRetention time.Duration `env:"ACTION_LOG_RETENTION" envDefault:"720h" desc:"how long the raw action log keeps a row (by event time; whole UTC days, so up to a day longer) before the worker drops it; at least 24h; daily stats and user state are kept"`
+	// User state that no decision can use any more (mysqlstore.StatePurger): the rows of popups
+	// archived or ended this long ago.
+	StateRetention time.Duration `env:"STATE_RETENTION" envDefault:"2160h" desc:"how long after a popup is archived or ended the worker keeps its per-user state rows (except lifetime rules: max_impressions, cooldown -1); at least 24h"`
 }
 
 // Prefix is the environment prefix of every variable.
@@ -207,6 +210,9 @@ func (c Config) Validate() error {
 	}
 	if c.ActionLogRetention < 24*time.Hour {
 		bad("ACTION_LOG_RETENTION", "must be at least 24h (the event de-duplication marker lives a day), got %s", c.ActionLogRetention)
+	}
+	if c.StateRetention < 24*time.Hour {
+		bad("STATE_RETENTION", "must be at least 24h, got %s", c.StateRetention)
 	}
 	if _, err := cors.Parse(c.CORSOrigins); err != nil {
 		bad("CORS_ORIGINS", "%v", strings.ReplaceAll(err.Error(), "\n", "; "))

@@ -3,6 +3,7 @@ package drain_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -119,22 +120,28 @@ func inExperiment(ev *event.Event, i int) {
 	}
 }
 
-// BenchmarkDrainWhilePurging measures what the action-log retention purge costs the drain: the
-// same batched drain of b.N events into a log already holding 256,000 rows older than the
-// retention, once alone ("idle") and once while mysqlstore.LogPurger removes those old rows
-// with its production settings ("purging"). It reports the drain's events/s and the rows the
-// purge removed per second meanwhile. Run it with a fixed count, so the 256,000 rows are laid
-// down once per mode:
+// BenchmarkDrainWhileDroppingADay measures what the action log's retention costs the drain, and
+// how long the drop of a day takes however full the day is: the same batched drain of b.N events
+// into a log whose oldest day partition holds POPUP_BENCH_DAY_ROWS rows (default 256,000) past
+// the retention, once alone ("idle") and once while mysqlstore.LogPartitions drops that day
+// ("dropping"). It reports the drain's events/s and the drop's duration (drop_ms). Run it with a
+// fixed count, so the day is laid down once per mode:
 //
-//	go test -run '^$' -bench '^BenchmarkDrainWhilePurging$' -benchtime 20000x ./internal/drain/
-func BenchmarkDrainWhilePurging(b *testing.B) {
-	for _, purging := range []bool{false, true} {
-		name := map[bool]string{false: "idle", true: "purging"}[purging]
+//	POPUP_BENCH_DAY_ROWS=5000000 go test -run '^$' -bench '^BenchmarkDrainWhileDroppingADay$' -benchtime 20000x ./internal/drain/
+func BenchmarkDrainWhileDroppingADay(b *testing.B) {
+	rows := 256_000
+	if v := os.Getenv("POPUP_BENCH_DAY_ROWS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err, "POPUP_BENCH_DAY_ROWS")
+		rows = n
+	}
+	for _, dropping := range []bool{false, true} {
+		name := map[bool]string{false: "idle", true: "dropping"}[dropping]
 		b.Run(name, func(b *testing.B) {
 			n := b.N
 			e := newEnv(b, 1, 15*time.Second)
-			fillOldLog(b, e, 256_000)
-			e.produce(fmt.Sprintf("purge%d", n), 0, n)
+			old := fillOldDay(b, e, rows)
+			e.produce(fmt.Sprintf("drop%d", n), 0, n)
 			var written atomic.Int64
 			done := make(chan struct{})
 			sink := sinkFunc(func(ctx context.Context, events []event.Event) error {
@@ -150,19 +157,23 @@ func BenchmarkDrainWhilePurging(b *testing.B) {
 			cfg.BatchSize = 500
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var purged atomic.Int64
-			purgeDone := make(chan struct{})
+			var took time.Duration
+			dropDone := make(chan struct{})
 			b.ResetTimer()
 			start := time.Now()
-			if purging {
+			if dropping {
 				go func() {
-					defer close(purgeDone)
-					p := mysqlstore.NewLogPurger(e.db)
-					// The drained events are at t0; the old rows 60 days before it.
-					_, _ = p.Purge(ctx, t0.Add(-24*time.Hour), func(k int64) { purged.Add(k) })
+					defer close(dropDone)
+					// The old day ends before the cutoff's day; the drained events' day (t0) does not.
+					s := time.Now()
+					m, err := mysqlstore.NewLogPartitions(e.db).Maintain(ctx, time.Now(), old.Add(24*time.Hour))
+					took = time.Since(s)
+					if err != nil || len(m.Dropped) != 1 {
+						b.Errorf("drop the old day: dropped %v, %v", m.Dropped, err)
+					}
 				}()
 			} else {
-				close(purgeDone)
+				close(dropDone)
 			}
 			r := e.start(sink, cfg)
 			select {
@@ -172,37 +183,50 @@ func BenchmarkDrainWhilePurging(b *testing.B) {
 			}
 			elapsed := time.Since(start)
 			b.StopTimer()
+			<-dropDone
 			cancel()
-			<-purgeDone
 			r.stop(b)
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
-			b.ReportMetric(float64(purged.Load())/elapsed.Seconds(), "purged/s")
+			if dropping {
+				b.ReportMetric(float64(took.Microseconds())/1000, "drop_ms")
+			}
 		})
 	}
 }
 
-// fillOldLog lays down at least rows action-log rows 60 days before t0 over popups 1-5 (the drained
-// events' popups), by doubling a seed.
-func fillOldLog(b *testing.B, e *env, rows int) {
+// fillOldDay lays down at least rows action-log rows on one UTC day 60 days before t0 over popups
+// 1-5 (the drained events' popups), by doubling a seed, in a partition of that day's own, and
+// returns the day's start. The partition is split off the first one while both are empty.
+func fillOldDay(b *testing.B, e *env, rows int) time.Time {
 	b.Helper()
 	ctx := context.Background()
-	var q strings.Builder
-	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ")
-	const seed = 1000
-	old := t0.Add(-60 * 24 * time.Hour)
-	args := make([]any, 0, seed*5)
-	for i := range seed {
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?,?,?,?)")
-		args = append(args, fmt.Sprintf("old-%d", i), fmt.Sprintf("u%d", i%300), 1+i%5, "impression", old.Add(time.Duration(i)*time.Second))
-	}
-	_, err := e.db.ExecContext(ctx, q.String(), args...)
+	day := t0.Add(-60 * 24 * time.Hour).Truncate(24 * time.Hour)
+	var first string
+	var bound int64
+	require.NoError(b, e.db.QueryRowContext(ctx, `SELECT PARTITION_NAME, PARTITION_DESCRIPTION FROM information_schema.PARTITIONS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'popup_action_log' AND PARTITION_ORDINAL_POSITION = 1`).Scan(&first, &bound))
+	_, err := e.db.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE popup_action_log REORGANIZE PARTITION %s INTO
+		(PARTITION pold VALUES LESS THAN (TO_DAYS(?) + 1), PARTITION %[1]s VALUES LESS THAN (%d))`, first, bound), day)
 	require.NoError(b, err)
-	for k, have := 0, seed; have < rows; k, have = k+1, have*2 {
-		_, err := e.db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
-			SELECT CONCAT(event_id, 'd', ?), uid, popup_id, action, event_at + INTERVAL ? SECOND FROM popup_action_log`, k, 1<<k)
+	fillOldLog(b, e, day.Add(time.Hour), rows)
+	return day
+}
+
+// fillOldLog lays down rows action-log rows within two hours of old over popups 1-5 (the drained
+// events' popups), 200,000 rows a statement from MariaDB's sequence engine, on a connection that
+// waits as long as a statement takes on a busy machine.
+func fillOldLog(b *testing.B, e *env, old time.Time, rows int) {
+	b.Helper()
+	ctx := context.Background()
+	sep := "?"
+	if strings.Contains(e.dsn, "?") {
+		sep = "&"
+	}
+	fill := openDB(b, e.dsn+sep+"readTimeout=30m&writeTimeout=30m")
+	for lo := 1; lo <= rows; lo += 200_000 {
+		_, err := fill.ExecContext(ctx, fmt.Sprintf(`INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
+			SELECT CONCAT('old-', seq), CONCAT('u', seq %% 300), 1 + seq %% 5, 'impression', ? + INTERVAL (seq %% 7200) SECOND
+			FROM seq_%d_to_%d`, lo, min(lo+200_000-1, rows)), old)
 		require.NoError(b, err)
 	}
 }

@@ -193,8 +193,9 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, events []event.Event
 //
 // The same new events are counted twice over: per popup and UTC day (popup_daily_stats, the
 // contract's UTC table) and per popup, UTC quarter hour and button (popup_slot_stats, which any
-// time zone's days are sums of). The per-batch id costs a column and no index. The purge
-// (LogPurger) keeps this exact for as long as a row lives.
+// time zone's days are sums of). The per-batch id costs a column and no index. An event's time is
+// fixed when it is queued, so a batch written again meets its own rows, on the same days, for as
+// long as the retention keeps them (LogPartitions).
 
 // dailyCount is one popup_daily_stats increment.
 type dailyCount struct {
@@ -324,9 +325,20 @@ func floorDiv(a, b int64) int64 {
 func readNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.Event, rows []int) ([]newRow, error) {
 	var q strings.Builder
 	q.Grow(128 + len(rows)*6)
-	q.WriteString(`SELECT uid, event_id, event_at FROM popup_action_log WHERE batch_id = ? AND (uid, event_id) IN (`)
-	args := make([]any, 0, 1+2*len(rows))
-	args = append(args, batch)
+	// The time range lets MySQL read only the partitions of the batch's days (migration 00015),
+	// a millisecond wider each way for a server that rounds finer times.
+	first, last := toDB(events[rows[0]].At), toDB(events[rows[0]].At)
+	for _, i := range rows {
+		switch at := toDB(events[i].At); {
+		case at.Before(first):
+			first = at
+		case at.After(last):
+			last = at
+		}
+	}
+	q.WriteString(`SELECT uid, event_id, event_at FROM popup_action_log WHERE batch_id = ? AND event_at BETWEEN ? AND ? AND (uid, event_id) IN (`)
+	args := make([]any, 0, 3+2*len(rows))
+	args = append(args, batch, first.Add(-time.Millisecond), last.Add(time.Millisecond))
 	for n, i := range rows {
 		if n > 0 {
 			q.WriteByte(',')

@@ -23,3 +23,13 @@ func (r *PopupRepo) Version(ctx context.Context) (int64, error) {
 	err := r.db.QueryRowContext(ctx, `SELECT version FROM popup_config_version WHERE id = 1`).Scan(&v)
 	return v, err
 }
+
+// MigrateDownTo rolls the schema back to version.
+func MigrateDownTo(ctx context.Context, db *sql.DB, version int64) error {
+	p, err := provider(db)
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}

@@ -58,17 +58,20 @@ func TestMigrateIsIdempotentAndCheckSchemaFollowsIt(t *testing.T) {
 	assert.Contains(t, err.Error(), "newer")
 }
 
-func TestActionLogEventIDIsUniquePerUID(t *testing.T) {
+func TestActionLogEventIDIsUniquePerUIDAndTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testenv.MySQL(t)
-	const q = "INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', ?, 1, 'click', UTC_TIMESTAMP(3))"
-	_, err := db.ExecContext(ctx, q, "u1")
+	const q = "INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', ?, 1, 'click', ?)"
+	at := "2026-03-01 10:00:00.123"
+	_, err := db.ExecContext(ctx, q, "u1", at)
 	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, q, "u1")
-	assert.Error(t, err, "(uid, event_id) is unique")
-	_, err = db.ExecContext(ctx, q, "u2")
+	_, err = db.ExecContext(ctx, q, "u1", at)
+	assert.Error(t, err, "(uid, event_id, event_at) is unique: a redelivered event")
+	_, err = db.ExecContext(ctx, q, "u2", at)
 	assert.NoError(t, err, "another uid may use the same event_id")
+	_, err = db.ExecContext(ctx, q, "u1", "2026-03-02 10:00:00")
+	assert.NoError(t, err, "the same event_id at another time is another event (migration 00015)")
 }
 
 func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
@@ -78,9 +81,9 @@ func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
 	_, err := db.ExecContext(ctx, `INSERT INTO popup_config (name, targeting, content) VALUES ('old one', '{}', '{}'), ('old two', '{}', '{}')`)
 	require.NoError(t, err)
 	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
-		VALUES ('e1', 'u1', 1, 'click', UTC_TIMESTAMP(3)), ('e2', 'u1', 1, 'close', UTC_TIMESTAMP(3))`)
+		VALUES ('e1', 'u1', 1, 'click', '2026-03-01 10:00:00'), ('e2', 'u1', 1, 'close', '2026-03-01 10:00:00')`)
 	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u2', 1, 'click', UTC_TIMESTAMP(3))`)
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u2', 1, 'click', '2026-03-01 10:00:00')`)
 	require.Error(t, err, "version 1: event_id is globally unique")
 
 	applied, err := mysqlstore.Migrate(ctx, db)
@@ -105,8 +108,8 @@ func TestMigration2UpgradesAVersion1DatabaseHoldingData(t *testing.T) {
 	var n int
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
 	assert.Equal(t, 2, n, "the action log is kept")
-	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u2', 1, 'click', UTC_TIMESTAMP(3))`)
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u2', 1, 'click', '2026-03-01 10:00:00')`)
 	assert.NoError(t, err, "version 2: another uid may reuse an event_id")
-	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u1', 1, 'click', UTC_TIMESTAMP(3))`)
-	assert.Error(t, err, "version 2: still unique per uid")
+	_, err = db.ExecContext(ctx, `INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) VALUES ('e1', 'u1', 1, 'click', '2026-03-01 10:00:00')`)
+	assert.Error(t, err, "still unique per uid (and, from version 15, time)")
 }

@@ -137,11 +137,35 @@ func (r *PrivacyRepo) DeleteUserState(ctx context.Context, uid string) (int64, e
 const eraseChunk = 5000
 
 // DeleteActions removes uid's rows of the action log, eraseChunk rows a statement (the daily and
-// quarter-hour stats, which hold no uid, keep their counts).
+// quarter-hour stats, which hold no uid, keep their counts). While the log of before migration
+// 00015 is still being copied (LogPartitions.Backfill), its rows go first: a copy that took them
+// before then has committed them to the log by the time their delete got their locks, and the
+// log's delete that follows finds them.
 func (r *PrivacyRepo) DeleteActions(ctx context.Context, uid string) (int64, error) {
+	// A row in both (the migration copied the newest) is one row of the user's: the old table's
+	// count is of the rows the log does not hold.
+	var oldOnly int64
+	err := r.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+tableLogUnpartitioned+` AS o WHERE o.uid = ? AND NOT EXISTS
+		(SELECT 1 FROM `+TableActionLog+` AS l WHERE l.uid = o.uid AND l.event_id = o.event_id AND l.event_at = o.event_at)`, uid).Scan(&oldOnly)
+	switch {
+	case isNoTable(err):
+		oldOnly = 0
+	case err != nil:
+		return 0, err
+	default:
+		if _, err := deleteChunks(ctx, r.db, tableLogUnpartitioned, uid); err != nil {
+			return 0, err
+		}
+	}
+	n, err := deleteChunks(ctx, r.db, TableActionLog, uid)
+	return n + oldOnly, err
+}
+
+// deleteChunks removes uid's rows of an action-log table, eraseChunk rows a statement.
+func deleteChunks(ctx context.Context, db *sql.DB, table, uid string) (int64, error) {
 	var total int64
 	for {
-		n, err := affected(r.db.ExecContext(ctx, `DELETE FROM popup_action_log WHERE uid = ? LIMIT ?`, uid, eraseChunk))
+		n, err := affected(db.ExecContext(ctx, `DELETE FROM `+table+` WHERE uid = ? LIMIT ?`, uid, eraseChunk))
 		total += n
 		if err != nil || n < eraseChunk {
 			return total, err
@@ -289,8 +313,19 @@ func (r *PrivacyRepo) UserStateRows(ctx context.Context, uid string) (map[int64]
 
 // Actions returns uid's rows of the action log, oldest first.
 func (r *PrivacyRepo) Actions(ctx context.Context, uid string) ([]privacy.Action, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT popup_id, action, event_at, event_id, decision_id, button
-		FROM popup_action_log WHERE uid = ? ORDER BY event_at, event_id`, uid)
+	q := `SELECT popup_id, action, event_at, event_id, decision_id, button FROM popup_action_log WHERE uid = ?`
+	args := []any{uid}
+	var old int
+	if err := r.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, tableLogUnpartitioned).Scan(&old); err != nil {
+		return nil, fmt.Errorf("read action log: %w", err)
+	}
+	if old > 0 {
+		// The log of before migration 00015 not yet copied; UNION drops the rows in both.
+		q += ` UNION SELECT popup_id, action, event_at, event_id, decision_id, button FROM ` + tableLogUnpartitioned + ` WHERE uid = ?`
+		args = append(args, uid)
+	}
+	rows, err := r.db.QueryContext(ctx, q+` ORDER BY event_at, event_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read action log: %w", err)
 	}

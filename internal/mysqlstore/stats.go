@@ -352,22 +352,23 @@ func scanRows(rows *sql.Rows, scan func(*sql.Rows) error) error {
 	return rows.Err()
 }
 
-// usersReached counts, per popup, the users whose state shows at least one impression:
+// usersReached counts, per popup, the users whose state shows at least one impression, with
+// those whose rows the state purge removed (StatePurger):
 // SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (...) AND impressions > 0
-// GROUP BY popup_id, a range of the (popup_id, impressions) index per popup.
+// GROUP BY popup_id, a range of the (popup_id, impressions) index per popup, plus
+// popup_state_purged's rows by primary key.
 func (r *StatsRepo) usersReached(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	var q strings.Builder
-	q.WriteString("SELECT popup_id, COUNT(*) FROM popup_user_state WHERE popup_id IN (")
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		if i > 0 {
-			q.WriteByte(',')
+	in := "?" + strings.Repeat(",?", len(ids)-1)
+	q := `SELECT popup_id, SUM(n) FROM (
+		SELECT popup_id, COUNT(*) AS n FROM popup_user_state WHERE popup_id IN (` + in + `) AND impressions > 0 GROUP BY popup_id
+		UNION ALL SELECT popup_id, users_reached FROM popup_state_purged WHERE popup_id IN (` + in + `)) AS reached GROUP BY popup_id`
+	args := make([]any, 0, 2*len(ids))
+	for range 2 {
+		for _, id := range ids {
+			args = append(args, id)
 		}
-		q.WriteByte('?')
-		args[i] = id
 	}
-	q.WriteString(") AND impressions > 0 GROUP BY popup_id")
-	rows, err := r.db.QueryContext(ctx, q.String(), args...)
+	rows, err := r.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("count users reached: %w", err)
 	}

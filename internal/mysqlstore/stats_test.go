@@ -203,51 +203,6 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 	}
 }
 
-func TestPurgeRemovesOldLogRowsOnlyInBatches(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testenv.MySQL(t)
-	w := mysqlstore.NewEventWriter(db)
-	events := make([]event.Event, 0, 900)
-	for i := range 900 {
-		e := spreadEvent(i)
-		if i < 700 {
-			e.At = t0.Add(-time.Duration(40+i%20) * 24 * time.Hour) // old
-		} else {
-			e.At = t0.Add(-time.Duration(i%20) * time.Hour) // recent
-		}
-		events = append(events, e)
-	}
-	require.NoError(t, w.WriteBatch(ctx, events))
-	statsBefore := statsCounts(t, db)
-	statesBefore := readStates(t, db)
-
-	p := mysqlstore.NewLogPurger(db)
-	p.Batch, p.MinPause = 100, time.Millisecond
-	var deletes []int64
-	removed, err := p.Purge(ctx, t0.Add(-30*24*time.Hour), func(n int64) { deletes = append(deletes, n) })
-	require.NoError(t, err)
-	assert.Equal(t, int64(700), removed)
-	var sum int64
-	for _, n := range deletes {
-		assert.LessOrEqual(t, n, int64(100), "each delete removes at most a batch")
-		sum += n
-	}
-	assert.Equal(t, int64(700), sum)
-	assert.GreaterOrEqual(t, len(deletes), 7)
-
-	var left, old int
-	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(event_at < ?), 0) FROM popup_action_log`, t0.Add(-30*24*time.Hour)).Scan(&left, &old))
-	assert.Equal(t, 200, left, "recent rows are kept")
-	assert.Zero(t, old)
-	assert.Equal(t, statsBefore, statsCounts(t, db), "daily stats are kept")
-	assert.Equal(t, statesBefore, readStates(t, db), "user state is kept")
-
-	again, err := p.Purge(ctx, t0.Add(-30*24*time.Hour), nil)
-	require.NoError(t, err)
-	assert.Zero(t, again, "nothing left to purge")
-}
-
 func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

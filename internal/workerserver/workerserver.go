@@ -75,11 +75,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	reg.MustRegister(drain.NewQueueCollector(queue, cfg.Shards()))
 	metrics := drain.NewMetrics(reg)
 	depUp := health.NewUpGauge(reg)
-	purged := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "popup_worker_action_log_purged_rows_total",
-		Help: "Action-log rows removed because they are older than POPUP_ACTION_LOG_RETENTION.",
-	})
-	reg.MustRegister(purged)
+	retention := newLogRetention(mysqlstore.NewLogPartitions(db), cfg.ActionLogRetention,
+		mysqlstore.NewStatePurger(db), cfg.StateRetention, log, reg)
 
 	writer := mysqlstore.NewEventWriter(db)
 	writer.OnRows = metrics.RowsWritten
@@ -189,10 +186,19 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		if !waitUp(gctx, deps) {
 			return nil
 		}
-		purger := mysqlstore.NewLogPurger(db)
-		purgeLoop(gctx, purgeEvery, log, func(ctx context.Context) (int64, error) {
-			return purger.Purge(ctx, time.Now().Add(-cfg.ActionLogRetention), func(n int64) { purged.Add(float64(n)) })
-		})
+		retention.maintainLoop(gctx, retentionEvery)
+		return nil
+	})
+	g.Go(func() error {
+		if waitUp(gctx, deps) {
+			retention.backfill(gctx)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if waitUp(gctx, deps) {
+			retention.statesLoop(gctx, retentionEvery)
+		}
 		return nil
 	})
 	g.Go(func() error {
@@ -298,32 +304,6 @@ func warmLoop(ctx context.Context, interval time.Duration, now <-chan struct{}, 
 		case <-ctx.Done():
 			return
 		case <-now:
-		case <-t.C:
-		}
-	}
-}
-
-// purgeEvery is how often the worker removes action-log rows past their retention. Every worker
-// purges; two purging at once only share the work (each delete takes its own rows).
-const purgeEvery = 10 * time.Minute
-
-// purgeLoop runs purge at once and then every interval until ctx ends. A failed purge (MySQL
-// down, say) is logged and tried again at the next tick: the rows wait, nothing is lost.
-func purgeLoop(ctx context.Context, interval time.Duration, log *slog.Logger, purge func(context.Context) (int64, error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		start := time.Now()
-		n, err := purge(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("purge action log", "err", err, "removed", n)
-		case n > 0:
-			log.Info("purged action log", "removed", n, "took", time.Since(start).Round(time.Millisecond))
-		}
-		select {
-		case <-ctx.Done():
-			return
 		case <-t.C:
 		}
 	}

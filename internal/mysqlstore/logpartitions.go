@@ -1,0 +1,265 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// LogPartitions keeps the action log's day partitions (migration 00015) and removes the days
+// past the retention by dropping their partitions: a file removed, whatever the day's size, where
+// a DELETE would visit every row and every index entry.
+//
+// The log is RANGE-partitioned on TO_DAYS(event_at): partition pYYYYMMDD holds that UTC day
+// (VALUES LESS THAN the next day's number), and pmax, the last, everything later. The first
+// partition also holds everything before its day (a RANGE partition starts where the one before
+// it ends), so no event time is ever refused. Maintain adds the days up to Ahead days from now by
+// splitting pmax, which no row reaches while the days ahead exist, so the split moves nothing.
+//
+// Every worker runs Maintain; a named lock (GET_LOCK) lets one at a time alter the table and the
+// others skip that run.
+type LogPartitions struct {
+	db *sql.DB
+	// Ahead is how many days after today have their partition ready.
+	Ahead int
+	// Batch is the most rows one backfill statement copies (its transaction holds their locks).
+	Batch int
+	// MinPause is the least time between two backfill statements; after one that took longer,
+	// the backfill pauses as long as it took, so it uses at most half of one connection's time.
+	MinPause time.Duration
+}
+
+// NewLogPartitions returns a keeper with seven days ahead and backfill batches of 1,000 rows at
+// most every 20 ms.
+func NewLogPartitions(db *sql.DB) *LogPartitions {
+	return &LogPartitions{db: db, Ahead: 7, Batch: 1000, MinPause: 20 * time.Millisecond}
+}
+
+// partitionLock names the lock that serialises the workers' changes to the log's partitions.
+const partitionLock = "popup_action_log_partitions"
+
+// tableLogUnpartitioned is the log as it was before migration 00015, until Backfill has copied it.
+const tableLogUnpartitioned = "popup_action_log_unpartitioned"
+
+// dayPartition is one partition of the log: the UTC days before bound (a TO_DAYS number); the
+// last partition, pmax, has no bound.
+type dayPartition struct {
+	name  string
+	bound int64 // 0 for pmax
+}
+
+// Maintenance is what one Maintain run did.
+type Maintenance struct {
+	Added   []string // partitions made, oldest first
+	Dropped []string // partitions dropped, oldest first
+	Skipped bool     // another worker held the lock; nothing was looked at
+}
+
+// Maintain makes the partitions of every day from the retention's first to Ahead days after now,
+// and drops every partition whose days all end before cutoff's day: a row is kept at least until
+// cutoff passes its time, and at most one day longer.
+func (p *LogPartitions) Maintain(ctx context.Context, now, cutoff time.Time) (m Maintenance, err error) {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return m, fmt.Errorf("action log partitions: %w", err)
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 0)`, partitionLock).Scan(&got); err != nil {
+		return m, fmt.Errorf("action log partitions: lock: %w", err)
+	}
+	if got.Int64 != 1 {
+		m.Skipped = true
+		return m, nil
+	}
+	defer func() {
+		// On a connection that failed the lock may already be gone with its session.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `DO RELEASE_LOCK(?)`, partitionLock)
+	}()
+	// An ALTER waits for the batches writing the log to end; it must not wait for ever.
+	if _, err := conn.ExecContext(ctx, `SET SESSION lock_wait_timeout = 10`); err != nil {
+		return m, fmt.Errorf("action log partitions: %w", err)
+	}
+	parts, err := readPartitions(ctx, conn)
+	if err != nil {
+		return m, err
+	}
+	if m.Added, err = addDays(ctx, conn, parts, toDays(cutoff), toDays(now)+int64(p.Ahead)); err != nil {
+		return m, err
+	}
+	m.Dropped, err = dropDays(ctx, conn, parts, toDays(cutoff))
+	return m, err
+}
+
+// readPartitions lists the log's partitions in order, pmax last.
+func readPartitions(ctx context.Context, conn *sql.Conn) ([]dayPartition, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT PARTITION_NAME, PARTITION_DESCRIPTION FROM information_schema.PARTITIONS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY PARTITION_ORDINAL_POSITION`, TableActionLog)
+	if err != nil {
+		return nil, fmt.Errorf("action log partitions: %w", err)
+	}
+	defer rows.Close()
+	var parts []dayPartition
+	for rows.Next() {
+		var name, desc sql.NullString
+		if err := rows.Scan(&name, &desc); err != nil {
+			return nil, fmt.Errorf("action log partitions: %w", err)
+		}
+		if !name.Valid {
+			return nil, fmt.Errorf("action log partitions: %w: %s is not partitioned (migration 00015)", ErrSchema, TableActionLog)
+		}
+		part := dayPartition{name: name.String}
+		if desc.String != "MAXVALUE" {
+			if part.bound, err = strconv.ParseInt(desc.String, 10, 64); err != nil {
+				return nil, fmt.Errorf("action log partitions: partition %s bound %q: %w", name.String, desc.String, err)
+			}
+		}
+		parts = append(parts, part)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("action log partitions: %w", err)
+	}
+	if len(parts) == 0 || parts[len(parts)-1].bound != 0 {
+		return nil, fmt.Errorf("action log partitions: %w: no pmax partition", ErrSchema)
+	}
+	return parts, nil
+}
+
+// addDays splits pmax into one partition per day up to and including last: from the day after
+// the last day partition, or from first when there is none.
+func addDays(ctx context.Context, conn *sql.Conn, parts []dayPartition, first, last int64) ([]string, error) {
+	from := first
+	if len(parts) > 1 {
+		from = parts[len(parts)-2].bound // the day after the last day partition
+	}
+	if from > last {
+		return nil, nil
+	}
+	var names []string
+	var q strings.Builder
+	q.WriteString("ALTER TABLE " + TableActionLog + " REORGANIZE PARTITION pmax INTO (")
+	for d := from; d <= last; d++ {
+		name := dayName(d)
+		names = append(names, name)
+		fmt.Fprintf(&q, "PARTITION %s VALUES LESS THAN (%d), ", name, d+1)
+	}
+	q.WriteString("PARTITION pmax VALUES LESS THAN MAXVALUE)")
+	if _, err := conn.ExecContext(ctx, q.String()); err != nil {
+		return nil, fmt.Errorf("action log partitions: add %s…%s: %w", names[0], names[len(names)-1], err)
+	}
+	return names, nil
+}
+
+// dropDays drops the day partitions whose days all end at or before the day cutoff: their bound
+// (the day after their last) is at most cutoff.
+func dropDays(ctx context.Context, conn *sql.Conn, parts []dayPartition, cutoff int64) ([]string, error) {
+	var names []string
+	for _, part := range parts {
+		if part.bound != 0 && part.bound <= cutoff {
+			names = append(names, part.name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if _, err := conn.ExecContext(ctx, "ALTER TABLE "+TableActionLog+" DROP PARTITION "+strings.Join(names, ", ")); err != nil {
+		return nil, fmt.Errorf("action log partitions: drop %s: %w", strings.Join(names, ", "), err)
+	}
+	return names, nil
+}
+
+// toDaysEpoch is TO_DAYS('1970-01-01'): MySQL counts days from year 0.
+const toDaysEpoch = 719528
+
+// toDays is MySQL's TO_DAYS of t's UTC date.
+func toDays(t time.Time) int64 { return floorDiv(t.Unix(), 86400) + toDaysEpoch }
+
+// dayName is the partition name of a TO_DAYS day: p and its UTC date, p20261127.
+func dayName(d int64) string {
+	return "p" + time.Unix((d-toDaysEpoch)*86400, 0).UTC().Format("20060102")
+}
+
+// Backfill copies the rows of the log as it was before migration 00015 whose event time is on or
+// after cutoff into the partitioned log, newest first, in paced batches, and drops the old table
+// once it is empty. Each batch's rows leave the old table in the transaction that copies them, so
+// a backfill stopped anywhere goes on where it was; a row already copied (the migration copies the
+// newest 100,000) meets its key and is not copied twice. It returns the rows copied; onRows is
+// called after each batch. Without the old table it does nothing.
+func (p *LogPartitions) Backfill(ctx context.Context, cutoff time.Time, onRows func(int64)) (copied int64, err error) {
+	batch := int64(max(p.Batch, 1))
+	for {
+		var hi sql.NullInt64
+		err := p.db.QueryRowContext(ctx, `SELECT MAX(id) FROM `+tableLogUnpartitioned).Scan(&hi)
+		if isNoTable(err) {
+			return copied, nil
+		}
+		if err != nil {
+			return copied, fmt.Errorf("action log backfill: %w", err)
+		}
+		if !hi.Valid {
+			if _, err := p.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+tableLogUnpartitioned); err != nil {
+				return copied, fmt.Errorf("action log backfill: drop the copied table: %w", err)
+			}
+			return copied, nil
+		}
+		start := time.Now()
+		n, err := p.copyBatch(ctx, hi.Int64-batch, hi.Int64, cutoff)
+		if err != nil {
+			return copied, err
+		}
+		copied += n
+		if onRows != nil && n > 0 {
+			onRows(n)
+		}
+		t := time.NewTimer(max(p.MinPause, time.Since(start)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return copied, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// copyBatch copies the old table's rows with lo < id <= hi and an event time on or after cutoff
+// into the log (a row whose key the log holds stays as it is), and removes them all from the old
+// table, in one transaction.
+func (p *LogPartitions) copyBatch(ctx context.Context, lo, hi int64, cutoff time.Time) (n int64, err error) {
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("action log backfill: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+TableActionLog+`
+		(event_id, uid, popup_id, action, event_at, decision_id, created_at, batch_id, button)
+		SELECT o.event_id, o.uid, o.popup_id, o.action, o.event_at, o.decision_id, o.created_at, o.batch_id, o.button
+		FROM `+tableLogUnpartitioned+` AS o WHERE o.id > ? AND o.id <= ? AND o.event_at >= ?
+		ON DUPLICATE KEY UPDATE batch_id = `+TableActionLog+`.batch_id`, lo, hi, toDB(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("action log backfill: copy ids %d…%d: %w", lo+1, hi, err)
+	}
+	n, _ = res.RowsAffected()
+	if _, err = tx.ExecContext(ctx, `DELETE FROM `+tableLogUnpartitioned+` WHERE id > ? AND id <= ?`, lo, hi); err != nil {
+		return 0, fmt.Errorf("action log backfill: remove ids %d…%d: %w", lo+1, hi, err)
+	}
+	if err = tx.Commit(); err != nil {
+		return 0, fmt.Errorf("action log backfill: %w", err)
+	}
+	return n, nil
+}
+
+// isNoTable reports MySQL's "table doesn't exist" (1146).
+func isNoTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}

@@ -1,0 +1,234 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/testenv"
+)
+
+// logPartitions lists the action log's partitions, in order, with their row counts.
+func logPartitions(t *testing.T, db *sql.DB) (names []string, rows map[string]int) {
+	t.Helper()
+	// TABLE_ROWS is an estimate: count each partition's rows instead.
+	res, err := db.Query(`SELECT PARTITION_NAME FROM information_schema.PARTITIONS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'popup_action_log' ORDER BY PARTITION_ORDINAL_POSITION`)
+	require.NoError(t, err)
+	defer res.Close()
+	for res.Next() {
+		var n string
+		require.NoError(t, res.Scan(&n))
+		names = append(names, n)
+	}
+	require.NoError(t, res.Err())
+	rows = make(map[string]int, len(names))
+	for _, n := range names {
+		var c int
+		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log PARTITION (`+n+`)`).Scan(&c))
+		rows[n] = c
+	}
+	return names, rows
+}
+
+// dayPartition is the partition name of t's UTC day.
+func dayPartition(t time.Time) string { return "p" + t.UTC().Format("20060102") }
+
+// insertLog inserts action-log rows straight, one per time.
+func insertLog(t *testing.T, db *sql.DB, table, prefix string, times ...time.Time) {
+	t.Helper()
+	var q strings.Builder
+	q.WriteString("INSERT INTO " + table + " (event_id, uid, popup_id, action, event_at) VALUES ")
+	args := make([]any, 0, 5*len(times))
+	for i, at := range times {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?)")
+		args = append(args, fmt.Sprintf("%s%d", prefix, i), fmt.Sprintf("u%d", i%7), 1+i%3, "impression", at)
+	}
+	_, err := db.Exec(q.String(), args...)
+	require.NoError(t, err)
+}
+
+func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	names, _ := logPartitions(t, db)
+	require.GreaterOrEqual(t, len(names), 9, "the migration makes today and seven days ahead, then pmax: %v", names)
+	require.Equal(t, "pmax", names[len(names)-1])
+	first, err := time.Parse("20060102", strings.TrimPrefix(names[0], "p"))
+	require.NoError(t, err)
+
+	// Rows on the first four days, and one far in the past (the first partition takes it).
+	var times []time.Time
+	for d := range 4 {
+		for h := range 5 {
+			times = append(times, first.Add(time.Duration(d)*24*time.Hour+time.Duration(h*5)*time.Hour))
+		}
+	}
+	times = append(times, first.Add(-400*24*time.Hour))
+	insertLog(t, db, "popup_action_log", "m", times...)
+	_, rows := logPartitions(t, db)
+	require.Equal(t, 6, rows[names[0]], "the first day's partition holds its day and everything before")
+
+	// Two days later, with a retention that keeps the last day and a half: the first two days
+	// have ended before the cutoff's day began and go whole; the third, which the cutoff cuts,
+	// stays (a row stays at most a day longer than the retention).
+	now := first.Add(2*24*time.Hour + 36*time.Hour)
+	cutoff := now.Add(-36 * time.Hour)
+	p := mysqlstore.NewLogPartitions(db)
+	m, err := p.Maintain(ctx, now, cutoff)
+	require.NoError(t, err)
+	assert.False(t, m.Skipped)
+	assert.Equal(t, []string{names[0], names[1]}, m.Dropped)
+	lastAhead := dayPartition(now.Add(7 * 24 * time.Hour))
+	require.NotEmpty(t, m.Added)
+	assert.Equal(t, lastAhead, m.Added[len(m.Added)-1], "seven days ahead of now")
+
+	after, rows := logPartitions(t, db)
+	assert.Equal(t, names[2], after[0])
+	assert.Equal(t, lastAhead, after[len(after)-2])
+	assert.Equal(t, 5, rows[names[2]])
+	assert.Equal(t, 5, rows[names[3]])
+	var left, old int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(event_at < ?), 0) FROM popup_action_log`, first.Add(48*time.Hour)).Scan(&left, &old))
+	assert.Equal(t, 10, left)
+	assert.Zero(t, old, "nothing of the dropped days is left")
+
+	// A late event of a dropped day is still accepted (the first partition takes it) and goes with
+	// that partition.
+	insertLog(t, db, "popup_action_log", "late", first.Add(time.Hour))
+	_, rows = logPartitions(t, db)
+	assert.Equal(t, 6, rows[names[2]])
+
+	// Again at once: nothing to do.
+	m, err = p.Maintain(ctx, now, cutoff)
+	require.NoError(t, err)
+	assert.Empty(t, m.Added)
+	assert.Empty(t, m.Dropped)
+
+	// While another worker holds the lock, a run skips.
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	var got int
+	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK('popup_action_log_partitions', 0)`).Scan(&got))
+	require.Equal(t, 1, got)
+	m, err = p.Maintain(ctx, now.Add(5*24*time.Hour), cutoff.Add(5*24*time.Hour))
+	require.NoError(t, err)
+	assert.True(t, m.Skipped)
+	assert.Empty(t, m.Dropped)
+}
+
+func TestARedeliveredBatchCountsOnceInThePartitionedLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.MySQL(t)
+	w := mysqlstore.NewEventWriter(db)
+	// Events over several days (and so partitions), with a retried action: the same event id
+	// queued again a day later is a new event (its Redis marker is gone), the same event
+	// written again is a redelivery.
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var events []event.Event
+	for i := range 60 {
+		at := now.Add(-time.Duration(i%3) * 24 * time.Hour)
+		events = append(events, event.Event{ID: fmt.Sprintf("e%d", i), UID: fmt.Sprintf("u%d", i%9), PopupID: 1, Action: event.Impression, At: at, NextShowAt: at})
+	}
+	require.NoError(t, w.WriteBatch(ctx, events))
+	require.NoError(t, w.WriteBatch(ctx, events), "a batch redelivered after a crash")
+	mixed := append([]event.Event{events[5], events[17]}, event.Event{ID: "new", UID: "u1", PopupID: 1, Action: event.Click, At: now, NextShowAt: now})
+	require.NoError(t, w.WriteBatch(ctx, mixed), "two known events and a new one: the new rows are read back")
+	var logRows, imps, clicks int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log`).Scan(&logRows))
+	require.NoError(t, db.QueryRow(`SELECT COALESCE(SUM(impressions), 0), COALESCE(SUM(clicks), 0) FROM popup_daily_stats`).Scan(&imps, &clicks))
+	assert.Equal(t, 61, logRows)
+	assert.Equal(t, 60, imps, "each impression once")
+	assert.Equal(t, 1, clicks)
+}
+
+func TestMigration15PartitionsALogHoldingRowsAndTheBackfillCopiesTheRest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openAt(t, 14)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	// A log as the paced purge left it: rows of the last 20 days, plus ids far below the newest
+	// 100,000 (rows the migration leaves to the backfill), one of them older than the retention.
+	var times []time.Time
+	for d := range 20 {
+		times = append(times, now.Add(-time.Duration(d)*24*time.Hour))
+	}
+	insertLog(t, db, "popup_action_log", "new", times...)
+	_, err := db.Exec(`UPDATE popup_action_log SET id = id + 3000000 ORDER BY id DESC`)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO popup_action_log (id, event_id, uid, popup_id, action, event_at) VALUES
+		(1, 'b1', 'u1', 1, 'click', ?), (2, 'b2', 'u2', 2, 'close', ?), (3, 'gone', 'u3', 1, 'impression', ?)`,
+		now.Add(-3*24*time.Hour), now.Add(-19*24*time.Hour), now.Add(-45*24*time.Hour))
+	require.NoError(t, err)
+
+	require.NoError(t, mysqlstore.MigrateTo(ctx, db, 15))
+	names, rows := logPartitions(t, db)
+	assert.Equal(t, dayPartition(now.Add(-45*24*time.Hour)), names[0], "partitions start at the oldest row's day")
+	assert.Equal(t, dayPartition(now.Add(7*24*time.Hour)), names[len(names)-2], "and go seven days ahead")
+	var total int
+	for _, c := range rows {
+		total += c
+	}
+	assert.Equal(t, 20, total, "the newest 100,000 rows are copied by the migration, the others not yet")
+	assert.Equal(t, 1, rows[dayPartition(now.Add(-19*24*time.Hour))], "each row in its day")
+
+	// A batch of the old log redelivered now meets its row.
+	w := mysqlstore.NewEventWriter(db)
+	redelivered := event.Event{ID: "new0", UID: "u0", PopupID: 1, Action: event.Impression, At: now, NextShowAt: now}
+	require.NoError(t, w.WriteBatch(ctx, []event.Event{redelivered}))
+	var imps int
+	require.NoError(t, db.QueryRow(`SELECT COALESCE(SUM(impressions), 0) FROM popup_daily_stats`).Scan(&imps))
+	assert.Zero(t, imps, "a redelivered event is not counted again")
+
+	// An erasure while the copy is under way finds the user's rows in both tables, counted once.
+	priv := mysqlstore.NewPrivacyRepo(db)
+	acts, err := priv.Actions(ctx, "u2")
+	require.NoError(t, err)
+	assert.Len(t, acts, 4, "u2's three copied rows and its row still in the old table only")
+	erased, err := priv.DeleteActions(ctx, "u2")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), erased)
+	acts, err = priv.Actions(ctx, "u2")
+	require.NoError(t, err)
+	assert.Empty(t, acts)
+
+	p := mysqlstore.NewLogPartitions(db)
+	p.Batch, p.MinPause = 2, time.Millisecond
+	var batches []int64
+	copied, err := p.Backfill(ctx, now.Add(-30*24*time.Hour), func(n int64) { batches = append(batches, n) })
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), copied, "the row within the retention, not the older one, nor the erased one, nor the rows copied already")
+	for _, n := range batches {
+		assert.LessOrEqual(t, n, int64(2))
+	}
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
+	assert.Equal(t, 21-3, n, "the 20 copied and the backfilled one, less u2's three")
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log WHERE event_id = 'gone'`).Scan(&n))
+	assert.Zero(t, n)
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'popup_action_log_unpartitioned'`).Scan(&n))
+	assert.Zero(t, n, "the old table is dropped once copied")
+	again, err := p.Backfill(ctx, now.Add(-30*24*time.Hour), nil)
+	require.NoError(t, err)
+	assert.Zero(t, again)
+
+	// Down puts every row back into one table.
+	require.NoError(t, mysqlstore.MigrateDownTo(ctx, db, 14))
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
+	assert.Equal(t, 18, n)
+}
