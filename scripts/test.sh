@@ -233,6 +233,9 @@ smoke() {
   read -r api_port admin_port worker_port <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
   export POPUP_MYSQL_DSN="${POPUP_TEST_MYSQL_DSN}popup" POPUP_REDIS_ADDR="${POPUP_TEST_REDIS_ADDR}"
   export POPUP_ADMIN_TOKEN=smoke POPUP_LOG_LEVEL=warn POPUP_LINK_SCHEMES=http,https,app
+  # Erasures on, as scripts/api-fuzz.sh --stack has them: the fuzzed DELETE /admin/v1/users/{uid}
+  # runs real erasures (without a key it answers 501, which the fuzzer counts as a server error).
+  export POPUP_PRIVACY_KEY="smoke-privacy-key-$$-0123456789abcdef0123456789"
   # The smoke proves the kit and the API's answers, not speed. make loadtest runs with the
   # production budgets.
   export "${loaded_budgets[@]}"
