@@ -12,8 +12,8 @@
 #            for it), then the rest and deploy/'s imports (deploy waits for it all)
 #   install  MariaDB, Redis, Chromium, npm, Maven and a JRE (apt, when missing); axe-core and
 #            typescript (npm ci); the OpenAPI Generator CLI (scripts/clients.sh fetch)
-#   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt); before the
-#            go stage, whose experiment-statistics test checks against scipy
+#   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt), for the smoke
+#            and go-venv stages
 #   stack    MariaDB, Redis and the Redis Cluster of this run
 #   lint     go vet's and staticcheck's checks (tools/popup-lint), both build-tag sets (the
 #            service's and the chaos suite's), and gofmt; not on deploy/ and tools/ (lint says
@@ -26,7 +26,10 @@
 #            net/http; docs/RELIABILITY.md has its cost)
 #   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
-#            sysctl profiles applied and checked in network namespaces (root)
+#            sysctl profiles applied and checked in network namespaces (root); as soon as
+#            compile-race is done, without waiting for venv
+#   go-venv  the packages whose tests run .venv's Python (the experiment statistics, checked
+#            against scipy), once venv is done, beside the go stage
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (40)
 #   clients  the browser SDK in Chromium (CORS on, the page on another port) and the generated
@@ -99,6 +102,10 @@ gotest=("${race_env[@]}" go test -tags "$GO_TAGS" $race -count=1)
 # of hundred packages) and the binaries, which nothing runs race-built; the compile
 # stage's plain build already proves that they compile, and go vet checks them.
 race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/deploy$'; }
+# The packages whose tests run .venv's Python (POPUP_VENV): the go-venv stage tests them once
+# venv is done, so that the go stage need not wait for pip.
+venv_test_pkgs() { grep -rl --include='*_test.go' POPUP_VENV internal cmd | xargs -n1 dirname | sort -u | sed 's|^|popupsvc/|'; }
+go_test_pkgs() { race_test_pkgs | grep -vxF "$(venv_test_pkgs)"; }
 # test_deps PKG...: the packages outside this module that the tests of PKG import (chromedp,
 # kin-openapi, testify...): go build of a package does not compile its tests' imports.
 test_deps() {
@@ -184,10 +191,17 @@ export POPUP_TEST_RUN_DIR="$run_dir"
 cluster_addr="127.0.0.1:${cl1},127.0.0.1:${cl2},127.0.0.1:${cl3}"
 ENV
 }
+# -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
+# -parallel 4: most tests wait on servers, browsers and timers more than they compute
+# -p 4: so do most packages (mysqlstore's 90 s are about 25 s of CPU). With go test's default of
+#   one package per core, internal/apiserver (its browser tests, about 280 s) took one of the two
+#   and every other package queued for the other, about 350 s one after another.
 gotests() {
-  # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
-  # -parallel 4: most tests wait on servers, browsers and timers more than they compute
-  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(race_test_pkgs)
+  "${gotest[@]}" -vet=off -p 4 -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(go_test_pkgs)
+}
+gotests_venv() {
+  stage_await venv
+  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(venv_test_pkgs)
 }
 deploytests() {
   # deploy/ (without -race, see race_test_pkgs) in the background beside the go stage, at a lower
@@ -224,10 +238,12 @@ clients() {
   # Java and Chromium would otherwise take CPU from the smoke's load and the go stage's timings
   renice -n 10 -p "$BASHPID" >/dev/null
   stage_await_mark compile-plain binaries
+  stage_await venv # the generated Python client
   scripts/clients.sh test
 }
 smoke() {
   stage_await_mark compile-plain binaries
+  stage_await venv # locust and schemathesis
   # popup-api and popup-worker on this run's MariaDB (database popup) and Redis
   local api_port admin_port worker_port
   read -r api_port admin_port worker_port <<<"$(scripts/services.sh free-port 3 | tr '\n' ' ')"
@@ -269,7 +285,7 @@ renice -n 0 -p "$(cat "$stage_dir/compile-plain.gopid" 2>/dev/null)" >/dev/null 
 stage_bg chaos-faults chaos_faults
 stage_bg lint lint
 stage_bg fuzz-smoke env FUZZ_PARALLEL=1 GOGC=$build_gogc scripts/fuzz.sh "${FUZZ_BUDGET:-10000x}"
-stage_wait venv
+stage_bg go-venv gotests_venv
 stage_bg smoke smoke
 stage_bg clients clients
 stage_bg deploy deploytests
@@ -279,7 +295,7 @@ stage go gotests
 # compiles (which made a GET of a loaded run miss the bound). The cluster pass starts with them,
 # not after the go stage: the scenarios use about a core, so the pass fills the other one instead
 # of the CPU the stages above are short of (docs/PERFORMANCE.md, "make test", has the figures).
-stage_wait lint fuzz-smoke smoke clients compile-plain deploy chaos-faults
+stage_wait lint fuzz-smoke venv go-venv smoke clients compile-plain deploy chaos-faults
 stage_bg cluster cluster
 stage chaos env CHAOS_RUN="$chaos_timed" scripts/chaos.sh fast
 stage_wait cluster
