@@ -193,11 +193,8 @@ ENV
 }
 # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
 # -parallel 4: most tests wait on servers, browsers and timers more than they compute
-# -p 4: so do most packages (mysqlstore's 90 s are about 25 s of CPU). With go test's default of
-#   one package per core, internal/apiserver (its browser tests, about 280 s) took one of the two
-#   and every other package queued for the other, about 350 s one after another.
 gotests() {
-  "${gotest[@]}" -vet=off -p 4 -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(go_test_pkgs)
+  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(go_test_pkgs)
 }
 gotests_venv() {
   stage_await venv
