@@ -5,7 +5,7 @@ GO    ?= go
 include scripts/build.env
 TAGS  ?= $(GO_TAGS)
 
-.PHONY: all build up down status test test-quick lint lint-full vet fmt bench bench-audiences bench-worker soak fuzz timewait loadtest migrate clean chaos
+.PHONY: all build up down status test test-quick lint lint-full vet fmt bench bench-audiences bench-worker soak growth-soak fuzz timewait loadtest migrate clean chaos
 
 all: build
 
@@ -73,6 +73,9 @@ timewait: ## the TIME_WAIT experiment in its own network namespaces (root; about
 
 soak: ## 10-minute fixed-rate load: popup-api RSS and goroutines must stay flat
 	scripts/soak.sh
+
+growth-soak: ## the action log grown to 1, 10 and 50 million rows: the drain's rate and a day's drop at each size, plotted (docs/PERFORMANCE.md; about 17 GB of disk)
+	scripts/growth-soak.sh
 
 chaos: ## fault scenarios against the real stack (Redis/MySQL down, kill storms, SIGTERM; ~8 min; docs/RELIABILITY.md)
 	scripts/chaos.sh full

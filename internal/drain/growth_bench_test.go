@@ -1,0 +1,177 @@
+package drain_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/mysqlstore"
+)
+
+// logDays is how many UTC days of the action log BenchmarkLogGrowth keeps filled: the default
+// retention's 30.
+const logDays = 30
+
+// BenchmarkLogGrowth shows whether the drain and the retention stay flat as the action log grows
+// (docs/SCALING.md, docs/PERFORMANCE.md "The action log as it grows"). One database for the whole
+// run: for each size of POPUP_BENCH_LOG_SIZES (rows, ascending; default 1,000,000, 10,000,000 and
+// 50,000,000) the log is filled up to that size, spread evenly over 30 day partitions ending on
+// the drained events' day (rows laid down by MariaDB's sequence engine, as fillOldLog does), then
+//
+//   - b.N events are drained into it (batches of 500; they land in the newest, fullest-of-a-day
+//     partition), reported as events/s;
+//   - the oldest day is dropped with mysqlstore.LogPartitions.Maintain (one DROP PARTITION),
+//     reported as drop_ms with the rows it held (day_rows).
+//
+// Each pass drops one day more (go test runs each size once with b.N = 1 before the count asked
+// for): the run lays out 30 days plus two per size, the extra days oldest.
+// With POPUP_BENCH_GROWTH_CSV set, it also appends "rows,events_per_s,drop_ms,day_rows" lines to
+// that file (scripts/growth-soak.sh plots them). It needs a MariaDB with room: 50 million rows are
+// about 17 GB of data and indexes. Run it through scripts/growth-soak.sh, or with a fixed count:
+//
+//	POPUP_BENCH_LOG_SIZES=1000000,10000000 go test -tags jsoniter,nomsgpack -run '^$' \
+//	  -bench '^BenchmarkLogGrowth$' -benchtime 50000x -timeout 6h ./internal/drain/
+func BenchmarkLogGrowth(b *testing.B) {
+	sizes := []int{1_000_000, 10_000_000, 50_000_000}
+	if v := os.Getenv("POPUP_BENCH_LOG_SIZES"); v != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			require.NoError(b, err, "POPUP_BENCH_LOG_SIZES")
+			sizes = append(sizes, n)
+		}
+	}
+	e := newEnv(b, 1, 15*time.Second)
+	ctx := context.Background()
+	newest := t0.Truncate(24 * time.Hour) // the drained events' day (mkEvent: t0 + i ms)
+	days := logDays + 2*len(sizes)
+	oldest := newest.Add(-time.Duration(days-1) * 24 * time.Hour)
+	splitDays(b, e, oldest, days)
+	pass := 0 // passes so far: days dropped
+	for _, size := range sizes {
+		b.Run(fmt.Sprintf("rows-%d", size), func(b *testing.B) {
+			step := pass
+			pass++
+			// fill the days still kept (the dropped ones are gone) up to size rows in all
+			first := oldest.Add(time.Duration(step) * 24 * time.Hour)
+			kept := days - step
+			for d := range kept {
+				day := first.Add(time.Duration(d) * 24 * time.Hour)
+				want := size / kept
+				have := dayRows(b, e, day)
+				if want > have {
+					fillDay(b, e, day, have, want-have)
+				}
+			}
+			rows := logRows(b, e)
+			n := b.N
+			e.produce(fmt.Sprintf("grow%d-%d", step, n), 0, n)
+			var written atomic.Int64
+			done := make(chan struct{})
+			sink := sinkFunc(func(ctx context.Context, events []event.Event) error {
+				if err := e.writer.WriteBatch(ctx, events); err != nil {
+					return err
+				}
+				if written.Add(int64(len(events))) == int64(n) {
+					close(done)
+				}
+				return nil
+			})
+			cfg := e.config("grow")
+			cfg.BatchSize = 500
+			b.ResetTimer()
+			start := time.Now()
+			r := e.start(sink, cfg)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Minute):
+				b.Fatalf("drained %d of %d events in 10 minutes", written.Load(), n)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			r.stop(b)
+
+			dropped := dayRows(b, e, first)
+			s := time.Now()
+			m, err := mysqlstore.NewLogPartitions(e.db).Maintain(ctx, time.Now(), first.Add(24*time.Hour))
+			took := time.Since(s)
+			require.NoError(b, err)
+			require.Len(b, m.Dropped, 1, "the oldest day, alone")
+
+			b.ReportMetric(float64(rows), "log_rows")
+			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
+			b.ReportMetric(float64(took.Microseconds())/1000, "drop_ms")
+			b.ReportMetric(float64(dropped), "day_rows")
+			// (not the pass of one event that go test runs first: its rate measures nothing)
+			if path := os.Getenv("POPUP_BENCH_GROWTH_CSV"); path != "" && n > 1 {
+				f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				require.NoError(b, err)
+				_, err = fmt.Fprintf(f, "%d,%.0f,%.1f,%d\n", rows, float64(n)/elapsed.Seconds(), float64(took.Microseconds())/1000, dropped)
+				require.NoError(b, err)
+				require.NoError(b, f.Close())
+			}
+		})
+	}
+}
+
+// splitDays gives each of the days from oldest on a partition of its own, split off the log's
+// first partition while both are empty (the migration's partitions start today; the benchmark's
+// days are in the past).
+func splitDays(b *testing.B, e *env, oldest time.Time, days int) {
+	b.Helper()
+	var first string
+	var bound int64
+	require.NoError(b, e.db.QueryRow(`SELECT PARTITION_NAME, PARTITION_DESCRIPTION FROM information_schema.PARTITIONS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'popup_action_log' AND PARTITION_ORDINAL_POSITION = 1`).Scan(&first, &bound))
+	parts := make([]string, 0, days+1)
+	for d := range days {
+		day := oldest.Add(time.Duration(d) * 24 * time.Hour)
+		parts = append(parts, fmt.Sprintf("PARTITION g%s VALUES LESS THAN (TO_DAYS('%s') + 1)", day.Format("20060102"), day.Format("2006-01-02")))
+	}
+	parts = append(parts, fmt.Sprintf("PARTITION %s VALUES LESS THAN (%d)", first, bound))
+	_, err := e.db.Exec(fmt.Sprintf("ALTER TABLE popup_action_log REORGANIZE PARTITION %s INTO (%s)", first, strings.Join(parts, ", ")))
+	require.NoError(b, err)
+}
+
+// dayRows counts the log's rows on day (its own partition).
+func dayRows(b *testing.B, e *env, day time.Time) int {
+	b.Helper()
+	var n int
+	require.NoError(b, e.db.QueryRow("SELECT COUNT(*) FROM popup_action_log PARTITION (g"+day.Format("20060102")+")").Scan(&n))
+	return n
+}
+
+func logRows(b *testing.B, e *env) int {
+	b.Helper()
+	var n int
+	require.NoError(b, e.db.QueryRow("SELECT COUNT(*) FROM popup_action_log").Scan(&n))
+	return n
+}
+
+// fillDay adds n rows to day's partition, numbered from `from` on (ids unique per day): users out
+// of ten million, popups 1-20, times spread over the day, 200,000 rows a statement.
+func fillDay(b *testing.B, e *env, day time.Time, from, n int) {
+	b.Helper()
+	sep := "?"
+	if strings.Contains(e.dsn, "?") {
+		sep = "&"
+	}
+	fill := openDB(b, e.dsn+sep+"readTimeout=30m&writeTimeout=30m")
+	tag := day.Format("0102")
+	for lo := from + 1; lo <= from+n; lo += 200_000 {
+		hi := min(lo+200_000-1, from+n)
+		_, err := fill.Exec(fmt.Sprintf(`INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
+			SELECT CONCAT('g%s-', seq), CONCAT('u', seq * 7919 %% 10000000), 1 + seq %% 20,
+			       ELT(1 + seq %% 20 DIV 17, 'impression', 'close'), ? + INTERVAL (seq %% 86400) SECOND
+			FROM seq_%d_to_%d`, tag, lo, hi), day)
+		require.NoError(b, err)
+	}
+}
