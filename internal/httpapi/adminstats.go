@@ -220,18 +220,11 @@ func (a *Admin) allStats(c *gin.Context) {
 // in it.
 func (a *Admin) statsParams(c *gin.Context) (statsParams, error) {
 	var p statsParams
-	p.zone = c.Query("tz")
-	if _, given := c.GetQuery("tz"); !given {
-		zone, err := a.reportingTimeZone(c.Request.Context())
-		if err != nil {
-			return p, err
-		}
-		p.zone = zone
+	zone, loc, err := a.resultsZone(c)
+	if err != nil {
+		return p, err
 	}
-	loc, msg := loadZone(p.zone)
-	if msg != "" {
-		return p, queryError("tz", msg)
-	}
+	p.zone = zone
 	from, to, aerr := statsRange(c, a.Now().In(loc))
 	if aerr != nil {
 		return p, aerr
@@ -244,6 +237,23 @@ func (a *Admin) statsParams(c *gin.Context) (statsParams, error) {
 	p.q = popup.StatsQuery{Bounds: popup.DayBounds(from, to, loc), UTC: loc == time.UTC || p.zone == "UTC",
 		LogKeptSince: a.Now().Add(-retention)}
 	return p, nil
+}
+
+// resultsZone reads tz (an IANA name; the reporting time zone by default): the zone whose days
+// results are counted in.
+func (a *Admin) resultsZone(c *gin.Context) (string, *time.Location, error) {
+	zone, given := c.GetQuery("tz")
+	if !given {
+		var err error
+		if zone, err = a.reportingTimeZone(c.Request.Context()); err != nil {
+			return "", nil, err
+		}
+	}
+	loc, msg := loadZone(zone)
+	if msg != "" {
+		return "", nil, queryError("tz", msg)
+	}
+	return zone, loc, nil
 }
 
 // defaultLogRetention is POPUP_ACTION_LOG_RETENTION's default, for an Admin built without it.

@@ -96,6 +96,9 @@ func Compute(e *popup.Experiment, days []ArmDay, now time.Time) (Results, error)
 		if c := strings.Compare(a.Day, b.Day); c != 0 {
 			return c
 		}
+		if c := strings.Compare(a.Zone, b.Zone); c != 0 {
+			return c // a UTC day kept from before days followed a zone, beside the same date's
+		}
 		return e.ArmIndex(a.Arm) - e.ArmIndex(b.Arm)
 	})
 
