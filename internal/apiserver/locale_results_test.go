@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -78,16 +77,9 @@ func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 	}, body.ByLocale)
 	assert.Equal(t, [2]int64{3, 2}, [2]int64{body.Totals.Impressions, body.Totals.Clicks}, "the entries add up to the totals")
 
-	req, err := http.NewRequest(http.MethodGet, "http://"+api.admin+strings.Replace(path, "/stats?", "/stats.csv?", 1), nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	hres, err := api.client.Do(req)
-	require.NoError(t, err)
-	raw, err := io.ReadAll(hres.Body)
-	hres.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, hres.StatusCode, string(raw))
-	records, err := csv.NewReader(strings.NewReader(string(raw))).ReadAll()
+	res = api.adminDo(t, http.MethodGet, strings.Replace(path, "/stats?", "/stats.csv?", 1), nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	records, err := csv.NewReader(strings.NewReader(res.Raw)).ReadAll()
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(records), 3)
 	// header: date … ctr, close_rate, clicks button 0: Open, clicks unspecified, complete

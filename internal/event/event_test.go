@@ -156,3 +156,22 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendImpression is the queue encoding of a decision's impression without a locale
+// (as before locales were carried) and with one: what carrying the locale adds to the hot path
+// (docs/PERFORMANCE.md, "The impression's locale").
+func BenchmarkAppendImpression(b *testing.B) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
+	for _, locale := range []string{"", "default", "pt-BR"} {
+		e := Event{ID: "0123456789abcdef000023", UID: "user-1234567", PopupID: 42, Action: Impression, At: at,
+			DecisionID: "0123456789abcdef000023", NextShowAt: at.Add(24 * time.Hour), Impressions: 3, DayCount: 2, Locale: locale}
+		b.Run("locale="+locale, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 256)
+			for b.Loop() {
+				buf = Append(buf[:0], &e)
+			}
+			b.ReportMetric(float64(len(buf)), "bytes/event")
+		})
+	}
+}

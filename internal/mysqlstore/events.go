@@ -346,14 +346,7 @@ func readNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.E
 	q.WriteString(`SELECT uid, event_id, event_at FROM popup_action_log WHERE batch_id = ? AND event_at BETWEEN ? AND ? AND (uid, event_id) IN (`)
 	args := make([]any, 0, 3+2*len(rows))
 	args = append(args, batch, first.Add(-time.Millisecond), last.Add(time.Millisecond))
-	for n, i := range rows {
-		if n > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?)")
-		args = append(args, events[i].UID, events[i].ID)
-	}
-	q.WriteByte(')')
+	args = appendLogKeys(&q, args, events, rows, func(e *event.Event) string { return e.ID })
 	res, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, err
@@ -379,6 +372,20 @@ func readNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.E
 		}
 	}
 	return out, nil
+}
+
+// appendLogKeys ends an `(uid, event_id) IN (` list of the action log's key with one (uid, id)
+// pair per event of idx, the id its own or one it names (id), and appends them to args.
+func appendLogKeys(q *strings.Builder, args []any, events []event.Event, idx []int, id func(*event.Event) string) []any {
+	for n, i := range idx {
+		if n > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?)")
+		args = append(args, events[i].UID, id(&events[i]))
+	}
+	q.WriteByte(')')
+	return args
 }
 
 // addSlotStats adds counts to popup_slot_stats, rows in primary-key order so that concurrent

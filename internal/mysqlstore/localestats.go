@@ -69,15 +69,7 @@ func eventLocales(ctx context.Context, tx *sql.Tx, events []event.Event) ([]stri
 	var q strings.Builder
 	q.Grow(128 + len(wanted)*6)
 	q.WriteString(`SELECT uid, event_id, popup_id, locale FROM popup_action_log WHERE action = 'impression' AND locale <> '' AND (uid, event_id) IN (`)
-	args := make([]any, 0, 2*len(wanted))
-	for n, i := range wanted {
-		if n > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?)")
-		args = append(args, events[i].UID, events[i].DecisionID)
-	}
-	q.WriteByte(')')
+	args := appendLogKeys(&q, make([]any, 0, 2*len(wanted)), events, wanted, func(e *event.Event) string { return e.DecisionID })
 	rows, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, err
