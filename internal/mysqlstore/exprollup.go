@@ -17,9 +17,10 @@ import (
 // The experiment rollup (docs/CONTRACT.md §10 "Results"): per phase (popup, salt) and user, the
 // arm of the user's first exposure and the user's counts (popup_experiment_user), and per arm and
 // UTC quarter hour the users first exposed or first clicking in it and its events
-// (popup_experiment_slot, migration 00019: any time zone's days are sums of quarter hours). Like the daily stats it counts only the events the action log newly
-// accepted, in the same transaction, so a batch written twice, an event repeated in a batch or
-// two workers writing the same events count once.
+// (popup_experiment_slot, migration 00019: any time zone's days are sums of quarter hours). Like
+// the daily stats it counts only the events the action log newly accepted, in the same
+// transaction, so a batch written twice, an event repeated in a batch or two workers writing the
+// same events count once.
 //
 // Three statements on popup_experiment_user and one on popup_experiment_slot, whatever the
 // batch's size, and none for a batch without experiment events:
