@@ -1,6 +1,7 @@
-// Package results turns an experiment phase's per-arm, per-day counts (popup_experiment_slot summed into a zone's days)
-// into the results of docs/CONTRACT.md §10 "Results", through the pure statistics of
-// internal/experiment/stats. It is pure: no I/O, the caller passes now.
+// Package results turns an experiment phase's per-arm, per-day counts (popup_experiment_slot's
+// quarter hours summed into a zone's days) into the results of docs/CONTRACT.md §10 "Results",
+// through the pure statistics of internal/experiment/stats. It is pure: no I/O, the caller
+// passes now.
 package results
 
 import (
