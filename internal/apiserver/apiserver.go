@@ -399,8 +399,8 @@ func (g *gatedStats) AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.
 	return gate(g.dep, func() ([]popup.Stats, error) { return g.stats.AllStats(ctx, q) })
 }
 
-func (g *gatedStats) ExperimentDays(ctx context.Context, popupID int64, salt string) ([]popup.ExperimentDay, error) {
-	return gate(g.dep, func() ([]popup.ExperimentDay, error) { return g.stats.ExperimentDays(ctx, popupID, salt) })
+func (g *gatedStats) ExperimentDays(ctx context.Context, popupID int64, salt string, loc *time.Location) ([]popup.ExperimentDay, error) {
+	return gate(g.dep, func() ([]popup.ExperimentDay, error) { return g.stats.ExperimentDays(ctx, popupID, salt, loc) })
 }
 
 func (g *gatedStats) ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error {

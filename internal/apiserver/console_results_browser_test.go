@@ -263,7 +263,9 @@ func TestConsoleResultsRangeZoneButtonsCSV(t *testing.T) {
 	b.eval(`window.__blobs[0].text()`, &raw)
 	records, err := csv.NewReader(strings.NewReader(raw)).ReadAll()
 	require.NoError(t, err, raw)
-	require.Len(t, records, len(rows), raw)
+	var locales []string
+	b.eval(`[...document.querySelectorAll('#results-locales tbody th')].map(th => th.dataset.csv)`, &locales)
+	require.Len(t, records, len(rows)+len(locales), raw)
 	// the CSV's header names the columns its way; the days come oldest first, then the total
 	shown := append([][]string{}, rows[1:len(rows)-1]...)
 	for i, j := 0, len(shown)-1; i < j; i, j = i+1, j-1 {
@@ -276,7 +278,13 @@ func TestConsoleResultsRangeZoneButtonsCSV(t *testing.T) {
 		assert.Equal(t, rec[1:5], r[1:5], "%s: impressions, users, clicks, closes", rec[0])
 		assert.Equal(t, rec[7:], r[7:], "%s: clicks per button and complete", rec[0])
 	}
-	assert.Equal(t, "total", records[len(records)-1][0])
+	assert.Equal(t, "total", records[len(rows)-1][0])
+	var csvLocales []string
+	for _, rec := range records[len(rows):] {
+		csvLocales = append(csvLocales, rec[0])
+	}
+	assert.Equal(t, []string{"locale: default", "locale: unknown"}, locales, "clicks without a decision id: no locale known")
+	assert.Equal(t, locales, csvLocales, "then the rows per locale the page shows")
 }
 
 func TestConsoleSettingsForAdminsOnly(t *testing.T) {

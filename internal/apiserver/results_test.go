@@ -132,7 +132,8 @@ func TestResultsThroughTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"date", "impressions", "users", "clicks", "closes", "ctr", "close_rate",
 		"clicks button 0: Yes", "clicks button 1: =No", "clicks unspecified", "complete"}, records[0])
-	require.Len(t, records, 1+len(body.Days)+1, "header, every day, totals")
+	require.Len(t, records, 1+len(body.Days)+1+2, "header, every day, totals, then per locale: default, and the clicks that named no decision")
+	assert.Equal(t, []string{"locale: default", "locale: unknown"}, []string{records[len(records)-2][0], records[len(records)-1][0]})
 	for i, d := range append(body.Days, func() resultsDay { tot.Date = "total"; return tot }()) {
 		users := ""
 		if d.Users != nil {

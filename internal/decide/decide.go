@@ -137,7 +137,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		br.Success()
 		if out == popup.Recorded {
 			d.Metrics.count(p.outcome())
-			return p.answer(snap.Version, req.Lang)
+			return p.answer(snap.Version)
 		}
 		// Conflict: another request of this user changed the state first; decide again.
 	}

@@ -31,6 +31,10 @@ type decisionPlan struct {
 	// Arm is the user's arm in Shown's running experiment, always a variant (a control shows
 	// nothing); -1 when Shown is outside any experiment or nothing is shown.
 	Arm int
+	// Body and Locale are what Shown shows for the request's lang (Entry.ShownIn), chosen once:
+	// the impression records the locale the answer names.
+	Body   []byte
+	Locale string
 	// DecisionID names the decision: the impression's id, and the prefix of each exposure's;
 	// "" when there is nothing to record.
 	DecisionID string
@@ -77,6 +81,8 @@ func plan(in *planInput) decisionPlan {
 			if i >= 0 {
 				ev.Arms = entry.ArmRefs[i]
 			}
+			p.Body, p.Locale = entry.ShownIn(i, in.Req.Lang)
+			ev.Locale = p.Locale
 			evs = append(evs, ev)
 			p.Shown, p.Arm = entry, i
 			break
@@ -115,14 +121,13 @@ func plan(in *planInput) decisionPlan {
 	return p
 }
 
-// answer is the homepage answer once p is recorded under config version, in the best language
-// for lang.
-func (p *decisionPlan) answer(version int64, lang string) Answer {
+// answer is the homepage answer once p is recorded under config version, in the language plan
+// chose for the request's lang.
+func (p *decisionPlan) answer(version int64) Answer {
 	if p.Shown == nil {
 		return Answer{Kind: None, Version: version}
 	}
-	a := Answer{Kind: Shown, Version: version, Popup: p.Shown, DecisionID: p.DecisionID}
-	a.Body, a.Locale = p.Shown.ShownIn(p.Arm, lang)
+	a := Answer{Kind: Shown, Version: version, Popup: p.Shown, DecisionID: p.DecisionID, Body: p.Body, Locale: p.Locale}
 	if p.Arm >= 0 {
 		a.Variant = p.Shown.Popup.Experiment.ArmKey(p.Arm)
 	}

@@ -220,7 +220,7 @@ func TestPlan(t *testing.T) {
 				assert.Equal(t, p.DecisionID, ev.DecisionID)
 				assert.Equal(t, ev.NextShowAt, st.Popups[ev.PopupID].NextShowAt, "the state to record holds popup %d's event", ev.PopupID)
 			}
-			ans := p.answer(7, "")
+			ans := p.answer(7)
 			assert.Equal(t, tt.wantVariant, ans.Variant)
 			assert.Equal(t, p.Shown, ans.Popup)
 		})
@@ -242,13 +242,13 @@ func TestPlanAnswers(t *testing.T) {
 	}{
 		{
 			name:        "a plain popup: its own content",
-			give:        decisionPlan{Shown: plain, Arm: -1, DecisionID: "d-1", Events: make([]event.Event, 1)},
+			give:        decisionPlan{Shown: plain, Arm: -1, DecisionID: "d-1", Body: plain.JSON, Locale: "default", Events: make([]event.Event, 1)},
 			want:        Answer{Kind: Shown, Version: 7, Popup: plain, DecisionID: "d-1", Body: plain.JSON, Locale: "default"},
 			wantOutcome: outPopup,
 		},
 		{
 			name:        "a variant: the variant's content and key",
-			give:        decisionPlan{Shown: variant, Arm: 0, DecisionID: "d-1~1.0", Events: make([]event.Event, 1)},
+			give:        decisionPlan{Shown: variant, Arm: 0, DecisionID: "d-1~1.0", Body: variant.Variants[0], Locale: "default", Events: make([]event.Event, 1)},
 			want:        Answer{Kind: Shown, Version: 7, Popup: variant, DecisionID: "d-1~1.0", Body: variant.Variants[0], Variant: "a", Locale: "default"},
 			wantOutcome: outPopup,
 		},
@@ -261,8 +261,49 @@ func TestPlanAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.give.answer(7, ""))
+			assert.Equal(t, tt.want, tt.give.answer(7))
 			assert.Equal(t, tt.wantOutcome, tt.give.outcome())
+		})
+	}
+}
+
+// TestPlanRecordsTheLocaleShown: the impression carries the locale the answer names (the results
+// per locale count it); a control's exposure, which shows nothing, carries none.
+func TestPlanRecordsTheLocaleShown(t *testing.T) {
+	t.Parallel()
+	translated := planPopup(2, 5, nil)
+	translated.Translations = []popup.Translation{{Locale: "pt", Title: "oi"}, {Locale: "pt-BR", Title: "olá"}}
+	tests := []struct {
+		name       string
+		lang       string
+		uid        string
+		wantLocale []string // per planned event
+	}{
+		{name: "the exact tag", lang: "pt-BR", uid: "user-1", wantLocale: []string{"pt-BR"}},
+		{name: "the tag without its region", lang: "pt-PT", uid: "user-1", wantLocale: []string{"pt"}},
+		{name: "no translation for lang: the default", lang: "de", uid: "user-1", wantLocale: []string{"default"}},
+		{name: "a control falling through: no locale on the exposure", lang: "pt-BR", uid: planUID(planControl),
+			wantLocale: []string{"", "pt-BR"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			popups := []popup.Popup{translated}
+			if tt.uid == planUID(planControl) {
+				popups = append(popups, planPopup(1, 10, planExperiment(popup.ControlFallThrough)))
+			}
+			snap := snapshot.BuildWith(7, popups, pt0, popup.LinkSchemes{}, nil)
+			require.Empty(t, snap.Problems)
+			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: tt.lang}
+			var st popup.UserState
+
+			p := plan(&planInput{Snap: snap, Cands: snap.Candidates(req.Platform, req.Region), Req: req, State: &st, Now: pt0, ID: planID})
+
+			var got []string
+			for _, ev := range p.Events {
+				got = append(got, ev.Locale)
+			}
+			assert.Equal(t, tt.wantLocale, got)
+			assert.Equal(t, p.Events[len(p.Events)-1].Locale, p.answer(7).Locale, "the impression's locale is the answer's")
 		})
 	}
 }

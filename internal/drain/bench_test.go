@@ -45,6 +45,9 @@ func BenchmarkDrain(b *testing.B) {
 		// The experiment rollup's price: the same events without and with experiment arms.
 		{name: "batched-500-everyaction", shards: 1, batch: 500, edits: []func(*event.Event, int){everyAction}},
 		{name: "batched-500-experiments", shards: 1, batch: 500, edits: []func(*event.Event, int){everyAction, inExperiment}},
+		// Results per locale: the same events, impressions carrying a locale and clicks the
+		// decision id of their user's impression before (the worker looks it up).
+		{name: "batched-500-locales", shards: 1, batch: 500, edits: []func(*event.Event, int){everyAction, withLocale}},
 		// The erasure tombstone check's price (docs/CONTRACT.md §12): batched-500 with it.
 		{name: "batched-500-tombstones", shards: 1, batch: 500, tombstones: 1000},
 	}
@@ -117,6 +120,19 @@ func inExperiment(ev *event.Event, i int) {
 	ev.Arms = []event.ArmRef{{PopupID: ev.PopupID, Salt: "bench", Arm: arm}}
 	if arm == "control" && ev.Action == event.Impression {
 		ev.Action = event.Exposure
+	}
+}
+
+// withLocale gives an impression a locale (one of three, by user) and its own id as decision id,
+// and a click the decision id of its user's event before, an impression (with everyAction, user
+// i%300's events cycle impression, click, close): that impression is in the click's batch or
+// an earlier one, in the log.
+func withLocale(ev *event.Event, i int) {
+	switch ev.Action {
+	case event.Impression:
+		ev.DecisionID, ev.Locale = ev.ID, []string{"default", "pt-BR", "de"}[i%300%3]
+	case event.Click:
+		ev.DecisionID = fmt.Sprintf("%s%06d", ev.ID[:len(ev.ID)-6], i-300)
 	}
 }
 

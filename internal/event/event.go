@@ -50,6 +50,11 @@ type Event struct {
 	// Button is, for a click, which of the popup's buttons was clicked; the zero value is
 	// "unspecified" (the client did not say, as older clients do not).
 	Button ButtonRef
+	// Locale is, for an impression, the language the answer showed (docs/CONTRACT.md §13): a
+	// translation's tag or popup.DefaultLocale. "" = not carried (clicks, closes, exposures, and
+	// impressions queued before it existed): the worker attributes a click to its impression's
+	// locale itself (docs/CONTRACT.md §8).
+	Locale string
 	// Arms are the experiment arms the event counts for (docs/CONTRACT.md §10), at most
 	// MaxArmRefs: for an impression or exposure the arm the user was assigned; for a click or
 	// close the user's arm in this popup's experiment and, for a click on a popup that controls
@@ -107,6 +112,7 @@ type wire struct {
 	I  int       `json:"i"`
 	C  int       `json:"c,omitempty"`
 	B  int       `json:"b"` // the clicked button's 0-based index; absent (older events) = unspecified
+	L  string    `json:"l,omitempty"`
 	X  []wireArm `json:"x,omitempty"`
 }
 
@@ -146,6 +152,10 @@ func Append(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"b":`...)
 		dst = strconv.AppendInt(dst, int64(i), 10)
 	}
+	if e.Locale != "" {
+		dst = append(dst, `,"l":`...)
+		dst = appendString(dst, e.Locale)
+	}
 	for i, a := range e.Arms {
 		if i == 0 {
 			dst = append(dst, `,"x":[`...)
@@ -173,7 +183,7 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
 	e := Event{ID: w.ID, UID: w.U, PopupID: w.P, Action: Action(w.A), At: fromMilli(w.T),
-		DecisionID: w.D, NextShowAt: fromMilli(w.N), Impressions: w.I, DayCount: w.C}
+		DecisionID: w.D, NextShowAt: fromMilli(w.N), Impressions: w.I, DayCount: w.C, Locale: w.L}
 	switch {
 	case w.V != 1:
 		return Event{}, fmt.Errorf("%w: unknown version %d", ErrDecode, w.V)
@@ -193,6 +203,8 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: bad time or count", ErrDecode)
 	case w.B < -1 || w.B > MaxButton || (w.B >= 0 && e.Action != Click):
 		return Event{}, fmt.Errorf("%w: bad button", ErrDecode)
+	case w.L != "" && (e.Action != Impression || !ValidLocale(w.L)):
+		return Event{}, fmt.Errorf("%w: bad locale", ErrDecode)
 	case len(w.X) > MaxArmRefs || e.Action == Exposure && len(w.X) == 0:
 		return Event{}, fmt.Errorf("%w: bad experiment arms", ErrDecode)
 	}
@@ -207,6 +219,16 @@ func Decode(b []byte) (Event, error) {
 		e.Button = ButtonAt(w.B)
 	}
 	return e, nil
+}
+
+// ValidLocale reports whether l can name an impression's language: popup.DefaultLocale, or a
+// translation's tag in its canonical case (what the answer names).
+func ValidLocale(l string) bool {
+	if l == popup.DefaultLocale {
+		return true
+	}
+	c, ok := popup.CanonicalLocale(l)
+	return ok && c == l
 }
 
 func unixMilli(t time.Time) int64 {

@@ -21,6 +21,8 @@ func TestAppendDecodeRoundTrip(t *testing.T) {
 	}{
 		{"impression", Event{ID: "d1", UID: "u-1", PopupID: 7, Action: Impression, At: at, NextShowAt: at.Add(time.Hour), Impressions: 3}},
 		{"impression with the day's count", Event{ID: "d2", UID: "u-1", PopupID: 7, Action: Impression, At: at, NextShowAt: at.Add(time.Hour), Impressions: 1, DayCount: 4}},
+		{"impression in a translation", Event{ID: "d5", UID: "u", PopupID: 7, Action: Impression, At: at, NextShowAt: at, Impressions: 1, Locale: "pt-BR"}},
+		{"impression in the default content", Event{ID: "d6", UID: "u", PopupID: 7, Action: Impression, At: at, NextShowAt: at, Impressions: 1, Locale: "default"}},
 		{"click with decision", Event{ID: "e:1", UID: "u.2", PopupID: 1, Action: Click, At: at, DecisionID: "d1", NextShowAt: at}},
 		{"close never shown again", Event{ID: "e2", UID: "u", PopupID: 9, Action: Close, At: at, NextShowAt: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)}},
 		{"click on the first button", Event{ID: "e3", UID: "u", PopupID: 1, Action: Click, At: at, Button: ButtonAt(0)}},
@@ -70,6 +72,9 @@ func TestDecodeRejects(t *testing.T) {
 		{"button too large", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":255}`},
 		{"button on a close", `{"v":1,"id":"e","u":"u","p":1,"a":"close","t":1,"n":0,"i":0,"b":0}`},
 		{"button not a number", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"b":"0"}`},
+		{"locale on a click", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"l":"en"}`},
+		{"locale not a tag", `{"v":1,"id":"e","u":"u","p":1,"a":"impression","t":1,"n":0,"i":1,"l":"english"}`},
+		{"locale not in canonical case", `{"v":1,"id":"e","u":"u","p":1,"a":"impression","t":1,"n":0,"i":1,"l":"pt-br"}`},
 		{"exposure without an arm", `{"v":1,"id":"e","u":"u","p":1,"a":"exposure","t":1,"n":0,"i":1}`},
 		{"five arms", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"s","a":"a"},{"p":2,"s":"s","a":"a"},{"p":3,"s":"s","a":"a"},{"p":4,"s":"s","a":"a"},{"p":5,"s":"s","a":"a"}]}`},
 		{"arm without a salt", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"","a":"a"}]}`},
@@ -149,5 +154,24 @@ func BenchmarkDecode(b *testing.B) {
 		if _, err := Decode(raw); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAppendImpression is the queue encoding of a decision's impression without a locale
+// (as before locales were carried) and with one: what carrying the locale adds to the hot path
+// (docs/PERFORMANCE.md, "The impression's locale").
+func BenchmarkAppendImpression(b *testing.B) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
+	for _, locale := range []string{"", "default", "pt-BR"} {
+		e := Event{ID: "0123456789abcdef000023", UID: "user-1234567", PopupID: 42, Action: Impression, At: at,
+			DecisionID: "0123456789abcdef000023", NextShowAt: at.Add(24 * time.Hour), Impressions: 3, DayCount: 2, Locale: locale}
+		b.Run("locale="+locale, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 256)
+			for b.Loop() {
+				buf = Append(buf[:0], &e)
+			}
+			b.ReportMetric(float64(len(buf)), "bytes/event")
+		})
 	}
 }

@@ -15,9 +15,10 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// ExperimentDays reads an experiment phase's per-arm, per-day counts (mysqlstore.StatsRepo).
+// ExperimentDays reads an experiment phase's per-arm counts per day of a time zone
+// (mysqlstore.StatsRepo).
 type ExperimentDays interface {
-	ExperimentDays(ctx context.Context, popupID int64, salt string) ([]popup.ExperimentDay, error)
+	ExperimentDays(ctx context.Context, popupID int64, salt string, loc *time.Location) ([]popup.ExperimentDay, error)
 	// ExperimentUserArms calls each with every user a phase counted and the arm it counted them in.
 	ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error
 }
@@ -50,6 +51,7 @@ type expArmBody struct {
 
 type expDayBody struct {
 	Day          string `json:"day"`
+	TimeZone     string `json:"time_zone"` // the zone whose day it is: the answer's, or UTC for a day kept from before
 	Arm          string `json:"arm"`
 	ExposedUsers int64  `json:"exposed_users"`
 	Exposures    int64  `json:"exposures"`
@@ -92,6 +94,7 @@ type expResultsBody struct {
 	PhaseStartedAt *time.Time     `json:"phase_started_at"`
 	PlannedEndAt   *time.Time     `json:"planned_end_at"`
 	Baseline       string         `json:"baseline"`
+	TimeZone       string         `json:"time_zone"` // the IANA zone whose days the days are
 	Arms           []expArmBody   `json:"arms"`
 	Days           []expDayBody   `json:"days"`
 	SRM            expSRMBody     `json:"srm"`
@@ -118,6 +121,11 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		}
 		phase = n
 	}
+	zone, loc, err := a.resultsZone(c)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
 	ctx := c.Request.Context()
 	cur, err := a.storedExperiment(ctx, id)
 	if err != nil {
@@ -139,7 +147,7 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		writeError(c, a.Log, errNoPhase)
 		return
 	}
-	days, err := a.ExperimentDays.ExperimentDays(ctx, id, exp.Salt)
+	days, err := a.ExperimentDays.ExperimentDays(ctx, id, exp.Salt, loc)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
@@ -149,7 +157,9 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	c.JSON(http.StatusOK, toResultsWire(id, cur.Status, res))
+	body := toResultsWire(id, cur.Status, res)
+	body.TimeZone = zone
+	c.JSON(http.StatusOK, body)
 }
 
 // toResultsWire is the results' admin shape; status is the experiment's (current) status.
@@ -184,7 +194,7 @@ func toResultsWire(id int64, status popup.ExperimentStatus, r results.Results) e
 		b.Arms[i] = w
 	}
 	for i, d := range r.Days {
-		b.Days[i] = expDayBody{Day: d.Day, Arm: d.Arm, ExposedUsers: d.ExposedUsers, Exposures: d.Exposures,
+		b.Days[i] = expDayBody{Day: d.Day, TimeZone: d.Zone, Arm: d.Arm, ExposedUsers: d.ExposedUsers, Exposures: d.Exposures,
 			ClickedUsers: d.ClickedUsers, Clicks: d.Clicks, Closes: d.Closes}
 	}
 	return b

@@ -64,13 +64,24 @@ type statsTotals struct {
 }
 
 type popupStatsBody struct {
-	PopupID         int64       `json:"popup_id"`
-	From            string      `json:"from"`
-	To              string      `json:"to"`
-	TimeZone        string      `json:"time_zone"`
-	UniquesComplete bool        `json:"uniques_complete"`
-	Days            []statsDay  `json:"days"`
-	Totals          statsTotals `json:"totals"`
+	PopupID         int64          `json:"popup_id"`
+	From            string         `json:"from"`
+	To              string         `json:"to"`
+	TimeZone        string         `json:"time_zone"`
+	UniquesComplete bool           `json:"uniques_complete"`
+	Days            []statsDay     `json:"days"`
+	Totals          statsTotals    `json:"totals"`
+	ByLocale        []localeResult `json:"by_locale"`
+}
+
+// localeResult is the range's results in one locale shown; Locale nil is the events no locale
+// is known for (docs/CONTRACT.md §8 "Results per locale"), whose users are not counted.
+type localeResult struct {
+	Locale      *string `json:"locale"`
+	Impressions int64   `json:"impressions"`
+	Users       *int64  `json:"users"`
+	Clicks      int64   `json:"clicks"`
+	CTR         float64 `json:"ctr"`
 }
 
 // statsListEntry is one popup of the all-popups list: its totals without unique users or clicks
@@ -151,7 +162,27 @@ func (a *Admin) popupResults(c *gin.Context) (popupStatsBody, error) {
 	days, totals := statsSeries(s, buttonColumns(s, buttons))
 	totals.Users = s.Users
 	return popupStatsBody{PopupID: id, From: p.from.Format(time.DateOnly), To: p.to.Format(time.DateOnly), TimeZone: p.zone,
-		UniquesComplete: s.Users != nil, Days: days, Totals: totals}, nil
+		UniquesComplete: s.Users != nil, Days: days, Totals: totals, ByLocale: byLocale(s.Locales, totals)}, nil
+}
+
+// byLocale is the results per locale shown, in the store's order, then what the totals hold
+// beyond them (impressions recorded without a locale, clicks whose impression was not found) as
+// the entry of locale null, when there is any: the entries add up to the totals.
+func byLocale(locales []popup.LocaleCount, t statsTotals) []localeResult {
+	out := make([]localeResult, 0, len(locales)+1)
+	imp, clk := t.Impressions, t.Clicks
+	for i := range locales {
+		l := &locales[i]
+		out = append(out, localeResult{Locale: &l.Locale, Impressions: l.Impressions, Users: l.Users, Clicks: l.Clicks,
+			CTR: popup.CTR(l.Clicks, l.Impressions)})
+		imp -= l.Impressions
+		clk -= l.Clicks
+	}
+	if imp > 0 || clk > 0 {
+		imp, clk = max(imp, 0), max(clk, 0)
+		out = append(out, localeResult{Impressions: imp, Clicks: clk, CTR: popup.CTR(clk, imp)})
+	}
+	return out
 }
 
 // allStats answers GET /admin/v1/stats: the totals of every popup with events in the range, by
@@ -189,18 +220,11 @@ func (a *Admin) allStats(c *gin.Context) {
 // in it.
 func (a *Admin) statsParams(c *gin.Context) (statsParams, error) {
 	var p statsParams
-	p.zone = c.Query("tz")
-	if _, given := c.GetQuery("tz"); !given {
-		zone, err := a.reportingTimeZone(c.Request.Context())
-		if err != nil {
-			return p, err
-		}
-		p.zone = zone
+	zone, loc, err := a.resultsZone(c)
+	if err != nil {
+		return p, err
 	}
-	loc, msg := loadZone(p.zone)
-	if msg != "" {
-		return p, queryError("tz", msg)
-	}
+	p.zone = zone
 	from, to, aerr := statsRange(c, a.Now().In(loc))
 	if aerr != nil {
 		return p, aerr
@@ -213,6 +237,23 @@ func (a *Admin) statsParams(c *gin.Context) (statsParams, error) {
 	p.q = popup.StatsQuery{Bounds: popup.DayBounds(from, to, loc), UTC: loc == time.UTC || p.zone == "UTC",
 		LogKeptSince: a.Now().Add(-retention)}
 	return p, nil
+}
+
+// resultsZone reads tz (an IANA name; the reporting time zone by default): the zone whose days
+// results are counted in.
+func (a *Admin) resultsZone(c *gin.Context) (string, *time.Location, error) {
+	zone, given := c.GetQuery("tz")
+	if !given {
+		var err error
+		if zone, err = a.reportingTimeZone(c.Request.Context()); err != nil {
+			return "", nil, err
+		}
+	}
+	loc, msg := loadZone(zone)
+	if msg != "" {
+		return "", nil, queryError("tz", msg)
+	}
+	return zone, loc, nil
 }
 
 // defaultLogRetention is POPUP_ACTION_LOG_RETENTION's default, for an Admin built without it.
@@ -367,5 +408,19 @@ func writeStatsCSV(w io.Writer, b popupStatsBody) {
 	}
 	t := b.Totals
 	_ = cw.Write(row("total", t.Impressions, t.Users, t.Clicks, t.Closes, t.CTR, t.CloseRate, t.ClicksByButton, t.Complete))
+	// Then one row per locale (the JSON's by_locale): its impressions, users, clicks and ctr in
+	// those columns, the others empty; "locale: unknown" for the entry of locale null.
+	for _, l := range b.ByLocale {
+		r := make([]string, len(head))
+		r[0] = "locale: unknown"
+		if l.Locale != nil {
+			r[0] = "locale: " + *l.Locale
+		}
+		r[1], r[3], r[5] = strconv.FormatInt(l.Impressions, 10), strconv.FormatInt(l.Clicks, 10), strconv.FormatFloat(l.CTR, 'g', -1, 64)
+		if l.Users != nil {
+			r[2] = strconv.FormatInt(*l.Users, 10)
+		}
+		_ = cw.Write(r)
+	}
 	cw.Flush()
 }

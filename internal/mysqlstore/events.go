@@ -137,8 +137,12 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, events []event.Event
 			return out, tx.Commit()
 		}
 	}
+	locales, err := eventLocales(ctx, tx, events)
+	if err != nil {
+		return out, err
+	}
 	rows := logRows(events)
-	logQ, logArgs := actionLogInsert(events, rows, batch)
+	logQ, logArgs := actionLogInsert(events, locales, rows, batch)
 	res, err := tx.ExecContext(ctx, logQ, logArgs...)
 	if err != nil {
 		return out, err
@@ -169,6 +173,9 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, events []event.Event
 		return out, err
 	}
 	if err = addSlotStats(ctx, tx, slots); err != nil {
+		return out, err
+	}
+	if err = addLocaleStats(ctx, tx, countLocales(events, locales, news)); err != nil {
 		return out, err
 	}
 	if err = addExperimentCounts(ctx, tx, batch, events, news); err != nil {
@@ -339,14 +346,7 @@ func readNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.E
 	q.WriteString(`SELECT uid, event_id, event_at FROM popup_action_log WHERE batch_id = ? AND event_at BETWEEN ? AND ? AND (uid, event_id) IN (`)
 	args := make([]any, 0, 3+2*len(rows))
 	args = append(args, batch, first.Add(-time.Millisecond), last.Add(time.Millisecond))
-	for n, i := range rows {
-		if n > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?)")
-		args = append(args, events[i].UID, events[i].ID)
-	}
-	q.WriteByte(')')
+	args = appendLogKeys(&q, args, events, rows, func(e *event.Event) string { return e.ID })
 	res, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, err
@@ -372,6 +372,20 @@ func readNewRows(ctx context.Context, tx *sql.Tx, batch uint64, events []event.E
 		}
 	}
 	return out, nil
+}
+
+// appendLogKeys ends an `(uid, event_id) IN (` list of the action log's key with one (uid, id)
+// pair per event of idx, the id its own or one it names (id), and appends them to args.
+func appendLogKeys(q *strings.Builder, args []any, events []event.Event, idx []int, id func(*event.Event) string) []any {
+	for n, i := range idx {
+		if n > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?)")
+		args = append(args, events[i].UID, id(&events[i]))
+	}
+	q.WriteByte(')')
+	return args
 }
 
 // addSlotStats adds counts to popup_slot_stats, rows in primary-key order so that concurrent
@@ -458,15 +472,16 @@ func logRows(events []event.Event) []int {
 // turn a bad value into a warning and store it truncated or replaced (two different non-ASCII
 // ids could collapse into one and an event would vanish), where a plain error sends the event to
 // the dead-letter list. The no-op update also keeps the known row's batch_id, which is how the
-// daily stats tell new rows from known ones: it must never set batch_id.
-func actionLogInsert(events []event.Event, rows []int, batch uint64) (string, []any) {
+// daily stats tell new rows from known ones: it must never set batch_id. locales are the events'
+// (eventLocales).
+func actionLogInsert(events []event.Event, locales []string, rows []int, batch uint64) (string, []any) {
 	var q strings.Builder
-	q.Grow(128 + len(rows)*48)
-	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id, batch_id, button) VALUES ")
-	args := make([]any, 0, len(rows)*6)
+	q.Grow(128 + len(rows)*50)
+	q.WriteString("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at, decision_id, locale, batch_id, button) VALUES ")
+	args := make([]any, 0, len(rows)*7)
 	// The batch id is the same number in every row, and the button a small one: both are written
 	// into the statement, not bound per row.
-	tail := strconv.AppendUint([]byte(",?,?,?,?,?,"), batch, 10)
+	tail := strconv.AppendUint([]byte(",?,?,?,?,?,?,"), batch, 10)
 	tail = append(tail, ',')
 	var num [8]byte
 	for n, i := range rows {
@@ -478,7 +493,7 @@ func actionLogInsert(events []event.Event, rows []int, batch uint64) (string, []
 		q.Write(tail)
 		q.Write(strconv.AppendInt(num[:0], int64(buttonColumn(e)), 10))
 		q.WriteByte(')')
-		args = append(args, e.ID, e.UID, e.PopupID, string(e.Action), toDB(e.At), e.DecisionID)
+		args = append(args, e.ID, e.UID, e.PopupID, string(e.Action), toDB(e.At), e.DecisionID, locales[i])
 	}
 	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
 	return q.String(), args

@@ -16,12 +16,13 @@ import (
 
 // The experiment rollup (docs/CONTRACT.md §10 "Results"): per phase (popup, salt) and user, the
 // arm of the user's first exposure and the user's counts (popup_experiment_user), and per arm and
-// UTC day the users first exposed or first clicking that day and the day's events
-// (popup_experiment_daily). Like the daily stats it counts only the events the action log newly
-// accepted, in the same transaction, so a batch written twice, an event repeated in a batch or
-// two workers writing the same events count once.
+// UTC quarter hour the users first exposed or first clicking in it and its events
+// (popup_experiment_slot, migration 00019: any time zone's days are sums of quarter hours). Like
+// the daily stats it counts only the events the action log newly accepted, in the same
+// transaction, so a batch written twice, an event repeated in a batch or two workers writing the
+// same events count once.
 //
-// Three statements on popup_experiment_user and one on popup_experiment_daily, whatever the
+// Three statements on popup_experiment_user and one on popup_experiment_slot, whatever the
 // batch's size, and none for a batch without experiment events:
 //
 //  1. an upsert of the batch's exposing events (impressions and control exposures), one row per
@@ -65,7 +66,7 @@ type expUserAdd struct {
 type expEvent struct {
 	user   int // index in the batch's []expUserAdd
 	action event.Action
-	day    string // UTC day of the stored event time
+	at     time.Time // the stored event time
 }
 
 // expUserRow is what the locking read says of a user row.
@@ -75,16 +76,16 @@ type expUserRow struct {
 	clickFirst bool // first_click_at was NULL
 }
 
-// expDailyKey is one popup_experiment_daily row.
-type expDailyKey struct {
+// expSlotKey is one popup_experiment_slot row.
+type expSlotKey struct {
 	popupID int64
 	salt    string
 	arm     string
-	day     string
+	slot    int64 // unix quarter hour
 }
 
-type expDailyAdd struct {
-	expDailyKey
+type expSlotAdd struct {
+	expSlotKey
 	exposedUsers, exposures, clickedUsers, clicks, closes int64
 }
 
@@ -99,7 +100,6 @@ func collectExperimentEvents(events []event.Event, news []newRow) ([]expUserAdd,
 		if len(e.Arms) == 0 {
 			continue
 		}
-		day := r.at.Format(time.DateOnly)
 		for _, a := range e.Arms {
 			if idx == nil {
 				idx = make(map[expUserKey]int, 8)
@@ -126,7 +126,7 @@ func collectExperimentEvents(events []event.Event, news []newRow) ([]expUserAdd,
 			case event.Close:
 				add.closes++
 			}
-			evs = append(evs, expEvent{user: u, action: e.Action, day: day})
+			evs = append(evs, expEvent{user: u, action: e.Action, at: r.at})
 		}
 	}
 	if len(users) == 0 {
@@ -166,7 +166,7 @@ func addExperimentCounts(ctx context.Context, tx *sql.Tx, batch uint64, events [
 	if err := addClicksAndCloses(ctx, tx, users, rows); err != nil {
 		return err
 	}
-	return addExperimentDaily(ctx, tx, experimentDaily(users, evs, rows))
+	return addExperimentSlots(ctx, tx, experimentSlots(users, evs, rows))
 }
 
 // upsertExposures is statement 1: the batch's exposed users, a new row with the arm of the
@@ -274,19 +274,20 @@ func addClicksAndCloses(ctx context.Context, tx *sql.Tx, users []expUserAdd, row
 // neverTime is the contract's "never" (docs/CONTRACT.md §5).
 var neverTime = time.Unix(0, 0).UTC()
 
-// experimentDaily counts the batch per arm and UTC day, in primary-key order: each event for the
-// arm of its user's row, each newly exposed user on the day of its first exposure, each user's
-// first click on its day.
-func experimentDaily(users []expUserAdd, evs []expEvent, rows map[expUserKey]expUserRow) []expDailyAdd {
-	idx := make(map[expDailyKey]int, 8)
-	var out []expDailyAdd
-	at := func(u *expUserAdd, arm, day string) *expDailyAdd {
-		k := expDailyKey{u.popupID, u.salt, arm, day}
+// experimentSlots counts the batch per arm and UTC quarter hour, in primary-key order: each event
+// for the arm of its user's row, each newly exposed user in the quarter hour of its first
+// exposure, each user's first click in its quarter hour.
+func experimentSlots(users []expUserAdd, evs []expEvent, rows map[expUserKey]expUserRow) []expSlotAdd {
+	idx := make(map[expSlotKey]int, 8)
+	var out []expSlotAdd
+	slotSec := int64(SlotLength / time.Second)
+	at := func(u *expUserAdd, arm string, t time.Time) *expSlotAdd {
+		k := expSlotKey{u.popupID, u.salt, arm, floorDiv(t.Unix(), slotSec)}
 		i, ok := idx[k]
 		if !ok {
 			i = len(out)
 			idx[k] = i
-			out = append(out, expDailyAdd{expDailyKey: k})
+			out = append(out, expSlotAdd{expSlotKey: k})
 		}
 		return &out[i]
 	}
@@ -296,7 +297,7 @@ func experimentDaily(users []expUserAdd, evs []expEvent, rows map[expUserKey]exp
 		if !ok {
 			continue // a click or close of a user never exposed in the phase
 		}
-		d := at(u, row.arm, ev.day)
+		d := at(u, row.arm, ev.at)
 		switch ev.action {
 		case event.Impression, event.Exposure:
 			d.exposures++
@@ -313,50 +314,116 @@ func experimentDaily(users []expUserAdd, evs []expEvent, rows map[expUserKey]exp
 			continue
 		}
 		if row.inserted {
-			at(u, row.arm, u.exposedAt.Format(time.DateOnly)).exposedUsers++
+			at(u, row.arm, u.exposedAt).exposedUsers++
 		}
 		if row.clickFirst && u.clicks > 0 {
-			at(u, row.arm, u.firstClick.Format(time.DateOnly)).clickedUsers++
+			at(u, row.arm, u.firstClick).clickedUsers++
 		}
 	}
-	slices.SortFunc(out, func(a, b expDailyAdd) int {
+	slices.SortFunc(out, func(a, b expSlotAdd) int {
 		return cmp.Or(cmp.Compare(a.popupID, b.popupID), strings.Compare(a.salt, b.salt), strings.Compare(a.arm, b.arm),
-			strings.Compare(a.day, b.day))
+			cmp.Compare(a.slot, b.slot))
 	})
 	return out
 }
 
-// addExperimentDaily adds the counts to popup_experiment_daily.
-func addExperimentDaily(ctx context.Context, tx *sql.Tx, counts []expDailyAdd) error {
+// addExperimentSlots adds the counts to popup_experiment_slot.
+func addExperimentSlots(ctx context.Context, tx *sql.Tx, counts []expSlotAdd) error {
 	args := make([]any, 0, len(counts)*9)
+	slotSec := int64(SlotLength / time.Second)
 	for _, c := range counts {
-		args = append(args, c.popupID, c.salt, c.arm, c.day, c.exposedUsers, c.exposures, c.clickedUsers, c.clicks, c.closes)
+		args = append(args, c.popupID, c.salt, c.arm, time.Unix(c.slot*slotSec, 0).UTC(), c.exposedUsers, c.exposures, c.clickedUsers, c.clicks, c.closes)
 	}
-	return addCounts(ctx, tx, "popup_experiment_daily", []string{"popup_id", "salt", "arm", "day"},
-		[]string{"exposed_users", "exposures", "clicked_users", "clicks", "closes"}, args)
+	return addCounts(ctx, tx, "popup_experiment_slot", []string{"popup_id", "salt", "arm", "slot_start"}, experimentCounts, args)
 }
 
-// ExperimentDays returns one experiment phase's rows of popup_experiment_daily (a range of its
-// primary key), for the results endpoint.
-func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt string) ([]popup.ExperimentDay, error) {
+// experimentCounts are the count columns of popup_experiment_slot (and of popup_experiment_daily,
+// the UTC days written before it).
+var experimentCounts = []string{"exposed_users", "exposures", "clicked_users", "clicks", "closes"}
+
+// ExperimentDays returns one experiment phase's counts per arm and day of loc: the quarter hours
+// of popup_experiment_slot summed into loc's days (Zone loc's name), and the UTC days
+// popup_experiment_daily kept from before migration 00019 (Zone "UTC": summed with the quarter
+// hours' days when loc is UTC, apart otherwise). Queries: three ranges of the tables' primary keys
+// by (popup_id, salt) prefix, one of them for the first and last quarter hours, which bound the
+// days.
+func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt string, loc *time.Location) ([]popup.ExperimentDay, error) {
+	type key struct{ day, arm, zone string }
+	idx := map[key]int{}
+	var out []popup.ExperimentDay
+	add := func(d popup.ExperimentDay) {
+		k := key{d.Day, d.Arm, d.Zone}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, d)
+			return
+		}
+		o := &out[i]
+		o.ExposedUsers += d.ExposedUsers
+		o.Exposures += d.Exposures
+		o.ClickedUsers += d.ClickedUsers
+		o.Clicks += d.Clicks
+		o.Closes += d.Closes
+	}
+	fail := func(err error) ([]popup.ExperimentDay, error) {
+		return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
+	}
 	rows, err := r.db.QueryContext(ctx, `SELECT DATE_FORMAT(day, '%Y-%m-%d'), arm, exposed_users, exposures, clicked_users, clicks, closes
 		FROM popup_experiment_daily WHERE popup_id = ? AND salt = ?`, popupID, salt)
 	if err != nil {
-		return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
+		return fail(err)
 	}
-	defer rows.Close()
-	var out []popup.ExperimentDay
-	for rows.Next() {
-		var d popup.ExperimentDay
+	err = scanRows(rows, func(rows *sql.Rows) error {
+		d := popup.ExperimentDay{Zone: "UTC"}
 		if err := rows.Scan(&d.Day, &d.Arm, &d.ExposedUsers, &d.Exposures, &d.ClickedUsers, &d.Clicks, &d.Closes); err != nil {
-			return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
+			return err
 		}
-		out = append(out, d)
+		add(d)
+		return nil
+	})
+	if err != nil {
+		return fail(err)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
+	var first, last sql.NullTime
+	if err := r.db.QueryRowContext(ctx, `SELECT MIN(slot_start), MAX(slot_start) FROM popup_experiment_slot WHERE popup_id = ? AND salt = ?`,
+		popupID, salt).Scan(&first, &last); err != nil {
+		return fail(err)
+	}
+	if !first.Valid {
+		return out, nil
+	}
+	q := popup.StatsQuery{Bounds: popup.DayBounds(localDate(first.Time, loc), localDate(last.Time, loc), loc)}
+	day, args := dayOf(slotMinutes, 60, q, nil)
+	rows, err = r.db.QueryContext(ctx, `SELECT `+day+` AS d, arm, SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)
+		FROM popup_experiment_slot WHERE popup_id = ? AND salt = ? GROUP BY d, arm`, append(args, popupID, salt)...)
+	if err != nil {
+		return fail(err)
+	}
+	zone := loc.String()
+	err = scanRows(rows, func(rows *sql.Rows) error {
+		var i int
+		d := popup.ExperimentDay{Zone: zone}
+		if err := rows.Scan(&i, &d.Arm, &d.ExposedUsers, &d.Exposures, &d.ClickedUsers, &d.Clicks, &d.Closes); err != nil {
+			return err
+		}
+		if i--; i < 0 || i >= q.Days() {
+			return fmt.Errorf("quarter hour outside the days %s..%s", q.Bounds[0], q.Bounds[q.Days()])
+		}
+		d.Day = q.Bounds[i].Format(time.DateOnly)
+		add(d)
+		return nil
+	})
+	if err != nil {
+		return fail(err)
 	}
 	return out, nil
+}
+
+// localDate is t's calendar date in loc, as midnight UTC (popup.DayBounds' dates).
+func localDate(t time.Time, loc *time.Location) time.Time {
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
 // ExperimentUserArms calls each with every user popup_experiment_user holds for one experiment

@@ -82,8 +82,14 @@ func readExpUsers(t *testing.T, db *sql.DB) map[string]expUserRow {
 	return out
 }
 
-// expDailyRow is one popup_experiment_daily row's counts.
+// expDailyRow is the counts of one popup_experiment_slot row or of a sum of them (or of
+// popup_experiment_daily, the UTC days before it).
 type expDailyRow struct{ ExposedUsers, Exposures, ClickedUsers, Clicks, Closes int64 }
+
+// quarterHour is the SQL of the UTC quarter hour of a DATETIME column, as YYYY-MM-DD HH:MM.
+func quarterHour(col string) string {
+	return `DATE_FORMAT(TIMESTAMPADD(MINUTE, TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', ` + col + `) DIV 15 * 15, '1970-01-01 00:00:00'), '%Y-%m-%d %H:%i')`
+}
 
 func readExpDaily(t *testing.T, db *sql.DB, q string) map[string]expDailyRow {
 	t.Helper()
@@ -160,13 +166,13 @@ func TestExperimentRollupCountsEachAcceptedEventOnce(t *testing.T) {
 	// Per arm: the days sum to the users' totals, and the day of each user's first exposure and
 	// first click counts the user.
 	byArm := `SELECT CONCAT(popup_id, '/', salt, '/', arm), %s FROM %s GROUP BY popup_id, salt, arm`
-	days := readExpDaily(t, db, fmt.Sprintf(byArm, "SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)", "popup_experiment_daily"))
+	days := readExpDaily(t, db, fmt.Sprintf(byArm, "SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)", "popup_experiment_slot"))
 	users := readExpDaily(t, db, fmt.Sprintf(byArm, "COUNT(*), SUM(exposures), SUM(first_click_at IS NOT NULL), SUM(clicks), SUM(closes)", "popup_experiment_user"))
 	assert.Len(t, days, 5, "popup 1's three arms, popup 2's two")
 	assert.Equal(t, users, days)
 	byDay := `SELECT CONCAT(popup_id, '/', arm, '/', %s), %s FROM %s GROUP BY 1`
-	firstDays := readExpDaily(t, db, fmt.Sprintf(byDay, "DATE(first_exposed_at)", "COUNT(*), 0, 0, 0, 0", "popup_experiment_user"))
-	for k, r := range readExpDaily(t, db, fmt.Sprintf(byDay, "day", "SUM(exposed_users), 0, 0, 0, 0", "popup_experiment_daily")) {
+	firstDays := readExpDaily(t, db, fmt.Sprintf(byDay, quarterHour("first_exposed_at"), "COUNT(*), 0, 0, 0, 0", "popup_experiment_user"))
+	for k, r := range readExpDaily(t, db, fmt.Sprintf(byDay, quarterHour("slot_start"), "SUM(exposed_users), 0, 0, 0, 0", "popup_experiment_slot")) {
 		if r.ExposedUsers == 0 {
 			delete(firstDays, k) // a day with events but no first exposure
 			continue
@@ -175,8 +181,8 @@ func TestExperimentRollupCountsEachAcceptedEventOnce(t *testing.T) {
 		delete(firstDays, k)
 	}
 	assert.Empty(t, firstDays)
-	clickDays := readExpDaily(t, db, fmt.Sprintf(byDay, "DATE(first_click_at)", "0, 0, COUNT(*), 0, 0", "popup_experiment_user WHERE first_click_at IS NOT NULL"))
-	dailyClicked := readExpDaily(t, db, fmt.Sprintf(byDay, "day", "0, 0, SUM(clicked_users), 0, 0", "popup_experiment_daily WHERE clicked_users > 0"))
+	clickDays := readExpDaily(t, db, fmt.Sprintf(byDay, quarterHour("first_click_at"), "0, 0, COUNT(*), 0, 0", "popup_experiment_user WHERE first_click_at IS NOT NULL"))
+	dailyClicked := readExpDaily(t, db, fmt.Sprintf(byDay, quarterHour("slot_start"), "0, 0, SUM(clicked_users), 0, 0", "popup_experiment_slot WHERE clicked_users > 0"))
 	assert.NotEmpty(t, clickDays)
 	assert.Equal(t, clickDays, dailyClicked)
 
@@ -226,12 +232,12 @@ func TestExperimentRollupCountsClicksOnlyOfExposedUsers(t *testing.T) {
 	got := readExpUsers(t, db)
 	assert.Equal(t, expUserRow{Arm: "b", FirstExposed: day1, Exposures: 1, Clicks: 3, Clicked: true}, got["1/s/u1"])
 	assert.Equal(t, expUserRow{Arm: "control", FirstExposed: day2.Add(time.Hour), Exposures: 1, Clicks: 1, Clicked: true}, got["1/t/u1"])
-	daily := readExpDaily(t, db, `SELECT CONCAT(salt, '/', arm, '/', day), exposed_users, exposures, clicked_users, clicks, closes FROM popup_experiment_daily`)
+	slots := readExpDaily(t, db, `SELECT CONCAT(salt, '/', arm, '/', `+quarterHour("slot_start")+`), exposed_users, exposures, clicked_users, clicks, closes FROM popup_experiment_slot`)
 	assert.Equal(t, map[string]expDailyRow{
-		"s/b/2026-03-01":       {ExposedUsers: 1, Exposures: 1},
-		"s/b/2026-03-02":       {ClickedUsers: 1, Clicks: 3},
-		"t/control/2026-03-02": {ExposedUsers: 1, Exposures: 1, ClickedUsers: 1, Clicks: 1},
-	}, daily, "the first click counted once, on its day")
+		"s/b/2026-03-01 23:00":       {ExposedUsers: 1, Exposures: 1},
+		"s/b/2026-03-02 01:00":       {ClickedUsers: 1, Clicks: 3},
+		"t/control/2026-03-02 02:00": {ExposedUsers: 1, Exposures: 1, ClickedUsers: 1, Clicks: 1},
+	}, slots, "the first click counted once, in its quarter hour")
 
 	// The exposure advanced the state like an impression but not the day's impression count.
 	var impressions, dayImpressions int
@@ -280,9 +286,9 @@ func TestExperimentRollupOfManyConcurrentWritersStaysConsistent(t *testing.T) {
 	require.NoError(t, w.WriteBatch(ctx, events))
 
 	byArm := `SELECT CONCAT(popup_id, '/', salt, '/', arm), %s FROM %s GROUP BY popup_id, salt, arm`
-	days := readExpDaily(t, db, fmt.Sprintf(byArm, "SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)", "popup_experiment_daily"))
+	days := readExpDaily(t, db, fmt.Sprintf(byArm, "SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)", "popup_experiment_slot"))
 	users := readExpDaily(t, db, fmt.Sprintf(byArm, "COUNT(*), SUM(exposures), SUM(first_click_at IS NOT NULL), SUM(clicks), SUM(closes)", "popup_experiment_user"))
-	assert.Equal(t, users, days, "the days sum to the users' rows")
+	assert.Equal(t, users, days, "the quarter hours sum to the users' rows")
 	for k, r := range readExpUsers(t, db) {
 		var p int64
 		var salt, uid string
@@ -334,7 +340,7 @@ func TestExperimentRollupQueriesUseThePrimaryKeys(t *testing.T) {
 		events[i] = expEventAt(i)
 	}
 	require.NoError(t, mysqlstore.NewEventWriter(db).WriteBatch(ctx, events))
-	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_experiment_user, popup_experiment_daily")
+	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_experiment_user, popup_experiment_daily, popup_experiment_slot")
 	require.NoError(t, err)
 	// A batch of 500 names up to 1,000 users (two arms an event).
 	keys := make([]string, 1000)
@@ -345,8 +351,11 @@ func TestExperimentRollupQueriesUseThePrimaryKeys(t *testing.T) {
 		// The worker's locking read must lock the named rows only, not a scan's every row.
 		{"the batch's users, locked", `SELECT popup_id, salt, uid, arm, batch_id = 5, first_click_at IS NULL FROM popup_experiment_user
 			FORCE INDEX (PRIMARY) WHERE (popup_id, salt, uid) IN (` + strings.Join(keys, ",") + `) FOR UPDATE`},
-		{"a phase's days", `SELECT DATE_FORMAT(day, '%Y-%m-%d'), arm, exposed_users, exposures, clicked_users, clicks, closes
+		{"a phase's UTC days from before quarter hours", `SELECT DATE_FORMAT(day, '%Y-%m-%d'), arm, exposed_users, exposures, clicked_users, clicks, closes
 			FROM popup_experiment_daily WHERE popup_id = 1 AND salt = 'salt-1'`},
+		{"a phase's quarter hours summed into days", `SELECT INTERVAL(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', slot_start), 29500000, 29501440) AS d, arm,
+			SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)
+			FROM popup_experiment_slot WHERE popup_id = 1 AND salt = 'salt-1' GROUP BY d, arm`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,9 +23,10 @@ func NewStatsRepo(db *sql.DB) *StatsRepo { return &StatsRepo{db: db} }
 
 // PopupStats returns one popup's every day of q, its unique users when q asks, and its users
 // reached; popup.ErrNotFound when no popup has that id (archived ones count).
-// Queries: a primary-key lookup of popup_config; primary-key ranges of popup_daily_stats and
-// popup_slot_stats; for uniques, ranges of the action log's (popup_id, action, event_at, uid)
-// index; a range count of popup_user_state's (popup_id, impressions) index.
+// Queries: a primary-key lookup of popup_config; primary-key ranges of popup_daily_stats,
+// popup_slot_stats and popup_locale_slot_stats; for uniques, ranges of the action log's
+// (popup_id, action, event_at, uid, locale) index; a range count of popup_user_state's
+// (popup_id, impressions) index.
 func (r *StatsRepo) PopupStats(ctx context.Context, id int64, q popup.StatsQuery) (popup.Stats, error) {
 	var one int
 	err := r.db.QueryRowContext(ctx, "SELECT 1 FROM popup_config WHERE id = ?", id).Scan(&one)
@@ -47,6 +48,9 @@ func (r *StatsRepo) PopupStats(ctx context.Context, id int64, q popup.StatsQuery
 		if err := r.uniques(ctx, &s, q); err != nil {
 			return popup.Stats{}, err
 		}
+	}
+	if s.Locales, err = r.localeStats(ctx, id, q, q.Uniques && s.Users != nil); err != nil {
+		return popup.Stats{}, err
 	}
 	reached, err := r.usersReached(ctx, []int64{id})
 	if err != nil {

@@ -71,6 +71,7 @@ func spreadEvent(i int) event.Event {
 		Action: actions[i%len(actions)], At: at, NextShowAt: at.Add(time.Hour)}
 	if e.Action == event.Impression {
 		e.Impressions = 1 + i%4
+		e.Locale = []string{"default", "pt-BR", "de"}[i%3]
 	}
 	return e
 }
@@ -174,7 +175,7 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 	for i := 0; i < len(events); i += 500 {
 		require.NoError(t, w.WriteBatch(ctx, events[i:i+500]))
 	}
-	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_action_log, popup_user_state, popup_daily_stats, popup_slot_stats")
+	_, err := db.ExecContext(ctx, "ANALYZE TABLE popup_action_log, popup_user_state, popup_daily_stats, popup_slot_stats, popup_locale_slot_stats")
 	require.NoError(t, err)
 	tests := []struct {
 		name, query, wantKey string
@@ -190,6 +191,13 @@ func TestStatsQueriesUseIndexes(t *testing.T) {
 			WHERE slot_start >= '2026-03-01 08:00' AND slot_start < '2026-03-01 09:00' GROUP BY popup_id`, "idx_popup_slot_stats_slot"},
 		{"unique users of a day", `SELECT COUNT(DISTINCT uid) FROM popup_action_log
 			WHERE popup_id = 2 AND action = 'impression' AND event_at >= '2026-03-01 08:00' AND event_at < '2026-03-02 08:00'`, "idx_popup_action_log_popup_action_time_uid"},
+		{"unique users per locale", `SELECT locale, COUNT(DISTINCT uid) FROM popup_action_log
+			WHERE popup_id = 2 AND action = 'impression' AND event_at >= '2026-03-01 08:00' AND event_at < '2026-03-02 08:00' AND locale <> '' GROUP BY locale`,
+			"idx_popup_action_log_popup_action_time_uid"},
+		{"the impressions clicks answer", `SELECT uid, event_id, popup_id, locale FROM popup_action_log
+			WHERE action = 'impression' AND locale <> '' AND (uid, event_id) IN (('u1','e1'),('u2','e2'),('u3','e3'))`, "uk_popup_action_log_uid_event"},
+		{"one popup's locales", `SELECT locale, SUM(impressions), SUM(clicks) FROM popup_locale_slot_stats
+			WHERE popup_id = 2 AND slot_start >= '2026-03-01' AND slot_start < '2026-03-02' GROUP BY locale`, "PRIMARY"},
 		{"purge: each popup's oldest row", "SELECT popup_id, MIN(event_at) FROM popup_action_log GROUP BY popup_id", "idx_popup_action_log_popup_time"},
 		{"purge one popup", "DELETE FROM popup_action_log WHERE popup_id = 7 AND event_at < '2026-01-01' ORDER BY event_at LIMIT 1000", "idx_popup_action_log_popup_time"},
 	}

@@ -38,6 +38,20 @@ type Stats struct {
 	Days         []DayCount
 	Users        *int64 // nil when the action log no longer keeps the whole range
 	UsersReached int64
+	// Locales are the range's impressions and clicks per locale shown (one popup's results only),
+	// of the events that have one: what they do not add up to of the totals has no known locale.
+	Locales []LocaleCount
+}
+
+// LocaleCount is a popup's results in one locale over a range of days: the impressions the
+// answer showed in it, the clicks on those impressions (a click counts under its impression's
+// locale), and the distinct users shown it in that locale (a user shown two locales counts in
+// each); Users is nil when the action log no longer keeps the whole range.
+type LocaleCount struct {
+	Locale      string // a translation's tag or DefaultLocale
+	Impressions int64
+	Clicks      int64
+	Users       *int64
 }
 
 // StatsQuery is a range of whole days in a time zone.

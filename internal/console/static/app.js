@@ -1560,6 +1560,25 @@ function resultsSection(current) {
     h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'results-csv', onclick: csv }, 'Download CSV'), ' ', csvOut), box);
 }
 
+// localeTable shows a stats answer's results per locale shown (by_locale), with the day table's
+// cells; nothing when the range has none. Locale null is what no locale is known for.
+function localeTable(b, num, users) {
+  const locales = b.by_locale || [];
+  if (!locales.length) return null;
+  const unknown = (l) => l.locale === null || l.locale === undefined;
+  return h('div', {},
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Results per locale' }, h('table', { id: 'results-locales', class: 'results' },
+      h('caption', {}, `Results per language shown, ${b.from} to ${b.to}: a click counts under the language of the impression it answers`),
+      h('thead', {}, h('tr', {}, ['Locale', 'Impressions', 'Unique users', 'Clicks', 'CTR'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, locales.map((l) => h('tr', { 'data-locale': unknown(l) ? '' : l.locale },
+        h('th', { scope: 'row', 'data-csv': 'locale: ' + (unknown(l) ? 'unknown' : l.locale) },
+          unknown(l) ? 'not known' : (l.locale === 'default' ? 'default (the popup’s own content)' : l.locale)),
+        num(l.impressions),
+        unknown(l) ? h('td', { class: 'num', 'data-csv': '' }, h('abbr', { title: 'not counted: no language is known for these events' }, '—')) : users(l.users),
+        num(l.clicks), h('td', { class: 'num' }, fmtPct(l.ctr))))))),
+    locales.some(unknown) ? h('p', { class: 'help', id: 'results-locales-note' }, '“not known”: impressions recorded before languages were counted, and clicks sent without their decision id or whose impression was not found.') : null);
+}
+
 // resultsTable shows a stats answer: a summary, then a row per day (newest first) and the totals,
 // with the columns of its CSV.
 function resultsTable(b) {
@@ -1594,6 +1613,7 @@ function resultsTable(b) {
       h('tfoot', {}, h('tr', {}, h('th', { scope: 'row', 'data-csv': 'total' }, 'Total'),
         num(t.impressions), users(t.users), num(t.clicks), num(t.closes),
         h('td', { class: 'num' }, fmtPct(t.ctr)), h('td', { class: 'num' }, fmtPct(t.close_rate)), byButton(t), complete(t))))),
+    localeTable(b, num, users),
     unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the raw action log, which keeps only the last POPUP_ACTION_LOG_RETENTION (30 days by default); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
     incomplete ? h('p', { class: 'help', id: 'results-incomplete-note' }, `${incomplete} day${incomplete === 1 ? ' is' : 's are'} marked incomplete: its counts are the events known in this time zone's day (a lower bound), from before quarter-hour counting began.`) : null,
     h('p', { class: 'help' }, 'CTR is clicks / impressions, close rate closes / impressions. “Clicks: unspecified” are clicks whose app did not say which button.'));
@@ -1706,13 +1726,19 @@ async function experimentScreen(id, qs) {
     ctrRows.length ? intervalChart('chart-ctr', 'Click-through rate by arm, with its 95% interval', ctrRows, false) : null,
     diffRows.length ? intervalChart('chart-diff', `Difference from the baseline (${b.baseline}), with its interval; 0 is no difference`, diffRows, true) : null);
 
+  // Days are the team's reporting zone's (the API's default); a day counted before days followed a
+  // zone is a UTC day and says so on its row (docs/CONTRACT.md §10 "Results").
   const days = b.days || [];
+  const dayZone = b.time_zone || 'UTC';
+  const utcBefore = days.filter((d) => d.time_zone && d.time_zone !== dayZone).length;
   const dayTable = days.length ? h('table', { id: 'days-table' },
-    h('caption', {}, 'Per UTC day and arm: users first exposed or first clicking that day, so the days sum to the totals'),
-    h('thead', {}, h('tr', {}, ['Day (UTC)', 'Arm', 'Exposed users', 'Exposures', 'Clicked users', 'Clicks', 'Closes'].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, days.map((d) => h('tr', { 'data-day': d.day, 'data-arm': d.arm },
-      h('th', { scope: 'row' }, d.day), h('td', {}, d.arm), td(fmtNum(d.exposed_users)), td(fmtNum(d.exposures)), td(fmtNum(d.clicked_users)), td(fmtNum(d.clicks)), td(fmtNum(d.closes))))))
+    h('caption', {}, `Per day of ${dayZone} (the team's reporting time zone) and arm: users first exposed or first clicking that day, so the days sum to the totals`),
+    h('thead', {}, h('tr', {}, [`Day (${dayZone})`, 'Arm', 'Exposed users', 'Exposures', 'Clicked users', 'Clicks', 'Closes'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, days.map((d) => h('tr', { 'data-day': d.day, 'data-arm': d.arm, 'data-zone': d.time_zone || dayZone },
+      h('th', { scope: 'row' }, d.day, d.time_zone && d.time_zone !== dayZone ? h('span', { class: 'badge' }, ` ${d.time_zone} day`) : null),
+      h('td', {}, d.arm), td(fmtNum(d.exposed_users)), td(fmtNum(d.exposures)), td(fmtNum(d.clicked_users)), td(fmtNum(d.clicks)), td(fmtNum(d.closes))))))
     : h('p', { class: 'muted' }, 'No day has data yet.');
+  const dayNote = utcBefore ? h('p', { class: 'help', id: 'days-utc-note' }, `Rows marked “UTC day” were counted before days followed the reporting time zone: they are UTC days and cannot be split into ${dayZone} days.`) : null;
 
   screen(title, back,
     h('p', { id: 'experiment-meta' }, `Phase ${b.phase}, `, h('span', { class: 'badge ' + b.status }, b.status),
@@ -1729,7 +1755,7 @@ async function experimentScreen(id, qs) {
         h('p', { class: 'help' }, `A user counts once per arm: CTR is clicked users / exposed users (Wilson interval). Differences are in percentage points (5.00% against 4.00% is +1.00 points); lift is relative. The baseline is ${baselineName}; “—” where a number is not defined (a control that shows nothing has no CTR). Sequential p stays valid however often you look; adjusted p (Bonferroni) is the fixed-horizon test's, for after the planned end. Minimum sample: ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks per arm; α ${o.alpha ?? '?'}. Assignment salt `, h('code', {}, b.salt || '—'), '.')),
       h('section', { 'aria-labelledby': 'chart-h' }, h('h2', { id: 'chart-h' }, 'Intervals'), charts,
         h('p', { class: 'help' }, 'The charts show the numbers of the Arms table, which is their text equivalent.'))),
-    h('section', { 'aria-labelledby': 'days-h' }, h('h2', { id: 'days-h' }, 'Per day'), h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'days-h' }, dayTable)));
+    h('section', { 'aria-labelledby': 'days-h' }, h('h2', { id: 'days-h' }, 'Per day'), h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'days-h' }, dayTable), dayNote));
 }
 
 // points shows a difference of rates in percentage points ("+8.25 points"); — when there is none.

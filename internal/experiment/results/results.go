@@ -1,6 +1,7 @@
-// Package results turns an experiment phase's per-arm, per-day counts (popup_experiment_daily)
-// into the results of docs/CONTRACT.md §10 "Results", through the pure statistics of
-// internal/experiment/stats. It is pure: no I/O, the caller passes now.
+// Package results turns an experiment phase's per-arm, per-day counts (popup_experiment_slot's
+// quarter hours summed into a zone's days) into the results of docs/CONTRACT.md §10 "Results",
+// through the pure statistics of internal/experiment/stats. It is pure: no I/O, the caller
+// passes now.
 package results
 
 import (
@@ -95,6 +96,9 @@ func Compute(e *popup.Experiment, days []ArmDay, now time.Time) (Results, error)
 	slices.SortFunc(res.Days, func(a, b ArmDay) int {
 		if c := strings.Compare(a.Day, b.Day); c != 0 {
 			return c
+		}
+		if c := strings.Compare(a.Zone, b.Zone); c != 0 {
+			return c // a UTC day kept from before days followed a zone, beside the same date's
 		}
 		return e.ArmIndex(a.Arm) - e.ArmIndex(b.Arm)
 	})
