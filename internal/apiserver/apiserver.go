@@ -211,6 +211,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
 	admin.AudienceSets = held
+	goalStore := gatedGoalStore{repo: mysqlstore.NewGoalRepo(db), dep: mysqlDep}
+	admin.Goals = manage.NewGoals(goalStore, now)
 	privacyStore := gatedPrivacy{PrivacyRepo: mysqlstore.NewPrivacyRepo(db), dep: mysqlDep}
 	admin.Erasures = &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now}
 	admin.Exports = &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now}
