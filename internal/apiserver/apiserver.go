@@ -181,8 +181,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	users.UseKnownUsers(known, redisstore.NewStateMetrics(reg))
 	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
 	reg.MustRegister(local.Collectors()...)
+	goalStore := gatedGoalStore{repo: mysqlstore.NewGoalRepo(db), dep: mysqlDep}
+	goals := &goalSet{catalog: redisstore.NewGoalCatalog(cfgRDB, keys), source: goalStore, log: log}
 	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown, keys.Shard),
-		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
+		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log, Conversions: users, Goals: goals}
 	// The instance reports ready once the audiences its active popups target are loaded, or
 	// POPUP_AUDIENCE_LOAD_TIMEOUT after its first snapshot.
 	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)
@@ -211,8 +213,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
 	admin.AudienceSets = held
-	goalStore := gatedGoalStore{repo: mysqlstore.NewGoalRepo(db), dep: mysqlDep}
 	admin.Goals = manage.NewGoals(goalStore, now)
+	admin.GoalsChanged = goals.publish
 	privacyStore := gatedPrivacy{PrivacyRepo: mysqlstore.NewPrivacyRepo(db), dep: mysqlDep}
 	admin.Erasures = &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now}
 	admin.Exports = &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now}
@@ -239,6 +241,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	})
 	g.Go(func() error { return refresher.Run(gctx) })
 	g.Go(func() error { return loader.Run(gctx) })
+	g.Go(func() error { return goals.Run(gctx) })
 	g.Go(func() error { return mysqlDep.Run(gctx) })
 	g.Go(func() error { return redisDep.Run(gctx) })
 	g.Go(func() error {

@@ -1,12 +1,17 @@
 package apiserver_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
 )
 
 // Goals through the admin API of a real popup-api on MariaDB and Redis (docs/CONTRACT.md §14):
@@ -128,5 +133,119 @@ func TestGoalsAdmin(t *testing.T) {
 		assert.Equal(t, "admin", first["actor"])
 		assert.Nil(t, first["after"])
 		assert.Equal(t, "Order placed", first["before"].(map[string]any)["name"])
+	})
+}
+
+// conversion posts one conversion to the public listener.
+func (in *instance) conversion(t *testing.T, body any) response {
+	t.Helper()
+	return in.do(t, http.MethodPost, "http://"+in.public+"/api/v1/conversions", body, nil)
+}
+
+// TestConversionsThroughTheService sends conversions to a real popup-api whose popup-worker
+// attributes them (docs/CONTRACT.md §14): the refusals name the field and queue nothing, a retry
+// of an event id is applied once, and a user exposed to an arm of a running experiment counts
+// for it.
+func TestConversionsThroughTheService(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	api := start(t, cfg, nil)
+	startWorker(t, cfg)
+	db := testDB(t, cfg)
+	rdb := testenv.Redis(t)
+	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
+	queued := func() int64 {
+		var n int64
+		for s := range keys.Shards {
+			n += rdb.LLen(context.Background(), keys.Queue(s)).Val()
+		}
+		return n
+	}
+
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum"})
+	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	id := api.createPopup(t, popupSpec("conv-exp", map[string]any{"status": "active", "experiment": map[string]any{
+		"primary_goal": "purchase",
+		"variants":     []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}}))
+	res = api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	eventually(t, 10*time.Second, "the experiment is served", func() bool {
+		got, res := api.get(t, "uid=buyer&platform=ios&app_version=1.0.0")
+		return got == id && res.Body["variant"] != nil
+	})
+
+	t.Run("bad conversions are 400s naming the field, queueing nothing", func(t *testing.T) {
+		before := queued()
+		long := time.Now().Add(-8 * 24 * time.Hour).UTC().Format(time.RFC3339)
+		tests := []struct {
+			give  any
+			field string
+		}{
+			{map[string]any{"uid": "buyer", "goal": "refund", "event_id": "e1"}, "goal"},
+			{map[string]any{"uid": "buyer", "goal": "Purchase", "event_id": "e1"}, "goal"},
+			{map[string]any{"uid": "buyer", "goal": "purchase"}, "event_id"},
+			{map[string]any{"uid": "", "goal": "purchase", "event_id": "e1"}, "uid"},
+			{map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "e1", "at": long}, "at"},
+			{map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "e1", "at": "yesterday"}, "at"},
+			{map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "e1", "value": 2e12}, "value"},
+			{map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "e1", "value": "9.99"}, "value"},
+			{map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "e1", "colour": "red"}, ""},
+		}
+		for _, tt := range tests {
+			res := api.conversion(t, tt.give)
+			require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+			if tt.field != "" {
+				_, field := errorOf(t, res)
+				assert.Equal(t, tt.field, field, "%v", tt.give)
+			}
+		}
+		batch := func(goal3, goal4 string) map[string]any {
+			var cs []map[string]any
+			for i, g := range []string{"purchase", "purchase", "purchase", goal3, goal4} {
+				cs = append(cs, map[string]any{"uid": "b" + itoa(int64(i)), "goal": g, "event_id": "x" + itoa(int64(i))})
+			}
+			return map[string]any{"conversions": cs}
+		}
+		res := api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", batch("BAD", "purchase"), nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		_, field := errorOf(t, res)
+		assert.Equal(t, "conversions[3].goal", field)
+		res = api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", batch("purchase", "nope"), nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		code, field := errorOf(t, res)
+		assert.Equal(t, "unknown_goal", code)
+		assert.Equal(t, "conversions[4].goal", field)
+		res = api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", map[string]any{"conversions": []any{}}, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		assert.Equal(t, before, queued(), "nothing of a refused request is queued")
+	})
+
+	t.Run("a conversion is queued once and counts for the buyer's arm", func(t *testing.T) {
+		before := queued()
+		for range 3 {
+			res := api.conversion(t, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
+			require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+		}
+		res := api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", map[string]any{"conversions": []map[string]any{
+			{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5}, // the same conversion again
+			{"uid": "buyer", "goal": "purchase", "event_id": "order-2", "value": 0.5},
+			{"uid": "stranger", "goal": "purchase", "event_id": "order-1", "value": 100}, // never exposed
+		}}, nil)
+		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+		assert.LessOrEqual(t, queued()-before, int64(3), "order-1 of the buyer queued once (the worker may have taken some)")
+		var users, convs int64
+		var value float64
+		eventually(t, 15*time.Second, "the worker attributes the conversions", func() bool {
+			err := db.QueryRowContext(context.Background(), `SELECT COALESCE(SUM(converted_users),0), COALESCE(SUM(conversions),0), COALESCE(SUM(value_sum),0)
+				FROM popup_experiment_goal WHERE popup_id = ?`, id).Scan(&users, &convs, &value)
+			require.NoError(t, err)
+			return convs >= 2
+		})
+		assert.EqualValues(t, 1, users)
+		assert.EqualValues(t, 2, convs)
+		assert.InDelta(t, 20.0, value, 1e-9)
+		var logged int
+		require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM popup_conversion_log`).Scan(&logged))
+		assert.Equal(t, 3, logged)
 	})
 }

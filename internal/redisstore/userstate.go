@@ -305,7 +305,7 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		err error
 	)
 	if s.ackReplicas > 0 {
-		n, err = s.recordReplicated(ctx, keys[0], cmdArgs)
+		n, err = s.recordReplicated(ctx, keys[0], recordScript, cmdArgs)
 	} else {
 		cmd := redis.NewCmd(ctx, cmdArgs...)
 		err = s.do(ctx, keys[0], cmd)
@@ -339,11 +339,12 @@ func (s *UserStore) forgetEmpty(ctx context.Context, key string) {
 	_ = delIfScript.Run(context.WithoutCancel(ctx), s.rdb, []string{key}, s.emptyRaw).Err()
 }
 
-// recordReplicated runs the record script and WAIT in one pipeline on one connection of the
+// recordReplicated runs a record script (recordScript, conversionScript; cmdArgs its EVALSHA)
+// and WAIT in one pipeline on one connection of the
 // user's primary: WAIT waits for that connection's last write, so it covers exactly this record
 // (and, for a replay, the marker refresh that follows the first recording). The WAIT's timeout is
 // what remains of ctx's budget.
-func (s *UserStore) recordReplicated(ctx context.Context, userKey string, cmdArgs []any) (int, error) {
+func (s *UserStore) recordReplicated(ctx context.Context, userKey string, script *redis.Script, cmdArgs []any) (int, error) {
 	var node redis.Cmdable = s.ackRDB
 	if cc, ok := s.ackRDB.(*redis.ClusterClient); ok {
 		// A pipeline of the cluster client may send a keyless WAIT to another node.
@@ -366,7 +367,7 @@ func (s *UserStore) recordReplicated(ctx context.Context, userKey string, cmdArg
 		n, err := rec.Int()
 		if err != nil {
 			if try == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				if err := recordScript.Load(ctx, node).Err(); err != nil {
+				if err := script.Load(ctx, node).Err(); err != nil {
 					return 0, err
 				}
 				continue
