@@ -82,4 +82,3 @@ func (d *Decider) Convert(ctx context.Context, cs []Conversion, now time.Time) e
 	}
 	return nil
 }
-

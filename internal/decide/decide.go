@@ -60,7 +60,7 @@ type Decider struct {
 	Conversions ConversionQueue
 	Goals       GoalSet
 	Metrics     *Metrics // nil = none
-	Log     *slog.Logger
+	Log         *slog.Logger
 
 	ids        idSourceOnce
 	lastErrLog atomic.Int64

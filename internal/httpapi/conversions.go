@@ -49,7 +49,9 @@ func (w *conversionWire) conversion(prefix string, now time.Time) (decide.Conver
 		c      = decide.Conversion{At: now}
 		fields []popup.FieldError
 	)
-	bad := func(field, msg string) { fields = append(fields, popup.FieldError{Field: prefix + field, Message: msg}) }
+	bad := func(field, msg string) {
+		fields = append(fields, popup.FieldError{Field: prefix + field, Message: msg})
+	}
 	switch {
 	case w.UID == nil:
 		bad("uid", "is required")
