@@ -207,7 +207,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin := &httpapi.Admin{Operators: ops, Repo: popupStore{Service: writes, gatedReads: reads}, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
-	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
+	admin.Stats, admin.ExperimentDays, admin.ExperimentGoals = gatedStatsRepo, gatedStatsRepo, gatedStatsRepo
 	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
 	admin.DefaultPacing = cfg.DefaultPacing()
 	admin.LogRetention = cfg.ActionLogRetention
@@ -411,6 +411,10 @@ func (g *gatedStats) ExperimentDays(ctx context.Context, popupID int64, salt str
 func (g *gatedStats) ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error {
 	_, err := gate(g.dep, func() (struct{}, error) { return struct{}{}, g.stats.ExperimentUserArms(ctx, popupID, salt, each) })
 	return err
+}
+
+func (g *gatedStats) GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error) {
+	return gate(g.dep, func() ([]popup.GoalCount, error) { return g.stats.GoalCounts(ctx, popupID, salt) })
 }
 
 // gatedSettings is the settings store behind the MySQL gate.

@@ -84,6 +84,8 @@ type Admin struct {
 	// each committed goal write to make every instance's conversion ingest see it.
 	Goals        GoalService
 	GoalsChanged func(ctx context.Context) error
+	// ExperimentGoals reads the goal counts of experiment results (nil: results without goals).
+	ExperimentGoals ExperimentGoals
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
 	// value allows http and https.
 	Links popup.LinkSchemes

@@ -349,27 +349,17 @@ func addGoalArms(ctx context.Context, tx *sql.Tx, keys []goalUserKey, adds map[g
 	return err
 }
 
-// GoalCount is one arm's counts of one goal in an experiment phase.
-type GoalCount struct {
-	Arm            string
-	Goal           string
-	ConvertedUsers int64
-	Conversions    int64
-	ValueSum       float64
-	ValueSqSum     float64 // the sum over users of the square of their value
-}
-
 // GoalCounts reads an experiment phase's counts per arm and goal, by arm and goal.
-func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) ([]GoalCount, error) {
+func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT arm, goal_key, converted_users, conversions, value_sum, value_sq_sum
 		FROM popup_experiment_goal WHERE popup_id = ? AND salt = ? ORDER BY arm, goal_key`, popupID, salt)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []GoalCount
+	var out []popup.GoalCount
 	for rows.Next() {
-		var g GoalCount
+		var g popup.GoalCount
 		if err := rows.Scan(&g.Arm, &g.Goal, &g.ConvertedUsers, &g.Conversions, &g.ValueSum, &g.ValueSqSum); err != nil {
 			return nil, err
 		}

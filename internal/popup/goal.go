@@ -150,3 +150,13 @@ func UnknownGoal(field, key string) error {
 	msg := "goal " + strconv.Quote(key) + " does not exist"
 	return &Error{code: CodeValidationFailed, msg: msg, field: field, answer: fieldSlot + ": " + msg}
 }
+
+// GoalCount is one arm's counts of one goal in an experiment phase (popup_experiment_goal).
+type GoalCount struct {
+	Arm            string
+	Goal           string
+	ConvertedUsers int64   // exposed users of the arm who converted at least once
+	Conversions    int64   // their attributed conversions
+	ValueSum       float64 // the sum of the conversions' values
+	ValueSqSum     float64 // the sum over users of the square of each user's value
+}
