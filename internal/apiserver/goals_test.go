@@ -145,10 +145,11 @@ func (in *instance) conversion(t *testing.T, body any) response {
 // for it.
 func TestConversionsThroughTheService(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
+	cfg := privacyConfig(t)
 	api := start(t, cfg, nil)
 	startWorker(t, cfg)
 	db := testDB(t, cfg)
+	c := expClient{s: newSpecChecker(t, api.public, api.admin), adm: "http://" + api.admin}
 
 	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
@@ -233,7 +234,6 @@ func TestConversionsThroughTheService(t *testing.T) {
 		assert.Equal(t, 3, logged, "the buyer's two orders and the stranger's: nothing of the refused requests")
 
 		// The results show it on the buyer's arm, checked against api/openapi.yaml.
-		c := expClient{s: newSpecChecker(t, api.public, api.admin), adm: "http://" + api.admin}
 		r := c.do(t, "GET", "/admin/v1/popups/"+itoa(id)+"/experiment/results", "", nil, http.StatusOK)
 		assert.Equal(t, "purchase", r.body["primary_goal"])
 		assert.Equal(t, "a", r.body["goal_baseline"])
@@ -248,5 +248,30 @@ func TestConversionsThroughTheService(t *testing.T) {
 		}
 		assert.Equal(t, 1.0, converted)
 		assert.InDelta(t, 20.0, sum, 1e-9)
+	})
+
+	t.Run("the buyer's export lists the conversions, the erasure removes them", func(t *testing.T) {
+		x := c.do(t, "GET", "/admin/v1/users/buyer/export", "", nil, http.StatusOK)
+		require.Len(t, x.body["conversions"], 2)
+		first := x.body["conversions"].([]any)[0].(map[string]any)
+		assert.Equal(t, "purchase", first["goal"])
+		api.erase(t, "buyer")
+		for _, table := range []string{"popup_conversion_log", "popup_experiment_goal_user"} {
+			var n int
+			require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM `+table+` WHERE uid = 'buyer'`).Scan(&n))
+			assert.Zero(t, n, table)
+		}
+		res := api.conversion(t, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
+		require.Equal(t, http.StatusAccepted, res.Status, "a retry after the erasure is acknowledged as a duplicate, and not queued")
+		// A new conversion of the (new) user, queued after the retry on the same shard: once the
+		// worker has written it, it is the only one.
+		res = api.conversion(t, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-3"})
+		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+		eventually(t, 15*time.Second, "the new conversion is written", func() bool {
+			x = c.do(t, "GET", "/admin/v1/users/buyer/export", "", nil, http.StatusOK)
+			return len(x.body["conversions"].([]any)) > 0
+		})
+		require.Len(t, x.body["conversions"], 1)
+		assert.Equal(t, "order-3", x.body["conversions"].([]any)[0].(map[string]any)["event_id"])
 	})
 }

@@ -12,11 +12,13 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// conversionScript atomically refuses a replayed conversion (its uid and event id), counts it
-// against the uid's action rate limit, queues it on the uid's shard and remembers its event id:
-// the record script's guarantees without a state to compare, since a conversion changes none.
+// conversionScript atomically refuses a replayed conversion (its uid and event id, or the
+// erased marker that replaced its marker when the user was erased), counts it against the uid's
+// action rate limit, queues it on the uid's shard and remembers its event id: the record
+// script's guarantees without a state to compare, since a conversion changes none.
 //
-//	KEYS[1] queue  KEYS[2] conversion event-id marker  KEYS[3] rate counter (optional)
+//	KEYS[1] queue  KEYS[2] conversion event-id marker  KEYS[3] erased marker (KEYS[2] again
+//	without POPUP_PRIVACY_KEY)  KEYS[4] rate counter (optional)
 //	ARGV[1] marker TTL ms  ARGV[2] actions allowed per rate window  ARGV[3] rate window ms
 //	ARGV[4] the event
 var conversionScript = redis.NewScript(`
@@ -24,9 +26,10 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('PEXPIRE', KEYS[2], ARGV[1])
   return 2
 end
-if KEYS[3] then
-  local n = redis.call('INCR', KEYS[3])
-  if n == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[3]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
+if KEYS[4] then
+  local n = redis.call('INCR', KEYS[4])
+  if n == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[3]) end
   if n > tonumber(ARGV[2]) then return 3 end
 end
 redis.call('RPUSH', KEYS[1], ARGV[4])
@@ -42,7 +45,12 @@ func (s *UserStore) RecordConversion(ctx context.Context, ev *event.Event) (Outc
 		return 0, fmt.Errorf("record conversion: a %s event", ev.Action)
 	}
 	shard := s.keys.Shard(ev.UID)
-	keys := []string{s.keys.Queue(shard), s.keys.ConversionID(ev.UID, ev.ID)}
+	marker := s.keys.ConversionID(ev.UID, ev.ID)
+	erased := marker
+	if s.erased != nil {
+		erased = s.keys.Erased(ev.UID, s.erased.Event(ev.UID, ConversionMarkerID(ev.ID)))
+	}
+	keys := []string{s.keys.Queue(shard), marker, erased}
 	if s.actionLimit > 0 {
 		keys = append(keys, s.keys.RateLimit(ev.UID))
 	}
@@ -67,6 +75,10 @@ func (s *UserStore) RecordConversion(ctx context.Context, ev *event.Event) (Outc
 	}
 	return Outcome(n), nil
 }
+
+// ConversionMarkerID is what a conversion's event id is hashed as for its erased marker: '/' is
+// not in the event-id alphabet, so it never names an action's.
+func ConversionMarkerID(eventID string) string { return "o/" + eventID }
 
 // GoalCatalog keeps, in Redis, the keys of the goals conversions may name, for every popup-api
 // instance's ingest (docs/CONTRACT.md §14): the admin API publishes them after each goal write.
