@@ -1,25 +1,18 @@
 package stats
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"popupsvc/internal/testenv"
 )
 
 // TestValuesMatchScipyReference draws users' values (most users convert nothing, a few spend),
 // gives AnalyzeValues only each arm's sums, and compares every number with testdata/values.py,
 // which computes them from the users' values themselves with numpy and scipy.
 func TestValuesMatchScipyReference(t *testing.T) {
-	py := venvPython(t)
 	rng := rand.New(rand.NewPCG(36, 1))
 	draw := func(n int, p, mean float64) []float64 {
 		vs := make([]float64, n)
@@ -40,17 +33,7 @@ func TestValuesMatchScipyReference(t *testing.T) {
 		}
 	}
 	const alpha, control = 0.05, 0
-	in, err := json.Marshal(map[string]any{"alpha": alpha, "control": control, "arms": users})
-	require.NoError(t, err)
-	cmd := exec.Command(py, filepath.Join("testdata", "values.py"))
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil && strings.Contains(stderr.String(), "ModuleNotFoundError") {
-		testenv.Missing(t, py+" cannot import scipy: run scripts/venv.sh ("+lastLine(stderr.String())+")")
-	}
-	require.NoError(t, err, "values.py: %s", stderr.String())
+	out := runReference(t, "values.py", map[string]any{"alpha": alpha, "control": control, "arms": users})
 	var raw struct {
 		Arms []struct {
 			Mean  float64 `json:"mean"`
