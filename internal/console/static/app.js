@@ -135,6 +135,7 @@ const routes = [
   [/^#\/popups\/(\d+)\/experiment(?:\?(.*))?$/, (m) => experimentScreen(Number(m[1]), m[2])],
   [/^#\/popups(?:\?(.*))?$/, (m) => listScreen(m[1])],
   [/^#\/audiences$/, () => audiencesScreen()],
+  [/^#\/goals$/, () => goalsScreen()],
   [/^#\/audiences\/([^/?]+)$/, (m) => audienceScreen(decodeURIComponent(m[1]))],
   [/^#\/explain$/, () => explainScreen()],
   [/^#\/audit$/, () => auditScreen()],
@@ -2213,6 +2214,79 @@ async function audiencesScreen() {
       h('td', { class: 'num', 'data-col': 'version' }, a.version),
       h('td', {}, fmtTime(a.updated_at)),
       h('td', { 'data-col': 'used-by' }, popupLinks(a.used_by, popups))))))));
+}
+
+// ---------------------------------------------------------------- goals
+
+// GOAL_VALUES name what a goal's conversions carry (docs/CONTRACT.md §14).
+const GOAL_VALUES = { none: 'Whether users converted', sum: 'A value that adds up (an amount)' };
+
+// goalsScreen lists the goals experiments count conversions of; a publisher creates and deletes
+// them (a goal a running experiment decides on is refused, and the answer says why).
+async function goalsScreen() {
+  const seq = navSeq;
+  const results = h('div', { id: 'goal-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
+  let create = null;
+  if (can('publish')) {
+    const key = textInput('key', { required: true, autocomplete: 'off', pattern: '[a-z0-9_\\-]{1,32}' });
+    const name = textInput('name', { required: true, autocomplete: 'off' });
+    const windowHours = numInput('window_hours', { min: 1, max: 720, value: 72 });
+    const value = h('select', { name: 'value', 'data-field': 'value' },
+      Object.entries(GOAL_VALUES).map(([v, label]) => h('option', { value: v }, label)));
+    const errs = h('div', { id: 'goal-create-errors', tabindex: '-1' });
+    const form = h('form', { class: 'card narrow', id: 'goal-create', novalidate: true, 'aria-labelledby': 'goal-create-h' },
+      h('h2', { id: 'goal-create-h' }, 'New goal'), errs,
+      field('new-goal-key', 'Key', key, 'What apps and backends send as the conversion’s goal: 1-32 of a-z, 0-9, _ and -, e.g. purchase. It never changes.'),
+      field('new-goal-name', 'Name', name, 'Shown on the results, e.g. Purchase.'),
+      field('new-goal-window', 'Window (hours)', windowHours, 'A conversion counts for an experiment when it comes within this long after the user first saw it: 1 to 720.'),
+      field('new-goal-value', 'Conversions carry', value, null),
+      h('button', { type: 'submit', id: 'goal-create-submit' }, 'Create goal'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      fieldErrorsIn(form, errs, null);
+      const r = await api('POST', '/admin/v1/goals', { key: key.value.trim(), name: name.value.trim(),
+        window_hours: Number(windowHours.value), value: value.value });
+      if (!r.ok) return fieldErrorsIn(form, errs, r, 'The goal was not created');
+      toast(`Created goal “${r.body.name}” (${r.body.key}).`);
+      form.reset();
+      goalsScreen();
+    });
+    create = form;
+  }
+  screen('Goals',
+    h('p', {}, 'Conversions experiments count besides clicks: an app or a backend reports that a user reached a goal, and each arm’s results show how many of its users did.'),
+    create || roleNote(`You are signed in as ${me.operator}, a ${me.role}: creating and deleting goals needs the publisher role.`),
+    h('h2', { id: 'goal-list-h' }, 'All goals'),
+    results);
+  const r = await api('GET', '/admin/v1/goals');
+  if (seq !== navSeq) return;
+  results.setAttribute('aria-busy', 'false');
+  if (!r.ok) return setKids(results, alertBox('Goals: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+  const goals = r.body.goals || [];
+  if (!goals.length) return setKids(results, h('p', { id: 'goal-none' }, 'No goal yet.'));
+  const cols = ['Key', 'Name', 'Window', 'Conversions carry', 'Updated'].concat(can('publish') ? ['Actions'] : []);
+  setKids(results, h('div', { class: 'table-wrap' }, h('table', { id: 'goal-table' },
+    h('caption', { class: 'sr-only' }, `${goals.length} goal${goals.length === 1 ? '' : 's'}`),
+    h('thead', {}, h('tr', {}, cols.map((x) => h('th', { scope: 'col' }, x)))),
+    h('tbody', {}, goals.map((g) => h('tr', { 'data-key': g.key },
+      h('th', { scope: 'row' }, h('code', {}, g.key)),
+      h('td', {}, g.name),
+      h('td', { class: 'num' }, `${g.window_hours} h`),
+      h('td', {}, GOAL_VALUES[g.value] || g.value),
+      h('td', {}, fmtTime(g.updated_at)),
+      can('publish') ? h('td', {}, deleteGoalButton(g)) : null))))));
+}
+
+function deleteGoalButton(g) {
+  const btn = h('button', { type: 'button', class: 'secondary', id: 'goal-delete-' + g.key, 'aria-label': `Delete goal ${g.key}` }, 'Delete');
+  btn.addEventListener('click', async () => {
+    if (!await confirmDialog(`Delete goal ${g.key}?`, 'Conversions of it are no longer accepted; the counts already made stay.', 'Delete goal')) return;
+    const r = await api('DELETE', '/admin/v1/goals/' + encodeURIComponent(g.key));
+    if (!r.ok) return setKids(document.getElementById('goal-results'), alertBox(`Goal ${g.key} was not deleted: ` + errorText(r)));
+    toast(`Deleted goal ${g.key}.`);
+    goalsScreen();
+  });
+  return btn;
 }
 
 // UPLOAD_MODES: how an uploaded file changes the members (docs/CONTRACT.md, audiences).
