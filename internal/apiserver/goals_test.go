@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -248,6 +249,21 @@ func TestConversionsThroughTheService(t *testing.T) {
 		}
 		assert.Equal(t, 1.0, converted)
 		assert.InDelta(t, 20.0, sum, 1e-9)
+	})
+
+	t.Run("the console's results page shows the goal and that it decides", func(t *testing.T) {
+		b := newBrowser(t, api)
+		b.signIn()
+		b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+		b.waitFor(`document.querySelector('#goal-table-purchase')`)
+		assert.Contains(t, b.text("#goals-primary"), "decided on goal purchase")
+		var rows int
+		b.eval(`document.querySelectorAll('#goal-table-purchase tbody tr').length`, &rows)
+		assert.Equal(t, 2, rows, "one row per arm")
+		var converted []string
+		b.eval(`[...document.querySelectorAll('#goal-table-purchase tbody tr')].map(r => r.cells[2].textContent)`, &converted)
+		assert.ElementsMatch(t, []string{"0", "1"}, converted, "the buyer converted in one arm")
+		b.axeCheck("experiment results with a goal")
 	})
 
 	t.Run("the buyer's export lists the conversions, the erasure removes them", func(t *testing.T) {

@@ -1602,6 +1602,41 @@ function resultsTable(b) {
 
 // ---------------------------------------------------------------- experiment results
 
+// goalsSection shows each goal's results per arm (docs/CONTRACT.md §14): converted users, the
+// rate per exposed user and its comparison with the goal baseline, and a sum goal's mean value
+// per user; null when the results have no goal.
+function goalsSection(b, arms, td, ci) {
+  const keys = (arms[0]?.goals || []).map((g) => g.goal);
+  if (!keys.length) return null;
+  const base = b.goal_baseline;
+  const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
+  const moneyIv = (iv) => (Array.isArray(iv) ? `[${money(iv[0])}, ${money(iv[1])}]` : '—');
+  const tables = keys.map((key, k) => {
+    const sum = arms.some((a) => a.goals[k].mean_value !== null && a.goals[k].mean_value !== undefined);
+    const cols = ['Arm', 'Exposed users', 'Converted users', 'Conversion rate', 'Rate 95% interval', `Difference vs ${base} (points)`,
+      'Difference interval (points)', `Lift vs ${base}`, 'Adjusted p', 'Sequential p', ...(sum ? ['Value per user', 'Value interval', `Value difference vs ${base}`, 'Value difference interval'] : [])];
+    const primary = key === b.primary_goal;
+    return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'goal-h-' + key },
+      h('h3', { id: 'goal-h-' + key }, key, primary ? h('span', { class: 'badge running' }, ' primary goal: decides the verdict') : null),
+      h('table', { id: 'goal-table-' + key, class: 'results' },
+        h('caption', {}, `Goal ${key} by arm, against ${base} (95% intervals, Bonferroni-corrected over the comparisons)`),
+        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, arms.map((a) => {
+          const g = a.goals[k];
+          return h('tr', { 'data-arm': a.key },
+            h('th', { scope: 'row' }, a.key, a.key === base ? h('span', { class: 'badge' }, ' baseline') : null),
+            td(fmtNum(a.exposed_users)), td(fmtNum(g.converted_users)), td(pct(g.rate)), ci(interval(g.rate_ci)),
+            td(points(g.difference, true)), ci(pointsInterval(g.difference_ci)), td(pct(g.lift, true)),
+            td(pValue(g.p_adjusted)), td(pValue(g.sequential_p)),
+            ...(sum ? [td(money(g.mean_value)), ci(moneyIv(g.mean_value_ci)), td(money(g.mean_value_difference)), ci(moneyIv(g.mean_value_difference_ci))] : []));
+        }))));
+  });
+  return h('section', { id: 'goals', 'aria-labelledby': 'goals-h' }, h('h2', { id: 'goals-h' }, 'Goals'),
+    b.primary_goal ? h('p', { id: 'goals-primary' }, `The verdict is decided on goal ${b.primary_goal}, not on clicks.`) : null,
+    ...tables,
+    h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${base}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all.`));
+}
+
 // VERDICTS says why the results name a winner or not (docs/CONTRACT.md §10, docs/EXPERIMENTS.md).
 const VERDICTS = {
   sequential: (o) => `the always-valid (sequential) interval of its difference from the baseline excludes 0, so it may be read at any time (α ${o.alpha ?? 0.05}).`,
@@ -1715,6 +1750,8 @@ async function experimentScreen(id, qs) {
       h('th', { scope: 'row' }, d.day), h('td', {}, d.arm), td(fmtNum(d.exposed_users)), td(fmtNum(d.exposures)), td(fmtNum(d.clicked_users)), td(fmtNum(d.clicks)), td(fmtNum(d.closes))))))
     : h('p', { class: 'muted' }, 'No day has data yet.');
 
+  const goalsBox = goalsSection(b, arms, td, ci);
+
   screen(title, back,
     h('p', { id: 'experiment-meta' }, `Phase ${b.phase}, `, h('span', { class: 'badge ' + b.status }, b.status),
       `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}).`),
@@ -1722,7 +1759,7 @@ async function experimentScreen(id, qs) {
     h('section', { class: 'card results-summary', 'aria-labelledby': 'summary-h' }, h('h2', { id: 'summary-h' }, 'Summary'),
       h('p', { id: 'summary', class: 'summary' }, resultsSummary(b, exposed, p)), actions, earlier,
       h('div', { class: 'table-wrap' }, summaryRows)),
-    srmBox, verdictBox,
+    srmBox, verdictBox, goalsBox,
     h('details', { id: 'statistics', class: 'statistics' }, h('summary', {}, 'For statisticians: intervals, p-values and every count'),
       h('section', { 'aria-labelledby': 'arms-h' }, h('h2', { id: 'arms-h' }, 'Arms'),
         // a wide table scrolls sideways: focusable, so the keyboard can scroll it too
