@@ -194,15 +194,22 @@ func attribute(ctx context.Context, tx *sql.Tx, convs []event.Event, news []int)
 	slices.SortFunc(keys, func(a, b goalUserKey) int {
 		return cmp.Or(cmp.Compare(a.popupID, b.popupID), cmp.Compare(a.salt, b.salt), cmp.Compare(a.uid, b.uid), cmp.Compare(a.goal, b.goal))
 	})
-	before, err := lockGoalUsers(ctx, tx, keys)
-	if err != nil {
-		return err
-	}
-	if err := upsertGoalUsers(ctx, tx, keys, adds); err != nil {
-		return err
+	// A user exposed in many phases makes as many rows: the statements go in chunks, so that
+	// none outgrows the batch's statement size (CheckBatchSize).
+	before := map[goalUserKey]float64{}
+	for chunk := range slices.Chunk(keys, goalRowsPerStatement) {
+		if err := lockGoalUsers(ctx, tx, chunk, before); err != nil {
+			return err
+		}
+		if err := upsertGoalUsers(ctx, tx, chunk, adds); err != nil {
+			return err
+		}
 	}
 	return addGoalArms(ctx, tx, keys, adds, before)
 }
+
+// goalRowsPerStatement bounds the rows of one attribution statement.
+const goalRowsPerStatement = 1000
 
 // readGoals reads the goals the new conversions name, by key.
 func readGoals(ctx context.Context, tx *sql.Tx, convs []event.Event, news []int) (map[string]popup.Goal, error) {
@@ -263,7 +270,7 @@ func readExposures(ctx context.Context, tx *sql.Tx, convs []event.Event, news []
 
 // lockGoalUsers reads and locks the users' rows the batch adds to; a row not there is a user
 // the batch converts for the first time in that phase.
-func lockGoalUsers(ctx context.Context, tx *sql.Tx, keys []goalUserKey) (map[goalUserKey]float64, error) {
+func lockGoalUsers(ctx context.Context, tx *sql.Tx, keys []goalUserKey, into map[goalUserKey]float64) error {
 	args := make([]any, 0, 4*len(keys))
 	for _, k := range keys {
 		args = append(args, k.popupID, k.salt, k.uid, k.goal)
@@ -271,21 +278,20 @@ func lockGoalUsers(ctx context.Context, tx *sql.Tx, keys []goalUserKey) (map[goa
 	rows, err := tx.QueryContext(ctx, `SELECT popup_id, salt, uid, goal_key, value_sum FROM popup_experiment_goal_user
 		WHERE (popup_id, salt, uid, goal_key) IN (`+tuples(len(keys), 4)+`) FOR UPDATE`, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	out := map[goalUserKey]float64{}
 	for rows.Next() {
 		var (
 			k goalUserKey
 			v float64
 		)
 		if err := rows.Scan(&k.popupID, &k.salt, &k.uid, &k.goal, &v); err != nil {
-			return nil, err
+			return err
 		}
-		out[k] = v
+		into[k] = v
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 func upsertGoalUsers(ctx context.Context, tx *sql.Tx, keys []goalUserKey, adds map[goalUserKey]*goalUserAdd) error {
@@ -337,16 +343,20 @@ func addGoalArms(ctx context.Context, tx *sql.Tx, keys []goalUserKey, adds map[g
 	slices.SortFunc(order, func(a, b armGoalKey) int {
 		return cmp.Or(cmp.Compare(a.popupID, b.popupID), cmp.Compare(a.salt, b.salt), cmp.Compare(a.arm, b.arm), cmp.Compare(a.goal, b.goal))
 	})
-	args := make([]any, 0, 8*len(order))
-	for _, k := range order {
-		s := arms[k]
-		args = append(args, k.popupID, k.salt, k.arm, k.goal, s.users, s.conversions, s.value, s.square)
+	for chunk := range slices.Chunk(order, goalRowsPerStatement) {
+		args := make([]any, 0, 8*len(chunk))
+		for _, k := range chunk {
+			s := arms[k]
+			args = append(args, k.popupID, k.salt, k.arm, k.goal, s.users, s.conversions, s.value, s.square)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO popup_experiment_goal (popup_id, salt, arm, goal_key, converted_users, conversions, value_sum, value_sq_sum)
+			VALUES `+tuples(len(chunk), 8)+` ON DUPLICATE KEY UPDATE converted_users = converted_users + VALUES(converted_users),
+			conversions = conversions + VALUES(conversions), value_sum = value_sum + VALUES(value_sum),
+			value_sq_sum = value_sq_sum + VALUES(value_sq_sum)`, args...); err != nil {
+			return err
+		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO popup_experiment_goal (popup_id, salt, arm, goal_key, converted_users, conversions, value_sum, value_sq_sum)
-		VALUES `+tuples(len(order), 8)+` ON DUPLICATE KEY UPDATE converted_users = converted_users + VALUES(converted_users),
-		conversions = conversions + VALUES(conversions), value_sum = value_sum + VALUES(value_sum),
-		value_sq_sum = value_sq_sum + VALUES(value_sq_sum)`, args...)
-	return err
+	return nil
 }
 
 // GoalCounts reads an experiment phase's counts per arm and goal, by arm and goal.
