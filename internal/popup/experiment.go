@@ -255,8 +255,11 @@ func (a *Assigner) Assign(uid string) int {
 // --- validation ---------------------------------------------------------------------------------
 
 // ValidArmKey reports whether s is a well-formed variant key: 1-16 characters of [a-z0-9_-].
-func ValidArmKey(s string) bool {
-	if len(s) == 0 || len(s) > maxArmKeyLen {
+func ValidArmKey(s string) bool { return validKey(s, maxArmKeyLen) }
+
+// validKey reports whether s is 1 to max characters of [a-z0-9_-] (an arm's or a goal's key).
+func validKey(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -53,18 +53,7 @@ type Goal struct {
 }
 
 // ValidGoalKey reports whether s is a well-formed goal key.
-func ValidGoalKey(s string) bool {
-	if len(s) == 0 || len(s) > MaxGoalKeyLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func ValidGoalKey(s string) bool { return validKey(s, MaxGoalKeyLen) }
 
 // Validate checks every field of g, naming each that is wrong.
 func (g Goal) Validate() error {

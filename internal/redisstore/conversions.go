@@ -56,29 +56,7 @@ func (s *UserStore) RecordConversion(ctx context.Context, ev *event.Event) (Outc
 	}
 	var eb [256]byte
 	args := []any{EventIDTTL.Milliseconds(), s.actionLimit, RateWindow.Milliseconds(), event.Append(eb[:0], ev)}
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", conversionScript.Hash(), len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	var (
-		n   int
-		err error
-	)
-	if s.ackReplicas > 0 {
-		n, err = s.recordReplicated(ctx, keys[0], conversionScript, cmdArgs)
-	} else {
-		// Through the autopipeliner, as the actions' record script.
-		cmd := redis.NewCmd(ctx, cmdArgs...)
-		err = s.do(ctx, keys[0], cmd)
-		if err == nil {
-			n, err = cmd.Int()
-		}
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			n, err = conversionScript.Run(ctx, s.rdb, keys, args...).Int()
-		}
-	}
+	n, err := s.runRecord(ctx, conversionScript, keys, args)
 	if err != nil {
 		return 0, fmt.Errorf("record conversion: %w", err)
 	}

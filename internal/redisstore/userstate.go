@@ -294,29 +294,7 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		// The user's first recorded state: add the uid. Later records find it there already.
 		args = s.known.appendOffsets(args, uid)
 	}
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", recordScript.Hash(), len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	var (
-		n   int
-		err error
-	)
-	if s.ackReplicas > 0 {
-		n, err = s.recordReplicated(ctx, keys[0], recordScript, cmdArgs)
-	} else {
-		cmd := redis.NewCmd(ctx, cmdArgs...)
-		err = s.do(ctx, keys[0], cmd)
-		if err == nil {
-			n, err = cmd.Int()
-		}
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
-			n, err = recordScript.Run(ctx, s.rdb, keys, args...).Int()
-		}
-	}
+	n, err := s.runRecord(ctx, recordScript, keys, args)
 	if err != nil {
 		return 0, fmt.Errorf("record %s: %w", ev.Action, err)
 	}
@@ -324,6 +302,32 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		s.forgetEmpty(ctx, keys[0])
 	}
 	return Outcome(n), nil
+}
+
+// runRecord runs a record script (recordScript, conversionScript) whose keys share keys[0]'s
+// hash slot: through the autopipeliner, or with SetAckReplicas on its own connection followed by
+// WAIT (recordReplicated). It returns the script's answer.
+func (s *UserStore) runRecord(ctx context.Context, script *redis.Script, keys []string, args []any) (int, error) {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	if s.ackReplicas > 0 {
+		return s.recordReplicated(ctx, keys[0], script, cmdArgs)
+	}
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	err := s.do(ctx, keys[0], cmd)
+	n := 0
+	if err == nil {
+		n, err = cmd.Int()
+	}
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
+		n, err = script.Run(ctx, s.rdb, keys, args...).Int()
+	}
+	return n, err
 }
 
 // delIfScript deletes KEYS[1] when it holds ARGV[1].
