@@ -181,8 +181,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	users.UseKnownUsers(known, redisstore.NewStateMetrics(reg))
 	local := decide.NewLocalAnswers(cfg.LocalAnswerCacheSize)
 	reg.MustRegister(local.Collectors()...)
+	goalStore := gatedGoalStore{repo: mysqlstore.NewGoalRepo(db), dep: mysqlDep}
+	goals := &goalSet{catalog: redisstore.NewGoalCatalog(cfgRDB, keys), source: goalStore, log: log}
 	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown, keys.Shard),
-		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log}
+		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log, Conversions: users, Goals: goals}
 	// The instance reports ready once the audiences its active popups target are loaded, or
 	// POPUP_AUDIENCE_LOAD_TIMEOUT after its first snapshot.
 	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)
@@ -205,12 +207,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin := &httpapi.Admin{Operators: ops, Repo: popupStore{Service: writes, gatedReads: reads}, Users: users, Snapshots: holder,
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
-	admin.Stats, admin.ExperimentDays = gatedStatsRepo, gatedStatsRepo
+	admin.Stats, admin.ExperimentDays, admin.ExperimentGoals = gatedStatsRepo, gatedStatsRepo, gatedStatsRepo
 	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
 	admin.DefaultPacing = cfg.DefaultPacing()
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
 	admin.AudienceSets = held
+	admin.Goals = manage.NewGoals(goalStore, now)
+	admin.GoalsChanged = goals.publish
 	privacyStore := gatedPrivacy{PrivacyRepo: mysqlstore.NewPrivacyRepo(db), dep: mysqlDep}
 	admin.Erasures = &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now}
 	admin.Exports = &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now}
@@ -237,6 +241,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	})
 	g.Go(func() error { return refresher.Run(gctx) })
 	g.Go(func() error { return loader.Run(gctx) })
+	g.Go(func() error { return goals.Run(gctx) })
 	g.Go(func() error { return mysqlDep.Run(gctx) })
 	g.Go(func() error { return redisDep.Run(gctx) })
 	g.Go(func() error {
@@ -406,6 +411,10 @@ func (g *gatedStats) ExperimentDays(ctx context.Context, popupID int64, salt str
 func (g *gatedStats) ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error {
 	_, err := gate(g.dep, func() (struct{}, error) { return struct{}{}, g.stats.ExperimentUserArms(ctx, popupID, salt, each) })
 	return err
+}
+
+func (g *gatedStats) GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error) {
+	return gate(g.dep, func() ([]popup.GoalCount, error) { return g.stats.GoalCounts(ctx, popupID, salt) })
 }
 
 // gatedSettings is the settings store behind the MySQL gate.

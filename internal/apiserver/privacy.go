@@ -33,6 +33,10 @@ func (g gatedPrivacy) Actions(ctx context.Context, uid string) ([]privacy.Action
 	return gate(g.dep, func() ([]privacy.Action, error) { return g.PrivacyRepo.Actions(ctx, uid) })
 }
 
+func (g gatedPrivacy) Conversions(ctx context.Context, uid string) ([]privacy.Conversion, error) {
+	return gate(g.dep, func() ([]privacy.Conversion, error) { return g.PrivacyRepo.Conversions(ctx, uid) })
+}
+
 func (g gatedPrivacy) ExperimentRows(ctx context.Context, uid string) ([]privacy.Experiment, error) {
 	return gate(g.dep, func() ([]privacy.Experiment, error) { return g.PrivacyRepo.ExperimentRows(ctx, uid) })
 }

@@ -54,9 +54,13 @@ type Decider struct {
 	// action gets four times as much.
 	Budget time.Duration
 	// Local remembers "nothing to show until t" answers; nil = off.
-	Local   *LocalAnswers
-	Metrics *Metrics // nil = none
-	Log     *slog.Logger
+	Local *LocalAnswers
+	// Conversions queue the conversions (Convert) and Goals say which goals they may name; nil:
+	// conversions are unavailable.
+	Conversions ConversionQueue
+	Goals       GoalSet
+	Metrics     *Metrics // nil = none
+	Log         *slog.Logger
 
 	ids        idSourceOnce
 	lastErrLog atomic.Int64

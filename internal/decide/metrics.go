@@ -41,10 +41,11 @@ const (
 	opGetState storeOp = iota
 	opRecordImpression
 	opRecordAction
+	opRecordConversion
 	numOps
 )
 
-var opNames = [numOps]string{opGetState: "get_state", opRecordImpression: "record_impression", opRecordAction: "record_action"}
+var opNames = [numOps]string{opGetState: "get_state", opRecordImpression: "record_impression", opRecordAction: "record_action", opRecordConversion: "record_conversion"}
 
 func (o storeOp) String() string { return opNames[o] }
 

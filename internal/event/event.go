@@ -1,10 +1,12 @@
-// Package event is the display event (impression, click, close, exposure) and its wire encoding
-// on the Redis queue, shared by popup-api (producer) and popup-worker (consumer).
+// Package event is the display event (impression, click, close, exposure), and the conversion
+// that rides the same queue, and their wire encoding on the Redis queue, shared by popup-api
+// (producer) and popup-worker (consumer).
 package event
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -25,10 +27,16 @@ const (
 	// state of it advanced as an impression's would (the same display rules), and the control arm
 	// counts the user as exposed.
 	Exposure Action = "exposure"
+	// Conversion is a user reaching a goal (docs/CONTRACT.md §14): no popup, no state; Goal and
+	// Value say which goal and what it was worth. It is queued with the user's display events so
+	// that it has their guarantees (durable, de-duplicated by (uid, event id), drained in order).
+	Conversion Action = "conversion"
 )
 
-// Valid reports whether a is one of the four actions.
-func (a Action) Valid() bool { return a == Impression || a == Click || a == Close || a == Exposure }
+// Valid reports whether a is one of the actions.
+func (a Action) Valid() bool {
+	return a == Impression || a == Click || a == Close || a == Exposure || a == Conversion
+}
 
 // Event is one action together with the user's resulting state of that popup. Carrying the
 // result (not a delta) makes the worker's upsert a max-merge: replays and reordering are harmless.
@@ -60,6 +68,9 @@ type Event struct {
 	// close the user's arm in this popup's experiment and, for a click on a popup that controls
 	// fell through to, those controls. None for a popup without a running experiment.
 	Arms []ArmRef
+	// Goal and Value are a conversion's: the goal's key and the value reported (0 for none).
+	Goal  string
+	Value float64
 }
 
 // ArmRef names one experiment arm: the popup whose experiment it is, the phase's salt and the arm
@@ -114,6 +125,8 @@ type wire struct {
 	B  int       `json:"b"` // the clicked button's 0-based index; absent (older events) = unspecified
 	L  string    `json:"l,omitempty"`
 	X  []wireArm `json:"x,omitempty"`
+	G  string    `json:"g,omitempty"` // a conversion's goal
+	W  float64   `json:"w,omitempty"` // a conversion's value
 }
 
 // wireArm is an ArmRef on the queue.
@@ -173,6 +186,14 @@ func Append(dst []byte, e *Event) []byte {
 			dst = append(dst, ']')
 		}
 	}
+	if e.Goal != "" {
+		dst = append(dst, `,"g":`...)
+		dst = appendString(dst, e.Goal)
+	}
+	if e.Value != 0 {
+		dst = append(dst, `,"w":`...)
+		dst = strconv.AppendFloat(dst, e.Value, 'g', -1, 64)
+	}
 	return append(dst, '}')
 }
 
@@ -183,7 +204,7 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
 	e := Event{ID: w.ID, UID: w.U, PopupID: w.P, Action: Action(w.A), At: fromMilli(w.T),
-		DecisionID: w.D, NextShowAt: fromMilli(w.N), Impressions: w.I, DayCount: w.C, Locale: w.L}
+		DecisionID: w.D, NextShowAt: fromMilli(w.N), Impressions: w.I, DayCount: w.C, Locale: w.L, Goal: w.G, Value: w.W}
 	switch {
 	case w.V != 1:
 		return Event{}, fmt.Errorf("%w: unknown version %d", ErrDecode, w.V)
@@ -195,7 +216,10 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: bad uid", ErrDecode)
 	case len(e.DecisionID) > MaxIDLen || !utf8.ValidString(e.DecisionID):
 		return Event{}, fmt.Errorf("%w: bad decision id", ErrDecode)
-	case e.PopupID <= 0:
+	case e.Action == Conversion && (e.PopupID != 0 || !popup.ValidGoalKey(e.Goal) || len(w.X) > 0 || w.B >= 0 ||
+		math.IsNaN(e.Value) || math.Abs(e.Value) > popup.MaxConversionValue):
+		return Event{}, fmt.Errorf("%w: bad conversion", ErrDecode)
+	case e.Action != Conversion && (e.PopupID <= 0 || e.Goal != "" || e.Value != 0):
 		return Event{}, fmt.Errorf("%w: bad popup id", ErrDecode)
 	case !e.Action.Valid():
 		return Event{}, fmt.Errorf("%w: bad action %q", ErrDecode, w.A)

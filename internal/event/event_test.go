@@ -34,6 +34,9 @@ func TestAppendDecodeRoundTrip(t *testing.T) {
 			Arms: []ArmRef{{PopupID: 4, Salt: "5eed5eed5eed5eed", Arm: "control"}}}},
 		{"click counting for two experiments", Event{ID: "e5", UID: "u", PopupID: 5, Action: Click, At: at,
 			Arms: []ArmRef{{PopupID: 5, Salt: "s1", Arm: "a"}, {PopupID: 4, Salt: "s2", Arm: "control"}}}},
+		{"conversion", Event{ID: "o-1", UID: "u", Action: Conversion, At: at, Goal: "purchase"}},
+		{"conversion with a value", Event{ID: "o-2", UID: "u", Action: Conversion, At: at, Goal: "purchase", Value: 19.99}},
+		{"refund", Event{ID: "o-3", UID: "u", Action: Conversion, At: at, Goal: "purchase", Value: -1e12}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,6 +83,12 @@ func TestDecodeRejects(t *testing.T) {
 		{"arm without a salt", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"","a":"a"}]}`},
 		{"arm key too long", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":1,"s":"s","a":"aaaaaaaaaaaaaaaaa"}]}`},
 		{"arm of popup 0", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"x":[{"p":0,"s":"s","a":"a"}]}`},
+		{"conversion of a popup", `{"v":1,"id":"e","u":"u","p":1,"a":"conversion","t":1,"n":0,"i":0,"g":"purchase"}`},
+		{"conversion without a goal", `{"v":1,"id":"e","u":"u","p":0,"a":"conversion","t":1,"n":0,"i":0}`},
+		{"conversion of a bad goal", `{"v":1,"id":"e","u":"u","p":0,"a":"conversion","t":1,"n":0,"i":0,"g":"Purchase"}`},
+		{"conversion with an arm", `{"v":1,"id":"e","u":"u","p":0,"a":"conversion","t":1,"n":0,"i":0,"g":"p","x":[{"p":1,"s":"s","a":"a"}]}`},
+		{"conversion worth too much", `{"v":1,"id":"e","u":"u","p":0,"a":"conversion","t":1,"n":0,"i":0,"g":"p","w":2e12}`},
+		{"click with a goal", `{"v":1,"id":"e","u":"u","p":1,"a":"click","t":1,"n":0,"i":0,"g":"p"}`},
 		{"id too long", `{"v":1,"id":"` + string(make([]byte, 0)) + `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","u":"u","p":1,"a":"click","t":1,"n":0,"i":0}`},
 	}
 	for _, tt := range tests {

@@ -80,6 +80,12 @@ type Admin struct {
 	// Erasures and Exports are a user's erasure and export (docs/CONTRACT.md §12).
 	Erasures Erasures
 	Exports  Exports
+	// Goals are the goal writes and reads (manage.Goals); GoalsChanged, when set, is called after
+	// each committed goal write to make every instance's conversion ingest see it.
+	Goals        GoalService
+	GoalsChanged func(ctx context.Context) error
+	// ExperimentGoals reads the goal counts of experiment results (nil: results without goals).
+	ExperimentGoals ExperimentGoals
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
 	// value allows http and https.
 	Links popup.LinkSchemes
@@ -147,6 +153,14 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.POST("/audiences/:id/members/add", audienceEditor, a.writeMembers(popup.AudienceAdd))
 	v1.POST("/audiences/:id/members/remove", audienceEditor, a.writeMembers(popup.AudienceRemove))
 	v1.GET("/audiences/:id/members/:uid", a.member)
+	// Goals (docs/CONTRACT.md §14): changing them is a publisher's, as they decide verdicts.
+	goalWriter := publisher("writing goals")
+	v1.POST("/goals", goalWriter, a.createGoal)
+	v1.GET("/goals", a.listGoals)
+	v1.GET("/goals/:key", a.getGoal)
+	v1.PUT("/goals/:key", goalWriter, a.updateGoal)
+	v1.DELETE("/goals/:key", goalWriter, a.deleteGoal)
+	v1.GET("/goals/:key/history", a.goalHistory)
 	v1.GET("/audit", a.audit)
 	v1.GET("/export", a.export)
 	v1.POST("/import", editor, a.importPopups)

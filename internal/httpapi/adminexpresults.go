@@ -40,6 +40,13 @@ type expArmBody struct {
 	Closes       int64       `json:"closes"`
 	CTR          *float64    `json:"ctr"`
 	CTRCI        *[2]float64 `json:"ctr_ci"`
+	expCompareBody
+	// Goals are the arm's results on every goal, by key (docs/CONTRACT.md §14).
+	Goals []expGoalBody `json:"goals"`
+}
+
+// expCompareBody is a rate against the baseline's: null where undefined.
+type expCompareBody struct {
 	Difference   *float64    `json:"difference"`
 	DifferenceCI *[2]float64 `json:"difference_ci"`
 	PAdjusted    *float64    `json:"p_adjusted"`
@@ -47,6 +54,55 @@ type expArmBody struct {
 	LiftCI       *[2]float64 `json:"lift_ci"`
 	SequentialP  *float64    `json:"sequential_p"`
 	SequentialCI *[2]float64 `json:"sequential_ci"`
+}
+
+func compareToWire(c *stats.Comparison) expCompareBody {
+	var w expCompareBody
+	if c == nil || !c.Estimable {
+		return w
+	}
+	w.Difference, w.DifferenceCI, w.PAdjusted = finite(c.Difference), interval(c.DiffCI), finite(c.PAdjusted)
+	w.SequentialP, w.SequentialCI = finite(c.Sequential.P), interval(c.Sequential.CI)
+	if c.LiftDefined {
+		w.Lift = finite(c.Lift)
+	}
+	if c.LiftBounded {
+		w.LiftCI = interval(c.LiftCI)
+	}
+	return w
+}
+
+// expGoalBody is one arm's results on one goal: the rate per exposed user and its comparison, and
+// for a sum goal the mean value per exposed user and its comparison (null otherwise).
+type expGoalBody struct {
+	Goal           string      `json:"goal"`
+	ConvertedUsers int64       `json:"converted_users"`
+	Conversions    int64       `json:"conversions"`
+	ValueSum       float64     `json:"value_sum"`
+	Rate           *float64    `json:"rate"`
+	RateCI         *[2]float64 `json:"rate_ci"`
+	expCompareBody
+	MeanValue             *float64    `json:"mean_value"`
+	MeanValueCI           *[2]float64 `json:"mean_value_ci"`
+	MeanValueDifference   *float64    `json:"mean_value_difference"`
+	MeanValueDifferenceCI *[2]float64 `json:"mean_value_difference_ci"`
+	MeanValuePAdjusted    *float64    `json:"mean_value_p_adjusted"`
+}
+
+func goalsToWire(gs []results.GoalResult) []expGoalBody {
+	out := make([]expGoalBody, len(gs))
+	for i, g := range gs {
+		w := expGoalBody{Goal: g.Goal, ConvertedUsers: g.ConvertedUsers, Conversions: g.Conversions, ValueSum: g.ValueSum,
+			Rate: finite(g.Rate.CTR), RateCI: interval(g.Rate.CI), expCompareBody: compareToWire(g.Comparison)}
+		if v := g.Value; v != nil {
+			w.MeanValue, w.MeanValueCI = finite(v.Mean), interval(v.CI)
+		}
+		if c := g.ValueComparison; c != nil && c.Estimable {
+			w.MeanValueDifference, w.MeanValueDifferenceCI, w.MeanValuePAdjusted = finite(c.Difference), interval(c.DiffCI), finite(c.PAdjusted)
+		}
+		out[i] = w
+	}
+	return out
 }
 
 type expDayBody struct {
@@ -101,6 +157,10 @@ type expResultsBody struct {
 	Verdict        expVerdictBody `json:"verdict"`
 	Options        expOptionsBody `json:"options"`
 	Need           *expNeedBody   `json:"need"`
+	// PrimaryGoal is the goal that decided the verdict (null: the click-through rate), and
+	// GoalBaseline the arm the goals compare with.
+	PrimaryGoal  *string `json:"primary_goal"`
+	GoalBaseline string  `json:"goal_baseline"`
 }
 
 // experimentResults answers GET /admin/v1/popups/:id/experiment/results[?phase=N]: the phase's
@@ -152,14 +212,40 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	res, err := results.Compute(exp, days, a.Now())
+	now := a.Now()
+	res, err := results.Compute(exp, days, now)
 	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	if err := a.addGoals(ctx, id, exp, &res, now); err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
 	body := toResultsWire(id, cur.Status, res)
 	body.TimeZone = zone
 	c.JSON(http.StatusOK, body)
+}
+
+// addGoals adds the phase's results on every goal (results.AddGoals); none without goals.
+func (a *Admin) addGoals(ctx context.Context, id int64, exp *popup.Experiment, res *results.Results, now time.Time) error {
+	if a.Goals == nil || a.ExperimentGoals == nil {
+		return nil
+	}
+	goals, err := a.Goals.List(ctx)
+	if err != nil {
+		return err
+	}
+	counts, err := a.ExperimentGoals.GoalCounts(ctx, id, exp.Salt)
+	if err != nil {
+		return err
+	}
+	return results.AddGoals(res, exp, goals, counts, now)
+}
+
+// ExperimentGoals reads an experiment phase's counts per arm and goal (mysqlstore.StatsRepo).
+type ExperimentGoals interface {
+	GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error)
 }
 
 // toResultsWire is the results' admin shape; status is the experiment's (current) status.
@@ -172,6 +258,10 @@ func toResultsWire(id int64, status popup.ExperimentStatus, r results.Results) e
 	if r.Winner != "" {
 		b.Verdict.Winner = &r.Winner
 	}
+	if r.PrimaryGoal != "" {
+		b.PrimaryGoal = &r.PrimaryGoal
+	}
+	b.GoalBaseline = r.GoalBaseline
 	if n := r.Need; n != nil {
 		b.Need = &expNeedBody{Leader: n.Leader, MoreUsers: n.MoreUsers, UsersPerDay: n.PerDay}
 	}
@@ -181,16 +271,8 @@ func toResultsWire(id int64, status popup.ExperimentStatus, r results.Results) e
 		if a.Rate != nil {
 			w.CTR, w.CTRCI = finite(a.Rate.CTR), interval(a.Rate.CI)
 		}
-		if c := a.Comparison; c != nil && c.Estimable {
-			w.Difference, w.DifferenceCI, w.PAdjusted = finite(c.Difference), interval(c.DiffCI), finite(c.PAdjusted)
-			w.SequentialP, w.SequentialCI = finite(c.Sequential.P), interval(c.Sequential.CI)
-			if c.LiftDefined {
-				w.Lift = finite(c.Lift)
-			}
-			if c.LiftBounded {
-				w.LiftCI = interval(c.LiftCI)
-			}
-		}
+		w.expCompareBody = compareToWire(a.Comparison)
+		w.Goals = goalsToWire(a.Goals)
 		b.Arms[i] = w
 	}
 	for i, d := range r.Days {

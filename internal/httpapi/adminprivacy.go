@@ -102,13 +102,20 @@ func (a *Admin) erasure(c *gin.Context) {
 
 // exportWire is a user's export on the wire: every list present, empty when there is nothing.
 type exportWire struct {
-	UID         string           `json:"uid"`
-	ExportedAt  time.Time        `json:"exported_at"`
-	State       []popupStateView `json:"state"`
-	Actions     []actionWire     `json:"actions"`
-	Experiments []experimentWire `json:"experiments"`
-	Audiences   []membershipWire `json:"audiences"`
-	Conversions []struct{}       `json:"conversions"`
+	UID         string              `json:"uid"`
+	ExportedAt  time.Time           `json:"exported_at"`
+	State       []popupStateView    `json:"state"`
+	Actions     []actionWire        `json:"actions"`
+	Experiments []experimentWire    `json:"experiments"`
+	Audiences   []membershipWire    `json:"audiences"`
+	Conversions []conversionRowWire `json:"conversions"`
+}
+
+type conversionRowWire struct {
+	Goal    string    `json:"goal"`
+	EventID string    `json:"event_id"`
+	Value   float64   `json:"value"`
+	At      time.Time `json:"at"`
 }
 
 type actionWire struct {
@@ -140,7 +147,10 @@ type membershipWire struct {
 func exportToWire(x privacy.Export) exportWire {
 	out := exportWire{UID: x.UID, ExportedAt: x.ExportedAt, State: make([]popupStateView, len(x.State)),
 		Actions: make([]actionWire, len(x.Actions)), Experiments: make([]experimentWire, len(x.Experiments)),
-		Audiences: make([]membershipWire, len(x.Audiences)), Conversions: []struct{}{}}
+		Audiences: make([]membershipWire, len(x.Audiences)), Conversions: make([]conversionRowWire, len(x.Conversions))}
+	for i, c := range x.Conversions {
+		out.Conversions[i] = conversionRowWire{Goal: c.Goal, EventID: c.EventID, Value: c.Value, At: c.At.UTC()}
+	}
 	for i, s := range x.State {
 		out.State[i] = stateView(s.PopupID, s.PopupState)
 	}

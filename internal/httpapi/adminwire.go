@@ -129,6 +129,7 @@ type adminExperiment struct {
 	Variants         []adminVariant `json:"variants"`
 	Control          *adminControl  `json:"control"`
 	PlannedEndAt     *time.Time     `json:"planned_end_at"`
+	PrimaryGoal      *string        `json:"primary_goal"`
 	Phase            int            `json:"phase"`
 	Salt             string         `json:"salt"`
 	PhaseStartedAt   *time.Time     `json:"phase_started_at"`
@@ -174,6 +175,9 @@ func experimentToWire(e *popup.Experiment) *adminExperiment {
 	}
 	out := &adminExperiment{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: make([]adminVariant, len(e.Variants)),
 		PlannedEndAt: popup.UTCPtr(e.PlannedEndAt), Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: popup.UTCPtr(e.PhaseStartedAt)}
+	if e.PrimaryGoal != "" {
+		out.PrimaryGoal = &e.PrimaryGoal
+	}
 	for i, v := range e.Variants {
 		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL,
 			LinkURL: v.LinkURL, Buttons: buttonsToWire(v.Buttons), Ext: extOrEmpty(v.Ext), Translations: translationsToWire(v.Translations)}
@@ -251,6 +255,7 @@ type adminExperimentInput struct {
 	Variants        []adminVariantInput
 	Control         *adminControlInput
 	PlannedEndAt    *time.Time
+	PrimaryGoal     *string
 }
 
 type adminVariantInput struct {
@@ -278,7 +283,7 @@ func (in *adminExperimentInput) fields() []inputField {
 	return []inputField{
 		{key: "status", dst: &ignored}, {key: "coverage_percent", dst: &in.CoveragePercent},
 		{key: "variants", decode: in.decodeVariants}, {key: "control", decode: in.decodeControl},
-		{key: "planned_end_at", dst: &in.PlannedEndAt},
+		{key: "planned_end_at", dst: &in.PlannedEndAt}, {key: "primary_goal", dst: &in.PrimaryGoal},
 		{key: "phase", dst: &ignored}, {key: "salt", dst: &ignored}, {key: "phase_started_at", dst: &ignored},
 		{key: "concluded_variant", dst: &ignored},
 	}
@@ -427,6 +432,9 @@ func experimentFromWire(in *adminExperimentInput) *popup.Experiment {
 		Variants: make([]popup.Variant, len(in.Variants))}
 	if in.CoveragePercent != nil {
 		e.CoveragePercent = *in.CoveragePercent
+	}
+	if in.PrimaryGoal != nil {
+		e.PrimaryGoal = *in.PrimaryGoal
 	}
 	if e.PlannedEndAt != nil {
 		t := e.PlannedEndAt.UTC()

@@ -96,10 +96,14 @@ func (p *corsPolicy) preflight(c *gin.Context, origin []string, allowed bool) {
 }
 
 // corsRouteMethods is the method a browser may use on path: GET on the decision, POST on a
-// popup's actions; nil for every other path (health, metrics: not for pages).
+// popup's actions and on a conversion; nil for every other path (health, metrics, a backend's
+// batch of conversions: not for pages).
 func corsRouteMethods(path string) []string {
-	if path == "/api/v1/popup" {
+	switch path {
+	case "/api/v1/popup":
 		return getMethods
+	case "/api/v1/conversions":
+		return postMethods
 	}
 	if id, ok := strings.CutPrefix(path, "/api/v1/popups/"); ok {
 		if id, ok = strings.CutSuffix(id, "/actions"); ok && id != "" && !strings.Contains(id, "/") {

@@ -81,6 +81,8 @@ var codeStatus = map[popup.Code]int{
 	popup.CodeInvalidMembers:      http.StatusBadRequest,
 	popup.CodeTooManyMembers:      http.StatusRequestEntityTooLarge,
 	popup.CodeAudienceMemory:      http.StatusRequestEntityTooLarge,
+	popup.CodeGoalNotFound:        http.StatusNotFound,
+	popup.CodeGoalInUse:           http.StatusConflict,
 }
 
 // domainError is an error of the popup domain, named by its stable code: a *popup.Error,

@@ -58,6 +58,8 @@ func (p *Public) Router() *gin.Engine {
 	}
 	r.GET("/api/v1/popup", p.getPopup)
 	r.POST("/api/v1/popups/:id/actions", p.postAction)
+	r.POST("/api/v1/conversions", p.postConversion)
+	r.POST("/api/v1/conversions/batch", p.postConversionBatch)
 	healthz := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
 	r.GET("/healthz", healthz)
 	r.HEAD("/healthz", healthz) // net/http drops the body of a HEAD answer

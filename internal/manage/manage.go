@@ -78,7 +78,8 @@ type outcome struct {
 //  4. If-Match: the stored revision against ifRevision (popup.ErrRevisionMismatch);
 //  5. the write's own rules: the bucket seed, the experiment's phase rules, a transition; then,
 //     for a write of content, the audiences its targeting names must exist (locked in share mode
-//     until the write commits, so that none is deleted under it);
+//     until the write commits, so that none is deleted under it), and for a write of content or
+//     of a running experiment the experiment's primary goal (locked likewise);
 //  6. no change: a write that would leave the popup as it is writes nothing (an archive and a
 //     transition always write);
 //  7. store the popups, record their revisions and audit entries, bump the config version.
@@ -150,7 +151,13 @@ func (w write) rules(ctx context.Context, tx Tx, e *edit, now time.Time) error {
 		return err
 	}
 	if w.content {
-		return audiencesExist(ctx, tx, e.next.Targeting.Audiences)
+		if err := audiencesExist(ctx, tx, e.next.Targeting.Audiences); err != nil {
+			return err
+		}
+	}
+	if w.content || e.next.Experiment != nil && e.next.Experiment.Status == popup.ExperimentRunning {
+		// A running experiment, or one a write of content sets, decides on a goal that exists.
+		return goalExists(ctx, tx, e.next.Experiment)
 	}
 	return nil
 }

@@ -44,6 +44,9 @@ type Tx interface {
 	// ExistingAudiences returns which of ids are audiences, locking them in share mode until the
 	// transaction ends, so that an audience a popup write names is not deleted before it commits.
 	ExistingAudiences(ctx context.Context, ids []int64) ([]int64, error)
+	// GoalExists reports whether goal key exists, locking it in share mode until the
+	// transaction ends, so that a goal an experiment decides on is not deleted before it commits.
+	GoalExists(ctx context.Context, key string) (bool, error)
 }
 
 // TxFunc adapts a store whose transaction is its own concrete type (mysqlstore.PopupRepo.InTx

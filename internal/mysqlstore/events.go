@@ -137,22 +137,39 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, events []event.Event
 			return out, tx.Commit()
 		}
 	}
+	// Conversions last: within one batch, the exposures they may count for are written first.
+	events, convs := splitConversions(events)
+	if len(events) > 0 {
+		if out.inserted, out.states, err = w.display(ctx, tx, batch, events); err != nil {
+			return out, err
+		}
+	}
+	if err = writeConversions(ctx, tx, batch, convs); err != nil {
+		return out, err
+	}
+	return out, tx.Commit()
+}
+
+// display writes the display events of a batch (no conversion) in its transaction tx: the action
+// log, the user state, the daily and slot stats and the experiment rollup. It returns the new
+// action-log rows and the user-state rows written.
+func (w *EventWriter) display(ctx context.Context, tx *sql.Tx, batch uint64, events []event.Event) (inserted int64, states int, err error) {
 	locales, err := eventLocales(ctx, tx, events)
 	if err != nil {
-		return out, err
+		return 0, 0, err
 	}
 	rows := logRows(events)
 	logQ, logArgs := actionLogInsert(events, locales, rows, batch)
 	res, err := tx.ExecContext(ctx, logQ, logArgs...)
 	if err != nil {
-		return out, err
+		return 0, 0, err
 	}
 	// Affected rows count 1 per inserted row and 0 per known one left as it was (Connect turns
 	// the driver's found-rows counting off).
-	inserted, _ := res.RowsAffected()
+	inserted, _ = res.RowsAffected()
 	stateQ, stateArgs, states := userStateUpsert(events)
 	if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
-		return out, err
+		return 0, 0, err
 	}
 	var news []newRow
 	switch {
@@ -165,24 +182,23 @@ func (w *EventWriter) tx(ctx context.Context, batch uint64, events []event.Event
 		}
 	default:
 		if news, err = readNewRows(ctx, tx, batch, events, rows); err != nil {
-			return out, err
+			return 0, 0, err
 		}
 	}
 	daily, slots := countEvents(events, news)
 	if err = addDailyStats(ctx, tx, daily); err != nil {
-		return out, err
+		return 0, 0, err
 	}
 	if err = addSlotStats(ctx, tx, slots); err != nil {
-		return out, err
+		return 0, 0, err
 	}
 	if err = addLocaleStats(ctx, tx, countLocales(events, locales, news)); err != nil {
-		return out, err
+		return 0, 0, err
 	}
 	if err = addExperimentCounts(ctx, tx, batch, events, news); err != nil {
-		return out, err
+		return 0, 0, err
 	}
-	out.inserted, out.states = inserted, states
-	return out, tx.Commit()
+	return inserted, states, nil
 }
 
 // The daily stats count each event once, in the transaction that makes it part of the action

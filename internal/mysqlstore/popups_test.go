@@ -129,6 +129,7 @@ func TestPopupRowCarriesEveryField(t *testing.T) {
 		_, err := audiences.Create(ctx, as("alice"), popup.AudienceMeta{Name: "audience-" + strconv.Itoa(int(i))})
 		require.NoError(t, err)
 	}
+	createGoal(t, db, popuptest.FullGoal()) // and the goal its experiment decides on
 	stored, err := repo.Create(ctx, as("alice"), want)
 	require.NoError(t, err)
 	got, err := repo.Get(ctx, stored.ID)

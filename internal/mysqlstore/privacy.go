@@ -158,7 +158,16 @@ func (r *PrivacyRepo) DeleteActions(ctx context.Context, uid string) (int64, err
 		}
 	}
 	n, err := deleteChunks(ctx, r.db, TableActionLog, uid)
-	return n + oldOnly, err
+	if err != nil {
+		return n + oldOnly, err
+	}
+	// The user's conversions are events of the user's too (docs/CONTRACT.md §14); a schema from
+	// before migration 00017 (the migration tests erase on one) has none.
+	c, err := deleteChunks(ctx, r.db, "popup_conversion_log", uid)
+	if isNoTable(err) {
+		err = nil
+	}
+	return n + oldOnly + c, err
 }
 
 // deleteChunks removes uid's rows of an action-log table, eraseChunk rows a statement.
@@ -173,9 +182,15 @@ func deleteChunks(ctx context.Context, db *sql.DB, table, uid string) (int64, er
 	}
 }
 
-// DeleteExperimentUser removes uid's rows of every experiment phase (the daily counts stay).
+// DeleteExperimentUser removes uid's rows of every experiment phase, and of every goal in them
+// (the daily and per-arm counts stay).
 func (r *PrivacyRepo) DeleteExperimentUser(ctx context.Context, uid string) (int64, error) {
-	return affected(r.db.ExecContext(ctx, `DELETE FROM popup_experiment_user WHERE uid = ?`, uid))
+	g, err := affected(r.db.ExecContext(ctx, `DELETE FROM popup_experiment_goal_user WHERE uid = ?`, uid))
+	if err != nil && !isNoTable(err) { // (none before migration 00017)
+		return g, err
+	}
+	n, err := affected(r.db.ExecContext(ctx, `DELETE FROM popup_experiment_user WHERE uid = ?`, uid))
+	return g + n, err
 }
 
 // namesUID is the condition "this audience_uids row has uid as one of its lines" (a row is
@@ -364,6 +379,26 @@ func (r *PrivacyRepo) ExperimentRows(ctx context.Context, uid string) ([]privacy
 			x.FirstClickAt = click.Time.UTC()
 		}
 		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// Conversions returns uid's rows of the conversion log, oldest first.
+func (r *PrivacyRepo) Conversions(ctx context.Context, uid string) ([]privacy.Conversion, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT goal_key, event_id, value, event_at FROM popup_conversion_log
+		WHERE uid = ? ORDER BY event_at, event_id`, uid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []privacy.Conversion{}
+	for rows.Next() {
+		var c privacy.Conversion
+		if err := rows.Scan(&c.Goal, &c.EventID, &c.Value, &c.At); err != nil {
+			return nil, err
+		}
+		c.At = c.At.UTC()
+		out = append(out, c)
 	}
 	return out, rows.Err()
 }

@@ -91,6 +91,10 @@ type Experiment struct {
 	Variants        []Variant
 	Control         *Control   // nil = no control arm
 	PlannedEndAt    *time.Time // when the operator means to read the result; nil = none planned
+	// PrimaryGoal is the key of the goal (docs/CONTRACT.md §14) whose conversion rate decides the
+	// verdict instead of the click-through rate; "" = the click-through rate. Which users count
+	// does not depend on it, so a change moves nobody.
+	PrimaryGoal string
 
 	// Server-managed.
 	// Phase counts the experiment's assignments, from 1. Each phase has its own Salt, so a new
@@ -251,8 +255,11 @@ func (a *Assigner) Assign(uid string) int {
 // --- validation ---------------------------------------------------------------------------------
 
 // ValidArmKey reports whether s is a well-formed variant key: 1-16 characters of [a-z0-9_-].
-func ValidArmKey(s string) bool {
-	if len(s) == 0 || len(s) > maxArmKeyLen {
+func ValidArmKey(s string) bool { return validKey(s, maxArmKeyLen) }
+
+// validKey reports whether s is 1 to max characters of [a-z0-9_-] (an arm's or a goal's key).
+func validKey(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -312,6 +319,9 @@ func (e *Experiment) validate(v *validator, links LinkSchemes) {
 		v.add("experiment.variants", "weights (the variants' and the control's) must sum to 100, not "+strconv.Itoa(sum))
 	}
 	v.windowTime("experiment.planned_end_at", e.PlannedEndAt)
+	if e.PrimaryGoal != "" && !ValidGoalKey(e.PrimaryGoal) {
+		v.add("experiment.primary_goal", "must be a goal's key ("+GoalKeyRule+") or null")
+	}
 	if e.ConcludedVariant != "" && e.Status == ExperimentConcluded && !seen[e.ConcludedVariant] {
 		v.add("experiment.concluded_variant", "must be one of the variants' keys")
 	}
@@ -434,7 +444,8 @@ func KeepShipped(next, stored *Popup, endExperiment bool) (ended bool, err error
 
 // experimentsEqual compares the operator-set fields of two experiments.
 func experimentsEqual(a, b *Experiment) bool {
-	return a.CoveragePercent == b.CoveragePercent && !Reassigns(a, b) && timesEqual(a.PlannedEndAt, b.PlannedEndAt)
+	return a.CoveragePercent == b.CoveragePercent && !Reassigns(a, b) && timesEqual(a.PlannedEndAt, b.PlannedEndAt) &&
+		a.PrimaryGoal == b.PrimaryGoal
 }
 
 func timesEqual(a, b *time.Time) bool {

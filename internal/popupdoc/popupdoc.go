@@ -66,11 +66,13 @@ type (
 	// Experiment is popup_config.experiment (NULL: none) and a document's "experiment" (absent:
 	// none, and in documents from before experiments existed).
 	Experiment struct {
-		Status           string     `json:"status"`
-		CoveragePercent  int        `json:"coverage_percent"`
-		Variants         []Variant  `json:"variants"`
-		Control          *Control   `json:"control"`
-		PlannedEndAt     *time.Time `json:"planned_end_at"`
+		Status          string     `json:"status"`
+		CoveragePercent int        `json:"coverage_percent"`
+		Variants        []Variant  `json:"variants"`
+		Control         *Control   `json:"control"`
+		PlannedEndAt    *time.Time `json:"planned_end_at"`
+		// PrimaryGoal is absent for none, as in documents from before goals existed.
+		PrimaryGoal      string     `json:"primary_goal,omitempty"`
 		Phase            int        `json:"phase"`
 		Salt             string     `json:"salt"`
 		PhaseStartedAt   *time.Time `json:"phase_started_at"`
@@ -233,7 +235,7 @@ func ExperimentOf(e *popup.Experiment) *Experiment {
 		return nil
 	}
 	d := &Experiment{Status: string(e.Status), CoveragePercent: e.CoveragePercent, Variants: make([]Variant, len(e.Variants)),
-		PlannedEndAt: e.PlannedEndAt, Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: e.PhaseStartedAt, ConcludedVariant: e.ConcludedVariant}
+		PlannedEndAt: e.PlannedEndAt, PrimaryGoal: e.PrimaryGoal, Phase: e.Phase, Salt: e.Salt, PhaseStartedAt: e.PhaseStartedAt, ConcludedVariant: e.ConcludedVariant}
 	for i, v := range e.Variants {
 		d.Variants[i] = Variant{Key: v.Key, Weight: v.Weight, Content: ContentOf(v.Creative)}
 	}
@@ -249,7 +251,7 @@ func (d *Experiment) Popup() *popup.Experiment {
 		return nil
 	}
 	e := &popup.Experiment{Status: popup.ExperimentStatus(d.Status), CoveragePercent: d.CoveragePercent,
-		Variants: make([]popup.Variant, len(d.Variants)), PlannedEndAt: popup.UTCPtr(d.PlannedEndAt), Phase: d.Phase, Salt: d.Salt,
+		Variants: make([]popup.Variant, len(d.Variants)), PlannedEndAt: popup.UTCPtr(d.PlannedEndAt), PrimaryGoal: d.PrimaryGoal, Phase: d.Phase, Salt: d.Salt,
 		PhaseStartedAt: popup.UTCPtr(d.PhaseStartedAt), ConcludedVariant: d.ConcludedVariant}
 	for i := range d.Variants {
 		v := &d.Variants[i]
@@ -290,4 +292,33 @@ func assemble(h *Header, t Targeting, c *Content, e *Experiment) popup.Popup {
 	p.Creative = c.Creative()
 	p.Experiment = e.Popup()
 	return p
+}
+
+// Goal is a goal as its history (popup_goal_change.before_state and after_state) stores it.
+type Goal struct {
+	Key         string    `json:"key"`
+	Name        string    `json:"name"`
+	WindowHours int64     `json:"window_hours"`
+	Value       string    `json:"value"`
+	Version     int64     `json:"version"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// GoalOf is g as stored; nil stays nil.
+func GoalOf(g *popup.Goal) *Goal {
+	if g == nil {
+		return nil
+	}
+	return &Goal{Key: g.Key, Name: g.Name, WindowHours: int64(g.Window / time.Hour), Value: string(g.Value),
+		Version: g.Version, CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
+}
+
+// Popup is the stored goal (nil: none), its times in UTC.
+func (d *Goal) Popup() *popup.Goal {
+	if d == nil {
+		return nil
+	}
+	return &popup.Goal{Key: d.Key, Name: d.Name, Window: time.Duration(d.WindowHours) * time.Hour, Value: popup.GoalValue(d.Value),
+		Version: d.Version, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
 }

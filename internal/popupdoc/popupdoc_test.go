@@ -31,10 +31,11 @@ func plain() popup.Popup {
 }
 
 // untranslated is p as a document from before translations and pacing reads: no translations
-// (the variants' neither) and no caps exemption.
+// (the variants' neither) and no caps exemption. No primary goal either: goals came later.
 func untranslated(p popup.Popup) popup.Popup {
 	p.Translations, p.ExemptFromCaps = nil, false
 	if p.Experiment != nil {
+		p.Experiment.PrimaryGoal = "" // goals came after translations
 		for i := range p.Experiment.Variants {
 			p.Experiment.Variants[i].Translations = nil
 		}
@@ -192,4 +193,13 @@ func TestTimesReadInUTC(t *testing.T) {
 	assert.Equal(t, time.UTC, p.StartAt.Location())
 	assert.Equal(t, time.UTC, p.CreatedAt.Location())
 	assert.Equal(t, time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC), *p.Experiment.PlannedEndAt)
+}
+
+func TestGoalDocumentIsTheGoldenFile(t *testing.T) {
+	g := popuptest.FullGoal()
+	popuptest.RequireNoZeroField(t, popupdoc.GoalOf(&g))
+	got := decode[*popupdoc.Goal](t, golden(t, "goal.json", popupdoc.GoalOf(&g)))
+	assert.Equal(t, &g, got.Popup())
+	assert.Nil(t, popupdoc.GoalOf(nil))
+	assert.Nil(t, (*popupdoc.Goal)(nil).Popup())
 }

@@ -22,8 +22,16 @@ type Export struct {
 	Actions     []Action     // the action log's rows still within retention, oldest first
 	Experiments []Experiment // the user's rows of experiment phases
 	Audiences   []Membership // the audiences whose current version has the uid as a member
-	// Conversions is always empty: the service records none yet.
-	Conversions []struct{}
+	// Conversions are the user's reported conversions (docs/CONTRACT.md §14), oldest first.
+	Conversions []Conversion
+}
+
+// Conversion is one row of the conversion log.
+type Conversion struct {
+	Goal    string
+	EventID string
+	Value   float64
+	At      time.Time
 }
 
 // PopupState is the user's state of one popup.
@@ -66,6 +74,7 @@ type ExportStore interface {
 	UserStateRows(ctx context.Context, uid string) (map[int64]popup.PopupState, error)
 	Actions(ctx context.Context, uid string) ([]Action, error)
 	ExperimentRows(ctx context.Context, uid string) ([]Experiment, error)
+	Conversions(ctx context.Context, uid string) ([]Conversion, error)
 }
 
 // StatePeek reads the user's state in Redis without caching anything (redisstore.UserStore).
@@ -94,7 +103,7 @@ type Exporter struct {
 
 // Export returns what the service holds about uid (validated by the caller).
 func (x *Exporter) Export(ctx context.Context, uid string) (Export, error) {
-	out := Export{UID: uid, ExportedAt: x.Now().UTC(), State: []PopupState{}, Conversions: []struct{}{}}
+	out := Export{UID: uid, ExportedAt: x.Now().UTC(), State: []PopupState{}}
 	rows, err := x.Store.UserStateRows(ctx, uid)
 	if err != nil {
 		return Export{}, fmt.Errorf("export: %w", err)
@@ -114,6 +123,9 @@ func (x *Exporter) Export(ctx context.Context, uid string) (Export, error) {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
 	if out.Experiments, err = x.Store.ExperimentRows(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	if out.Conversions, err = x.Store.Conversions(ctx, uid); err != nil {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
 	if out.Audiences, err = x.memberships(ctx, uid); err != nil {

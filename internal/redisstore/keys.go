@@ -16,10 +16,12 @@ import (
 //	P:{qN}:workers          set of workers that have a processing list on shard N
 //	P:{qN}:u:UID            user state of UID, whose shard is N = fnv32a(UID) mod shards
 //	P:{qN}:e:UID/ID         "applied once" marker of UID's action with event_id ID
+//	P:{qN}:o:UID/ID         "applied once" marker of UID's conversion with event_id ID
 //	P:{qN}:rl:UID           UID's action count in the current rate-limit window
 //	P:{qN}:x:HASH           an erased user's event-id marker, HASH = privacy.Keyed.Event(UID, ID)
 //	P:{cfg}:popups          the warmed config cache (JSON array of popups)
 //	P:{cfg}:version         its config version
+//	P:{cfg}:goals           the goals conversions may name (JSON array of keys)
 //	P:cfg:changed           pub/sub channel announcing a new version
 //
 // A user's state lives in its queue shard's slot so that recording an impression and queueing
@@ -90,6 +92,16 @@ func (k Keys) EventID(uid, id string) string {
 	return string(append(dst, id...))
 }
 
+// ConversionID is the "applied once" marker of uid's conversion with event id id: the event ids
+// of conversions are their own namespace, apart from the actions' (EventID).
+func (k Keys) ConversionID(uid, id string) string {
+	dst := k.appendShard(nil, k.Shard(uid))
+	dst = append(dst, "o:"...)
+	dst = append(dst, uid...)
+	dst = append(dst, '/')
+	return string(append(dst, id...))
+}
+
 // Erased is the marker that stands for uid's event-id marker once uid is erased: named by the
 // keyed hash of the pair (privacy.Keyed.Event), never the uid, in uid's shard so that the record
 // script can check it beside the other keys.
@@ -115,6 +127,9 @@ func (k Keys) ConfigVersion() string { return k.Prefix + ":{cfg}:version" }
 // ConfigPacing holds the team's pacing of ConfigBlob's version (absent: the team set none, or an
 // older build wrote the blob).
 func (k Keys) ConfigPacing() string { return k.Prefix + ":{cfg}:pacing" }
+
+// Goals holds the keys of the goals conversions may name (GoalCatalog).
+func (k Keys) Goals() string { return k.Prefix + ":{cfg}:goals" }
 
 // ConfigChannel announces new config versions.
 func (k Keys) ConfigChannel() string { return k.Prefix + ":cfg:changed" }

@@ -79,6 +79,21 @@ func (e *Eraser) ReplaceMarkers(ctx context.Context, uid string, hash func(event
 	if err := iter.Err(); err != nil {
 		return n, fmt.Errorf("scan event markers: %w", err)
 	}
+	// The markers of the user's conversions likewise, hashed in their own namespace.
+	prefix = e.keys.ConversionID(uid, "")
+	iter = node.Scan(ctx, 0, globEscape(prefix)+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		keys := []string{key, e.keys.Erased(uid, hash(ConversionMarkerID(strings.TrimPrefix(key, prefix))))}
+		done, err := replaceMarkerScript.Run(ctx, e.rdb, keys, EventIDTTL.Milliseconds()).Int64()
+		if err != nil {
+			return n, fmt.Errorf("replace conversion marker: %w", err)
+		}
+		n += done
+	}
+	if err := iter.Err(); err != nil {
+		return n, fmt.Errorf("scan conversion markers: %w", err)
+	}
 	return n, nil
 }
 

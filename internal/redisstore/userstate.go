@@ -294,29 +294,7 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		// The user's first recorded state: add the uid. Later records find it there already.
 		args = s.known.appendOffsets(args, uid)
 	}
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", recordScript.Hash(), len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	var (
-		n   int
-		err error
-	)
-	if s.ackReplicas > 0 {
-		n, err = s.recordReplicated(ctx, keys[0], cmdArgs)
-	} else {
-		cmd := redis.NewCmd(ctx, cmdArgs...)
-		err = s.do(ctx, keys[0], cmd)
-		if err == nil {
-			n, err = cmd.Int()
-		}
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
-			n, err = recordScript.Run(ctx, s.rdb, keys, args...).Int()
-		}
-	}
+	n, err := s.runRecord(ctx, recordScript, keys, args)
 	if err != nil {
 		return 0, fmt.Errorf("record %s: %w", ev.Action, err)
 	}
@@ -324,6 +302,32 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		s.forgetEmpty(ctx, keys[0])
 	}
 	return Outcome(n), nil
+}
+
+// runRecord runs a record script (recordScript, conversionScript) whose keys share keys[0]'s
+// hash slot: through the autopipeliner, or with SetAckReplicas on its own connection followed by
+// WAIT (recordReplicated). It returns the script's answer.
+func (s *UserStore) runRecord(ctx context.Context, script *redis.Script, keys []string, args []any) (int, error) {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	if s.ackReplicas > 0 {
+		return s.recordReplicated(ctx, keys[0], script, cmdArgs)
+	}
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	err := s.do(ctx, keys[0], cmd)
+	n := 0
+	if err == nil {
+		n, err = cmd.Int()
+	}
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
+		n, err = script.Run(ctx, s.rdb, keys, args...).Int()
+	}
+	return n, err
 }
 
 // delIfScript deletes KEYS[1] when it holds ARGV[1].
@@ -339,11 +343,12 @@ func (s *UserStore) forgetEmpty(ctx context.Context, key string) {
 	_ = delIfScript.Run(context.WithoutCancel(ctx), s.rdb, []string{key}, s.emptyRaw).Err()
 }
 
-// recordReplicated runs the record script and WAIT in one pipeline on one connection of the
+// recordReplicated runs a record script (recordScript, conversionScript; cmdArgs its EVALSHA)
+// and WAIT in one pipeline on one connection of the
 // user's primary: WAIT waits for that connection's last write, so it covers exactly this record
 // (and, for a replay, the marker refresh that follows the first recording). The WAIT's timeout is
 // what remains of ctx's budget.
-func (s *UserStore) recordReplicated(ctx context.Context, userKey string, cmdArgs []any) (int, error) {
+func (s *UserStore) recordReplicated(ctx context.Context, userKey string, script *redis.Script, cmdArgs []any) (int, error) {
 	var node redis.Cmdable = s.ackRDB
 	if cc, ok := s.ackRDB.(*redis.ClusterClient); ok {
 		// A pipeline of the cluster client may send a keyless WAIT to another node.
@@ -366,7 +371,7 @@ func (s *UserStore) recordReplicated(ctx context.Context, userKey string, cmdArg
 		n, err := rec.Int()
 		if err != nil {
 			if try == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-				if err := recordScript.Load(ctx, node).Err(); err != nil {
+				if err := script.Load(ctx, node).Err(); err != nil {
 					return 0, err
 				}
 				continue

@@ -135,6 +135,7 @@ const routes = [
   [/^#\/popups\/(\d+)\/experiment(?:\?(.*))?$/, (m) => experimentScreen(Number(m[1]), m[2])],
   [/^#\/popups(?:\?(.*))?$/, (m) => listScreen(m[1])],
   [/^#\/audiences$/, () => audiencesScreen()],
+  [/^#\/goals$/, () => goalsScreen()],
   [/^#\/audiences\/([^/?]+)$/, (m) => audienceScreen(decodeURIComponent(m[1]))],
   [/^#\/explain$/, () => explainScreen()],
   [/^#\/audit$/, () => auditScreen()],
@@ -1621,6 +1622,41 @@ function resultsTable(b) {
 
 // ---------------------------------------------------------------- experiment results
 
+// goalsSection shows each goal's results per arm (docs/CONTRACT.md §14): converted users, the
+// rate per exposed user and its comparison with the goal baseline, and a sum goal's mean value
+// per user; null when the results have no goal.
+function goalsSection(b, arms, td, ci) {
+  const keys = (arms[0]?.goals || []).map((g) => g.goal);
+  if (!keys.length) return null;
+  const base = b.goal_baseline;
+  const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
+  const moneyIv = (iv) => (Array.isArray(iv) ? `[${money(iv[0])}, ${money(iv[1])}]` : '—');
+  const tables = keys.map((key, k) => {
+    const sum = arms.some((a) => a.goals[k].mean_value !== null && a.goals[k].mean_value !== undefined);
+    const cols = ['Arm', 'Exposed users', 'Converted users', 'Conversion rate', 'Rate 95% interval', `Difference vs ${base} (points)`,
+      'Difference interval (points)', `Lift vs ${base}`, 'Adjusted p', 'Sequential p', ...(sum ? ['Value per user', 'Value interval', `Value difference vs ${base}`, 'Value difference interval'] : [])];
+    const primary = key === b.primary_goal;
+    return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'goal-h-' + key },
+      h('h3', { id: 'goal-h-' + key }, key, primary ? h('span', { class: 'badge running' }, ' primary goal: decides the verdict') : null),
+      h('table', { id: 'goal-table-' + key, class: 'results' },
+        h('caption', {}, `Goal ${key} by arm, against ${base} (95% intervals, Bonferroni-corrected over the comparisons)`),
+        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, arms.map((a) => {
+          const g = a.goals[k];
+          return h('tr', { 'data-arm': a.key },
+            h('th', { scope: 'row' }, a.key, a.key === base ? h('span', { class: 'badge' }, ' baseline') : null),
+            td(fmtNum(a.exposed_users)), td(fmtNum(g.converted_users)), td(pct(g.rate)), ci(interval(g.rate_ci)),
+            td(points(g.difference, true)), ci(pointsInterval(g.difference_ci)), td(pct(g.lift, true)),
+            td(pValue(g.p_adjusted)), td(pValue(g.sequential_p)),
+            ...(sum ? [td(money(g.mean_value)), ci(moneyIv(g.mean_value_ci)), td(money(g.mean_value_difference)), ci(moneyIv(g.mean_value_difference_ci))] : []));
+        }))));
+  });
+  return h('section', { id: 'goals', 'aria-labelledby': 'goals-h' }, h('h2', { id: 'goals-h' }, 'Goals'),
+    b.primary_goal ? h('p', { id: 'goals-primary' }, `The verdict is decided on goal ${b.primary_goal}, not on clicks.`) : null,
+    ...tables,
+    h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${base}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all.`));
+}
+
 // VERDICTS says why the results name a winner or not (docs/CONTRACT.md §10, docs/EXPERIMENTS.md).
 const VERDICTS = {
   sequential: (o) => `the always-valid (sequential) interval of its difference from the baseline excludes 0, so it may be read at any time (α ${o.alpha ?? 0.05}).`,
@@ -1740,6 +1776,8 @@ async function experimentScreen(id, qs) {
     : h('p', { class: 'muted' }, 'No day has data yet.');
   const dayNote = utcBefore ? h('p', { class: 'help', id: 'days-utc-note' }, `Rows marked “UTC day” were counted before days followed the reporting time zone: they are UTC days and cannot be split into ${dayZone} days.`) : null;
 
+  const goalsBox = goalsSection(b, arms, td, ci);
+
   screen(title, back,
     h('p', { id: 'experiment-meta' }, `Phase ${b.phase}, `, h('span', { class: 'badge ' + b.status }, b.status),
       `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}).`),
@@ -1747,7 +1785,7 @@ async function experimentScreen(id, qs) {
     h('section', { class: 'card results-summary', 'aria-labelledby': 'summary-h' }, h('h2', { id: 'summary-h' }, 'Summary'),
       h('p', { id: 'summary', class: 'summary' }, resultsSummary(b, exposed, p)), actions, earlier,
       h('div', { class: 'table-wrap' }, summaryRows)),
-    srmBox, verdictBox,
+    srmBox, verdictBox, goalsBox,
     h('details', { id: 'statistics', class: 'statistics' }, h('summary', {}, 'For statisticians: intervals, p-values and every count'),
       h('section', { 'aria-labelledby': 'arms-h' }, h('h2', { id: 'arms-h' }, 'Arms'),
         // a wide table scrolls sideways: focusable, so the keyboard can scroll it too
@@ -2239,6 +2277,79 @@ async function audiencesScreen() {
       h('td', { class: 'num', 'data-col': 'version' }, a.version),
       h('td', {}, fmtTime(a.updated_at)),
       h('td', { 'data-col': 'used-by' }, popupLinks(a.used_by, popups))))))));
+}
+
+// ---------------------------------------------------------------- goals
+
+// GOAL_VALUES name what a goal's conversions carry (docs/CONTRACT.md §14).
+const GOAL_VALUES = { none: 'Whether users converted', sum: 'A value that adds up (an amount)' };
+
+// goalsScreen lists the goals experiments count conversions of; a publisher creates and deletes
+// them (a goal a running experiment decides on is refused, and the answer says why).
+async function goalsScreen() {
+  const seq = navSeq;
+  const results = h('div', { id: 'goal-results', 'aria-live': 'polite', 'aria-busy': 'true' }, h('p', { class: 'muted' }, 'Loading…'));
+  let create = null;
+  if (can('publish')) {
+    const key = textInput('key', { required: true, autocomplete: 'off', pattern: '[a-z0-9_\\-]{1,32}' });
+    const name = textInput('name', { required: true, autocomplete: 'off' });
+    const windowHours = numInput('window_hours', { min: 1, max: 720, value: 72 });
+    const value = h('select', { name: 'value', 'data-field': 'value' },
+      Object.entries(GOAL_VALUES).map(([v, label]) => h('option', { value: v }, label)));
+    const errs = h('div', { id: 'goal-create-errors', tabindex: '-1' });
+    const form = h('form', { class: 'card narrow', id: 'goal-create', novalidate: true, 'aria-labelledby': 'goal-create-h' },
+      h('h2', { id: 'goal-create-h' }, 'New goal'), errs,
+      field('new-goal-key', 'Key', key, 'What apps and backends send as the conversion’s goal: 1-32 of a-z, 0-9, _ and -, e.g. purchase. It never changes.'),
+      field('new-goal-name', 'Name', name, 'Shown on the results, e.g. Purchase.'),
+      field('new-goal-window', 'Window (hours)', windowHours, 'A conversion counts for an experiment when it comes within this long after the user first saw it: 1 to 720.'),
+      field('new-goal-value', 'Conversions carry', value, null),
+      h('button', { type: 'submit', id: 'goal-create-submit' }, 'Create goal'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      fieldErrorsIn(form, errs, null);
+      const r = await api('POST', '/admin/v1/goals', { key: key.value.trim(), name: name.value.trim(),
+        window_hours: Number(windowHours.value), value: value.value });
+      if (!r.ok) return fieldErrorsIn(form, errs, r, 'The goal was not created');
+      toast(`Created goal “${r.body.name}” (${r.body.key}).`);
+      form.reset();
+      goalsScreen();
+    });
+    create = form;
+  }
+  screen('Goals',
+    h('p', {}, 'Conversions experiments count besides clicks: an app or a backend reports that a user reached a goal, and each arm’s results show how many of its users did.'),
+    create || roleNote(`You are signed in as ${me.operator}, a ${me.role}: creating and deleting goals needs the publisher role.`),
+    h('h2', { id: 'goal-list-h' }, 'All goals'),
+    results);
+  const r = await api('GET', '/admin/v1/goals');
+  if (seq !== navSeq) return;
+  results.setAttribute('aria-busy', 'false');
+  if (!r.ok) return setKids(results, alertBox('Goals: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
+  const goals = r.body.goals || [];
+  if (!goals.length) return setKids(results, h('p', { id: 'goal-none' }, 'No goal yet.'));
+  const cols = ['Key', 'Name', 'Window', 'Conversions carry', 'Updated'].concat(can('publish') ? ['Actions'] : []);
+  setKids(results, h('div', { class: 'table-wrap' }, h('table', { id: 'goal-table' },
+    h('caption', { class: 'sr-only' }, `${goals.length} goal${goals.length === 1 ? '' : 's'}`),
+    h('thead', {}, h('tr', {}, cols.map((x) => h('th', { scope: 'col' }, x)))),
+    h('tbody', {}, goals.map((g) => h('tr', { 'data-key': g.key },
+      h('th', { scope: 'row' }, h('code', {}, g.key)),
+      h('td', {}, g.name),
+      h('td', { class: 'num' }, `${g.window_hours} h`),
+      h('td', {}, GOAL_VALUES[g.value] || g.value),
+      h('td', {}, fmtTime(g.updated_at)),
+      can('publish') ? h('td', {}, deleteGoalButton(g)) : null))))));
+}
+
+function deleteGoalButton(g) {
+  const btn = h('button', { type: 'button', class: 'secondary', id: 'goal-delete-' + g.key, 'aria-label': `Delete goal ${g.key}` }, 'Delete');
+  btn.addEventListener('click', async () => {
+    if (!await confirmDialog(`Delete goal ${g.key}?`, 'Conversions of it are no longer accepted; the counts already made stay.', 'Delete goal')) return;
+    const r = await api('DELETE', '/admin/v1/goals/' + encodeURIComponent(g.key));
+    if (!r.ok) return setKids(document.getElementById('goal-results'), alertBox(`Goal ${g.key} was not deleted: ` + errorText(r)));
+    toast(`Deleted goal ${g.key}.`);
+    goalsScreen();
+  });
+  return btn;
 }
 
 // UPLOAD_MODES: how an uploaded file changes the members (docs/CONTRACT.md, audiences).

@@ -43,6 +43,8 @@ type Arm struct {
 	// Comparison is the arm against the baseline; nil for the baseline and for a control that
 	// shows nothing.
 	Comparison *stats.Comparison
+	// Goals are the arm's results on each goal, by key (AddGoals); none before AddGoals.
+	Goals []GoalResult
 }
 
 // Results are one phase's results.
@@ -56,8 +58,12 @@ type Results struct {
 	Days           []ArmDay
 	SampleRatio    stats.SampleRatio // over every arm, a show-nothing control included
 	Winner         string            // the winning arm's key; "" for none
-	Reason         stats.Reason
-	Options        stats.Options // as used, defaults filled in
+	// PrimaryGoal is the goal that decided Winner and Reason ("" for the click-through rate), and
+	// GoalBaseline the arm the goals compare with (AddGoals).
+	PrimaryGoal  string
+	GoalBaseline string
+	Reason       stats.Reason
+	Options      stats.Options // as used, defaults filled in
 	// Need is how many more users the phase needs before the verdict could name the arm that
 	// leads now (stats.Needed), at the rate it has exposed users so far; nil when there is
 	// nothing to estimate.

@@ -98,13 +98,14 @@ func venvPython(t *testing.T) string {
 	return py
 }
 
-// TestMatchesScipyReference compares every number Analyze computes with the independent
-// computation of testdata/reference.py (scipy) on the same inputs.
-func TestMatchesScipyReference(t *testing.T) {
+// runReference runs the scipy script testdata/script in the project's venv on cases (as JSON on
+// its stdin) and returns its stdout.
+func runReference(t *testing.T, script string, cases any) []byte {
+	t.Helper()
 	py := venvPython(t)
-	in, err := json.Marshal(referenceCases)
+	in, err := json.Marshal(cases)
 	require.NoError(t, err)
-	cmd := exec.Command(py, filepath.Join("testdata", "reference.py"))
+	cmd := exec.Command(py, filepath.Join("testdata", script))
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -114,7 +115,14 @@ func TestMatchesScipyReference(t *testing.T) {
 		// takes seconds.
 		testenv.Missing(t, py+" cannot import scipy: run scripts/venv.sh ("+lastLine(stderr.String())+")")
 	}
-	require.NoError(t, err, "reference.py: %s", stderr.String())
+	require.NoError(t, err, "%s: %s", script, stderr.String())
+	return out
+}
+
+// TestMatchesScipyReference compares every number Analyze computes with the independent
+// computation of testdata/reference.py (scipy) on the same inputs.
+func TestMatchesScipyReference(t *testing.T) {
+	out := runReference(t, "reference.py", referenceCases)
 	var refs []refResult
 	require.NoError(t, json.Unmarshal(out, &refs))
 	require.Len(t, refs, len(referenceCases))

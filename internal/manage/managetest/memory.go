@@ -33,12 +33,13 @@ type memState struct {
 	audit     []popup.Change
 	version   int64
 	lastID    int64
-	audiences map[int64]bool // the audiences that exist
+	audiences map[int64]bool  // the audiences that exist
+	goals     map[string]bool // the goals that exist
 }
 
 // NewMemory returns an empty store whose rows take their times from now.
 func NewMemory(now func() time.Time) *Memory {
-	return &Memory{now: now, state: memState{popups: map[int64]popup.Popup{}, revisions: map[[2]int64]popup.Popup{}, audiences: map[int64]bool{}}}
+	return &Memory{now: now, state: memState{popups: map[int64]popup.Popup{}, revisions: map[[2]int64]popup.Popup{}, audiences: map[int64]bool{}, goals: map[string]bool{}}}
 }
 
 // InTx runs fn on a copy of the state, which becomes the state when fn returns nil.
@@ -46,7 +47,8 @@ func (m *Memory) InTx(ctx context.Context, fn func(manage.Tx) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	tx := &memTx{s: memState{popups: maps.Clone(m.state.popups), revisions: maps.Clone(m.state.revisions),
-		audit: slices.Clone(m.state.audit), version: m.state.version, lastID: m.state.lastID, audiences: maps.Clone(m.state.audiences)}, now: m.now}
+		audit: slices.Clone(m.state.audit), version: m.state.version, lastID: m.state.lastID, audiences: maps.Clone(m.state.audiences),
+		goals: maps.Clone(m.state.goals)}, now: m.now}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -62,6 +64,13 @@ func (m *Memory) AddAudience() int64 {
 	id := int64(len(m.state.audiences) + 1)
 	m.state.audiences[id] = true
 	return id
+}
+
+// AddGoal makes goal key exist, as a popup write sees it (GoalExists).
+func (m *Memory) AddGoal(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state.goals[key] = true
 }
 
 // Get returns popup id as stored.
@@ -173,6 +182,10 @@ func (t *memTx) ExistingAudiences(_ context.Context, ids []int64) ([]int64, erro
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+func (t *memTx) GoalExists(_ context.Context, key string) (bool, error) {
+	return t.s.goals[key], nil
 }
 
 func (t *memTx) BumpVersion(context.Context) error {

@@ -24,6 +24,6 @@ func FullExperiment() *popup.Experiment {
 				Translations: []popup.Translation{FullTranslation("de", "b")}}},
 		},
 		Control:      &popup.Control{Weight: 20, Mode: popup.ControlFallThrough},
-		PlannedEndAt: &end, Phase: 2, Salt: "3f9a0c2b7d1e4a65", PhaseStartedAt: &started, ConcludedVariant: "b",
+		PlannedEndAt: &end, PrimaryGoal: "purchase", Phase: 2, Salt: "3f9a0c2b7d1e4a65", PhaseStartedAt: &started, ConcludedVariant: "b",
 	}
 }

@@ -1,0 +1,203 @@
+package httpapi
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/decide"
+	"popupsvc/internal/popup"
+	"popupsvc/internal/uidauth"
+)
+
+// Conversions on the public listener (docs/CONTRACT.md §14): POST /api/v1/conversions (one, from
+// the app, its uid signed in the header like an action's) and POST /api/v1/conversions/batch (up
+// to MaxConversionBatch, from a backend; each carries its own uid signature when signatures are
+// required). A batch is checked whole before anything is queued: one bad conversion refuses it
+// with a 400 naming the field (conversions[3].goal).
+
+// MaxConversionBatch is the most conversions one batch holds.
+const MaxConversionBatch = 500
+
+// maxBatchBody bounds a batch's body: 500 conversions of about 300 bytes each, with room.
+const maxBatchBody = 256 << 10
+
+// conversionSkew is how far after the server's clock a conversion's at may be (clock skew): such
+// an at counts as now.
+const conversionSkew = time.Minute
+
+// conversionWire is one conversion as sent.
+type conversionWire struct {
+	UID     *string  `json:"uid"`
+	Goal    *string  `json:"goal"`
+	EventID *string  `json:"event_id"`
+	Value   *float64 `json:"value"`
+	At      *string  `json:"at"`
+	// UIDSig is a batch conversion's uid signature (the header's value for this uid), required
+	// when POPUP_UID_HMAC_KEYS is set; a single conversion's is the header.
+	UIDSig *string `json:"uid_sig"`
+}
+
+// conversion checks w and returns it as queued, at now; prefix leads every field an error names
+// ("" for a single conversion, "conversions[3]." in a batch).
+func (w *conversionWire) conversion(prefix string, now time.Time) (decide.Conversion, []popup.FieldError) {
+	var (
+		c      = decide.Conversion{At: now}
+		fields []popup.FieldError
+	)
+	bad := func(field, msg string) {
+		fields = append(fields, popup.FieldError{Field: prefix + field, Message: msg})
+	}
+	switch {
+	case w.UID == nil:
+		bad("uid", "is required")
+	case !popup.ValidUID(*w.UID):
+		bad("uid", "must be "+popup.UIDRule)
+	default:
+		c.UID = *w.UID
+	}
+	switch {
+	case w.Goal == nil:
+		bad("goal", "is required")
+	case !popup.ValidGoalKey(*w.Goal):
+		bad("goal", "must be a goal's key: "+popup.GoalKeyRule)
+	default:
+		c.Goal = *w.Goal
+	}
+	switch {
+	case w.EventID == nil:
+		bad("event_id", "is required: the idempotency key of the conversion for its uid")
+	case !popup.ValidUID(*w.EventID):
+		bad("event_id", "must be "+popup.UIDRule)
+	default:
+		c.EventID = *w.EventID
+	}
+	if w.Value != nil {
+		if v := *w.Value; math.IsNaN(v) || math.Abs(v) > popup.MaxConversionValue {
+			bad("value", "must be a number from -1e12 to 1e12")
+		} else {
+			c.Value = v
+		}
+	}
+	if w.At != nil {
+		at, err := time.Parse(time.RFC3339Nano, *w.At)
+		switch {
+		case err != nil:
+			bad("at", "must be an RFC 3339 time like 2026-11-27T10:00:00Z")
+		case at.After(now.Add(conversionSkew)):
+			bad("at", "must not be in the future")
+		case at.Before(now.Add(-decide.MaxConversionAge)):
+			bad("at", "must be at most 7 days in the past")
+		case at.Before(now):
+			c.At = at.UTC().Truncate(time.Millisecond)
+		}
+	}
+	return c, fields
+}
+
+func (p *Public) postConversion(c *gin.Context) {
+	var w conversionWire
+	if aerr := readSmallJSON(c, maxActionBody, &w); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
+	now := p.Now()
+	conv, fields := w.conversion("", now)
+	if w.UIDSig != nil {
+		fields = append(fields, popup.FieldError{Field: "uid_sig", Message: "is a batch conversion's; a single conversion's signature is the " + uidauth.Header + " header"})
+	}
+	if len(fields) > 0 {
+		writeError(c, p.Log, &popup.ValidationError{Fields: fields})
+		return
+	}
+	if aerr := p.checkUID(c, conv.UID, now); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
+	p.convert(c, []decide.Conversion{conv}, "", now)
+}
+
+func (p *Public) postConversionBatch(c *gin.Context) {
+	var in struct {
+		Conversions []conversionWire `json:"conversions"`
+	}
+	if aerr := readSmallJSON(c, maxBatchBody, &in); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
+	switch n := len(in.Conversions); {
+	case n == 0:
+		writeError(c, p.Log, &popup.ValidationError{Fields: []popup.FieldError{{Field: "conversions", Message: "must hold 1 to " + strconv.Itoa(MaxConversionBatch) + " conversions"}}})
+		return
+	case n > MaxConversionBatch:
+		writeError(c, p.Log, &popup.ValidationError{Fields: []popup.FieldError{{Field: "conversions", Message: "must hold at most " + strconv.Itoa(MaxConversionBatch) + " conversions, not " + strconv.Itoa(n)}}})
+		return
+	}
+	now := p.Now()
+	convs := make([]decide.Conversion, len(in.Conversions))
+	var fields []popup.FieldError
+	for i := range in.Conversions {
+		var fes []popup.FieldError
+		convs[i], fes = in.Conversions[i].conversion("conversions["+strconv.Itoa(i)+"].", now)
+		fields = append(fields, fes...)
+	}
+	if len(fields) > 0 {
+		writeError(c, p.Log, &popup.ValidationError{Fields: fields})
+		return
+	}
+	if p.UIDAuth != nil {
+		for i := range in.Conversions {
+			if aerr := p.checkBatchUID(c, in.Conversions[i].UIDSig, convs[i].UID, i, now); aerr != nil {
+				writeError(c, p.Log, aerr)
+				return
+			}
+		}
+	}
+	p.convert(c, convs, "conversions[", now)
+}
+
+// checkBatchUID checks the uid signature of a batch's conversion i: as the header of a single
+// request would, the field named.
+func (p *Public) checkBatchUID(c *gin.Context, sig *string, uid string, i int, now time.Time) *apiError {
+	err := uidauth.ErrMissing
+	if sig != nil {
+		err = p.UIDAuth.Verify(*sig, uid, now)
+	}
+	if err == nil {
+		return nil
+	}
+	c.Header("WWW-Authenticate", uidSigChallenge)
+	base := uidSigErrors[err]
+	if base == nil {
+		base = uidSigErrors[uidauth.ErrMismatch]
+	}
+	field := "conversions[" + strconv.Itoa(i) + "].uid_sig"
+	return &apiError{status: base.status, code: base.code, message: field + ": " + base.message,
+		fields: []popup.FieldError{{Field: field, Message: base.message}}}
+}
+
+// convert queues convs and answers: 202 once every one is durably queued. batch is the prefix of a
+// batch's fields ("conversions["), "" for a single conversion.
+func (p *Public) convert(c *gin.Context, convs []decide.Conversion, batch string, now time.Time) {
+	err := p.Decider.Convert(c.Request.Context(), convs, now)
+	var ue *decide.UnknownGoalError
+	switch {
+	case err == nil:
+		writeBody(c, http.StatusAccepted, acceptedBody)
+	case errors.Is(err, decide.ErrClientGone):
+		// Nobody reads an answer.
+	case errors.As(err, &ue):
+		field := "goal"
+		if batch != "" {
+			field = batch + strconv.Itoa(ue.Index) + "].goal"
+		}
+		writeError(c, p.Log, &apiError{status: http.StatusBadRequest, code: "unknown_goal", message: field + ": " + ue.Error(),
+			fields: []popup.FieldError{{Field: field, Message: ue.Error() + " (GET /admin/v1/goals lists them)"}}})
+	default:
+		writeError(c, p.Log, decisionError(err))
+	}
+}

@@ -1,0 +1,111 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
+)
+
+// conversionScript atomically refuses a replayed conversion (its uid and event id, or the
+// erased marker that replaced its marker when the user was erased), counts it against the uid's
+// action rate limit, queues it on the uid's shard and remembers its event id: the record
+// script's guarantees without a state to compare, since a conversion changes none.
+//
+//	KEYS[1] queue  KEYS[2] conversion event-id marker  KEYS[3] erased marker (KEYS[2] again
+//	without POPUP_PRIVACY_KEY)  KEYS[4] rate counter (optional)
+//	ARGV[1] marker TTL ms  ARGV[2] actions allowed per rate window  ARGV[3] rate window ms
+//	ARGV[4] the event
+var conversionScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+  return 2
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
+if KEYS[4] then
+  local n = redis.call('INCR', KEYS[4])
+  if n == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[3]) end
+  if n > tonumber(ARGV[2]) then return 3 end
+end
+redis.call('RPUSH', KEYS[1], ARGV[4])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+return 0
+`)
+
+// RecordConversion queues conversion ev (event.Conversion) of ev.UID, refusing an event id the uid
+// sent before (Duplicate) and a uid over the action rate limit (RateLimited). With
+// SetAckReplicas it returns only once that many replicas hold it, as Record does.
+func (s *UserStore) RecordConversion(ctx context.Context, ev *event.Event) (Outcome, error) {
+	if ev.Action != event.Conversion {
+		return 0, fmt.Errorf("record conversion: a %s event", ev.Action)
+	}
+	shard := s.keys.Shard(ev.UID)
+	marker := s.keys.ConversionID(ev.UID, ev.ID)
+	erased := marker
+	if s.erased != nil {
+		erased = s.keys.Erased(ev.UID, s.erased.Event(ev.UID, ConversionMarkerID(ev.ID)))
+	}
+	keys := []string{s.keys.Queue(shard), marker, erased}
+	if s.actionLimit > 0 {
+		keys = append(keys, s.keys.RateLimit(ev.UID))
+	}
+	var eb [256]byte
+	args := []any{EventIDTTL.Milliseconds(), s.actionLimit, RateWindow.Milliseconds(), event.Append(eb[:0], ev)}
+	n, err := s.runRecord(ctx, conversionScript, keys, args)
+	if err != nil {
+		return 0, fmt.Errorf("record conversion: %w", err)
+	}
+	return Outcome(n), nil
+}
+
+// ConversionMarkerID is what a conversion's event id is hashed as for its erased marker: '/' is
+// not in the event-id alphabet, so it never names an action's.
+func ConversionMarkerID(eventID string) string { return "o/" + eventID }
+
+// GoalCatalog keeps, in Redis, the keys of the goals conversions may name, for every popup-api
+// instance's ingest (docs/CONTRACT.md §14): the admin API publishes them after each goal write.
+type GoalCatalog struct {
+	rdb  redis.UniversalClient
+	keys Keys
+}
+
+// NewGoalCatalog returns the catalog under keys.
+func NewGoalCatalog(rdb redis.UniversalClient, keys Keys) *GoalCatalog {
+	return &GoalCatalog{rdb: rdb, keys: keys}
+}
+
+// Publish stores the goals' keys.
+func (c *GoalCatalog) Publish(ctx context.Context, goals []popup.Goal) error {
+	keys := make([]string, len(goals))
+	for i, g := range goals {
+		keys[i] = g.Key
+	}
+	b, err := json.Marshal(keys)
+	if err != nil {
+		return err
+	}
+	if err := c.rdb.Set(ctx, c.keys.Goals(), b, 0).Err(); err != nil {
+		return fmt.Errorf("publish goals: %w", err)
+	}
+	return nil
+}
+
+// Load reads the goals' keys; found is false when none were published (a fresh or flushed Redis).
+func (c *GoalCatalog) Load(ctx context.Context) (keys []string, found bool, err error) {
+	b, err := c.rdb.Get(ctx, c.keys.Goals()).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read goals: %w", err)
+	}
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return nil, false, fmt.Errorf("decode goals: %w", err)
+	}
+	return keys, true, nil
+}
