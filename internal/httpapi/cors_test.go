@@ -6,15 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/cors"
+	"popupsvc/internal/testenv"
 )
 
 const (
@@ -221,21 +220,13 @@ func BenchmarkCORS(b *testing.B) {
 				c.Request.Header.Set("Origin", bc.origin)
 			}
 			b.ReportAllocs()
-			began := processCPU(b)
+			began := testenv.ProcessCPU(b)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				policy.handle(c)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(processCPU(b)-began)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(testenv.ProcessCPU(b)-began)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU is the CPU time (user and system) this process has used so far, in nanoseconds.
-func processCPU(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
