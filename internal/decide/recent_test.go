@@ -72,32 +72,43 @@ func TestDecideRecordsARecentStateWithoutReadingIt(t *testing.T) {
 	assert.Equal(t, 2, f.store.states["u1"].Popups[1].Impressions, "both impressions recorded")
 }
 
-func TestDecideReadsWhenTheRecentStateIsStale(t *testing.T) {
+// TestDecideReadsWhenTheRecentStateIsNotTheStoredOne: u1 was shown popup 1 at t0 (reshow an
+// hour) by this process; then another write replaced the stored state.
+func TestDecideReadsWhenTheRecentStateIsNotTheStoredOne(t *testing.T) {
 	t.Parallel()
-	f, _ := recentFixture(t, active(1, func(p *popup.Popup) { p.ReshowAfterSeconds = 3600 }))
-	kind, _, _ := f.decide(t, iosReq, t0)
-	require.Equal(t, decide.Shown, kind)
-	// Another instance showed the popup an hour later: the remembered state no longer hides it.
-	st := f.store.states["u1"]
-	f.store.set("u1", popup.UserState{Popups: map[int64]popup.PopupState{
-		1: {NextShowAt: t0.Add(2 * time.Hour), Impressions: st.Popups[1].Impressions + 1, LastImpressionAt: t0.Add(time.Hour)}}})
+	tests := []struct {
+		name            string
+		stored          popup.UserState // what the other write left
+		at              time.Time
+		wantKind        decide.Kind
+		wantImpressions int // of popup 1 in the stored state after the decision
+	}{
+		{
+			// The remembered state shows the popup again; the record on it conflicts.
+			name: "another instance showed it later", at: t0.Add(time.Hour + time.Minute),
+			stored: popup.UserState{Popups: map[int64]popup.PopupState{
+				1: {NextShowAt: t0.Add(2 * time.Hour), Impressions: 2, LastImpressionAt: t0.Add(time.Hour)}}},
+			wantKind: decide.None, wantImpressions: 2,
+		},
+		{
+			// The remembered state shows nothing: never answered from it.
+			name: "an erasure emptied it", at: t0.Add(time.Minute),
+			stored:   popup.UserState{},
+			wantKind: decide.Shown, wantImpressions: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, _ := recentFixture(t, active(1, func(p *popup.Popup) { p.ReshowAfterSeconds = 3600 }))
+			kind, _, _ := f.decide(t, iosReq, t0)
+			require.Equal(t, decide.Shown, kind)
+			f.store.set("u1", tt.stored)
 
-	kind, _, read := f.decide(t, iosReq, t0.Add(time.Hour+time.Minute))
-	assert.Equal(t, decide.None, kind, "the stored state hides the popup until +2h")
-	assert.True(t, read, "the record on the remembered state conflicted: the state was read")
-	assert.Equal(t, 2, f.store.states["u1"].Popups[1].Impressions, "no impression recorded on the stale state")
-}
-
-func TestDecideReadsWhenTheRecentStateShowsNothing(t *testing.T) {
-	t.Parallel()
-	f, _ := recentFixture(t, active(1, func(p *popup.Popup) { p.ReshowAfterSeconds = 3600 }))
-	kind, _, _ := f.decide(t, iosReq, t0)
-	require.Equal(t, decide.Shown, kind)
-	// An erasure (or an eviction) emptied the stored state: the user is new again.
-	f.store.set("u1", popup.UserState{})
-
-	kind, id, read := f.decide(t, iosReq, t0.Add(time.Minute))
-	assert.True(t, read, "a 'nothing' is never answered from a remembered state")
-	assert.Equal(t, decide.Shown, kind, "the stored (empty) state shows the popup again")
-	assert.Equal(t, int64(1), id)
+			kind, _, read := f.decide(t, iosReq, tt.at)
+			assert.Equal(t, tt.wantKind, kind)
+			assert.True(t, read, "the stored state was read")
+			assert.Equal(t, tt.wantImpressions, f.store.states["u1"].Popups[1].Impressions)
+		})
+	}
 }
