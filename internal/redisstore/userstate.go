@@ -322,7 +322,7 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 	// The new state and the first event share one buffer, sized for both as a record usually
 	// needs (a state a little longer than prev, an event of a couple of hundred bytes).
 	written := AppendState(make([]byte, 0, len(prev)+320), next)
-	first := event.Append(written[len(written):len(written)], ev)
+	first := event.Append(written[len(written):], ev)
 	cmdArgs = append(cmdArgs, prev, written, s.ttlArg, eventIDTTLArg, s.actionLimitArg, rateWindowArg, len(evs), first)
 	for i := 1; i < len(evs); i++ {
 		cmdArgs = append(cmdArgs, event.Append(nil, &evs[i]))
