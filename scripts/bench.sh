@@ -8,6 +8,8 @@
 #   (b) impression path: every GET shows a popup and records it (region=rec: a popup with
 #       reshow_after_seconds 0), worker running, req/s ratio to the bare server;    target >= 0.4
 #       and the queue backlog left at the end drained within BENCH_DRAIN_TARGET seconds
+#       and the API's CPU per 1,000 impressions / the bare server's for the same answers
+#       (issue 38: the record path's own cost);                                      target <= 2
 #   (c) API CPU per steady-state request / bare server CPU per request;             target <= 1.3
 #   (d) open-loop p99 at a fixed offered rate of half the API's best steady-state req/s, ratio to
 #       the bare server's p99 at the same rate (benchtool openloop);                target <= 1.5
@@ -43,7 +45,8 @@
 #   5,000 regions, BENCH_WARM=fill)    BENCH_WARM (api: GET every user until it answers no popup; fill: write that
 #   state straight into Redis with `benchtool fill`)  BENCH_WARM_TRIES (30)
 #   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run; FILE-first.prof
-#   of the first first-visit run; FILE-audiences-on.prof and -off.prof of round 1's (g) runs)
+#   of the first first-visit run; FILE-impression.prof of the first impression-path run;
+#   FILE-audiences-on.prof and -off.prof of round 1's (g) runs)
 #   BENCH_EXPERIMENTS=1 (a running experiment, two variants and a show-nothing control at
 #   40/40/20, on every other popup and on the record popup)
 #   BENCH_TRANSLATIONS (0: every popup, the record popup too, translated into that many languages,
@@ -184,14 +187,21 @@ for r in $(seq 1 "$rounds"); do
 
   # A': bare, impression-answer size; C: every GET shows a popup, runs the record script and queues
   # an impression that the worker writes to MariaDB meanwhile.
-  read -r ac_rps _ _ _ ac_bad < <(wrk_run "$ref_c")
+  ac_t0=$(cpu_ticks "$ref_c_pid")
+  read -r ac_rps _ _ ac_reqs ac_bad < <(wrk_run "$ref_c")
+  ac_t1=$(cpu_ticks "$ref_c_pid")
   if [ "$ac_bad" != 0 ]; then log "the reference server answered errors: this run compares nothing; stopping"; exit 1; fi
   d0=$(degraded); p0=$(cpu_of "$procs")
+  if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
+    curl -fsS -H 'Authorization: Bearer bench' -o "${BENCH_PROFILE%.prof}-impression.prof" \
+      "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
+  fi
   read -r c_rps c_p50 c_p99 c_reqs c_bad < <(BENCH_QUERY_REGION=rec wrk_run "$api")
   p1=$(cpu_of "$procs"); d1=$(degraded)
+  if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
   backlog=$(queue_len)
   t0=$(date +%s.%N); wait_drained; t1=$(date +%s.%N)
-  record impression r=$r ac_rps=$ac_rps c_rps=$c_rps c_p50=$c_p50 c_p99=$c_p99 c_reqs=$c_reqs c_bad=$c_bad \
+  record impression r=$r ac_rps=$ac_rps ac_reqs=$ac_reqs ac_t0=$ac_t0 ac_t1=$ac_t1 c_rps=$c_rps c_p50=$c_p50 c_p99=$c_p99 c_reqs=$c_reqs c_bad=$c_bad \
     d0=$d0 d1=$d1 p0=$p0 p1=$p1 backlog=$backlog drain_t0=$t0 drain_t1=$t1 left=$(queue_len)
 
   # E: first visits, the same answer as C, each for a uid the service has never seen

@@ -151,6 +151,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	users := redisstore.NewUserStore(rdb, keys, cfg.UserStateTTL, mysqlstore.NewUserStateLoader(db), cfg.StateLoadLimit, pipe)
 	users.SetActionRateLimit(cfg.ActionRateLimit)
+	users.RememberRecorded(cfg.RecentStateCacheSize)
 	var keyed *privacy.Keyed // nil: POPUP_PRIVACY_KEY unset, erasures are off
 	if cfg.PrivacyKey != "" {
 		if keyed, err = privacy.NewKeyed(cfg.PrivacyKey); err != nil {
@@ -185,6 +186,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	goals := &goalSet{catalog: redisstore.NewGoalCatalog(cfgRDB, keys), source: goalStore, log: log}
 	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown, keys.Shard),
 		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log, Conversions: users, Goals: goals}
+	if cfg.RecentStateCacheSize > 0 {
+		decider.Recent = users
+	}
 	// The instance reports ready once the audiences its active popups target are loaded, or
 	// POPUP_AUDIENCE_LOAD_TIMEOUT after its first snapshot.
 	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)

@@ -72,6 +72,7 @@ type Config struct {
 	AudienceLoadTimeout time.Duration `env:"AUDIENCE_LOAD_TIMEOUT" envDefault:"60s" desc:"how long a starting popup-api waits for the audiences its active popups use before it reports ready anyway (popups whose audiences are not loaded stay fail-closed: an include is not a member, an exclude is)"`
 
 	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
+	RecentStateCacheSize int `env:"RECENT_STATE_CACHE_SIZE" envDefault:"0" desc:"per-process entries remembering the state value this instance last recorded for a user, so that the user's next impression here skips the state read (the record script still checks it is current); 0 = off (the default: no CPU gain measured yet, docs/PERFORMANCE.md)"`
 
 	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"0" desc:"number of event queue shards, each its own Redis hash slot holding its users' state; 0 = 16 on a Redis Cluster (a master's failure then affects the users of its shards only), 1 otherwise. popup-api and popup-worker must agree"`
 	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
@@ -177,6 +178,9 @@ func (c Config) Validate() error {
 	}
 	if c.LocalAnswerCacheSize < 0 {
 		bad("LOCAL_ANSWER_CACHE_SIZE", "must be >= 0 (0 = off)")
+	}
+	if c.RecentStateCacheSize < 0 {
+		bad("RECENT_STATE_CACHE_SIZE", "must be >= 0 (0 = off)")
 	}
 	if c.UserDailyCap < 0 {
 		bad("USER_DAILY_CAP", "must be >= 0")

@@ -5,14 +5,18 @@ package cors
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// Origins is a parsed allow-list: exact origins in a map, wildcards ("https://*.example.com")
-// as a scheme and a host suffix. The zero value allows nothing.
+// Origins is a parsed allow-list: exact origins grouped by length, wildcards
+// ("https://*.example.com") as a scheme and a host suffix. The zero value allows nothing.
 type Origins struct {
-	exact     map[string]struct{}
+	// byLen[n] holds the exact origins of n bytes. A request's Origin is compared only with the
+	// entries of its own length (rarely more than one or two), byte for byte: no string hashing,
+	// which cost a map lookup more than the comparisons on the CORS hot path (docs/PERFORMANCE.md).
+	byLen     [][]string
 	wildcards []wildcard
 }
 
@@ -27,7 +31,7 @@ type wildcard struct {
 // "*." (any subdomain, one level or more, not the domain itself). A default port (:443 on https,
 // :80 on http) is dropped, as browsers drop it. Every bad entry is reported, by position.
 func Parse(entries []string) (Origins, error) {
-	o := Origins{exact: map[string]struct{}{}}
+	var o Origins
 	var errs []error
 	for i, e := range entries {
 		scheme, host, err := split(e)
@@ -39,12 +43,22 @@ func Parse(entries []string) (Origins, error) {
 			o.wildcards = append(o.wildcards, wildcard{prefix: scheme + "://", suffix: "." + rest})
 			continue
 		}
-		o.exact[scheme+"://"+host] = struct{}{}
+		o.addExact(scheme + "://" + host)
 	}
 	if len(errs) > 0 {
 		return Origins{}, errors.Join(errs...)
 	}
 	return o, nil
+}
+
+// addExact adds origin to byLen, once.
+func (o *Origins) addExact(origin string) {
+	if len(origin) >= len(o.byLen) {
+		o.byLen = append(o.byLen, make([][]string, len(origin)+1-len(o.byLen))...)
+	}
+	if !slices.Contains(o.byLen[len(origin)], origin) {
+		o.byLen[len(origin)] = append(o.byLen[len(origin)], origin)
+	}
 }
 
 // split checks one entry and returns its scheme and host[:port], lower case, default port dropped.
@@ -107,12 +121,16 @@ func validHost(h string) bool {
 }
 
 // Enabled reports whether any origin is allowed.
-func (o *Origins) Enabled() bool { return len(o.exact) > 0 || len(o.wildcards) > 0 }
+func (o *Origins) Enabled() bool { return len(o.byLen) > 0 || len(o.wildcards) > 0 }
 
 // Allowed reports whether a request's Origin header value is on the list. It allocates nothing.
 func (o *Origins) Allowed(origin string) bool {
-	if _, ok := o.exact[origin]; ok {
-		return true
+	if len(origin) < len(o.byLen) {
+		for _, e := range o.byLen[len(origin)] {
+			if e == origin {
+				return true
+			}
+		}
 	}
 	for _, w := range o.wildcards {
 		if len(origin) <= len(w.prefix)+len(w.suffix) || !strings.HasPrefix(origin, w.prefix) || !strings.HasSuffix(origin, w.suffix) {

@@ -9,14 +9,17 @@ import (
 
 func TestAllowedMatchesExactOriginsAndSubdomainWildcards(t *testing.T) {
 	t.Parallel()
-	o, err := Parse([]string{"https://m.example.com", "http://127.0.0.1:5173", "https://*.shop.example", "HTTPS://WWW.Example.org:443", "https://*.example.net:8443"})
+	o, err := Parse([]string{"https://m.example.com", "http://127.0.0.1:5173", "https://*.shop.example", "HTTPS://WWW.Example.org:443", "https://*.example.net:8443",
+		"https://n.example.com", "https://m.example.com"})
 	require.NoError(t, err)
 	tests := []struct {
 		give string
 		want bool
 	}{
 		{"https://m.example.com", true},
-		{"http://m.example.com", false}, // another scheme is another origin
+		{"https://n.example.com", true},  // another entry of the same length
+		{"https://o.example.com", false}, // the same length, not listed
+		{"http://m.example.com", false},  // another scheme is another origin
 		{"https://m.example.com:8443", false},
 		{"https://x.m.example.com", false}, // an exact entry allows no subdomain
 		{"http://127.0.0.1:5173", true},
@@ -41,6 +44,7 @@ func TestAllowedMatchesExactOriginsAndSubdomainWildcards(t *testing.T) {
 		assert.Equal(t, tt.want, o.Allowed(tt.give), tt.give)
 	}
 	assert.True(t, o.Enabled())
+	assert.Len(t, o.byLen[len("https://m.example.com")], 3, "m, n and 127.0.0.1:5173 are 21 bytes: the repeated m is kept once")
 }
 
 func TestParseRefusesWhatIsNotAnOrigin(t *testing.T) {

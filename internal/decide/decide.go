@@ -30,6 +30,13 @@ type UserStates interface {
 	Record(ctx context.Context, uid, prev string, next *popup.UserState, evs []event.Event, dedupe bool) (popup.Outcome, error)
 }
 
+// RecentStates remembers the state this process last recorded for a user
+// (redisstore.UserStore.Recent): possibly no longer the stored one, so that a Record on it is
+// refused as popup.Conflict when another write came first.
+type RecentStates interface {
+	Recent(uid string) (popup.StoredState, bool)
+}
+
 // Errors of Act and Explain; the HTTP layer maps each to its status. An unknown popup is
 // popup.ErrNotFound.
 var (
@@ -55,6 +62,9 @@ type Decider struct {
 	Budget time.Duration
 	// Local remembers "nothing to show until t" answers; nil = off.
 	Local *LocalAnswers
+	// Recent, when set, lets a decision start from the state this process last recorded for the
+	// user instead of reading it: see Decide.
+	Recent RecentStates
 	// Conversions queue the conversions (Convert) and Goals say which goals they may name; nil:
 	// conversions are unavailable.
 	Conversions ConversionQueue
@@ -119,13 +129,31 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 	}
 	bctx, cancel := context.WithTimeout(ctx, d.Budget)
 	defer cancel()
-	for try := 0; try < maxRecordTries; try++ {
-		st, err := d.Users.Get(bctx, req.UID, now)
-		if err != nil {
-			return d.failed(ctx, br, now, opGetState, err)
+	// A returning user this process recorded last is planned on that state, without reading it:
+	// only a plan that records is kept, and the record script refuses it (a conflict, then a
+	// read as below) when the state is no longer the one remembered. A plan that shows nothing is
+	// not trusted from a remembered state: the state is read.
+	var recent *popup.StoredState
+	tries := maxRecordTries
+	if d.Recent != nil {
+		if st, ok := d.Recent.Recent(req.UID); ok {
+			recent, tries = &st, tries+1 // a stale one takes no retry from a contended user
 		}
-		p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now,
-			ID: d.ids.get().draw()})
+	}
+	for try := 0; try < tries; try++ {
+		var st popup.StoredState
+		var p decisionPlan
+		if try == 0 && recent != nil {
+			st = *recent
+			p = plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, ID: d.ids.get().draw()})
+		}
+		if len(p.Events) == 0 {
+			var err error
+			if st, err = d.Users.Get(bctx, req.UID, now); err != nil {
+				return d.failed(ctx, br, now, opGetState, err)
+			}
+			p = plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, ID: d.ids.get().draw()})
+		}
 		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {

@@ -55,8 +55,8 @@ func (s *UserStore) RecordConversion(ctx context.Context, ev *event.Event) (Outc
 		keys = append(keys, s.keys.RateLimit(ev.UID))
 	}
 	var eb [256]byte
-	args := []any{EventIDTTL.Milliseconds(), s.actionLimit, RateWindow.Milliseconds(), event.Append(eb[:0], ev)}
-	n, err := s.runRecord(ctx, conversionScript, keys, args)
+	n, err := s.runRecord(ctx, conversionScript, evalArgs(conversionScript, keys,
+		eventIDTTLArg, s.actionLimitArg, rateWindowArg, event.Append(eb[:0], ev)))
 	if err != nil {
 		return 0, fmt.Errorf("record conversion: %w", err)
 	}

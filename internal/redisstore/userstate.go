@@ -41,6 +41,30 @@ type UserStore struct {
 	ackRDB      redis.UniversalClient
 	// erased names the markers of erased users' event ids (SetErasedMarkers); nil: none.
 	erased *privacy.Keyed
+	// recent holds the values this process last recorded (RememberRecorded); nil: off.
+	recent *recentStates
+	// shardArgs are each queue shard's keys of the record script, and ttlArg and actionLimitArg
+	// its settings, boxed once for Record's arguments.
+	shardArgs              []shardArgs
+	ttlArg, actionLimitArg any
+}
+
+// shardArgs are a queue shard's keys as the record script takes them: the queue and the
+// known-users filter (the queue again without a filter: a name nothing writes, which keeps the
+// script's key positions fixed).
+type shardArgs struct{ queue, known any }
+
+// boxArgs fills shardArgs for the store's keys and filter.
+func (s *UserStore) boxArgs() {
+	s.shardArgs = make([]shardArgs, max(s.keys.Shards, 1))
+	for i := range s.shardArgs {
+		queue := s.keys.Queue(i)
+		known := queue
+		if s.known != nil {
+			known = s.known.Key(i)
+		}
+		s.shardArgs[i] = shardArgs{queue: queue, known: known}
+	}
 }
 
 // SetErasedMarkers makes Record refuse, as a duplicate, an action whose (uid, event id) an
@@ -69,14 +93,17 @@ const StateLoadTimeout = 2 * time.Second
 // answers (nil: uncounted).
 func (s *UserStore) UseKnownUsers(f *KnownUsers, m *StateMetrics) {
 	s.known, s.metrics = f, m
+	s.boxArgs()
 }
 
 // NewUserStore returns a store; loadLimit bounds concurrent loads from the loader. With pipe (rdb's
 // NewPipeline), the hot-path commands of concurrent requests (GET, the known-users check and the
 // record script) share pipelines.
 func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *Pipeline) *UserStore {
-	return &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe,
-		emptyRaw: string(AppendState(nil, &popup.UserState{}))}
+	s := &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe,
+		emptyRaw: string(AppendState(nil, &popup.UserState{})), ttlArg: ttl.Milliseconds(), actionLimitArg: 0}
+	s.boxArgs()
+	return s
 }
 
 // do runs cmd, whose keys share key's hash slot, through the pipeline when there is one (see
@@ -249,8 +276,16 @@ return 0
 // RateWindow is the window of the per-uid action rate limit.
 const RateWindow = time.Minute
 
+// The record script's constant arguments, boxed once (an integer past 255 in an interface is an
+// allocation per use).
+var (
+	recordHash    any = recordScript.Hash()
+	eventIDTTLArg any = EventIDTTL.Milliseconds()
+	rateWindowArg any = RateWindow.Milliseconds()
+)
+
 // SetActionRateLimit limits each uid to n recorded actions per RateWindow (0 = no limit).
-func (s *UserStore) SetActionRateLimit(n int) { s.actionLimit = n }
+func (s *UserStore) SetActionRateLimit(n int) { s.actionLimit, s.actionLimitArg = n, n }
 
 // EventIDTTL is how long an action's event_id is remembered for de-duplication in Redis (the
 // action log's unique key de-duplicates forever behind it).
@@ -265,69 +300,83 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 		return 0, fmt.Errorf("record: %d events (1 to %d)", len(evs), event.MaxRecordEvents)
 	}
 	ev := &evs[0]
-	shard := s.keys.Shard(uid)
-	// Without a filter the third key is a name nothing writes (no offsets follow); it keeps
-	// the script's key positions fixed.
-	knownKey := s.keys.Queue(shard)
-	if s.known != nil {
-		knownKey = s.known.Key(shard)
-	}
-	keys := []string{s.keys.User(uid), s.keys.Queue(shard), knownKey}
+	user := s.keys.User(uid)
+	sk := s.shardArgs[s.keys.Shard(uid)]
+	// EVALSHA's arguments, built in one slice with the constant ones boxed once (see
+	// recordArgs): the record path's allocations are most of what it costs popup-api
+	// (docs/PERFORMANCE.md, "The record path's CPU").
+	cmdArgs := make([]any, 0, 32)
+	cmdArgs = append(cmdArgs, "evalsha", recordHash, 3, user, sk.queue, sk.known)
 	if dedupe {
 		marker := s.keys.EventID(uid, ev.ID)
 		erased := marker
 		if s.erased != nil {
 			erased = s.keys.Erased(uid, s.erased.Event(uid, ev.ID))
 		}
-		keys = append(keys, marker, erased)
+		cmdArgs = append(cmdArgs, marker, erased)
 		if s.actionLimit > 0 {
-			keys = append(keys, s.keys.RateLimit(uid))
+			cmdArgs = append(cmdArgs, s.keys.RateLimit(uid))
 		}
+		cmdArgs[2] = len(cmdArgs) - 3
 	}
-	var sb, eb [512]byte
-	args := []any{prev, AppendState(sb[:0], next), s.ttl.Milliseconds(), EventIDTTL.Milliseconds(),
-		s.actionLimit, RateWindow.Milliseconds(), len(evs), event.Append(eb[:0], ev)}
+	// The new state and the first event share one buffer, sized for both as a record usually
+	// needs (a state a little longer than prev, an event of a couple of hundred bytes).
+	written := AppendState(make([]byte, 0, len(prev)+320), next)
+	first := event.Append(written[len(written):], ev)
+	cmdArgs = append(cmdArgs, prev, written, s.ttlArg, eventIDTTLArg, s.actionLimitArg, rateWindowArg, len(evs), first)
 	for i := 1; i < len(evs); i++ {
-		args = append(args, event.Append(nil, &evs[i]))
+		cmdArgs = append(cmdArgs, event.Append(nil, &evs[i]))
 	}
 	if s.known != nil && (prev == "" || prev == s.emptyRaw) {
 		// The user's first recorded state: add the uid. Later records find it there already.
-		args = s.known.appendOffsets(args, uid)
+		cmdArgs = s.known.appendOffsets(cmdArgs, uid)
 	}
-	n, err := s.runRecord(ctx, recordScript, keys, args)
+	n, err := s.runRecord(ctx, recordScript, cmdArgs)
 	if err != nil {
 		return 0, fmt.Errorf("record %s: %w", ev.Action, err)
 	}
+	s.noteRecorded(uid, Outcome(n), written)
 	if Outcome(n) == popup.Duplicate && s.erased != nil && prev == s.emptyRaw {
-		s.forgetEmpty(ctx, keys[0])
+		s.forgetEmpty(ctx, user)
 	}
 	return Outcome(n), nil
 }
 
-// runRecord runs a record script (recordScript, conversionScript) whose keys share keys[0]'s
-// hash slot: through the autopipeliner, or with SetAckReplicas on its own connection followed by
-// WAIT (recordReplicated). It returns the script's answer.
-func (s *UserStore) runRecord(ctx context.Context, script *redis.Script, keys []string, args []any) (int, error) {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
+// runRecord runs a record script (recordScript, conversionScript) whose keys share the first
+// key's hash slot: through the autopipeliner, or with SetAckReplicas on its own connection
+// followed by WAIT (recordReplicated). cmdArgs are EVALSHA's: "evalsha", the script's hash, the
+// number of keys, the keys, the arguments (evalArgs). It returns the script's answer.
+func (s *UserStore) runRecord(ctx context.Context, script *redis.Script, cmdArgs []any) (int, error) {
+	first := cmdArgs[3].(string)
 	if s.ackReplicas > 0 {
-		return s.recordReplicated(ctx, keys[0], script, cmdArgs)
+		return s.recordReplicated(ctx, first, script, cmdArgs)
 	}
 	cmd := redis.NewCmd(ctx, cmdArgs...)
-	err := s.do(ctx, keys[0], cmd)
+	err := s.do(ctx, first, cmd)
 	n := 0
 	if err == nil {
 		n, err = cmd.Int()
 	}
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// First use on this Redis (or after SCRIPT FLUSH / a failover): load it once.
-		n, err = script.Run(ctx, s.rdb, keys, args...).Int()
+		nkeys := cmdArgs[2].(int)
+		keys := make([]string, nkeys)
+		for i := range keys {
+			keys[i] = cmdArgs[3+i].(string)
+		}
+		n, err = script.Run(ctx, s.rdb, keys, cmdArgs[3+nkeys:]...).Int()
 	}
 	return n, err
+}
+
+// evalArgs returns EVALSHA's arguments for script with keys and args.
+func evalArgs(script *redis.Script, keys []string, args ...any) []any {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	return append(cmdArgs, args...)
 }
 
 // delIfScript deletes KEYS[1] when it holds ARGV[1].

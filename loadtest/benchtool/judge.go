@@ -27,6 +27,7 @@ const (
 	goalSteady     = 0.8  // (a) steady-state req/s, api / bare: at least
 	goalImpression = 0.4  // (b) impression-path req/s, api / bare: at least
 	goalCPU        = 1.3  // (c) API CPU per request / bare CPU per request: at most
+	goalRecordCPU  = 2.0  // (b) API CPU per impression / bare CPU per request of that answer: at most (issue 38)
 	goalOpenP99    = 1.5  // (d) open-loop p99, api / bare: at most
 	goalFirst      = 0.85 // (e) first visits / returning users' impressions: at least
 	goalLoads      = 1.0  // (e) MySQL loads of user state per 1,000 first visits: at most
@@ -283,6 +284,7 @@ type impressionRow struct {
 	round, bareRPS, apiRPS, apiP50, apiP99, errs, ratio, backlog float64
 	drained                                                      float64 // seconds; +Inf when the queue never drained
 	cpu                                                          []float64
+	bareCPU, cpuRatio                                            float64 // bare CPU-ms per 1,000; api CPU / bare CPU (0: not recorded)
 }
 
 type firstRow struct {
@@ -352,6 +354,12 @@ func compute(recs []record) (bench, error) {
 				errs:    rd.apiErrors(r, "c_bad"),
 				backlog: rd.num(r, "backlog"), drained: rd.num(r, "drain_t1") - rd.num(r, "drain_t0"),
 				cpu: perK(rd.ticks(r, "p0"), rd.ticks(r, "p1"), rd.num(r, "c_reqs"), clk),
+			}
+			if _, ok := r.v["ac_t0"]; ok { // results of a bench.sh that did not read the bare CPU have none
+				row.bareCPU = perK([]float64{rd.num(r, "ac_t0")}, []float64{rd.num(r, "ac_t1")}, rd.num(r, "ac_reqs"), clk)[0]
+				if len(row.cpu) > 0 {
+					row.cpuRatio = ratio(row.cpu[0], row.bareCPU)
+				}
 			}
 			if rd.num(r, "left") != 0 {
 				row.drained = math.Inf(1)
@@ -444,8 +452,8 @@ func (b bench) roundLine(recs []record) string {
 			g(s.round), g(s.bareRPS), f1(s.bareCPU), g(s.apiRPS), g(s.apiP99), g(s.errs), f3(s.ratio), f3(s.cpuRatio), cpu(s.cpu), f3(s.stmtsPerK))
 	case "impression":
 		s := b.impressions[len(b.impressions)-1]
-		return fmt.Sprintf("round %s impression: bare %s req/s | api %s req/s p99 %s ms errors %s | ratio %s | CPU-ms/1k api redis worker mariadb = %s | backlog %s drained in %s s",
-			g(s.round), g(s.bareRPS), g(s.apiRPS), g(s.apiP99), g(s.errs), f3(s.ratio), cpu(s.cpu), g(s.backlog), drainText(s.drained))
+		return fmt.Sprintf("round %s impression: bare %s req/s (%s CPU-ms/1k) | api %s req/s p99 %s ms errors %s | ratio %s | CPU/req x%s | CPU-ms/1k api redis worker mariadb = %s | backlog %s drained in %s s",
+			g(s.round), g(s.bareRPS), f1(s.bareCPU), g(s.apiRPS), g(s.apiP99), g(s.errs), f3(s.ratio), f3(s.cpuRatio), cpu(s.cpu), g(s.backlog), drainText(s.drained))
 	case "first":
 		s := b.firsts[len(b.firsts)-1]
 		return fmt.Sprintf("round %s first visits: api %s req/s p99 %s ms errors %s | ratio to returning users %s | MySQL loads/1k %s | CPU-ms/1k api redis worker mariadb = %s",
@@ -492,6 +500,15 @@ func (b bench) report(w io.Writer) bool {
 	rB := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].ratio })
 	backlogs := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].backlog })
 	drains := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].drained })
+	rRecordCPU := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].cpuRatio })
+	recordCPU := pick(len(b.impressions), func(i int) float64 {
+		s := b.impressions[i]
+		if len(s.cpu) == 0 {
+			return 0
+		}
+		return s.cpu[0]
+	})
+	bareRecordCPU := pick(len(b.impressions), func(i int) float64 { return b.impressions[i].bareCPU })
 	rE := pick(len(b.firsts), func(i int) float64 { return b.firsts[i].ratio })
 	loads := pick(len(b.firsts), func(i int) float64 { return b.firsts[i].loadsPerK })
 	rF := pick(len(b.revisits), func(i int) float64 { return b.revisits[i].ratio })
@@ -512,6 +529,9 @@ func (b bench) report(w io.Writer) bool {
 		{"(b) impression-path req/s, api / bare", f3(median(rB)) + " (rounds: " + rounds(rB) + ")", ">= 0.4", median(rB) >= goalImpression},
 		{"(b) queue backlog at the end of each impression run, drained in", joinF(backlogs, g, " ") + " events; " + joinF(drains, drainText, " ") + " s",
 			"<= " + g(drainTarget) + " s", worstDrain <= drainTarget},
+		{"(b) API CPU per impression / bare CPU per request of that answer", f3(median(rRecordCPU)) + " (rounds: " + rounds(rRecordCPU) +
+			"; CPU-ms per 1,000: api " + joinF(recordCPU, f1, " ") + ", bare " + joinF(bareRecordCPU, f1, " ") + ")",
+			"<= 2", median(rRecordCPU) > 0 && median(rRecordCPU) <= goalRecordCPU},
 		{"(c) API CPU per steady-state request / bare CPU per request", f3(median(rCPU)) + " (rounds: " + rounds(rCPU) + ")", "<= 1.3", median(rCPU) <= goalCPU},
 		{fmt.Sprintf("(d) open-loop p99 at %d req/s (half the API's best), api / bare", half), f3(median(rP99)) + " (rounds: " + rounds(rP99) + ")", "<= 1.5", median(rP99) <= goalOpenP99},
 		{"(e) first-visit req/s / returning users' impression req/s", f3(median(rE)) + " (rounds: " + rounds(rE) + ")", ">= 0.85", median(rE) >= goalFirst},
@@ -596,11 +616,11 @@ func (b bench) report(w io.Writer) bool {
 		"round | bare req/s | bare p99 ms | api req/s | api p50 ms | api p99 ms | api errors (incl. degraded) | ratio | bare CPU | api CPU | redis | worker | mariadb | api/bare CPU | MySQL stmts / 1k GET", rows)
 	rows = nil
 	for _, s := range b.impressions {
-		rows = append(rows, append(append([]string{g(s.round), g(s.bareRPS), g(s.apiRPS), g(s.apiP50), g(s.apiP99), g(s.errs), f3(s.ratio)},
-			cpu(s.cpu)...), g(s.backlog), drainText(s.drained)))
+		rows = append(rows, append(append([]string{g(s.round), g(s.bareRPS), g(s.apiRPS), g(s.apiP50), g(s.apiP99), g(s.errs), f3(s.ratio), f1(s.bareCPU)},
+			cpu(s.cpu)...), f3(s.cpuRatio), g(s.backlog), drainText(s.drained)))
 	}
-	table("Impression path (every GET shows the record popup: record script + queued impression)",
-		"round | bare req/s | api req/s | api p50 ms | api p99 ms | api errors (incl. degraded) | ratio | api CPU | redis | worker | mariadb | backlog at end | drained in s", rows)
+	table("Impression path (every GET shows the record popup: record script + queued impression); CPU in ms per 1,000 requests",
+		"round | bare req/s | api req/s | api p50 ms | api p99 ms | api errors (incl. degraded) | ratio | bare CPU | api CPU | redis | worker | mariadb | api/bare CPU | backlog at end | drained in s", rows)
 	rows = nil
 	for _, s := range b.firsts {
 		rows = append(rows, append([]string{g(s.round), g(s.returningRPS), g(s.rps), g(s.p50), g(s.p99), g(s.errs), f3(s.ratio), f3(s.loadsPerK)}, cpu(s.cpu)...))

@@ -90,18 +90,19 @@ func TestPerKIsCPUMillisecondsPerThousandRequests(t *testing.T) {
 }
 
 // results is one round of every kind: the API at 0.9 of the bare server in the steady state,
-// the queue drained, no errors; with bad=true one degraded answer in the steady state and a queue
-// that never drained.
+// the queue drained, the API's CPU per impression twice the bare server's, no errors; with
+// bad=true one degraded answer in the steady state, a queue that never drained and the API's CPU
+// per impression eight times the bare server's.
 func results(bad bool) string {
-	d1, left := "0", "0"
+	d1, left, acT1 := "0", "0", "40"
 	if bad {
-		d1, left = "1", "4"
+		d1, left, acT1 = "1", "4", "10"
 	}
 	return strings.Join([]string{
 		"meta clk=100 drain_target=5 zipf_users=1000 open_conns=64 open_duration=8s",
 		"steady r=1 a_rps=1000 a_p99=1 a_reqs=8000 a_t0=0 a_t1=80 b_rps=900 b_p50=0.5 b_p99=2 b_reqs=7200 b_bad=0 d0=0 d1=" + d1 +
 			" q0=10 q1=11 p0=0,0,0,0 p1=90,10,0,0",
-		"impression r=1 ac_rps=1000 c_rps=500 c_p50=1 c_p99=3 c_reqs=4000 c_bad=0 d0=0 d1=0 p0=0,0,0,0 p1=40,20,10,10 backlog=12 drain_t0=1.0 drain_t1=1.5 left=" + left,
+		"impression r=1 ac_rps=1000 ac_reqs=8000 ac_t0=0 ac_t1=" + acT1 + " c_rps=500 c_p50=1 c_p99=3 c_reqs=4000 c_bad=0 d0=0 d1=0 p0=0,0,0,0 p1=40,20,10,10 backlog=12 drain_t0=1.0 drain_t1=1.5 left=" + left,
 		"first r=1 c_rps=500 e_rps=450 e_p50=1 e_p99=3 e_reqs=3600 e_bad=0 d0=0 d1=0 l0=0 l1=0 p0=0,0,0,0 p1=36,18,9,9",
 		"revisit r=1 a_rps=1000 f_rps=800 f_p50=1 f_p99=3 f_reqs=6400 f_bad=0 d0=0 d1=0 l0=0 l1=3",
 		"open r=1 rate=450 oa_p99=1 ob_p99=1.2 ob_non2xx=0 ob_err=0 ob_deg=0 oa_late=0 ob_late=0",
@@ -122,6 +123,8 @@ func TestJudgeComputesEachTargetFromTheReadings(t *testing.T) {
 	assert.InDelta(t, 1.25, s.cpuRatio, 1e-9)
 	assert.InDelta(t, 0, s.stmtsPerK, 1e-9, "the bench's own SHOW STATUS is not the API's")
 	assert.InDelta(t, 0.5, b.impressions[0].drained, 1e-9)
+	assert.InDelta(t, 50, b.impressions[0].bareCPU, 1e-9, "40 ticks = 400 ms over 8,000 requests")
+	assert.InDelta(t, 2, b.impressions[0].cpuRatio, 1e-9, "the API's 40 ticks over 4,000 impressions: 100 ms per 1,000")
 	assert.InDelta(t, 0.9, b.firsts[0].ratio, 1e-9)
 	assert.InDelta(t, 0.8, b.revisits[0].ratio, 1e-9)
 	assert.InDelta(t, 3000.0/6400, b.revisits[0].loadsPerK, 1e-9)
@@ -131,6 +134,7 @@ func TestJudgeComputesEachTargetFromTheReadings(t *testing.T) {
 	var out bytes.Buffer
 	assert.True(t, b.report(&out), out.String())
 	assert.Contains(t, out.String(), "| (a) steady-state req/s, api / bare | 0.900 (rounds: 0.900) | >= 0.8 | PASS |")
+	assert.Contains(t, out.String(), "| (b) API CPU per impression / bare CPU per request of that answer | 2.000 (rounds: 2.000; CPU-ms per 1,000: api 100.0, bare 50.0) | <= 2 | PASS |")
 	assert.NotContains(t, out.String(), "FAIL")
 }
 
@@ -145,6 +149,7 @@ func TestJudgeFailsADegradedAnswerAndAQueueThatNeverDrained(t *testing.T) {
 	assert.True(t, math.IsInf(b.impressions[0].drained, 1))
 	assert.Contains(t, out.String(), "| errors: non-2xx, socket errors, degraded answers (all API runs) | 1 | 0 | FAIL |")
 	assert.Contains(t, out.String(), "12 events; inf s | <= 5 s | FAIL |")
+	assert.Contains(t, out.String(), "| 8.000 (rounds: 8.000; CPU-ms per 1,000: api 100.0, bare 12.5) | <= 2 | FAIL |")
 }
 
 func TestJudgeRefusesARecordWithoutAReading(t *testing.T) {
