@@ -44,6 +44,9 @@
 #   chaos    the rest of that subset, whose checks are timings (every GET within 100 ms while
 #            Redis is down, hung, slow or failing over; service back within seconds; everysec's
 #            loss window), alone beside the cluster pass at the end
+#   timed    the Go tests marked testenv.Timed (a bystander's request within its budget while a
+#            Cluster master is dead), which the go stage skips: last, alone. Beside the go stage's
+#            other packages, compiles and browsers they failed by chance (load average 12-30)
 #
 # POPUP_TEST_STRICT=1: a test that cannot run here (Chromium missing, say) fails instead of
 # skipping. RACE=0 drops -race (benchmarks); GOTEST_FLAGS are added to the go stage's go test.
@@ -194,10 +197,12 @@ ENV
 # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
 # -parallel 4: most tests wait on servers, browsers and timers more than they compute
 gotests() {
+  export POPUP_TEST_TIMED_ELSEWHERE=1 # the timed stage runs them
   "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(go_test_pkgs)
 }
 gotests_venv() {
   stage_await venv
+  export POPUP_TEST_TIMED_ELSEWHERE=1
   "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(venv_test_pkgs)
 }
 deploytests() {
@@ -215,6 +220,16 @@ loaded_budgets=(POPUP_REQUEST_BUDGET=1s POPUP_REDIS_TIMEOUT=500ms)
 # The chaos scenarios whose assertions are timings (see chaos above); a new scenario runs with
 # chaos-faults unless it is named here.
 chaos_timed='^Test(RedisStopped|RedisHung|RedisSlow|RedisKilledAOF|ClusterFailover|Sentinel)'
+# timed_tests: the tests marked testenv.Timed, alone: -run of their names in their packages.
+timed_tests() {
+  local files names pkgs
+  files=$(grep -rl --include='*_test.go' 'testenv\.Timed(t)' internal cmd || true)
+  [ -n "$files" ] || return 0
+  # the name of the test function each mark is in
+  names=$(awk '/^func Test/ { split($2, a, "("); name = a[1] } /testenv\.Timed\(t\)/ { print name }' $files | sort -u | paste -sd'|')
+  pkgs=$(for f in $files; do echo "./$(dirname "$f")/"; done | sort -u)
+  "${gotest[@]}" -vet=off -timeout 5m -run "^(${names})\$" $pkgs
+}
 chaos_faults() {
   stage_await_mark compile-plain binaries # what it builds is compile-plain's, not compiled twice
   # Their checks are that nothing is lost or counted twice, and that no GET fails or degrades
@@ -296,5 +311,6 @@ stage_wait lint fuzz-smoke venv go-venv smoke clients compile-plain deploy chaos
 stage_bg cluster cluster
 stage chaos env CHAOS_RUN="$chaos_timed" scripts/chaos.sh fast
 stage_wait cluster
+stage timed timed_tests
 echo
 echo "== make test: every stage passed"

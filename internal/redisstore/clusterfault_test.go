@@ -33,6 +33,7 @@ func TestDeadClusterMasterDelaysOnlyItsOwnUsers(t *testing.T) {
 	if testenv.RedisCluster(t) {
 		t.Skip("starts a cluster of its own; the single-node pass runs it")
 	}
+	testenv.Timed(t)
 	tests := []struct {
 		name      string
 		fault     syscall.Signal
