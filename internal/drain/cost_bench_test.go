@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
 )
 
 // BenchmarkEventCost measures what one event costs the stores behind the API, for the scale
@@ -62,7 +62,7 @@ func BenchmarkEventCost(b *testing.B) {
 
 			disk0, data0, tables0 := databaseBytes(b, e.db)
 			rows0, cpu0 := mariadbRows(b, e.db), mariadbCPU(b, e.db)
-			redis0, self0 := redisCPU(b, e.rdb), selfCPU(b)
+			redis0, self0 := redisCPU(b, e.rdb), testenv.ProcessCPU(b)
 			var written atomic.Int64
 			done := make(chan struct{})
 			sink := sinkFunc(func(ctx context.Context, events []event.Event) error {
@@ -92,7 +92,7 @@ func BenchmarkEventCost(b *testing.B) {
 			b.ReportMetric(float64(mariadbRows(b, e.db)-rows0)/float64(n), "mysql_rows/ev")
 			b.ReportMetric((mariadbCPU(b, e.db)-cpu0).Seconds()*1000*perK, "mariadb_cpu_ms/1k")
 			b.ReportMetric((redisCPU(b, e.rdb)-redis0).Seconds()*1000*perK, "redis_cpu_ms/1k")
-			b.ReportMetric((selfCPU(b)-self0).Seconds()*1000*perK, "worker_cpu_ms/1k")
+			b.ReportMetric((testenv.ProcessCPU(b)-self0).Seconds()*1000*perK, "worker_cpu_ms/1k")
 
 			disk, data, tables := databaseBytes(b, e.db)
 			b.ReportMetric(float64(disk-disk0)/float64(n), "mysql_B/ev")
@@ -275,13 +275,6 @@ func procCPU(b *testing.B, pid string) time.Duration {
 	stime, err := strconv.ParseInt(f[12], 10, 64)
 	require.NoError(b, err)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-func selfCPU(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // databaseBytes returns the size of the current database's tablespace files (.ibd) on disk, and
