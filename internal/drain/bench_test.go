@@ -92,6 +92,37 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
+// drainTimed drains the n events queued with write in batches of 500 (the default), timed from
+// ResetTimer to StopTimer, and returns how long it took; it fails the benchmark after within.
+func (e *env) drainTimed(b *testing.B, n int, write func(context.Context, []event.Event) error, within time.Duration) time.Duration {
+	b.Helper()
+	var written atomic.Int64
+	done := make(chan struct{})
+	sink := sinkFunc(func(ctx context.Context, events []event.Event) error {
+		if err := write(ctx, events); err != nil {
+			return err
+		}
+		if written.Add(int64(len(events))) == int64(n) {
+			close(done)
+		}
+		return nil
+	})
+	cfg := e.config("bench")
+	cfg.BatchSize = 500
+	b.ResetTimer()
+	start := time.Now()
+	r := e.start(sink, cfg)
+	select {
+	case <-done:
+	case <-time.After(within):
+		b.Fatalf("drained %d of %d events in %v", written.Load(), n, within)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	r.stop(b)
+	return elapsed
+}
+
 // tombstoned returns a writer that checks every batch against the tombstones, after recording n
 // erasures of users the benchmark's events do not belong to.
 func (e *env) tombstoned(n int) *mysqlstore.EventWriter {

@@ -63,30 +63,7 @@ func BenchmarkEventCost(b *testing.B) {
 			disk0, data0, tables0 := databaseBytes(b, e.db)
 			rows0, cpu0 := mariadbRows(b, e.db), mariadbCPU(b, e.db)
 			redis0, self0 := redisCPU(b, e.rdb), testenv.ProcessCPU(b)
-			var written atomic.Int64
-			done := make(chan struct{})
-			sink := sinkFunc(func(ctx context.Context, events []event.Event) error {
-				if err := e.writer.WriteBatch(ctx, events); err != nil {
-					return err
-				}
-				if written.Add(int64(len(events))) == int64(n) {
-					close(done)
-				}
-				return nil
-			})
-			cfg := e.config("cost")
-			cfg.BatchSize = 500
-			b.ResetTimer()
-			start := time.Now()
-			r := e.start(sink, cfg)
-			select {
-			case <-done:
-			case <-time.After(30 * time.Minute):
-				b.Fatalf("drained %d of %d events in 30 minutes", written.Load(), n)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			r.stop(b)
+			elapsed := e.drainTimed(b, n, e.writer.WriteBatch, 30*time.Minute)
 			perK := 1000 / float64(n)
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
 			b.ReportMetric(float64(mariadbRows(b, e.db)-rows0)/float64(n), "mysql_rows/ev")

@@ -6,13 +6,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 )
 
@@ -74,30 +72,7 @@ func BenchmarkLogGrowth(b *testing.B) {
 			rows := logRows(b, e)
 			n := b.N
 			e.produce(fmt.Sprintf("grow%d-%d", step, n), 0, n)
-			var written atomic.Int64
-			done := make(chan struct{})
-			sink := sinkFunc(func(ctx context.Context, events []event.Event) error {
-				if err := e.writer.WriteBatch(ctx, events); err != nil {
-					return err
-				}
-				if written.Add(int64(len(events))) == int64(n) {
-					close(done)
-				}
-				return nil
-			})
-			cfg := e.config("grow")
-			cfg.BatchSize = 500
-			b.ResetTimer()
-			start := time.Now()
-			r := e.start(sink, cfg)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Minute):
-				b.Fatalf("drained %d of %d events in 10 minutes", written.Load(), n)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			r.stop(b)
+			elapsed := e.drainTimed(b, n, e.writer.WriteBatch, 10*time.Minute)
 
 			dropped := dayRows(b, e, first)
 			s := time.Now()
