@@ -2,10 +2,12 @@ package drain_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,28 +55,48 @@ func BenchmarkLogGrowth(b *testing.B) {
 	days := logDays + 2*len(sizes)
 	oldest := newest.Add(-time.Duration(days-1) * 24 * time.Hour)
 	splitDays(b, e, oldest, days)
+	// statements over millions of rows (the fill, the counts) on connections that wait for them
+	sep := "?"
+	if strings.Contains(e.dsn, "?") {
+		sep = "&"
+	}
+	slow := openDB(b, e.dsn+sep+"readTimeout=30m&writeTimeout=30m")
 	pass := 0 // passes so far: days dropped
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("rows-%d", size), func(b *testing.B) {
 			step := pass
 			pass++
-			// fill the days still kept (the dropped ones are gone) up to size rows in all
+			// fill the days still kept (the dropped ones are gone) up to size rows in all, two
+			// days at a time (one statement runs on one of MariaDB's threads)
 			first := oldest.Add(time.Duration(step) * 24 * time.Hour)
 			kept := days - step
+			var wg sync.WaitGroup
+			work := make(chan time.Time, kept)
+			errs := make(chan error, kept)
 			for d := range kept {
-				day := first.Add(time.Duration(d) * 24 * time.Hour)
-				want := size / kept
-				have := dayRows(b, e, day)
-				if want > have {
-					fillDay(b, e, day, have, want-have)
-				}
+				work <- first.Add(time.Duration(d) * 24 * time.Hour)
 			}
-			rows := logRows(b, e)
+			close(work)
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for day := range work {
+						errs <- fillDay(slow, day, size/kept)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(b, err)
+			}
+			rows := logRows(b, slow)
 			n := b.N
 			e.produce(fmt.Sprintf("grow%d-%d", step, n), 0, n)
 			elapsed := e.drainTimed(b, n, e.writer.WriteBatch, 10*time.Minute)
 
-			dropped := dayRows(b, e, first)
+			dropped := dayRows(b, slow, first)
 			s := time.Now()
 			m, err := mysqlstore.NewLogPartitions(e.db).Maintain(ctx, time.Now(), first.Add(24*time.Hour))
 			took := time.Since(s)
@@ -117,36 +139,37 @@ func splitDays(b *testing.B, e *env, oldest time.Time, days int) {
 }
 
 // dayRows counts the log's rows on day (its own partition).
-func dayRows(b *testing.B, e *env, day time.Time) int {
+func dayRows(b *testing.B, db *sql.DB, day time.Time) int {
 	b.Helper()
 	var n int
-	require.NoError(b, e.db.QueryRow("SELECT COUNT(*) FROM popup_action_log PARTITION (g"+day.Format("20060102")+")").Scan(&n))
+	require.NoError(b, db.QueryRow("SELECT COUNT(*) FROM popup_action_log PARTITION (g"+day.Format("20060102")+")").Scan(&n))
 	return n
 }
 
-func logRows(b *testing.B, e *env) int {
+func logRows(b *testing.B, db *sql.DB) int {
 	b.Helper()
 	var n int
-	require.NoError(b, e.db.QueryRow("SELECT COUNT(*) FROM popup_action_log").Scan(&n))
+	require.NoError(b, db.QueryRow("SELECT COUNT(*) FROM popup_action_log").Scan(&n))
 	return n
 }
 
-// fillDay adds n rows to day's partition, numbered from `from` on (ids unique per day): users out
-// of ten million, popups 1-20, times spread over the day, 200,000 rows a statement.
-func fillDay(b *testing.B, e *env, day time.Time, from, n int) {
-	b.Helper()
-	sep := "?"
-	if strings.Contains(e.dsn, "?") {
-		sep = "&"
+// fillDay fills day's partition up to want rows: users out of ten million, popups 1-20, times
+// spread over the day, 200,000 rows a statement (ids unique per day).
+func fillDay(fill *sql.DB, day time.Time, want int) error {
+	var have int
+	if err := fill.QueryRow("SELECT COUNT(*) FROM popup_action_log PARTITION (g" + day.Format("20060102") + ")").Scan(&have); err != nil {
+		return err
 	}
-	fill := openDB(b, e.dsn+sep+"readTimeout=30m&writeTimeout=30m")
 	tag := day.Format("0102")
-	for lo := from + 1; lo <= from+n; lo += 200_000 {
-		hi := min(lo+200_000-1, from+n)
+	for lo := have + 1; lo <= want; lo += 200_000 {
+		hi := min(lo+200_000-1, want)
 		_, err := fill.Exec(fmt.Sprintf(`INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
 			SELECT CONCAT('g%s-', seq), CONCAT('u', seq * 7919 %% 10000000), 1 + seq %% 20,
 			       ELT(1 + seq %% 20 DIV 17, 'impression', 'close'), ? + INTERVAL (seq %% 86400) SECOND
 			FROM seq_%d_to_%d`, tag, lo, hi), day)
-		require.NoError(b, err)
+		if err != nil {
+			return fmt.Errorf("fill %s: %w", day.Format("2006-01-02"), err)
+		}
 	}
+	return nil
 }
