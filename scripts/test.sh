@@ -228,7 +228,8 @@ timed_tests() {
   # the name of the test function each mark is in
   names=$(awk '/^func Test/ { split($2, a, "("); name = a[1] } /testenv\.Timed\(t\)/ { print name }' $files | sort -u | paste -sd'|')
   pkgs=$(for f in $files; do echo "./$(dirname "$f")/"; done | sort -u)
-  "${gotest[@]}" -vet=off -timeout 5m -run "^(${names})\$" $pkgs
+  # (GOTEST_FLAGS last: make bench-worker's -run '^$' runs none of them)
+  "${gotest[@]}" -vet=off -timeout 5m -run "^(${names})\$" ${GOTEST_FLAGS:-} $pkgs
 }
 chaos_faults() {
   stage_await_mark compile-plain binaries # what it builds is compile-plain's, not compiled twice
