@@ -274,6 +274,19 @@ func relaxedConfig(t *testing.T) config.Config {
 	return cfg
 }
 
+// startWithWorker starts a popup-api (relaxedConfig) and a drain of its queue into its MySQL in
+// this process (runWorker); db is a connection to that MySQL, closed when the test ends.
+func startWithWorker(t *testing.T) (config.Config, *instance, *sql.DB) {
+	t.Helper()
+	cfg := relaxedConfig(t)
+	api := start(t, cfg, nil)
+	db, err := mysqlstore.Open(context.Background(), cfg.MySQLDSN, 2)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	runWorker(t, cfg, db)
+	return cfg, api, db
+}
+
 // runWorker drains the queue into MySQL in this process until the test ends.
 func runWorker(t *testing.T, cfg config.Config, db *sql.DB) {
 	t.Helper()
@@ -297,13 +310,8 @@ func runWorker(t *testing.T, cfg config.Config, db *sql.DB) {
 func TestOneEventIDOfTwoUsersCountsForBoth(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	cfg := relaxedConfig(t)
-	api := start(t, cfg, nil)
+	cfg, api, db := startWithWorker(t)
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, 2)
-	require.NoError(t, err)
-	defer db.Close()
-	runWorker(t, cfg, db)
 	// Only a click hides it: seeing it does not.
 	id := api.createPopup(t, popupSpec("shared-event-id", map[string]any{"reshow_after_seconds": 0, "click_cooldown_seconds": 3600}))
 	users := []string{"user-a", "user-b"}

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/testenv"
 )
 
@@ -31,13 +30,8 @@ type localeEntry struct {
 func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	cfg := relaxedConfig(t)
-	api := start(t, cfg, nil)
+	_, api, db := startWithWorker(t)
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, 2)
-	require.NoError(t, err)
-	defer db.Close()
-	runWorker(t, cfg, db)
 
 	id := api.createPopup(t, popupSpec("by-locale", map[string]any{"translations": map[string]any{
 		"pt-BR": map[string]any{"title": "Olá", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}}}}))

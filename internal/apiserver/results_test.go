@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/testenv"
 )
 
@@ -51,13 +50,8 @@ type resultsBody struct {
 func TestResultsThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	cfg := relaxedConfig(t)
-	api := start(t, cfg, nil)
+	_, api, db := startWithWorker(t)
 	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, 2)
-	require.NoError(t, err)
-	defer db.Close()
-	runWorker(t, cfg, db)
 
 	id := api.createPopup(t, popupSpec("results", map[string]any{"buttons": []map[string]any{
 		{"text": "Yes", "link_url": "app://yes"}, {"text": "=No", "link_url": "app://no"}}}))

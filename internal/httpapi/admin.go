@@ -387,15 +387,24 @@ func (a *Admin) propagate(ctx context.Context) {
 	}
 }
 
-func (a *Admin) get(c *gin.Context) {
+// popupOf reads the popup the path's {id} names; false: the error is answered.
+func (a *Admin) popupOf(c *gin.Context) (popup.Popup, bool) {
 	id, aerr := popupID(c)
 	if aerr != nil {
 		writeError(c, a.Log, aerr)
-		return
+		return popup.Popup{}, false
 	}
 	p, err := a.Repo.Get(c.Request.Context(), id)
 	if err != nil {
 		writeError(c, a.Log, err)
+		return popup.Popup{}, false
+	}
+	return p, true
+}
+
+func (a *Admin) get(c *gin.Context) {
+	p, ok := a.popupOf(c)
+	if !ok {
 		return
 	}
 	a.writePopup(c, http.StatusOK, p)

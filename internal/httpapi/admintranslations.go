@@ -22,14 +22,8 @@ import (
 // getTranslationsCSV answers GET /admin/v1/popups/{id}/translations.csv, with the popup's ETag
 // for the PUT that brings the table back.
 func (a *Admin) getTranslationsCSV(c *gin.Context) {
-	id, aerr := popupID(c)
-	if aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
-	}
-	p, err := a.Repo.Get(c.Request.Context(), id)
-	if err != nil {
-		writeError(c, a.Log, err)
+	p, ok := a.popupOf(c)
+	if !ok {
 		return
 	}
 	locales := p.TranslationLocales()
@@ -45,7 +39,7 @@ func (a *Admin) getTranslationsCSV(c *gin.Context) {
 	}
 	w.Flush()
 	c.Header("ETag", etag(p.Revision))
-	c.Header("Content-Disposition", `attachment; filename="popup-`+strconv.FormatInt(id, 10)+`-translations.csv"`)
+	c.Header("Content-Disposition", `attachment; filename="popup-`+strconv.FormatInt(p.ID, 10)+`-translations.csv"`)
 	c.Data(http.StatusOK, "text/csv; charset=utf-8", buf.Bytes())
 }
 
