@@ -223,6 +223,36 @@ func (e *env) requireQueueEmpty() {
 	}
 }
 
+// queued counts the events waiting in Redis: in the queues and in the processing lists. Each
+// shard is read in one atomic step (Queue.Stats) and no event moves between shards, so the sum is
+// exact.
+func (e *env) queued() int64 {
+	e.t.Helper()
+	var n int64
+	for shard := range e.keys.Shards {
+		st, err := e.queue.Stats(context.Background(), shard)
+		require.NoError(e.t, err)
+		n += st.Length + st.ProcessingTotal()
+	}
+	return n
+}
+
+// waitQueued waits until want events wait in Redis.
+func (e *env) waitQueued(want int64, within time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		n := e.queued()
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d events wait in Redis after %v, want %d", n, within, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (e *env) deadLetters() []redisstore.DeadEntry {
 	e.t.Helper()
 	var out []redisstore.DeadEntry
