@@ -67,6 +67,17 @@ func (p *corsPolicy) handle(c *gin.Context) {
 	h["Vary"] = varyOrigin
 	if allowed {
 		h["Access-Control-Allow-Origin"] = origin
+	}
+}
+
+// setExposedHeader sets one of the answer headers a page's script reads (Retry-After,
+// X-Popup-Degraded) and, on an answer to an allowed Origin, exposes both to the page. Only the
+// answers that carry one pay for the Access-Control-Expose-Headers write, not every decision
+// (docs/PERFORMANCE.md, CORS).
+func setExposedHeader(c *gin.Context, key, value string) {
+	h := c.Writer.Header()
+	h.Set(key, value)
+	if h["Access-Control-Allow-Origin"] != nil {
 		h["Access-Control-Expose-Headers"] = exposedHeaders
 	}
 }

@@ -1,18 +1,23 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/cors"
+	"popupsvc/internal/event"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
 )
 
@@ -74,13 +79,54 @@ func TestCORSAllowedOriginReadsTheAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := browser(h, tt.method, tt.target, tt.body, map[string]string{"Origin": tt.origin, "Content-Type": "application/json"})
 			assert.Equal(t, tt.wantStatus, rec.Code, rec.Body.String())
-			assert.Equal(t, http.Header{
-				"Access-Control-Allow-Origin":   {tt.origin},
-				"Access-Control-Expose-Headers": {"Retry-After, X-Popup-Degraded"},
-			}, corsHeaders(rec))
+			assert.Equal(t, http.Header{"Access-Control-Allow-Origin": {tt.origin}}, corsHeaders(rec),
+				"an answer without Retry-After or X-Popup-Degraded exposes nothing more")
 			assert.Equal(t, "Origin", rec.Header().Get("Vary"))
 		})
 	}
+}
+
+// downUsers is a user store whose Redis is away: every call fails at once.
+type downUsers struct{}
+
+func (downUsers) Get(context.Context, string, time.Time) (popup.StoredState, error) {
+	return popup.StoredState{}, errors.New("redis: connection refused")
+}
+
+func (downUsers) Record(context.Context, string, string, *popup.UserState, []event.Event, bool) (popup.Outcome, error) {
+	return 0, errors.New("redis: connection refused")
+}
+
+// TestCORSExposesTheHeadersAPageReads: a degraded decision's X-Popup-Degraded and a refused
+// action's Retry-After are what the web SDK reads, so an allowed page's answers that carry them
+// expose both; another origin's answers get no CORS header at all.
+func TestCORSExposesTheHeadersAPageReads(t *testing.T) {
+	t.Parallel()
+	p, _ := testPublic(t, nil)
+	p.Decider.Users = downUsers{}
+	origins, err := cors.Parse([]string{pageOrigin})
+	require.NoError(t, err)
+	p.CORS = origins
+	h := p.Router()
+	exposed := http.Header{
+		"Access-Control-Allow-Origin":   {pageOrigin},
+		"Access-Control-Expose-Headers": {"Retry-After, X-Popup-Degraded"},
+	}
+
+	rec := browser(h, http.MethodGet, getTarget, "", map[string]string{"Origin": pageOrigin})
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "1", rec.Header().Get("X-Popup-Degraded"))
+	assert.Equal(t, exposed, corsHeaders(rec), "degraded decision")
+
+	action := `{"uid":"u1","action":"close","event_id":"e1"}`
+	rec = browser(h, http.MethodPost, postTarget, action, map[string]string{"Origin": pageOrigin, "Content-Type": "application/json"})
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.Equal(t, exposed, corsHeaders(rec), "refused action")
+
+	rec = browser(h, http.MethodGet, getTarget, "", map[string]string{"Origin": "https://evil.example"})
+	assert.Equal(t, "1", rec.Header().Get("X-Popup-Degraded"))
+	assert.Empty(t, corsHeaders(rec), "another origin")
 }
 
 func TestCORSOtherOriginsGetNoCORSHeaders(t *testing.T) {

@@ -105,11 +105,11 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 	}
 	switch {
 	case ae == errMySQLDown:
-		c.Header("Retry-After", strconv.Itoa(mysqlRetryAfter))
+		setExposedHeader(c, "Retry-After", strconv.Itoa(mysqlRetryAfter))
 	case ae.status == http.StatusServiceUnavailable:
-		c.Header("Retry-After", strconv.Itoa(1))
+		setExposedHeader(c, "Retry-After", strconv.Itoa(1))
 	case ae.status == http.StatusTooManyRequests:
-		c.Header("Retry-After", strconv.Itoa(60))
+		setExposedHeader(c, "Retry-After", strconv.Itoa(60))
 	}
 	body := gin.H{"code": ae.code, "message": ae.message}
 	if len(ae.fields) > 0 {

@@ -130,7 +130,7 @@ func (p *Public) getPopup(c *gin.Context) {
 	case decide.None:
 		p.answerNull(c, ans.Version)
 	case decide.Degraded:
-		c.Header("X-Popup-Degraded", "1")
+		setExposedHeader(c, "X-Popup-Degraded", "1")
 		writeBody(c, http.StatusOK, degradedBody)
 	case decide.ClientGone:
 		// Nobody reads an answer.
