@@ -29,13 +29,24 @@ type knownDay struct {
 
 func insertExperimentDays(t *testing.T, dsn string, popupID int64, salt string, rows []knownDay) {
 	t.Helper()
+	args := make([][]any, len(rows))
+	for i, r := range rows {
+		args[i] = []any{popupID, salt, r.arm, r.day, r.exposedUsers, r.exposures, r.clickedUsers, r.clicks, r.closes}
+	}
+	execEach(t, dsn, `INSERT INTO popup_experiment_daily (popup_id, salt, arm, day, exposed_users, exposures, clicked_users, clicks, closes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args)
+}
+
+// execEach runs statement once with each of args on the MySQL of dsn: known rows written straight
+// into the tables the worker writes.
+func execEach(t *testing.T, dsn, statement string, args [][]any) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := mysqlstore.Open(ctx, dsn, 2)
 	require.NoError(t, err)
 	defer db.Close()
-	for _, r := range rows {
-		_, err := db.ExecContext(ctx, `INSERT INTO popup_experiment_daily (popup_id, salt, arm, day, exposed_users, exposures, clicked_users, clicks, closes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, popupID, salt, r.arm, r.day, r.exposedUsers, r.exposures, r.clickedUsers, r.clicks, r.closes)
+	for _, a := range args {
+		_, err := db.ExecContext(ctx, statement, a...)
 		require.NoError(t, err)
 	}
 }
@@ -185,15 +196,12 @@ type knownGoal struct {
 
 func insertGoalCounts(t *testing.T, dsn string, popupID int64, salt string, rows []knownGoal) {
 	t.Helper()
-	ctx := context.Background()
-	db, err := mysqlstore.Open(ctx, dsn, 2)
-	require.NoError(t, err)
-	defer db.Close()
-	for _, r := range rows {
-		_, err := db.ExecContext(ctx, `INSERT INTO popup_experiment_goal (popup_id, salt, arm, goal_key, converted_users, conversions, value_sum, value_sq_sum)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, popupID, salt, r.arm, r.goal, r.convertedUsers, r.conversions, r.valueSum, r.valueSqSum)
-		require.NoError(t, err)
+	args := make([][]any, len(rows))
+	for i, r := range rows {
+		args[i] = []any{popupID, salt, r.arm, r.goal, r.convertedUsers, r.conversions, r.valueSum, r.valueSqSum}
 	}
+	execEach(t, dsn, `INSERT INTO popup_experiment_goal (popup_id, salt, arm, goal_key, converted_users, conversions, value_sum, value_sq_sum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args)
 }
 
 // TestConsoleExperimentGoalCharts: the results page charts each goal per arm, its conversion rate

@@ -146,7 +146,7 @@ func TestConversionsSimulatedThroughTheService(t *testing.T) {
 		require.NotNil(t, g.Rate, "%s's rate", a.Key)
 		require.NotNil(t, g.RateCI, "%s's rate interval", a.Key)
 		t.Logf("%s: %d users (%.2f%%), CTR %.4f (%d clicked, %d closes); %d bought (true rate %.3f): rate %.4f [%.4f, %.4f], value %.2f (%.3f a user)%s",
-			a.Key, a.ExposedUsers, 100*float64(a.ExposedUsers)/float64(users), a.CTR, a.ClickedUsers, a.Closes, g.ConvertedUsers, rates[a.Key],
+			a.Key, a.ExposedUsers, 100*float64(a.ExposedUsers)/float64(users), deref0(a.CTR), a.ClickedUsers, a.Closes, g.ConvertedUsers, rates[a.Key],
 			*g.Rate, g.RateCI[0], g.RateCI[1], g.ValueSum, deref0(g.MeanValue), comparisonText(g))
 		// Every user was shown their variant once and acted at most once; the results count
 		// exactly what the clients saw, sent and bought.
@@ -191,7 +191,7 @@ func TestConversionsSimulatedThroughTheService(t *testing.T) {
 }
 
 // comparisonText is a goal's comparison with the baseline for the log; "" for the baseline.
-func comparisonText(g simGoal) string {
+func comparisonText(g expGoal) string {
 	if g.Difference == nil || g.DifferenceCI == nil {
 		return ""
 	}

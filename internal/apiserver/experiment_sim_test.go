@@ -148,8 +148,10 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	for i, a := range got.Arms {
 		want := simArms[i]
 		share := float64(a.ExposedUsers) / float64(users)
+		require.NotNil(t, a.CTR, "%s's CTR", a.Key)
+		require.NotNil(t, a.CTRCI, "%s's CTR interval", a.Key)
 		t.Logf("%-7s %d users (%.2f%%, weight %d%%), %d clicked (%d clicks), %d closes, CTR %.4f [%.4f, %.4f]",
-			a.Key, a.ExposedUsers, 100*share, a.Weight, a.ClickedUsers, a.Clicks, a.Closes, a.CTR, a.CTRCI[0], a.CTRCI[1])
+			a.Key, a.ExposedUsers, 100*share, a.Weight, a.ClickedUsers, a.Clicks, a.Closes, *a.CTR, a.CTRCI[0], a.CTRCI[1])
 		assert.Equal(t, want.key, a.Key)
 		assert.Equal(t, want.weight, a.Weight, "%s's weight", a.Key)
 		assert.Equal(t, want.key == popup.ControlArm, a.Control, "%s is the control", a.Key)
@@ -177,7 +179,7 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	assert.InDelta(t, want.SampleRatio.P, got.SRM.P, 1e-9)
 	assert.Equal(t, string(want.Verdict.Reason), got.Verdict.Reason)
 	for i, a := range got.Arms {
-		assert.InDelta(t, want.Arms[i].CTR, a.CTR, 1e-9, "%s's CTR", a.Key)
+		assert.InDelta(t, want.Arms[i].CTR, *a.CTR, 1e-9, "%s's CTR", a.Key)
 		assert.InDelta(t, want.Arms[i].CI.Lower, a.CTRCI[0], 1e-9, "%s's CTR interval", a.Key)
 		assert.InDelta(t, want.Arms[i].CI.Upper, a.CTRCI[1], 1e-9, "%s's CTR interval", a.Key)
 	}

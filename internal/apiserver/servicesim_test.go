@@ -260,25 +260,30 @@ func (s *serviceSim) drain(t *testing.T) {
 	require.Zero(t, dead, "dead-lettered events")
 }
 
-// simGoal is one arm's results on one goal (docs/CONTRACT.md §14).
-type simGoal struct {
+// expComparison is a rate's comparison with the baseline as the results answer it (docs/CONTRACT.md
+// §10), null where undefined: an arm's click-through rate's, a goal's conversion rate's.
+type expComparison struct {
+	Difference   *float64    `json:"difference"`
+	DifferenceCI *[2]float64 `json:"difference_ci"`
+	PAdjusted    *float64    `json:"p_adjusted"`
+	Lift         *float64    `json:"lift"`
+	LiftCI       *[2]float64 `json:"lift_ci"`
+	SequentialP  *float64    `json:"sequential_p"`
+}
+
+// expGoal is one arm's results on one goal (docs/CONTRACT.md §14).
+type expGoal struct {
 	Goal           string      `json:"goal"`
 	ConvertedUsers int64       `json:"converted_users"`
 	Conversions    int64       `json:"conversions"`
 	ValueSum       float64     `json:"value_sum"`
 	Rate           *float64    `json:"rate"`
 	RateCI         *[2]float64 `json:"rate_ci"`
-	Difference     *float64    `json:"difference"`
-	DifferenceCI   *[2]float64 `json:"difference_ci"`
-	PAdjusted      *float64    `json:"p_adjusted"`
-	Lift           *float64    `json:"lift"`
-	LiftCI         *[2]float64 `json:"lift_ci"`
-	SequentialP    *float64    `json:"sequential_p"`
-	MeanValue      *float64    `json:"mean_value"`
+	expComparison
+	MeanValue *float64 `json:"mean_value"`
 }
 
-// expResults is the part of GET …/experiment/results (docs/CONTRACT.md §10, §14) the simulations
-// read.
+// expResults is the part of GET …/experiment/results (docs/CONTRACT.md §10, §14) the tests read.
 type expResults struct {
 	PopupID      int64   `json:"popup_id"`
 	Phase        int     `json:"phase"`
@@ -288,21 +293,22 @@ type expResults struct {
 	GoalBaseline string  `json:"goal_baseline"`
 	PrimaryGoal  *string `json:"primary_goal"`
 	Arms         []struct {
-		Key          string     `json:"key"`
-		Weight       int        `json:"weight"`
-		Control      bool       `json:"control"`
-		ExposedUsers int64      `json:"exposed_users"`
-		ClickedUsers int64      `json:"clicked_users"`
-		Exposures    int64      `json:"exposures"`
-		Clicks       int64      `json:"clicks"`
-		Closes       int64      `json:"closes"`
-		CTR          float64    `json:"ctr"`
-		CTRCI        [2]float64 `json:"ctr_ci"`
-		PAdjusted    *float64   `json:"p_adjusted"`
-		Lift         *float64   `json:"lift"`
-		SequentialP  *float64   `json:"sequential_p"`
-		Goals        []simGoal  `json:"goals"`
+		Key          string      `json:"key"`
+		Weight       int         `json:"weight"`
+		Control      bool        `json:"control"`
+		ExposedUsers int64       `json:"exposed_users"`
+		ClickedUsers int64       `json:"clicked_users"`
+		Exposures    int64       `json:"exposures"`
+		Clicks       int64       `json:"clicks"`
+		Closes       int64       `json:"closes"`
+		CTR          *float64    `json:"ctr"`
+		CTRCI        *[2]float64 `json:"ctr_ci"`
+		expComparison
+		Goals []expGoal `json:"goals"`
 	} `json:"arms"`
+	Days []struct {
+		ExposedUsers int64 `json:"exposed_users"`
+	} `json:"days"`
 	SRM struct {
 		ChiSquare float64 `json:"chi_square"`
 		DF        int     `json:"df"`
