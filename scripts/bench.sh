@@ -32,6 +32,15 @@
 #       that does not load audience sets stops the run (benchtool target says so), and an audience
 #       check answered fail-closed in the with-run counts as an error: neither measures nothing.
 #   (h) audience propagation across two instances: scripts/bench-audiences.sh (make bench-audiences).
+#   (i) conversion ingest (issue 36; on by default, BENCH_CONVERSIONS=0 leaves it out): after the
+#       rounds above (its clicks would change what they measure), BENCH_CONVERSION_ROUNDS rounds of:
+#       click actions on the record popup (POST /api/v1/popups/{id}/actions, the action path) and
+#       single conversions (POST /api/v1/conversions of a goal it creates), each through the same wrk
+#       load (loadtest/bench-ingest.lua; the order alternates by round, the queue drained before
+#       each), conversion req/s / action req/s;                                  target >= 1
+#       then the batch route (POST /api/v1/conversions/batch, BENCH_CONVERSION_BATCH conversions a
+#       request) driven open-loop (benchtool openloop -batch) at the actions' rate of the round:
+#       conversions answered 2xx per second / that rate;                         target >= 0.98
 #
 # and prints a summary table with PASS/FAIL per target (BENCH_STRICT=1: exit 1 on any FAIL). Ratios
 # are taken per round (neighbouring runs share the machine's mood) and their median is judged.
@@ -52,6 +61,7 @@
 #   BENCH_TRANSLATIONS (0: every popup, the record popup too, translated into that many languages,
 #   at most 8; issue 37's target compares (a) at 5 against the same run at 0)
 #   BENCH_AUDIENCES (1)  BENCH_AUDIENCE_SIZE (1000000: members of each audience of (g))
+#   BENCH_CONVERSIONS (1)  BENCH_CONVERSION_ROUNDS (2)  BENCH_CONVERSION_BATCH (100: conversions a batch request)
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,10 +95,11 @@ degraded() { metrics | awk '/^popup_degraded_responses_total/ {n+=$2} END {print
 loads() { metrics | awk '/^popup_user_state_misses_total\{answer="(maybe|untrusted)"\}/ {n+=$2} END {printf "%d", n}'; }
 questions() { mariadb --no-defaults -h127.0.0.1 -P"$mysql_port" -upopup -ppopup -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
 
-# wrk_run URL [CONNS] → "rps p50_ms p99_ms requests non2xx_or_errors" (benchtool wrkparse)
+# wrk_run URL [CONNS] → "rps p50_ms p99_ms requests non2xx_or_errors" (benchtool wrkparse); the load
+# is loadtest/bench.lua's GETs, or BENCH_WRK_SCRIPT's
 wrk_run() {
   local out
-  out=$(wrk -t"$threads" -c"${2:-$conns}" -d"$duration" --latency -s loadtest/bench.lua "$1")
+  out=$(wrk -t"$threads" -c"${2:-$conns}" -d"$duration" --latency -s "${BENCH_WRK_SCRIPT:-loadtest/bench.lua}" "$1")
   echo "$out" >>"$run_dir/wrk.log"
   bin/benchtool wrkparse <<<"$out"
 }
@@ -237,6 +248,43 @@ for r in $(seq 1 "$open_rounds"); do
   record open r=$r rate=$half oa_p99=$oa_p99 ob_p99=$ob_p99 ob_non2xx=$ob_non2xx ob_err=$ob_err ob_deg=$ob_deg \
     oa_late=$oa_late ob_late=$ob_late
 done
+# (i) conversion ingest against the action path, in the same run
+if [ "${BENCH_CONVERSIONS:-1}" = 1 ]; then
+  batch=${BENCH_CONVERSION_BATCH:-100}
+  admin="http://127.0.0.1:${admin_port}"
+  code=$(curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer bench' -H 'Content-Type: application/json' \
+    -d '{"key":"bench","name":"Bench purchase","value":"sum"}' "$admin/admin/v1/goals")
+  [ "$code" = 201 ] || { log "creating the goal bench answered ${code}: the ingest round measures nothing; stopping"; exit 1; }
+  for _ in $(seq 1 50); do # the instance reads the goals every second
+    code=$(curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+      -d '{"uid":"user-0","goal":"bench","event_id":"bench-probe"}' "$api/api/v1/conversions")
+    [ "$code" = 202 ] && break; sleep 0.2
+  done
+  [ "$code" = 202 ] || { log "popup-api does not accept the goal bench (${code}) after 10 s; stopping"; exit 1; }
+  rec_id=$(curl -fsS "${api}$(bin/benchtool query 0 | sed 's/region=r[0-9]*/region=rec/')" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["popup"]["id"])')
+  export BENCH_ACTION_POPUP=$rec_id BENCH_GOAL=bench
+  for r in $(seq 1 "${BENCH_CONVERSION_ROUNDS:-2}"); do
+    order="action conversion"; [ $((r % 2)) = 0 ] && order="conversion action"
+    i_rec="ingest r=$r batch=$batch order=${order/ /-}"
+    for kind in $order; do
+      wait_drained
+      t0=$(cpu_ticks "$api_pid")
+      read -r k_rps _ k_p99 k_reqs k_bad < <(BENCH_WRK_SCRIPT=loadtest/bench-ingest.lua BENCH_INGEST=$kind wrk_run "$api")
+      t1=$(cpu_ticks "$api_pid")
+      k=act; [ "$kind" = conversion ] && k=conv
+      i_rec+=" ${k}_rps=$k_rps ${k}_p99=$k_p99 ${k}_reqs=$k_reqs ${k}_bad=$k_bad ${k}_p0=$t0 ${k}_p1=$t1"
+      [ "$kind" = action ] && act_rps=$k_rps
+    done
+    wait_drained
+    b_rate=$(python3 -c 'import sys; print(max(1, round(float(sys.argv[1]) / int(sys.argv[2]))))' "$act_rps" "$batch")
+    out=$(bin/benchtool openloop -json -url "$api" -rate "$b_rate" -duration "$open_duration" -uids "$BENCH_UIDS" -c 16 -batch "$batch" -goal bench)
+    echo "$out" >>"$run_dir/openloop.log"
+    i_rec+=" $(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print("b_rate=%d b_duration=%s b_completed=%d b_elapsed=%s b_p99=%s b_non2xx=%d b_err=%d b_late=%d" % (o["rate"], o["duration_s"], o["completed"], o["elapsed_s"], o["p99_ms"], o["non_2xx"], o["errors"], o["late"]))' "$out")"
+    record $i_rec
+  done
+  wait_drained
+fi
 decisions=$(metrics | grep '^popup_decisions_total' || true)
 # why any answer was degraded (the API logs that at most once a second)
 grep -h "degraded" "$run_dir/popup-api.log" | cut -c1-400 | head -5 >&2 || true

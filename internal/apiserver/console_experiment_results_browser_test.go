@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,13 +29,24 @@ type knownDay struct {
 
 func insertExperimentDays(t *testing.T, dsn string, popupID int64, salt string, rows []knownDay) {
 	t.Helper()
+	args := make([][]any, len(rows))
+	for i, r := range rows {
+		args[i] = []any{popupID, salt, r.arm, r.day, r.exposedUsers, r.exposures, r.clickedUsers, r.clicks, r.closes}
+	}
+	execEach(t, dsn, `INSERT INTO popup_experiment_daily (popup_id, salt, arm, day, exposed_users, exposures, clicked_users, clicks, closes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args)
+}
+
+// execEach runs statement once with each of args on the MySQL of dsn: known rows written straight
+// into the tables the worker writes.
+func execEach(t *testing.T, dsn, statement string, args [][]any) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := mysqlstore.Open(ctx, dsn, 2)
 	require.NoError(t, err)
 	defer db.Close()
-	for _, r := range rows {
-		_, err := db.ExecContext(ctx, `INSERT INTO popup_experiment_daily (popup_id, salt, arm, day, exposed_users, exposures, clicked_users, clicks, closes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, popupID, salt, r.arm, r.day, r.exposedUsers, r.exposures, r.clickedUsers, r.clicks, r.closes)
+	for _, a := range args {
+		_, err := db.ExecContext(ctx, statement, a...)
 		require.NoError(t, err)
 	}
 }
@@ -173,4 +185,86 @@ func TestConsoleExperimentResults(t *testing.T) {
 	assert.False(t, b.has("#phase-select"), "one phase: no phase choice")
 	b.axeCheck("experiment results with an SRM alarm")
 	b.shot("experiment-results-srm", "")
+}
+
+// knownGoal is the known counts of one arm on one goal, written straight into popup_experiment_goal.
+type knownGoal struct {
+	arm, goal                   string
+	convertedUsers, conversions int
+	valueSum, valueSqSum        float64
+}
+
+func insertGoalCounts(t *testing.T, dsn string, popupID int64, salt string, rows []knownGoal) {
+	t.Helper()
+	args := make([][]any, len(rows))
+	for i, r := range rows {
+		args[i] = []any{popupID, salt, r.arm, r.goal, r.convertedUsers, r.conversions, r.valueSum, r.valueSqSum}
+	}
+	execEach(t, dsn, `INSERT INTO popup_experiment_goal (popup_id, salt, arm, goal_key, converted_users, conversions, value_sum, value_sq_sum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args)
+}
+
+// TestConsoleExperimentGoalCharts: the results page charts each goal per arm, its conversion rate
+// and its difference from the goal baseline (the control) with their intervals, over known counts
+// written straight into the tables the worker writes; the charts' text alternatives carry the
+// numbers the API answers, the goal tables stay, and axe passes.
+func TestConsoleExperimentGoalCharts(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	in := start(t, cfg, nil)
+	for _, g := range []map[string]any{{"key": "purchase", "name": "Purchase", "value": "sum"}, {"key": "signup", "name": "Sign-up"}} {
+		res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", g)
+		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	}
+	id := in.createPopup(t, map[string]any{"name": "goal charts", "status": "active", "title": "Own", "experiment": map[string]any{
+		"primary_goal": "purchase", "control": map[string]any{"weight": 20, "mode": "none"},
+		"variants": []map[string]any{{"key": "a", "weight": 40, "title": "A"}, {"key": "b", "weight": 40, "title": "B"}}}})
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	salt := res.Body["experiment"].(map[string]any)["salt"].(string)
+	today := time.Now().UTC().Format(time.DateOnly)
+	insertExperimentDays(t, cfg.MySQLDSN, id, salt, []knownDay{
+		{"a", today, 2000, 2300, 100, 120, 400}, {"b", today, 2000, 2250, 110, 130, 380}, {"control", today, 1000, 1000, 0, 0, 0},
+	})
+	insertGoalCounts(t, cfg.MySQLDSN, id, salt, []knownGoal{
+		{"a", "purchase", 70, 75, 2100, 70000}, {"b", "purchase", 130, 140, 4100, 140000}, {"control", "purchase", 40, 41, 1150, 36000},
+		{"a", "signup", 200, 200, 0, 0}, {"b", "signup", 190, 190, 0, 0}, {"control", "signup", 95, 95, 0, 0},
+	})
+
+	b := newBrowser(t, in)
+	b.signIn()
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.waitFor(`document.querySelector('#chart-goal-signup-diff')`)
+
+	want := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/experiment/results", nil)
+	require.Equal(t, http.StatusOK, want.Status, want.Raw)
+	require.Equal(t, "control", want.Body["goal_baseline"])
+	for k, goal := range []string{"purchase", "signup"} {
+		var rates, diffs []string
+		for _, raw := range want.Body["arms"].([]any) {
+			a := raw.(map[string]any)
+			g := a["goals"].([]any)[k].(map[string]any)
+			require.Equal(t, goal, g["goal"])
+			rates = append(rates, a["key"].(string)+": "+pctText(g["rate"], false)+" "+ciText(g["rate_ci"], false))
+			if g["difference"] != nil {
+				diffs = append(diffs, a["key"].(string)+": "+pctText(g["difference"], true)+" "+ciText(g["difference_ci"], true))
+			}
+		}
+		require.Len(t, diffs, 2, "the variants against the control")
+		var alt string
+		b.eval(`document.getElementById('chart-goal-`+goal+`-rate-desc').textContent`, &alt)
+		assert.Equal(t, strings.Join(rates, "; "), alt, "goal %s: the rate chart's text alternative is the API's numbers", goal)
+		b.eval(`document.getElementById('chart-goal-`+goal+`-diff-desc').textContent`, &alt)
+		assert.Equal(t, strings.Join(diffs, "; "), alt, "goal %s: the difference chart's text alternative is the API's numbers", goal)
+		var marks []string
+		b.eval(`[...document.querySelectorAll('#chart-goal-`+goal+`-rate g[data-arm]')].map(g => g.getAttribute('data-arm'))`, &marks)
+		assert.Equal(t, []string{"a", "b", "control"}, marks, "goal %s: one interval per arm, the control's included", goal)
+		b.eval(`[...document.querySelectorAll('#chart-goal-`+goal+`-diff g[data-arm]')].map(g => g.getAttribute('data-arm'))`, &marks)
+		assert.Equal(t, []string{"a", "b"}, marks, "goal %s: the baseline has no difference", goal)
+		assert.Equal(t, "chart-goal-"+goal+"-rate-cap", b.attr("#chart-goal-"+goal+"-rate svg", "aria-labelledby"))
+		assert.True(t, b.has("#goal-table-"+goal), "goal %s: the table stays beside its charts", goal)
+	}
+	assert.Contains(t, b.text("#chart-goal-purchase-rate figcaption"), "Goal purchase: conversion rate by arm")
+	b.axeCheck("experiment results with goal charts")
+	b.shot("experiment-results-goals", "#goals")
 }

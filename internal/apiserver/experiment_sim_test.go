@@ -1,24 +1,20 @@
 package apiserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sync/errgroup"
 
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
@@ -48,40 +44,6 @@ const closeRate = 0.3
 // simTally is what the simulated clients saw and sent, per arm.
 type simTally struct {
 	users, clicks, closes []int64
-	answers               int64
-}
-
-// expResults is the part of GET …/experiment/results (docs/CONTRACT.md §10) the simulation reads.
-type expResults struct {
-	PopupID int64  `json:"popup_id"`
-	Phase   int    `json:"phase"`
-	Salt    string `json:"salt"`
-	Status  string `json:"status"`
-	Arms    []struct {
-		Key          string     `json:"key"`
-		Weight       int        `json:"weight"`
-		Control      bool       `json:"control"`
-		ExposedUsers int64      `json:"exposed_users"`
-		ClickedUsers int64      `json:"clicked_users"`
-		Exposures    int64      `json:"exposures"`
-		Clicks       int64      `json:"clicks"`
-		Closes       int64      `json:"closes"`
-		CTR          float64    `json:"ctr"`
-		CTRCI        [2]float64 `json:"ctr_ci"`
-		PAdjusted    *float64   `json:"p_adjusted"`
-		Lift         *float64   `json:"lift"`
-		SequentialP  *float64   `json:"sequential_p"`
-	} `json:"arms"`
-	SRM struct {
-		ChiSquare float64 `json:"chi_square"`
-		DF        int     `json:"df"`
-		P         float64 `json:"p"`
-		Alarm     bool    `json:"alarm"`
-	} `json:"srm"`
-	Verdict struct {
-		Winner *string `json:"winner"`
-		Reason string  `json:"reason"`
-	} `json:"verdict"`
 }
 
 // TestExperimentSimulatedThroughTheService is the issue's simulated run: a popup with a 3-arm
@@ -101,10 +63,8 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	// Not RedisFacing: the Redis Cluster pass would run 5,000 users again for what the record
 	// script's own tests (redisstore, run whole on the Cluster) already prove there.
 	users := *simUsers
-	cfg := relaxedConfig(t)
-	cfg.KnownUsers = 2 * users
-	api := start(t, cfg, nil)
-	startWorker(t, cfg)
+	sim := newServiceSim(t, users)
+	api := sim.api
 
 	// The popup users in the control fall through to, and the popup with the experiment above it.
 	other := api.createPopup(t, popupSpec("sim-other", map[string]any{"priority": 1}))
@@ -138,37 +98,47 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 		assert.Equal(t, want, res.Body["arm"], "uid %s: %s", uid, res.Raw)
 	}
 
+	control := len(simArms) - 1
+	controlSuffix := "~" + itoa(id) + "." + strconv.Itoa(control)
+	// Each user clicks what it is shown with its arm's probability, else closes it with closeRate;
+	// every answer is checked against the documented assignment as it comes.
+	behave := func(_ int, uid string, shown simShown, rng *rand.Rand) (simDoes, error) {
+		arm, err := simArmOf(shown, assigner.Assign(uid), id, other, controlSuffix)
+		if err != nil {
+			return simDoes{}, err
+		}
+		switch u := rng.Float64(); {
+		case u < simArms[arm].ctr:
+			return simDoes{Action: "click"}, nil
+		case rng.Float64() < closeRate:
+			return simDoes{Action: "close"}, nil
+		}
+		return simDoes{}, nil
+	}
 	began := time.Now()
-	tally, err := driveUsers(t.Context(), api.public, users, id, other, assigner)
+	visits, err := sim.drive(t.Context(), users, behave)
 	require.NoError(t, err)
 	drive := time.Since(began)
-
-	// The worker has drained when the results count every answer and every action sent, and the
-	// popup the control fell through to every impression.
-	var got expResults
-	var otherStats resultsBody
-	var clicks, closes int64
-	for i := range simArms {
-		clicks += tally.clicks[i]
-		closes += tally.closes[i]
-	}
-	control := len(simArms) - 1
-	require.Eventually(t, func() bool {
-		res := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/experiment/results", nil)
-		if res.Status != http.StatusOK || json.Unmarshal([]byte(res.Raw), &got) != nil {
-			return false
-		}
-		var e, c, x int64
-		for _, a := range got.Arms {
-			e, c, x = e+a.Exposures, c+a.Clicks, x+a.Closes
-		}
-		res = api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(other)+"/stats", nil)
-		if res.Status != http.StatusOK || json.Unmarshal([]byte(res.Raw), &otherStats) != nil {
-			return false
-		}
-		return e == tally.answers && c == clicks && x == closes && otherStats.Totals.Impressions == tally.users[control]
-	}, 5*time.Minute, 200*time.Millisecond, "the results count every answer and action the clients saw and sent")
+	sim.drain(t)
 	t.Logf("%d users: driven in %s, drained %s later", users, drive.Round(time.Millisecond), (time.Since(began) - drive).Round(time.Millisecond))
+
+	// What the clients saw and sent, per arm (the arm each answer was checked against).
+	tally := simTally{users: make([]int64, len(simArms)), clicks: make([]int64, len(simArms)), closes: make([]int64, len(simArms))}
+	for _, v := range visits {
+		arm := assigner.Assign(v.UID)
+		tally.users[arm]++
+		switch v.Does.Action {
+		case "click":
+			tally.clicks[arm]++
+		case "close":
+			tally.closes[arm]++
+		}
+	}
+	got := sim.experimentResults(t, id)
+	var otherStats resultsBody
+	res = api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(other)+"/stats", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	require.NoError(t, json.Unmarshal([]byte(res.Raw), &otherStats), res.Raw)
 
 	assert.Equal(t, id, got.PopupID)
 	assert.Equal(t, 1, got.Phase)
@@ -178,8 +148,10 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	for i, a := range got.Arms {
 		want := simArms[i]
 		share := float64(a.ExposedUsers) / float64(users)
+		require.NotNil(t, a.CTR, "%s's CTR", a.Key)
+		require.NotNil(t, a.CTRCI, "%s's CTR interval", a.Key)
 		t.Logf("%-7s %d users (%.2f%%, weight %d%%), %d clicked (%d clicks), %d closes, CTR %.4f [%.4f, %.4f]",
-			a.Key, a.ExposedUsers, 100*share, a.Weight, a.ClickedUsers, a.Clicks, a.Closes, a.CTR, a.CTRCI[0], a.CTRCI[1])
+			a.Key, a.ExposedUsers, 100*share, a.Weight, a.ClickedUsers, a.Clicks, a.Closes, *a.CTR, a.CTRCI[0], a.CTRCI[1])
 		assert.Equal(t, want.key, a.Key)
 		assert.Equal(t, want.weight, a.Weight, "%s's weight", a.Key)
 		assert.Equal(t, want.key == popup.ControlArm, a.Control, "%s is the control", a.Key)
@@ -207,7 +179,7 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	assert.InDelta(t, want.SampleRatio.P, got.SRM.P, 1e-9)
 	assert.Equal(t, string(want.Verdict.Reason), got.Verdict.Reason)
 	for i, a := range got.Arms {
-		assert.InDelta(t, want.Arms[i].CTR, a.CTR, 1e-9, "%s's CTR", a.Key)
+		assert.InDelta(t, want.Arms[i].CTR, *a.CTR, 1e-9, "%s's CTR", a.Key)
 		assert.InDelta(t, want.Arms[i].CI.Lower, a.CTRCI[0], 1e-9, "%s's CTR interval", a.Key)
 		assert.InDelta(t, want.Arms[i].CI.Upper, a.CTRCI[1], 1e-9, "%s's CTR interval", a.Key)
 	}
@@ -252,140 +224,31 @@ func simAssigner(salt string) popup.Assigner {
 	return popup.NewAssigner(e)
 }
 
-// simAnswer is the part of GET /api/v1/popup's answer the simulated clients read.
-type simAnswer struct {
-	Popup *struct {
-		ID int64 `json:"id"`
-	} `json:"popup"`
-	DecisionID string `json:"decision_id"`
-	Variant    string `json:"variant"`
-}
-
-// driveUsers sends users users (sim-0 …) through the public API at public, eight at a time: each
-// asks once for a popup and clicks what it is shown with its arm's probability, else closes it
-// with closeRate, sending the decision_id. A user's draws come from a generator seeded with its
-// number, so the run does not depend on the order the goroutines take. It checks each answer
-// against the experiment (popup exp with a variant, the documented one, or for the control the
-// popup other with a decision_id naming the control) and returns what the users saw and sent.
-func driveUsers(ctx context.Context, public string, users int, exp, other int64, as popup.Assigner) (simTally, error) {
-	const workers = 8
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
-	defer client.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
-	control := len(simArms) - 1
-	controlSuffix := "~" + strconv.FormatInt(exp, 10) + "." + strconv.Itoa(control)
-
-	var mu sync.Mutex
-	tally := simTally{users: make([]int64, len(simArms)), clicks: make([]int64, len(simArms)), closes: make([]int64, len(simArms))}
-	next := make(chan int)
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(next)
-		for n := range users {
-			select {
-			case next <- n:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	for range workers {
-		g.Go(func() error {
-			for n := range next {
-				uid := "sim-" + strconv.Itoa(n)
-				var ans simAnswer
-				if err := simCall(ctx, client, http.MethodGet, "http://"+public+"/api/v1/popup?uid="+uid+"&platform=web&app_version=1", "", &ans); err != nil {
-					return err
-				}
-				arm, shown, err := simArmOf(ans, as.Assign(uid), exp, other, controlSuffix)
-				if err != nil {
-					return fmt.Errorf("%s: %w", uid, err)
-				}
-				rng := rand.New(rand.NewPCG(23, uint64(n)))
-				action := ""
-				switch u := rng.Float64(); {
-				case u < simArms[arm].ctr:
-					action = "click"
-				case rng.Float64() < closeRate:
-					action = "close"
-				}
-				if action != "" {
-					body := `{"uid":"` + uid + `","action":"` + action + `","decision_id":"` + ans.DecisionID + `"}`
-					if err := simCall(ctx, client, http.MethodPost, "http://"+public+"/api/v1/popups/"+strconv.FormatInt(shown, 10)+"/actions", body, nil); err != nil {
-						return fmt.Errorf("%s %s: %w", uid, action, err)
-					}
-				}
-				mu.Lock()
-				tally.answers++
-				tally.users[arm]++
-				switch action {
-				case "click":
-					tally.clicks[arm]++
-				case "close":
-					tally.closes[arm]++
-				}
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	return tally, g.Wait()
-}
-
 // simArmOf checks an answer against the arm the documented assignment gives its user (want) and
-// returns that arm and the popup the user was shown.
-func simArmOf(ans simAnswer, want int, exp, other int64, controlSuffix string) (arm int, shown int64, err error) {
+// returns that arm.
+func simArmOf(ans simShown, want int, exp, other int64, controlSuffix string) (int, error) {
 	switch {
-	case ans.Popup == nil:
-		return 0, 0, errors.New("no popup: every user is in the experiment, and the control falls through")
+	case ans.PopupID == 0:
+		return 0, errors.New("no popup: every user is in the experiment, and the control falls through")
 	case want < 0:
-		return 0, 0, errors.New("the assignment leaves the user out of a 100% coverage")
-	case ans.Popup.ID == exp:
+		return 0, errors.New("the assignment leaves the user out of a 100% coverage")
+	case ans.PopupID == exp:
 		if ans.Variant != simArms[want].key {
-			return 0, 0, fmt.Errorf("shown variant %q, the documented assignment gives %q", ans.Variant, simArms[want].key)
+			return 0, fmt.Errorf("shown variant %q, the documented assignment gives %q", ans.Variant, simArms[want].key)
 		}
 		if !strings.HasSuffix(ans.DecisionID, "~"+strconv.FormatInt(exp, 10)+"."+strconv.Itoa(want)) {
-			return 0, 0, fmt.Errorf("decision_id %q does not name arm %d of popup %d", ans.DecisionID, want, exp)
+			return 0, fmt.Errorf("decision_id %q does not name arm %d of popup %d", ans.DecisionID, want, exp)
 		}
-		return want, exp, nil
-	case ans.Popup.ID == other:
+		return want, nil
+	case ans.PopupID == other:
 		if simArms[want].key != popup.ControlArm {
-			return 0, 0, fmt.Errorf("fell through to popup %d, the documented assignment gives variant %q", other, simArms[want].key)
+			return 0, fmt.Errorf("fell through to popup %d, the documented assignment gives variant %q", other, simArms[want].key)
 		}
 		if ans.Variant != "" || !strings.HasSuffix(ans.DecisionID, controlSuffix) {
-			return 0, 0, fmt.Errorf("fall-through answer with variant %q and decision_id %q: want no variant and a decision_id ending in %q",
+			return 0, fmt.Errorf("fall-through answer with variant %q and decision_id %q: want no variant and a decision_id ending in %q",
 				ans.Variant, ans.DecisionID, controlSuffix)
 		}
-		return want, other, nil
+		return want, nil
 	}
-	return 0, 0, fmt.Errorf("shown popup %d, neither the experiment's (%d) nor the fall-through's (%d)", ans.Popup.ID, exp, other)
-}
-
-// simCall sends one request and decodes a 2xx answer into out (nil: discard it).
-func simCall(ctx context.Context, client *http.Client, method, url, body string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode/100 != 2 || res.Header.Get("X-Popup-Degraded") != "" {
-		return fmt.Errorf("%s %s: %d %s (degraded %q)", method, url, res.StatusCode, raw, res.Header.Get("X-Popup-Degraded"))
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(raw, out)
+	return 0, fmt.Errorf("shown popup %d, neither the experiment's (%d) nor the fall-through's (%d)", ans.PopupID, exp, other)
 }

@@ -17,36 +17,6 @@ import (
 	"popupsvc/internal/mysqlstore"
 )
 
-type expResultsResp struct {
-	Phase    int    `json:"phase"`
-	Salt     string `json:"salt"`
-	Status   string `json:"status"`
-	Baseline string `json:"baseline"`
-	Arms     []struct {
-		Key          string      `json:"key"`
-		ExposedUsers int64       `json:"exposed_users"`
-		ClickedUsers int64       `json:"clicked_users"`
-		CTR          *float64    `json:"ctr"`
-		CTRCI        *[2]float64 `json:"ctr_ci"`
-		Difference   *float64    `json:"difference"`
-		DifferenceCI *[2]float64 `json:"difference_ci"`
-		PAdjusted    *float64    `json:"p_adjusted"`
-		SequentialP  *float64    `json:"sequential_p"`
-	} `json:"arms"`
-	Days []struct {
-		ExposedUsers int64 `json:"exposed_users"`
-	} `json:"days"`
-	SRM struct {
-		ChiSquare float64 `json:"chi_square"`
-		P         float64 `json:"p"`
-		Alarm     bool    `json:"alarm"`
-	} `json:"srm"`
-	Verdict struct {
-		Winner *string `json:"winner"`
-		Reason string  `json:"reason"`
-	} `json:"verdict"`
-}
-
 // armCounts counts a phase's users per arm straight from popup_experiment_user.
 func armCounts(t *testing.T, db *sql.DB, popupID int64, salt string) map[string][2]int64 {
 	t.Helper()
@@ -128,10 +98,10 @@ func TestExperimentResultsAreTheStatsOfTheRollup(t *testing.T) {
 		require.NoError(t, w.WriteBatch(ctx, batch), "batches written again count once")
 	}
 
-	get := func(query string) expResultsResp {
+	get := func(query string) expResults {
 		res := api.adminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/experiment/results%s", id, query), nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
-		var out expResultsResp
+		var out expResults
 		require.NoError(t, json.Unmarshal([]byte(res.Raw), &out))
 		return out
 	}

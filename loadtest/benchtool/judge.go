@@ -37,6 +37,9 @@ const (
 	goalReplaceServed = 30.0 // (h) seconds from a 10M replace's 200 to the second instance serving it: at most
 	goalDeltaServed   = 2.0  // (h) the same for a delta of at most 10,000 uids
 	goalMemberBytes   = 9.0  // (h) popup_audience_bytes per member: at most
+	// Conversions (issue 36): ingest sustains the action path's rate
+	goalIngest      = 1.0  // (i) POST /api/v1/conversions req/s / click actions' req/s, same round: at least
+	goalIngestBatch = 0.98 // (i) batch conversions answered per second at the action path's rate / that rate: at least
 )
 
 // wrkResult is what wrk --latency prints that the bench reads.
@@ -121,7 +124,7 @@ func wrkMillis(s string) (float64, error) {
 }
 
 // record is one line of the results file: a kind (meta, steady, impression, first, revisit,
-// open) and key=value readings; a list of CPU tick counts is comma-separated, one per process
+// open, audsteady, propagate, ingest) and key=value readings; a list of CPU tick counts is comma-separated, one per process
 // (api redis worker mariadb).
 type record struct {
 	kind string
@@ -270,6 +273,7 @@ type bench struct {
 	opens       []openRow
 	audiences   []audienceRow
 	propagates  []propagateRow
+	ingests     []ingestRow
 	errs        float64 // every API run's errors (incl. degraded answers)
 }
 
@@ -314,6 +318,19 @@ type propagateRow struct {
 	perMember1, perMember2                 float64 // popup_audience_bytes / popup_audience_members
 	members1, members2, rss1, rss2         float64
 	rssBefore1, rssBefore2, bytes1, bytes2 float64
+}
+
+// ingestRow is one round of the ingest case: click actions and single conversions, each as fast as
+// the same wrk load sends them, then the batch route driven open-loop at the actions' rate.
+type ingestRow struct {
+	round, batch                     float64
+	actRPS, actP99, convRPS, convP99 float64
+	actCPU, convCPU                  float64 // API CPU-ms per 1,000 requests
+	ratio                            float64 // convRPS / actRPS
+	batchOffered, batchDone          float64 // conversions a second: sent on the schedule; answered 2xx over the run's time
+	batchRatio, batchP99, batchLate  float64 // batchDone / actRPS; p99 ms of a batch request; requests sent late
+	actErrs, convErrs, batchErrs     float64 // non-2xx and socket errors of each run
+	errs                             float64 // the three runs'
 }
 
 type openRow struct {
@@ -411,6 +428,23 @@ func compute(recs []record) (bench, error) {
 			row.loss = row.offRatio - row.onRatio
 			b.audiences = append(b.audiences, row)
 			b.errs += row.errs
+		case "ingest":
+			row := ingestRow{
+				round: rd.num(r, "r"), batch: rd.num(r, "batch"),
+				actRPS: rd.num(r, "act_rps"), actP99: rd.num(r, "act_p99"), convRPS: rd.num(r, "conv_rps"), convP99: rd.num(r, "conv_p99"),
+				actCPU:       perK([]float64{rd.num(r, "act_p0")}, []float64{rd.num(r, "act_p1")}, rd.num(r, "act_reqs"), clk)[0],
+				convCPU:      perK([]float64{rd.num(r, "conv_p0")}, []float64{rd.num(r, "conv_p1")}, rd.num(r, "conv_reqs"), clk)[0],
+				batchOffered: rd.num(r, "b_rate") * rd.num(r, "batch"),
+				batchP99:     rd.num(r, "b_p99"), batchLate: rd.num(r, "b_late"),
+				actErrs: rd.num(r, "act_bad"), convErrs: rd.num(r, "conv_bad"), batchErrs: rd.num(r, "b_non2xx") + rd.num(r, "b_err"),
+			}
+			row.errs = row.actErrs + row.convErrs + row.batchErrs
+			// Over the schedule's duration, or the longer time the answers took: a route that keeps
+			// up answers the offered rate, one that falls behind stretches the run.
+			row.batchDone = ratio((rd.num(r, "b_completed")-rd.num(r, "b_non2xx"))*row.batch, max(rd.num(r, "b_elapsed"), rd.num(r, "b_duration")))
+			row.ratio, row.batchRatio = ratio(row.convRPS, row.actRPS), ratio(row.batchDone, row.actRPS)
+			b.ingests = append(b.ingests, row)
+			b.errs += row.errs
 		case "propagate":
 			t200 := rd.num(r, "t200")
 			row := propagateRow{
@@ -470,6 +504,11 @@ func (b bench) roundLine(recs []record) string {
 		s := b.propagates[len(b.propagates)-1]
 		return fmt.Sprintf("%s of %s uids: upload %s s; served %s s (instance 1) and %s s (instance 2) after the 200; %s and %s bytes a member",
 			s.action, g(s.n), f3(s.upload), f3(s.served1), f3(s.served2), f3(s.perMember1), f3(s.perMember2))
+	case "ingest":
+		s := b.ingests[len(b.ingests)-1]
+		return fmt.Sprintf("round %s ingest: actions %s req/s p99 %s ms (%s CPU-ms/1k, errors %s) | conversions %s req/s p99 %s ms (%s CPU-ms/1k, errors %s) | ratio %s | batch of %s at %s conversions/s: %s answered/s p99 %s ms late %s errors %s | ratio %s",
+			g(s.round), g(s.actRPS), g(s.actP99), f1(s.actCPU), g(s.actErrs), g(s.convRPS), g(s.convP99), f1(s.convCPU), g(s.convErrs), f3(s.ratio),
+			g(s.batch), g(s.batchOffered), f1(s.batchDone), f1(s.batchP99), g(s.batchLate), g(s.batchErrs), f3(s.batchRatio))
 	case "open":
 		s := b.opens[len(b.opens)-1]
 		return fmt.Sprintf("round %s open loop at %s req/s: bare p99 %s ms (late %s) | api p99 %s ms (errors incl. degraded %s, late %s) | ratio %s",
@@ -569,6 +608,15 @@ func (b bench) report(w io.Writer) bool {
 			target{fmt.Sprintf("(h) after the %s: popup_audience_bytes per member, instance 1 / 2", p.action),
 				f3(p.perMember1) + " / " + f3(p.perMember2), "<= " + g(goalMemberBytes), max(p.perMember1, p.perMember2) <= goalMemberBytes})
 	}
+	if len(b.ingests) > 0 {
+		rI := pick(len(b.ingests), func(i int) float64 { return b.ingests[i].ratio })
+		rBatch := pick(len(b.ingests), func(i int) float64 { return b.ingests[i].batchRatio })
+		targets = append(targets,
+			target{"(i) conversion ingest req/s (POST /api/v1/conversions) / action-path req/s (click actions), same load", f3(median(rI)) + " (rounds: " + rounds(rI) + ")",
+				">= " + g(goalIngest), median(rI) >= goalIngest},
+			target{"(i) batch ingest (" + g(b.ingests[0].batch) + " a request) driven at the action path's rate: conversions answered per second / that rate", f3(median(rBatch)) + " (rounds: " + rounds(rBatch) + ")",
+				">= " + g(goalIngestBatch), median(rBatch) >= goalIngestBatch})
+	}
 	targets = append(targets, target{"errors: non-2xx, socket errors, degraded answers (all API runs)", g(b.errs), "0", b.errs == 0})
 	all := true
 	fmt.Fprint(w, "## Summary (median of the per-round ratios)\n\n| target | measured | goal | result |\n|---|---|---|---|\n")
@@ -592,6 +640,15 @@ func (b bench) report(w io.Writer) bool {
 		}
 		table("Audiences: steady state with half the popups targeting a 1M include and a 1M exclude audience, and without; CPU in ms per 1,000 requests",
 			"round | order | bare req/s | with req/s | with p99 ms | with ratio | with api CPU | without req/s | without p99 ms | without ratio | without api CPU | loss (without − with) | errors (incl. fail-closed checks)", rows)
+		rows = nil
+	}
+	if len(b.ingests) > 0 {
+		for _, s := range b.ingests {
+			rows = append(rows, []string{g(s.round), g(s.actRPS), g(s.actP99), f1(s.actCPU), g(s.actErrs), g(s.convRPS), g(s.convP99), f1(s.convCPU), g(s.convErrs), f3(s.ratio),
+				g(s.batch), g(s.batchOffered), f1(s.batchDone), f1(s.batchP99), g(s.batchLate), g(s.batchErrs), f3(s.batchRatio)})
+		}
+		table("Conversion ingest against the action path (wrk, the same connections: click actions, then single conversions; then the batch route open-loop at the actions' rate); CPU in API ms per 1,000 requests",
+			"round | actions req/s | actions p99 ms | actions api CPU | actions errors | conversions req/s | conversions p99 ms | conversions api CPU | conversions errors | ratio | batch size | batch conversions/s offered | answered/s | batch p99 ms | batches late | batch errors | ratio", rows)
 		rows = nil
 	}
 	if len(b.propagates) > 0 {

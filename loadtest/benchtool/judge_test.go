@@ -211,3 +211,65 @@ func TestJudgePropagationTimesFromThe200(t *testing.T) {
 	assert.True(t, b.report(&out), out.String())
 	assert.NotContains(t, out.String(), "(a) steady-state", "a propagation alone judges no load target")
 }
+
+// ingestRound is one round of the ingest case: click actions at 10,000 req/s, single conversions at
+// 12,000; the batch route, 100 conversions a request at 100 requests a second (the actions' rate)
+// for 8 s, answered all 800 requests in 8.05 s.
+const ingestRound = "ingest r=1 batch=100 act_rps=10000 act_p99=4 act_reqs=80000 act_bad=0 act_p0=0 act_p1=400 " +
+	"conv_rps=12000 conv_p99=3 conv_reqs=96000 conv_bad=0 conv_p0=400 conv_p1=784 " +
+	"b_rate=100 b_duration=8 b_completed=800 b_elapsed=8.05 b_p99=12 b_non2xx=0 b_err=0 b_late=0\n"
+
+func TestJudgeIngestComparesConversionsWithTheActionPath(t *testing.T) {
+	recs, err := parseRecords(strings.NewReader("meta clk=100\n" + ingestRound))
+	require.NoError(t, err)
+
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	require.Len(t, b.ingests, 1)
+	s := b.ingests[0]
+	assert.InDelta(t, 1.2, s.ratio, 1e-9)
+	assert.InDelta(t, 10000, s.batchOffered, 1e-9)
+	assert.InDelta(t, 80000/8.05, s.batchDone, 1e-9)
+	assert.InDelta(t, 8/8.05, s.batchRatio, 1e-9)
+	assert.InDelta(t, 50, s.actCPU, 1e-9, "400 ticks = 4 s over 80,000 requests")
+	assert.InDelta(t, 40, s.convCPU, 1e-9, "384 ticks = 3.84 s over 96,000 requests")
+	var out bytes.Buffer
+	assert.True(t, b.report(&out), out.String())
+	assert.Contains(t, out.String(), "| (i) conversion ingest req/s (POST /api/v1/conversions) / action-path req/s (click actions), same load | 1.200 (rounds: 1.200) | >= 1 | PASS |")
+	assert.Contains(t, out.String(), "| 0.994 (rounds: 0.994) | >= 0.98 | PASS |")
+}
+
+func TestJudgeIngestFailsABatchRouteThatFallsBehindOrErrs(t *testing.T) {
+	tests := []struct {
+		name, from, to, want string
+	}{
+		{"slower single conversions", "conv_rps=12000", "conv_rps=9000", "| 0.900 (rounds: 0.900) | >= 1 | FAIL |"},
+		{"a batch route 20% behind the schedule", "b_elapsed=8.05", "b_elapsed=10", "| 0.800 (rounds: 0.800) | >= 0.98 | FAIL |"},
+		{"refused batches", "b_non2xx=0", "b_non2xx=3", "| errors: non-2xx, socket errors, degraded answers (all API runs) | 3 | 0 | FAIL |"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, err := parseRecords(strings.NewReader("meta clk=100\n" + strings.Replace(ingestRound, tt.from, tt.to, 1)))
+			require.NoError(t, err)
+			b, err := compute(recs)
+			require.NoError(t, err)
+
+			var out bytes.Buffer
+			assert.False(t, b.report(&out))
+			assert.Contains(t, out.String(), tt.want)
+		})
+	}
+}
+
+func TestJudgeIngestReadsTheBatchRateOverTheScheduleAtLeast(t *testing.T) {
+	// The last request is due one interval before the schedule's end: answered before it, the run
+	// still offered no more than its rate.
+	recs, err := parseRecords(strings.NewReader("meta clk=100\n" + strings.Replace(ingestRound, "b_elapsed=8.05", "b_elapsed=7.99", 1)))
+	require.NoError(t, err)
+
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	assert.InDelta(t, 10000, b.ingests[0].batchDone, 1e-9)
+}

@@ -4,6 +4,7 @@
 //	benchtool warm     -url URL -uids N               call GET for every uid of the pool until it answers no popup
 //	benchtool fill     -uids N                        the same end state written straight into Redis (POPUP_* env)
 //	benchtool openloop -url URL -rate R -duration D   fixed-rate load; latency from the intended send time
+//	                   [-batch N -goal G]             (POSTs of N conversions to /api/v1/conversions/batch instead of GETs)
 //	benchtool wrkparse | judge -results FILE          make bench's arithmetic and verdicts (judge.go)
 //	benchtool audiences | target | propagate          the audience case and its propagation (audiences.go)
 //
@@ -487,6 +488,8 @@ func openloop(args []string) error {
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the generator (it shares the cores with the server)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	hist := fs.String("hist", "", "write latency percentiles (0-100 in 0.1 steps) to this CSV file")
+	batch := fs.Int("batch", 0, "0: GET /api/v1/popup; N: POST /api/v1/conversions/batch with N conversions (1-500) of random pool users")
+	goal := fs.String("goal", "bench", "the goal of -batch's conversions")
 	fs.Parse(args) // ExitOnError
 	runtime.GOMAXPROCS(*procs)
 	u, err := neturl.Parse(*target)
@@ -496,6 +499,11 @@ func openloop(args []string) error {
 	if *rate <= 0 || *conns <= 0 || *dur <= 0 {
 		return fmt.Errorf("-rate, -c and -duration must be positive")
 	}
+	if *batch < 0 || *batch > 500 {
+		return fmt.Errorf("-batch must be 0 (GETs) or 1-500 conversions a request")
+	}
+	// Event ids no earlier run used: this run's start, the connection and a counter.
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	total := int(float64(*rate) * dur.Seconds())
 	lat := make([]time.Duration, total) // slot i's latency; -1 = failed
 	var non2xx, errs, degraded, late atomic.Int64
@@ -506,7 +514,8 @@ func openloop(args []string) error {
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
-			lc := loadConn{addr: u.Host, path: strings.TrimSuffix(u.Path, "/")}
+			lc := loadConn{addr: u.Host, path: strings.TrimSuffix(u.Path, "/"), batch: *batch, goal: *goal, uids: *uids,
+				eventPrefix: "ol" + runID + "c" + strconv.Itoa(k) + "n"}
 			defer lc.close()
 			for i := k; i < total; i += *conns {
 				due := start.Add(time.Duration(float64(i) * interval))
@@ -515,7 +524,7 @@ func openloop(args []string) error {
 				} else if d < -time.Millisecond {
 					late.Add(1)
 				}
-				status, deg, err := lc.get(rand.IntN(*uids))
+				status, deg, err := lc.send(rand.IntN(*uids))
 				if err != nil {
 					errs.Add(1)
 					lat[i] = -1
@@ -556,7 +565,7 @@ func openloop(args []string) error {
 			return err
 		}
 	}
-	out := map[string]any{"rate": *rate, "conns": *conns, "sent": total, "completed": len(ok), "errors": errs.Load(), "non_2xx": non2xx.Load(),
+	out := map[string]any{"rate": *rate, "batch": *batch, "conns": *conns, "duration_s": dur.Seconds(), "sent": total, "completed": len(ok), "errors": errs.Load(), "non_2xx": non2xx.Load(),
 		"degraded": degraded.Load(), "late": late.Load(), "elapsed_s": elapsed.Seconds(), "p50_ms": pct(.5), "p90_ms": pct(.9), "p99_ms": pct(.99),
 		"p999_ms": pct(.999), "max_ms": pct(1)}
 	if *jsonOut {
@@ -582,6 +591,14 @@ type loadConn struct {
 	c          net.Conn
 	r          *bufio.Reader
 	buf        []byte
+	// batch > 0: each request is a POST of batch conversions of goal, for random users of the
+	// pool of uids, with event ids eventPrefix + a counter.
+	batch       int
+	goal        string
+	uids        int
+	eventPrefix string
+	events      int64
+	body        []byte
 }
 
 func (l *loadConn) close() {
@@ -591,8 +608,9 @@ func (l *loadConn) close() {
 	}
 }
 
-// get sends pool user i's GET and reads the answer: its status and whether it was degraded.
-func (l *loadConn) get(i int) (status int, degraded bool, err error) {
+// send sends pool user i's GET (or a batch of conversions) and reads the answer: its status and
+// whether it was degraded.
+func (l *loadConn) send(i int) (status int, degraded bool, err error) {
 	if l.c == nil {
 		if l.c, err = net.DialTimeout("tcp", l.addr, 2*time.Second); err != nil {
 			return 0, false, err
@@ -611,11 +629,21 @@ func (l *loadConn) get(i int) (status int, degraded bool, err error) {
 }
 
 func (l *loadConn) roundTrip(i int) (status int, degraded bool, err error) {
-	b := append(l.buf[:0], "GET "...)
-	b = appendQuery(append(b, l.path...), i)
-	b = append(b, " HTTP/1.1\r\nHost: "...)
+	var b []byte
+	if l.batch > 0 {
+		l.body = l.appendBatch(l.body[:0], i)
+		b = append(l.buf[:0], "POST "...)
+		b = append(append(b, l.path...), "/api/v1/conversions/batch HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: "...)
+		b = strconv.AppendInt(b, int64(len(l.body)), 10)
+		b = append(b, "\r\nHost: "...)
+	} else {
+		b = append(l.buf[:0], "GET "...)
+		b = appendQuery(append(b, l.path...), i)
+		b = append(b, " HTTP/1.1\r\nHost: "...)
+	}
 	b = append(b, l.addr...)
 	b = append(b, "\r\nUser-Agent: benchtool\r\n\r\n"...)
+	b = append(b, l.body...)
 	l.buf = b
 	if err = l.c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		return 0, false, err
@@ -667,6 +695,27 @@ func (l *loadConn) roundTrip(i int) (status int, degraded bool, err error) {
 		l.close()
 	}
 	return status, degraded, nil
+}
+
+// appendBatch appends the body of a batch of l.batch conversions, the first of pool user i, the
+// others of random pool users, each with an event id of its own and a value.
+func (l *loadConn) appendBatch(b []byte, i int) []byte {
+	b = append(b, `{"conversions":[`...)
+	for k := range l.batch {
+		if k > 0 {
+			b = append(b, ',')
+			i = rand.IntN(l.uids)
+		}
+		l.events++
+		b = append(b, `{"uid":"user-`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `","goal":"`...)
+		b = append(b, l.goal...)
+		b = append(b, `","event_id":"`...)
+		b = strconv.AppendInt(append(b, l.eventPrefix...), l.events, 10)
+		b = append(b, `","value":9.99}`...)
+	}
+	return append(b, "]}"...)
 }
 
 // appendQuery appends pool user i's "/api/v1/popup?..." path and query (see query).

@@ -1624,7 +1624,8 @@ function resultsTable(b) {
 
 // goalsSection shows each goal's results per arm (docs/CONTRACT.md §14): converted users, the
 // rate per exposed user and its comparison with the goal baseline, and a sum goal's mean value
-// per user; null when the results have no goal.
+// per user, as a table, and the rate and the difference with their intervals as charts; null when
+// the results have no goal.
 function goalsSection(b, arms, td, ci) {
   const keys = (arms[0]?.goals || []).map((g) => g.goal);
   if (!keys.length) return null;
@@ -1636,7 +1637,14 @@ function goalsSection(b, arms, td, ci) {
     const cols = ['Arm', 'Exposed users', 'Converted users', 'Conversion rate', 'Rate 95% interval', `Difference vs ${base} (points)`,
       'Difference interval (points)', `Lift vs ${base}`, 'Adjusted p', 'Sequential p', ...(sum ? ['Value per user', 'Value interval', `Value difference vs ${base}`, 'Value difference interval'] : [])];
     const primary = key === b.primary_goal;
-    return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'goal-h-' + key },
+    // the goal's charts, drawn as the click-through rate's: the rate, and the difference from the
+    // baseline, each with its interval; the table above is their text equivalent
+    const rateRows = intervalRows(arms, (a) => [a.goals[k].rate, a.goals[k].rate_ci]);
+    const diffRows = intervalRows(arms, (a) => [a.goals[k].difference, a.goals[k].difference_ci]);
+    const charts = rateRows.length || diffRows.length ? h('div', { class: 'charts', id: 'goal-charts-' + key },
+      rateRows.length ? intervalChart(`chart-goal-${key}-rate`, `Goal ${key}: conversion rate by arm, with its 95% interval`, rateRows, false) : null,
+      diffRows.length ? intervalChart(`chart-goal-${key}-diff`, `Goal ${key}: difference from the baseline (${base}), with its interval; 0 is no difference`, diffRows, true) : null) : null;
+    return [h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'goal-h-' + key },
       h('h3', { id: 'goal-h-' + key }, key, primary ? h('span', { class: 'badge running' }, ' primary goal: decides the verdict') : null),
       h('table', { id: 'goal-table-' + key, class: 'results' },
         h('caption', {}, `Goal ${key} by arm, against ${base} (95% intervals, Bonferroni-corrected over the comparisons)`),
@@ -1649,12 +1657,12 @@ function goalsSection(b, arms, td, ci) {
             td(points(g.difference, true)), ci(pointsInterval(g.difference_ci)), td(pct(g.lift, true)),
             td(pValue(g.p_adjusted)), td(pValue(g.sequential_p)),
             ...(sum ? [td(money(g.mean_value)), ci(moneyIv(g.mean_value_ci)), td(money(g.mean_value_difference)), ci(moneyIv(g.mean_value_difference_ci))] : []));
-        }))));
+        })))), charts];
   });
   return h('section', { id: 'goals', 'aria-labelledby': 'goals-h' }, h('h2', { id: 'goals-h' }, 'Goals'),
     b.primary_goal ? h('p', { id: 'goals-primary' }, `The verdict is decided on goal ${b.primary_goal}, not on clicks.`) : null,
-    ...tables,
-    h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${base}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all.`));
+    ...tables.flat(),
+    h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${base}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all. Each goal's charts show the numbers of its table, which is their text equivalent.`));
 }
 
 // VERDICTS says why the results name a winner or not (docs/CONTRACT.md §10, docs/EXPERIMENTS.md).
@@ -1756,8 +1764,8 @@ async function experimentScreen(id, qs) {
       td(points(a.difference, true)), ci(pointsInterval(a.difference_ci)), td(pct(a.lift, true)), ci(interval(a.lift_ci, true)),
       td(pValue(a.p_adjusted)), td(pValue(a.sequential_p)), td(fmtNum(a.exposures)), td(fmtNum(a.clicks)), td(fmtNum(a.closes))))));
 
-  const ctrRows = arms.filter((a) => Array.isArray(a.ctr_ci) && a.ctr !== null && a.ctr !== undefined).map((a) => ({ label: a.key, est: a.ctr, lo: a.ctr_ci[0], hi: a.ctr_ci[1] }));
-  const diffRows = arms.filter((a) => Array.isArray(a.difference_ci) && a.difference !== null && a.difference !== undefined).map((a) => ({ label: a.key, est: a.difference, lo: a.difference_ci[0], hi: a.difference_ci[1] }));
+  const ctrRows = intervalRows(arms, (a) => [a.ctr, a.ctr_ci]);
+  const diffRows = intervalRows(arms, (a) => [a.difference, a.difference_ci]);
   const charts = h('div', { class: 'charts' },
     ctrRows.length ? intervalChart('chart-ctr', 'Click-through rate by arm, with its 95% interval', ctrRows, false) : null,
     diffRows.length ? intervalChart('chart-diff', `Difference from the baseline (${b.baseline}), with its interval; 0 is no difference`, diffRows, true) : null);
@@ -1841,6 +1849,14 @@ async function earlierVerdicts(id, phase, box) {
 }
 
 const fmtNum = (n) => (typeof n === 'number' && !isNaN(n) ? (Number.isInteger(n) ? String(n) : n.toFixed(2)) : '—');
+
+// intervalRows are an intervalChart's rows: each arm whose estimate and interval, [est, ci] =
+// pick(arm), are defined (a control that shows nothing has no click-through rate, the baseline no
+// difference).
+function intervalRows(arms, pick) {
+  return arms.map((a) => [a.key, ...pick(a)]).filter(([, est, ci]) => typeof est === 'number' && Array.isArray(ci))
+    .map(([label, est, ci]) => ({ label, est, lo: ci[0], hi: ci[1] }));
+}
 
 // intervalChart draws estimates with their intervals, one row per arm, as an SVG whose text
 // alternative lists the same numbers (zero: a difference, with its 0 line).

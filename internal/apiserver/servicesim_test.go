@@ -1,0 +1,339 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"popupsvc/internal/config"
+	"popupsvc/internal/redisstore"
+	"popupsvc/internal/testenv"
+)
+
+// The harness of the simulations through the real service (issue 36, item 7): a popup-api and a
+// popup-worker in this process (apiserver.Run and workerserver.Run, what the binaries run) on the
+// test MariaDB and Redis, and N simulated users who each ask GET /api/v1/popup once over loopback,
+// then act on what they were shown as their behaviour says: a click or close sent with the
+// decision_id they got, and conversions that the app's backend reports through
+// POST /api/v1/conversions/batch. Then the worker drains, and the test reads what the admin API
+// answers. A case is a popup set up through the admin API, a behaviour and its checks:
+//
+//	sim := newServiceSim(t, users)
+//	id := sim.api.createPopup(t, …)                        // and start its experiment
+//	visits, err := sim.drive(t.Context(), users, behave)  // every request to 127.0.0.1
+//	sim.drain(t)                                          // the worker has written everything
+//	got := sim.experimentResults(t, id)
+
+// simShown is what a simulated user got from GET /api/v1/popup.
+type simShown struct {
+	PopupID    int64  // 0: no popup
+	Variant    string // the experiment variant shown; "" for none
+	DecisionID string
+	Body       json.RawMessage // the whole answer, for what a case reads beyond these
+}
+
+// simConversion is one conversion of a simulated user, as its app's backend reports it.
+type simConversion struct {
+	Goal  string
+	Value float64
+}
+
+// simDoes is what a simulated user does after its answer.
+type simDoes struct {
+	// Action is "click", "close" or "" (nothing): sent for the popup shown, with its decision_id.
+	Action string
+	// Conversions are reported after the answer (their time is when the service receives them,
+	// so after the user's exposure), in batches of the harness's backend.
+	Conversions []simConversion
+}
+
+// simBehaviour is a simulated population: what user n (uid "sim-<n>") does given what it was
+// shown. rng is seeded with the harness's seed and n alone, so a user draws the same numbers in
+// every run whatever order the clients take. An error (an answer the case knows to be wrong)
+// stops the drive.
+type simBehaviour func(n int, uid string, shown simShown, rng *rand.Rand) (simDoes, error)
+
+// simVisit is one user's visit as the harness drove it.
+type simVisit struct {
+	N     int
+	UID   string
+	Shown simShown
+	Does  simDoes
+}
+
+// serviceSim is a popup-api and a popup-worker on the test MariaDB and Redis, and the settings of
+// the simulated clients that drive them.
+type serviceSim struct {
+	api *instance
+	cfg config.Config
+	// Clients is how many users are driven at once (8).
+	Clients int
+	// Seed seeds every user's generator with n (23).
+	Seed uint64
+	// Query is the GET's query after the uid ("platform=web&app_version=1").
+	Query string
+	// Batch is how many conversions the backend sends in one request (500, the route's most).
+	Batch int
+}
+
+// newServiceSim starts a popup-api (relaxedConfig, a known-users filter sized for users) and a
+// popup-worker, both stopped when the test ends.
+func newServiceSim(t *testing.T, users int) *serviceSim {
+	t.Helper()
+	cfg := relaxedConfig(t)
+	cfg.KnownUsers = 2 * users
+	api := start(t, cfg, nil)
+	startWorker(t, cfg)
+	return &serviceSim{api: api, cfg: cfg, Clients: 8, Seed: 23, Query: "platform=web&app_version=1", Batch: 500}
+}
+
+// drive sends users users (sim-0 …) through the public API, Clients at a time: each asks once for
+// a popup and does what behave says, its action at once, its conversions through the backend's
+// batches (each client's own, sent when full and at the end). It returns every visit, by n, once
+// every request has been answered 2xx (and not degraded): everything the users did is then
+// queued. Bounded: users requests and the conversions, within 15 minutes.
+func (s *serviceSim) drive(ctx context.Context, users int, behave simBehaviour) ([]simVisit, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: s.Clients}}
+	defer client.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	public := "http://" + s.api.public
+	visits := make([]simVisit, users)
+	next := make(chan int)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(next)
+		for n := range users {
+			select {
+			case next <- n:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	for range s.Clients {
+		g.Go(func() error {
+			backend := simBackend{call: func(body string) error {
+				return simCall(ctx, client, http.MethodPost, public+"/api/v1/conversions/batch", body, nil)
+			}, size: s.Batch}
+			for n := range next {
+				v, err := s.visit(ctx, client, public, n, behave)
+				if err != nil {
+					return fmt.Errorf("%s: %w", v.UID, err)
+				}
+				for k, c := range v.Does.Conversions {
+					if err := backend.add(v.UID, v.UID+"-c"+strconv.Itoa(k), c); err != nil {
+						return err
+					}
+				}
+				visits[n] = v
+			}
+			return backend.flush()
+		})
+	}
+	return visits, g.Wait()
+}
+
+// visit is user n's request, behaviour and action.
+func (s *serviceSim) visit(ctx context.Context, client *http.Client, public string, n int, behave simBehaviour) (simVisit, error) {
+	v := simVisit{N: n, UID: "sim-" + strconv.Itoa(n)}
+	var ans struct {
+		Popup *struct {
+			ID int64 `json:"id"`
+		} `json:"popup"`
+		DecisionID string `json:"decision_id"`
+		Variant    string `json:"variant"`
+	}
+	var raw json.RawMessage
+	if err := simCall(ctx, client, http.MethodGet, public+"/api/v1/popup?uid="+v.UID+"&"+s.Query, "", &raw); err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return v, err
+	}
+	v.Shown = simShown{Variant: ans.Variant, DecisionID: ans.DecisionID, Body: raw}
+	if ans.Popup != nil {
+		v.Shown.PopupID = ans.Popup.ID
+	}
+	var err error
+	if v.Does, err = behave(n, v.UID, v.Shown, rand.New(rand.NewPCG(s.Seed, uint64(n)))); err != nil {
+		return v, err
+	}
+	if a := v.Does.Action; a != "" {
+		if v.Shown.PopupID == 0 {
+			return v, fmt.Errorf("a %s without a popup shown", a)
+		}
+		body := `{"uid":"` + v.UID + `","action":"` + a + `","decision_id":"` + v.Shown.DecisionID + `"}`
+		if err := simCall(ctx, client, http.MethodPost, public+"/api/v1/popups/"+strconv.FormatInt(v.Shown.PopupID, 10)+"/actions", body, nil); err != nil {
+			return v, fmt.Errorf("%s: %w", a, err)
+		}
+	}
+	return v, nil
+}
+
+// simBackend batches conversions as an app's backend does, up to size a request.
+type simBackend struct {
+	call    func(body string) error
+	size    int
+	pending []map[string]any
+}
+
+func (b *simBackend) add(uid, eventID string, c simConversion) error {
+	b.pending = append(b.pending, map[string]any{"uid": uid, "goal": c.Goal, "event_id": eventID, "value": c.Value})
+	if len(b.pending) < b.size {
+		return nil
+	}
+	return b.flush()
+}
+
+func (b *simBackend) flush() error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"conversions": b.pending})
+	if err != nil {
+		return err
+	}
+	b.pending = b.pending[:0]
+	if err := b.call(string(body)); err != nil {
+		return fmt.Errorf("conversions batch: %w", err)
+	}
+	return nil
+}
+
+// simCall sends one request and decodes a 2xx answer into out (nil: discard it).
+func simCall(ctx context.Context, client *http.Client, method, url, body string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode/100 != 2 || res.Header.Get("X-Popup-Degraded") != "" {
+		return fmt.Errorf("%s %s: %d %s (degraded %q)", method, url, res.StatusCode, raw, res.Header.Get("X-Popup-Degraded"))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// drain waits until the worker has written every queued event: no shard holds an event waiting or
+// claimed and not yet acknowledged (the worker acknowledges a batch once its transaction has
+// committed), and none was dead-lettered. Bounded by 5 minutes.
+func (s *serviceSim) drain(t *testing.T) {
+	t.Helper()
+	keys := redisstore.Keys{Prefix: s.cfg.RedisPrefix, Shards: s.cfg.Shards()}
+	q := redisstore.NewQueue(testenv.Redis(t), keys, s.cfg.WorkerLease)
+	var left, dead int64
+	eventually(t, 5*time.Minute, "the worker drains the queue", func() bool {
+		left, dead = 0, 0
+		for shard := range keys.Shards {
+			st, err := q.Stats(t.Context(), shard)
+			require.NoError(t, err)
+			left += st.Length + st.ProcessingTotal()
+			dead += st.Dead
+		}
+		return left == 0
+	})
+	require.Zero(t, dead, "dead-lettered events")
+}
+
+// expComparison is a rate's comparison with the baseline as the results answer it (docs/CONTRACT.md
+// §10), null where undefined: an arm's click-through rate's, a goal's conversion rate's.
+type expComparison struct {
+	Difference   *float64    `json:"difference"`
+	DifferenceCI *[2]float64 `json:"difference_ci"`
+	PAdjusted    *float64    `json:"p_adjusted"`
+	Lift         *float64    `json:"lift"`
+	LiftCI       *[2]float64 `json:"lift_ci"`
+	SequentialP  *float64    `json:"sequential_p"`
+}
+
+// expGoal is one arm's results on one goal (docs/CONTRACT.md §14).
+type expGoal struct {
+	Goal           string      `json:"goal"`
+	ConvertedUsers int64       `json:"converted_users"`
+	Conversions    int64       `json:"conversions"`
+	ValueSum       float64     `json:"value_sum"`
+	Rate           *float64    `json:"rate"`
+	RateCI         *[2]float64 `json:"rate_ci"`
+	expComparison
+	MeanValue *float64 `json:"mean_value"`
+}
+
+// expResults is the part of GET …/experiment/results (docs/CONTRACT.md §10, §14) the tests read.
+type expResults struct {
+	PopupID      int64   `json:"popup_id"`
+	Phase        int     `json:"phase"`
+	Salt         string  `json:"salt"`
+	Status       string  `json:"status"`
+	Baseline     string  `json:"baseline"`
+	GoalBaseline string  `json:"goal_baseline"`
+	PrimaryGoal  *string `json:"primary_goal"`
+	Arms         []struct {
+		Key          string      `json:"key"`
+		Weight       int         `json:"weight"`
+		Control      bool        `json:"control"`
+		ExposedUsers int64       `json:"exposed_users"`
+		ClickedUsers int64       `json:"clicked_users"`
+		Exposures    int64       `json:"exposures"`
+		Clicks       int64       `json:"clicks"`
+		Closes       int64       `json:"closes"`
+		CTR          *float64    `json:"ctr"`
+		CTRCI        *[2]float64 `json:"ctr_ci"`
+		expComparison
+		Goals []expGoal `json:"goals"`
+	} `json:"arms"`
+	Days []struct {
+		ExposedUsers int64 `json:"exposed_users"`
+	} `json:"days"`
+	SRM struct {
+		ChiSquare float64 `json:"chi_square"`
+		DF        int     `json:"df"`
+		P         float64 `json:"p"`
+		Alarm     bool    `json:"alarm"`
+	} `json:"srm"`
+	Verdict struct {
+		Winner *string `json:"winner"`
+		Reason string  `json:"reason"`
+	} `json:"verdict"`
+}
+
+// experimentResults reads popup id's experiment results (the current phase).
+func (s *serviceSim) experimentResults(t *testing.T, id int64) expResults {
+	t.Helper()
+	res := s.api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/experiment/results", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	var got expResults
+	require.NoError(t, json.Unmarshal([]byte(res.Raw), &got), res.Raw)
+	return got
+}
+
+// measure starts a stopwatch of this process's CPU (popup-api, popup-worker and the clients; not
+// MariaDB's or Redis's) and of the wall clock; the function it returns reads both since then.
+func measure(t testing.TB) func() (cpu, wall time.Duration) {
+	cpu0, wall0 := testenv.ProcessCPU(t), time.Now()
+	return func() (time.Duration, time.Duration) { return testenv.ProcessCPU(t) - cpu0, time.Since(wall0) }
+}
