@@ -213,7 +213,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	admin.Stats, admin.ExperimentDays, admin.ExperimentGoals = gatedStatsRepo, gatedStatsRepo, gatedStatsRepo
 	gatedSettingsRepo := &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
-	admin.Settings = gatedSettingsRepo
+	admin.Settings, admin.Holdout = gatedSettingsRepo, holdoutReads{gatedSettingsRepo, gatedStatsRepo}
 	admin.DefaultPacing = cfg.DefaultPacing()
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
@@ -420,6 +420,17 @@ func (g *gatedStats) ExperimentUserArms(ctx context.Context, popupID int64, salt
 
 func (g *gatedStats) GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error) {
 	return gate(g.dep, func() ([]popup.GoalCount, error) { return g.stats.GoalCounts(ctx, popupID, salt) })
+}
+
+func (g *gatedStats) GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error) {
+	return gate(g.dep, func() ([]popup.GoalCount, error) { return g.stats.GoalCountsExposedIn(ctx, popupID, salt, from, to) })
+}
+
+// holdoutReads are the holdout's results' reads (httpapi.HoldoutReads): its phases from the
+// settings, a cohort's goal counts from the stats.
+type holdoutReads struct {
+	*gatedSettings
+	*gatedStats
 }
 
 // gatedSettings is the settings store behind the MySQL gate.
