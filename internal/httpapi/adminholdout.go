@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -78,16 +77,7 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 		writeError(c, a.Log, errNoHoldout)
 		return
 	}
-	phase := 0
-	if v, ok := c.GetQuery("phase"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeError(c, a.Log, queryError("phase", "must be a positive integer"))
-			return
-		}
-		phase = n
-	}
-	zone, loc, err := a.resultsZone(c)
+	phase, zone, loc, err := a.phaseAndZone(c)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
