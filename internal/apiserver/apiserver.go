@@ -212,7 +212,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	admin.Stats, admin.ExperimentDays, admin.ExperimentGoals = gatedStatsRepo, gatedStatsRepo, gatedStatsRepo
-	admin.Settings = &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
+	gatedSettingsRepo := &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
+	admin.Settings, admin.Holdout = gatedSettingsRepo, holdoutReads{gatedSettingsRepo, gatedStatsRepo}
 	admin.DefaultPacing = cfg.DefaultPacing()
 	admin.LogRetention = cfg.ActionLogRetention
 	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
@@ -381,17 +382,17 @@ func (g *gatedReads) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Aud
 	return gate(g.dep, func() ([]popup.AuditEntry, error) { return g.repo.Audit(ctx, q) })
 }
 
-func (g *gatedReads) Snapshot(ctx context.Context) (int64, []popup.Popup, *popup.Pacing, error) {
+func (g *gatedReads) Snapshot(ctx context.Context) (int64, []popup.Popup, popup.Team, error) {
 	var version int64
-	var pacing *popup.Pacing
+	var team popup.Team
 	popups, err := gate(g.dep, func() (ps []popup.Popup, err error) {
-		version, ps, pacing, err = g.repo.Snapshot(ctx)
+		version, ps, team, err = g.repo.Snapshot(ctx)
 		return ps, err
 	})
 	if err != nil {
-		return 0, nil, nil, err
+		return 0, nil, popup.Team{}, err
 	}
-	return version, popups, pacing, nil
+	return version, popups, team, nil
 }
 
 // gatedStats is the stats reader behind the MySQL gate.
@@ -421,6 +422,17 @@ func (g *gatedStats) GoalCounts(ctx context.Context, popupID int64, salt string)
 	return gate(g.dep, func() ([]popup.GoalCount, error) { return g.stats.GoalCounts(ctx, popupID, salt) })
 }
 
+func (g *gatedStats) GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error) {
+	return gate(g.dep, func() ([]popup.GoalCount, error) { return g.stats.GoalCountsExposedIn(ctx, popupID, salt, from, to) })
+}
+
+// holdoutReads are the holdout's results' reads (httpapi.HoldoutReads): its phases from the
+// settings, a cohort's goal counts from the stats.
+type holdoutReads struct {
+	*gatedSettings
+	*gatedStats
+}
+
 // gatedSettings is the settings store behind the MySQL gate.
 type gatedSettings struct {
 	settings *mysqlstore.SettingsRepo
@@ -441,4 +453,21 @@ func (g *gatedSettings) Pacing(ctx context.Context) (*popup.Pacing, error) {
 
 func (g *gatedSettings) SetPacing(ctx context.Context, actor string, p popup.Pacing) (*popup.Pacing, error) {
 	return gate(g.dep, func() (*popup.Pacing, error) { return g.settings.SetPacing(ctx, actor, p) })
+}
+
+func (g *gatedSettings) Holdout(ctx context.Context) (popup.Holdout, error) {
+	return gate(g.dep, func() (popup.Holdout, error) { return g.settings.Holdout(ctx) })
+}
+
+func (g *gatedSettings) SetHoldout(ctx context.Context, actor string, percent int, now time.Time) (old, cur popup.Holdout, changed bool, err error) {
+	_, err = gate(g.dep, func() (struct{}, error) {
+		var err error
+		old, cur, changed, err = g.settings.SetHoldout(ctx, actor, percent, now)
+		return struct{}{}, err
+	})
+	return old, cur, changed, err
+}
+
+func (g *gatedSettings) HoldoutPhases(ctx context.Context) ([]popup.HoldoutPhase, error) {
+	return gate(g.dep, func() ([]popup.HoldoutPhase, error) { return g.settings.HoldoutPhases(ctx) })
 }

@@ -157,7 +157,7 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {
-				d.Local.remember(&key, snap.Gen, now, popup.NextEligibleAt(cands, req, &st.UserState, now, snap.Pacing))
+				d.Local.remember(&key, snap.Gen, now, nothingUntil(snap, cands, req, &st.UserState, now, p.HeldOut))
 			}
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}
@@ -312,7 +312,9 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	if err != nil {
 		return Explanation{}, fmt.Errorf("%w: read user state: %w", ErrUnavailable, err)
 	}
-	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, snap.Pacing)
+	pace := snap.Pacing
+	pace.HeldOut = snap.HoldoutCheck.Holds(req.UID) // the popups the holdout keeps from the user say so
+	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, pace)
 	ex := Explanation{Version: snap.Version, Chosen: chosen, Candidates: verdicts}
 	if chosen == nil {
 		return ex, nil
@@ -326,7 +328,9 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	// The state was read for this call only: planning on it changes nothing stored.
 	p := plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now})
 	for _, ev := range p.Events {
-		if len(ev.Arms) > 0 {
+		// (the holdout's group is not an experiment's arm: a holdout event names only it, and the
+		// others' rides after the arm of the event it marks)
+		if len(ev.Arms) > 0 && ev.Arms[0].PopupID != popup.HoldoutPopupID {
 			ex.Arms = append(ex.Arms, ArmStep{PopupID: ev.Arms[0].PopupID, Arm: ev.Arms[0].Arm})
 		}
 	}

@@ -32,6 +32,7 @@ type memStore struct {
 	fail    error         // returned by every call when set
 	force   popup.Outcome // returned by Record instead of writing, when forcing
 	forcing bool
+	events  []event.Event // every event recorded, in order
 }
 
 func newMemStore() *memStore {
@@ -50,7 +51,7 @@ func (m *memStore) Get(_ context.Context, uid string, _ time.Time) (popup.Stored
 	return popup.StoredState{UserState: st, Raw: strconv.Itoa(m.revs[uid])}, nil
 }
 
-func (m *memStore) Record(_ context.Context, uid, prev string, next *popup.UserState, _ []event.Event, _ bool) (popup.Outcome, error) {
+func (m *memStore) Record(_ context.Context, uid, prev string, next *popup.UserState, evs []event.Event, _ bool) (popup.Outcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
@@ -66,6 +67,7 @@ func (m *memStore) Record(_ context.Context, uid, prev string, next *popup.UserS
 	st := *next
 	st.Popups = maps.Clone(next.Popups)
 	m.states[uid] = st
+	m.events = append(m.events, evs...)
 	return popup.Recorded, nil
 }
 
@@ -94,7 +96,8 @@ type fixture struct {
 	holder *snapshot.Holder
 	store  *memStore
 	d      *decide.Decider
-	pace   popup.Pacing // every snapshot's
+	pace   popup.Pacing  // every snapshot's
+	hold   popup.Holdout // every snapshot's holdout (the zero value: none)
 }
 
 func newFixture(t *testing.T, cacheSize int, pace popup.Pacing, popups ...popup.Popup) *fixture {
@@ -110,6 +113,7 @@ func (f *fixture) publish(t *testing.T, version int64, popups ...popup.Popup) {
 	t.Helper()
 	s := snapshot.BuildWith(version, popups, t0, popup.LinkSchemes{}, nil)
 	s.Pacing = f.pace
+	s.SetHoldout(f.hold)
 	require.Empty(t, s.Problems)
 	require.True(t, f.holder.Store(s))
 }

@@ -103,6 +103,10 @@ func armSuffixes(decisionID string, max int, yield func(popupID int64, arm int))
 	}
 }
 
+// holdoutID is the event id of a decision's holdout event (docs/CONTRACT.md §15): the decision
+// id and ".h" (it fits event.MaxIDLen as an exposure's does).
+func holdoutID(decision string) string { return decision + ".h" }
+
 // exposureID is the event id of the k-th (from 1) control exposure a decision records: the
 // decision id and ".x<k>", so that every event in the queue has its own (uid, event_id).
 func exposureID(decision string, k int) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/snapshot"
 )
 
 // LocalAnswers remembers, per process, that nothing can show to a user until some instant: the
@@ -180,4 +181,29 @@ func (l *LocalAnswers) Collectors() []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "popup_local_answers_entries",
 			Help: "Local answers held."}, func() float64 { return float64(l.Len()) }),
 	}
+}
+
+// nothingUntil is the instant until which a decision for req that recorded nothing stays one
+// that records nothing: popup.NextEligibleAt for a user the holdout does not hold out (heldOut
+// false; the
+// holdout changes nothing for them while nothing shows). A user held out (docs/CONTRACT.md §15)
+// can be shown a holdout-exempt popup from its NextEligibleAt under the holdout on, and is due a
+// holdout event once a popup could be chosen without the holdout, not before the next UTC day
+// when the user carries today's mark: the earlier of the two. Both only move later as the user's
+// state changes (a holdout event sets the mark, never clears it), so the invariant above holds.
+func nothingUntil(snap *snapshot.Snapshot, cands []*popup.Compiled, req popup.Request, s *popup.UserState, now time.Time, heldOut bool) time.Time {
+	pace := snap.Pacing
+	due := popup.NextEligibleAt(cands, req, s, now, pace)
+	if !heldOut {
+		return due
+	}
+	if next := time.Unix((int64(popup.DayNumber(now))+1)*86400, 0).UTC(); !due.IsZero() && s.MarkedOn(snap.Holdout.Phase, now) && due.Before(next) {
+		due = next
+	}
+	pace.HeldOut = true
+	shown := popup.NextEligibleAt(cands, req, s, now, pace)
+	if due.IsZero() || !shown.IsZero() && shown.Before(due) {
+		return shown
+	}
+	return due
 }

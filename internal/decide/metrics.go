@@ -17,6 +17,7 @@ const (
 	outDegradedRedisError
 	outDegradedMySQL
 	outControl
+	outHoldout
 	numOutcomes
 )
 
@@ -32,6 +33,7 @@ var outcomeNames = [numOutcomes]string{
 	outDegradedRedisError:  "degraded_redis_error",
 	outDegradedMySQL:       "degraded_mysql", // loading a user's lost state from MySQL failed or missed the budget
 	outControl:             "none_control",   // an experiment's control exposure, nothing shown (docs/CONTRACT.md §10)
+	outHoldout:             "none_holdout",   // a held-out user's holdout exposure, nothing shown (docs/CONTRACT.md §15)
 }
 
 // storeOp is a label value of popup_redis_errors_total.

@@ -38,13 +38,15 @@ type decisionPlan struct {
 	// DecisionID names the decision: the impression's id, and the prefix of each exposure's;
 	// "" when there is nothing to record.
 	DecisionID string
-	// Events are what to record, in order, with the state plan left: control exposures, then
-	// Shown's impression. None when nothing is eligible: nothing is recorded.
+	// Events are what to record, in order, with the state plan left: a holdout event, control
+	// exposures, then Shown's impression. None when nothing is eligible: nothing is recorded.
 	Events []event.Event
+	// HeldOut says the team's holdout holds the user out (the membership test, taken once).
+	HeldOut bool
 }
 
 // plan decides what a homepage request shows and records, from the user's state as read
-// (docs/CONTRACT.md §2 Selection, §10). The popup Select chooses, x, is one of:
+// (docs/CONTRACT.md §2 Selection, §10, §15). The popup Select chooses, x, is one of:
 //
 //   - outside any experiment (arm -1) or in a variant arm of its experiment: x's impression,
 //     counting for the arm, and x's content or the variant's;
@@ -56,21 +58,75 @@ type decisionPlan struct {
 // The decision id also names x's arm and every control passed on the way, so that a click on the
 // popup the chain ends at counts for each of them (Act); a chain stops where the id cannot name
 // one more, or at event.MaxRecordEvents events.
+//
+// While the team's holdout runs, a user it holds out is chosen among the holdout-exempt popups
+// only, and when the selection without the holdout would have shown a popup that is not exempt,
+// a holdout event comes first (once a UTC day and phase: the state's mark). Another user's first
+// impression or exposure of a popup that is not exempt carries the others' group, once a UTC day
+// and phase too. So both groups count the users the popups would reach, each at most once a day,
+// and with no Redis call of their own.
 func plan(in *planInput) decisionPlan {
-	c := popup.Select(in.Cands, in.Req, in.State, in.Now, in.Snap.Pacing)
-	if c == nil {
-		return decisionPlan{Arm: -1}
+	pace := in.Snap.Pacing
+	h := &in.Snap.Holdout
+	var held *popup.Compiled // a held-out user's would-be popup, when the holdout event is due
+	heldOut := in.Snap.HoldoutCheck.Holds(in.Req.UID)
+	if heldOut {
+		if x := popup.Select(in.Cands, in.Req, in.State, in.Now, pace); x != nil && !x.Popup.HoldoutExempt && !in.State.MarkedOn(h.Phase, in.Now) {
+			held = x
+		}
+		pace.HeldOut = true
+	}
+	c := popup.Select(in.Cands, in.Req, in.State, in.Now, pace)
+	if c == nil && held == nil {
+		return decisionPlan{Arm: -1, HeldOut: heldOut}
 	}
 	var buf [maxDecisionIDLen + 8]byte
 	decision := in.ID.append(buf[:0])
-	i := c.Arm(in.Req.UID)
-	n := 1 // the impression
+	p := decisionPlan{Arm: -1, HeldOut: heldOut}
+	i, n := -1, 0 // c's arm; the events to make room for
+	if c != nil {
+		i, n = c.Arm(in.Req.UID), 1 // the impression
+		if i >= 0 {
+			n = 2 // room for a control's exposure and a fall-through's impression
+		}
+	}
+	if held != nil {
+		n++
+	}
+	evs := make([]event.Event, 0, n)
+	if held != nil {
+		evs = append(evs, event.Event{UID: in.Req.UID, PopupID: held.Popup.ID, Action: event.Holdout, At: in.Now,
+			Arms: in.Snap.HoldoutRefs.Held})
+		in.State.Holdout = popup.HoldoutMark{Phase: int32(h.Phase), Day: popup.DayNumber(in.Now)}
+	}
+	if c != nil {
+		decision = p.chain(in, c, i, pace, decision, &evs)
+	}
+	p.DecisionID = string(decision)
+	for k := range evs {
+		ev := &evs[k]
+		ev.DecisionID = p.DecisionID
+		switch ev.Action {
+		case event.Holdout:
+			ev.ID = holdoutID(p.DecisionID)
+		case event.Exposure:
+			ev.ID = exposureID(p.DecisionID, k+1)
+		default:
+			ev.ID = p.DecisionID
+		}
+	}
+	p.Events = evs
+	return p
+}
+
+// chain plans the popup c the selection chose, the user in its arm i, and what it falls through
+// to (plan), appending the events to evs, and returns the decision id with its experiment
+// suffixes.
+func (p *decisionPlan) chain(in *planInput, c *popup.Compiled, i int, pace popup.Pacing, decision []byte, evs *[]event.Event) []byte {
 	if i >= 0 {
 		decision = appendArm(decision, c.Popup.ID, i)
-		n = 2 // room for a control's exposure and a fall-through's impression
 	}
-	p := decisionPlan{Arm: -1}
-	evs := make([]event.Event, 0, n)
+	first, exempt := len(*evs), c.Popup.HoldoutExempt
 	rest := in.Cands
 	for {
 		entry := in.Snap.Entry(c.Popup.ID)
@@ -83,20 +139,20 @@ func plan(in *planInput) decisionPlan {
 			}
 			p.Body, p.Locale = entry.ShownIn(i, in.Req.Lang)
 			ev.Locale = p.Locale
-			evs = append(evs, ev)
+			*evs = append(*evs, ev)
 			p.Shown, p.Arm = entry, i
 			break
 		}
 		ps := c.ApplyExposure(in.State, in.Now)
-		evs = append(evs, event.Event{UID: in.Req.UID, PopupID: c.Popup.ID, Action: event.Exposure, At: in.Now,
+		*evs = append(*evs, event.Event{UID: in.Req.UID, PopupID: c.Popup.ID, Action: event.Exposure, At: in.Now,
 			NextShowAt: ps.NextShowAt, Impressions: ps.Impressions, Arms: entry.ArmRefs[i]})
-		if c.Popup.Experiment.Control.Mode != popup.ControlFallThrough || len(evs) == event.MaxRecordEvents {
+		if c.Popup.Experiment.Control.Mode != popup.ControlFallThrough || len(*evs) == event.MaxRecordEvents {
 			break
 		}
 		// As if c did not apply: the candidates after it (those before it did not qualify, and
 		// an exposure changes nothing they depend on).
 		rest = after(rest, c)
-		if c = popup.Select(rest, in.Req, in.State, in.Now, in.Snap.Pacing); c == nil {
+		if c = popup.Select(rest, in.Req, in.State, in.Now, pace); c == nil {
 			break
 		}
 		if i = c.Arm(in.Req.UID); i >= 0 && c.Popup.Experiment.IsControl(i) {
@@ -107,18 +163,14 @@ func plan(in *planInput) decisionPlan {
 			decision = next
 		}
 	}
-	p.DecisionID = string(decision)
-	for k := range evs {
-		ev := &evs[k]
-		ev.DecisionID = p.DecisionID
-		if ev.Action == event.Exposure {
-			ev.ID = exposureID(p.DecisionID, k+1)
-		} else {
-			ev.ID = p.DecisionID
-		}
+	// The others' group rides on the first event of a popup that is not exempt (the one the
+	// selection chose), once a UTC day and phase: a copy of its arm references with the group's.
+	if h := &in.Snap.Holdout; !pace.HeldOut && !exempt && h.Running() && !in.State.MarkedOn(h.Phase, in.Now) {
+		ev := &(*evs)[first]
+		ev.Arms = append(ev.Arms[:len(ev.Arms):len(ev.Arms)], in.Snap.HoldoutRefs.Others...)
+		in.State.Holdout = popup.HoldoutMark{Phase: int32(h.Phase), Day: popup.DayNumber(in.Now)}
 	}
-	p.Events = evs
-	return p
+	return decision
 }
 
 // answer is the homepage answer once p is recorded under config version, in the language plan
@@ -136,10 +188,13 @@ func (p *decisionPlan) answer(version int64) Answer {
 
 // outcome is how popup_decisions_total counts p once recorded.
 func (p *decisionPlan) outcome() outcome {
-	if p.Shown == nil {
-		return outControl // events but nothing shown: only a control's exposures
+	switch {
+	case p.Shown != nil:
+		return outPopup
+	case p.Events[len(p.Events)-1].Action == event.Holdout:
+		return outHoldout // a held-out user's holdout event alone
 	}
-	return outPopup
+	return outControl // events but nothing shown: a control's exposures (after a holdout event, maybe)
 }
 
 // after is the part of cs after c (which cs holds).

@@ -307,3 +307,46 @@ func TestPlanRecordsTheLocaleShown(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPlanHoldout is the plan of a decision that shows nothing (the popup is within its
+// reshow interval), without a holdout, with a running 10% holdout for a user outside it (the
+// membership test is the difference), and for a user held out and counted today (the test and a
+// second selection, without the holdout). No store: the plan alone (docs/PERFORMANCE.md, "Global
+// holdout").
+func BenchmarkPlanHoldout(b *testing.B) {
+	h := popup.Holdout{Percent: 10, Salt: "h01d0u7a5a17c0de", Phase: 1, StartedAt: pt0.Add(-time.Hour)}
+	check := h.Check()
+	uid := func(held bool) string {
+		for i := 0; ; i++ {
+			if u := "user-" + strconv.Itoa(i); check.Holds(u) == held {
+				return u
+			}
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		hold popup.Holdout
+		uid  string
+	}{
+		{"no holdout", popup.Holdout{}, uid(false)},
+		{"user outside", h, uid(false)},
+		{"user held out", h, uid(true)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			snap := snapshot.BuildWith(7, []popup.Popup{planPopup(1, 10, nil)}, pt0, popup.LinkSchemes{}, nil)
+			snap.SetHoldout(bc.hold)
+			req := popup.Request{UID: bc.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
+			cands := snap.Candidates(req.Platform, req.Region)
+			st := popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: pt0.Add(time.Hour), Impressions: 1, LastImpressionAt: pt0}},
+				Holdout: popup.HoldoutMark{Phase: 1, Day: popup.DayNumber(pt0)}}
+			in := planInput{Snap: snap, Cands: cands, Req: req, State: &st, Now: pt0.Add(time.Minute), ID: planID}
+			if p := plan(&in); len(p.Events) != 0 {
+				b.Fatalf("want nothing planned, got %d events", len(p.Events))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				plan(&in)
+			}
+		})
+	}
+}

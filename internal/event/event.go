@@ -27,6 +27,11 @@ const (
 	// state of it advanced as an impression's would (the same display rules), and the control arm
 	// counts the user as exposed.
 	Exposure Action = "exposure"
+	// Holdout is a held-out user's would-be impression (docs/CONTRACT.md §15): the team's holdout
+	// kept the popup from the user, nothing was shown and no popup's state changed; it counts the
+	// user as exposed in the holdout's phase (its one arm reference, of popup.HoldoutPopupID).
+	// PopupID is the popup the user would have been shown.
+	Holdout Action = "holdout"
 	// Conversion is a user reaching a goal (docs/CONTRACT.md §14): no popup, no state; Goal and
 	// Value say which goal and what it was worth. It is queued with the user's display events so
 	// that it has their guarantees (durable, de-duplicated by (uid, event id), drained in order).
@@ -35,7 +40,7 @@ const (
 
 // Valid reports whether a is one of the actions.
 func (a Action) Valid() bool {
-	return a == Impression || a == Click || a == Close || a == Exposure || a == Conversion
+	return a == Impression || a == Click || a == Close || a == Exposure || a == Conversion || a == Holdout
 }
 
 // Event is one action together with the user's resulting state of that popup. Carrying the
@@ -66,7 +71,9 @@ type Event struct {
 	// Arms are the experiment arms the event counts for (docs/CONTRACT.md §10), at most
 	// MaxArmRefs: for an impression or exposure the arm the user was assigned; for a click or
 	// close the user's arm in this popup's experiment and, for a click on a popup that controls
-	// fell through to, those controls. None for a popup without a running experiment.
+	// fell through to, those controls. None for a popup without a running experiment. The
+	// holdout's group (§15) is an arm of popup.HoldoutPopupID: a holdout event's only one, and
+	// the others' group on the first impression or exposure of a user's UTC day in the phase.
 	Arms []ArmRef
 	// Goal and Value are a conversion's: the goal's key and the value reported (0 for none).
 	Goal  string
@@ -229,12 +236,15 @@ func Decode(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: bad button", ErrDecode)
 	case w.L != "" && (e.Action != Impression || !ValidLocale(w.L)):
 		return Event{}, fmt.Errorf("%w: bad locale", ErrDecode)
-	case len(w.X) > MaxArmRefs || e.Action == Exposure && len(w.X) == 0:
+	case len(w.X) > MaxArmRefs || e.Action == Exposure && len(w.X) == 0 ||
+		e.Action == Holdout && (len(w.X) != 1 || w.X[0].P != popup.HoldoutPopupID || w.X[0].A != string(popup.HoldoutHeld)):
 		return Event{}, fmt.Errorf("%w: bad experiment arms", ErrDecode)
 	}
 	for _, x := range w.X {
-		// (a salt is drawn like a bucket seed; an arm is a variant's key or "control")
-		if x.P <= 0 || !popup.ValidBucketSeed(x.S) || !popup.ValidArmKey(x.A) {
+		// (a salt is drawn like a bucket seed, a holdout phase's key too; an arm is a variant's
+		// key or "control", or for the holdout, popup 0, its group)
+		if x.P < 0 || !popup.ValidBucketSeed(x.S) || !popup.ValidArmKey(x.A) ||
+			x.P == popup.HoldoutPopupID && x.A != string(popup.HoldoutHeld) && x.A != string(popup.HoldoutOthers) {
 			return Event{}, fmt.Errorf("%w: bad experiment arm", ErrDecode)
 		}
 		e.Arms = append(e.Arms, ArmRef{PopupID: x.P, Salt: x.S, Arm: x.A})

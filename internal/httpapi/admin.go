@@ -86,6 +86,8 @@ type Admin struct {
 	GoalsChanged func(ctx context.Context) error
 	// ExperimentGoals reads the goal counts of experiment results (nil: results without goals).
 	ExperimentGoals ExperimentGoals
+	// Holdout reads the global holdout's phases and cohorts (nil: no holdout results).
+	Holdout HoldoutReads
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
 	// value allows http and https.
 	Links popup.LinkSchemes
@@ -176,6 +178,7 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
 	v1.GET("/stats", a.allStats)
 	v1.GET("/popups/:id/experiment/results", a.experimentResults)
+	v1.GET("/holdout/results", a.holdoutResults)
 	v1.POST("/popups/:id/experiment/reassignment", a.experimentReassignment) // a read: it records nothing
 	// Team settings: reading is for every operator, changing them is an admin's.
 	v1.GET("/settings", a.getSettings)

@@ -172,16 +172,7 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	phase := 0
-	if v, ok := c.GetQuery("phase"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeError(c, a.Log, queryError("phase", "must be a positive integer"))
-			return
-		}
-		phase = n
-	}
-	zone, loc, err := a.resultsZone(c)
+	phase, zone, loc, err := a.phaseAndZone(c)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
@@ -225,6 +216,20 @@ func (a *Admin) experimentResults(c *gin.Context) {
 	body := toResultsWire(id, cur.Status, res)
 	body.TimeZone = zone
 	c.JSON(http.StatusOK, body)
+}
+
+// phaseAndZone reads the query of a results route: phase (a positive integer; 0 when absent: the
+// current or latest phase) and tz (resultsZone).
+func (a *Admin) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.Location, err error) {
+	if v, ok := c.GetQuery("phase"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, "", nil, queryError("phase", "must be a positive integer")
+		}
+		phase = n
+	}
+	zone, loc, err = a.resultsZone(c)
+	return phase, zone, loc, err
 }
 
 // addGoals adds the phase's results on every goal (results.AddGoals); none without goals.

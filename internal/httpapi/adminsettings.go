@@ -16,11 +16,15 @@ import (
 // SettingsStore holds the team's settings (mysqlstore.SettingsRepo): Get answers def for a
 // setting never set; Set returns the value it replaced. The pacing is read and written whole
 // (nil: never set); SetPacing also makes a new config version, which Reload then propagates.
+// Holdout is the latest holdout phase (running or ended; the zero value: never set), and
+// SetHoldout applies popup.Holdout.Change to it, making a new config version when it changes.
 type SettingsStore interface {
 	Get(ctx context.Context, name, def string) (string, error)
 	Set(ctx context.Context, actor, name, value, def string) (old string, err error)
 	Pacing(ctx context.Context) (*popup.Pacing, error)
 	SetPacing(ctx context.Context, actor string, p popup.Pacing) (old *popup.Pacing, err error)
+	Holdout(ctx context.Context) (popup.Holdout, error)
+	SetHoldout(ctx context.Context, actor string, percent int, now time.Time) (old, cur popup.Holdout, changed bool, err error)
 }
 
 // The reporting time zone: the zone whose days results are counted in, unless a request names
@@ -38,12 +42,17 @@ const (
 	settingDailyCap      = "daily_cap"
 )
 
+// settingHoldoutPercent is the global holdout's share of users (docs/CONTRACT.md §15): 0 (no
+// holdout, the default) to popup.MaxHoldoutPercent.
+const settingHoldoutPercent = "holdout_percent"
+
 // settingsBody is GET /admin/v1/settings' answer and PUT's body; in a PUT the pacing settings
 // may be left out (unchanged), in an answer they are always there.
 type settingsBody struct {
 	ReportingTimeZone string `json:"reporting_time_zone"`
 	MinGapSeconds     *int64 `json:"min_gap_seconds"`
 	DailyCap          *int   `json:"daily_cap"`
+	HoldoutPercent    *int   `json:"holdout_percent"`
 }
 
 // getSettings answers GET /admin/v1/settings.
@@ -66,8 +75,16 @@ func (a *Admin) settings(ctx context.Context) (settingsBody, error) {
 	if err != nil {
 		return settingsBody{}, err
 	}
+	h, err := a.Settings.Holdout(ctx)
+	if err != nil {
+		return settingsBody{}, err
+	}
+	held := 0
+	if h.Running() {
+		held = h.Percent
+	}
 	gap := int64(pacing.MinGap / time.Second)
-	return settingsBody{ReportingTimeZone: tz, MinGapSeconds: &gap, DailyCap: &pacing.DailyCap}, nil
+	return settingsBody{ReportingTimeZone: tz, MinGapSeconds: &gap, DailyCap: &pacing.DailyCap, HoldoutPercent: &held}, nil
 }
 
 // pacing is the stored pacing, the default when none was set.
@@ -102,6 +119,12 @@ func (a *Admin) putSettings(c *gin.Context) {
 	a.Log.Info("setting changed", "operator", who, "setting", settingReportingTimeZone, "old", old, "new", in.ReportingTimeZone)
 	if in.MinGapSeconds != nil || in.DailyCap != nil {
 		if err := a.putPacing(ctx, who, in); err != nil {
+			writeError(c, a.Log, err)
+			return
+		}
+	}
+	if in.HoldoutPercent != nil {
+		if err := a.putHoldout(ctx, who, *in.HoldoutPercent); err != nil {
 			writeError(c, a.Log, err)
 			return
 		}
@@ -142,6 +165,24 @@ func (a *Admin) putPacing(ctx context.Context, who string, in settingsBody) erro
 	return nil
 }
 
+// putHoldout sets the holdout percentage: a new percentage ends the running phase and starts the
+// next (popup.Holdout.Change), a new config version that reaches every instance; the same one
+// changes nothing.
+func (a *Admin) putHoldout(ctx context.Context, who string, percent int) error {
+	old, cur, changed, err := a.Settings.SetHoldout(ctx, who, percent, a.Now())
+	if err != nil || !changed {
+		return err
+	}
+	was := 0
+	if old.Running() {
+		was = old.Percent
+	}
+	a.Log.Info("setting changed", "operator", who, "setting", settingHoldoutPercent, "old", was, "new", percent,
+		"ended_phase", old.Phase, "phase", cur.Phase)
+	a.propagate(ctx)
+	return nil
+}
+
 // decodeSettings reads a settings body: one JSON object holding exactly the known settings,
 // each valid; the error names every offending field.
 func decodeSettings(raw []byte) (settingsBody, error) {
@@ -165,6 +206,11 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 	}
 	fields = append(fields, decodeWhole(obj, settingMinGapSeconds, &in.MinGapSeconds)...)
 	fields = append(fields, decodeWhole(obj, settingDailyCap, &in.DailyCap)...)
+	if hf := decodeWhole(obj, settingHoldoutPercent, &in.HoldoutPercent); len(hf) > 0 {
+		fields = append(fields, hf...)
+	} else if in.HoldoutPercent != nil {
+		fields = append(fields, popup.ValidateHoldoutPercent(*in.HoldoutPercent)...)
+	}
 	if len(fields) == 0 && (in.MinGapSeconds != nil || in.DailyCap != nil) {
 		gap, dailyCap := int64(0), 0
 		if in.MinGapSeconds != nil {
@@ -177,7 +223,7 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 	}
 	var unknown []string
 	for k := range obj {
-		if k != settingReportingTimeZone && k != settingMinGapSeconds && k != settingDailyCap {
+		if k != settingReportingTimeZone && k != settingMinGapSeconds && k != settingDailyCap && k != settingHoldoutPercent {
 			unknown = append(unknown, k)
 		}
 	}
@@ -191,14 +237,15 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 	return in, nil
 }
 
-// decodeWhole decodes the optional whole number obj[name] into *dst (left nil when absent).
+// decodeWhole decodes the optional whole number obj[name] into *dst (left nil when absent; null
+// is not a number, not "unchanged").
 func decodeWhole[T int | int64](obj map[string]json.RawMessage, name string, dst **T) []popup.FieldError {
 	raw, ok := obj[name]
 	if !ok {
 		return nil
 	}
 	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := json.Unmarshal(raw, &v); err != nil || string(bytes.TrimSpace(raw)) == "null" {
 		return []popup.FieldError{{Field: name, Message: "must be a whole number"}}
 	}
 	*dst = &v

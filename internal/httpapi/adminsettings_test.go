@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,6 +35,14 @@ func TestDecodeSettingsTakesThePacingOrLeavesItOut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, got.MinGapSeconds, "left out: unchanged")
 	assert.Nil(t, got.DailyCap)
+	assert.Nil(t, got.HoldoutPercent)
+
+	for _, give := range []int{0, 1, 20} {
+		got, err = decodeSettings([]byte(`{"reporting_time_zone":"UTC","holdout_percent":` + strconv.Itoa(give) + `}`))
+		require.NoError(t, err)
+		require.NotNil(t, got.HoldoutPercent)
+		assert.Equal(t, give, *got.HoldoutPercent)
+	}
 }
 
 // refusal is the code of a refused input and the fields it names.
@@ -69,6 +78,11 @@ func TestDecodeSettingsRefuses(t *testing.T) {
 		{`{"reporting_time_zone":"UTC","min_gap_seconds":30,"daily_cap":1001}`, "validation_failed", []string{"daily_cap"}},
 		{`{"reporting_time_zone":"UTC","daily_cap":"3"}`, "validation_failed", []string{"daily_cap"}},
 		{`{"reporting_time_zone":"UTC","min_gap_seconds":1.5}`, "validation_failed", []string{"min_gap_seconds"}},
+		{`{"reporting_time_zone":"UTC","holdout_percent":21}`, "validation_failed", []string{"holdout_percent"}},
+		{`{"reporting_time_zone":"UTC","holdout_percent":-1}`, "validation_failed", []string{"holdout_percent"}},
+		{`{"reporting_time_zone":"UTC","holdout_percent":2.5}`, "validation_failed", []string{"holdout_percent"}},
+		{`{"reporting_time_zone":"UTC","holdout_percent":"10"}`, "validation_failed", []string{"holdout_percent"}},
+		{`{"reporting_time_zone":"UTC","holdout_percent":null}`, "validation_failed", []string{"holdout_percent"}},
 		{`[`, "invalid_json", nil},
 		{`null`, "invalid_json", nil},
 		{`{"reporting_time_zone":"UTC"} {}`, "invalid_json", nil},

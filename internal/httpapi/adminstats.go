@@ -286,17 +286,23 @@ func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiErr
 	case toQ == "":
 		to = from.Add(span)
 	}
+	return from, to, checkRange(from, to)
+}
+
+// checkRange refuses a range of dates from..to that is reversed, out of bounds or over
+// statsMaxDays, naming the parameter.
+func checkRange(from, to time.Time) *apiError {
 	switch {
 	case to.Year() > 9999:
-		return from, to, queryError("to", "must be at most 9999-12-31")
+		return queryError("to", "must be at most 9999-12-31")
 	case from.Year() < 1970:
-		return from, to, queryError("from", "must be 1970-01-01 or later")
+		return queryError("from", "must be 1970-01-01 or later")
 	case from.After(to):
-		return from, to, queryError("from", "must not be after to")
+		return queryError("from", "must not be after to")
 	case to.Sub(from) >= statsMaxDays*24*time.Hour:
-		return from, to, queryError("from", "the range from..to is at most 366 days")
+		return queryError("from", "the range from..to is at most 366 days")
 	}
-	return from, to, nil
+	return nil
 }
 
 func parseDay(name, v string) (time.Time, *apiError) {

@@ -31,6 +31,7 @@ type adminPopup struct {
 	CloseCooldownSeconds int64             `json:"close_cooldown_seconds"`
 	MaxImpressions       int               `json:"max_impressions"`
 	ExemptFromCaps       bool              `json:"exempt_from_caps"`
+	HoldoutExempt        bool              `json:"holdout_exempt"`
 	Title                string            `json:"title"`
 	Content              string            `json:"content"`
 	ImageURL             string            `json:"image_url"`
@@ -204,7 +205,8 @@ func toWire(p popup.Popup, now time.Time) adminPopup {
 			Audiences: adminAudienceRefs{Include: nonNil(t.Audiences.Include), Exclude: nonNil(t.Audiences.Exclude)}},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
 		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps,
-		Title: p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
+		HoldoutExempt: p.HoldoutExempt,
+		Title:         p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
 		Translations: translationsToWire(p.Translations),
 		Experiment:   experimentToWire(p.Experiment), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
 	}
@@ -236,6 +238,7 @@ type adminPopupInput struct {
 	CloseCooldownSeconds *int64                `json:"close_cooldown_seconds"`
 	MaxImpressions       *int                  `json:"max_impressions"`
 	ExemptFromCaps       bool                  `json:"exempt_from_caps"`
+	HoldoutExempt        bool                  `json:"holdout_exempt"`
 	Title                string                `json:"title"`
 	Content              string                `json:"content"`
 	ImageURL             string                `json:"image_url"`
@@ -391,7 +394,8 @@ func fromWire(in adminPopupInput) popup.Input {
 		Name: in.Name, BucketSeed: in.BucketSeed, Priority: in.Priority, StartAt: in.StartAt, EndAt: in.EndAt,
 		ReshowAfterSeconds: in.ReshowAfterSeconds, ClickCooldownSeconds: in.ClickCooldownSeconds,
 		CloseCooldownSeconds: in.CloseCooldownSeconds, MaxImpressions: in.MaxImpressions, ExemptFromCaps: in.ExemptFromCaps,
-		Title: in.Title, Content: in.Content, ImageURL: in.ImageURL, LinkURL: in.LinkURL, Ext: in.Ext,
+		HoldoutExempt: in.HoldoutExempt,
+		Title:         in.Title, Content: in.Content, ImageURL: in.ImageURL, LinkURL: in.LinkURL, Ext: in.Ext,
 		Translations: in.Translations,
 	}
 	if in.Status != nil {
@@ -464,7 +468,7 @@ func (in *adminPopupInput) inputFields() []inputField {
 		{"start_at", &in.StartAt, nil}, {"end_at", &in.EndAt, nil}, {"targeting", &in.Targeting, nil},
 		{"reshow_after_seconds", &in.ReshowAfterSeconds, nil}, {"click_cooldown_seconds", &in.ClickCooldownSeconds, nil},
 		{"close_cooldown_seconds", &in.CloseCooldownSeconds, nil}, {"max_impressions", &in.MaxImpressions, nil},
-		{"exempt_from_caps", &in.ExemptFromCaps, nil},
+		{"exempt_from_caps", &in.ExemptFromCaps, nil}, {"holdout_exempt", &in.HoldoutExempt, nil},
 		{"title", &in.Title, nil}, {"content", &in.Content, nil}, {"image_url", &in.ImageURL, nil}, {"link_url", &in.LinkURL, nil},
 		{"buttons", &in.Buttons, nil}, {"ext", &in.Ext, nil},
 		{"translations", nil, func(raw json.RawMessage, path string) []popup.FieldError {

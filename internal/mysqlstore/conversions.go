@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -366,6 +367,25 @@ func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) 
 	if err != nil {
 		return nil, err
 	}
+	return scanGoalCounts(rows)
+}
+
+// GoalCountsExposedIn reads what GoalCounts reads for the phase's users first exposed in
+// [from, to) alone (a cohort: docs/CONTRACT.md §15), summed from the users' rows; a user an
+// erasure removed is no longer in them.
+func (r *StatsRepo) GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT g.arm, g.goal_key, COUNT(*), SUM(g.conversions), SUM(g.value_sum), SUM(g.value_sum * g.value_sum)
+		FROM popup_experiment_goal_user g JOIN popup_experiment_user u ON u.popup_id = g.popup_id AND u.salt = g.salt AND u.uid = g.uid
+		WHERE g.popup_id = ? AND g.salt = ? AND u.first_exposed_at >= ? AND u.first_exposed_at < ?
+		GROUP BY g.arm, g.goal_key ORDER BY g.arm, g.goal_key`, popupID, salt, toDB(from), toDB(to))
+	if err != nil {
+		return nil, fmt.Errorf("read goal counts of a cohort: %w", err)
+	}
+	return scanGoalCounts(rows)
+}
+
+// scanGoalCounts reads rows of (arm, goal, converted users, conversions, value sum, square sum).
+func scanGoalCounts(rows *sql.Rows) ([]popup.GoalCount, error) {
 	defer rows.Close()
 	var out []popup.GoalCount
 	for rows.Next() {

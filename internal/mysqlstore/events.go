@@ -167,9 +167,12 @@ func (w *EventWriter) display(ctx context.Context, tx *sql.Tx, batch uint64, eve
 	// Affected rows count 1 per inserted row and 0 per known one left as it was (Connect turns
 	// the driver's found-rows counting off).
 	inserted, _ = res.RowsAffected()
-	stateQ, stateArgs, states := userStateUpsert(events)
-	if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
-		return 0, 0, err
+	// (a batch of holdout events alone changes no popup's state: no statement)
+	if stateQ, stateArgs, n := userStateUpsert(events); n > 0 {
+		if _, err = tx.ExecContext(ctx, stateQ, stateArgs...); err != nil {
+			return 0, 0, err
+		}
+		states = n
 	}
 	var news []newRow
 	switch {
@@ -294,8 +297,8 @@ func countEvents(events []event.Event, news []newRow) ([]dailyCount, []slotCount
 	var slots []slotCount
 	for _, r := range news {
 		e := &events[r.i]
-		if e.Action == event.Exposure {
-			continue // not an impression: a control user was shown nothing (docs/CONTRACT.md §10)
+		if e.Action == event.Exposure || e.Action == event.Holdout {
+			continue // not an impression: a control or held-out user was shown nothing (docs/CONTRACT.md §10, §15)
 		}
 		sec := r.at.Unix()
 		dk := dayKey{e.PopupID, floorDiv(sec, 86400)}
@@ -567,6 +570,9 @@ func mergeStates(events []event.Event) []mergedState {
 	rows := make([]mergedState, 0, len(events))
 	for i := range events {
 		e := &events[i]
+		if e.Action == event.Holdout {
+			continue // the holdout kept the popup from the user: its state stays as it was (§15)
+		}
 		k := stateKey{e.UID, e.PopupID}
 		j, ok := idx[k]
 		if !ok {

@@ -113,7 +113,7 @@ func collectExperimentEvents(events []event.Event, news []newRow) ([]expUserAdd,
 			}
 			add := &users[u]
 			switch e.Action {
-			case event.Impression, event.Exposure:
+			case event.Impression, event.Exposure, event.Holdout:
 				add.exposures++
 				if add.exposedAt.IsZero() || r.at.Before(add.exposedAt) {
 					add.exposedAt, add.arm = r.at, a.Arm
@@ -299,7 +299,7 @@ func experimentSlots(users []expUserAdd, evs []expEvent, rows map[expUserKey]exp
 		}
 		d := at(u, row.arm, ev.at)
 		switch ev.action {
-		case event.Impression, event.Exposure:
+		case event.Impression, event.Exposure, event.Holdout:
 			d.exposures++
 		case event.Click:
 			d.clicks++

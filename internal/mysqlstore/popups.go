@@ -26,7 +26,7 @@ func NewPopupRepo(db *sql.DB) *PopupRepo { return &PopupRepo{db: db} }
 // configCols are the popup_config columns a write sets from a popup, in the order of
 // configValues: the one list every statement below is built from.
 var configCols = []string{"name", "bucket_seed", "status", "priority", "start_at", "end_at", "reshow_after_seconds",
-	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "exempt_from_caps", "targeting", "content", "experiment"}
+	"click_cooldown_seconds", "close_cooldown_seconds", "max_impressions", "exempt_from_caps", "holdout_exempt", "targeting", "content", "experiment"}
 
 var (
 	// configColumns is configCols for an INSERT's column list.
@@ -60,7 +60,7 @@ func scanPopup(s scanner) (popup.Popup, error) {
 		experiment      []byte // NULL: none
 	)
 	err := s.Scan(&p.ID, &p.Name, &p.BucketSeed, &status, &p.Priority, &start, &end, &p.ReshowAfterSeconds,
-		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &p.ExemptFromCaps, &targeting, &body, &experiment,
+		&p.ClickCooldownSeconds, &p.CloseCooldownSeconds, &p.MaxImpressions, &p.ExemptFromCaps, &p.HoldoutExempt, &targeting, &body, &experiment,
 		&p.CreatedAt, &p.UpdatedAt, &p.Revision)
 	if err != nil {
 		return popup.Popup{}, err
@@ -112,7 +112,7 @@ func configValues(p popup.Popup) ([]any, error) {
 		return nil, err
 	}
 	return []any{p.Name, p.BucketSeed, string(p.Status), p.Priority, nullTime(p.StartAt), nullTime(p.EndAt), p.ReshowAfterSeconds,
-		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, p.ExemptFromCaps, targeting, body, experiment}, nil
+		p.ClickCooldownSeconds, p.CloseCooldownSeconds, p.MaxImpressions, p.ExemptFromCaps, p.HoldoutExempt, targeting, body, experiment}, nil
 }
 
 // encodeParts is p's JSON columns (internal/popupdoc's parts); experiment is nil (NULL) when p
@@ -173,24 +173,31 @@ func queryPopups(ctx context.Context, q interface {
 	return out, rows.Err()
 }
 
-// Snapshot reads the version and every non-archived popup in one consistent read.
-func (r *PopupRepo) Snapshot(ctx context.Context) (version int64, popups []popup.Popup, pacing *popup.Pacing, err error) {
+// Snapshot reads the version, every non-archived popup and the team settings (the pacing, the
+// running holdout phase) in one consistent read.
+func (r *PopupRepo) Snapshot(ctx context.Context) (version int64, popups []popup.Popup, team popup.Team, err error) {
 	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("snapshot: %w", err)
+		return 0, nil, team, fmt.Errorf("snapshot: %w", err)
 	}
 	defer tx.Rollback() // read-only
 	if err := tx.QueryRowContext(ctx, `SELECT version FROM popup_config_version WHERE id = 1`).Scan(&version); err != nil {
-		return 0, nil, nil, fmt.Errorf("snapshot version: %w", err)
+		return 0, nil, team, fmt.Errorf("snapshot version: %w", err)
 	}
 	popups, err = queryPopups(ctx, tx, `SELECT `+popupColumns+` FROM popup_config WHERE status <> 'archived' ORDER BY id`)
 	if err != nil {
-		return 0, nil, nil, err
+		return 0, nil, team, err
 	}
-	if pacing, err = readPacing(ctx, tx); err != nil {
-		return 0, nil, nil, err
+	if team.Pacing, err = readPacing(ctx, tx); err != nil {
+		return 0, nil, team, err
 	}
-	return version, popups, pacing, tx.Commit()
+	if team.Holdout, err = readHoldout(ctx, tx, ""); err != nil {
+		return 0, nil, team, err
+	}
+	if !team.Holdout.Running() {
+		team.Holdout = popup.Holdout{}
+	}
+	return version, popups, team, tx.Commit()
 }
 
 // Get returns one popup, archived or not.

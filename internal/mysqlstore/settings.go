@@ -143,3 +143,107 @@ func (r *SettingsRepo) SetPacing(ctx context.Context, actor string, p popup.Paci
 	}
 	return old, nil
 }
+
+// The global holdout (docs/CONTRACT.md §15): popup_holdout_phase holds one row per phase, the
+// setting's history; the running phase is the row without an end.
+
+// holdoutColumns are what scanHoldout reads.
+const holdoutColumns = "phase, percent, salt, started_at, ended_at, started_by, COALESCE(ended_by, '')"
+
+func scanHoldout(s interface{ Scan(...any) error }) (popup.HoldoutPhase, error) {
+	var (
+		p     popup.HoldoutPhase
+		ended sql.NullTime
+	)
+	if err := s.Scan(&p.Phase, &p.Percent, &p.Salt, &p.StartedAt, &ended, &p.StartedBy, &p.EndedBy); err != nil {
+		return popup.HoldoutPhase{}, err
+	}
+	p.StartedAt = p.StartedAt.UTC()
+	if ended.Valid {
+		p.EndedAt = ended.Time.UTC()
+	}
+	return p, nil
+}
+
+// readHoldout reads the latest holdout phase through q (the zero value when there was none),
+// with lock appended to the statement ("" or "FOR UPDATE").
+func readHoldout(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, lock string) (popup.Holdout, error) {
+	p, err := scanHoldout(q.QueryRowContext(ctx, `SELECT `+holdoutColumns+` FROM popup_holdout_phase ORDER BY phase DESC LIMIT 1 `+lock))
+	if errors.Is(err, sql.ErrNoRows) {
+		return popup.Holdout{}, nil
+	}
+	if err != nil {
+		return popup.Holdout{}, fmt.Errorf("read holdout: %w", err)
+	}
+	return p.Holdout, nil
+}
+
+// Holdout returns the latest holdout phase, running or ended (the zero value: never set).
+func (r *SettingsRepo) Holdout(ctx context.Context) (popup.Holdout, error) {
+	return readHoldout(ctx, r.db, "")
+}
+
+// HoldoutPhases returns every holdout phase, the latest first.
+func (r *SettingsRepo) HoldoutPhases(ctx context.Context) ([]popup.HoldoutPhase, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT `+holdoutColumns+` FROM popup_holdout_phase ORDER BY phase DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("read holdout phases: %w", err)
+	}
+	defer rows.Close()
+	var out []popup.HoldoutPhase
+	for rows.Next() {
+		p, err := scanHoldout(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read holdout phases: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// SetHoldout sets the holdout percentage to percent on behalf of actor at now, under the domain's
+// rule (popup.Holdout.Change): the same percentage writes nothing; another ends the running phase
+// and, unless percent is 0, starts the next one. A change bumps the config version in the same
+// transaction, so that it reaches every instance as a config change does. It returns the latest
+// phase before and after, and whether anything changed.
+func (r *SettingsRepo) SetHoldout(ctx context.Context, actor string, percent int, now time.Time) (old, cur popup.Holdout, changed bool, err error) {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return old, cur, false, fmt.Errorf("set holdout: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	// The version row first, as every config write: holdout writes are serialised on it.
+	if _, err = tx.ExecContext(ctx, `UPDATE popup_config_version SET version = version + 1, updated_at = CURRENT_TIMESTAMP(3) WHERE id = 1`); err != nil {
+		return old, cur, false, fmt.Errorf("set holdout: bump config version: %w", err)
+	}
+	if old, err = readHoldout(ctx, tx, "FOR UPDATE"); err != nil {
+		return old, cur, false, err
+	}
+	next, ended, changed := old.Change(percent, now)
+	if !changed {
+		_ = tx.Rollback() // nothing to write: not even the version
+		return old, old, false, nil
+	}
+	if ended.Phase > 0 {
+		if _, err = tx.ExecContext(ctx, `UPDATE popup_holdout_phase SET ended_at = ?, ended_by = ? WHERE phase = ?`,
+			ended.EndedAt, actor, ended.Phase); err != nil {
+			return old, cur, false, fmt.Errorf("set holdout: end phase %d: %w", ended.Phase, err)
+		}
+	}
+	if next.Running() {
+		if _, err = tx.ExecContext(ctx, `INSERT INTO popup_holdout_phase (phase, percent, salt, started_at, started_by) VALUES (?, ?, ?, ?, ?)`,
+			next.Phase, next.Percent, next.Salt, next.StartedAt, actor); err != nil {
+			return old, cur, false, fmt.Errorf("set holdout: start phase %d: %w", next.Phase, err)
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return old, cur, false, fmt.Errorf("set holdout: %w", err)
+	}
+	return old, next, true, nil
+}

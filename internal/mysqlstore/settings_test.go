@@ -24,18 +24,18 @@ func TestPacingIsPartOfTheSnapshot(t *testing.T) {
 	got, err := settings.Pacing(ctx)
 	require.NoError(t, err)
 	assert.Nil(t, got, "never set")
-	v1, _, pacing, err := repo.Snapshot(ctx)
+	v1, _, team, err := repo.Snapshot(ctx)
 	require.NoError(t, err)
-	assert.Nil(t, pacing)
+	assert.Nil(t, team.Pacing)
 
 	want := popup.Pacing{MinGap: 90 * time.Second, DailyCap: 3}
 	old, err := settings.SetPacing(ctx, "alice", want)
 	require.NoError(t, err)
 	assert.Nil(t, old)
-	v2, _, pacing, err := repo.Snapshot(ctx)
+	v2, _, team, err := repo.Snapshot(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, v1+1, v2, "a pacing change is a config change")
-	assert.Equal(t, &want, pacing)
+	assert.Equal(t, &want, team.Pacing)
 
 	old, err = settings.SetPacing(ctx, "bob", popup.Pacing{})
 	require.NoError(t, err)

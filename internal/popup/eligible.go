@@ -7,7 +7,8 @@ import "time"
 // time when nothing in cs can ever show to this request. Every way a popup stays hidden ends at a
 // known instant: its schedule's start_at, its next_show_at (reshow interval or a cooldown), and
 // unless it is exempt from caps the pacing's end (the end of the UTC day once the daily cap is
-// reached, the end of the min gap). Status, targeting, max_impressions and an ended schedule hide
+// reached, the end of the min gap). A popup that is not holdout-exempt never shows to a user the
+// holdout holds out (pace.HeldOut). Status, targeting, max_impressions and an ended schedule hide
 // it for good, as far as this config goes.
 //
 // The answer holds for as long as the config and the user's state stay as given. Every
@@ -20,6 +21,9 @@ func NextEligibleAt(cs []*Compiled, r Request, s *UserState, now time.Time, pace
 	paced := pace.until(s, now)
 	var earliest time.Time
 	for _, c := range cs {
+		if pace.HeldOut && !c.Popup.HoldoutExempt {
+			continue // never, for a user held out (as long as the config holds them out)
+		}
 		floor := now
 		if !c.Popup.ExemptFromCaps {
 			floor = paced

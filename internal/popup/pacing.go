@@ -13,6 +13,9 @@ import (
 type Pacing struct {
 	MinGap   time.Duration // 0 = none
 	DailyCap int           // 0 = no cap
+	// HeldOut is set per decision, never stored: the user is in the team's holdout
+	// (HoldoutCheck.Holds), so only popups with HoldoutExempt can show (docs/CONTRACT.md §15).
+	HeldOut bool
 }
 
 // Limits of the pacing settings: a gap of at most a week, a cap of at most 1,000 a day.
@@ -60,4 +63,12 @@ func (pc Pacing) until(s *UserState, now time.Time) time.Time {
 		}
 	}
 	return t
+}
+
+// Team is the team settings that every config version carries to every instance with its
+// popups (docs/CONTRACT.md §13, §15): read with them in one consistent read, cached with them,
+// and served from the snapshot with no I/O of its own.
+type Team struct {
+	Pacing  *Pacing // nil: never set (the instance's default applies)
+	Holdout Holdout // the running holdout phase; the zero value for none
 }

@@ -148,6 +148,9 @@ type Popup struct {
 	// ExemptFromCaps lets the popup through the team's pacing across campaigns (min_gap and
 	// daily_cap: Pacing), for service notices and outage messages; its own rules still apply.
 	ExemptFromCaps bool
+	// HoldoutExempt lets the popup through the team's holdout (docs/CONTRACT.md §15): a user
+	// held out is shown it like anyone (service notices); no other popup.
+	HoldoutExempt bool
 
 	// Creative is the popup's own content: what it shows outside an experiment and to the users
 	// in its experiment's coverage who fall in no arm. Its fields read as the popup's (p.Title).
@@ -188,6 +191,7 @@ type Input struct {
 	CloseCooldownSeconds *int64
 	MaxImpressions       *int
 	ExemptFromCaps       bool
+	HoldoutExempt        bool
 	Title                string
 	Content              string
 	ImageURL             string
@@ -217,6 +221,7 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 		ClickCooldownSeconds: deref(in.ClickCooldownSeconds, 0),
 		MaxImpressions:       deref(in.MaxImpressions, 0),
 		ExemptFromCaps:       in.ExemptFromCaps,
+		HoldoutExempt:        in.HoldoutExempt,
 		Experiment:           in.Experiment,
 		Creative: Creative{
 			Title:        in.Title,

@@ -30,7 +30,10 @@ const (
 	ReasonDailyCap           Reason = "daily_cap"
 	// ReasonMinGap: the team's min_gap_seconds since the user was last shown a popup has not
 	// passed (docs/CONTRACT.md §13).
-	ReasonMinGap        Reason = "min_gap"
+	ReasonMinGap Reason = "min_gap"
+	// ReasonHoldout: the user is in the team's holdout, and the popup is not holdout_exempt
+	// (docs/CONTRACT.md §15).
+	ReasonHoldout       Reason = "holdout"
 	ReasonLowerPriority Reason = "lower_priority"
 )
 
@@ -58,6 +61,8 @@ type UserState struct {
 	// LastShownAt is when the user was last shown any popup (an impression; a control exposure
 	// shows nothing), for the pacing's min gap; zero = never.
 	LastShownAt time.Time
+	// Holdout is the user's last holdout exposure (docs/CONTRACT.md §15); zero = none.
+	Holdout HoldoutMark
 }
 
 // DayNumber is the UTC day number of t: unix seconds / 86400, floored. Stores that keep
@@ -81,12 +86,15 @@ func (s *UserState) ImpressionsOn(now time.Time) int {
 
 // Eligible applies the display rules (not status, window or targeting, which Select checks first)
 // for user state s at now. s may be nil for a user with no state. It checks, in order: the
-// team's pacing (the daily cap, then the min gap; not for a popup exempt from caps),
+// team's holdout (for a user held out, not for a popup exempt from it), the team's pacing (the daily cap, then the min gap; not for a popup exempt from caps),
 // max_impressions, and whether the popup is still hidden (now < NextShowAt; at exactly NextShowAt
 // it is shown again). A hidden popup is explained by its cause, for the admin preview: a click
 // whose cooldown still covers now, else a close whose cooldown still covers now, else the reshow
 // interval after an impression.
 func (c *Compiled) Eligible(s *UserState, now time.Time, pace Pacing) Reason {
+	if pace.HeldOut && !c.Popup.HoldoutExempt {
+		return ReasonHoldout
+	}
 	if !c.Popup.ExemptFromCaps {
 		if r := pace.reason(s, now); r != ReasonNone {
 			return r

@@ -31,7 +31,7 @@ func Select(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing)
 		// The same checks as reason, with the cheap rejections written out so that the common
 		// case, a popup that does not apply, costs no call.
 		if !c.active || c.windowReason(sec, nsec) != ReasonNone || c.platforms != 0 && c.platforms&q.platform == 0 ||
-			paced && !c.Popup.ExemptFromCaps {
+			paced && !c.Popup.ExemptFromCaps || pace.HeldOut && !c.Popup.HoldoutExempt {
 			continue
 		}
 		if c.match(&q) == ReasonNone && c.ownRules(s, now) == ReasonNone {

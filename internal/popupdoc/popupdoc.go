@@ -108,9 +108,12 @@ type (
 		MaxImpressions       int        `json:"max_impressions"`
 		// ExemptFromCaps is absent (false) from documents of popups that pace like the others, as
 		// from every document written before pacing existed.
-		ExemptFromCaps bool      `json:"exempt_from_caps,omitempty"`
-		CreatedAt      time.Time `json:"created_at"`
-		UpdatedAt      time.Time `json:"updated_at"`
+		ExemptFromCaps bool `json:"exempt_from_caps,omitempty"`
+		// HoldoutExempt is absent (false) from documents of popups the holdout keeps from its
+		// users, as from every document written before the holdout existed.
+		HoldoutExempt bool      `json:"holdout_exempt,omitempty"`
+		CreatedAt     time.Time `json:"created_at"`
+		UpdatedAt     time.Time `json:"updated_at"`
 	}
 	// Entry is one popup of the Redis config blob (a JSON array of entries).
 	Entry struct {
@@ -134,7 +137,7 @@ func HeaderOf(p *popup.Popup) Header {
 	return Header{ID: p.ID, Revision: p.Revision, Name: p.Name, BucketSeed: p.BucketSeed, Status: string(p.Status),
 		Priority: p.Priority, StartAt: p.StartAt, EndAt: p.EndAt, ReshowAfterSeconds: p.ReshowAfterSeconds,
 		ClickCooldownSeconds: p.ClickCooldownSeconds, CloseCooldownSeconds: p.CloseCooldownSeconds,
-		MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps, HoldoutExempt: p.HoldoutExempt, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 // Popup is the popup of h, without its parts; times in UTC.
@@ -142,7 +145,7 @@ func (h *Header) Popup() popup.Popup {
 	return popup.Popup{ID: h.ID, Revision: h.Revision, Name: h.Name, BucketSeed: h.BucketSeed, Status: popup.Status(h.Status),
 		Priority: h.Priority, StartAt: popup.UTCPtr(h.StartAt), EndAt: popup.UTCPtr(h.EndAt),
 		ReshowAfterSeconds: h.ReshowAfterSeconds, ClickCooldownSeconds: h.ClickCooldownSeconds,
-		CloseCooldownSeconds: h.CloseCooldownSeconds, MaxImpressions: h.MaxImpressions, ExemptFromCaps: h.ExemptFromCaps,
+		CloseCooldownSeconds: h.CloseCooldownSeconds, MaxImpressions: h.MaxImpressions, ExemptFromCaps: h.ExemptFromCaps, HoldoutExempt: h.HoldoutExempt,
 		CreatedAt: h.CreatedAt.UTC(), UpdatedAt: h.UpdatedAt.UTC()}
 }
 

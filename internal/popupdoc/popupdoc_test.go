@@ -26,14 +26,14 @@ var update = flag.Bool("update", false, "rewrite testdata/*.json from this build
 func plain() popup.Popup {
 	p := popuptest.Full()
 	p.ID, p.Name, p.BucketSeed, p.Experiment, p.Buttons = 8, "plain", "", nil, nil
-	p.Translations, p.ExemptFromCaps = nil, false
+	p.Translations, p.ExemptFromCaps, p.HoldoutExempt = nil, false, false
 	return p
 }
 
 // untranslated is p as a document from before translations and pacing reads: no translations
 // (the variants' neither) and no caps exemption. No primary goal either: goals came later.
 func untranslated(p popup.Popup) popup.Popup {
-	p.Translations, p.ExemptFromCaps = nil, false
+	p.Translations, p.ExemptFromCaps, p.HoldoutExempt = nil, false, false
 	if p.Experiment != nil {
 		p.Experiment.PrimaryGoal = "" // goals came after translations
 		for i := range p.Experiment.Variants {
@@ -112,13 +112,15 @@ func TestKeysAbsentWhenEmpty(t *testing.T) {
 		assert.NotContains(t, string(raw), `"bucket_seed"`, "%s: no seed, no key (as before seeds existed)", name)
 		assert.NotContains(t, string(raw), `"translations"`, "%s: no translations, no key (as before translations existed)", name)
 		assert.NotContains(t, string(raw), `"exempt_from_caps"`, "%s: not exempt, no key (as before pacing existed)", name)
+		assert.NotContains(t, string(raw), `"holdout_exempt"`, "%s: not exempt, no key (as before the holdout existed)", name)
 	}
 }
 
 // TestDocumentsOlderReleasesWroteStillDecode reads testdata/older/: what the release before the
 // one codec wrote (2026-11-26: its own blob, revision and column types), the blob of the builds
 // before seeds and experiments, migration 00004's first revisions, and a content column from
-// before buttons and ext, and the documents of the release before translations and pacing.
+// before buttons and ext, the documents of the release before translations and pacing, and those
+// of the release before the holdout (no holdout_exempt).
 // None of them knew translations or the caps exemption; those before audiences read as no
 // audience targeting.
 func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
@@ -127,15 +129,24 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 		require.NoError(t, err)
 		return compact(t, raw)
 	}
+	// The release before the holdout: every field but holdout_exempt.
+	beforeHoldout := popuptest.Full()
+	beforeHoldout.HoldoutExempt = false
+	entries := decode[[]popupdoc.Entry](t, older("blob-before-holdout.json"))
+	require.Len(t, entries, 2)
+	assert.Equal(t, beforeHoldout, entries[0].Popup())
+	rev := decode[popupdoc.Revision](t, older("revision-before-holdout.json"))
+	assert.Equal(t, beforeHoldout, rev.Popup())
+
 	full, bare := untranslated(popuptest.Full()), plain()
 	bare.Buttons = []popup.Button{}
 
 	// The release before translations and pacing: its blob, revision, content and experiment.
-	entries := decode[[]popupdoc.Entry](t, older("blob-before-translations.json"))
+	entries = decode[[]popupdoc.Entry](t, older("blob-before-translations.json"))
 	require.Len(t, entries, 2)
 	assert.Equal(t, full, entries[0].Popup())
 	assert.Equal(t, bare, entries[1].Popup())
-	rev := decode[popupdoc.Revision](t, older("revision-before-translations.json"))
+	rev = decode[popupdoc.Revision](t, older("revision-before-translations.json"))
 	assert.Equal(t, full, rev.Popup())
 	c := decode[popupdoc.Content](t, older("content-before-translations.json"))
 	assert.Equal(t, full.Creative, c.Creative())

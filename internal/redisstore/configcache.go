@@ -15,17 +15,19 @@ import (
 	"popupsvc/internal/popupdoc"
 )
 
-// publishScript writes blob, version and pacing ("" deletes it: none) unless Redis already holds
-// a newer version, so that two racing warmers cannot put an older config back. The keys share the
-// {cfg} hash tag.
+// publishScript writes blob, version, pacing and holdout ("" deletes either: none) unless Redis
+// already holds a newer version, so that two racing warmers cannot put an older config back. The
+// keys share the {cfg} hash tag.
 var publishScript = redis.NewScript(`
 local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
 local v = tonumber(ARGV[2])
 if v < cur then return cur end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], ARGV[2])
-if KEYS[3] then
-  if ARGV[3] == '' then redis.call('DEL', KEYS[3]) else redis.call('SET', KEYS[3], ARGV[3]) end
+for k = 3, 4 do
+  if KEYS[k] then
+    if ARGV[k] == '' then redis.call('DEL', KEYS[k]) else redis.call('SET', KEYS[k], ARGV[k]) end
+  end
 end
 return v
 `)
@@ -34,6 +36,14 @@ return v
 type pacingDoc struct {
 	MinGapSeconds int64 `json:"min_gap_seconds"`
 	DailyCap      int   `json:"daily_cap"`
+}
+
+// holdoutDoc is the holdout key's JSON: the running phase.
+type holdoutDoc struct {
+	Percent   int       `json:"percent"`
+	Salt      string    `json:"salt"`
+	Phase     int       `json:"phase"`
+	StartedAt time.Time `json:"started_at"`
 }
 
 // ConfigCache is the shared Redis copy of the popup configs: a blob and its version, and the
@@ -48,21 +58,27 @@ func NewConfigCache(rdb redis.UniversalClient, keys Keys) *ConfigCache {
 	return &ConfigCache{rdb: rdb, keys: keys}
 }
 
-// Publish writes (version, popups, pacing) to the cache, unless it holds a newer version, and
-// announces the version it holds afterwards, which it returns. pacing nil: the team set none.
-func (c *ConfigCache) Publish(ctx context.Context, version int64, popups []popup.Popup, pacing *popup.Pacing) (int64, error) {
+// Publish writes (version, popups, team) to the cache, unless it holds a newer version, and
+// announces the version it holds afterwards, which it returns. A nil pacing (the team set none)
+// and no running holdout leave their keys absent.
+func (c *ConfigCache) Publish(ctx context.Context, version int64, popups []popup.Popup, team popup.Team) (int64, error) {
 	blob, err := encodeConfig(popups)
 	if err != nil {
 		return 0, fmt.Errorf("encode config cache: %w", err)
 	}
-	var pdoc []byte
-	if pacing != nil {
+	var pdoc, hdoc []byte
+	if pacing := team.Pacing; pacing != nil {
 		if pdoc, err = json.Marshal(pacingDoc{MinGapSeconds: int64(pacing.MinGap / time.Second), DailyCap: pacing.DailyCap}); err != nil {
 			return 0, fmt.Errorf("encode config cache pacing: %w", err)
 		}
 	}
-	held, err := publishScript.Run(ctx, c.rdb, []string{c.keys.ConfigBlob(), c.keys.ConfigVersion(), c.keys.ConfigPacing()},
-		blob, version, pdoc).Int64()
+	if h := team.Holdout; h.Running() {
+		if hdoc, err = json.Marshal(holdoutDoc{Percent: h.Percent, Salt: h.Salt, Phase: h.Phase, StartedAt: h.StartedAt}); err != nil {
+			return 0, fmt.Errorf("encode config cache holdout: %w", err)
+		}
+	}
+	held, err := publishScript.Run(ctx, c.rdb, []string{c.keys.ConfigBlob(), c.keys.ConfigVersion(), c.keys.ConfigPacing(), c.keys.ConfigHoldout()},
+		blob, version, pdoc, hdoc).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("write config cache: %w", err)
 	}
@@ -85,33 +101,41 @@ func (c *ConfigCache) Version(ctx context.Context) (v int64, found bool, err err
 	return v, true, nil
 }
 
-// Load reads the cached version, popups and pacing (nil: none set, or a blob an older build
-// wrote) in one round trip; found is false when the cache is empty.
-func (c *ConfigCache) Load(ctx context.Context) (version int64, popups []popup.Popup, pacing *popup.Pacing, found bool, err error) {
-	vals, err := c.rdb.MGet(ctx, c.keys.ConfigVersion(), c.keys.ConfigBlob(), c.keys.ConfigPacing()).Result()
+// Load reads the cached version, popups and team settings (a pacing of nil: none set, or a blob
+// an older build wrote; no holdout likewise) in one round trip; found is false when the cache is
+// empty.
+func (c *ConfigCache) Load(ctx context.Context) (version int64, popups []popup.Popup, team popup.Team, found bool, err error) {
+	vals, err := c.rdb.MGet(ctx, c.keys.ConfigVersion(), c.keys.ConfigBlob(), c.keys.ConfigPacing(), c.keys.ConfigHoldout()).Result()
 	if err != nil {
-		return 0, nil, nil, false, fmt.Errorf("read config cache: %w", err)
+		return 0, nil, team, false, fmt.Errorf("read config cache: %w", err)
 	}
 	vs, ok1 := vals[0].(string)
 	blob, ok2 := vals[1].(string)
 	if !ok1 || !ok2 {
-		return 0, nil, nil, false, nil
+		return 0, nil, team, false, nil
 	}
 	version, err = strconv.ParseInt(vs, 10, 64)
 	if err != nil {
-		return 0, nil, nil, false, fmt.Errorf("config cache version %q: %w", vs, err)
+		return 0, nil, team, false, fmt.Errorf("config cache version %q: %w", vs, err)
 	}
 	if popups, err = decodeConfig([]byte(blob)); err != nil {
-		return 0, nil, nil, false, fmt.Errorf("decode config cache: %w", err)
+		return 0, nil, team, false, fmt.Errorf("decode config cache: %w", err)
 	}
 	if pdoc, ok := vals[2].(string); ok {
 		var d pacingDoc
 		if err := json.Unmarshal([]byte(pdoc), &d); err != nil {
-			return 0, nil, nil, false, fmt.Errorf("decode config cache pacing: %w", err)
+			return 0, nil, team, false, fmt.Errorf("decode config cache pacing: %w", err)
 		}
-		pacing = &popup.Pacing{MinGap: time.Duration(d.MinGapSeconds) * time.Second, DailyCap: d.DailyCap}
+		team.Pacing = &popup.Pacing{MinGap: time.Duration(d.MinGapSeconds) * time.Second, DailyCap: d.DailyCap}
 	}
-	return version, popups, pacing, true, nil
+	if hdoc, ok := vals[3].(string); ok {
+		var d holdoutDoc
+		if err := json.Unmarshal([]byte(hdoc), &d); err != nil {
+			return 0, nil, team, false, fmt.Errorf("decode config cache holdout: %w", err)
+		}
+		team.Holdout = popup.Holdout{Percent: d.Percent, Salt: d.Salt, Phase: d.Phase, StartedAt: d.StartedAt.UTC()}
+	}
+	return version, popups, team, true, nil
 }
 
 // Subscribe listens to the announcements until ctx ends: the returned channel receives (without

@@ -84,22 +84,24 @@ func TestConfigCacheReadsTheBlobOlderBuildsWrote(t *testing.T) {
 	require.NoError(t, rdb.Set(ctx, keys.ConfigBlob(), oldConfigBlob, 0).Err())
 	require.NoError(t, rdb.Set(ctx, keys.ConfigVersion(), 12, 0).Err())
 
-	version, got, pacing, found, err := cache.Load(ctx)
+	version, got, team, found, err := cache.Load(ctx)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.EqualValues(t, 12, version)
 	assert.Equal(t, configBlobPopups(), got)
 	assert.Equal(t, "7", got[0].RolloutSeed(), "a popup cached without a seed buckets users by its id, as before seeds")
 	assert.Nil(t, got[0].Experiment, "a popup cached before experiments has none")
-	assert.Nil(t, pacing, "an older build wrote no pacing: the instance's default applies")
+	assert.Equal(t, popup.Team{}, team, "an older build wrote no pacing (the instance's default applies) and no holdout")
 }
 
-// TestConfigCacheCarriesThePacing: the team's pacing goes with its config version, and a version
-// published without one (never set) removes the last one's.
-func TestConfigCacheCarriesThePacing(t *testing.T) {
+// TestConfigCacheCarriesTheTeamSettings: the team's pacing and running holdout go with their
+// config version, and a version published without them (never set, no holdout) removes the last
+// one's.
+func TestConfigCacheCarriesTheTeamSettings(t *testing.T) {
 	t.Parallel()
 	cache, _, ctx := newConfigCache(t)
-	want := &popup.Pacing{MinGap: 90 * time.Second, DailyCap: 3}
+	want := popup.Team{Pacing: &popup.Pacing{MinGap: 90 * time.Second, DailyCap: 3},
+		Holdout: popup.Holdout{Percent: 10, Salt: "5eed5eed5eed5eed", Phase: 2, StartedAt: time.Date(2026, 11, 27, 9, 0, 0, 125e6, time.UTC)}}
 	_, err := cache.Publish(ctx, 5, configBlobPopups(), want)
 	require.NoError(t, err)
 	_, _, got, found, err := cache.Load(ctx)
@@ -107,17 +109,17 @@ func TestConfigCacheCarriesThePacing(t *testing.T) {
 	require.True(t, found)
 	assert.Equal(t, want, got)
 
-	_, err = cache.Publish(ctx, 6, configBlobPopups(), nil)
+	_, err = cache.Publish(ctx, 6, configBlobPopups(), popup.Team{})
 	require.NoError(t, err)
 	_, _, got, _, err = cache.Load(ctx)
 	require.NoError(t, err)
-	assert.Nil(t, got)
+	assert.Equal(t, popup.Team{}, got)
 }
 
 func TestConfigBlobKeysStayCompatible(t *testing.T) {
 	t.Parallel()
 	cache, keys, ctx := newConfigCache(t)
-	held, err := cache.Publish(ctx, 5, configBlobPopups(), nil)
+	held, err := cache.Publish(ctx, 5, configBlobPopups(), popup.Team{})
 	require.NoError(t, err)
 	require.EqualValues(t, 5, held)
 
@@ -183,7 +185,7 @@ func TestConfigCacheCarriesExperiments(t *testing.T) {
 			{Key: "b", Weight: 30, Creative: popup.Creative{Title: "B", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://b"}}, Ext: json.RawMessage(`{"x":1}`)}},
 		},
 		Control: &popup.Control{Weight: 20, Mode: popup.ControlNone}, PlannedEndAt: &end, Phase: 1, Salt: "spring-sale_2026"}
-	_, err := cache.Publish(ctx, 6, popups, nil)
+	_, err := cache.Publish(ctx, 6, popups, popup.Team{})
 	require.NoError(t, err)
 
 	blob, err := testenv.Redis(t).Get(ctx, keys.ConfigBlob()).Result()

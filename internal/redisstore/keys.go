@@ -128,6 +128,10 @@ func (k Keys) ConfigVersion() string { return k.Prefix + ":{cfg}:version" }
 // older build wrote the blob).
 func (k Keys) ConfigPacing() string { return k.Prefix + ":{cfg}:pacing" }
 
+// ConfigHoldout holds the team's running holdout phase of ConfigBlob's version (absent: none, or
+// an older build wrote the blob).
+func (k Keys) ConfigHoldout() string { return k.Prefix + ":{cfg}:holdout" }
+
 // Goals holds the keys of the goals conversions may name (GoalCatalog).
 func (k Keys) Goals() string { return k.Prefix + ":{cfg}:goals" }
 

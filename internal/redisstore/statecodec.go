@@ -17,10 +17,12 @@ import (
 // equal bytes (the record script compares values). "1|0|0" is a user known to have no state:
 // caching it spares new users a MySQL query.
 //
-// The user's last shown time (UserState.LastShownAt, the pacing's min gap) rides in an entry of
-// popup id 0, which no popup has: "|0,0,0,LASTSHOWN,0,0", first, present only when set. A build
-// from before pacing reads it as the state of a popup that does not exist and writes it back as
-// it found it, so old and new instances share states during a rolling deploy.
+// The user's last shown time (UserState.LastShownAt, the pacing's min gap) and holdout mark
+// (UserState.Holdout: the phase and UTC day of the user's last holdout exposure) ride in an entry
+// of popup id 0, which no popup has: "|0,HDAY,HPHASE,LASTSHOWN,0,0", first, present only when
+// either is set. A build from before pacing or the holdout reads it as the state of a popup that
+// does not exist and writes it back as it found it, so old and new instances share states during
+// a rolling deploy.
 
 var errStateCodec = errors.New("bad user state value")
 
@@ -39,8 +41,12 @@ func AppendState(dst []byte, s *popup.UserState) []byte {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	if !s.LastShownAt.IsZero() {
-		dst = append(dst, "|0,0,0,"...)
+	if !s.LastShownAt.IsZero() || s.Holdout != (popup.HoldoutMark{}) {
+		dst = append(dst, "|0,"...)
+		dst = strconv.AppendInt(dst, int64(s.Holdout.Day), 10)
+		dst = append(dst, ',')
+		dst = strconv.AppendInt(dst, int64(s.Holdout.Phase), 10)
+		dst = append(dst, ',')
 		dst = appendMilli(dst, s.LastShownAt)
 		dst = append(dst, ",0,0"...)
 	}
@@ -80,16 +86,20 @@ func DecodeState(b string) (popup.UserState, error) {
 	s.DayCount = int(p.int('|'))
 	for p.err == nil && p.pos < len(p.s) {
 		id := p.int(',')
+		if id == lastShownID {
+			s.Holdout.Day = int32(p.int(','))
+			s.Holdout.Phase = int32(p.int(','))
+			s.LastShownAt = p.milli(',')
+			p.int(',')
+			p.int('|')
+			continue
+		}
 		var ps popup.PopupState
 		ps.NextShowAt = p.milli(',')
 		ps.Impressions = int(p.int(','))
 		ps.LastImpressionAt = p.milli(',')
 		ps.LastClickAt = p.milli(',')
 		ps.LastCloseAt = p.milli('|')
-		if id == lastShownID {
-			s.LastShownAt = ps.LastImpressionAt
-			continue
-		}
 		if s.Popups == nil {
 			s.Popups = make(map[int64]popup.PopupState, 4)
 		}

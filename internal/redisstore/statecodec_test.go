@@ -31,6 +31,12 @@ func TestStateCodecRoundTrip(t *testing.T) {
 		{"the last shown time, in an entry of popup 0, first", popup.UserState{Day: 20717, DayCount: 1, LastShownAt: at,
 			Popups: map[int64]popup.PopupState{7: {NextShowAt: at.Add(time.Hour), Impressions: 1, LastImpressionAt: at}}},
 			"1|20717|1|0,0,0,1790000000123,0,0|7,1790003600123,1,1790000000123,0,0"},
+		{"the holdout mark, in the same entry", popup.UserState{Holdout: popup.HoldoutMark{Phase: 3, Day: 20717}},
+			"1|0|0|0,20717,3,0,0,0"},
+		{"the holdout mark and the last shown time", popup.UserState{Day: 20717, DayCount: 1, LastShownAt: at,
+			Holdout: popup.HoldoutMark{Phase: 1, Day: 20717},
+			Popups:  map[int64]popup.PopupState{7: {NextShowAt: at.Add(time.Hour), Impressions: 1, LastImpressionAt: at}}},
+			"1|20717|1|0,20717,1,1790000000123,0,0|7,1790003600123,1,1790000000123,0,0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -163,7 +163,7 @@ func TestSnapshotAnswersFailClosedUntilItsAudiencesAreLoaded(t *testing.T) {
 	holder := &Holder{}
 	r := &Refresher{Holder: holder, Audiences: l, Now: fixedNow, Log: l.Log}
 	l.OnChange = func(*audience.Sets) { r.Rebuild() }
-	r.install(5, []popup.Popup{in, ex}, nil)
+	r.install(5, []popup.Popup{in, ex}, popup.Team{})
 
 	s := holder.Load()
 	assert.Len(t, s.Unbound(), 2)

@@ -15,7 +15,7 @@ import (
 // Cache is the shared config cache the refresher reads and warms (redisstore.ConfigCache).
 // found is false when the cache is empty.
 type Cache interface {
-	Load(ctx context.Context) (version int64, popups []popup.Popup, pacing *popup.Pacing, found bool, err error)
+	Load(ctx context.Context) (version int64, popups []popup.Popup, team popup.Team, found bool, err error)
 	Version(ctx context.Context) (version int64, found bool, err error)
 	Publisher
 	Subscribe(ctx context.Context, wait time.Duration) (<-chan struct{}, error)
@@ -23,13 +23,13 @@ type Cache interface {
 
 // Publisher writes a config version to the cache and announces it (redisstore.ConfigCache).
 type Publisher interface {
-	Publish(ctx context.Context, version int64, popups []popup.Popup, pacing *popup.Pacing) (int64, error)
+	Publish(ctx context.Context, version int64, popups []popup.Popup, team popup.Team) (int64, error)
 }
 
 // Source is the durable config store (mysqlstore.PopupRepo): the version, its popups and the
-// team's pacing (nil: never set; the instance's default applies, Refresher.Pacing).
+// team's settings (a pacing never set is nil: the instance's default applies, Refresher.Pacing).
 type Source interface {
-	Snapshot(ctx context.Context) (version int64, popups []popup.Popup, pacing *popup.Pacing, err error)
+	Snapshot(ctx context.Context) (version int64, popups []popup.Popup, team popup.Team, err error)
 }
 
 // Backoff spaces the retries of the first load (backoff.Backoff).
@@ -40,11 +40,11 @@ type Backoff interface {
 // Warm copies the configs from src into the cache (unless it holds a newer version) and
 // announces the version. It returns the version the cache holds afterwards.
 func Warm(ctx context.Context, src Source, cache Publisher) (int64, error) {
-	version, popups, pacing, err := src.Snapshot(ctx)
+	version, popups, team, err := src.Snapshot(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return cache.Publish(ctx, version, popups, pacing)
+	return cache.Publish(ctx, version, popups, team)
 }
 
 // Refresher keeps a Holder current: an announcement or a version poll triggers a reload; an empty
@@ -82,7 +82,7 @@ type Refresher struct {
 	last struct {
 		version int64
 		popups  []popup.Popup
-		pacing  *popup.Pacing
+		team    popup.Team
 		set     bool
 	}
 }
@@ -114,12 +114,12 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 			return nil
 		}
 	}
-	version, popups, pacing, found, err := r.Cache.Load(ctx)
+	version, popups, team, found, err := r.Cache.Load(ctx)
 	if err == nil && !found {
 		if _, werr := Warm(ctx, r.Source, r.Cache); werr != nil {
 			err = fmt.Errorf("warm empty config cache: %w", werr)
 		} else {
-			version, popups, pacing, found, err = r.Cache.Load(ctx)
+			version, popups, team, found, err = r.Cache.Load(ctx)
 			if err == nil && !found {
 				err = errors.New("config cache empty right after warming it")
 			}
@@ -131,12 +131,12 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 		}
 		// No snapshot at all yet and the cache cannot give one: serve the source's.
 		var serr error
-		version, popups, pacing, serr = r.Source.Snapshot(ctx)
+		version, popups, team, serr = r.Source.Snapshot(ctx)
 		if serr != nil {
 			return errors.Join(err, serr)
 		}
 	}
-	r.install(version, popups, pacing)
+	r.install(version, popups, team)
 	return nil
 }
 
@@ -145,31 +145,31 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 // snapshot from the configs it just read instead of loading the same blob back from the cache;
 // when the cache already held a newer version, it refreshes from the cache as usual.
 func (r *Refresher) Reload(ctx context.Context) (int64, error) {
-	version, popups, pacing, err := r.Source.Snapshot(ctx)
+	version, popups, team, err := r.Source.Snapshot(ctx)
 	if err != nil {
 		return 0, err
 	}
-	held, err := r.Cache.Publish(ctx, version, popups, pacing)
+	held, err := r.Cache.Publish(ctx, version, popups, team)
 	if err != nil {
 		return 0, err
 	}
 	if held == version {
-		r.install(version, popups, pacing)
+		r.install(version, popups, team)
 	} else if err := r.Refresh(ctx); err != nil {
 		return 0, err
 	}
 	return r.Holder.Load().Version, nil
 }
 
-// install builds the snapshot of (version, popups, pacing) on the audience sets held and
+// install builds the snapshot of (version, popups, team) on the audience sets held and
 // publishes it to the holder unless a newer one is there already; then it tells the audience
 // loader what the popups target.
-func (r *Refresher) install(version int64, popups []popup.Popup, pacing *popup.Pacing) {
+func (r *Refresher) install(version int64, popups []popup.Popup, team popup.Team) {
 	r.mu.Lock()
 	if !r.last.set || version >= r.last.version {
-		r.last.version, r.last.popups, r.last.pacing, r.last.set = version, popups, pacing, true
+		r.last.version, r.last.popups, r.last.team, r.last.set = version, popups, team, true
 	}
-	r.build(version, popups, pacing, true)
+	r.build(version, popups, team, true)
 	r.mu.Unlock()
 	if r.Audiences != nil {
 		r.Audiences.Want(AudienceIDs(popups))
@@ -182,22 +182,23 @@ func (r *Refresher) Rebuild() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last.set {
-		r.build(r.last.version, r.last.popups, r.last.pacing, false)
+		r.build(r.last.version, r.last.popups, r.last.team, false)
 	}
 }
 
-// build publishes the snapshot of (version, popups, pacing) on the sets held; r.mu is held.
+// build publishes the snapshot of (version, popups, team) on the sets held; r.mu is held.
 // Problems are logged for a new config only, not again for each new generation of audience sets.
-func (r *Refresher) build(version int64, popups []popup.Popup, pacing *popup.Pacing, logProblems bool) {
+func (r *Refresher) build(version int64, popups []popup.Popup, team popup.Team, logProblems bool) {
 	var sets *audience.Sets
 	if r.Audiences != nil {
 		sets = r.Audiences.Sets()
 	}
 	s := BuildWith(version, popups, r.Now(), r.Links, sets)
 	s.Pacing = r.Pacing
-	if pacing != nil {
-		s.Pacing = *pacing
+	if team.Pacing != nil {
+		s.Pacing = *team.Pacing
 	}
+	s.SetHoldout(team.Holdout)
 	if logProblems {
 		for _, p := range s.Problems {
 			r.Log.Warn("popup left out of snapshot", "err", p)

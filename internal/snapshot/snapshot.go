@@ -92,13 +92,19 @@ func encodeLocales(id int64, c *popup.Creative) (Locales, error) {
 }
 
 // Snapshot is one immutable config version with the audience sets it was built on. Never modify
-// it after BuildWith (but for Gen, which Holder.Store sets as it publishes it, and Pacing, which
-// its builder sets before publishing it).
+// it after BuildWith (but for Gen, which Holder.Store sets as it publishes it, and Pacing and the
+// holdout, which its builder sets before publishing it).
 type Snapshot struct {
 	Version int64
 	// Pacing is the team's pacing across campaigns in this config version (a settings change
 	// makes a new version), read by every decision with no I/O of its own.
 	Pacing popup.Pacing
+	// Holdout is the team's running holdout phase in this config version (the zero value for
+	// none), HoldoutCheck its membership test, and HoldoutRefs the one-element Event.Arms that
+	// count a user in the phase's groups (SetHoldout; docs/CONTRACT.md §15).
+	Holdout      popup.Holdout
+	HoldoutCheck popup.HoldoutCheck
+	HoldoutRefs  HoldoutRefs
 	// Audiences are the audience sets the popups were bound to (nil: none held).
 	Audiences *audience.Sets
 	// Gen numbers the snapshots a Holder published, in order: a new config version and new
@@ -201,6 +207,23 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 	popup.SortForSelection(s.Ordered)
 	s.index = buildIndex(s.Ordered, now)
 	return s
+}
+
+// HoldoutRefs are a holdout phase's arm references, by group, shared by every event that names
+// one: the experiment tables count the holdout as the experiment of popup.HoldoutPopupID.
+type HoldoutRefs struct {
+	Held, Others []event.ArmRef
+}
+
+// SetHoldout makes h the snapshot's holdout, with its membership test and arm references; the
+// builder calls it before publishing the snapshot.
+func (s *Snapshot) SetHoldout(h popup.Holdout) {
+	s.Holdout, s.HoldoutCheck, s.HoldoutRefs = h, h.Check(), HoldoutRefs{}
+	if h.Running() {
+		key := h.PhaseKey()
+		s.HoldoutRefs.Held = []event.ArmRef{{PopupID: popup.HoldoutPopupID, Salt: key, Arm: string(popup.HoldoutHeld)}}
+		s.HoldoutRefs.Others = []event.ArmRef{{PopupID: popup.HoldoutPopupID, Salt: key, Arm: string(popup.HoldoutOthers)}}
+	}
 }
 
 // Candidates returns the active popups that can match a request on platform from region, in

@@ -136,6 +136,7 @@ const routes = [
   [/^#\/popups(?:\?(.*))?$/, (m) => listScreen(m[1])],
   [/^#\/audiences$/, () => audiencesScreen()],
   [/^#\/goals$/, () => goalsScreen()],
+  [/^#\/holdout(?:\?(.*))?$/, (m) => holdoutScreen(m[1])],
   [/^#\/audiences\/([^/?]+)$/, (m) => audienceScreen(decodeURIComponent(m[1]))],
   [/^#\/explain$/, () => explainScreen()],
   [/^#\/audit$/, () => auditScreen()],
@@ -1041,6 +1042,7 @@ async function editScreen(id, carry) {
   const content = contentEditor({ own: true, onChange: () => update() });
   const translations = translationsEditor({ ownContent: () => content.read([]), onChange: () => update() });
   const exempt = h('input', { type: 'checkbox', id: 'f-exempt', name: 'exempt_from_caps', 'data-field': 'exempt_from_caps', 'aria-describedby': 'f-exempt-help' });
+  const holdoutExempt = h('input', { type: 'checkbox', id: 'f-holdout-exempt', name: 'holdout_exempt', 'data-field': 'holdout_exempt', 'aria-describedby': 'f-holdout-exempt-help' });
   const exp = experimentEditor({ stored: current?.experiment || null, head: experimentHead(), ownContent: () => content.read([]), onChange: () => update() });
   const dur = {
     reshow: durationField('f-reshow', 'reshow_after_seconds', 'Show again after', 'After an impression, hidden from that user this long. Empty: 1 day.', false),
@@ -1137,6 +1139,7 @@ async function editScreen(id, carry) {
     content.load(p);
     translations.load(p.translations);
     exempt.checked = !!p.exempt_from_caps;
+    holdoutExempt.checked = !!p.holdout_exempt;
     exp.load(p.experiment ?? null);
     for (const l of platformBoxes) { const c = l.querySelector('input'); c.checked = (t.platforms || []).includes(c.value); }
     audiences.load(t.audiences);
@@ -1178,6 +1181,7 @@ async function editScreen(id, carry) {
     const tr = translations.read();
     if (Object.keys(tr).length || current?.translations) body.translations = tr;
     if (exempt.checked || current?.exempt_from_caps !== undefined) body.exempt_from_caps = exempt.checked;
+    if (holdoutExempt.checked || current?.holdout_exempt !== undefined) body.holdout_exempt = holdoutExempt.checked;
     if (seed) body.bucket_seed = seed;
     // targeting.audiences: sent once the popup names any audience or the stored one had the
     // field, so that a popup without audiences saves on a server that does not know them
@@ -1254,7 +1258,9 @@ async function editScreen(id, carry) {
       dur.reshow.el, dur.click.el, dur.close.el,
       field('f-maximp', 'Maximum impressions per user', f.max_impressions, '0: unlimited.'),
       h('div', { class: 'field' }, h('label', { class: 'check', for: 'f-exempt' }, exempt, ' Exempt from the team’s pacing'),
-        h('p', { class: 'help', id: 'f-exempt-help' }, 'Shown even within the minimum gap after another popup and past the daily cap (Settings): for service notices and outage messages.'))),
+        h('p', { class: 'help', id: 'f-exempt-help' }, 'Shown even within the minimum gap after another popup and past the daily cap (Settings): for service notices and outage messages.')),
+      h('div', { class: 'field' }, h('label', { class: 'check', for: 'f-holdout-exempt' }, holdoutExempt, ' Exempt from the global holdout'),
+        h('p', { class: 'help', id: 'f-holdout-exempt-help' }, 'Shown to the users the global holdout keeps from every other popup (Settings, Holdout): only for service notices, since what they see is not measured.'))),
     h('fieldset', {}, h('legend', {}, 'Content'), content.el),
     translations.el,
     current ? translationTable() : null,
@@ -2753,6 +2759,99 @@ async function operatorsScreen() {
     h('ul', { id: 'role-rights' }, Object.entries(ROLE_MAY).map(([role, may]) => h('li', {}, h('strong', {}, role), ': ' + may))));
 }
 
+// ---------------------------------------------------------------- global holdout
+
+// holdoutScreen: one phase of the global holdout (docs/CONTRACT.md §15), the latest by default:
+// for every goal, the users the holdout kept from the popups against the others, with what the
+// popups add (difference and lift, with their intervals) in plain words first; whether the split
+// matches the percentage; the phases, the setting's history. Every operator reads it; an admin
+// changes the share in Settings.
+async function holdoutScreen(qs) {
+  const seq = navSeq;
+  const phase = new URLSearchParams(qs || '').get('phase') || '';
+  const r = await api('GET', '/admin/v1/holdout/results' + (phase ? '?phase=' + encodeURIComponent(phase) : ''));
+  if (seq !== navSeq) return;
+  const title = 'Global holdout';
+  const where = can('admin') ? h('a', { href: '#/settings' }, 'Settings') : 'Settings (an admin’s)';
+  if (!r.ok) {
+    if (r.body?.error?.code === 'holdout_missing') {
+      return screen(title, h('div', { class: 'alert info', role: 'status', id: 'holdout-none' },
+        'No holdout has run yet. A holdout keeps a share of all users from every popup (but service notices) so that comparing them with the others says whether the popups help at all; it is set in ', where, '.'));
+    }
+    return screen(title, alertBox('Holdout results: ' + errorText(r), r.status === 404 && !notAvailable(r) ? 'info' : 'error'));
+  }
+  const b = r.body;
+  const groups = b.groups || [];
+  const [held, others] = groups;
+  const o = b.options || {};
+  const srm = b.srm || {};
+  const exposed = groups.reduce((n, g) => n + (g.exposed_users || 0), 0);
+
+  const sel = h('select', { id: 'holdout-phase', name: 'phase' }, (b.phases || []).map((p) => h('option', { value: p.phase, selected: p.phase === b.phase },
+    `Phase ${p.phase}: ${p.percent}%${p.running ? ' (running)' : ''}`)));
+  sel.addEventListener('change', () => { location.hash = '#/holdout?phase=' + sel.value; });
+  const picker = (b.phases || []).length > 1 ? h('form', { class: 'filters', 'aria-label': 'Phase of the holdout', novalidate: true },
+    h('div', { class: 'field inline' }, h('label', { for: 'holdout-phase' }, 'Phase'), sel),
+    h('p', { class: 'help' }, 'Another percentage starts a new phase, counted from zero.')) : null;
+  const meta = h('p', { id: 'holdout-meta' }, `Phase ${b.phase}: ${b.percent}% of users held out, `,
+    h('span', { class: 'badge ' + (b.running ? 'running' : 'ended') }, b.running ? 'running' : 'ended'),
+    ` since ${fmtTime(b.started_at)} (set by ${b.started_by})`, b.ended_at ? `, until ${fmtTime(b.ended_at)} (${b.ended_by})` : '', ` (times in ${zoneName}). The share is set in `, where, '.');
+
+  const dof = `${srm.df ?? '—'} degree${srm.df === 1 ? '' : 's'} of freedom`;
+  const srmBox = srm.alarm
+    ? h('div', { class: 'alert error srm-alarm', role: 'alert', id: 'srm' },
+      h('p', {}, h('strong', {}, 'Sample-ratio mismatch: do not trust these results.')),
+      h('p', {}, `The users held out are not ${b.percent}% of the users exposed (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; the alarm is at p below ${o.srm_alpha ?? 0.001}). Users are lost or double-counted in one group.`))
+    : h('div', { class: 'alert info', role: 'status', id: 'srm' }, exposed === 0
+      ? 'Sample ratio: no data yet. Nobody has been exposed in this phase.'
+      : `Sample ratio: OK. The users held out match the ${b.percent}% (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}).`);
+
+  const goals = (others?.goals || []).map((g, k) => ({ key: g.goal, held: held.goals[k], others: g }));
+  const said = (g) => {
+    const c = g.others;
+    if (!Array.isArray(c.sequential_ci)) return `${g.key}: not enough data yet.`;
+    const lift = c.lift !== null && c.lift !== undefined ? ` (${pct(c.lift, true)}${Array.isArray(c.lift_ci) ? `, 95% interval ${interval(c.lift_ci, true)}` : ''})` : '';
+    if (c.sequential_ci[0] > 0) return `${g.key}: the popups raise the conversion rate by ${points(c.difference)}${lift}: confident.`;
+    if (c.sequential_ci[1] < 0) return `${g.key}: the popups lower the conversion rate by ${points(-c.difference)}${lift}: confident.`;
+    return `${g.key}: no clear difference yet, ${points(c.difference, true)}${lift}.`;
+  };
+  const td = (v, cls = 'num') => h('td', { class: cls }, v);
+  const ci = (v) => td(v, 'num ci');
+  const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
+  const tables = goals.map((g) => {
+    const sum = g.others.mean_value !== null && g.others.mean_value !== undefined;
+    const cols = ['Group', 'Exposed users', 'Converted users', 'Conversion rate', 'Rate 95% interval', 'Difference (points)', 'Difference interval (points)',
+      'Lift', 'Lift interval', 'Sequential p', ...(sum ? ['Value per user', 'Value difference'] : [])];
+    return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'holdout-goal-h-' + g.key },
+      h('h3', { id: 'holdout-goal-h-' + g.key }, g.key),
+      h('table', { id: 'holdout-goal-' + g.key, class: 'results' },
+        h('caption', {}, `Goal ${g.key}: the others (shown popups) against the users held out (95% intervals)`),
+        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, groups.map((grp, i) => {
+          const x = i === 0 ? g.held : g.others;
+          return h('tr', { 'data-group': grp.group },
+            h('th', { scope: 'row' }, grp.group, i === 0 ? h('span', { class: 'badge' }, ' baseline') : null),
+            td(fmtNum(grp.exposed_users)), td(fmtNum(x.converted_users)), td(pct(x.rate)), ci(interval(x.rate_ci)),
+            td(points(x.difference, true)), ci(pointsInterval(x.difference_ci)), td(pct(x.lift, true)), ci(interval(x.lift_ci, true)), td(pValue(x.sequential_p)),
+            ...(sum ? [td(money(x.mean_value)), td(money(x.mean_value_difference))] : []));
+        }))));
+  });
+  const liftRows = goals.filter((g) => Array.isArray(g.others.lift_ci) && g.others.lift !== null).map((g) => ({ label: g.key, est: g.others.lift, lo: g.others.lift_ci[0], hi: g.others.lift_ci[1] }));
+
+  screen(title, meta, picker,
+    h('section', { class: 'card results-summary', 'aria-labelledby': 'holdout-summary-h' }, h('h2', { id: 'holdout-summary-h' }, 'Do the popups help?'),
+      goals.length ? h('ul', { id: 'holdout-summary' }, goals.map((g) => h('li', { 'data-goal': g.key }, said(g))))
+        : h('p', { id: 'holdout-summary' }, 'There are no goals yet: create one (Goals) and send conversions to compare the groups.'),
+      h('table', { id: 'holdout-groups', class: 'results' }, h('caption', {}, `Groups of phase ${b.phase}`),
+        h('thead', {}, h('tr', {}, ['Group', 'Share', 'Exposed users', 'Exposures'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, groups.map((g) => h('tr', { 'data-group': g.group }, h('th', { scope: 'row' }, g.group === 'holdout' ? 'held out' : 'others (shown popups)'),
+          td(g.percent + '%'), td(fmtNum(g.exposed_users)), td(fmtNum(g.exposures))))))),
+    srmBox,
+    liftRows.length ? intervalChart('holdout-lift', 'Lift of the popups on each goal (the others against the users held out), with its 95% interval; 0 is no effect', liftRows, true) : null,
+    goals.length ? h('section', { id: 'holdout-goals', 'aria-labelledby': 'holdout-goals-h' }, h('h2', { id: 'holdout-goals-h' }, 'Goals'), ...tables) : null,
+    h('p', { class: 'help' }, 'A user counts in a group from the first time the popups would have reached them in the phase (a user held out: the popup they would have been shown; the others: a popup shown). A conversion counts within the goal’s window after that; a user converts once per goal. “Confident” means the always-valid interval of the difference excludes 0, so it may be read at any time.'));
+}
+
 // ---------------------------------------------------------------- settings (admin)
 
 // settingsScreen: the team's settings (docs/CONTRACT.md §8), changed by admins only; every other
@@ -2766,11 +2865,15 @@ async function settingsScreen() {
   if (!r.ok) return setKids(box, alertBox('Settings: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
   const zone = r.body.reporting_time_zone || 'UTC';
   const pacingText = (b) => `${b.min_gap_seconds ? `at least ${b.min_gap_seconds} s between two popups` : 'no gap between popups'}, ${b.daily_cap ? `at most ${b.daily_cap} a day` : 'no daily cap'}`;
+  const holdoutText = (b) => (b.holdout_percent ? `${b.holdout_percent}% of users see no popup but the exempt ones` : 'none');
   if (!can('admin')) {
     return setKids(box, roleNote(`You are signed in as ${me.operator}, a ${me.role}: changing the settings needs the admin role.`),
       h('p', {}, 'Reporting time zone: ', h('strong', { id: 'reporting-zone-shown' }, zone), '. Results and daily stats are counted in its days.'),
-      h('p', {}, 'Pacing across campaigns: ', h('strong', { id: 'pacing-shown' }, pacingText(r.body)), '.'));
+      h('p', {}, 'Pacing across campaigns: ', h('strong', { id: 'pacing-shown' }, pacingText(r.body)), '.'),
+      h('p', {}, 'Global holdout: ', h('strong', { id: 'holdout-shown' }, holdoutText(r.body)), '. ', h('a', { href: '#/holdout' }, 'Its results')));
   }
+  let heldNow = r.body.holdout_percent ?? 0; // the running percentage: another starts a new phase
+  const held = h('input', { type: 'number', id: 'holdout-percent', name: 'holdout_percent', min: 0, max: 20, step: 1, value: heldNow, 'aria-describedby': 'holdout-percent-help' });
   const gap = h('input', { type: 'number', id: 'min-gap', name: 'min_gap_seconds', min: 0, max: 604800, value: r.body.min_gap_seconds ?? 0, 'aria-describedby': 'min-gap-help' });
   const cap = h('input', { type: 'number', id: 'daily-cap', name: 'daily_cap', min: 0, max: 1000, value: r.body.daily_cap ?? 0, 'aria-describedby': 'daily-cap-help' });
   const names = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
@@ -2786,8 +2889,11 @@ async function settingsScreen() {
       h('div', { class: 'field' }, h('label', { for: 'daily-cap' }, 'Popups per user per day'), cap,
         h('p', { class: 'help', id: 'daily-cap-help' }, 'At most this many a UTC day, across all popups. 0: no cap. The preview names it daily_cap.')),
       h('p', { class: 'help' }, 'Popups marked “exempt from the team’s pacing” pass both. A change reaches every instance within 2 seconds.')),
+    h('fieldset', { id: 'holdout' }, h('legend', {}, 'Global holdout'),
+      h('div', { class: 'field' }, h('label', { for: 'holdout-percent' }, 'Users held out (percent, 0 to 20)'), held,
+        h('p', { class: 'help', id: 'holdout-percent-help' }, 'This share of all users sees no popup but those marked “exempt from the global holdout”; comparing them with the others on the goals says whether the popups help at all (', h('a', { href: '#/holdout' }, 'Holdout results'), '). 0: no holdout. Another percentage starts a new phase, counted from zero; the users held out stay held out when it grows. Peers recommend 1–10%, kept for months.'))),
     h('button', { type: 'submit', id: 'settings-save' }, 'Save settings'), out);
-  const inputs = { reporting_time_zone: [input, 'reporting-zone'], min_gap_seconds: [gap, 'min-gap'], daily_cap: [cap, 'daily-cap'] };
+  const inputs = { reporting_time_zone: [input, 'reporting-zone'], min_gap_seconds: [gap, 'min-gap'], daily_cap: [cap, 'daily-cap'], holdout_percent: [held, 'holdout-percent'] };
   const clear = () => {
     for (const [el, id] of Object.values(inputs)) {
       document.getElementById(id + '-err')?.remove();
@@ -2800,7 +2906,21 @@ async function settingsScreen() {
     clear();
     setKids(out);
     const whole = (el) => (el.value.trim() === '' ? 0 : Number(el.value));
-    const w = await api('PUT', '/admin/v1/settings', { reporting_time_zone: input.value.trim(), min_gap_seconds: whole(gap), daily_cap: whole(cap) });
+    if (held.validity.badInput) { // not a number: never sent (an empty box would read as 0, the end of the holdout)
+      held.closest('.field').append(h('p', { class: 'field-error', id: 'holdout-percent-err' }, 'must be a whole number from 0 to 20'));
+      held.setAttribute('aria-invalid', 'true');
+      held.setAttribute('aria-describedby', 'holdout-percent-help holdout-percent-err');
+      return held.focus();
+    }
+    const body = { reporting_time_zone: input.value.trim(), min_gap_seconds: whole(gap), daily_cap: whole(cap), holdout_percent: whole(held) };
+    if (body.holdout_percent !== heldNow && Number.isInteger(body.holdout_percent) && body.holdout_percent >= 0 && body.holdout_percent <= 20) {
+      const text = body.holdout_percent === 0
+        ? `This ends the holdout: the ${heldNow}% held out will see popups again. Its results are kept.`
+        : (heldNow ? `This ends the current phase (${heldNow}%) and starts a new one with ${body.holdout_percent}%, counted from zero. The earlier phase's results are kept.`
+          : `From now on ${body.holdout_percent}% of all users see no popup but the exempt ones.`);
+      if (!await confirmDialog(heldNow ? 'Start a new holdout phase?' : 'Start the holdout?', text, 'Save and start')) return;
+    }
+    const w = await api('PUT', '/admin/v1/settings', body);
     if (!w.ok) {
       let first = null;
       for (const fe of w.body?.error?.fields || []) {
@@ -2815,8 +2935,9 @@ async function settingsScreen() {
       return setKids(out, alertBox('Settings: ' + errorText(w)));
     }
     input.value = w.body.reporting_time_zone;
-    gap.value = w.body.min_gap_seconds; cap.value = w.body.daily_cap;
-    setKids(out, alertBox(`Saved: results are counted in the days of ${w.body.reporting_time_zone}; ${pacingText(w.body)}.`, 'info'));
+    gap.value = w.body.min_gap_seconds; cap.value = w.body.daily_cap; held.value = w.body.holdout_percent;
+    setKids(out, alertBox(`Saved: results are counted in the days of ${w.body.reporting_time_zone}; ${pacingText(w.body)}; global holdout: ${holdoutText(w.body)}.`, 'info'));
+    heldNow = w.body.holdout_percent;
     statsCache.at = 0;
   });
   setKids(box, h('p', {}, 'Settings of the whole team. Changes are logged with the operator.'), form);

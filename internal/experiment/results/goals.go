@@ -33,6 +33,43 @@ type GoalResult struct {
 	ValueComparison *stats.ValueComparison
 }
 
+// goalArms is every arm's results on goal g from its counts by arm (byArm, in the order of arms),
+// each compared with arms[base], with the input and analysis of the rates (the verdict's). Only
+// arms' keys, weights and exposed users are read.
+func goalArms(g popup.Goal, arms []Arm, byArm []popup.GoalCount, base int, opts stats.Options, plannedEnd, now time.Time) ([]GoalResult, stats.Input, stats.Result, error) {
+	in := stats.Input{Arms: make([]stats.Arm, len(arms)), Control: base, Now: now, Options: opts, PlannedEnd: plannedEnd}
+	values := make([]stats.ValueArm, len(arms))
+	for i, a := range arms {
+		// A user converts only after an exposure in the phase: never more than the exposed.
+		in.Arms[i] = stats.Arm{Weight: float64(a.Weight) / 100, Exposed: a.ExposedUsers, Clicked: min(byArm[i].ConvertedUsers, a.ExposedUsers)}
+		values[i] = stats.ValueArm{Exposed: a.ExposedUsers, Sum: byArm[i].ValueSum, SquareSum: byArm[i].ValueSqSum}
+	}
+	analysis, err := stats.Analyze(in)
+	if err != nil {
+		return nil, in, analysis, err
+	}
+	var means []stats.ValueResult
+	var meanCmps []stats.ValueComparison
+	if g.Value == popup.GoalValueSum {
+		means, meanCmps = stats.AnalyzeValues(values, base, opts.Alpha)
+	}
+	out := make([]GoalResult, len(arms))
+	for i := range arms {
+		out[i] = GoalResult{Goal: g.Key, ConvertedUsers: byArm[i].ConvertedUsers, Conversions: byArm[i].Conversions,
+			ValueSum: byArm[i].ValueSum, Rate: analysis.Arms[i]}
+		if means != nil {
+			out[i].Value = &means[i]
+		}
+	}
+	for _, c := range analysis.Comparisons {
+		out[c.Arm].Comparison = &c
+	}
+	for _, c := range meanCmps {
+		out[c.Arm].ValueComparison = &c
+	}
+	return out, in, analysis, nil
+}
+
 // AddGoals adds to res, the results of phase e, the arms' results on every goal (by key) from
 // the phase's counts. With e.PrimaryGoal one of goals, that goal's rate decides the verdict (and
 // how long until a decision) instead of the click-through rate; the sample-ratio check still
@@ -45,6 +82,10 @@ func AddGoals(res *Results, e *popup.Experiment, goals []popup.Goal, counts []po
 		base = len(e.Variants)
 	}
 	res.GoalBaseline = res.Arms[base].Key
+	var plannedEnd time.Time
+	if e.PlannedEndAt != nil {
+		plannedEnd = *e.PlannedEndAt
+	}
 	for _, g := range goals {
 		byArm := make([]popup.GoalCount, len(res.Arms))
 		for _, c := range counts {
@@ -52,38 +93,12 @@ func AddGoals(res *Results, e *popup.Experiment, goals []popup.Goal, counts []po
 				byArm[i] = c
 			}
 		}
-		in := stats.Input{Arms: make([]stats.Arm, len(res.Arms)), Control: base, Now: now, Options: res.Options}
-		if e.PlannedEndAt != nil {
-			in.PlannedEnd = *e.PlannedEndAt
-		}
-		values := make([]stats.ValueArm, len(res.Arms))
-		for i, a := range res.Arms {
-			// A user converts only after an exposure in the phase: never more than the exposed.
-			in.Arms[i] = stats.Arm{Weight: float64(a.Weight) / 100, Exposed: a.ExposedUsers, Clicked: min(byArm[i].ConvertedUsers, a.ExposedUsers)}
-			values[i] = stats.ValueArm{Exposed: a.ExposedUsers, Sum: byArm[i].ValueSum, SquareSum: byArm[i].ValueSqSum}
-		}
-		analysis, err := stats.Analyze(in)
+		grs, in, analysis, err := goalArms(g, res.Arms, byArm, base, res.Options, plannedEnd, now)
 		if err != nil {
 			return fmt.Errorf("experiment phase %d, goal %s: %w", e.Phase, g.Key, err)
 		}
-		var means []stats.ValueResult
-		var meanCmps []stats.ValueComparison
-		if g.Value == popup.GoalValueSum {
-			means, meanCmps = stats.AnalyzeValues(values, base, res.Options.Alpha)
-		}
 		for i := range res.Arms {
-			gr := GoalResult{Goal: g.Key, ConvertedUsers: byArm[i].ConvertedUsers, Conversions: byArm[i].Conversions,
-				ValueSum: byArm[i].ValueSum, Rate: analysis.Arms[i]}
-			if means != nil {
-				gr.Value = &means[i]
-			}
-			res.Arms[i].Goals = append(res.Arms[i].Goals, gr)
-		}
-		for _, c := range analysis.Comparisons {
-			res.Arms[c.Arm].Goals[len(res.Arms[c.Arm].Goals)-1].Comparison = &c
-		}
-		for _, c := range meanCmps {
-			res.Arms[c.Arm].Goals[len(res.Arms[c.Arm].Goals)-1].ValueComparison = &c
+			res.Arms[i].Goals = append(res.Arms[i].Goals, grs[i])
 		}
 		if g.Key != e.PrimaryGoal {
 			continue

@@ -28,9 +28,10 @@ func Full() popup.Popup {
 			Regions: []string{"cn", "us"}, Langs: []string{"zh"}, RolloutPercent: 40, UIDs: []string{"vip-1", "vip-2"},
 			Audiences: popup.AudienceRefs{Include: []int64{3, 5}, Exclude: []int64{4}}},
 		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3, ExemptFromCaps: true,
-		Experiment: FullExperiment(),
-		CreatedAt:  time.Date(2026, 2, 1, 10, 0, 0, 123_000_000, time.UTC),
-		UpdatedAt:  time.Date(2026, 2, 2, 11, 30, 0, 0, time.UTC),
+		HoldoutExempt: true,
+		Experiment:    FullExperiment(),
+		CreatedAt:     time.Date(2026, 2, 1, 10, 0, 0, 123_000_000, time.UTC),
+		UpdatedAt:     time.Date(2026, 2, 2, 11, 30, 0, 0, time.UTC),
 		Creative: popup.Creative{
 			Title:        "Spring",
 			Content:      "Up to 50% off",

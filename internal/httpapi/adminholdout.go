@@ -1,0 +1,198 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"popupsvc/internal/experiment/results"
+	"popupsvc/internal/popup"
+)
+
+// HoldoutReads reads the global holdout's results (docs/CONTRACT.md §15): its phases, the
+// setting's history (mysqlstore.SettingsRepo), and the goal counts of the users a phase first
+// exposed between two instants (mysqlstore.StatsRepo); its groups' days and whole counts are an
+// experiment's (ExperimentDays, ExperimentGoals) of popup.HoldoutPopupID.
+type HoldoutReads interface {
+	HoldoutPhases(ctx context.Context) ([]popup.HoldoutPhase, error)
+	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error)
+}
+
+var errNoHoldout = &apiError{status: http.StatusNotFound, code: "holdout_missing",
+	message: "the team has never run a holdout: set holdout_percent in /admin/v1/settings"}
+
+// holdoutPhaseBody is one holdout phase as the results name it.
+type holdoutPhaseBody struct {
+	Phase     int        `json:"phase"`
+	Percent   int        `json:"percent"`
+	Salt      string     `json:"salt"`
+	Running   bool       `json:"running"`
+	StartedAt time.Time  `json:"started_at"`
+	StartedBy string     `json:"started_by"`
+	EndedAt   *time.Time `json:"ended_at"`
+	EndedBy   *string    `json:"ended_by"`
+}
+
+func holdoutPhaseToWire(p popup.HoldoutPhase) holdoutPhaseBody {
+	w := holdoutPhaseBody{Phase: p.Phase, Percent: p.Percent, Salt: p.Salt, Running: p.Running(), StartedAt: p.StartedAt, StartedBy: p.StartedBy}
+	if !p.EndedAt.IsZero() {
+		at, by := p.EndedAt, p.EndedBy
+		w.EndedAt, w.EndedBy = &at, &by
+	}
+	return w
+}
+
+// holdoutGroupBody is one group's results: its users exposed in the phase and its results on
+// every goal, the others' compared with the holdout's.
+type holdoutGroupBody struct {
+	Group        string        `json:"group"`
+	Percent      int           `json:"percent"`
+	ExposedUsers int64         `json:"exposed_users"`
+	Exposures    int64         `json:"exposures"`
+	Goals        []expGoalBody `json:"goals"`
+}
+
+type holdoutResultsBody struct {
+	holdoutPhaseBody
+	// TimeZone is the zone whose days From and To are; both null when the phase's users are not
+	// limited to those first exposed between them.
+	TimeZone string             `json:"time_zone"`
+	From     *string            `json:"from"`
+	To       *string            `json:"to"`
+	Baseline string             `json:"baseline"`
+	Groups   []holdoutGroupBody `json:"groups"`
+	SRM      expSRMBody         `json:"srm"`
+	Options  expOptionsBody     `json:"options"`
+	Phases   []holdoutPhaseBody `json:"phases"`
+}
+
+// holdoutResults answers GET /admin/v1/holdout/results[?phase=N][&from=&to=][&tz=]: a holdout
+// phase's (default the latest's) groups compared on every goal. With from or to, only the users
+// the phase first exposed on those days of tz (both included; from defaults to the phase's first
+// day, to to today) are counted.
+func (a *Admin) holdoutResults(c *gin.Context) {
+	if a.Holdout == nil {
+		writeError(c, a.Log, errNoHoldout)
+		return
+	}
+	phase, zone, loc, err := a.phaseAndZone(c)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	ctx := c.Request.Context()
+	phases, err := a.Holdout.HoldoutPhases(ctx)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	if len(phases) == 0 {
+		writeError(c, a.Log, errNoHoldout)
+		return
+	}
+	cur := phases[0] // the latest first
+	if phase > 0 {
+		i := len(phases) - phase // phases are numbered from 1 without gaps
+		if i < 0 || i >= len(phases) || phases[i].Phase != phase {
+			writeError(c, a.Log, &apiError{status: http.StatusNotFound, code: "phase_not_found", message: "the holdout has no such phase",
+				fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the holdout"}}})
+			return
+		}
+		cur = phases[i]
+	}
+	now := a.Now()
+	from, to, cohort, aerr := holdoutCohort(c, cur.Holdout, now.In(loc))
+	if aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
+	key := cur.PhaseKey()
+	days, err := a.ExperimentDays.ExperimentDays(ctx, popup.HoldoutPopupID, key, loc)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	var goals []popup.Goal
+	var counts []popup.GoalCount
+	if a.Goals != nil {
+		if goals, err = a.Goals.List(ctx); err != nil {
+			writeError(c, a.Log, err)
+			return
+		}
+	}
+	switch {
+	case len(goals) == 0:
+	case cohort:
+		// Midnight of the zone's first day to midnight after its last: the users first exposed then.
+		bounds := popup.DayBounds(from, to, loc)
+		counts, err = a.Holdout.GoalCountsExposedIn(ctx, popup.HoldoutPopupID, key, bounds[0], bounds[len(bounds)-1])
+	case a.ExperimentGoals != nil:
+		counts, err = a.ExperimentGoals.GoalCounts(ctx, popup.HoldoutPopupID, key)
+	}
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	if cohort {
+		days = daysWithin(days, from.Format(time.DateOnly), to.Format(time.DateOnly))
+	}
+	res, err := results.Holdout(cur.Holdout, days, goals, counts, now)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	body := holdoutResultsBody{holdoutPhaseBody: holdoutPhaseToWire(cur), TimeZone: zone, Baseline: res.Groups[0].Key,
+		SRM:     expSRMBody{ChiSquare: res.SampleRatio.ChiSquare, DF: res.SampleRatio.DF, P: res.SampleRatio.P, Alarm: res.SampleRatio.SRM},
+		Options: expOptionsBody{Alpha: res.Options.Alpha, SRMAlpha: res.Options.SRMAlpha, MinExposed: res.Options.MinExposed, MinClicks: res.Options.MinClicks}}
+	if cohort {
+		f, t := from.Format(time.DateOnly), to.Format(time.DateOnly)
+		body.From, body.To = &f, &t
+	}
+	for _, g := range res.Groups {
+		body.Groups = append(body.Groups, holdoutGroupBody{Group: g.Key, Percent: g.Weight, ExposedUsers: g.ExposedUsers,
+			Exposures: g.Exposures, Goals: goalsToWire(g.Goals)})
+	}
+	for _, p := range phases {
+		body.Phases = append(body.Phases, holdoutPhaseToWire(p))
+	}
+	c.JSON(http.StatusOK, body)
+}
+
+// holdoutCohort reads from and to (YYYY-MM-DD, days of the zone of now, both included): cohort
+// is false when neither is given (every user of the phase). from defaults to the phase's first
+// day, to to today. The dates come back as midnight UTC of the same calendar dates.
+func holdoutCohort(c *gin.Context, h popup.Holdout, now time.Time) (from, to time.Time, cohort bool, aerr *apiError) {
+	fromQ, toQ := c.Query("from"), c.Query("to")
+	if fromQ == "" && toQ == "" {
+		return from, to, false, nil
+	}
+	day := func(t time.Time) time.Time {
+		y, m, d := t.Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	}
+	from, to = day(h.StartedAt.In(now.Location())), day(now)
+	if fromQ != "" {
+		if from, aerr = parseDay("from", fromQ); aerr != nil {
+			return from, to, true, aerr
+		}
+	}
+	if toQ != "" {
+		if to, aerr = parseDay("to", toQ); aerr != nil {
+			return from, to, true, aerr
+		}
+	}
+	return from, to, true, checkRange(from, to)
+}
+
+// daysWithin is the rows of days whose day is in [from, to] (YYYY-MM-DD).
+func daysWithin(days []popup.ExperimentDay, from, to string) []popup.ExperimentDay {
+	var out []popup.ExperimentDay
+	for _, d := range days {
+		if d.Day >= from && d.Day <= to {
+			out = append(out, d)
+		}
+	}
+	return out
+}
