@@ -198,6 +198,12 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		writeError(c, a.Log, errNoPhase)
 		return
 	}
+	// The goals before the exposures (goalsThenExposures says why).
+	goals, counts, withGoals, err := a.goalCounts(ctx, id, exp.Salt)
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
 	days, err := a.ExperimentDays.ExperimentDays(ctx, id, exp.Salt, loc)
 	if err != nil {
 		writeError(c, a.Log, err)
@@ -209,9 +215,11 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		writeError(c, a.Log, err)
 		return
 	}
-	if err := a.addGoals(ctx, id, exp, &res, now); err != nil {
-		writeError(c, a.Log, err)
-		return
+	if withGoals {
+		if err := results.AddGoals(&res, exp, goals, counts, now); err != nil {
+			writeError(c, a.Log, err)
+			return
+		}
 	}
 	body := toResultsWire(id, cur.Status, res)
 	body.TimeZone = zone
@@ -232,20 +240,23 @@ func (a *Admin) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.
 	return phase, zone, loc, err
 }
 
-// addGoals adds the phase's results on every goal (results.AddGoals); none without goals.
-func (a *Admin) addGoals(ctx context.Context, id int64, exp *popup.Experiment, res *results.Results, now time.Time) error {
+// goalCounts reads the goals and an experiment phase's counts on them; withGoals is false when
+// the server has no goal stores.
+//
+// goalsThenExposures: a results route reads the goal counts before the exposures, each in a
+// statement of its own. The worker attributes a conversion in the transaction that sees the
+// user's exposure (the same batch's or an earlier one's), so exposures read later hold every user
+// the counts read earlier name: a batch committed between the reads adds exposures without their
+// conversions, never conversions of users not yet exposed (converted users above exposed ones).
+func (a *Admin) goalCounts(ctx context.Context, id int64, salt string) (goals []popup.Goal, counts []popup.GoalCount, withGoals bool, err error) {
 	if a.Goals == nil || a.ExperimentGoals == nil {
-		return nil
+		return nil, nil, false, nil
 	}
-	goals, err := a.Goals.List(ctx)
-	if err != nil {
-		return err
+	if goals, err = a.Goals.List(ctx); err != nil {
+		return nil, nil, false, err
 	}
-	counts, err := a.ExperimentGoals.GoalCounts(ctx, id, exp.Salt)
-	if err != nil {
-		return err
-	}
-	return results.AddGoals(res, exp, goals, counts, now)
+	counts, err = a.ExperimentGoals.GoalCounts(ctx, id, salt)
+	return goals, counts, err == nil, err
 }
 
 // ExperimentGoals reads an experiment phase's counts per arm and goal (mysqlstore.StatsRepo).

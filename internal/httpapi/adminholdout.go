@@ -109,11 +109,7 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 		return
 	}
 	key := cur.PhaseKey()
-	days, err := a.ExperimentDays.ExperimentDays(ctx, popup.HoldoutPopupID, key, loc)
-	if err != nil {
-		writeError(c, a.Log, err)
-		return
-	}
+	// The goals before the exposures (goalsThenExposures says why).
 	var goals []popup.Goal
 	var counts []popup.GoalCount
 	if a.Goals != nil {
@@ -131,6 +127,11 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 	case a.ExperimentGoals != nil:
 		counts, err = a.ExperimentGoals.GoalCounts(ctx, popup.HoldoutPopupID, key)
 	}
+	if err != nil {
+		writeError(c, a.Log, err)
+		return
+	}
+	days, err := a.ExperimentDays.ExperimentDays(ctx, popup.HoldoutPopupID, key, loc)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
