@@ -35,8 +35,9 @@ func MigrateDownTo(ctx context.Context, db *sql.DB, version int64) error {
 	return err
 }
 
-// StopAfter makes p's Maintain runs stop after the detachment step named (StepTwinMade,
-// StepExchanged or StepDropped), the n-th time it ends, with ErrStopped: a worker killed there.
+// StopAfter makes p's Maintain runs stop after the detachment step named (StepConverted, or with
+// ExchangeOnly StepTwinMade, StepExchanged or StepDropped), the n-th time it ends, with
+// ErrStopped: a worker killed there.
 func (p *LogPartitions) StopAfter(step string, n int) {
 	p.afterStep = func(s string) error {
 		if s != step {
@@ -53,8 +54,15 @@ func (p *LogPartitions) StopAfter(step string, n int) {
 // ErrStopped is the error of a Maintain run that StopAfter stopped.
 var ErrStopped = errors.New("stopped between the steps")
 
+// ExchangeOnly makes p take days out of the log as it does on MySQL 8.0, by EXCHANGE PARTITION.
+func (p *LogPartitions) ExchangeOnly() { p.exchangeOnly = true }
+
+// ConvertsPartitions is convertsPartitions, for its table test.
+var ConvertsPartitions = convertsPartitions
+
 // The steps of a day's detachment, for StopAfter.
 const (
+	StepConverted = stepConverted
 	StepTwinMade  = stepTwinMade
 	StepExchanged = stepExchanged
 	StepDropped   = stepDropped

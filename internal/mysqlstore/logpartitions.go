@@ -21,12 +21,14 @@ import (
 // it ends), so no event time is ever refused. Maintain adds the days up to Ahead days from now by
 // splitting pmax, which no row reaches while the days ahead exist, so the split moves nothing.
 //
-// A day leaves the log without its file's removal under the log's lock: its partition is
-// exchanged with an empty twin table (a rename of files), the partition, empty now, is dropped,
-// and the twin, which holds the day, is dropped last, when the log's metadata lock is no longer
-// held, so the drain's batches do not wait for the file's removal (docs/PERFORMANCE.md
-// "Retention"). The twins are named popup_action_log_retired_pYYYYMMDD; a run killed between
-// the steps leaves a twin, or an empty partition past the cutoff, and the next run drops both.
+// A day leaves the log without its file's removal under the log's lock: its partition becomes a
+// table of its own, a twin, by a rename of files, and the twin is dropped afterwards, when the
+// log's metadata lock is no longer held, so the drain's batches do not wait for the file's
+// removal (docs/PERFORMANCE.md "Retention"). On MariaDB 10.7 and later one statement does it
+// (ALTER TABLE … CONVERT PARTITION … TO TABLE); elsewhere (MySQL 8.0) the partition is exchanged
+// with an empty twin and then dropped, empty. The twins are named
+// popup_action_log_retired_pYYYYMMDD; a run killed between the steps leaves a twin, or an empty
+// partition past the cutoff, and the next run drops both.
 //
 // Every worker runs Maintain; a named lock (GET_LOCK) lets one at a time alter the table and the
 // others skip that run.
@@ -43,6 +45,8 @@ type LogPartitions struct {
 	// afterStep, when set (tests only), is called after each step of a day's detachment; an
 	// error stops the run there, as a worker killed at that point would.
 	afterStep func(step string) error
+	// exchangeOnly (tests only) takes the days out the MySQL 8.0 way on MariaDB too.
+	exchangeOnly bool
 }
 
 // NewLogPartitions returns a keeper with seven days ahead and backfill batches of 1,000 rows at
@@ -189,15 +193,16 @@ func addDays(ctx context.Context, conn *sql.Conn, parts []dayPartition, first, l
 
 // Steps of a day's detachment, for the tests that stop a run after one as a killed worker would.
 const (
+	stepConverted = "converted"
 	stepTwinMade  = "twin made"
 	stepExchanged = "exchanged"
 	stepDropped   = "partitions dropped"
 )
 
 // detachDays takes the day partitions whose days all end at or before the day cutoff (their
-// bound, the day after their last, is at most cutoff) out of the log: each is exchanged with an
-// empty twin table, which then holds the day, and the partitions, empty now, are dropped in one
-// statement. It returns the partitions dropped and how long the log's statements took.
+// bound, the day after their last, is at most cutoff) out of the log, each into a twin table
+// that then holds the day. It returns the partitions taken out and how long the log's
+// statements took.
 func (p *LogPartitions) detachDays(ctx context.Context, conn *sql.Conn, parts []dayPartition, cutoff int64) (names []string, took time.Duration, err error) {
 	for _, part := range parts {
 		if part.bound != 0 && part.bound <= cutoff {
@@ -207,6 +212,44 @@ func (p *LogPartitions) detachDays(ctx context.Context, conn *sql.Conn, parts []
 	if len(names) == 0 {
 		return nil, 0, nil
 	}
+	var version string
+	if err := conn.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		return nil, 0, fmt.Errorf("action log partitions: %w", err)
+	}
+	if p.exchangeOnly || !convertsPartitions(version) {
+		return p.exchangeDays(ctx, conn, names)
+	}
+	for _, name := range names {
+		start := time.Now()
+		_, err := conn.ExecContext(ctx, "ALTER TABLE "+TableActionLog+" CONVERT PARTITION "+name+" TO TABLE "+retiredPrefix+name)
+		took += time.Since(start)
+		if err != nil {
+			return nil, took, fmt.Errorf("action log partitions: take %s out: %w", name, err)
+		}
+		if err := p.step(stepConverted); err != nil {
+			return nil, took, err
+		}
+	}
+	return names, took, nil
+}
+
+// convertsPartitions reports whether the server of version (SELECT VERSION()) has ALTER TABLE …
+// CONVERT PARTITION … TO TABLE: MariaDB from 10.7.
+func convertsPartitions(version string) bool {
+	if !strings.Contains(version, "MariaDB") {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 10 || (major == 10 && minor >= 7)
+}
+
+// exchangeDays takes the partitions names out of the log where CONVERT PARTITION is missing: each
+// is exchanged with an empty twin table, which then holds the day, and the partitions, empty now,
+// are dropped in one statement.
+func (p *LogPartitions) exchangeDays(ctx context.Context, conn *sql.Conn, names []string) (_ []string, took time.Duration, err error) {
 	for _, name := range names {
 		twin := retiredPrefix + name
 		// The twin is a copy of the log's definition without its partitions, as EXCHANGE

@@ -160,9 +160,10 @@ func retiredTables(t *testing.T, db *sql.DB) map[string]int {
 // time would make these runs skip.
 func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 	tests := []struct {
-		name string
-		step string
-		nth  int // stop the n-th time the step ends
+		name     string
+		exchange bool // the MySQL 8.0 way (EXCHANGE PARTITION), not MariaDB's CONVERT PARTITION
+		step     string
+		nth      int // stop the n-th time the step ends
 		// what the killed run leaves: the twins with their rows, and the rows still in the log
 		wantTwins   func(names []string) map[string]int
 		wantLogRows int
@@ -170,19 +171,33 @@ func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 		wantDropped func(names []string) []string
 	}{
 		{
-			name: "first twin made", step: mysqlstore.StepTwinMade, nth: 1,
+			name: "first day converted", step: mysqlstore.StepConverted, nth: 1,
+			wantTwins:   func(n []string) map[string]int { return map[string]int{"popup_action_log_retired_" + n[0]: 5} },
+			wantLogRows: 10,
+			wantDropped: func(n []string) []string { return n[1:2] },
+		},
+		{
+			name: "both days converted", step: mysqlstore.StepConverted, nth: 2,
+			wantTwins: func(n []string) map[string]int {
+				return map[string]int{"popup_action_log_retired_" + n[0]: 5, "popup_action_log_retired_" + n[1]: 5}
+			},
+			wantLogRows: 5,
+			wantDropped: func([]string) []string { return nil }, // only the twins are left to drop
+		},
+		{
+			name: "exchange: first twin made", exchange: true, step: mysqlstore.StepTwinMade, nth: 1,
 			wantTwins:   func(n []string) map[string]int { return map[string]int{"popup_action_log_retired_" + n[0]: 0} },
 			wantLogRows: 15,
 			wantDropped: func(n []string) []string { return n[:2] },
 		},
 		{
-			name: "first day exchanged", step: mysqlstore.StepExchanged, nth: 1,
+			name: "exchange: first day exchanged", exchange: true, step: mysqlstore.StepExchanged, nth: 1,
 			wantTwins:   func(n []string) map[string]int { return map[string]int{"popup_action_log_retired_" + n[0]: 5} },
 			wantLogRows: 10,
 			wantDropped: func(n []string) []string { return n[:2] }, // the first one empty
 		},
 		{
-			name: "second twin made", step: mysqlstore.StepTwinMade, nth: 2,
+			name: "exchange: second twin made", exchange: true, step: mysqlstore.StepTwinMade, nth: 2,
 			wantTwins: func(n []string) map[string]int {
 				return map[string]int{"popup_action_log_retired_" + n[0]: 5, "popup_action_log_retired_" + n[1]: 0}
 			},
@@ -190,7 +205,7 @@ func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 			wantDropped: func(n []string) []string { return n[:2] },
 		},
 		{
-			name: "partitions dropped", step: mysqlstore.StepDropped, nth: 1,
+			name: "exchange: partitions dropped", exchange: true, step: mysqlstore.StepDropped, nth: 1,
 			wantTwins: func(n []string) map[string]int {
 				return map[string]int{"popup_action_log_retired_" + n[0]: 5, "popup_action_log_retired_" + n[1]: 5}
 			},
@@ -219,6 +234,9 @@ func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 			cutoff := first.Add(2 * 24 * time.Hour) // the first two days end by the cutoff's day
 
 			p := mysqlstore.NewLogPartitions(db)
+			if tt.exchange {
+				p.ExchangeOnly()
+			}
 			p.StopAfter(tt.step, tt.nth)
 			_, err = p.Maintain(ctx, now, cutoff)
 			require.ErrorIs(t, err, mysqlstore.ErrStopped)
@@ -242,6 +260,25 @@ func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 			require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
 			assert.Equal(t, 7, n)
 		})
+	}
+}
+
+func TestConvertPartitionIsMariaDBFrom107(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{give: "10.11.19-MariaDB-0+deb12u1", want: true},
+		{give: "10.7.1-MariaDB", want: true},
+		{give: "11.4.2-MariaDB-log", want: true},
+		{give: "10.6.18-MariaDB", want: false},
+		{give: "5.5.5-10.11.6-MariaDB", want: false}, // the old replication prefix: read as 5.5, the EXCHANGE way
+		{give: "8.0.36", want: false},
+		{give: "", want: false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, mysqlstore.ConvertsPartitions(tt.give), tt.give)
 	}
 }
 
