@@ -58,27 +58,27 @@ if [ -n "$strace_pid" ]; then
   strace_pid=""
 fi
 echo "== the drops' statements (ms), their stages and file operations of 0.5 ms or more"
-mariadb --no-defaults --socket="$dir/my/mariadb.sock" -uroot --table performance_schema <<'SQL'
+mariadb --no-defaults --socket="$dir/my/mariadb.sock" -uroot --table popup <<'SQL'
 CREATE TEMPORARY TABLE drops AS
 SELECT THREAD_ID, EVENT_ID, END_EVENT_ID, TIMER_START, TIMER_END, LEFT(SQL_TEXT, 80) AS statement
-FROM events_statements_history_long
+FROM performance_schema.events_statements_history_long
 WHERE (SQL_TEXT LIKE 'ALTER TABLE popup\_action\_log %' AND SQL_TEXT NOT LIKE '%REORGANIZE%'
        AND SQL_TEXT NOT LIKE '%fill\_%') -- the fill's own exchange
    OR SQL_TEXT LIKE '%TABLE popup\_action\_log\_retired%';
 SELECT d.statement, ROUND((d.TIMER_END - d.TIMER_START) / 1e9, 1) AS ms, x.kind, x.name, x.object, x.ms AS part_ms
 FROM drops d
 JOIN (SELECT THREAD_ID, EVENT_ID, 'stage' AS kind, EVENT_NAME AS name, '' AS object, ROUND(TIMER_WAIT / 1e9, 1) AS ms
-      FROM events_stages_history_long
+      FROM performance_schema.events_stages_history_long
       UNION ALL
       SELECT THREAD_ID, EVENT_ID, OPERATION, EVENT_NAME, SUBSTRING_INDEX(OBJECT_NAME, '/', -2), ROUND(TIMER_WAIT / 1e9, 1)
-      FROM events_waits_history_long WHERE EVENT_NAME LIKE 'wait/io/file/%') x
+      FROM performance_schema.events_waits_history_long WHERE EVENT_NAME LIKE 'wait/io/file/%') x
   ON x.THREAD_ID = d.THREAD_ID AND x.EVENT_ID > d.EVENT_ID AND x.EVENT_ID <= d.END_EVENT_ID
 WHERE x.ms >= 0.5
 ORDER BY d.TIMER_START, x.EVENT_ID;
 SELECT '== syncs of 20 ms or more by other threads while a drop statement ran' AS '';
 SELECT d.statement, w.THREAD_ID AS thread, SUBSTRING_INDEX(w.OBJECT_NAME, '/', -2) AS file, ROUND(w.TIMER_WAIT / 1e9, 1) AS sync_ms
 FROM drops d
-JOIN events_waits_history_long w ON w.THREAD_ID <> d.THREAD_ID AND w.OPERATION = 'sync'
+JOIN performance_schema.events_waits_history_long w ON w.THREAD_ID <> d.THREAD_ID AND w.OPERATION = 'sync'
   AND w.TIMER_START < d.TIMER_END AND w.TIMER_END > d.TIMER_START
 WHERE w.TIMER_WAIT >= 20e9
 ORDER BY d.TIMER_START, w.TIMER_START;

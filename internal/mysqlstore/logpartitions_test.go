@@ -42,6 +42,25 @@ func logPartitions(t *testing.T, db *sql.DB) (names []string, rows map[string]in
 // dayPartition is the partition name of t's UTC day.
 func dayPartition(t time.Time) string { return "p" + t.UTC().Format("20060102") }
 
+// partitionDay is the UTC day a pYYYYMMDD partition holds.
+func partitionDay(t *testing.T, name string) time.Time {
+	t.Helper()
+	day, err := time.Parse("20060102", strings.TrimPrefix(name, "p"))
+	require.NoError(t, err)
+	return day
+}
+
+// fiveADay is five times on each of the days from first on, five hours apart.
+func fiveADay(first time.Time, days int) []time.Time {
+	var times []time.Time
+	for d := range days {
+		for h := range 5 {
+			times = append(times, first.Add(time.Duration(d)*24*time.Hour+time.Duration(h*5)*time.Hour))
+		}
+	}
+	return times
+}
+
 // insertLog inserts action-log rows straight, one per time.
 func insertLog(t *testing.T, db *sql.DB, table, prefix string, times ...time.Time) {
 	t.Helper()
@@ -66,17 +85,10 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	names, _ := logPartitions(t, db)
 	require.GreaterOrEqual(t, len(names), 9, "the migration makes today and seven days ahead, then pmax: %v", names)
 	require.Equal(t, "pmax", names[len(names)-1])
-	first, err := time.Parse("20060102", strings.TrimPrefix(names[0], "p"))
-	require.NoError(t, err)
+	first := partitionDay(t, names[0])
 
 	// Rows on the first four days, and one far in the past (the first partition takes it).
-	var times []time.Time
-	for d := range 4 {
-		for h := range 5 {
-			times = append(times, first.Add(time.Duration(d)*24*time.Hour+time.Duration(h*5)*time.Hour))
-		}
-	}
-	times = append(times, first.Add(-400*24*time.Hour))
+	times := append(fiveADay(first, 4), first.Add(-400*24*time.Hour))
 	insertLog(t, db, "popup_action_log", "m", times...)
 	_, rows := logPartitions(t, db)
 	require.Equal(t, 6, rows[names[0]], "the first day's partition holds its day and everything before")
@@ -218,17 +230,10 @@ func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 			ctx := context.Background()
 			db := testenv.MySQL(t)
 			names, _ := logPartitions(t, db)
-			first, err := time.Parse("20060102", strings.TrimPrefix(names[0], "p"))
-			require.NoError(t, err)
-			var times []time.Time
-			for d := range 3 {
-				for h := range 5 {
-					times = append(times, first.Add(time.Duration(d)*24*time.Hour+time.Duration(h*4)*time.Hour))
-				}
-			}
-			insertLog(t, db, "popup_action_log", "k", times...)
+			first := partitionDay(t, names[0])
+			insertLog(t, db, "popup_action_log", "k", fiveADay(first, 3)...)
 			// A twin an older build left, of another shape: dropped like the others.
-			_, err = db.Exec(`CREATE TABLE popup_action_log_retired_p20200101 (id INT PRIMARY KEY)`)
+			_, err := db.Exec(`CREATE TABLE popup_action_log_retired_p20200101 (id INT PRIMARY KEY)`)
 			require.NoError(t, err)
 			now := first.Add(3 * 24 * time.Hour)
 			cutoff := first.Add(2 * 24 * time.Hour) // the first two days end by the cutoff's day
