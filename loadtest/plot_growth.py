@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Plot scripts/growth-soak.sh's CSV: the drain's rate and a day's drop against the log's size.
+"""Plot scripts/growth-soak.sh's CSV: the drain's rate and a day's drop (the log's share and the
+twin table's) against the log's size.
 
 usage: python3 loadtest/plot_growth.py loadtest/reports/growth-STAMP.csv docs/img/log-growth.png
 Needs matplotlib (scripts/growth-soak.sh installs it into .venv).
@@ -25,7 +26,13 @@ def main(src, dst):
     rate.set_ylim(bottom=0)
     rate.set_title("Drain rate")
     rate.grid(alpha=0.3)
-    drop.plot(size, [float(r["drop_ms"]) for r in rows], "s-", color="tab:red")
+    drop.plot(size, [float(r["drop_ms"]) for r in rows], "s-", color="tab:red", label="the log's share")
+    # twin_ms: the twin table that holds the day, dropped outside the log's lock (older CSVs
+    # have no such column: their drop_ms is the whole DROP PARTITION)
+    twin = [(x, float(r["twin_ms"])) for x, r in zip(size, rows) if r.get("twin_ms")]
+    if twin:
+        drop.plot([x for x, _ in twin], [t for _, t in twin], "^--", color="tab:gray", label="the twin table")
+        drop.legend(fontsize=8)
     for x, r in zip(size, rows):
         drop.annotate(f"{int(r['day_rows']) / 1e6:.2f}M rows", (x, float(r["drop_ms"])),
                       textcoords="offset points", xytext=(4, 6), fontsize=8)

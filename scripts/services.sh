@@ -9,6 +9,8 @@
 #                                               `test` also chromium and npm (the browser tests),
 #                                               maven and a JRE (the generated clients; `make test` only)
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
+#                                               (POPUP_MARIADB_BUFFER_POOL, POPUP_MARIADB_FLUSH, and
+#                                               POPUP_MARIADB_OPTS: more server options, space-separated)
 #   scripts/services.sh start-redis DIR PORT    start redis-server with AOF in DIR
 #   scripts/services.sh start-redis-cluster DIR PORT1 PORT2 PORT3
 #                                               start three cluster-enabled redis-servers with AOF in
@@ -129,7 +131,7 @@ cmd_start_mariadb() {
     --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
     --innodb-buffer-pool-size="${POPUP_MARIADB_BUFFER_POOL:-256M}" \
     --innodb-flush-log-at-trx-commit="${POPUP_MARIADB_FLUSH:-1}" \
-    --max-connections=500 --log-error="$dir/mariadb.err" </dev/null >/dev/null 2>&1 &
+    --max-connections=500 --log-error="$dir/mariadb.err" ${POPUP_MARIADB_OPTS:-} </dev/null >/dev/null 2>&1 &
   echo $! >"$pidf"
   local i
   for i in $(seq 1 300); do

@@ -24,17 +24,20 @@ const logDays = 30
 // (docs/SCALING.md, docs/PERFORMANCE.md "The action log as it grows"). One database for the whole
 // run: for each size of POPUP_BENCH_LOG_SIZES (rows, ascending; default 1,000,000, 10,000,000 and
 // 50,000,000) the log is filled up to that size, spread evenly over 30 day partitions ending on
-// the drained events' day (rows laid down by MariaDB's sequence engine, as fillOldLog does), then
+// the drained events' day (rows laid down by MariaDB's sequence engine: the newest day row by row
+// as the drain's own inserts meet it, the older ones by bulkFill), then
 //
 //   - b.N events are drained into it (batches of 500; they land in the newest, fullest-of-a-day
 //     partition), reported as events/s;
-//   - the oldest day is dropped with mysqlstore.LogPartitions.Maintain (one DROP PARTITION),
-//     reported as drop_ms with the rows it held (day_rows).
+//   - the oldest day is dropped with mysqlstore.LogPartitions.Maintain, reported as drop_ms (the
+//     log's share: its partition exchanged with an empty twin table, then dropped) and twin_ms
+//     (the twin, which then holds the day, dropped), with the rows it held (day_rows).
 //
 // Each pass drops one day more (go test runs each size once with b.N = 1 before the count asked
 // for): the run lays out 30 days plus two per size, the extra days oldest.
-// With POPUP_BENCH_GROWTH_CSV set, it also appends "rows,events_per_s,drop_ms,day_rows" lines to
-// that file (scripts/growth-soak.sh plots them). It needs a MariaDB with room: 50 million rows are
+// With POPUP_BENCH_GROWTH_CSV set, it also appends "rows,events_per_s,drop_ms,day_rows,twin_ms,load1"
+// lines to that file (load1: the machine's load average over the minute before the drop, from
+// /proc/loadavg; scripts/growth-soak.sh plots them). It needs a MariaDB with room: 50 million rows are
 // about 17 GB of data and indexes. Run it through scripts/growth-soak.sh, or with a fixed count:
 //
 //	POPUP_BENCH_LOG_SIZES=1000000,10000000 go test -tags jsoniter,nomsgpack -run '^$' \
@@ -55,12 +58,7 @@ func BenchmarkLogGrowth(b *testing.B) {
 	days := logDays + 2*len(sizes)
 	oldest := newest.Add(-time.Duration(days-1) * 24 * time.Hour)
 	splitDays(b, e, oldest, days)
-	// statements over millions of rows (the fill, the counts) on connections that wait for them
-	sep := "?"
-	if strings.Contains(e.dsn, "?") {
-		sep = "&"
-	}
-	slow := openDB(b, e.dsn+sep+"readTimeout=30m&writeTimeout=30m")
+	slow := e.slowDB(b)
 	pass := 0 // passes so far: days dropped
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("rows-%d", size), func(b *testing.B) {
@@ -82,7 +80,7 @@ func BenchmarkLogGrowth(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for day := range work {
-						errs <- fillDay(slow, day, size/kept)
+						errs <- fillDay(slow, day, size/kept, day.Equal(newest))
 					}
 				}()
 			}
@@ -97,6 +95,7 @@ func BenchmarkLogGrowth(b *testing.B) {
 			elapsed := e.drainTimed(b, n, e.writer.WriteBatch, 10*time.Minute)
 
 			dropped := dayRows(b, slow, first)
+			load := loadAverage()
 			s := time.Now()
 			m, err := mysqlstore.NewLogPartitions(e.db).Maintain(ctx, time.Now(), first.Add(24*time.Hour))
 			took := time.Since(s)
@@ -105,13 +104,15 @@ func BenchmarkLogGrowth(b *testing.B) {
 
 			b.ReportMetric(float64(rows), "log_rows")
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
-			b.ReportMetric(float64(took.Microseconds())/1000, "drop_ms")
+			b.ReportMetric(ms(m.Detaching), "drop_ms")
+			b.ReportMetric(ms(m.Removing), "twin_ms")
+			b.ReportMetric(ms(took), "maintain_ms")
 			b.ReportMetric(float64(dropped), "day_rows")
 			// (not the pass of one event that go test runs first: its rate measures nothing)
 			if path := os.Getenv("POPUP_BENCH_GROWTH_CSV"); path != "" && n > 1 {
 				f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 				require.NoError(b, err)
-				_, err = fmt.Fprintf(f, "%d,%.0f,%.1f,%d\n", rows, float64(n)/elapsed.Seconds(), float64(took.Microseconds())/1000, dropped)
+				_, err = fmt.Fprintf(f, "%d,%.0f,%.1f,%d,%.1f,%s\n", rows, float64(n)/elapsed.Seconds(), ms(m.Detaching), dropped, ms(m.Removing), load)
 				require.NoError(b, err)
 				require.NoError(b, f.Close())
 			}
@@ -154,22 +155,44 @@ func logRows(b *testing.B, db *sql.DB) int {
 }
 
 // fillDay fills day's partition up to want rows: users out of ten million, popups 1-20, times
-// spread over the day, 200,000 rows a statement (ids unique per day).
-func fillDay(fill *sql.DB, day time.Time, want int) error {
+// spread over the day, ids unique per day. The day the drain writes into (rowByRow) gets them
+// as the drain's own inserts meet them, 200,000 rows a statement; the others through bulkFill,
+// many times faster.
+func fillDay(fill *sql.DB, day time.Time, want int, rowByRow bool) error {
+	part := "g" + day.Format("20060102")
 	var have int
-	if err := fill.QueryRow("SELECT COUNT(*) FROM popup_action_log PARTITION (g" + day.Format("20060102") + ")").Scan(&have); err != nil {
+	if err := fill.QueryRow("SELECT COUNT(*) FROM popup_action_log PARTITION (" + part + ")").Scan(&have); err != nil {
 		return err
 	}
-	tag := day.Format("0102")
+	var sels []string
 	for lo := have + 1; lo <= want; lo += 200_000 {
-		hi := min(lo+200_000-1, want)
-		_, err := fill.Exec(fmt.Sprintf(`INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at)
-			SELECT CONCAT('g%s-', seq), CONCAT('u', seq * 7919 %% 10000000), 1 + seq %% 20,
+		sels = append(sels, fmt.Sprintf(`SELECT CONCAT('g%s-', seq), CONCAT('u', seq * 7919 %% 10000000), 1 + seq %% 20,
 			       ELT(1 + seq %% 20 DIV 17, 'impression', 'close'), ? + INTERVAL (seq %% 86400) SECOND
-			FROM seq_%d_to_%d`, tag, lo, hi), day)
-		if err != nil {
+			FROM seq_%d_to_%d`, day.Format("0102"), lo, min(lo+200_000-1, want)))
+	}
+	if len(sels) == 0 {
+		return nil
+	}
+	if !rowByRow {
+		return bulkFill(context.Background(), fill, part, sels, day)
+	}
+	for _, sel := range sels {
+		if _, err := fill.Exec("INSERT INTO popup_action_log (event_id, uid, popup_id, action, event_at) "+sel, day); err != nil {
 			return fmt.Errorf("fill %s: %w", day.Format("2006-01-02"), err)
 		}
 	}
 	return nil
+}
+
+// loadAverage is the machine's load average over the last minute, as /proc/loadavg has it, or
+// "" where there is none.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(string(raw)); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }

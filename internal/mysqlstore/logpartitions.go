@@ -13,14 +13,22 @@ import (
 )
 
 // LogPartitions keeps the action log's day partitions (migration 00015) and removes the days
-// past the retention by dropping their partitions: a file removed, whatever the day's size, where
-// a DELETE would visit every row and every index entry.
+// past the retention whole, where a DELETE would visit every row and every index entry.
 //
 // The log is RANGE-partitioned on TO_DAYS(event_at): partition pYYYYMMDD holds that UTC day
 // (VALUES LESS THAN the next day's number), and pmax, the last, everything later. The first
 // partition also holds everything before its day (a RANGE partition starts where the one before
 // it ends), so no event time is ever refused. Maintain adds the days up to Ahead days from now by
 // splitting pmax, which no row reaches while the days ahead exist, so the split moves nothing.
+//
+// A day leaves the log without its file's removal under the log's lock: its partition becomes a
+// table of its own, a twin, by a rename of files, and the twin is dropped afterwards, when the
+// log's metadata lock is no longer held, so the drain's batches do not wait for the file's
+// removal (docs/PERFORMANCE.md "Retention"). On MariaDB 10.7 and later one statement does it
+// (ALTER TABLE … CONVERT PARTITION … TO TABLE); elsewhere (MySQL 8.0) the partition is exchanged
+// with an empty twin and then dropped, empty. The twins are named
+// popup_action_log_retired_pYYYYMMDD; a run killed between the steps leaves a twin, or an empty
+// partition past the cutoff, and the next run drops both.
 //
 // Every worker runs Maintain; a named lock (GET_LOCK) lets one at a time alter the table and the
 // others skip that run.
@@ -33,6 +41,12 @@ type LogPartitions struct {
 	// MinPause is the least time between two backfill statements; after one that took longer,
 	// the backfill pauses as long as it took, so it uses at most half of one connection's time.
 	MinPause time.Duration
+
+	// afterStep, when set (tests only), is called after each step of a day's detachment; an
+	// error stops the run there, as a worker killed at that point would.
+	afterStep func(step string) error
+	// exchangeOnly (tests only) takes the days out the MySQL 8.0 way on MariaDB too.
+	exchangeOnly bool
 }
 
 // NewLogPartitions returns a keeper with seven days ahead and backfill batches of 1,000 rows at
@@ -54,16 +68,26 @@ type dayPartition struct {
 	bound int64 // 0 for pmax
 }
 
+// retiredPrefix begins the name of a twin table holding a day taken out of the log:
+// popup_action_log_retired_p20261127. Only Maintain makes them, under the named lock.
+const retiredPrefix = TableActionLog + "_retired_"
+
 // Maintenance is what one Maintain run did.
 type Maintenance struct {
 	Added   []string // partitions made, oldest first
 	Dropped []string // partitions dropped, oldest first
 	Skipped bool     // another worker held the lock; nothing was looked at
+	// Detaching is how long the log's own statements took to take the dropped days out (their
+	// exchange and the empty partitions' drop: the time the drain's writes may wait for the
+	// log's metadata lock); Removing, how long dropping the twin tables that held those days took
+	// (their files' removal, under the twins' own locks).
+	Detaching, Removing time.Duration
 }
 
 // Maintain makes the partitions of every day from the retention's first to Ahead days after now,
 // and drops every partition whose days all end before cutoff's day: a row is kept at least until
-// cutoff passes its time, and at most one day longer.
+// cutoff passes its time, and at most one day longer. It first drops the twins a run killed
+// between its steps left behind (their days were past the retention when it took them out).
 func (p *LogPartitions) Maintain(ctx context.Context, now, cutoff time.Time) (m Maintenance, err error) {
 	conn, err := p.db.Conn(ctx)
 	if err != nil {
@@ -86,6 +110,11 @@ func (p *LogPartitions) Maintain(ctx context.Context, now, cutoff time.Time) (m 
 	if _, err := conn.ExecContext(ctx, `SET SESSION lock_wait_timeout = 10`); err != nil {
 		return m, fmt.Errorf("action log partitions: %w", err)
 	}
+	start := time.Now()
+	if err := dropRetired(ctx, conn); err != nil {
+		return m, err
+	}
+	m.Removing = time.Since(start)
 	parts, err := readPartitions(ctx, conn)
 	if err != nil {
 		return m, err
@@ -93,7 +122,13 @@ func (p *LogPartitions) Maintain(ctx context.Context, now, cutoff time.Time) (m 
 	if m.Added, err = addDays(ctx, conn, parts, toDays(cutoff), toDays(now)+int64(p.Ahead)); err != nil {
 		return m, err
 	}
-	m.Dropped, err = dropDays(ctx, conn, parts, toDays(cutoff))
+	m.Dropped, m.Detaching, err = p.detachDays(ctx, conn, parts, toDays(cutoff))
+	if err != nil || len(m.Dropped) == 0 {
+		return m, err
+	}
+	start = time.Now()
+	err = dropRetired(ctx, conn)
+	m.Removing += time.Since(start)
 	return m, err
 }
 
@@ -156,22 +191,133 @@ func addDays(ctx context.Context, conn *sql.Conn, parts []dayPartition, first, l
 	return names, nil
 }
 
-// dropDays drops the day partitions whose days all end at or before the day cutoff: their bound
-// (the day after their last) is at most cutoff.
-func dropDays(ctx context.Context, conn *sql.Conn, parts []dayPartition, cutoff int64) ([]string, error) {
-	var names []string
+// Steps of a day's detachment, for the tests that stop a run after one as a killed worker would.
+const (
+	stepConverted = "converted"
+	stepTwinMade  = "twin made"
+	stepExchanged = "exchanged"
+	stepDropped   = "partitions dropped"
+)
+
+// detachDays takes the day partitions whose days all end at or before the day cutoff (their
+// bound, the day after their last, is at most cutoff) out of the log, each into a twin table
+// that then holds the day. It returns the partitions taken out and how long the log's
+// statements took.
+func (p *LogPartitions) detachDays(ctx context.Context, conn *sql.Conn, parts []dayPartition, cutoff int64) (names []string, took time.Duration, err error) {
 	for _, part := range parts {
 		if part.bound != 0 && part.bound <= cutoff {
 			names = append(names, part.name)
 		}
 	}
 	if len(names) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
-	if _, err := conn.ExecContext(ctx, "ALTER TABLE "+TableActionLog+" DROP PARTITION "+strings.Join(names, ", ")); err != nil {
-		return nil, fmt.Errorf("action log partitions: drop %s: %w", strings.Join(names, ", "), err)
+	var version string
+	if err := conn.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		return nil, 0, fmt.Errorf("action log partitions: %w", err)
 	}
-	return names, nil
+	if p.exchangeOnly || !convertsPartitions(version) {
+		return p.exchangeDays(ctx, conn, names)
+	}
+	for _, name := range names {
+		start := time.Now()
+		_, err := conn.ExecContext(ctx, "ALTER TABLE "+TableActionLog+" CONVERT PARTITION "+name+" TO TABLE "+retiredPrefix+name)
+		took += time.Since(start)
+		if err != nil {
+			return nil, took, fmt.Errorf("action log partitions: take %s out: %w", name, err)
+		}
+		if err := p.step(stepConverted); err != nil {
+			return nil, took, err
+		}
+	}
+	return names, took, nil
+}
+
+// convertsPartitions reports whether the server of version (SELECT VERSION()) has ALTER TABLE …
+// CONVERT PARTITION … TO TABLE: MariaDB from 10.7.
+func convertsPartitions(version string) bool {
+	if !strings.Contains(version, "MariaDB") {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 10 || (major == 10 && minor >= 7)
+}
+
+// exchangeDays takes the partitions names out of the log where CONVERT PARTITION is missing: each
+// is exchanged with an empty twin table, which then holds the day, and the partitions, empty now,
+// are dropped in one statement.
+func (p *LogPartitions) exchangeDays(ctx context.Context, conn *sql.Conn, names []string) (_ []string, took time.Duration, err error) {
+	for _, name := range names {
+		twin := retiredPrefix + name
+		// The twin is a copy of the log's definition without its partitions, as EXCHANGE
+		// wants it; made empty, so the exchange has no row to check.
+		if _, err := conn.ExecContext(ctx, "CREATE TABLE "+twin+" LIKE "+TableActionLog); err != nil {
+			return nil, took, fmt.Errorf("action log partitions: make %s: %w", twin, err)
+		}
+		if _, err := conn.ExecContext(ctx, "ALTER TABLE "+twin+" REMOVE PARTITIONING"); err != nil {
+			return nil, took, fmt.Errorf("action log partitions: make %s: %w", twin, err)
+		}
+		if err := p.step(stepTwinMade); err != nil {
+			return nil, took, err
+		}
+		start := time.Now()
+		_, err := conn.ExecContext(ctx, "ALTER TABLE "+TableActionLog+" EXCHANGE PARTITION "+name+" WITH TABLE "+twin)
+		took += time.Since(start)
+		if err != nil {
+			return nil, took, fmt.Errorf("action log partitions: take %s out: %w", name, err)
+		}
+		if err := p.step(stepExchanged); err != nil {
+			return nil, took, err
+		}
+	}
+	start := time.Now()
+	_, err = conn.ExecContext(ctx, "ALTER TABLE "+TableActionLog+" DROP PARTITION "+strings.Join(names, ", "))
+	took += time.Since(start)
+	if err != nil {
+		return nil, took, fmt.Errorf("action log partitions: drop %s: %w", strings.Join(names, ", "), err)
+	}
+	return names, took, p.step(stepDropped)
+}
+
+// step calls the tests' hook, if any, after a step of detachDays.
+func (p *LogPartitions) step(name string) error {
+	if p.afterStep == nil {
+		return nil
+	}
+	return p.afterStep(name)
+}
+
+// dropRetired drops every twin table of a day taken out of the log.
+func dropRetired(ctx context.Context, conn *sql.Conn) error {
+	rows, err := conn.QueryContext(ctx, `SELECT TABLE_NAME FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE ? ORDER BY TABLE_NAME`, retiredPrefix+"%")
+	if err != nil {
+		return fmt.Errorf("action log partitions: list retired days: %w", err)
+	}
+	var twins []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return fmt.Errorf("action log partitions: list retired days: %w", err)
+		}
+		if strings.HasPrefix(name, retiredPrefix) { // LIKE's _ is any character
+			twins = append(twins, name)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("action log partitions: list retired days: %w", err)
+	}
+	for _, twin := range twins {
+		if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+twin); err != nil {
+			return fmt.Errorf("action log partitions: drop %s: %w", twin, err)
+		}
+	}
+	return nil
 }
 
 // toDaysEpoch is TO_DAYS('1970-01-01'): MySQL counts days from year 0.

@@ -42,6 +42,25 @@ func logPartitions(t *testing.T, db *sql.DB) (names []string, rows map[string]in
 // dayPartition is the partition name of t's UTC day.
 func dayPartition(t time.Time) string { return "p" + t.UTC().Format("20060102") }
 
+// partitionDay is the UTC day a pYYYYMMDD partition holds.
+func partitionDay(t *testing.T, name string) time.Time {
+	t.Helper()
+	day, err := time.Parse("20060102", strings.TrimPrefix(name, "p"))
+	require.NoError(t, err)
+	return day
+}
+
+// fiveADay is five times on each of the days from first on, five hours apart.
+func fiveADay(first time.Time, days int) []time.Time {
+	var times []time.Time
+	for d := range days {
+		for h := range 5 {
+			times = append(times, first.Add(time.Duration(d)*24*time.Hour+time.Duration(h*5)*time.Hour))
+		}
+	}
+	return times
+}
+
 // insertLog inserts action-log rows straight, one per time.
 func insertLog(t *testing.T, db *sql.DB, table, prefix string, times ...time.Time) {
 	t.Helper()
@@ -66,17 +85,10 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	names, _ := logPartitions(t, db)
 	require.GreaterOrEqual(t, len(names), 9, "the migration makes today and seven days ahead, then pmax: %v", names)
 	require.Equal(t, "pmax", names[len(names)-1])
-	first, err := time.Parse("20060102", strings.TrimPrefix(names[0], "p"))
-	require.NoError(t, err)
+	first := partitionDay(t, names[0])
 
 	// Rows on the first four days, and one far in the past (the first partition takes it).
-	var times []time.Time
-	for d := range 4 {
-		for h := range 5 {
-			times = append(times, first.Add(time.Duration(d)*24*time.Hour+time.Duration(h*5)*time.Hour))
-		}
-	}
-	times = append(times, first.Add(-400*24*time.Hour))
+	times := append(fiveADay(first, 4), first.Add(-400*24*time.Hour))
 	insertLog(t, db, "popup_action_log", "m", times...)
 	_, rows := logPartitions(t, db)
 	require.Equal(t, 6, rows[names[0]], "the first day's partition holds its day and everything before")
@@ -94,6 +106,9 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	lastAhead := dayPartition(now.Add(7 * 24 * time.Hour))
 	require.NotEmpty(t, m.Added)
 	assert.Equal(t, lastAhead, m.Added[len(m.Added)-1], "seven days ahead of now")
+
+	assert.Positive(t, m.Detaching)
+	assert.Empty(t, retiredTables(t, db), "the twins that held the days are dropped in the same run")
 
 	after, rows := logPartitions(t, db)
 	assert.Equal(t, names[2], after[0])
@@ -128,6 +143,148 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, m.Skipped)
 	assert.Empty(t, m.Dropped)
+}
+
+// retiredTables returns the twin tables of days taken out of the log, with their row counts.
+func retiredTables(t *testing.T, db *sql.DB) map[string]int {
+	t.Helper()
+	res, err := db.Query(`SELECT TABLE_NAME FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'popup\\_action\\_log\\_retired\\_%'`)
+	require.NoError(t, err)
+	defer res.Close()
+	var names []string
+	for res.Next() {
+		var n string
+		require.NoError(t, res.Scan(&n))
+		names = append(names, n)
+	}
+	require.NoError(t, res.Err())
+	twins := make(map[string]int, len(names))
+	for _, n := range names {
+		var c int
+		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+n).Scan(&c))
+		twins[n] = c
+	}
+	return twins
+}
+
+// Not parallel: the named lock is the server's, so a Maintain of another test running at the same
+// time would make these runs skip.
+func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
+	tests := []struct {
+		name     string
+		exchange bool // the MySQL 8.0 way (EXCHANGE PARTITION), not MariaDB's CONVERT PARTITION
+		step     string
+		nth      int // stop the n-th time the step ends
+		// what the killed run leaves: the twins with their rows, and the rows still in the log
+		wantTwins   func(names []string) map[string]int
+		wantLogRows int
+		// the partitions the next run drops
+		wantDropped func(names []string) []string
+	}{
+		{
+			name: "first day converted", step: mysqlstore.StepConverted, nth: 1,
+			wantTwins:   func(n []string) map[string]int { return map[string]int{"popup_action_log_retired_" + n[0]: 5} },
+			wantLogRows: 10,
+			wantDropped: func(n []string) []string { return n[1:2] },
+		},
+		{
+			name: "both days converted", step: mysqlstore.StepConverted, nth: 2,
+			wantTwins: func(n []string) map[string]int {
+				return map[string]int{"popup_action_log_retired_" + n[0]: 5, "popup_action_log_retired_" + n[1]: 5}
+			},
+			wantLogRows: 5,
+			wantDropped: func([]string) []string { return nil }, // only the twins are left to drop
+		},
+		{
+			name: "exchange: first twin made", exchange: true, step: mysqlstore.StepTwinMade, nth: 1,
+			wantTwins:   func(n []string) map[string]int { return map[string]int{"popup_action_log_retired_" + n[0]: 0} },
+			wantLogRows: 15,
+			wantDropped: func(n []string) []string { return n[:2] },
+		},
+		{
+			name: "exchange: first day exchanged", exchange: true, step: mysqlstore.StepExchanged, nth: 1,
+			wantTwins:   func(n []string) map[string]int { return map[string]int{"popup_action_log_retired_" + n[0]: 5} },
+			wantLogRows: 10,
+			wantDropped: func(n []string) []string { return n[:2] }, // the first one empty
+		},
+		{
+			name: "exchange: second twin made", exchange: true, step: mysqlstore.StepTwinMade, nth: 2,
+			wantTwins: func(n []string) map[string]int {
+				return map[string]int{"popup_action_log_retired_" + n[0]: 5, "popup_action_log_retired_" + n[1]: 0}
+			},
+			wantLogRows: 10,
+			wantDropped: func(n []string) []string { return n[:2] },
+		},
+		{
+			name: "exchange: partitions dropped", exchange: true, step: mysqlstore.StepDropped, nth: 1,
+			wantTwins: func(n []string) map[string]int {
+				return map[string]int{"popup_action_log_retired_" + n[0]: 5, "popup_action_log_retired_" + n[1]: 5}
+			},
+			wantLogRows: 5,
+			wantDropped: func([]string) []string { return nil }, // only the twins are left to drop
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := testenv.MySQL(t)
+			names, _ := logPartitions(t, db)
+			first := partitionDay(t, names[0])
+			insertLog(t, db, "popup_action_log", "k", fiveADay(first, 3)...)
+			// A twin an older build left, of another shape: dropped like the others.
+			_, err := db.Exec(`CREATE TABLE popup_action_log_retired_p20200101 (id INT PRIMARY KEY)`)
+			require.NoError(t, err)
+			now := first.Add(3 * 24 * time.Hour)
+			cutoff := first.Add(2 * 24 * time.Hour) // the first two days end by the cutoff's day
+
+			p := mysqlstore.NewLogPartitions(db)
+			if tt.exchange {
+				p.ExchangeOnly()
+			}
+			p.StopAfter(tt.step, tt.nth)
+			_, err = p.Maintain(ctx, now, cutoff)
+			require.ErrorIs(t, err, mysqlstore.ErrStopped)
+			assert.Equal(t, tt.wantTwins(names), retiredTables(t, db), "what the killed run left")
+			var n int
+			require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
+			assert.Equal(t, tt.wantLogRows, n)
+
+			m, err := p.Maintain(ctx, now, cutoff)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantDropped(names), m.Dropped)
+			assert.Empty(t, retiredTables(t, db), "no twin left")
+			after, rows := logPartitions(t, db)
+			assert.Equal(t, names[2], after[0], "the two days are out of the log")
+			assert.Equal(t, 5, rows[names[2]], "the third day is whole")
+			require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
+			assert.Equal(t, 5, n)
+
+			// The log takes writes of every day, as before.
+			insertLog(t, db, "popup_action_log", "after", first.Add(time.Hour), now)
+			require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM popup_action_log`).Scan(&n))
+			assert.Equal(t, 7, n)
+		})
+	}
+}
+
+func TestConvertPartitionIsMariaDBFrom107(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{give: "10.11.19-MariaDB-0+deb12u1", want: true},
+		{give: "10.7.1-MariaDB", want: true},
+		{give: "11.4.2-MariaDB-log", want: true},
+		{give: "10.6.18-MariaDB", want: false},
+		{give: "5.5.5-10.11.6-MariaDB", want: false}, // the old replication prefix: read as 5.5, the EXCHANGE way
+		{give: "8.0.36", want: false},
+		{give: "", want: false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, mysqlstore.ConvertsPartitions(tt.give), tt.give)
+	}
 }
 
 func TestARedeliveredBatchCountsOnceInThePartitionedLog(t *testing.T) {

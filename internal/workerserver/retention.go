@@ -71,7 +71,8 @@ func (r *logRetention) maintainLoop(ctx context.Context, interval time.Duration)
 		case err != nil && ctx.Err() == nil:
 			r.log.Warn("action log partitions", "err", err, "added", m.Added, "dropped", m.Dropped)
 		case len(m.Added) > 0 || len(m.Dropped) > 0:
-			r.log.Info("action log partitions", "added", m.Added, "dropped", m.Dropped, "took", time.Since(start).Round(time.Millisecond))
+			r.log.Info("action log partitions", "added", m.Added, "dropped", m.Dropped, "took", time.Since(start).Round(time.Millisecond),
+				"detaching", m.Detaching.Round(time.Millisecond), "removing", m.Removing.Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
