@@ -55,8 +55,17 @@ func NewLogPartitions(db *sql.DB) *LogPartitions {
 	return &LogPartitions{db: db, Ahead: 7, Batch: 1000, MinPause: 20 * time.Millisecond}
 }
 
-// partitionLock names the lock that serialises the workers' changes to the log's partitions.
-const partitionLock = "popup_action_log_partitions"
+// partitionLock prefixes the name of the lock that serialises the workers' changes to the log's
+// partitions; the rest is the MD5 of the database's name (lockName). GET_LOCK's names are the
+// server's, not a database's: without it two deployments on one server, or tests each in a
+// database of their own, would make each other skip. (A worker of an older release takes the
+// bare prefix: during a rolling upgrade one old and one new worker may alter the log at once, and
+// the later ALTER fails on a day the other just added or removed, logged, until the next run.)
+const partitionLock = "popup_action_log_partitions:"
+
+// lockName is the SQL expression of the lock's name: prefix and MD5 (32 characters) of the
+// current database's name, within GET_LOCK's 64.
+const lockName = `CONCAT(?, MD5(DATABASE()))`
 
 // tableLogUnpartitioned is the log as it was before migration 00015, until Backfill has copied it.
 const tableLogUnpartitioned = "popup_action_log_unpartitioned"
@@ -95,7 +104,7 @@ func (p *LogPartitions) Maintain(ctx context.Context, now, cutoff time.Time) (m 
 	}
 	defer conn.Close()
 	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 0)`, partitionLock).Scan(&got); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(`+lockName+`, 0)`, partitionLock).Scan(&got); err != nil {
 		return m, fmt.Errorf("action log partitions: lock: %w", err)
 	}
 	if got.Int64 != 1 {
@@ -104,7 +113,7 @@ func (p *LogPartitions) Maintain(ctx context.Context, now, cutoff time.Time) (m 
 	}
 	defer func() {
 		// On a connection that failed the lock may already be gone with its session.
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `DO RELEASE_LOCK(?)`, partitionLock)
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `DO RELEASE_LOCK(`+lockName+`)`, partitionLock)
 	}()
 	// An ALTER waits for the batches writing the log to end; it must not wait for ever.
 	if _, err := conn.ExecContext(ctx, `SET SESSION lock_wait_timeout = 10`); err != nil {

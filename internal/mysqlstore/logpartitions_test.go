@@ -132,12 +132,19 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	assert.Empty(t, m.Added)
 	assert.Empty(t, m.Dropped)
 
-	// While another worker holds the lock, a run skips.
+	// The lock is the database's: another database's worker holding its own changes nothing.
 	conn, err := db.Conn(ctx)
 	require.NoError(t, err)
 	defer conn.Close()
 	var got int
-	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK('popup_action_log_partitions', 0)`).Scan(&got))
+	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK(CONCAT('popup_action_log_partitions:', MD5('another_deployment')), 0)`).Scan(&got))
+	require.Equal(t, 1, got)
+	m, err = p.Maintain(ctx, now, cutoff)
+	require.NoError(t, err)
+	assert.False(t, m.Skipped, "another database's lock")
+
+	// While another worker of this database holds the lock, a run skips.
+	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK(CONCAT('popup_action_log_partitions:', MD5(DATABASE())), 0)`).Scan(&got))
 	require.Equal(t, 1, got)
 	m, err = p.Maintain(ctx, now.Add(5*24*time.Hour), cutoff.Add(5*24*time.Hour))
 	require.NoError(t, err)
@@ -171,6 +178,7 @@ func retiredTables(t *testing.T, db *sql.DB) map[string]int {
 // Not parallel: the named lock is the server's, so a Maintain of another test running at the same
 // time would make these runs skip.
 func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		exchange bool // the MySQL 8.0 way (EXCHANGE PARTITION), not MariaDB's CONVERT PARTITION
@@ -227,6 +235,7 @@ func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			db := testenv.MySQL(t)
 			names, _ := logPartitions(t, db)
