@@ -18,7 +18,7 @@ import (
 
 // splitSalts is the number of salts TestSplitOfTheServiceSimulations draws; docs/EXPERIMENTS.md
 // quotes a run with more.
-var splitSalts = flag.Int("split-salts", 500, "salts of the split check of the simulations through the service")
+var splitSalts = flag.Int("split-salts", 200, "salts of the split check of the simulations through the service")
 
 // TestSplitOfTheServiceSimulations: the sample-ratio behaviour of the service's random split, for
 // the experiments the simulations through the real service run (internal/apiserver,
