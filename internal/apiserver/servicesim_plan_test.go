@@ -106,19 +106,63 @@ func TestServiceSimPlanUsersRefusesWhatCannotFill(t *testing.T) {
 	}
 }
 
-// TestServiceSimPlanThroughTheAssignment: under any salt, the plan of an experiment's arms
-// (popup.Assigner, coverage and control included) drives exactly the planned users of each arm,
-// each in the arm the service gives it, ranked in the order of their uids.
-func TestServiceSimPlanThroughTheAssignment(t *testing.T) {
-	for _, salt := range []string{"3f9a0c2b7d1e4a65", "0000000000000000", "ffffffffffffffff"} {
-		t.Run(salt, func(t *testing.T) {
-			e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 60, Phase: 1, Salt: salt,
-				Variants: []popup.Variant{{Key: "a", Weight: 34}, {Key: "b", Weight: 33}},
-				Control:  &popup.Control{Weight: 33, Mode: popup.ControlFallThrough}}
-			groups := []simGroup{{Key: "a", Users: 170}, {Key: "b", Users: 165}, {Key: popup.ControlArm, Users: 165}, {Key: simOutside, Users: 40}}
-			got, err := planUsers(groups, simArmGroup(e))
+// TestServiceSimPlanOfArmsAndHoldout: under any salt, the plan of an experiment's arms
+// (popup.Assigner, coverage and control included) or of the global holdout's groups
+// (popup.HoldoutCheck) drives exactly the planned users of each group, each in the group the
+// service puts it in (recomputed here from the documented buckets), ranked in the order of their
+// uids.
+func TestServiceSimPlanOfArmsAndHoldout(t *testing.T) {
+	type plan struct {
+		group  func(uid string) string
+		want   func(uid string) string // the group from the documented buckets
+		groups []simGroup
+	}
+	arms := func(salt string) plan {
+		e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 60, Phase: 1, Salt: salt,
+			Variants: []popup.Variant{{Key: "a", Weight: 34}, {Key: "b", Weight: 33}},
+			Control:  &popup.Control{Weight: 33, Mode: popup.ControlFallThrough}}
+		return plan{
+			group: simArmGroup(e),
+			want: func(uid string) string {
+				switch b := popup.ArmBucket(salt, uid); {
+				case popup.CoverageBucket(salt, uid) >= 6000:
+					return simOutside
+				case b < 3400:
+					return "a"
+				case b < 6700:
+					return "b"
+				}
+				return popup.ControlArm
+			},
+			groups: []simGroup{{Key: "a", Users: 170}, {Key: "b", Users: 165}, {Key: popup.ControlArm, Users: 165}, {Key: simOutside, Users: 40}},
+		}
+	}
+	holdout := func(salt string) plan {
+		return plan{
+			group: simHoldoutGroup(popup.Holdout{Percent: 10, Salt: salt, Phase: 1}),
+			want: func(uid string) string {
+				if popup.HoldoutBucket(salt, uid) < 1000 {
+					return "holdout"
+				}
+				return "others"
+			},
+			groups: planByWeights(500, []string{"holdout", "others"}, []int{10, 90}),
+		}
+	}
+	tests := []struct {
+		name string
+		give plan
+	}{
+		{name: "arms, salt 3f9a0c2b7d1e4a65", give: arms("3f9a0c2b7d1e4a65")},
+		{name: "arms, salt 0000000000000000", give: arms("0000000000000000")},
+		{name: "arms, salt ffffffffffffffff", give: arms("ffffffffffffffff")},
+		{name: "holdout, salt 3f9a0c2b7d1e4a65", give: holdout("3f9a0c2b7d1e4a65")},
+		{name: "holdout, salt 0123456789abcdef", give: holdout("0123456789abcdef")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := planUsers(tt.give.groups, tt.give.group)
 			require.NoError(t, err)
-			as := popup.NewAssigner(e)
 			count := map[string]int{}
 			last := -1
 			for _, u := range got {
@@ -126,15 +170,11 @@ func TestServiceSimPlanThroughTheAssignment(t *testing.T) {
 				require.NoError(t, err)
 				require.Greater(t, n, last, "in the order of the uids, each once")
 				last = n
-				want := simOutside
-				if arm := as.Assign(u.UID); arm >= 0 {
-					want = e.ArmKey(arm)
-				}
-				require.Equal(t, want, u.Group, "%s's group", u.UID)
+				require.Equal(t, tt.give.want(u.UID), u.Group, "%s's group", u.UID)
 				require.Equal(t, count[u.Group], u.Rank, "%s's rank", u.UID)
 				count[u.Group]++
 			}
-			for _, g := range groups {
+			for _, g := range tt.give.groups {
 				assert.Equal(t, g.Users, count[g.Key], "%s's users", g.Key)
 			}
 		})

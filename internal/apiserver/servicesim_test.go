@@ -179,6 +179,20 @@ func simArmGroup(e *popup.Experiment) func(uid string) string {
 // simOutside is the group of the users an experiment leaves out (outside its coverage).
 const simOutside = "outside"
 
+// simHoldoutGroup is the group of a uid in the global holdout's running phase h as the service
+// holds users out (popup.HoldoutCheck, docs/CONTRACT.md §15): popup.HoldoutHeld's key or
+// popup.HoldoutOthers'. A case that also runs an experiment can nest the two groups: the holdout's
+// for the users it holds, simArmGroup's for the others.
+func simHoldoutGroup(h popup.Holdout) func(uid string) string {
+	check := h.Check()
+	return func(uid string) string {
+		if check.Holds(uid) {
+			return string(popup.HoldoutHeld)
+		}
+		return string(popup.HoldoutOthers)
+	}
+}
+
 // rng is u's behaviour's generator: seeded with the harness's seed and u's group (FNV-1a, so the
 // same in every run) and with u's rank, never with its uid, which the salt decides.
 func (u simUser) rng(seed uint64) *rand.Rand {
