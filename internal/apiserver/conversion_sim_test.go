@@ -45,9 +45,9 @@ type convTally struct {
 // `purchase` (a sum goal) as its primary goal, through a real popup-api and popup-worker on MariaDB
 // and Redis. -conv-users users ask once for a popup; each answer must be the variant the documented
 // assignment gives the user (popup.Assigner under the phase's salt), the one the plan put it in,
-// and its decision_id must name the arm. A user clicks or closes what it was shown, and buys with its arm's probability, for a
-// value of 10.00-99.99; the app's backend reports the purchases through
-// /api/v1/conversions/batch. Once the worker has drained, the results must count exactly the
+// and its decision_id must name the arm. A user clicks or closes what it was shown, and buys with
+// its arm's probability, for a value of 10.00-99.99; the app's backend reports the purchases
+// through /api/v1/conversions/batch. Once the worker has drained, the results must count exactly the
 // users, clicks, closes, buyers and values of each arm, the goal's statistics must be
 // stats.Analyze's of those counts, and the verdict, read after the planned end as at the end of a
 // fixed-horizon test, must name b on the primary goal.
@@ -92,7 +92,7 @@ func TestConversionsSimulatedThroughTheService(t *testing.T) {
 		arm := slices.Index(keys, u.Group)
 		switch {
 		case shown.PopupID != id || shown.Variant != u.Group:
-			return simDoes{}, fmt.Errorf("shown popup %d variant %q, the documented assignment gives popup %d variant %q", shown.PopupID, shown.Variant, id, u.Group)
+			return simDoes{}, fmt.Errorf("shown popup %d variant %q, the plan (the documented assignment) gives popup %d variant %q", shown.PopupID, shown.Variant, id, u.Group)
 		case !strings.HasSuffix(shown.DecisionID, suffix+itoa(int64(arm))):
 			return simDoes{}, fmt.Errorf("decision_id %q does not name arm %d of popup %d", shown.DecisionID, arm, id)
 		}
