@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"popupsvc/internal/config"
+	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/testenv"
 )
@@ -26,13 +28,23 @@ import (
 // then act on what they were shown as their behaviour says: a click or close sent with the
 // decision_id they got, and conversions that the app's backend reports through
 // POST /api/v1/conversions/batch. Then the worker drains, and the test reads what the admin API
-// answers. A case is a popup set up through the admin API, a behaviour and its checks:
+// answers. A case is a popup set up through the admin API, a plan of its users, a behaviour and
+// its checks:
 //
 //	sim := newServiceSim(t, users)
-//	id := sim.api.createPopup(t, …)                        // and start its experiment
-//	visits, err := sim.drive(t.Context(), users, behave)  // every request to 127.0.0.1
-//	sim.drain(t)                                          // the worker has written everything
+//	id := sim.api.createPopup(t, …)                          // and start its experiment
+//	salt := sim.startExperiment(t, id)                       // the phase's salt, the server's
+//	users, err := planUsers(groups, simArmGroup(&exp))       // exactly groups[i].Users of each
+//	visits, err := sim.drive(t.Context(), users, behave)     // every request to 127.0.0.1
+//	sim.drain(t)                                             // the worker has written everything
 //	got := sim.experimentResults(t, id)
+//
+// Every outcome a case checks is a pure function of the harness's seed, whatever salt the service
+// draws: the plan drives an exact number of users in each group (an arm, "holdout"/"others": any
+// key computed from a uid with the code the service runs), and a user's behaviour is drawn from a
+// generator seeded with (seed, its group, its rank in the group), not with its uid. The salt only
+// decides which uids fill the groups; the service still assigns them, and a case checks each
+// answer against the group the plan put the user in.
 
 // simShown is what a simulated user got from GET /api/v1/popup.
 type simShown struct {
@@ -57,18 +69,136 @@ type simDoes struct {
 	Conversions []simConversion
 }
 
-// simBehaviour is a simulated population: what user n (uid "sim-<n>") does given what it was
-// shown. rng is seeded with the harness's seed and n alone, so a user draws the same numbers in
-// every run whatever order the clients take. An error (an answer the case knows to be wrong)
-// stops the drive.
-type simBehaviour func(n int, uid string, shown simShown, rng *rand.Rand) (simDoes, error)
+// simBehaviour is a simulated population: what user u does given what it was shown. rng is seeded
+// with the harness's seed, u's group and u's rank in it alone (simUser.rng), so the user of a
+// group's rank draws the same numbers in every run whatever uid fills it and whatever order the
+// clients take. An error (an answer the case knows to be wrong, such as one for another group
+// than the plan's) stops the drive.
+type simBehaviour func(u simUser, shown simShown, rng *rand.Rand) (simDoes, error)
 
 // simVisit is one user's visit as the harness drove it.
 type simVisit struct {
-	N     int
-	UID   string
+	User  simUser
 	Shown simShown
 	Does  simDoes
+}
+
+// simGroup is a group of the users a simulation drives, and how many of them it drives: Key is
+// anything the test computes from a uid with the code the service runs (an experiment's arm,
+// "holdout" or "others" of the global holdout, …).
+type simGroup struct {
+	Key   string
+	Users int
+}
+
+// simUser is a user of the plan: its uid, the group the plan counts it in and its rank there (0,
+// 1, … in the order of the candidates).
+type simUser struct {
+	UID   string
+	Group string
+	Rank  int
+}
+
+// simCandidatesPerUser bounds planUsers' search: a group that takes under 0.1% of the candidates
+// is a broken plan or a broken assignment, not bad luck.
+const simCandidatesPerUser = 1000
+
+// planUsers picks the users a simulation drives: the candidates sim-0, sim-1, … in order, each
+// counted in group(uid) while that group has fewer than its planned Users (a candidate of a full
+// group, or of a key not in groups, is skipped), until every group is full. The plan is then
+// exactly groups[i].Users users in each group whatever salt the service drew, in the order of
+// their uids (the groups interleaved as real traffic interleaves them). Bounded by
+// simCandidatesPerUser candidates per planned user; it errs naming the groups left short.
+func planUsers(groups []simGroup, group func(uid string) string) ([]simUser, error) {
+	want := make(map[string]int, len(groups))
+	total := 0
+	for _, g := range groups {
+		if _, dup := want[g.Key]; dup || g.Users < 0 {
+			return nil, fmt.Errorf("plan: group %q twice or with %d users", g.Key, g.Users)
+		}
+		want[g.Key] = g.Users
+		total += g.Users
+	}
+	users := make([]simUser, 0, total)
+	have := make(map[string]int, len(groups))
+	for n := 0; len(users) < total; n++ {
+		if n >= simCandidatesPerUser*max(total, 1) {
+			return nil, fmt.Errorf("plan: %d candidates filled %v of %v", n, have, want)
+		}
+		uid := "sim-" + strconv.Itoa(n)
+		k := group(uid)
+		if have[k] >= want[k] {
+			continue
+		}
+		users = append(users, simUser{UID: uid, Group: k, Rank: have[k]})
+		have[k]++
+	}
+	return users, nil
+}
+
+// planByWeights splits users into groups in proportion to weights, by largest remainder: the
+// exact split when users × weight is whole (5,000 users at 34/33/33: 1,700, 1,650, 1,650).
+func planByWeights(users int, keys []string, weights []int) []simGroup {
+	sum := 0
+	for _, w := range weights {
+		sum += w
+	}
+	groups := make([]simGroup, len(keys))
+	rems := make([]int, len(keys))
+	left := users
+	for i, k := range keys {
+		groups[i] = simGroup{Key: k, Users: users * weights[i] / sum}
+		rems[i] = users * weights[i] % sum
+		left -= groups[i].Users
+	}
+	for ; left > 0; left-- {
+		best := 0
+		for i := range rems {
+			if rems[i] > rems[best] {
+				best = i
+			}
+		}
+		groups[best].Users++
+		rems[best] = -1
+	}
+	return groups
+}
+
+// simArmGroup is the group of a uid in experiment e's current phase as the service assigns it
+// (popup.Assigner: coverage, variants and control): the arm's key, or simOutside.
+func simArmGroup(e *popup.Experiment) func(uid string) string {
+	as := popup.NewAssigner(e)
+	return func(uid string) string {
+		if arm := as.Assign(uid); arm >= 0 {
+			return e.ArmKey(arm)
+		}
+		return simOutside
+	}
+}
+
+// simOutside is the group of the users an experiment leaves out (outside its coverage).
+const simOutside = "outside"
+
+// simHoldoutGroup is the group of a uid in the global holdout's running phase h as the service
+// holds users out (popup.HoldoutCheck, docs/CONTRACT.md §15): popup.HoldoutHeld's key or
+// popup.HoldoutOthers'. A case that also runs an experiment can nest the two groups: the holdout's
+// for the users it holds, simArmGroup's for the others.
+func simHoldoutGroup(h popup.Holdout) func(uid string) string {
+	check := h.Check()
+	return func(uid string) string {
+		if check.Holds(uid) {
+			return string(popup.HoldoutHeld)
+		}
+		return string(popup.HoldoutOthers)
+	}
+}
+
+// rng is u's behaviour's generator: seeded with the harness's seed and u's group (FNV-1a, so the
+// same in every run) and with u's rank, never with its uid, which the salt decides.
+func (u simUser) rng(seed uint64) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(u.Group))
+	return rand.New(rand.NewPCG(seed^h.Sum64(), uint64(u.Rank)))
 }
 
 // serviceSim is a popup-api and a popup-worker on the test MariaDB and Redis, and the settings of
@@ -78,7 +208,7 @@ type serviceSim struct {
 	cfg config.Config
 	// Clients is how many users are driven at once (8).
 	Clients int
-	// Seed seeds every user's generator with n (23).
+	// Seed seeds every user's generator with its group and rank (23).
 	Seed uint64
 	// Query is the GET's query after the uid ("platform=web&app_version=1").
 	Query string
@@ -97,18 +227,32 @@ func newServiceSim(t *testing.T, users int) *serviceSim {
 	return &serviceSim{api: api, cfg: cfg, Clients: 8, Seed: 23, Query: "platform=web&app_version=1", Batch: 500}
 }
 
-// drive sends users users (sim-0 …) through the public API, Clients at a time: each asks once for
+// startExperiment starts popup id's experiment through the admin API and returns the salt the
+// server drew for its phase (server-managed, docs/CONTRACT.md §10: a case plans its users with it).
+func (s *serviceSim) startExperiment(t *testing.T, id int64) string {
+	t.Helper()
+	res := s.api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	exp, _ := res.Body["experiment"].(map[string]any)
+	require.NotNil(t, exp, res.Raw)
+	require.Equal(t, "running", exp["status"], res.Raw)
+	salt, _ := exp["salt"].(string)
+	require.NotEmpty(t, salt, res.Raw)
+	return salt
+}
+
+// drive sends users through the public API in their order, Clients at a time: each asks once for
 // a popup and does what behave says, its action at once, its conversions through the backend's
-// batches (each client's own, sent when full and at the end). It returns every visit, by n, once
-// every request has been answered 2xx (and not degraded): everything the users did is then
-// queued. Bounded: users requests and the conversions, within 15 minutes.
-func (s *serviceSim) drive(ctx context.Context, users int, behave simBehaviour) ([]simVisit, error) {
+// batches (each client's own, sent when full and at the end). It returns every visit, in the
+// users' order, once every request has been answered 2xx (and not degraded): everything the users
+// did is then queued. Bounded: len(users) requests and the conversions, within 15 minutes.
+func (s *serviceSim) drive(ctx context.Context, users []simUser, behave simBehaviour) ([]simVisit, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: s.Clients}}
 	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	public := "http://" + s.api.public
-	visits := make([]simVisit, users)
+	visits := make([]simVisit, len(users))
 	next := make(chan int)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -128,12 +272,12 @@ func (s *serviceSim) drive(ctx context.Context, users int, behave simBehaviour) 
 				return simCall(ctx, client, http.MethodPost, public+"/api/v1/conversions/batch", body, nil)
 			}, size: s.Batch}
 			for n := range next {
-				v, err := s.visit(ctx, client, public, n, behave)
+				v, err := s.visit(ctx, client, public, users[n], behave)
 				if err != nil {
-					return fmt.Errorf("%s: %w", v.UID, err)
+					return fmt.Errorf("%s (%s #%d): %w", users[n].UID, users[n].Group, users[n].Rank, err)
 				}
 				for k, c := range v.Does.Conversions {
-					if err := backend.add(v.UID, v.UID+"-c"+strconv.Itoa(k), c); err != nil {
+					if err := backend.add(v.User.UID, v.User.UID+"-c"+strconv.Itoa(k), c); err != nil {
 						return err
 					}
 				}
@@ -145,9 +289,9 @@ func (s *serviceSim) drive(ctx context.Context, users int, behave simBehaviour) 
 	return visits, g.Wait()
 }
 
-// visit is user n's request, behaviour and action.
-func (s *serviceSim) visit(ctx context.Context, client *http.Client, public string, n int, behave simBehaviour) (simVisit, error) {
-	v := simVisit{N: n, UID: "sim-" + strconv.Itoa(n)}
+// visit is user u's request, behaviour and action.
+func (s *serviceSim) visit(ctx context.Context, client *http.Client, public string, u simUser, behave simBehaviour) (simVisit, error) {
+	v := simVisit{User: u}
 	var ans struct {
 		Popup *struct {
 			ID int64 `json:"id"`
@@ -156,7 +300,7 @@ func (s *serviceSim) visit(ctx context.Context, client *http.Client, public stri
 		Variant    string `json:"variant"`
 	}
 	var raw json.RawMessage
-	if err := simCall(ctx, client, http.MethodGet, public+"/api/v1/popup?uid="+v.UID+"&"+s.Query, "", &raw); err != nil {
+	if err := simCall(ctx, client, http.MethodGet, public+"/api/v1/popup?uid="+u.UID+"&"+s.Query, "", &raw); err != nil {
 		return v, err
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
@@ -167,14 +311,14 @@ func (s *serviceSim) visit(ctx context.Context, client *http.Client, public stri
 		v.Shown.PopupID = ans.Popup.ID
 	}
 	var err error
-	if v.Does, err = behave(n, v.UID, v.Shown, rand.New(rand.NewPCG(s.Seed, uint64(n)))); err != nil {
+	if v.Does, err = behave(u, v.Shown, u.rng(s.Seed)); err != nil {
 		return v, err
 	}
 	if a := v.Does.Action; a != "" {
 		if v.Shown.PopupID == 0 {
 			return v, fmt.Errorf("a %s without a popup shown", a)
 		}
-		body := `{"uid":"` + v.UID + `","action":"` + a + `","decision_id":"` + v.Shown.DecisionID + `"}`
+		body := `{"uid":"` + u.UID + `","action":"` + a + `","decision_id":"` + v.Shown.DecisionID + `"}`
 		if err := simCall(ctx, client, http.MethodPost, public+"/api/v1/popups/"+strconv.FormatInt(v.Shown.PopupID, 10)+"/actions", body, nil); err != nil {
 			return v, fmt.Errorf("%s: %w", a, err)
 		}
