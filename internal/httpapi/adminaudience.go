@@ -116,10 +116,10 @@ func readAudienceMeta(c *gin.Context, pathID int64) (popup.AudienceMeta, error) 
 		return popup.AudienceMeta{}, aerr
 	}
 	if in.Name == nil {
-		return popup.AudienceMeta{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "name", Message: "is required"}}}
+		return popup.AudienceMeta{}, &popup.ValidationError{Of: "audience", Fields: []popup.FieldError{{Field: "name", Message: "is required"}}}
 	}
 	if pathID != 0 && in.ID != nil && *in.ID != pathID {
-		return popup.AudienceMeta{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "id",
+		return popup.AudienceMeta{}, &popup.ValidationError{Of: "audience", Fields: []popup.FieldError{{Field: "id",
 			Message: "must be " + strconv.FormatInt(pathID, 10) + ", the id in the path, or be left out"}}}
 	}
 	return popup.AudienceMeta{Name: *in.Name, Description: in.Description}, nil

@@ -93,7 +93,7 @@ func readGoal(c *gin.Context, pathKey string) (popup.Goal, error) {
 		g.Value = popup.GoalValue(*in.Value)
 	}
 	if len(fields) > 0 {
-		return g, &popup.ValidationError{Fields: fields}
+		return g, &popup.ValidationError{Of: "goal", Fields: fields}
 	}
 	return g, g.Validate()
 }

@@ -232,7 +232,7 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 		fields = append(fields, popup.FieldError{Field: k, Message: "is not a setting"})
 	}
 	if len(fields) > 0 {
-		return in, &popup.ValidationError{Fields: fields}
+		return in, &popup.ValidationError{Of: "settings", Fields: fields}
 	}
 	return in, nil
 }

@@ -111,7 +111,7 @@ func (p *Public) postConversion(c *gin.Context) {
 		fields = append(fields, popup.FieldError{Field: "uid_sig", Message: "is a batch conversion's; a single conversion's signature is the " + uidauth.Header + " header"})
 	}
 	if len(fields) > 0 {
-		writeError(c, p.Log, &popup.ValidationError{Fields: fields})
+		writeError(c, p.Log, &popup.ValidationError{Of: "conversion", Fields: fields})
 		return
 	}
 	if aerr := p.checkUID(c, conv.UID, now); aerr != nil {
@@ -131,10 +131,10 @@ func (p *Public) postConversionBatch(c *gin.Context) {
 	}
 	switch n := len(in.Conversions); {
 	case n == 0:
-		writeError(c, p.Log, &popup.ValidationError{Fields: []popup.FieldError{{Field: "conversions", Message: "must hold 1 to " + strconv.Itoa(MaxConversionBatch) + " conversions"}}})
+		writeError(c, p.Log, &popup.ValidationError{Of: "conversions", Fields: []popup.FieldError{{Field: "conversions", Message: "must hold 1 to " + strconv.Itoa(MaxConversionBatch) + " conversions"}}})
 		return
 	case n > MaxConversionBatch:
-		writeError(c, p.Log, &popup.ValidationError{Fields: []popup.FieldError{{Field: "conversions", Message: "must hold at most " + strconv.Itoa(MaxConversionBatch) + " conversions, not " + strconv.Itoa(n)}}})
+		writeError(c, p.Log, &popup.ValidationError{Of: "conversions", Fields: []popup.FieldError{{Field: "conversions", Message: "must hold at most " + strconv.Itoa(MaxConversionBatch) + " conversions, not " + strconv.Itoa(n)}}})
 		return
 	}
 	now := p.Now()
@@ -146,7 +146,7 @@ func (p *Public) postConversionBatch(c *gin.Context) {
 		fields = append(fields, fes...)
 	}
 	if len(fields) > 0 {
-		writeError(c, p.Log, &popup.ValidationError{Fields: fields})
+		writeError(c, p.Log, &popup.ValidationError{Of: "conversion", Fields: fields})
 		return
 	}
 	if p.UIDAuth != nil {

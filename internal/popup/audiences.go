@@ -61,7 +61,7 @@ func (m AudienceMeta) Validate() error {
 		fields = append(fields, FieldError{Field: "description", Message: "must be at most " + strconv.Itoa(MaxAudienceDescriptionLen) + " characters"})
 	}
 	if len(fields) > 0 {
-		return &ValidationError{Fields: fields}
+		return &ValidationError{Fields: fields, Of: "audience"}
 	}
 	return nil
 }

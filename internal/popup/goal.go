@@ -72,7 +72,7 @@ func (g Goal) Validate() error {
 		fields = append(fields, FieldError{Field: "value", Message: "must be none or sum"})
 	}
 	if len(fields) > 0 {
-		return &ValidationError{Fields: fields}
+		return &ValidationError{Fields: fields, Of: "goal"}
 	}
 	return nil
 }

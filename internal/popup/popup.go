@@ -3,6 +3,7 @@ package popup
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -303,9 +304,12 @@ type FieldError struct {
 	Message string
 }
 
-// ValidationError lists every problem of a popup, in the order of the fields in the JSON shape.
+// ValidationError lists every problem of a popup (or of another input: Of), in the order of the
+// fields in the JSON shape.
 type ValidationError struct {
 	Fields []FieldError
+	// Of names what is invalid in the message ("settings", "goal", "conversion"); "" is a popup.
+	Of string
 }
 
 // Code is validation_failed: the answer lists the fields.
@@ -313,7 +317,9 @@ func (e *ValidationError) Code() Code { return CodeValidationFailed }
 
 func (e *ValidationError) Error() string {
 	var b strings.Builder
-	b.WriteString("invalid popup: ")
+	b.WriteString("invalid ")
+	b.WriteString(cmp.Or(e.Of, "popup"))
+	b.WriteString(": ")
 	for i, f := range e.Fields {
 		if i > 0 {
 			b.WriteString("; ")
