@@ -110,8 +110,8 @@ alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 cmd_start_mariadb() {
   local dir port
   dir=$(realpath -m "$1"); port=$2
-  local data="$dir/mariadb" sock="$dir/mariadb.sock" pidf="$dir/mariadb.pid"
-  mkdir -p "$data"
+  local data="$dir/mariadb" sock="$dir/mariadb.sock" pidf="$dir/mariadb.pid" tmp="$dir/mariadb-tmp"
+  mkdir -p "$data" "$tmp"
   if alive "$pidf"; then log "mariadb already running (pid $(cat "$pidf"))"; return 0; fi
   if port_open "$port"; then log "port $port is taken by another process"; return 1; fi
   local user; user=$(id -un)
@@ -126,7 +126,10 @@ cmd_start_mariadb() {
     fresh=1
   fi
   # setsid: the server outlives the make target that started it; its PID is our handle.
-  setsid "$mysqld" --no-defaults --datadir="$data" --port="$port" --bind-address=127.0.0.1 \
+  # --tmpdir of its own: a starting server deletes every "#sql*" file in its tmpdir (the temporary
+  # tables a crashed run left), so servers sharing /tmp delete each other's live ones ("Error on
+  # delete of '/tmp/#sql-temptable-…'"), and make test starts and kills several beside each other.
+  setsid "$mysqld" --no-defaults --datadir="$data" --tmpdir="$tmp" --port="$port" --bind-address=127.0.0.1 \
     --socket="$sock" --pid-file="$pidf.server" --user="$user" --skip-name-resolve \
     --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
     --innodb-buffer-pool-size="${POPUP_MARIADB_BUFFER_POOL:-256M}" \
