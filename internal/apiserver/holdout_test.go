@@ -104,9 +104,12 @@ func TestHoldoutThroughTheService(t *testing.T) {
 	assert.Contains(t, results.body, "srm")
 
 	t.Run("phases and cohorts", func(t *testing.T) {
-		day := time.Now().UTC().Format(time.DateOnly)
-		cohort := c.do(t, "GET", "/admin/v1/holdout/results?from="+day+"&to="+day, "", nil, http.StatusOK)
-		assert.Equal(t, day, cohort.body["from"])
+		// Yesterday and today: the users were first exposed today, or yesterday if UTC midnight
+		// has passed since.
+		now := time.Now().UTC()
+		from, day := now.AddDate(0, 0, -1).Format(time.DateOnly), now.Format(time.DateOnly)
+		cohort := c.do(t, "GET", "/admin/v1/holdout/results?from="+from+"&to="+day, "", nil, http.StatusOK)
+		assert.Equal(t, from, cohort.body["from"])
 		assert.Equal(t, 1.0, cohort.body["groups"].([]any)[1].(map[string]any)["exposed_users"])
 		empty := c.do(t, "GET", "/admin/v1/holdout/results?from=2020-01-01&to=2020-01-02", "", nil, http.StatusOK)
 		assert.Equal(t, 0.0, empty.body["groups"].([]any)[1].(map[string]any)["exposed_users"], "nobody first exposed then")

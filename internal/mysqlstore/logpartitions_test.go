@@ -132,12 +132,13 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	assert.Empty(t, m.Added)
 	assert.Empty(t, m.Dropped)
 
-	// The lock is the database's: another database's worker holding its own changes nothing.
+	// The lock is the database's: another database's worker holding its own changes nothing (a name
+	// of this test's own: GET_LOCK's names are the server's, shared with every other test).
 	conn, err := db.Conn(ctx)
 	require.NoError(t, err)
 	defer conn.Close()
 	var got int
-	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK(CONCAT('popup_action_log_partitions:', MD5('another_deployment')), 0)`).Scan(&got))
+	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK(CONCAT('popup_action_log_partitions:', MD5(CONCAT(DATABASE(), '-another'))), 0)`).Scan(&got))
 	require.Equal(t, 1, got)
 	m, err = p.Maintain(ctx, now, cutoff)
 	require.NoError(t, err)
@@ -175,8 +176,6 @@ func retiredTables(t *testing.T, db *sql.DB) map[string]int {
 	return twins
 }
 
-// Not parallel: the named lock is the server's, so a Maintain of another test running at the same
-// time would make these runs skip.
 func TestMaintainFinishesTheDropOfARunKilledBetweenItsSteps(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
