@@ -199,7 +199,9 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		return
 	}
 	// The goals before the exposures (goalsThenExposures says why).
-	goals, counts, withGoals, err := a.goalCounts(ctx, id, exp.Salt)
+	goals, counts, withGoals, err := a.goalCounts(ctx, func(ctx context.Context) ([]popup.GoalCount, error) {
+		return a.ExperimentGoals.GoalCounts(ctx, id, exp.Salt)
+	})
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
@@ -240,23 +242,24 @@ func (a *Admin) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.
 	return phase, zone, loc, err
 }
 
-// goalCounts reads the goals and an experiment phase's counts on them; withGoals is false when
-// the server has no goal stores.
+// goalCounts reads the goals and, when there are any, a phase's counts on them (counts: an
+// experiment phase's, or a holdout cohort's); withGoals is false when the server has no goal
+// stores.
 //
 // goalsThenExposures: a results route reads the goal counts before the exposures, each in a
 // statement of its own. The worker attributes a conversion in the transaction that sees the
 // user's exposure (the same batch's or an earlier one's), so exposures read later hold every user
 // the counts read earlier name: a batch committed between the reads adds exposures without their
 // conversions, never conversions of users not yet exposed (converted users above exposed ones).
-func (a *Admin) goalCounts(ctx context.Context, id int64, salt string) (goals []popup.Goal, counts []popup.GoalCount, withGoals bool, err error) {
+func (a *Admin) goalCounts(ctx context.Context, counts func(context.Context) ([]popup.GoalCount, error)) (goals []popup.Goal, got []popup.GoalCount, withGoals bool, err error) {
 	if a.Goals == nil || a.ExperimentGoals == nil {
 		return nil, nil, false, nil
 	}
-	if goals, err = a.Goals.List(ctx); err != nil {
-		return nil, nil, false, err
+	if goals, err = a.Goals.List(ctx); err != nil || len(goals) == 0 {
+		return goals, nil, err == nil, err
 	}
-	counts, err = a.ExperimentGoals.GoalCounts(ctx, id, salt)
-	return goals, counts, err == nil, err
+	got, err = counts(ctx)
+	return goals, got, err == nil, err
 }
 
 // ExperimentGoals reads an experiment phase's counts per arm and goal (mysqlstore.StatsRepo).

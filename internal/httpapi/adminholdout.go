@@ -110,23 +110,14 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 	}
 	key := cur.PhaseKey()
 	// The goals before the exposures (goalsThenExposures says why).
-	var goals []popup.Goal
-	var counts []popup.GoalCount
-	if a.Goals != nil {
-		if goals, err = a.Goals.List(ctx); err != nil {
-			writeError(c, a.Log, err)
-			return
+	goals, counts, _, err := a.goalCounts(ctx, func(ctx context.Context) ([]popup.GoalCount, error) {
+		if cohort {
+			// Midnight of the zone's first day to midnight after its last: the users first exposed then.
+			bounds := popup.DayBounds(from, to, loc)
+			return a.Holdout.GoalCountsExposedIn(ctx, popup.HoldoutPopupID, key, bounds[0], bounds[len(bounds)-1])
 		}
-	}
-	switch {
-	case len(goals) == 0:
-	case cohort:
-		// Midnight of the zone's first day to midnight after its last: the users first exposed then.
-		bounds := popup.DayBounds(from, to, loc)
-		counts, err = a.Holdout.GoalCountsExposedIn(ctx, popup.HoldoutPopupID, key, bounds[0], bounds[len(bounds)-1])
-	case a.ExperimentGoals != nil:
-		counts, err = a.ExperimentGoals.GoalCounts(ctx, popup.HoldoutPopupID, key)
-	}
+		return a.ExperimentGoals.GoalCounts(ctx, popup.HoldoutPopupID, key)
+	})
 	if err != nil {
 		writeError(c, a.Log, err)
 		return

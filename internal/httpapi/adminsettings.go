@@ -79,10 +79,7 @@ func (a *Admin) settings(ctx context.Context) (settingsBody, error) {
 	if err != nil {
 		return settingsBody{}, err
 	}
-	held := 0
-	if h.Running() {
-		held = h.Percent
-	}
+	held := h.RunningPercent()
 	gap := int64(pacing.MinGap / time.Second)
 	return settingsBody{ReportingTimeZone: tz, MinGapSeconds: &gap, DailyCap: &pacing.DailyCap, HoldoutPercent: &held}, nil
 }
@@ -173,10 +170,7 @@ func (a *Admin) putHoldout(ctx context.Context, who string, percent int) error {
 	if err != nil || !changed {
 		return err
 	}
-	was := 0
-	if old.Running() {
-		was = old.Percent
-	}
+	was := old.RunningPercent()
 	a.Log.Info("setting changed", "operator", who, "setting", settingHoldoutPercent, "old", was, "new", percent,
 		"ended_phase", old.Phase, "phase", cur.Phase)
 	a.propagate(ctx)

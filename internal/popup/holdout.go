@@ -60,16 +60,21 @@ func ValidateHoldoutPercent(percent int) []FieldError {
 // Running reports whether the phase holds users out now.
 func (h Holdout) Running() bool { return h.Percent > 0 && h.EndedAt.IsZero() }
 
+// RunningPercent is the share held out now: the phase's percentage while it runs, else 0 (what
+// the setting reads).
+func (h Holdout) RunningPercent() int {
+	if h.Running() {
+		return h.Percent
+	}
+	return 0
+}
+
 // Change is the holdout after an operator sets the percentage to percent at now, and whether
 // anything changes: the same percentage changes nothing; any other ends the running phase (at
 // now) and, unless percent is 0, starts the next one with the same salt (a fresh one for the
 // first phase ever). ended is the phase it ends (the zero value for none).
 func (h Holdout) Change(percent int, now time.Time) (next, ended Holdout, changed bool) {
-	cur := 0
-	if h.Running() {
-		cur = h.Percent
-	}
-	if percent == cur {
+	if percent == h.RunningPercent() {
 		return h, Holdout{}, false
 	}
 	if h.Running() {
