@@ -27,7 +27,9 @@
 #   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
 #            sysctl profiles applied and checked in network namespaces (root); as soon as
-#            compile-race is done, without waiting for venv
+#            compile-race is done, without waiting for venv. A package's tests marked
+#            testenv.Long run in a second process of its binary, beside the rest from the start
+#            (scripts/gotest-exec.sh)
 #   go-venv  the packages whose tests run .venv's Python (the experiment statistics, checked
 #            against scipy), once venv is done, beside the go stage
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
@@ -196,9 +198,11 @@ ENV
 }
 # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
 # -parallel 4: most tests wait on servers, browsers and timers more than they compute
+# -exec: a package's tests marked testenv.Long run in a process of their own beside the rest,
+# from the start (scripts/gotest-exec.sh)
 gotests() {
   export POPUP_TEST_TIMED_ELSEWHERE=1 # the timed stage runs them
-  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(go_test_pkgs)
+  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m -exec "$root/scripts/gotest-exec.sh" ${GOTEST_FLAGS:-} $(go_test_pkgs)
 }
 gotests_venv() {
   stage_await venv

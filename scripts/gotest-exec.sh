@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# gotest-exec.sh BINARY ARGS...: the go stage's `go test -exec` (scripts/test.sh). It runs a
+# package's test binary as go test would; where the package has tests marked testenv.Long, as two
+# processes side by side from the start: one runs those tests, the other the rest (with
+# POPUP_TEST_LONG_ELSEWHERE=1, which skips them). testenv.Long says why. The package fails if
+# either process fails; its output is the rest's, then the long tests'.
+# Both processes are the one binary that go test built: nothing is compiled twice.
+set -uo pipefail
+bin=$1
+shift
+# a run that picks its own tests (make bench-worker's -run '^$', a -run in GOTEST_FLAGS) runs as
+# it asked
+for a in "$@"; do
+  case $a in -test.run=* | -test.run | -test.bench=* | -test.fuzz=* | -test.list=*) exec "$bin" "$@" ;; esac
+done
+# go test runs the binary in the package's directory: the names of its tests marked Long
+names=$(awk '/^func Test/ { split($2, a, "("); name = a[1] } /testenv\.Long\(t\)/ { print name }' ./*_test.go 2>/dev/null | sort -u | paste -sd'|')
+[ -n "$names" ] || exec "$bin" "$@"
+
+out=$(mktemp)
+"$bin" "$@" "-test.run=^(${names})\$" >"$out" 2>&1 &
+long=$!
+trap 'kill -TERM "$long" ${rest:-} 2>/dev/null; rm -f "$out"; exit 143' TERM INT
+POPUP_TEST_LONG_ELSEWHERE=1 "$bin" "$@" &
+rest=$!
+wait "$rest"
+rc=$?
+wait "$long"
+long_rc=$?
+cat "$out"
+rm -f "$out"
+[ "$rc" = 0 ] || exit "$rc"
+exit "$long_rc"
