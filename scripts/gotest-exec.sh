@@ -18,16 +18,24 @@ names=$(awk '/^func Test/ { split($2, a, "("); name = a[1] } /testenv\.Long\(t\)
 [ -n "$names" ] || exec "$bin" "$@"
 
 out=$(mktemp)
+began=$SECONDS
 "$bin" "$@" "-test.run=^(${names})\$" >"$out" 2>&1 &
 long=$!
 trap 'kill -TERM "$long" ${rest:-} 2>/dev/null; rm -f "$out"; exit 143' TERM INT
 POPUP_TEST_LONG_ELSEWHERE=1 "$bin" "$@" &
 rest=$!
-wait "$rest"
-rc=$?
-wait "$long"
-long_rc=$?
+# the exit status and the seconds of each process, whichever ends first
+declare -A rc secs
+for _ in 1 2; do
+  wait -n -p done "$long" "$rest"
+  rc[$done]=$?
+  secs[$done]=$((SECONDS - began))
+done
 cat "$out"
 rm -f "$out"
-[ "$rc" = 0 ] || exit "$rc"
-exit "$long_rc"
+# for the go stage to print: go test shows a passing package's output only with -v
+if [ -n "${POPUP_TEST_RUN_DIR:-}" ]; then
+  echo "gotest-exec: $(basename "$PWD"): the rest ${secs[$rest]} s, the long tests ${secs[$long]} s (${names//|/, })" >>"$POPUP_TEST_RUN_DIR/gotest-exec.times"
+fi
+[ "${rc[$rest]}" = 0 ] || exit "${rc[$rest]}"
+exit "${rc[$long]}"

@@ -110,7 +110,16 @@ race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath
 # The packages whose tests run .venv's Python (POPUP_VENV): the go-venv stage tests them once
 # venv is done, so that the go stage need not wait for pip.
 venv_test_pkgs() { grep -rl --include='*_test.go' POPUP_VENV internal cmd | xargs -n1 dirname | sort -u | sed 's|^|popupsvc/|'; }
-go_test_pkgs() { race_test_pkgs | grep -vxF "$(venv_test_pkgs)"; }
+# The longest packages first: go test starts the packages' test binaries in the order it is
+# given them (and builds them in that order), one package per core, and apiserver, the longest
+# by far, was third behind two that had to compile first.
+longest_test_pkgs="popupsvc/internal/apiserver popupsvc/internal/mysqlstore"
+go_test_pkgs() {
+  local all p
+  all=$(race_test_pkgs | grep -vxF "$(venv_test_pkgs)")
+  for p in $longest_test_pkgs; do grep -xF "$p" <<<"$all" || true; done
+  grep -vxF "$(tr ' ' '\n' <<<"$longest_test_pkgs")" <<<"$all"
+}
 # test_deps PKG...: the packages outside this module that the tests of PKG import (chromedp,
 # kin-openapi, testify...): go build of a package does not compile its tests' imports.
 test_deps() {
@@ -202,7 +211,10 @@ ENV
 # from the start (scripts/gotest-exec.sh)
 gotests() {
   export POPUP_TEST_TIMED_ELSEWHERE=1 # the timed stage runs them
-  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m -exec "$root/scripts/gotest-exec.sh" ${GOTEST_FLAGS:-} $(go_test_pkgs)
+  local rc=0
+  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m -exec "$root/scripts/gotest-exec.sh" ${GOTEST_FLAGS:-} $(go_test_pkgs) || rc=$?
+  cat "$POPUP_TEST_RUN_DIR/gotest-exec.times" 2>/dev/null || true
+  return $rc
 }
 gotests_venv() {
   stage_await venv
