@@ -110,16 +110,7 @@ race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath
 # The packages whose tests run .venv's Python (POPUP_VENV): the go-venv stage tests them once
 # venv is done, so that the go stage need not wait for pip.
 venv_test_pkgs() { grep -rl --include='*_test.go' POPUP_VENV internal cmd | xargs -n1 dirname | sort -u | sed 's|^|popupsvc/|'; }
-# The longest packages first: go test starts the packages' test binaries in the order it is
-# given them (and builds them in that order), one package per core, and apiserver, the longest
-# by far, was third behind two that had to compile first.
-longest_test_pkgs="popupsvc/internal/apiserver popupsvc/internal/mysqlstore"
-go_test_pkgs() {
-  local all p
-  all=$(race_test_pkgs | grep -vxF "$(venv_test_pkgs)")
-  for p in $longest_test_pkgs; do grep -xF "$p" <<<"$all" || true; done
-  grep -vxF "$(tr ' ' '\n' <<<"$longest_test_pkgs")" <<<"$all"
-}
+go_test_pkgs() { race_test_pkgs | grep -vxF "$(venv_test_pkgs)"; }
 # test_deps PKG...: the packages outside this module that the tests of PKG import (chromedp,
 # kin-openapi, testify...): go build of a package does not compile its tests' imports.
 test_deps() {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"testing"
 
+	"popupsvc/internal/testenv"
+
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -54,6 +56,7 @@ func want(sels []string, yes ...string) map[string]bool {
 
 func TestConsoleRolesOfferOnlyWhatTheRoleMay(t *testing.T) {
 	t.Parallel()
+	testenv.Long(t)
 	in, _ := startWithRoles(t)
 	draft := in.createPopup(t, map[string]any{"name": "a draft", "status": "draft", "title": "Draft title"})
 	live := in.createPopup(t, map[string]any{"name": "a live one", "status": "active", "title": "First"})
