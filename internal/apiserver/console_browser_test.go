@@ -324,9 +324,10 @@ type axeViolation struct {
 // Every rule runs on the whole page but the rows of a table body after its fifth: the console
 // renders a table's rows from one template, and axe's time grows with them (color-contrast,
 // two thirds of it, measures each cell's text). The 60-popup list took 1.9 s of axe with its 50
-// rows and 0.5 s with 5 on an idle machine; under the suite's load the 50 rows outran the 20 s
-// that a browser step may take. A row unlike the first five is checked where a filter or a sort
-// brings it into them (the list test's ended and scheduled popups are its first two rows).
+// rows and 0.5 s with 5, at the lowest CPU priority beside a busy MariaDB; under the suite's load
+// the 50 rows once outran the 20 s that a browser step may take. A row unlike the first five is
+// checked where a filter or a sort brings it into them (the list test's ended and scheduled
+// popups are its first two rows).
 func (b *browser) axeCheck(screen string) {
 	b.t.Helper()
 	var loaded bool
