@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,6 +331,12 @@ type axeViolation struct {
 // popups are its first two rows).
 func (b *browser) axeCheck(screen string) {
 	b.t.Helper()
+	assert.Empty(b.t, b.axeViolations(screen), "axe: serious or critical violations on the %s screen", screen)
+}
+
+// axeViolations runs axe as axeCheck does and returns its serious and critical violations.
+func (b *browser) axeViolations(screen string) []axeViolation {
+	b.t.Helper()
 	var loaded bool
 	b.eval(`typeof window.axe === 'object'`, &loaded)
 	if !loaded {
@@ -345,7 +352,48 @@ func (b *browser) axeCheck(screen string) {
 			vs: r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
 				.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))}))}; })()`, &out)
 	b.t.Logf("axe on the %s screen: %.0f ms, %d elements", screen, out.Ms, out.Elements)
-	assert.Empty(b.t, out.Vs, "axe: serious or critical violations on the %s screen", screen)
+	return out.Vs
+}
+
+// axeCheck's scope: a violation on the page, or in a table body's first five rows, is found; one
+// only in a later row is not.
+func TestConsoleAxeScope(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t, &instance{admin: "127.0.0.1:1"}) // no server: the pages are data: URLs
+	page := func(imageRow int, imageOutside bool) string {
+		var h strings.Builder
+		h.WriteString(`<!doctype html><html lang="en"><title>scope</title><main><table><thead><tr><th>n</th></tr></thead><tbody>`)
+		for i := 1; i <= 8; i++ {
+			cell := itoa(int64(i))
+			if i == imageRow {
+				cell = `<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">`
+			}
+			h.WriteString("<tr><td>" + cell + "</td></tr>")
+		}
+		h.WriteString(`</tbody></table>`)
+		if imageOutside {
+			h.WriteString(`<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">`)
+		}
+		h.WriteString(`</main></html>`)
+		return "data:text/html;charset=utf-8," + url.PathEscape(h.String())
+	}
+	for _, tt := range []struct {
+		name          string
+		row           int
+		outside, want bool
+	}{
+		{"an image without alt text in row 2", 2, false, true},
+		{"in row 5", 5, false, true},
+		{"in row 6", 6, false, false},
+		{"outside the table", 0, true, true},
+	} {
+		b.run(chromedp.Navigate(page(tt.row, tt.outside)))
+		found := false
+		for _, v := range b.axeViolations(tt.name) {
+			found = found || v.ID == "image-alt"
+		}
+		assert.Equal(t, tt.want, found, tt.name)
+	}
 }
 
 // shot writes docs/screenshots/<name>.png, the viewport scrolled to the element at (if not ""),
