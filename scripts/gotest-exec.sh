@@ -14,7 +14,7 @@ for a in "$@"; do
   case $a in -test.run=* | -test.run | -test.bench=* | -test.fuzz=* | -test.list=*) exec "$bin" "$@" ;; esac
 done
 # go test runs the binary in the package's directory: the names of its tests marked Long
-names=$(awk '/^func Test/ { split($2, a, "("); name = a[1] } /testenv\.Long\(t\)/ { print name }' ./*_test.go 2>/dev/null | sort -u | paste -sd'|')
+names=$("$(dirname "$0")/marked-tests.sh" Long ./*_test.go)
 [ -n "$names" ] || exec "$bin" "$@"
 
 out=$(mktemp)

@@ -232,8 +232,7 @@ timed_tests() {
   local files names pkgs
   files=$(grep -rl --include='*_test.go' 'testenv\.Timed(t)' internal cmd || true)
   [ -n "$files" ] || return 0
-  # the name of the test function each mark is in
-  names=$(awk '/^func Test/ { split($2, a, "("); name = a[1] } /testenv\.Timed\(t\)/ { print name }' $files | sort -u | paste -sd'|')
+  names=$(scripts/marked-tests.sh Timed $files)
   pkgs=$(for f in $files; do echo "./$(dirname "$f")/"; done | sort -u)
   # (GOTEST_FLAGS last: make bench-worker's -run '^$' runs none of them)
   "${gotest[@]}" -vet=off -timeout 5m -run "^(${names})\$" ${GOTEST_FLAGS:-} $pkgs
