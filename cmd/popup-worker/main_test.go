@@ -310,8 +310,14 @@ func TestWorkerServesHealthMetricsWarmsTheCacheAndStopsOnSIGTERM(t *testing.T) {
 		return bytes.Contains(metrics, []byte(`popup_worker_rows_written_total{table="popup_action_log"} 1`))
 	}, 10*time.Second, 20*time.Millisecond)
 	h := getHealth(t, addr) // the worker has drained: both dependencies answered
-	version, err := rdb.Get(context.Background(), keys.ConfigVersion()).Result()
-	require.NoError(t, err, "the worker warms the config cache at start")
+	// The warm at start runs beside the drain (workerserver's warmLoop), not before it: under load
+	// the drain's first row came first once, so the test waits for the warm itself.
+	var version string
+	require.Eventually(t, func() bool {
+		v, err := rdb.Get(context.Background(), keys.ConfigVersion()).Result()
+		version = v
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the worker warms the config cache at start")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	ws := p.waitExit(t, 20*time.Second)
 
