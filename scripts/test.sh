@@ -27,9 +27,7 @@
 #   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
 #            sysctl profiles applied and checked in network namespaces (root); as soon as
-#            compile-race is done, without waiting for venv. A package's tests marked
-#            testenv.Long run in a second process of its binary, beside the rest from the start
-#            (scripts/gotest-exec.sh)
+#            compile-race is done, without waiting for venv
 #   go-venv  the packages whose tests run .venv's Python (the experiment statistics, checked
 #            against scipy), once venv is done, beside the go stage
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
@@ -198,14 +196,9 @@ ENV
 }
 # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
 # -parallel 4: most tests wait on servers, browsers and timers more than they compute
-# -exec: a package's tests marked testenv.Long run in a process of their own beside the rest,
-# from the start (scripts/gotest-exec.sh)
 gotests() {
   export POPUP_TEST_TIMED_ELSEWHERE=1 # the timed stage runs them
-  local rc=0
-  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m -exec "$root/scripts/gotest-exec.sh" ${GOTEST_FLAGS:-} $(go_test_pkgs) || rc=$?
-  cat "$POPUP_TEST_RUN_DIR/gotest-exec.times" 2>/dev/null || true
-  return $rc
+  "${gotest[@]}" -vet=off -parallel 4 -timeout 10m ${GOTEST_FLAGS:-} $(go_test_pkgs)
 }
 gotests_venv() {
   stage_await venv
@@ -232,7 +225,8 @@ timed_tests() {
   local files names pkgs
   files=$(grep -rl --include='*_test.go' 'testenv\.Timed(t)' internal cmd || true)
   [ -n "$files" ] || return 0
-  names=$(scripts/marked-tests.sh Timed $files)
+  # the name of the test function each mark is in
+  names=$(awk '/^func Test/ { split($2, a, "("); name = a[1] } /testenv\.Timed\(t\)/ { print name }' $files | sort -u | paste -sd'|')
   pkgs=$(for f in $files; do echo "./$(dirname "$f")/"; done | sort -u)
   # (GOTEST_FLAGS last: make bench-worker's -run '^$' runs none of them)
   "${gotest[@]}" -vet=off -timeout 5m -run "^(${names})\$" ${GOTEST_FLAGS:-} $pkgs

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"popupsvc/internal/testenv"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -135,7 +133,6 @@ func TestAudienceMemberWritesRoundTrip(t *testing.T) {
 
 func TestAudienceUploadsRefusedChangeNothing(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	api := startAudiences(t)
 	id := api.createAudience(t, "refusals")
 	base := "/admin/v1/audiences/" + id
@@ -323,7 +320,6 @@ func TestAudienceMetadata(t *testing.T) {
 // it took is logged (docs/PERFORMANCE.md has the figure and its command).
 func TestAudienceMillionMemberUpload(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	if testing.Short() {
 		t.Skip("a million-member upload")
 	}

@@ -524,7 +524,6 @@ func startWorker(t *testing.T, cfg config.Config) {
 
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	cfg := testConfig(t)
 	in := start(t, cfg, nil)
 	startWorker(t, cfg)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"popupsvc/internal/testenv"
-
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
@@ -20,7 +18,6 @@ import (
 // import checked by a dry run before it is applied.
 func TestConsoleHistoryAuditImport(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	in := start(t, testConfig(t), nil)
 	b := newBrowser(t, in)
 	b.signIn()

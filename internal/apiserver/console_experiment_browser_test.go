@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"popupsvc/internal/testenv"
-
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +24,6 @@ func vf(name string) string { return `[data-field="experiment.` + name + `"]` }
 
 func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	in := start(t, testConfig(t), nil)
 	b := newBrowser(t, in)
 	b.signIn()

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"testing"
 
-	"popupsvc/internal/testenv"
-
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -56,7 +54,6 @@ func want(sels []string, yes ...string) map[string]bool {
 
 func TestConsoleRolesOfferOnlyWhatTheRoleMay(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	in, _ := startWithRoles(t)
 	draft := in.createPopup(t, map[string]any{"name": "a draft", "status": "draft", "title": "Draft title"})
 	live := in.createPopup(t, map[string]any{"name": "a live one", "status": "active", "title": "First"})

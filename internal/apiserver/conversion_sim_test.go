@@ -16,7 +16,6 @@ import (
 
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
-	"popupsvc/internal/testenv"
 )
 
 // The issue's conversion simulation through the real service (issue 36, item 7; docs/EXPERIMENTS.md,
@@ -64,7 +63,6 @@ type convTally struct {
 // through the service").
 func TestConversionsSimulatedThroughTheService(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	users := *convUsers
 	rates := map[string]float64{"a": convRateA, "b": *convRateB}
 	sim := newServiceSim(t, users)

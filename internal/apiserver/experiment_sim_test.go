@@ -17,7 +17,6 @@ import (
 
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
-	"popupsvc/internal/testenv"
 )
 
 // simUsers is how many users TestExperimentSimulatedThroughTheService drives; docs/EXPERIMENTS.md
@@ -74,7 +73,6 @@ func simExperiment(salt string) *popup.Experiment {
 // correct alarm included, is internal/experiment/simtest's TestSplitOfTheServiceSimulations.
 func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	// Not RedisFacing: the Redis Cluster pass would run 5,000 users again for what the record
 	// script's own tests (redisstore, run whole on the Cluster) already prove there.
 	users := *simUsers

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/popup"
-	"popupsvc/internal/testenv"
 )
 
 // The global holdout's simulation through the real service (issue 36, item 7; docs/EXPERIMENTS.md,
@@ -62,7 +61,6 @@ type holdoutResults struct {
 // is drawn by (seed, group, rank), so every count and interval is the same in every run.
 func TestHoldoutSimulatedThroughTheService(t *testing.T) {
 	t.Parallel()
-	testenv.Long(t)
 	users := *holdoutUsers
 	sim := newServiceSim(t, users)
 	// The harness's seed 23 draws 13 buyers of the 400 users held out (3.25% for a true 5%),

@@ -43,9 +43,6 @@ const (
 	// EnvTimedElsewhere=1 (the go stage of `make test`) skips the tests marked Timed: the
 	// timed stage runs them afterwards, alone on the machine.
 	EnvTimedElsewhere = "POPUP_TEST_TIMED_ELSEWHERE"
-	// EnvLongElsewhere=1 (the main process of a package under scripts/gotest-exec.sh) skips the
-	// tests marked Long: a process of their own runs them beside it.
-	EnvLongElsewhere = "POPUP_TEST_LONG_ELSEWHERE"
 )
 
 // Timed marks a test whose assertions are timings of a shared machine (a request within its
@@ -56,19 +53,6 @@ func Timed(t testing.TB) {
 	t.Helper()
 	if os.Getenv(EnvTimedElsewhere) == "1" {
 		t.Skipf("%s=1: a timing test; make test runs it in its timed stage, alone", EnvTimedElsewhere)
-	}
-}
-
-// Long marks a test that takes a minute or more under `make test` (a simulation through the
-// service, a million-member upload). The go stage runs a package's Long tests in a process of
-// their own, started with the package's other tests (scripts/gotest-exec.sh): in one process the
-// tests paused by t.Parallel resume in an order the scheduler picks, about the reverse of the
-// source's, and a long test picked last ran alone at the end (the million-member upload started
-// 499 s into internal/apiserver's 612). Run alone with `go test`, it runs.
-func Long(t testing.TB) {
-	t.Helper()
-	if os.Getenv(EnvLongElsewhere) == "1" {
-		t.Skipf("%s=1: a long test; make test runs it in a process of its own", EnvLongElsewhere)
 	}
 }
 
