@@ -243,9 +243,6 @@ cluster() {
   # Several comma-separated seeds in POPUP_TEST_REDIS_ADDR make testenv (and the service) use
   # a cluster. The adapters' packages run whole; apiserver only its Redis-facing tests.
   export POPUP_TEST_REDIS_ADDR="$cluster_addr"
-  # at a lower CPU priority: beside it, the chaos stage times GETs against their 100 ms bound
-  # (about a core), and this pass has no timing of its own to keep
-  renice -n 10 -p "$BASHPID" >/dev/null
   "${gotest[@]}" -timeout 5m ./internal/redisstore/ ./internal/drain/ ./cmd/popup-worker/
   POPUP_TEST_REDIS_FACING_ONLY=1 "${gotest[@]}" -timeout 5m ./internal/apiserver/
 }
