@@ -133,8 +133,16 @@ func runSentinelFailover(t *testing.T, f failover) {
 	replicas := make([]*redisServer, 2)
 	for i := range replicas {
 		replicas[i] = startRedisNode(t, filepath.Join(dir, fmt.Sprintf("replica-%d", i+1)), "everysec", "--replicaof", host, port)
-		if i == 0 || f.delayAll {
-			front.SetReplicaDelay(replicas[i].port, f.delay)
+	}
+	// The links are made late after the warm-up (runFailover), under the load that meets the
+	// kill: the warm-up gives every user a state, one recorded impression each, and with both
+	// links late an impression's WAIT takes most of its budget. A make test run saw one user's
+	// 20 warm-up tries all degrade while the other topology started beside it.
+	lateLinks := func() {
+		for i, r := range replicas {
+			if i == 0 || f.delayAll {
+				front.SetReplicaDelay(r.port, f.delay)
+			}
 		}
 	}
 	sentinels := make([]string, 3)
@@ -156,7 +164,7 @@ func runSentinelFailover(t *testing.T, f failover) {
 		}
 		return net.JoinHostPort(addr[0], addr[1]) != front.Addr(), nil
 	}
-	s.runFailover(f, addrs, func() {
+	s.runFailover(f, addrs, lateLinks, func() {
 		if f.crash {
 			front.SetDown(true)
 		}
@@ -219,17 +227,18 @@ func runClusterFailover(t *testing.T, f failover) {
 		require.NoError(t, err)
 		victims[shard] = m.Options().Addr == killed.Addr()
 	}
-	s.runFailover(f, seeds, func() {
+	s.runFailover(f, seeds, nil, func() {
 		killed.signal(syscall.SIGKILL)
 		killed.wait(t)
 	}, promoted, victims)
 }
 
-// runFailover starts a worker and popup-api on the topology, runs the steady load, kills the
-// primary (kill), waits until promoted says a replica took over, and checks and reports the
-// scenario. victims names the queue shards the killed primary served, on a Cluster (nil: one
-// primary serves every shard); the users of the others must be served while it is down.
-func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted func(context.Context) (bool, error), victims map[int]bool) {
+// runFailover starts a worker and popup-api on the topology, warms its users, calls lateLinks (if
+// any: the replicas' links made late), runs the steady load, kills the primary (kill), waits
+// until promoted says a replica took over, and checks and reports the scenario. victims names the
+// queue shards the killed primary served, on a Cluster (nil: one primary serves every shard); the
+// users of the others must be served while it is down.
+func (s *stack) runFailover(f failover, redisAddr string, lateLinks, kill func(), promoted func(context.Context) (bool, error), victims map[int]bool) {
 	t := s.t
 	t.Helper()
 	worker, _ := s.startWorker()
@@ -237,6 +246,9 @@ func (s *stack) runFailover(f failover, redisAddr string, kill func(), promoted 
 	s.seed()
 	rec := newRecorder()
 	s.warm(rec, steadyLoad)
+	if lateLinks != nil {
+		lateLinks()
+	}
 	loadAt := rec.now()
 	stopLoad := s.run(rec, steadyLoad)
 	defer stopLoad()
