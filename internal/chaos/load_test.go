@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -384,4 +386,45 @@ func pace(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// chanceLevel: a window's share of answers that are not normal service is held against it when
+// a share as high would come by chance less often than this (beyondChance).
+const chanceLevel = 0.001
+
+// beyondChance is how likely a window's bad answers of n would be as many as bad, or more, by
+// chance alone, if its answers went bad no more often than a control window's ctrlBad of ctrlN
+// under the same load on the same machine: a one-sided test of two rates conditional on their
+// total (of the bad+ctrlBad bad answers, each falls in the window with probability
+// n/(n+ctrlN)). A process kept off the cores degrades answers in either window; what a fault
+// does to the service shows as a share beyond chance. 1 when neither window has a bad answer.
+func beyondChance(bad, n, ctrlBad, ctrlN int) float64 {
+	k := bad + ctrlBad
+	if k == 0 || n+ctrlN == 0 {
+		return 1
+	}
+	p := float64(n) / float64(n+ctrlN)
+	if p >= 1 {
+		return 1
+	}
+	lk, _ := math.Lgamma(float64(k + 1))
+	var tail float64
+	for x := bad; x <= k; x++ {
+		lx, _ := math.Lgamma(float64(x + 1))
+		lr, _ := math.Lgamma(float64(k - x + 1))
+		tail += math.Exp(lk - lx - lr + float64(x)*math.Log(p) + float64(k-x)*math.Log1p(-p))
+	}
+	return min(tail, 1)
+}
+
+// assertNotBeyondChance checks that window's answers are not normal service (a degraded GET, an
+// action not accepted) no more often than control's beyond chance (beyondChance), and returns the
+// chance it computed.
+func assertNotBeyondChance(t *testing.T, what string, window, control tally) float64 {
+	t.Helper()
+	require.Positive(t, control.n, "no %s in the control window", what)
+	p := beyondChance(window.n-window.ok, window.n, control.n-control.ok, control.n)
+	assert.GreaterOrEqual(t, p, chanceLevel, "%s not normal service: %d of %d, against %d of %d in the control window (chance %.2g)",
+		what, window.n-window.ok, window.n, control.n-control.ok, control.n, p)
+	return p
 }
