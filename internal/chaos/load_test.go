@@ -411,22 +411,43 @@ func pace(ctx context.Context, d time.Duration) {
 	}
 }
 
-// chanceLevel: a window's share of answers that are not normal service is held against it when
-// a share as high would come by chance less often than this (beyondChance).
+// chanceLevel: a window's failures are held against it when as many would come by chance less
+// often than this (beyondChance).
 const chanceLevel = 0.001
 
-// beyondChance is how likely a window's bad answers of n would be as many as bad, or more, by
-// chance alone, if its answers went bad no more often than a control window's ctrlBad of ctrlN
-// under the same load on the same machine: a one-sided test of two rates conditional on their
-// total (of the bad+ctrlBad bad answers, each falls in the window with probability
-// n/(n+ctrlN)). A process kept off the cores degrades answers in either window; what a fault
-// does to the service shows as a share beyond chance. 1 when neither window has a bad answer.
-func beyondChance(bad, n, ctrlBad, ctrlN int) float64 {
+// failSlot: the service's failures are counted by the quarter-seconds in which a request that
+// was not normal service started (a degraded GET, an action not accepted). A process kept off the
+// cores past its budget, or a Redis that stops answering, fails every request in flight at once,
+// and after five failures in a row the breaker answers degraded at once for its cooldown (250 ms):
+// one event, not as many as there were requests, while a service that keeps failing fails every
+// quarter-second.
+const failSlot = 250 * time.Millisecond
+
+// failures counts the quarter-seconds after from in which a request of outs that was not normal
+// service started, and those requests.
+func failures(outs []outcome, from time.Duration) (slots, requests int) {
+	failed := map[time.Duration]bool{}
+	for _, o := range outs {
+		if !o.ok() {
+			requests++
+			failed[(o.at-from)/failSlot] = true
+		}
+	}
+	return len(failed), requests
+}
+
+// beyondChance is how likely a window of length d would hold as many failures as bad, or more,
+// by chance alone, if failures came no more often than in a control window of length ctrlD that
+// held ctrlBad, under the same load on the same machine: a one-sided test of two rates given
+// their total (each of the bad+ctrlBad failures falls in the window with probability
+// d/(d+ctrlD)). A process kept off the cores fails requests in either window; what a fault does to
+// the service shows as failures beyond chance. 1 when neither window has a failure.
+func beyondChance(bad int, d time.Duration, ctrlBad int, ctrlD time.Duration) float64 {
 	k := bad + ctrlBad
-	if k == 0 || n+ctrlN == 0 {
+	if k == 0 || d <= 0 {
 		return 1
 	}
-	p := float64(n) / float64(n+ctrlN)
+	p := float64(d) / float64(d+ctrlD)
 	if p >= 1 {
 		return 1
 	}
@@ -440,14 +461,27 @@ func beyondChance(bad, n, ctrlBad, ctrlN int) float64 {
 	return min(tail, 1)
 }
 
-// assertNotBeyondChance checks that window's answers are not normal service (a degraded GET, an
-// action not accepted) no more often than control's beyond chance (beyondChance), and returns the
-// chance it computed.
-func assertNotBeyondChance(t *testing.T, what string, window, control tally) float64 {
+// span is a window of a scenario's load, [from, to) on its recorder's clock.
+type span struct{ from, to time.Duration }
+
+// chance is what assertNotBeyondChance checks, printed per window (the window's, then the
+// control's) as "failed quarter-seconds/requests not normal service/all requests", then the
+// chance.
+func chance(rec *recorder, window, control span) (p float64, figures string) {
+	w, c := rec.requests(window.from, window.to), rec.requests(control.from, control.to)
+	wm, wr := failures(w, window.from)
+	cm, cr := failures(c, control.from)
+	p = beyondChance(wm, window.to-window.from, cm, control.to-control.from)
+	return p, fmt.Sprintf("%d/%d/%d,%d/%d/%d,%.2g", wm, wr, len(w), cm, cr, len(c), p)
+}
+
+// assertNotBeyondChance checks that the service failed no more often in window than in control
+// (the quarter-seconds in which a request was not normal service: failures) beyond chance
+// (beyondChance).
+func assertNotBeyondChance(t *testing.T, what string, rec *recorder, window, control span) {
 	t.Helper()
-	require.Positive(t, control.n, "no %s in the control window", what)
-	p := beyondChance(window.n-window.ok, window.n, control.n-control.ok, control.n)
-	assert.GreaterOrEqual(t, p, chanceLevel, "%s not normal service: %d of %d, against %d of %d in the control window (chance %.2g)",
-		what, window.n-window.ok, window.n, control.n-control.ok, control.n, p)
-	return p
+	require.NotEmpty(t, rec.requests(control.from, control.to), "no request in the control window of %s", what)
+	p, figures := chance(rec, window, control)
+	assert.GreaterOrEqual(t, p, chanceLevel, "%s: the service failed beyond chance against the control window "+
+		"(failed quarter-seconds/requests not normal service/all requests, window then control, and the chance: %s)", what, figures)
 }
