@@ -148,7 +148,9 @@ func TestWorkerKillStorm(t *testing.T) {
 		"acked", c.acked, "lost", c.lost, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "stats_mismatch", c.statsDiff, "dead_lettered", c.dead, "unacked_applied", c.unacked,
 		"final_drain_ms", drain.Milliseconds())
 	// Each answer that was not normal service, with what the kernel says of the processes meanwhile
-	// (the first maxListed of each window).
+	// (the first maxListed of each window), in the failure's output and in not-normal.txt beside
+	// the scenario's logs (POPUP_CHAOS_KEEP=1 keeps them).
+	var listing strings.Builder
 	listed := map[bool]int{}
 	for _, o := range rec.all() {
 		if o.at < controlAt || o.at >= stormEnd || o.ok() || listed[o.at >= stormAt] >= maxListed {
@@ -161,8 +163,12 @@ func TestWorkerKillStorm(t *testing.T) {
 		if o.at >= stormAt {
 			window = "storm"
 		}
-		fmt.Printf("worker-storm: %s %c status=%d degraded=%v at=%.1fms took=%.1fms server=%.1fms api_runq_wait_longest_thread=%.1fms api_runq_wait_all_threads=%.1fms redis_runq_wait=%.1fms\n",
+		fmt.Fprintf(&listing, "%s %c status=%d degraded=%v at=%.1fms took=%.1fms server=%.1fms api_runq_wait_longest_thread=%.1fms api_runq_wait_all_threads=%.1fms redis_runq_wait=%.1fms\n",
 			window, o.kind, o.status, o.degraded, ms(o.at), ms(o.took), ms(o.server), ms(apiLongest), ms(apiTotal), ms(redisWait))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(s.dir, "not-normal.txt"), []byte(listing.String()), 0o644))
+	if listing.Len() > 0 {
+		t.Logf("requests that were not normal service (window, kind, and what the kernel says of popup-api and redis-server meanwhile):\n%s", listing.String())
 	}
 
 	assert.Equal(t, gets.n, gets.statuses[http.StatusOK], "every GET answers 200")
