@@ -12,7 +12,9 @@
 # appends them, under a header naming the date, commit and machine, to docs/reliability-results.txt.
 # CHAOS_RUN=regexp runs only the matching tests (go test -run), CHAOS_SKIP=regexp all but those
 # (go test -skip); POPUP_CHAOS_KEEP=1 keeps the logs; POPUP_CHAOS_TRACE=1 records a runtime trace of
-# popup-api during each Redis fault (api-trace.out beside its logs; docs/RELIABILITY.md).
+# popup-api during each Redis fault and the worker storm (api-trace.out beside its logs;
+# docs/RELIABILITY.md). POPUP_CHAOS_STORM_STALL=150ms makes the worker storm pause Redis after every
+# kill: a degradation the storm causes, which the scenario must fail on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/build.env

@@ -278,6 +278,7 @@ func (s *stack) runFailover(f failover, redisAddr string, lateLinks, kill func()
 		time.Sleep(rest)
 	}
 	time.Sleep(h.plan.steady)
+	loadEnd := rec.now()
 	stopLoad()
 
 	drain := s.waitDrained(h.plan.drainDeadline)
@@ -286,6 +287,8 @@ func (s *stack) runFailover(f failover, redisAddr string, lateLinks, kill func()
 	acts := tallyOf(rec.window(kindAction, 0, rec.now()))
 	outage := tallyOf(append(rec.window(kindGet, killAt, promotedAt), rec.window(kindAction, killAt, promotedAt)...))
 	rcv := recovery(t, rec, promotedAt)
+	steady, back := span{loadAt, killAt}, span{promotedAt + max(rcv, failoverRecoveryLimit), loadEnd}
+	_, afterLimit := chance(rec, back, steady)
 	first, last := failedSpan(rec, killAt)
 	var bys bystanders
 	if victims != nil {
@@ -300,7 +303,8 @@ func (s *stack) runFailover(f failover, redisAddr string, lateLinks, kill func()
 		late = "one"
 	}
 	summary(t, f.name, "ack_replicas", f.ackReplicas, "replica_delay_ms", f.delay.Milliseconds(), "late_links", late, "links_cut", f.crash,
-		"promotion_ms", ms(promotedAt-killAt), "recovery_after_promotion_ms", ms(rcv), "degraded_window_ms", ms(last-first),
+		"promotion_ms", ms(promotedAt-killAt), "recovery_after_promotion_ms", ms(rcv),
+		"failed_after_limit_steady_chance", afterLimit, "degraded_window_ms", ms(last-first),
 		"failed_while_down", fmt.Sprintf("%d/%d", outage.n-outage.ok, outage.n),
 		"gets", gets.n, "get_status", gets.statusList(), "get_degraded", gets.degraded, "get_errors", gets.errList(), "get_max_ms", gets.maxMs,
 		"get_max_server_ms", gets.maxServerMs, "get_slowest_client_ms", gets.slowestClientMs, "server_gets_over_100ms", slow,
@@ -326,6 +330,7 @@ func (s *stack) runFailover(f failover, redisAddr string, lateLinks, kill func()
 	assert.Equal(t, acts.status503, acts.retryAfter, "a 503 without Retry-After")
 	assert.Positive(t, outage.n-outage.ok, "the kill never showed: nothing failed while the primary was down")
 	assert.LessOrEqual(t, rcv, failoverRecoveryLimit, "service not back within %s of the promotion", failoverRecoveryLimit)
+	assertNotBeyondChance(t, "requests after the recovery limit", rec, back, steady)
 	if victims != nil {
 		require.Positive(t, bys.others.n, "no bystander request while the master was down")
 		assert.LessOrEqual(t, (bys.others.n-bys.others.ok)*bystanderLimit, bys.others.n,

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -177,28 +179,51 @@ func countList[K cmp.Ordered](m map[K]int, none string) string {
 	return strings.Join(parts, ",")
 }
 
+// recoveredStretch: the service is back after a fault once this long has passed with every
+// request started in it answered normally. A request that fails after that, alone, is what a
+// process kept off the cores for its budget gets at any time on a busy machine
+// (docs/RELIABILITY.md, "Worker killed at any instant"). The scenarios hold the requests that
+// start after their recovery limit against the load before the fault (assertNotBeyondChance):
+// a service that is not back, or fails again, still fails them.
+const recoveredStretch = 500 * time.Millisecond
+
 // recovery is how long after heal the service kept failing: from heal to the end of the last
-// request started after heal that was not normal service (0 if none was). It fails the test when
-// no normal request followed.
+// request that was not normal service before the service was back, at the start of the first
+// recoveredStretch after heal in which every request started was normal, and some were (0 when
+// none failed before that). It fails the test when no normal request followed.
 func recovery(t *testing.T, rec *recorder, heal time.Duration) time.Duration {
 	t.Helper()
-	var last time.Duration
+	var bad []outcome
+	var good []time.Duration // starts of normal requests after heal
 	for _, o := range rec.all() {
-		if o.at < heal || o.ok() {
-			continue
-		}
-		if end := o.at + o.took - heal; end > last {
-			last = end
+		switch {
+		case o.at < heal:
+		case o.ok():
+			good = append(good, o.at)
+		default:
+			bad = append(bad, o)
 		}
 	}
-	var goodAfter int
-	for _, o := range rec.all() {
-		if o.at >= heal+last && o.ok() {
-			goodAfter++
-		}
+	slices.SortFunc(bad, func(a, b outcome) int { return cmp.Compare(a.at, b.at) })
+	slices.Sort(good)
+	normalIn := func(from, to time.Duration) bool {
+		i, _ := slices.BinarySearch(good, from)
+		return i < len(good) && good[i] < to
 	}
-	require.Positive(t, goodAfter, "the service never answered normally after the fault was healed")
+	var last time.Duration // relative to heal
+	for _, o := range bad {
+		if o.at >= heal+last+recoveredStretch && normalIn(heal+last, heal+last+recoveredStretch) {
+			break
+		}
+		last = max(last, o.at+o.took-heal)
+	}
+	require.True(t, normalIn(heal+last, rec.now()+time.Hour), "the service never answered normally after the fault was healed")
 	return last
+}
+
+// requests returns the outcomes of both kinds that started in [from, to).
+func (r *recorder) requests(from, to time.Duration) []outcome {
+	return append(r.window(kindGet, from, to), r.window(kindAction, from, to)...)
 }
 
 // client is one simulated app connection: its own keep-alive connection to the API.
@@ -384,4 +409,79 @@ func pace(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// chanceLevel: a window's failures are held against it when as many would come by chance less
+// often than this (beyondChance).
+const chanceLevel = 0.001
+
+// failSlot: the service's failures are counted by the quarter-seconds in which a request that
+// was not normal service started (a degraded GET, an action not accepted). A process kept off the
+// cores past its budget, or a Redis that stops answering, fails every request in flight at once,
+// and after five failures in a row the breaker answers degraded at once for its cooldown (250 ms):
+// one event, not as many as there were requests, while a service that keeps failing fails every
+// quarter-second.
+const failSlot = 250 * time.Millisecond
+
+// failures counts the quarter-seconds after from in which a request of outs that was not normal
+// service started, and those requests.
+func failures(outs []outcome, from time.Duration) (slots, requests int) {
+	failed := map[time.Duration]bool{}
+	for _, o := range outs {
+		if !o.ok() {
+			requests++
+			failed[(o.at-from)/failSlot] = true
+		}
+	}
+	return len(failed), requests
+}
+
+// beyondChance is how likely a window of length d would hold as many failures as bad, or more,
+// by chance alone, if failures came no more often than in a control window of length ctrlD that
+// held ctrlBad, under the same load on the same machine: a one-sided test of two rates given
+// their total (each of the bad+ctrlBad failures falls in the window with probability
+// d/(d+ctrlD)). A process kept off the cores fails requests in either window; what a fault does to
+// the service shows as failures beyond chance. 1 when neither window has a failure.
+func beyondChance(bad int, d time.Duration, ctrlBad int, ctrlD time.Duration) float64 {
+	k := bad + ctrlBad
+	if k == 0 || d <= 0 {
+		return 1
+	}
+	p := float64(d) / float64(d+ctrlD)
+	if p >= 1 {
+		return 1
+	}
+	lk, _ := math.Lgamma(float64(k + 1))
+	var tail float64
+	for x := bad; x <= k; x++ {
+		lx, _ := math.Lgamma(float64(x + 1))
+		lr, _ := math.Lgamma(float64(k - x + 1))
+		tail += math.Exp(lk - lx - lr + float64(x)*math.Log(p) + float64(k-x)*math.Log1p(-p))
+	}
+	return min(tail, 1)
+}
+
+// span is a window of a scenario's load, [from, to) on its recorder's clock.
+type span struct{ from, to time.Duration }
+
+// chance is what assertNotBeyondChance checks, printed per window (the window's, then the
+// control's) as "failed quarter-seconds/requests not normal service/all requests", then the
+// chance.
+func chance(rec *recorder, window, control span) (p float64, figures string) {
+	w, c := rec.requests(window.from, window.to), rec.requests(control.from, control.to)
+	wm, wr := failures(w, window.from)
+	cm, cr := failures(c, control.from)
+	p = beyondChance(wm, window.to-window.from, cm, control.to-control.from)
+	return p, fmt.Sprintf("%d/%d/%d,%d/%d/%d,%.2g", wm, wr, len(w), cm, cr, len(c), p)
+}
+
+// assertNotBeyondChance checks that the service failed no more often in window than in control
+// (the quarter-seconds in which a request was not normal service: failures) beyond chance
+// (beyondChance).
+func assertNotBeyondChance(t *testing.T, what string, rec *recorder, window, control span) {
+	t.Helper()
+	require.NotEmpty(t, rec.requests(control.from, control.to), "no request in the control window of %s", what)
+	p, figures := chance(rec, window, control)
+	assert.GreaterOrEqual(t, p, chanceLevel, "%s: the service failed beyond chance against the control window "+
+		"(failed quarter-seconds/requests not normal service/all requests, window then control, and the chance: %s)", what, figures)
 }

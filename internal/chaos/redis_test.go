@@ -65,6 +65,7 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	rec := newRecorder()
 	s.warm(rec, steadyLoad)
 
+	loadAt := rec.now()
 	stopLoad := s.run(rec, steadyLoad)
 	defer stopLoad()
 	time.Sleep(h.plan.steady)
@@ -81,6 +82,7 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	waitNormal(t, rec, healAt, 3*recoveryLimit)
 	time.Sleep(h.plan.steady)
 	after := s.apiStats()
+	loadEnd := rec.now()
 	stopLoad()
 
 	drain := s.waitDrained(h.plan.drainDeadline)
@@ -90,6 +92,8 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	outActs := tallyOf(rec.window(kindAction, faultAt, healAt))
 	acts := tallyOf(rec.window(kindAction, 0, rec.now()))
 	rcv := recovery(t, rec, healAt)
+	steady, back := span{loadAt, faultAt}, span{healAt + max(rcv, recoveryLimit), loadEnd}
+	_, afterLimit := chance(rec, back, steady)
 	slow := s.slowGets()
 	summary(t, name,
 		"outage_s", h.plan.redisOutage.Seconds(), "gets", all.n, "get_status", all.statusList(), "get_errors", all.errList(),
@@ -98,7 +102,7 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 		"outage_gets", outGets.n, "outage_degraded", outGets.degraded, "outage_get_max_ms", outGets.maxMs,
 		"actions", acts.n, "outage_actions", outActs.n, "outage_action_status", outActs.statusList(),
 		"outage_503_retry_after", fmt.Sprintf("%d/%d", outActs.retryAfter, outActs.status503), "action_errors", acts.errList(),
-		"recovery_ms", ms(rcv), "goroutines", fmt.Sprintf("%d→%d→%d", base.goroutines, during.goroutines, after.goroutines),
+		"recovery_ms", ms(rcv), "failed_after_limit_steady_chance", afterLimit, "goroutines", fmt.Sprintf("%d→%d→%d", base.goroutines, during.goroutines, after.goroutines),
 		"rss_mb", fmt.Sprintf("%.1f→%.1f→%.1f", base.rssMB, during.rssMB, after.rssMB),
 		"heap_mb", fmt.Sprintf("%.1f→%.1f→%.1f", base.heapMB, during.heapMB, after.heapMB),
 		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "stats_mismatch", c.statsDiff, "dead_lettered", c.dead,
@@ -112,6 +116,7 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	assert.Equal(t, outActs.status503, outActs.retryAfter, "a 503 without Retry-After")
 	assert.Equal(t, acts.n, acts.statuses[http.StatusAccepted]+acts.status503, "actions answer 202 or 503, nothing else")
 	assert.LessOrEqual(t, rcv, recoveryLimit, "service not back within %s of healing", recoveryLimit)
+	assertNotBeyondChance(t, "requests after the recovery limit", rec, back, steady)
 	assert.LessOrEqual(t, after.goroutines, base.goroutines+goroutineSlack, "goroutines did not come back")
 	assert.LessOrEqual(t, after.rssMB, base.rssMB+rssSlackMB, "resident memory did not come back")
 	c.requireNoLoss(t)

@@ -18,8 +18,10 @@ import (
 // TestStartDuringMySQLOutage: MariaDB is down while popup-api and popup-worker are (re)started,
 // as in a deploy or a node restart during a database outage. Neither binary may exit: the API
 // becomes ready from the Redis config cache and answers known users normally (their state is in
-// Redis), the worker waits and says so on /healthz. Once MariaDB is back the worker drains the
-// backlog and every acknowledged event is in popup_action_log once.
+// Redis: every GET 200, not degraded beyond chance against a control window of the same load
+// before the restart, as in TestMySQLStopped), the worker waits and says so on /healthz. Once
+// MariaDB is back the worker drains the backlog and every acknowledged event is in
+// popup_action_log once.
 func TestStartDuringMySQLOutage(t *testing.T) {
 	s := newStack(t, "start-during-outage", "everysec")
 	worker, _ := s.startWorker()
@@ -28,6 +30,12 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 	rec := newRecorder()
 	s.warm(rec, steadyLoad)
 	s.waitDrained(h.plan.drainDeadline) // the users are known to both stores
+	// The control window: the same load on the same machine, MariaDB up.
+	ctrlAt := rec.now()
+	stopCtrl := s.run(rec, steadyLoad)
+	time.Sleep(h.plan.steady)
+	ctrlEnd := rec.now()
+	stopCtrl()
 	for _, p := range []*proc{s.api, worker} {
 		p.signal(syscall.SIGTERM)
 		p.waitExit(t, 30*time.Second)
@@ -40,6 +48,7 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 	apiStart := time.Now()
 	s.startAPI(s.redis.Addr()) // waits for /readyz 200
 	readyIn := time.Since(apiStart)
+	loadAt := rec.now()
 	stopLoad := s.run(rec, steadyLoad)
 	defer stopLoad()
 	time.Sleep(h.plan.mysqlOutage)
@@ -55,20 +64,23 @@ func TestStartDuringMySQLOutage(t *testing.T) {
 	final := s.waitDrained(h.plan.drainDeadline)
 	healed := workerHealth(t, workerAddr)
 	c := s.verify(rec)
-	gets := tallyOf(rec.window(kindGet, 0, during))
-	acts := tallyOf(rec.window(kindAction, 0, during))
+	gets, acts := tallyOf(rec.window(kindGet, loadAt, during)), tallyOf(rec.window(kindAction, loadAt, during))
+	ctrlGets, ctrlActs := tallyOf(rec.window(kindGet, ctrlAt, ctrlEnd)), tallyOf(rec.window(kindAction, ctrlAt, ctrlEnd))
 	summary(t, "start-during-outage",
 		"down_s", fmt.Sprintf("%.1f", upAt.Sub(downAt).Seconds()), "api_ready_ms", readyIn.Milliseconds(),
 		"worker_health", waiting.Status+"/"+fmt.Sprint(waiting.WaitingFor), "gets", gets.n, "get_status", gets.statusList(),
 		"degraded", gets.degraded, "get_errors", gets.errList(), "actions", acts.n, "action_status", acts.statusList(),
+		"control_not_normal", fmt.Sprintf("%d/%d,%d/%d", ctrlGets.n-ctrlGets.ok, ctrlGets.n, ctrlActs.n-ctrlActs.ok, ctrlActs.n),
 		"caught_up_after_restart_s", fmt.Sprintf("%.1f", drainedIn.Seconds()), "final_drain_ms", final.Milliseconds(),
 		"acked", c.acked, "lost", c.lost, "unacked_applied", c.unacked, "dup_rows", c.dupRows, "state_mismatch", c.stateDiff, "stats_mismatch", c.statsDiff, "dead_lettered", c.dead)
 
 	assert.Equal(t, http.StatusOK, waiting.Code, "the waiting worker is alive")
 	assert.Equal(t, []string{"mysql"}, waiting.WaitingFor)
 	assert.Equal(t, "ok", healed.Status)
-	assert.Equal(t, gets.n, gets.ok, "every GET of a known user answers with the popup while MySQL is down")
-	assert.Equal(t, acts.n, acts.ok, "every action of a known user is accepted while MySQL is down")
+	assert.Equal(t, gets.n, gets.statuses[http.StatusOK], "every GET answers 200")
+	assert.Equal(t, acts.n, acts.statuses[http.StatusAccepted]+acts.status503, "actions answer 202 or 503, nothing else")
+	assert.Equal(t, acts.status503, acts.retryAfter, "a 503 without Retry-After")
+	assertNotBeyondChance(t, "requests of known users while MySQL is down", rec, span{loadAt, during}, span{ctrlAt, ctrlEnd})
 	c.requireNoLoss(t)
 }
 
