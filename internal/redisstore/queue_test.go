@@ -159,8 +159,9 @@ func TestQueueReclaimReturnsADeadWorkersEventsToTheHeadInOrder(t *testing.T) {
 	_, err := f.q.Claim(f.ctx, 0, "dead", 3)
 	require.NoError(t, err)
 	f.push(0, "e")
+	rdb := testenv.Redis(t)
 	require.Eventually(t, func() bool { // the lease expires
-		return testenv.Redis(t).Exists(f.ctx, f.keys.Lease(0, "dead")).Val() == 0
+		return rdb.Exists(f.ctx, f.keys.Lease(0, "dead")).Val() == 0
 	}, 5*time.Second, 10*time.Millisecond, "the dead worker's lease never expired")
 
 	n, err := f.q.Reclaim(f.ctx, 0, "dead")
