@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // repoRoot is the repository, relative to this package's directory (docs/), where go test runs.
@@ -74,10 +77,17 @@ var (
 	repoPath = regexp.MustCompile(`(?:api|clients|cmd|deploy|docs|internal|loadtest|scripts|sysctl|tools)/[A-Za-z0-9_.\-/]*`)
 )
 
-// anchors are the heading anchors GitHub makes for a Markdown document: lower case, punctuation
-// but '-' and '_' dropped, spaces as '-', a repeated anchor numbered -1, -2, ...
-func anchors(text string) map[string]bool {
-	out := map[string]bool{}
+// section is one heading of a document: its level (the number of '#'), its title and the anchor
+// GitHub gives it.
+type section struct {
+	level         int
+	title, anchor string
+}
+
+// sections are a document's headings outside code blocks. The anchor is GitHub's: lower case,
+// punctuation but '-' and '_' dropped, spaces as '-', a repeated anchor numbered -1, -2, ...
+func sections(text string) []section {
+	var out []section
 	seen := map[string]int{}
 	fenced := false
 	for _, line := range strings.Split(text, "\n") {
@@ -89,37 +99,23 @@ func anchors(text string) map[string]bool {
 		if fenced || m == nil {
 			continue
 		}
-		a := anchor(m[2])
-		if n := seen[a]; n > 0 {
-			out[a+"-"+itoa(n)] = true
-		} else {
-			out[a] = true
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[2]) {
+			switch {
+			case r == ' ':
+				b.WriteByte('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
 		}
-		seen[a]++
+		a := b.String()
+		if n := seen[b.String()]; n > 0 {
+			a += "-" + strconv.Itoa(n)
+		}
+		seen[b.String()]++
+		out = append(out, section{level: len(m[1]), title: m[2], anchor: a})
 	}
 	return out
-}
-
-func anchor(title string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(title) {
-		switch {
-		case r == ' ':
-			b.WriteByte('-')
-		case r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127 && isLetter(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func isLetter(r rune) bool { return strings.ToLower(string(r)) != strings.ToUpper(string(r)) }
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }
 
 func exists(path string) bool {
@@ -158,7 +154,7 @@ func TestDocumentLinksResolve(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !anchors(string(linked))[frag] {
+				if !slices.ContainsFunc(sections(string(linked)), func(s section) bool { return s.anchor == frag }) {
 					t.Errorf("%s:%d: link to %s: %s has no heading #%s", doc, n, target, path, frag)
 				}
 			}
@@ -218,24 +214,9 @@ func TestContractContentsListEverySection(t *testing.T) {
 	if end := strings.Index(contents, "\n## "); end >= 0 {
 		contents = contents[:end]
 	}
-	seen := map[string]int{}
-	fenced := false
-	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fenced = !fenced
-			continue
-		}
-		m := heading.FindStringSubmatch(line)
-		if fenced || m == nil {
-			continue
-		}
-		a := anchor(m[2])
-		if n := seen[a]; n > 0 {
-			a += "-" + itoa(n)
-		}
-		seen[anchor(m[2])]++
-		if len(m[1]) == 2 && m[2] != "Contents" && !strings.Contains(contents, "(#"+a+")") {
-			t.Errorf("docs/CONTRACT.md: section %q is not in its contents (a line linking #%s)", m[2], a)
+	for _, sec := range sections(s) {
+		if sec.level == 2 && sec.title != "Contents" && !strings.Contains(contents, "(#"+sec.anchor+")") {
+			t.Errorf("docs/CONTRACT.md: section %q is not in its contents (a line linking #%s)", sec.title, sec.anchor)
 		}
 	}
 }
