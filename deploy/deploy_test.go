@@ -1,7 +1,7 @@
 // Package deploy_test validates deploy/ without a container engine or a cluster: every file
 // parses, every Kubernetes object decodes strictly into its typed API struct, and the compose
 // file, the Dockerfile, the systemd units and the Grafana dashboard agree with each other, with
-// README.md's configuration table, with sysctl/*.conf and with the metrics the code registers.
+// docs/CONFIGURATION.md's table, with sysctl/*.conf and with the metrics the code registers.
 package deploy_test
 
 import (
@@ -41,7 +41,7 @@ import (
 // Paths are relative to this package's directory (deploy/), where `go test` runs it.
 const (
 	repoRoot        = ".."
-	readmePath      = "../README.md"
+	configDocPath   = "../docs/CONFIGURATION.md"
 	k8sDir          = "k8s"
 	composePath     = "docker-compose.yml"
 	composeHAPath   = "docker-compose.ha.yml"
@@ -57,13 +57,13 @@ const (
 
 // isLoadtestVar: variables read by loadtest/ (locustfile.py: POPUP_TARGET, POPUP_ADMIN_URL, the
 // POPUP_LOAD_* knobs) and by locust itself (LOCUST_*), not by the Go binaries, so they are not in
-// README's configuration table. Only the locust services may set them.
+// docs/CONFIGURATION.md's table. Only the locust services may set them.
 func isLoadtestVar(name string) bool {
 	return name == "POPUP_TARGET" || name == "POPUP_ADMIN_URL" ||
 		strings.HasPrefix(name, "POPUP_LOAD_") || strings.HasPrefix(name, "LOCUST_")
 }
 
-// isGoRuntimeVar: variables of the Go runtime (not of README's configuration table) that the
+// isGoRuntimeVar: variables of the Go runtime (not of docs/CONFIGURATION.md's table) that the
 // deploy files may set: GOMEMLIMIT next to a memory limit, GOGC.
 func isGoRuntimeVar(name string) bool { return name == "GOMEMLIMIT" || name == "GOGC" }
 
@@ -469,18 +469,18 @@ func TestKubernetesAPIPodSysctlsAreTheSafeKeysOfTheProfile(t *testing.T) {
 	assert.Equal(t, want, got, "popup-api pod sysctls vs the safe keys of sysctl/api-host.conf")
 }
 
-func TestKubernetesEnvNamesAreInTheREADME(t *testing.T) {
+func TestKubernetesEnvNamesAreInTheConfigurationDoc(t *testing.T) {
 	t.Parallel()
 	o := loadK8s(t)
-	vars := readmeVars(t)
+	vars := configDocVars(t)
 	for name, cm := range o.configMaps {
 		for key := range cm.Data {
-			assert.Contains(t, vars, key, "ConfigMap %s: %s is not in README.md's configuration table", name, key)
+			assert.Contains(t, vars, key, "ConfigMap %s: %s is not in docs/CONFIGURATION.md's table", name, key)
 		}
 	}
 	for name, s := range o.secrets {
 		for key, v := range s.StringData {
-			assert.Contains(t, vars, key, "Secret %s: %s is not in README.md's configuration table", name, key)
+			assert.Contains(t, vars, key, "Secret %s: %s is not in docs/CONFIGURATION.md's table", name, key)
 			assert.True(t, v == "" || strings.Contains(v, "CHANGE-ME"), "Secret %s: %s must be a CHANGE-ME placeholder or empty, never a real secret", name, key)
 		}
 		assert.Empty(t, s.Data, "Secret %s: use stringData placeholders, not data", name)
@@ -491,7 +491,7 @@ func TestKubernetesEnvNamesAreInTheREADME(t *testing.T) {
 				if isGoRuntimeVar(e.Name) {
 					continue
 				}
-				assert.Contains(t, vars, e.Name, "%s/%s: env %s is not in README.md's configuration table", ps.owner, c.Name, e.Name)
+				assert.Contains(t, vars, e.Name, "%s/%s: env %s is not in docs/CONFIGURATION.md's table", ps.owner, c.Name, e.Name)
 			}
 		}
 	}
@@ -506,7 +506,7 @@ func TestKubernetesProbesPortsAndCommands(t *testing.T) {
 		if v, ok := cfg.Data[key]; ok {
 			return v
 		}
-		return readmeVars(t)[key]
+		return configDocVars(t)[key]
 	}
 	bins := dockerfileBinaries(t)
 
@@ -646,15 +646,15 @@ func loadComponent(t *testing.T, dir string) (withBase, own *k8sObjects, patches
 	return withBase, own, patches
 }
 
-// checkPatchEnv: the keys a component's patches set are README variables, and the ConfigMaps it
+// checkPatchEnv: the keys a component's patches set are docs/CONFIGURATION.md variables, and the ConfigMaps it
 // adds are not env sources of the popup binaries (those only read popup-config).
 func checkPatchEnv(t *testing.T, dir string, patches map[string]*corev1.ConfigMap) {
 	t.Helper()
-	vars := readmeVars(t)
+	vars := configDocVars(t)
 	require.NotEmpty(t, patches, dir)
 	for name, p := range patches {
 		for key := range p.Data {
-			assert.Contains(t, vars, key, "%s: ConfigMap %s patch: %s is not in README.md's configuration table", dir, name, key)
+			assert.Contains(t, vars, key, "%s: ConfigMap %s patch: %s is not in docs/CONFIGURATION.md's table", dir, name, key)
 		}
 	}
 }
@@ -953,7 +953,7 @@ func checkComposeStructure(t *testing.T, c composeFile, raw map[string]any) {
 func TestComposeCommandsAndEnvironment(t *testing.T) {
 	t.Parallel()
 	c, _ := loadCompose(t)
-	vars := readmeVars(t)
+	vars := configDocVars(t)
 	bins := dockerfileBinaries(t)
 	tests := []struct {
 		service string
@@ -971,7 +971,7 @@ func TestComposeCommandsAndEnvironment(t *testing.T) {
 			if isGoRuntimeVar(key) {
 				continue
 			}
-			assert.Contains(t, vars, key, "service %s: %s is not in README.md's configuration table", tt.service, key)
+			assert.Contains(t, vars, key, "service %s: %s is not in docs/CONFIGURATION.md's table", tt.service, key)
 		}
 		if s.Healthcheck != nil && len(s.Healthcheck.Test) > 1 && s.Healthcheck.Test[0] == "CMD" {
 			assert.Contains(t, bins, s.Healthcheck.Test[1], "service %s: the healthcheck runs a binary the image does not ship", tt.service)
@@ -1028,10 +1028,10 @@ func TestComposeHAOverride(t *testing.T) {
 	// Merged onto docker-compose.yml, as `docker compose -f ... -f ...` runs it.
 	c, raw := loadComposeFiles(t, composePath, composeHAPath)
 	checkComposeStructure(t, c, raw)
-	vars := readmeVars(t)
+	vars := configDocVars(t)
 	for _, name := range []string{"migrate", "api", "worker"} {
 		for key := range c.Services[name].Environment {
-			assert.True(t, isGoRuntimeVar(key) || hasKey(vars, key), "service %s: %s is not in README.md's configuration table", name, key)
+			assert.True(t, isGoRuntimeVar(key) || hasKey(vars, key), "service %s: %s is not in docs/CONFIGURATION.md's table", name, key)
 		}
 	}
 
@@ -1208,7 +1208,7 @@ func TestDockerfileStages(t *testing.T) {
 		if rest, ok := strings.CutPrefix(l, "ENV "); ok {
 			for _, kv := range strings.Fields(rest) {
 				k, _, _ := strings.Cut(kv, "=")
-				assert.Contains(t, readmeVars(t), k, "runtime ENV %s is not in README.md's configuration table", k)
+				assert.Contains(t, configDocVars(t), k, "runtime ENV %s is not in docs/CONFIGURATION.md's table", k)
 			}
 		}
 	}
@@ -1467,9 +1467,9 @@ func TestSystemdUnitsVerify(t *testing.T) {
 	}
 }
 
-func TestEnvExampleMatchesTheREADME(t *testing.T) {
+func TestEnvExampleMatchesTheConfigurationDoc(t *testing.T) {
 	t.Parallel()
-	vars := readmeVars(t)
+	vars := configDocVars(t)
 	f, err := os.Open(envExample)
 	require.NoError(t, err)
 	defer f.Close()
@@ -1488,13 +1488,13 @@ func TestEnvExampleMatchesTheREADME(t *testing.T) {
 	require.NoError(t, sc.Err())
 	for k, v := range got {
 		def, ok := vars[k]
-		if !assert.True(t, ok, "%s is not in README.md's configuration table", k) {
+		if !assert.True(t, ok, "%s is not in docs/CONFIGURATION.md's table", k) {
 			continue
 		}
-		assert.True(t, v == def || strings.Contains(v, "CHANGE-ME"), "%s=%s: use README's default %q, or a CHANGE-ME placeholder", k, v, def)
+		assert.True(t, v == def || strings.Contains(v, "CHANGE-ME"), "%s=%s: use docs/CONFIGURATION.md's default %q, or a CHANGE-ME placeholder", k, v, def)
 	}
 	for k := range vars {
-		assert.Contains(t, got, k, "README.md documents %s: add it with its default to deploy/systemd/popup.env.example", k)
+		assert.Contains(t, got, k, "docs/CONFIGURATION.md documents %s: add it with its default to deploy/systemd/popup.env.example", k)
 	}
 }
 
@@ -1653,10 +1653,10 @@ func registeredMetrics(t *testing.T) map[string]bool {
 
 // ----------------------------------------------------------------------------- helpers ---
 
-// readmeVars parses README.md's configuration table: variable → default ("(empty)" → "").
-func readmeVars(t *testing.T) map[string]string {
+// readmeVars parses docs/CONFIGURATION.md's table: variable → default ("(empty)" → "").
+func configDocVars(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(readmePath)
+	data, err := os.ReadFile(configDocPath)
 	require.NoError(t, err)
 	re := regexp.MustCompile("(?m)^\\|\\s*`(POPUP_[A-Z0-9_]+)`\\s*\\|\\s*`([^`]*)`\\s*\\|")
 	out := map[string]string{}
@@ -1667,7 +1667,7 @@ func readmeVars(t *testing.T) map[string]string {
 		}
 		out[m[1]] = def
 	}
-	require.GreaterOrEqual(t, len(out), 10, "README.md's configuration table not found")
+	require.GreaterOrEqual(t, len(out), 10, "docs/CONFIGURATION.md's table not found")
 	return out
 }
 

@@ -9,7 +9,9 @@
 #   fast  (make test)   the same scenarios with short faults (well under a minute and a half)
 #
 # Every scenario prints one "CHAOS <scenario> key=value ..." line of figures. A full run also
-# appends them, under a header naming the date, commit and machine, to docs/reliability-results.txt.
+# appends them, under a header naming the date, commit and machine, to
+# .testdata/chaos-results.txt (a run's raw log: an artifact, not committed; docs/RELIABILITY.md
+# holds the current figures).
 # CHAOS_RUN=regexp runs only the matching tests (go test -run), CHAOS_SKIP=regexp all but those
 # (go test -skip); POPUP_CHAOS_KEEP=1 keeps the logs; POPUP_CHAOS_TRACE=1 records a runtime trace of
 # popup-api during each Redis fault and the worker storm (api-trace.out beside its logs;
@@ -47,11 +49,9 @@ took=$(( $(date +%s) - start ))
 echo "== chaos ($mode): $(grep -c '^CHAOS' "$results" || true) scenarios in ${took}s"
 cat "$results"
 if [ "$mode" = full ] && [ $status -eq 0 ] && [ -z "${CHAOS_RUN:-}${CHAOS_SKIP:-}" ]; then
-  # The header is made before the append: appending first made the results file itself a
-  # change, so every run read as "+changes".
   header="# $(date -u +%Y-%m-%dT%H:%M:%SZ) scripts/chaos.sh full, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), shared), $(uname -r), ${took}s"
-  printf '\n%s\n' "$header" >>docs/reliability-results.txt
-  cat "$results" >>docs/reliability-results.txt
-  echo "appended to docs/reliability-results.txt"
+  printf '\n%s\n' "$header" >>.testdata/chaos-results.txt
+  cat "$results" >>.testdata/chaos-results.txt
+  echo "appended to .testdata/chaos-results.txt"
 fi
 exit $status

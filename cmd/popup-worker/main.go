@@ -26,7 +26,7 @@ import (
 const usage = `usage: popup-worker [run|migrate]
   run      drain the event queue into MySQL and keep the config cache warm (default)
   migrate  apply the embedded schema migrations (safe to run again)
-Configuration: POPUP_* environment variables, see README.md.`
+Configuration: POPUP_* environment variables, see docs/CONFIGURATION.md.`
 
 // envFailpoint arms a crash for tests: "after-commit-before-ack[:probability]" SIGKILLs the process
 // after a batch is committed and before it is acknowledged. Never set it in production.

@@ -163,13 +163,15 @@ func TestAudienceFailClosedWithMySQLDownAtStart(t *testing.T) {
 	assert.False(t, api.shows(t, "vip-1", notFor))
 
 	mysqlProxy.SetDown(true)
-	time.Sleep(2 * audienceCheck) // the loader's checks fail meanwhile
+	// The instance knows MySQL is down: every audience read now fails at the gate. (A loop, not
+	// require.Eventually: api.metrics may fail the test, which only the test's goroutine may do.)
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(api.metrics(t), `popup_dependency_up{dependency="mysql"} 0`); {
+		require.True(t, time.Now().Before(deadline), "popup-api never saw MySQL go down")
+		time.Sleep(50 * time.Millisecond)
+	}
 	assert.True(t, api.shows(t, "vip-1", id), "loaded audiences keep serving with MySQL down")
 	assert.False(t, api.shows(t, "vip-1", notFor))
 }
-
-// audienceCheck is about how long the loader takes to notice a change it is told of.
-const audienceCheck = 500 * time.Millisecond
 
 // TestAudienceSwapUnderLoad replaces an audience's members again and again while GETs of a
 // member every version keeps run: not one of them may be answered without the popup (a request

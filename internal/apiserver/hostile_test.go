@@ -358,7 +358,15 @@ func TestOneEventIDOfTwoUsersCountsForBoth(t *testing.T) {
 	rdb := testenv.Redis(t)
 	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	assert.Equal(t, int64(1), rdb.Exists(ctx, keys.EventID("user-a", "shared-evt-1")).Val())
-	time.Sleep(300 * time.Millisecond) // several worker rounds: a wrongly queued replay would be logged by now
+	// A later event of the same user goes to the same shard's queue, behind any wrongly queued
+	// replay: once it is logged, the worker has passed where the replay would be.
+	res = api.action(t, id, map[string]any{"uid": "user-a", "action": "click", "event_id": "after-the-retry"})
+	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	require.Eventually(t, func() bool {
+		var n int
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log WHERE event_id = 'after-the-retry'`).Scan(&n)
+		return err == nil && n == 1
+	}, 10*time.Second, 20*time.Millisecond, "the later event reaches popup_action_log")
 	var n int
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log WHERE event_id = 'shared-evt-1'`).Scan(&n))
 	assert.Equal(t, 2, n)

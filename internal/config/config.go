@@ -23,68 +23,68 @@ import (
 )
 
 // Config is every setting of both binaries. Defaults live in the envDefault tags and nowhere else;
-// README.md lists every variable (a test keeps the two in step).
+// docs/CONFIGURATION.md describes every variable (a test keeps the two in step).
 type Config struct {
-	HTTPAddr   string `env:"HTTP_ADDR" envDefault:":8080" desc:"public listener of popup-api"`
-	AdminAddr  string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:8081" desc:"admin listener of popup-api (admin API, /metrics, /debug/pprof)"`
-	AdminToken string `env:"ADMIN_TOKEN" secret:"true" desc:"bearer token of the admin API's operator admin (role admin); popup-api refuses to start without a token here, in ADMIN_TOKENS or in ADMIN_TOKENS_FILE"`
-	WorkerAddr string `env:"WORKER_ADDR" envDefault:"127.0.0.1:8082" desc:"popup-worker's listener (/healthz, /metrics)"`
+	HTTPAddr   string `env:"HTTP_ADDR" envDefault:":8080"`
+	AdminAddr  string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:8081"`
+	AdminToken string `env:"ADMIN_TOKEN" secret:"true"`
+	WorkerAddr string `env:"WORKER_ADDR" envDefault:"127.0.0.1:8082"`
 
 	// AdminTokens and AdminTokensFile name the operators (Operators): every admin write is
 	// attributed to the operator whose token made it.
-	AdminTokens     []string `env:"ADMIN_TOKENS" secret:"true" desc:"comma-separated operators, each name:token or name@role:token (role viewer, editor, publisher or admin; without one, admin); names 1-64 characters of [A-Za-z0-9_.-], unique, as are tokens"`
-	AdminTokensFile string   `env:"ADMIN_TOKENS_FILE" desc:"file of name:token or name@role:token lines, one operator each, for mounted secrets (blank lines and # comments allowed); adds to ADMIN_TOKENS"`
+	AdminTokens     []string `env:"ADMIN_TOKENS" secret:"true"`
+	AdminTokensFile string   `env:"ADMIN_TOKENS_FILE"`
 
-	RedisAddr       string        `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379" desc:"host:port, a redis:// or rediss:// URL, or comma-separated seeds of a cluster or sentinels"`
-	RedisPassword   string        `env:"REDIS_PASSWORD" secret:"true" desc:"Redis password (a URL may carry it instead)"`
-	RedisMasterName string        `env:"REDIS_MASTER_NAME" desc:"sentinel master name; set it to use REDIS_ADDR as sentinel addresses"`
-	RedisCluster    bool          `env:"REDIS_CLUSTER" envDefault:"false" desc:"treat a single REDIS_ADDR as a cluster seed (several addresses imply a cluster)"`
-	RedisPrefix     string        `env:"REDIS_PREFIX" envDefault:"popup" desc:"prefix of every Redis key"`
-	RedisTimeout    time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms" desc:"dial/read/write timeout of hot-path Redis calls; GET degrades after this"`
-	RequestBudget   time.Duration `env:"REQUEST_BUDGET" envDefault:"80ms" desc:"all Redis (and, on a state miss, MySQL) work of one GET; past it the answer is degraded"`
-	RedisPipelining bool          `env:"REDIS_AUTOPIPELINE" envDefault:"true" desc:"coalesce concurrent requests' hot-path Redis commands into shared pipelines (go-redis autopipelining); false = one round trip per command"`
-	RedisPoolSize   int           `env:"REDIS_POOL_SIZE" envDefault:"64" desc:"connections per Redis node"`
+	RedisAddr       string        `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379"`
+	RedisPassword   string        `env:"REDIS_PASSWORD" secret:"true"`
+	RedisMasterName string        `env:"REDIS_MASTER_NAME"`
+	RedisCluster    bool          `env:"REDIS_CLUSTER" envDefault:"false"`
+	RedisPrefix     string        `env:"REDIS_PREFIX" envDefault:"popup"`
+	RedisTimeout    time.Duration `env:"REDIS_TIMEOUT" envDefault:"50ms"`
+	RequestBudget   time.Duration `env:"REQUEST_BUDGET" envDefault:"80ms"`
+	RedisPipelining bool          `env:"REDIS_AUTOPIPELINE" envDefault:"true"`
+	RedisPoolSize   int           `env:"REDIS_POOL_SIZE" envDefault:"64"`
 	// RedisClusterReload and RedisAckReplicas are the high-availability settings (docs/RELIABILITY.md).
-	RedisClusterReload time.Duration `env:"REDIS_CLUSTER_RELOAD" envDefault:"1s" desc:"how often a Redis Cluster client re-reads the slot map while it has traffic; a node that cannot be reached makes it re-read at once, so a promoted replica is followed within about this long"`
-	RedisAckReplicas   int           `env:"REDIS_ACK_REPLICAS" envDefault:"0" desc:"replicas that must hold a click, close or impression (Redis WAIT, within the request's budget) before it is acknowledged; past the budget the action answers 503 and the GET degrades. 1 with 2 replicas per primary survives a host crash and one replica's loss; 0 = acknowledge on the primary's write"`
+	RedisClusterReload time.Duration `env:"REDIS_CLUSTER_RELOAD" envDefault:"1s"`
+	RedisAckReplicas   int           `env:"REDIS_ACK_REPLICAS" envDefault:"0"`
 
-	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn" desc:"go-sql-driver DSN; parseTime, UTC and time_zone are added by the service"`
-	MySQLMaxOpen int    `env:"MYSQL_MAX_OPEN" envDefault:"16" desc:"max open MySQL connections per process"`
+	MySQLDSN     string `env:"MYSQL_DSN" envDefault:"popup:popup@tcp(127.0.0.1:3306)/popup?parseTime=true" secret:"dsn"`
+	MySQLMaxOpen int    `env:"MYSQL_MAX_OPEN" envDefault:"16"`
 
-	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0" desc:"the initial daily_cap team setting: popups per user per UTC day across all popups until an admin sets it (docs/CONTRACT.md §13); 0 = no cap"`
-	UserStateTTL    time.Duration `env:"USER_STATE_TTL" envDefault:"168h" desc:"TTL of a user's state in Redis (refreshed on every write)"`
-	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s" desc:"how often popup-api checks the config version (pub/sub is the fast path)"`
-	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32" desc:"max concurrent MySQL loads of user state after a Redis miss"`
-	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0" desc:"clicks and closes recorded per uid per minute before 429; 0 = unlimited"`
-	UIDHMACKeys     []string      `env:"UID_HMAC_KEYS" secret:"true" desc:"comma-separated keys (each at least 32 bytes, used as written) of the gateway's X-Popup-Uid-Sig; set = every public request naming a uid needs a valid signature, empty = uids are not verified (docs/SECURITY.md)"`
-	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m" desc:"how old an X-Popup-Uid-Sig timestamp may be (the replay window); whole seconds, at least 1s"`
-	PrivacyKey      string        `env:"PRIVACY_KEY" secret:"true" desc:"secret (at least 32 bytes, used as written) of the keyed hashes that stand for an erased uid in tombstones, the erasure's audit record and the erased event markers, and of the seal of a pending erasure's uid; popup-api and popup-worker must share it and keep it. Empty = erasures are off: DELETE /admin/v1/users/{uid} answers 501 (docs/SECURITY.md)"`
-	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long SIGTERM waits for in-flight work"`
-	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" desc:"debug, info, warn or error"`
-	CORSOrigins     []string      `env:"CORS_ORIGINS" desc:"comma-separated web origins that may call the public listener from a browser (CORS): exact ones (https://m.example.com, http://127.0.0.1:5173) and subdomain wildcards (https://*.example.com); empty = off, no CORS header is ever sent. The admin listener never sends CORS headers"`
-	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https" desc:"comma-separated, lower-case URL schemes a popup's link_url and buttons[].link_url may use (add the app's own deep-link schemes); javascript, vbscript, data and file are never allowed; image_url is always http or https"`
+	UserDailyCap    int           `env:"USER_DAILY_CAP" envDefault:"0"`
+	UserStateTTL    time.Duration `env:"USER_STATE_TTL" envDefault:"168h"`
+	ConfigPoll      time.Duration `env:"CONFIG_POLL_INTERVAL" envDefault:"1s"`
+	StateLoadLimit  int           `env:"STATE_LOAD_CONCURRENCY" envDefault:"32"`
+	ActionRateLimit int           `env:"ACTION_RATE_LIMIT" envDefault:"0"`
+	UIDHMACKeys     []string      `env:"UID_HMAC_KEYS" secret:"true"`
+	UIDHMACMaxAge   time.Duration `env:"UID_HMAC_MAX_AGE" envDefault:"5m"`
+	PrivacyKey      string        `env:"PRIVACY_KEY" secret:"true"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s"`
+	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info"`
+	CORSOrigins     []string      `env:"CORS_ORIGINS"`
+	LinkSchemes     []string      `env:"LINK_SCHEMES" envDefault:"http,https"`
 
-	KnownUsers            int     `env:"KNOWN_USERS" envDefault:"10000000" desc:"expected number of uids with durable state, the size of the known-users Bloom filter in Redis (about 1.2 MB per million at 1%): a state miss for a uid it has never seen costs no SQL; 0 = off (every miss loads from MySQL). popup-api and popup-worker must agree"`
-	KnownUsersFP          float64 `env:"KNOWN_USERS_FP" envDefault:"0.01" desc:"false-positive rate of the known-users filter at KNOWN_USERS uids (a false positive costs one MySQL load); popup-api and popup-worker must agree"`
-	KnownUsersRebuildRate int     `env:"KNOWN_USERS_REBUILD_RATE" envDefault:"20000" desc:"uids per second the worker reads from popup_user_state while it rebuilds a known-users filter Redis lost"`
+	KnownUsers            int     `env:"KNOWN_USERS" envDefault:"10000000"`
+	KnownUsersFP          float64 `env:"KNOWN_USERS_FP" envDefault:"0.01"`
+	KnownUsersRebuildRate int     `env:"KNOWN_USERS_REBUILD_RATE" envDefault:"20000"`
 
-	AudienceMemory      ByteSize      `env:"AUDIENCE_MEMORY" envDefault:"256MiB" desc:"memory every popup-api instance may hold for audience member sets (about 8.1 bytes a member: 256MiB is about 33 million members): a member upload that would take all audiences past it is refused with 413; a number of bytes or with KiB, MiB or GiB. It comes out of the process memory limit (docs/DEPLOY.md)"`
-	AudienceLoadTimeout time.Duration `env:"AUDIENCE_LOAD_TIMEOUT" envDefault:"60s" desc:"how long a starting popup-api waits for the audiences its active popups use before it reports ready anyway (popups whose audiences are not loaded stay fail-closed: an include is not a member, an exclude is)"`
+	AudienceMemory      ByteSize      `env:"AUDIENCE_MEMORY" envDefault:"256MiB"`
+	AudienceLoadTimeout time.Duration `env:"AUDIENCE_LOAD_TIMEOUT" envDefault:"60s"`
 
-	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000" desc:"per-process entries remembering that nothing can show to a user until a known instant (answered without Redis until then or a config change); 0 = off"`
-	RecentStateCacheSize int `env:"RECENT_STATE_CACHE_SIZE" envDefault:"0" desc:"per-process entries remembering the state value this instance last recorded for a user, so that the user's next impression here skips the state read (the record script still checks it is current); 0 = off (the default: no CPU gain measured yet, docs/PERFORMANCE.md)"`
+	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000"`
+	RecentStateCacheSize int `env:"RECENT_STATE_CACHE_SIZE" envDefault:"0"`
 
-	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"0" desc:"number of event queue shards, each its own Redis hash slot holding its users' state; 0 = 16 on a Redis Cluster (a master's failure then affects the users of its shards only), 1 otherwise. popup-api and popup-worker must agree"`
-	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500" desc:"events per MySQL batch"`
-	WorkerFlushEvery time.Duration `env:"WORKER_FLUSH_INTERVAL" envDefault:"200ms" desc:"how long the worker waits for a batch to fill when the queue is quiet"`
-	WorkerLease      time.Duration `env:"WORKER_LEASE" envDefault:"15s" desc:"a worker silent this long is dead and its processing list is reclaimed"`
-	WarmInterval     time.Duration `env:"WARM_INTERVAL" envDefault:"30s" desc:"how often the worker re-warms the Redis config cache from MySQL"`
+	QueueShards      int           `env:"QUEUE_SHARDS" envDefault:"0"`
+	WorkerBatchSize  int           `env:"WORKER_BATCH_SIZE" envDefault:"500"`
+	WorkerFlushEvery time.Duration `env:"WORKER_FLUSH_INTERVAL" envDefault:"200ms"`
+	WorkerLease      time.Duration `env:"WORKER_LEASE" envDefault:"15s"`
+	WarmInterval     time.Duration `env:"WARM_INTERVAL" envDefault:"30s"`
 	// At least a day: the API's per-event de-duplication marker in Redis lives 24 hours, and the
 	// action log's (uid, event_id) key must outlive it.
-	ActionLogRetention time.Duration `env:"ACTION_LOG_RETENTION" envDefault:"720h" desc:"how long the raw action log keeps a row (by event time; whole UTC days, so up to a day longer) before the worker drops it; at least 24h; daily stats and user state are kept"`
+	ActionLogRetention time.Duration `env:"ACTION_LOG_RETENTION" envDefault:"720h"`
 	// User state that no decision can use any more (mysqlstore.StatePurger): the rows of popups
 	// archived or ended this long ago.
-	StateRetention time.Duration `env:"STATE_RETENTION" envDefault:"2160h" desc:"how long after a popup is archived or ended the worker keeps its per-user state rows (except lifetime rules: max_impressions, cooldown -1); at least 24h"`
+	StateRetention time.Duration `env:"STATE_RETENTION" envDefault:"2160h"`
 }
 
 // Prefix is the environment prefix of every variable.
@@ -404,19 +404,20 @@ func MaskDSN(dsn string) string {
 	return cfg.FormatDSN()
 }
 
-// Vars lists every variable with its default and description (README and docs tests use it).
+// Vars lists every variable with its default (docs/CONFIGURATION.md's test checks the table
+// against it).
 func Vars() []Var {
 	t := reflect.TypeOf(Config{})
 	out := make([]Var, 0, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		out = append(out, Var{Name: Prefix + f.Tag.Get("env"), Default: f.Tag.Get("envDefault"), Desc: f.Tag.Get("desc")})
+		out = append(out, Var{Name: Prefix + f.Tag.Get("env"), Default: f.Tag.Get("envDefault")})
 	}
 	return out
 }
 
-// Var describes one environment variable.
-type Var struct{ Name, Default, Desc string }
+// Var is one environment variable and its default ("" for none).
+type Var struct{ Name, Default string }
 
 // ByteSize is a memory size in bytes, written as a number of bytes or with a KiB, MiB or GiB
 // suffix.

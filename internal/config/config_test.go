@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -118,13 +119,28 @@ func TestStringMasksSecrets(t *testing.T) {
 	assert.Contains(t, none.String(), "POPUP_UID_HMAC_KEYS= ", "no keys: nothing to mask")
 }
 
-func TestREADMEListsEveryVariable(t *testing.T) {
+// TestConfigurationDocMatchesTheStruct: docs/CONFIGURATION.md's table is the one list of the
+// variables; it names every variable of Config, no other, each once, with the struct's default.
+func TestConfigurationDocMatchesTheStruct(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/CONFIGURATION.md")
 	require.NoError(t, err)
-	for _, v := range Vars() {
-		assert.True(t, strings.Contains(string(readme), "`"+v.Name+"`"), "README.md does not document %s", v.Name)
+	row := regexp.MustCompile("(?m)^\\|\\s*`(POPUP_[A-Z0-9_]+)`\\s*\\|\\s*`([^`]*)`\\s*\\|")
+	documented := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		def := m[2]
+		if def == "(empty)" {
+			def = ""
+		}
+		_, twice := documented[m[1]]
+		assert.False(t, twice, "docs/CONFIGURATION.md lists %s twice", m[1])
+		documented[m[1]] = def
 	}
+	want := map[string]string{}
+	for _, v := range Vars() {
+		want[v.Name] = v.Default
+	}
+	assert.Equal(t, want, documented, "docs/CONFIGURATION.md's table (name | `default` | meaning) against Config's env and envDefault tags")
 }
 
 func TestOperatorsFromEveryVariable(t *testing.T) {

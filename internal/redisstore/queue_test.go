@@ -159,7 +159,10 @@ func TestQueueReclaimReturnsADeadWorkersEventsToTheHeadInOrder(t *testing.T) {
 	_, err := f.q.Claim(f.ctx, 0, "dead", 3)
 	require.NoError(t, err)
 	f.push(0, "e")
-	time.Sleep(200 * time.Millisecond) // the lease expires
+	rdb := testenv.Redis(t)
+	require.Eventually(t, func() bool { // the lease expires
+		return rdb.Exists(f.ctx, f.keys.Lease(0, "dead")).Val() == 0
+	}, 5*time.Second, 10*time.Millisecond, "the dead worker's lease never expired")
 
 	n, err := f.q.Reclaim(f.ctx, 0, "dead")
 	require.NoError(t, err)

@@ -41,9 +41,8 @@ func TestMaintainLoopRunsAtOnceThenOnItsTickerAndStopsWithItsContext(t *testing.
 	case <-time.After(5 * time.Second):
 		t.Fatal("maintainLoop did not stop with its context")
 	}
+	// maintainLoop runs maintain on its own goroutine only: once it has returned, no run follows.
 	n := runs.Load()
-	time.Sleep(50 * time.Millisecond)
-	assert.Equal(t, n, runs.Load(), "no run after the stop")
 	var m dto.Metric
 	require.NoError(t, r.dropped.Write(&m))
 	assert.Equal(t, float64(2*n-1), m.GetCounter().GetValue(), "every dropped day is counted, a failed run's too")
