@@ -199,6 +199,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics, AudiencesSettled: settled,
 		CORS: cfg.CORS(),
 	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "popup_ready",
+		Help: "1 while the instance is ready (/readyz's rule but for the drain at shutdown: a config snapshot loaded, the audiences it targets loaded or waited for)."},
+		func() float64 {
+			if public.Ready() {
+				return 1
+			}
+			return 0
+		}))
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
 			return fmt.Errorf("POPUP_UID_HMAC_KEYS: %w", err)
