@@ -55,6 +55,7 @@ var alertTestsPaths = []string{"prometheus/popup-alerts.test.yml", "prometheus/p
 type ruleTests struct {
 	RuleFiles          []string `json:"rule_files"`
 	EvaluationInterval string   `json:"evaluation_interval"`
+	GroupEvalOrder     []string `json:"group_eval_order"`
 	Tests              []struct {
 		Interval    string `json:"interval"`
 		InputSeries []struct {
