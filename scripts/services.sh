@@ -7,7 +7,8 @@
 #                                               mariadb-client, redis-server, redis-tools, python3 and
 #                                               python3-venv (the .venv of locust and schemathesis), iproute2 (ss, ip netns), curl; with
 #                                               `test` also chromium and npm (the browser tests),
-#                                               maven and a JRE (the generated clients; `make test` only)
+#                                               maven and a JRE (the generated clients; `make test` only),
+#                                               prometheus (its promtool, for deploy/'s alerting rules)
 #   scripts/services.sh start-mariadb DIR PORT  initialise DIR on first use, start, wait until ready
 #                                               (POPUP_MARIADB_BUFFER_POOL, POPUP_MARIADB_FLUSH, and
 #                                               POPUP_MARIADB_OPTS: more server options, space-separated)
@@ -55,6 +56,9 @@ cmd_install() { # [test]: also what only `make test` needs
     # the generated clients' test (scripts/clients.sh): mvn fetches OpenAPI Generator, java runs it
     find_bin mvn >/dev/null || pkgs+=(maven)
     find_bin java >/dev/null || pkgs+=(default-jre-headless)
+    # promtool, which checks and unit-tests deploy/prometheus's alerting rules (the deploy stage);
+    # the package's Prometheus server is not used (policy-rc.d or no init may keep it stopped)
+    find_bin promtool >/dev/null || pkgs+=(prometheus)
   fi
   if [ ${#pkgs[@]} -eq 0 ]; then return 0; fi
   log "installing: ${pkgs[*]}"

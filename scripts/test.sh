@@ -24,7 +24,9 @@
 #            package's test tree again with coverage instrumentation, which is why fuzzed
 #            packages keep their tests on the standard library (fuzz.sh refuses testify, Gin,
 #            net/http; docs/RELIABILITY.md has its cost)
-#   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race)
+#   deploy   deploy/'s checks of the manifests, units and Dockerfile (without -race), and of the
+#            alerting rules: promtool check rules and test rules (deploy/prometheus), and broken
+#            copies of the rules, which must fail (deploy/alerts_test.go)
 #   go       go test -race ./...: unit, storage (the MariaDB and Redis above), browser, and the
 #            sysctl profiles applied and checked in network namespaces (root); as soon as
 #            compile-race is done, without waiting for venv
@@ -210,6 +212,11 @@ deploytests() {
   # CPU priority: its run is instant, its compile (the Kubernetes API types) is not, and nothing
   # waits for it
   renice -n 10 -p "$BASHPID" >/dev/null
+  # promtool (Debian's prometheus package, installed by the install stage) on the alerting rules
+  # first: its answer names the failing rule; deploy/alerts_test.go runs it again beside the
+  # broken copies it must fail on
+  promtool check rules deploy/prometheus/popup-alerts.yml
+  promtool test rules deploy/prometheus/popup-alerts.test.yml deploy/prometheus/popup-alerts.days.test.yml
   stage_await compile-plain # which compiles its imports: two go commands would compile them twice
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }

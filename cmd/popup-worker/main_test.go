@@ -329,6 +329,39 @@ func TestWorkerServesHealthMetricsWarmsTheCacheAndStopsOnSIGTERM(t *testing.T) {
 		"popup_worker_dead_letters_total", "popup_worker_batch_duration_seconds_bucket", "popup_mysql_errors_total", "popup_dependency_up"} {
 		assert.Contains(t, string(metrics), name+"{", "metric %s", name)
 	}
+	// what the alert rules watch (deploy/prometheus): pending erasures, the retention's last run
+	for _, name := range []string{"popup_erasures_pending", "popup_erasure_oldest_pending_age_seconds",
+		"popup_worker_action_log_maintained_timestamp_seconds"} {
+		assert.Contains(t, string(metrics), "\n"+name+" ", "metric %s", name)
+	}
+	if !w.redisCluster { // (the cluster pass runs this test on a Cluster, which has the gauge)
+		assert.NotContains(t, string(metrics), "popup_redis_cluster_full_coverage_nodes", "not a cluster: no coverage gauge")
+	}
+}
+
+// TestWorkerWarnsOfAClusterRequiringFullCoverage: popup-worker on a Redis Cluster whose nodes keep
+// the server's default cluster-require-full-coverage yes logs a warning naming the setting and
+// what it costs, and exports the number of such nodes for the alert rules.
+func TestWorkerWarnsOfAClusterRequiringFullCoverage(t *testing.T) {
+	t.Parallel()
+	nodes := testenv.StartRedisCluster(t, 3, "--cluster-require-full-coverage", "yes")
+	w := newWorkerEnv(t, 16)
+	w.redisAddr, w.redisCluster = nodes[0].Addr+","+nodes[1].Addr+","+nodes[2].Addr, true
+	addr := freeAddr(t)
+	logs := newLogSink(t)
+	p := startWorker(t, w.with("POPUP_WORKER_ADDR="+addr), logs)
+	waitHealthy(t, addr)
+	require.Eventually(t, func() bool {
+		return bytes.Contains(scrape(addr), []byte("\npopup_redis_cluster_full_coverage_nodes 3\n"))
+	}, 15*time.Second, 50*time.Millisecond, "the coverage gauge")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	p.waitExit(t, 20*time.Second)
+	warning := logs.String()
+	assert.Contains(t, warning, "cluster-require-full-coverage is yes")
+	assert.Contains(t, warning, "every user's GET degrades")
+	for _, n := range nodes {
+		assert.Contains(t, warning, n.Addr)
+	}
 }
 
 func TestParseFailpoint(t *testing.T) {

@@ -138,7 +138,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	registerAudienceMetrics(reg, loader, holder)
 	// A dependency coming back is the moment a snapshot (or a newer one) can be had.
 	mysqlDep.OnUp = func() { refresher.Kick(); loader.Kick() }
-	redisDep.OnUp = refresher.Kick
+	// A Redis Cluster's coverage setting decides the blast radius of a dead master: checked at
+	// start and whenever Redis comes back (nil, checking nothing, unless Redis is a cluster).
+	coverage := redisstore.NewCoverageCheck(rdb, log, reg)
+	redisDep.OnUp = func() { refresher.Kick(); coverage.Kick() }
 
 	var pipe *redisstore.Pipeline
 	if cfg.RedisPipelining {
@@ -196,6 +199,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics, AudiencesSettled: settled,
 		CORS: cfg.CORS(),
 	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "popup_ready",
+		Help: "1 while the instance is ready (/readyz's rule but for the drain at shutdown: a config snapshot loaded, the audiences it targets loaded or waited for)."},
+		func() float64 {
+			if public.Ready() {
+				return 1
+			}
+			return 0
+		}))
 	if len(cfg.UIDHMACKeys) > 0 {
 		if public.UIDAuth, err = uidauth.New(cfg.UIDHMACKeys, cfg.UIDHMACMaxAge); err != nil {
 			return fmt.Errorf("POPUP_UID_HMAC_KEYS: %w", err)
@@ -249,6 +260,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	g.Go(func() error { return goals.Run(gctx) })
 	g.Go(func() error { return mysqlDep.Run(gctx) })
 	g.Go(func() error { return redisDep.Run(gctx) })
+	g.Go(func() error { return coverage.Run(gctx) })
 	g.Go(func() error {
 		for _, ch := range []chan struct{}{bound, bound} {
 			select {

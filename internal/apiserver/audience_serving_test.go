@@ -156,6 +156,7 @@ func TestAudienceFailClosedWithMySQLDownAtStart(t *testing.T) {
 	metrics := api.metrics(t)
 	assert.Contains(t, metrics, "popup_audience_unbound_popups 2")
 	assert.NotContains(t, metrics, "popup_audience_fail_closed_total 0")
+	assert.Contains(t, metrics, "popup_ready 1")
 
 	mysqlProxy.SetDown(false)
 	require.Eventually(t, func() bool { return api.shows(t, "vip-1", id) }, 15*time.Second, 50*time.Millisecond)

@@ -95,6 +95,12 @@ func start(t testing.TB, cfg config.Config, clk *clock) *instance {
 // false; it stops the server at the end of the test.
 func launch(t testing.TB, cfg config.Config, clk *clock, ready bool) *instance {
 	t.Helper()
+	return launchLogged(t, cfg, clk, ready, io.Discard)
+}
+
+// launchLogged is launch with popup-api's log written to logs.
+func launchLogged(t testing.TB, cfg config.Config, clk *clock, ready bool, logs io.Writer) *instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan error, 1), client: &http.Client{Timeout: 5 * time.Second}}
 	up := make(chan struct{})
@@ -108,7 +114,7 @@ func launch(t testing.TB, cfg config.Config, clk *clock, ready bool) *instance {
 	if clk != nil {
 		hooks.Now = clk.Now
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	go func() { in.done <- apiserver.Run(ctx, cfg, log, hooks) }()
 	select {
 	case <-up:

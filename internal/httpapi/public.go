@@ -79,20 +79,30 @@ func (p *Public) readyz(c *gin.Context) {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "shutting down"})
 		return
 	}
-	s := p.Snapshots.Load()
-	if s == nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "no config snapshot loaded"})
+	if reason := p.notReady(); reason != "" {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": reason})
 		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "config_version": p.Snapshots.Load().Version})
+}
+
+// Ready reports readyz's rule but for the drain at shutdown (popup_ready, which the alert rules
+// watch): a config snapshot is loaded and the audiences it targets are loaded or waited for.
+func (p *Public) Ready() bool { return p.notReady() == "" }
+
+// notReady is why the instance is not ready (draining aside), or "".
+func (p *Public) notReady() string {
+	if p.Snapshots.Load() == nil {
+		return "no config snapshot loaded"
 	}
 	if p.AudiencesSettled != nil {
 		select {
 		case <-p.AudiencesSettled:
 		default:
-			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "reason": "loading the audiences the active popups target"})
-			return
+			return "loading the audiences the active popups target"
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "config_version": s.Version})
+	return ""
 }
 
 var (

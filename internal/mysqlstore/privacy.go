@@ -75,6 +75,19 @@ func (r *PrivacyRepo) Erasure(ctx context.Context, id string) (privacy.Erasure, 
 	return e, nil
 }
 
+// Pending counts the pending erasures and says when the oldest was requested (zero when none).
+func (r *PrivacyRepo) Pending(ctx context.Context) (n int, oldest time.Time, err error) {
+	var at sql.NullTime
+	err = r.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(requested_at) FROM privacy_erasure WHERE status = ?`, privacy.Pending).Scan(&n, &at)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("count pending erasures: %w", err)
+	}
+	if at.Valid {
+		oldest = at.Time.UTC()
+	}
+	return n, oldest, nil
+}
+
 // Claim takes the oldest pending erasure whose lease has run out (or never had one) for owner
 // until now+lease. Two workers may read the same one; the conditional update gives it to one.
 func (r *PrivacyRepo) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration) (privacy.Job, bool, error) {

@@ -85,18 +85,18 @@ func StartRedisServer(t testing.TB, args ...string) *RedisProcess {
 // every node sees it ok. A node's failure is never detected within a test (the node timeout is a
 // minute) and the others keep serving their slots (full coverage is not required), so a frozen or
 // killed master stays the owner of its slots: the client-side view of an outage before any
-// promotion.
-func StartRedisCluster(t testing.TB, masters int) []*RedisProcess {
+// promotion. args are more redis-server options of every node, after (and so over) these.
+func StartRedisCluster(t testing.TB, masters int, args ...string) []*RedisProcess {
 	t.Helper()
 	nodes := make([]*RedisProcess, masters)
 	addrs := make([]string, masters)
 	for i := range nodes {
-		nodes[i] = StartRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(freePort(t)), "--cluster-node-timeout", "60000", "--cluster-require-full-coverage", "no")
+		nodes[i] = StartRedisServer(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(freePort(t)), "--cluster-node-timeout", "60000", "--cluster-require-full-coverage", "no"}, args...)...)
 		addrs[i] = nodes[i].Addr
 	}
-	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
-	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	create := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.Command("redis-cli", create...).CombinedOutput()
 	require.NoError(t, err, "redis-cli --cluster create: %s", out)
 	deadline := time.Now().Add(20 * time.Second)
 	for _, a := range addrs {

@@ -31,6 +31,9 @@ type logRetention struct {
 	states     *mysqlstore.StatePurger
 	keepStates time.Duration // POPUP_STATE_RETENTION
 	statesGone prometheus.Counter
+	// maintained is when a run last looked at every partition and dropped what was past the
+	// retention (a run skipped because another worker held the lock leaves it).
+	maintained prometheus.Gauge
 }
 
 func newLogRetention(parts *mysqlstore.LogPartitions, keep time.Duration, states *mysqlstore.StatePurger, keepStates time.Duration,
@@ -49,11 +52,15 @@ func newLogRetention(parts *mysqlstore.LogPartitions, keep time.Duration, states
 			Name: "popup_worker_user_state_purged_rows_total",
 			Help: "popup_user_state rows removed because their popup was archived or ended more than POPUP_STATE_RETENTION ago.",
 		}),
+		maintained: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "popup_worker_action_log_maintained_timestamp_seconds",
+			Help: "When this worker last ran the action log's retention through (every day past POPUP_ACTION_LOG_RETENTION dropped, the days ahead made); 0 before. Workers that find another one holding the lock leave it.",
+		}),
 	}
 	if parts != nil {
 		r.maintain = parts.Maintain
 	}
-	reg.MustRegister(r.dropped, r.backfilled, r.statesGone)
+	reg.MustRegister(r.dropped, r.backfilled, r.statesGone, r.maintained)
 	return r
 }
 
@@ -67,6 +74,9 @@ func (r *logRetention) maintainLoop(ctx context.Context, interval time.Duration)
 		start := time.Now()
 		m, err := r.maintain(ctx, start, start.Add(-r.keep))
 		r.dropped.Add(float64(len(m.Dropped)))
+		if err == nil && !m.Skipped {
+			r.maintained.Set(float64(start.UnixNano()) / 1e9)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			r.log.Warn("action log partitions", "err", err, "added", m.Added, "dropped", m.Dropped)

@@ -47,3 +47,42 @@ func TestMaintainLoopRunsAtOnceThenOnItsTickerAndStopsWithItsContext(t *testing.
 	require.NoError(t, r.dropped.Write(&m))
 	assert.Equal(t, float64(2*n-1), m.GetCounter().GetValue(), "every dropped day is counted, a failed run's too")
 }
+
+// TestMaintainedIsSetOnlyByARunThatWentThrough: popup_worker_action_log_maintained_timestamp_seconds
+// (what the retention alert watches) moves on a run that dropped what was due, not on a failed
+// run nor one skipped because another worker held the lock.
+func TestMaintainedIsSetOnlyByARunThatWentThrough(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give error
+		skip bool
+		want bool
+	}{
+		{name: "failed", give: errors.New("MySQL went away"), want: false},
+		{name: "skipped", skip: true, want: false},
+		{name: "through", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newLogRetention(nil, 24*time.Hour, nil, 0, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+			ctx, cancel := context.WithCancel(context.Background())
+			r.maintain = func(context.Context, time.Time, time.Time) (mysqlstore.Maintenance, error) {
+				cancel() // one run
+				return mysqlstore.Maintenance{Skipped: tt.skip}, tt.give
+			}
+			before := time.Now()
+			r.maintainLoop(ctx, time.Hour)
+			var m dto.Metric
+			require.NoError(t, r.maintained.Write(&m))
+			got := m.GetGauge().GetValue()
+			if !tt.want {
+				assert.Zero(t, got)
+				return
+			}
+			assert.GreaterOrEqual(t, got, float64(before.UnixNano())/1e9)
+			assert.LessOrEqual(t, got, float64(time.Now().UnixNano())/1e9)
+		})
+	}
+}

@@ -113,8 +113,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	}
 	mysqlDep := &health.Dep{Name: "mysql", Every: depCheckEvery, Timeout: depCheckTimeout, Backoff: health.DefaultBackoff,
 		Log: log, Gauge: depUp, Check: mysqlCheck(db, writer, cfg.WorkerBatchSize), Fatal: isFatal, OnUp: kickWarm}
+	// A Redis Cluster's coverage setting decides the blast radius of a dead master: checked at
+	// start and whenever Redis comes back (nil, checking nothing, unless Redis is a cluster).
+	coverage := redisstore.NewCoverageCheck(rdb, log, reg)
 	redisDep := &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: depCheckTimeout, Backoff: health.DefaultBackoff,
-		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }, OnUp: kickWarm}
+		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		OnUp: func() { kickWarm(); coverage.Kick() }}
 	deps := []*health.Dep{mysqlDep, redisDep}
 
 	ln, err := net.Listen("tcp", cfg.WorkerAddr)
@@ -138,6 +142,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	for _, d := range deps {
 		g.Go(func() error { return d.Run(gctx) })
 	}
+	g.Go(func() error { return coverage.Run(gctx) })
 	g.Go(func() error {
 		if !waitUp(gctx, deps) {
 			return nil
