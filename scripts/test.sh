@@ -212,11 +212,8 @@ deploytests() {
   # CPU priority: its run is instant, its compile (the Kubernetes API types) is not, and nothing
   # waits for it
   renice -n 10 -p "$BASHPID" >/dev/null
-  # promtool (Debian's prometheus package, installed by the install stage) on the alerting rules
-  # first: its answer names the failing rule; deploy/alerts_test.go runs it again beside the
-  # broken copies it must fail on
-  promtool check rules deploy/prometheus/popup-alerts.yml
-  promtool test rules deploy/prometheus/popup-alerts.test.yml deploy/prometheus/popup-alerts.days.test.yml
+  # the alerting rules' promtool check and unit tests run inside it (deploy/alerts_test.go, with
+  # promtool from Debian's prometheus package, installed by the install stage)
   stage_await compile-plain # which compiles its imports: two go commands would compile them twice
   go test -tags "$GO_TAGS" -count=1 ${GOTEST_FLAGS:-} ./deploy/
 }
