@@ -1671,16 +1671,6 @@ function goalsSection(b, arms, td, ci) {
     h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${base}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all. Each goal's charts show the numbers of its table, which is their text equivalent.`));
 }
 
-// VERDICTS says why the results name a winner or not (docs/CONTRACT.md §10, docs/EXPERIMENTS.md).
-const VERDICTS = {
-  sequential: (o) => `the always-valid (sequential) interval of its difference from the baseline excludes 0, so it may be read at any time (α ${o.alpha ?? 0.05}).`,
-  fixed_horizon: () => 'the planned end has passed, and the fixed-horizon interval of its difference from the baseline excludes 0.',
-  srm: () => 'the arms’ exposed users do not match their weights (sample-ratio mismatch): the assignment or the counting is broken, so no result can be trusted. Find the cause before reading anything.',
-  min_sample: (o) => `not enough data yet: every compared arm needs at least ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks.`,
-  no_difference: () => 'no arm differs from the baseline beyond chance so far.',
-  single_arm: () => 'only one arm has users: there is nothing to compare.',
-};
-
 // experimentScreen: an experiment's results for one phase (default the current one): the arms
 // with their intervals, as a table and as an interval chart, the sample-ratio check, the verdict
 // and why, and a row per UTC day and arm.
@@ -1723,10 +1713,12 @@ async function experimentScreen(id, qs) {
       ? h('div', { class: 'alert info', role: 'status', id: 'srm' }, 'Sample ratio: no data yet. Nobody has been exposed in this phase, so there is nothing to check.')
       : h('div', { class: 'alert info', role: 'status', id: 'srm' },
         `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`));
-  const why = (VERDICTS[verdict.reason] || (() => verdict.reason || ''))(o);
-  const verdictBox = h('div', { id: 'verdict', class: 'verdict-box ' + (verdict.winner ? 'winner' : 'none') },
-    h('p', { class: 'verdict' }, verdict.winner ? `Winner: variant “${verdict.winner}”` : 'No winner'),
-    h('p', { id: 'verdict-why' }, 'Why: ' + why));
+  // The verdict (the API's one reading of the results: docs/CONTRACT.md §10 "The verdict") says
+  // everything about the decision: the summary, the winner, why, and what Conclude offers.
+  const metric = verdict.metric && verdict.metric !== 'clicks' ? `goal ${verdict.metric}` : 'clicks';
+  const verdictBox = h('div', { id: 'verdict', class: 'verdict-box ' + (verdict.winner ? 'winner' : 'none'), 'data-metric': verdict.metric || 'clicks' },
+    h('p', { class: 'verdict' }, verdict.winner ? `Winner on ${metric}: ${verdict.winner === 'control' ? 'the control' : `variant “${verdict.winner}”`}` : `No winner on ${metric}`),
+    h('p', { id: 'verdict-why' }, 'Why: ' + (verdict.why || verdict.reason || '')));
 
   // the plain summary first, with the decision's actions beside it; the statistician's table below
   const mayAct = p?.experiment && (p.status === 'draft' ? can('edit_drafts') : can('publish'));
@@ -1749,13 +1741,19 @@ async function experimentScreen(id, qs) {
   const earlier = phases > 1 && b.phase === p?.experiment?.phase ? h('div', { id: 'earlier-verdicts' }, h('p', { class: 'muted' }, 'Reading the earlier phases…')) : null;
   if (earlier) earlierVerdicts(id, b.phase, earlier);
 
-  const summaryRows = h('table', { id: 'summary-table', class: 'results' },
-    h('caption', {}, `Each arm of phase ${b.phase} against ${baselineName}`),
-    h('thead', {}, h('tr', {}, ['Arm', 'Users', 'Clicked', 'Click rate', `Difference (points)`, 'Lift'].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, arms.map((a) => h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
-      h('th', { scope: 'row' }, a.key, a.key === b.baseline ? h('span', { class: 'badge' }, ' baseline') : null),
-      h('td', { class: 'num' }, fmtInt(a.exposed_users)), h('td', { class: 'num' }, fmtInt(a.clicked_users)), h('td', { class: 'num' }, pct(a.ctr)),
-      h('td', { class: 'num' }, points(a.difference, true)), h('td', { class: 'num' }, pct(a.lift, true))))));
+  // the summary's table is the verdict's metric, against the verdict's baseline
+  const onGoal = verdict.metric && verdict.metric !== 'clicks';
+  const vbase = verdict.baseline || b.baseline;
+  const gk = onGoal ? (arms[0]?.goals || []).findIndex((g) => g.goal === verdict.metric) : -1;
+  const row = (a) => (gk >= 0 ? { users: a.goals[gk].converted_users, rate: a.goals[gk].rate, difference: a.goals[gk].difference, lift: a.goals[gk].lift }
+    : { users: a.clicked_users, rate: a.ctr, difference: a.difference, lift: a.lift });
+  const summaryRows = h('table', { id: 'summary-table', class: 'results', 'data-metric': onGoal ? verdict.metric : 'clicks' },
+    h('caption', {}, `Each arm of phase ${b.phase} against ${vbase === 'control' ? 'the control' : `variant ${vbase}`}, on ${onGoal ? `goal ${verdict.metric}` : 'clicks'}`),
+    h('thead', {}, h('tr', {}, ['Arm', 'Users', onGoal ? 'Converted' : 'Clicked', onGoal ? 'Conversion rate' : 'Click rate', `Difference (points)`, 'Lift'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, arms.map((a) => { const x = row(a); return h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
+      h('th', { scope: 'row' }, a.key, a.key === vbase ? h('span', { class: 'badge' }, ' baseline') : null),
+      h('td', { class: 'num' }, fmtInt(a.exposed_users)), h('td', { class: 'num' }, fmtInt(x.users)), h('td', { class: 'num' }, pct(x.rate)),
+      h('td', { class: 'num' }, points(x.difference, true)), h('td', { class: 'num' }, pct(x.lift, true))); })));
 
   const cols = ['Arm', 'Weight', 'Exposed users', 'Clicked users', 'CTR', 'CTR 95% interval', `Difference vs ${b.baseline} (points)`, 'Difference interval (points)',
     `Lift vs ${b.baseline}`, 'Lift interval', 'Adjusted p', 'Sequential p', 'Exposures', 'Clicks', 'Closes'];
@@ -1797,7 +1795,7 @@ async function experimentScreen(id, qs) {
       `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}).`),
     picker,
     h('section', { class: 'card results-summary', 'aria-labelledby': 'summary-h' }, h('h2', { id: 'summary-h' }, 'Summary'),
-      h('p', { id: 'summary', class: 'summary' }, resultsSummary(b, exposed, p)), actions, earlier,
+      h('p', { id: 'summary', class: 'summary' }, verdict.summary || ''), actions, earlier,
       h('div', { class: 'table-wrap' }, summaryRows)),
     srmBox, verdictBox, goalsBox,
     h('details', { id: 'statistics', class: 'statistics' }, h('summary', {}, 'For statisticians: intervals, p-values and every count'),
@@ -1817,32 +1815,6 @@ function points(x, signed = false) {
   return signed && x > 0 ? '+' + s : s;
 }
 const pointsInterval = (ci) => (Array.isArray(ci) && typeof ci[0] === 'number' && typeof ci[1] === 'number' ? `[${points(ci[0], true)}, ${points(ci[1], true)}]` : '—');
-
-// resultsSummary says in one sentence what the results mean for a decision: the leading arm and
-// by how much, whether that is sure enough to ship, and if not about how many more users (the
-// results' need: docs/EXPERIMENTS.md) and days at the rate so far.
-function resultsSummary(b, exposed, p) {
-  const arms = b.arms || [];
-  const v = b.verdict || {};
-  const base = b.baseline === 'control' ? 'the control' : `“${b.baseline}”`;
-  const by = (a) => `${Math.abs(a.difference * 100).toFixed(1)} points${typeof a.lift === 'number' ? ` (${a.lift > 0 ? '+' : ''}${Math.round(a.lift * 100)}%)` : ''}`;
-  if (exposed === 0) {
-    const draft = p?.status === 'draft' ? ' The popup is a draft: nobody sees it until it is published.' : '';
-    return (p?.experiment?.status === 'draft' ? 'No data yet: the experiment has not started.' : `No data yet: nobody has been exposed in phase ${b.phase}.`) + draft;
-  }
-  if (b.srm?.alarm) return 'Do not act on these results: the arms’ users do not match their weights (a sample-ratio mismatch, below). Find the cause first.';
-  if (v.winner === 'control') return 'Every variant does worse than the control: confident — showing none of them is better.';
-  if (v.winner) {
-    const a = arms.find((x) => x.key === v.winner);
-    return `“${v.winner}” is ahead of ${base} by ${a && typeof a.difference === 'number' ? by(a) : 'a margin'}: confident — you can ship it.`;
-  }
-  const need = b.need;
-  const leader = arms.find((x) => x.key === need?.leader);
-  if (!need || !leader || typeof leader.difference !== 'number') return `No variant differs from ${base} so far: not enough data to tell them apart.`;
-  const more = need.more_users > 0 ? `about ${fmtInt(need.more_users)} more users` : 'a little more data';
-  const days = need.more_users > 0 && need.users_per_day > 0 ? `, about ${fmtInt(Math.max(1, Math.ceil(need.more_users / need.users_per_day)))} days at today’s rate (${fmtInt(Math.round(need.users_per_day))} users a day)` : '';
-  return `“${leader.key}” is ${leader.difference > 0 ? 'ahead of' : 'behind'} ${base} by ${by(leader)} so far, but that is not sure yet: ${more}${days}.`;
-}
 
 // earlierVerdicts shows what each earlier phase of the experiment concluded, newest first: a
 // new phase ends the current verdict, but what the earlier ones found stays readable.
