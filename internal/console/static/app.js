@@ -2779,14 +2779,9 @@ async function holdoutScreen(qs) {
       : `Sample ratio: OK. The users held out match the ${b.percent}% (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}).`);
 
   const goals = (others?.goals || []).map((g, k) => ({ key: g.goal, held: held.goals[k], others: g }));
-  const said = (g) => {
-    const c = g.others;
-    if (!Array.isArray(c.sequential_ci)) return `${g.key}: not enough data yet.`;
-    const lift = c.lift !== null && c.lift !== undefined ? ` (${pct(c.lift, true)}${Array.isArray(c.lift_ci) ? `, 95% interval ${interval(c.lift_ci, true)}` : ''})` : '';
-    if (c.sequential_ci[0] > 0) return `${g.key}: the popups raise the conversion rate by ${points(c.difference)}${lift}: confident.`;
-    if (c.sequential_ci[1] < 0) return `${g.key}: the popups lower the conversion rate by ${points(-c.difference)}${lift}: confident.`;
-    return `${g.key}: no clear difference yet, ${points(c.difference, true)}${lift}.`;
-  };
+  // the words and the interval they quote are the API's (effects: docs/CONTRACT.md §15 "Results")
+  const effects = new Map((b.effects || []).map((e) => [e.goal, e]));
+  const said = (g) => effects.get(g.key)?.summary || `${g.key}: not enough data yet.`;
   const td = (v, cls = 'num') => h('td', { class: cls }, v);
   const ci = (v) => td(v, 'num ci');
   const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
@@ -2797,7 +2792,7 @@ async function holdoutScreen(qs) {
     return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'holdout-goal-h-' + g.key },
       h('h3', { id: 'holdout-goal-h-' + g.key }, g.key),
       h('table', { id: 'holdout-goal-' + g.key, class: 'results' },
-        h('caption', {}, `Goal ${g.key}: the others (shown popups) against the users held out (95% intervals)`),
+        h('caption', {}, `Goal ${g.key}: the others (not held out, shown a popup) against the users held out (95% intervals)`),
         h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, groups.map((grp, i) => {
           const x = i === 0 ? g.held : g.others;
@@ -2816,7 +2811,7 @@ async function holdoutScreen(qs) {
         : h('p', { id: 'holdout-summary' }, 'There are no goals yet: create one (Goals) and send conversions to compare the groups.'),
       h('table', { id: 'holdout-groups', class: 'results' }, h('caption', {}, `Groups of phase ${b.phase}`),
         h('thead', {}, h('tr', {}, ['Group', 'Share', 'Exposed users', 'Exposures'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, groups.map((g) => h('tr', { 'data-group': g.group }, h('th', { scope: 'row' }, g.group === 'holdout' ? 'held out' : 'others (shown popups)'),
+        h('tbody', {}, groups.map((g) => h('tr', { 'data-group': g.group }, h('th', { scope: 'row' }, g.group === 'holdout' ? 'held out' : 'others (not held out, shown a popup)'),
           td(g.percent + '%'), td(fmtNum(g.exposed_users)), td(fmtNum(g.exposures))))))),
     srmBox,
     liftRows.length ? intervalChart('holdout-lift', 'Lift of the popups on each goal (the others against the users held out), with its 95% interval; 0 is no effect', liftRows, true) : null,
