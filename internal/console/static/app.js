@@ -1586,6 +1586,29 @@ function localeTable(b, num, users) {
     locales.some(unknown) ? h('p', { class: 'help', id: 'results-locales-note' }, '“not known”: impressions recorded before languages were counted, and clicks sent without their decision id or whose impression was not found.') : null);
 }
 
+// campaignGoalsTable shows a stats answer's conversions on every goal (docs/CONTRACT.md §8
+// "Conversions"): the users who converted within the goal's window after being shown the popup,
+// and after clicking it, with their conversions and values; nothing when there are no goals.
+function campaignGoalsTable(b) {
+  const goals = b.goals || [];
+  if (!goals.length) return null;
+  const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
+  const cells = (g, c) => [h('td', { class: 'num' }, fmtInt(c.converted_users)), h('td', { class: 'num' }, fmtInt(c.conversions)),
+    h('td', { class: 'num' }, g.value === 'sum' ? money(c.value_sum) : '—'), h('td', { class: 'num' }, g.value === 'sum' ? money(c.mean_value) : '—')];
+  const incomplete = goals.filter((g) => !g.complete).map((g) => g.goal);
+  return h('div', {},
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Conversions per goal' }, h('table', { id: 'results-goals', class: 'results' },
+      h('caption', {}, `Conversions per goal, ${b.from} to ${b.to} (conversions on those days of ${b.time_zone}), within each goal's window after the popup was shown, and after it was clicked`),
+      h('thead', {}, h('tr', {}, ['Goal', 'Window', 'After', 'Converted users', 'Conversions', 'Value', 'Value per converted user'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, goals.flatMap((g) => ['shown', 'clicked'].map((after, i) => h('tr', { 'data-goal': g.goal, 'data-after': after },
+        i === 0 ? h('th', { scope: 'rowgroup', rowspan: 2 }, g.name ? `${g.name} (${g.goal})` : g.goal, g.complete ? null : h('span', { class: 'badge warn' }, ' incomplete')) : null,
+        i === 0 ? h('td', { rowspan: 2 }, `${g.window_hours} h`) : null,
+        h('td', {}, after === 'shown' ? 'shown the popup' : 'clicked the popup'),
+        ...cells(g, g[after]))))))),
+    incomplete.length ? h('p', { class: 'help', id: 'results-goals-note' }, `Incomplete (${incomplete.join(', ')}): the range's first day less the goal's window reaches before what the action log keeps (POPUP_ACTION_LOG_RETENTION), so impressions before that are not found.`) : null,
+    h('p', { class: 'help' }, 'A conversion counts for every popup the user was shown within the goal’s window before it (as Braze counts a conversion for every campaign received), so the popups’ conversions may add up to more than the conversions sent. “Clicked the popup” is the part of them whose user clicked it within the window.'));
+}
+
 // resultsTable shows a stats answer: a summary, then a row per day (newest first) and the totals,
 // with the columns of its CSV.
 function resultsTable(b) {
@@ -1621,6 +1644,7 @@ function resultsTable(b) {
         num(t.impressions), users(t.users), num(t.clicks), num(t.closes),
         h('td', { class: 'num' }, fmtPct(t.ctr)), h('td', { class: 'num' }, fmtPct(t.close_rate)), byButton(t), complete(t))))),
     localeTable(b, num, users),
+    campaignGoalsTable(b),
     unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the raw action log, which keeps only the last POPUP_ACTION_LOG_RETENTION (30 days by default); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
     incomplete ? h('p', { class: 'help', id: 'results-incomplete-note' }, `${incomplete} day${incomplete === 1 ? ' is' : 's are'} marked incomplete: its counts are the events known in this time zone's day (a lower bound), from before quarter-hour counting began.`) : null,
     h('p', { class: 'help' }, 'CTR is clicks / impressions, close rate closes / impressions. “Clicks: unspecified” are clicks whose app did not say which button.'));
