@@ -223,9 +223,14 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	cur, err := a.storedExperiment(ctx, id)
+	stored, err := a.Repo.Get(ctx, id)
 	if err != nil {
 		writeError(c, a.Log, err)
+		return
+	}
+	cur := stored.Experiment
+	if cur == nil {
+		writeError(c, a.Log, errNoExperiment)
 		return
 	}
 	if phase == 0 {
@@ -268,7 +273,7 @@ func (a *Admin) experimentResults(c *gin.Context) {
 			return
 		}
 	}
-	vin := results.VerdictInput{Status: cur.Status, Shipped: shipped(cur, history), Zone: loc}
+	vin := results.VerdictInput{Status: cur.Status, PopupDraft: stored.Status == popup.StatusDraft, Shipped: shipped(cur, history), Zone: loc}
 	for _, g := range goals {
 		if g.Key == res.PrimaryGoal {
 			vin.GoalName = g.Name

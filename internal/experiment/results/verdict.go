@@ -58,6 +58,8 @@ type VerdictInput struct {
 	// the results of any phase of a concluded experiment say what was shipped.
 	Status  popup.ExperimentStatus
 	Shipped *Shipped
+	// PopupDraft says the popup is a draft: nobody sees it until it is published.
+	PopupDraft bool
 	// GoalName is the primary goal's name ("" for clicks); Zone the zone the sentence's times are
 	// written in.
 	GoalName string
@@ -192,10 +194,14 @@ func (v *Verdict) summary(res *Results, in VerdictInput, exposed int64) string {
 		return out
 	}
 	if exposed == 0 {
+		out := fmt.Sprintf("No data yet: nobody has been exposed in phase %d.", res.Phase)
 		if in.Status == popup.ExperimentDraft {
-			return "No data yet: the experiment has not started."
+			out = "No data yet: the experiment has not started."
 		}
-		return fmt.Sprintf("No data yet: nobody has been exposed in phase %d.", res.Phase)
+		if in.PopupDraft {
+			out += " The popup is a draft: nobody sees it until it is published."
+		}
+		return out
 	}
 	switch {
 	case v.Reason == stats.ReasonSRM:

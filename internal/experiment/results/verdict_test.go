@@ -89,6 +89,8 @@ func TestVerdictWordsEachCase(t *testing.T) {
 			want: "Concluded on 2026-11-30 15:05 CET by ana: variant “b” was shipped as the popup's content for every user. The verdict on Purchase named it: it converts 1.5 points more users to Purchase than “a” (6.5% against 5.0%, +30%)."},
 		{name: "nobody yet", exposed: map[string]int64{}, in: results.VerdictInput{Status: popup.ExperimentDraft},
 			want: "No data yet: the experiment has not started."},
+		{name: "nobody yet on a draft popup", exposed: map[string]int64{}, in: results.VerdictInput{Status: popup.ExperimentRunning, PopupDraft: true},
+			want: "No data yet: nobody has been exposed in phase 2. The popup is a draft: nobody sees it until it is published."},
 		{name: "a sample-ratio mismatch", primary: "purchase",
 			exposed: map[string]int64{"a": 10000, "b": 8000}, clicked: map[string]int64{"a": 900, "b": 400}, converted: map[string]int64{"a": 500, "b": 650},
 			want:    "Do not act on these results: the arms’ users do not match their weights (a sample-ratio mismatch, below). Find the cause first.",
