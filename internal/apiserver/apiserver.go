@@ -223,6 +223,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
 	admin.Stats, admin.ExperimentDays, admin.ExperimentGoals = gatedStatsRepo, gatedStatsRepo, gatedStatsRepo
+	admin.CampaignGoals = gatedStatsRepo
 	gatedSettingsRepo := &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
 	admin.Settings, admin.Holdout = gatedSettingsRepo, holdoutReads{gatedSettingsRepo, gatedStatsRepo}
 	admin.DefaultPacing = cfg.DefaultPacing()
@@ -436,6 +437,10 @@ func (g *gatedStats) GoalCounts(ctx context.Context, popupID int64, salt string)
 
 func (g *gatedStats) GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error) {
 	return gate(g.dep, func() ([]popup.GoalCount, error) { return g.stats.GoalCountsExposedIn(ctx, popupID, salt, from, to) })
+}
+
+func (g *gatedStats) CampaignGoals(ctx context.Context, id int64, goals []popup.Goal, from, to time.Time) ([]popup.CampaignGoal, error) {
+	return gate(g.dep, func() ([]popup.CampaignGoal, error) { return g.stats.CampaignGoals(ctx, id, goals, from, to) })
 }
 
 // holdoutReads are the holdout's results' reads (httpapi.HoldoutReads): its phases from the

@@ -160,9 +160,9 @@ func TestConsoleExperimentResults(t *testing.T) {
 	assert.Contains(t, b.text(`#days-table tr[data-day="`+today+`"][data-arm="b"]`), "410")
 	assert.Contains(t, b.text("#srm"), "Sample ratio: OK")
 	if winner, _ := want.Body["verdict"].(map[string]any)["winner"].(string); winner != "" {
-		assert.Contains(t, b.text("#verdict"), "Winner: variant “"+winner+"”")
+		assert.Contains(t, b.text("#verdict"), "Winner on clicks: variant “"+winner+"”")
 	} else {
-		assert.Contains(t, b.text("#verdict"), "No winner")
+		assert.Contains(t, b.text("#verdict"), "No winner on clicks")
 	}
 	assert.NotEmpty(t, b.text("#verdict-why"))
 	var alt string

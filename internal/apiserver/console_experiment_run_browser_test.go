@@ -323,7 +323,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	b.waitFor(`document.querySelector('#summary') && document.querySelector('#summary-table')`)
 	more := int64(need["more_users"].(float64))
 	days := int64(math.Ceil(need["more_users"].(float64) / need["users_per_day"].(float64)))
-	assert.Equal(t, "“discount” is ahead of “a” by 1.0 points (+20%) so far, but that is not sure yet: about "+
+	assert.Equal(t, "“discount” gets 1.0 points more users clicking than “a” so far (6.0% against 5.0%, +20%), but that is not sure yet: about "+
 		withCommas(more)+" more users, about "+withCommas(days)+" days at today’s rate ("+withCommas(int64(math.Round(need["users_per_day"].(float64))))+" users a day).",
 		b.text("#summary"))
 	var cells []string
@@ -359,7 +359,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	phaseCounts(t, cfg.MySQLDSN, sure, sureSalt, 20000, 1000, 20000, 1400, 4444)
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(sure) + "/experiment"))
 	b.waitFor(`document.querySelector('#summary') && document.title.startsWith('Experiment results: sure ')`)
-	assert.Equal(t, "“discount” is ahead of “a” by 2.0 points (+40%): confident — you can ship it.", b.text("#summary"))
+	assert.Equal(t, "“discount” gets 2.0 points more users clicking than “a” (7.0% against 5.0%, +40%): confident — you can ship it.", b.text("#summary"))
 	b.shot("experiment-results", "")
 	assert.Equal(t, "Conclude and ship “discount”…", b.text("#results-conclude"))
 	b.run(chromedp.Click("#results-conclude", chromedp.ByQuery))
@@ -372,6 +372,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(sure), nil).Body
 	assert.Equal(t, "Discount", stored["title"])
 	assert.False(t, b.has("#results-actions"), "a concluded experiment has no actions left")
+	assert.Contains(t, b.text("#summary"), "variant “discount” was shipped as the popup's content for every user", "after Conclude the summary says what was shipped")
 }
 
 // withCommas is the page's rendering of a count (en-US grouping).

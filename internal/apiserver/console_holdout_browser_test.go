@@ -85,6 +85,17 @@ func TestConsoleHoldout(t *testing.T) {
 	b.waitFor(`document.querySelector('#holdout-summary li[data-goal="purchase"]')`)
 	assert.Contains(t, b.text("#holdout-meta"), "Phase 1: 10% of users held out")
 	assert.Contains(t, b.text(`#holdout-summary li[data-goal="purchase"]`), "purchase:")
+	// Issue 49: the words are the API's, and the interval they quote is the one they rest on, in
+	// points (the page read "no clear difference" beside a relative interval excluding 0).
+	res = in.adminDo(t, http.MethodGet, "/admin/v1/holdout/results", nil)
+	effect := res.Body["effects"].([]any)[0].(map[string]any)
+	said := b.text(`#holdout-summary li[data-goal="purchase"]`)
+	assert.Equal(t, effect["summary"], said)
+	ci := effect["difference_ci"].([]any)
+	assert.Equal(t, effect["effect"] == "unclear", ci[0].(float64) <= 0 && ci[1].(float64) >= 0, "the words agree with the interval: %v", effect)
+	assert.Contains(t, said, "always-valid 95% interval")
+	assert.NotRegexp(t, `\[[^\]]*%\]`, said, "no relative interval quoted beside the points")
+	assert.Contains(t, b.text(`#holdout-groups tr[data-group="others"]`), "not held out, shown a popup")
 	assert.Contains(t, b.text(`#holdout-groups tr[data-group="holdout"]`), "100")
 	assert.Contains(t, b.text(`#holdout-goal-purchase tr[data-group="others"]`), "10.00%")
 	assert.Contains(t, b.text("#srm"), "Sample ratio: OK")

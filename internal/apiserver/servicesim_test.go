@@ -460,8 +460,16 @@ type expResults struct {
 		Alarm     bool    `json:"alarm"`
 	} `json:"srm"`
 	Verdict struct {
-		Winner *string `json:"winner"`
-		Reason string  `json:"reason"`
+		Winner   *string `json:"winner"`
+		Reason   string  `json:"reason"`
+		Metric   string  `json:"metric"`
+		Baseline string  `json:"baseline"`
+		Leader   *string `json:"leader"`
+		Summary  string  `json:"summary"`
+		Why      string  `json:"why"`
+		Shipped  *struct {
+			Variant string `json:"variant"`
+		} `json:"shipped"`
 	} `json:"verdict"`
 }
 

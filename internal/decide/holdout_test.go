@@ -230,3 +230,55 @@ func BenchmarkDecideHoldout(b *testing.B) {
 		})
 	}
 }
+
+// TestHoldoutLeavesOutControlsThatShowNothing (issue 49): a user whose experiment puts them in a
+// control that shows nothing is counted in neither holdout group (the others are "shown a
+// popup"): no others' group rides on the control exposure, and a held-out user in the same arm
+// records no holdout event. A falling-through control's user is shown the next popup and counts.
+func TestHoldoutLeavesOutControlsThatShowNothing(t *testing.T) {
+	t.Parallel()
+	key := holdout20.PhaseKey()
+	for _, mode := range []popup.ControlMode{popup.ControlNone, popup.ControlFallThrough} {
+		e := experiment(mode)
+		ctrl := popup.NewAssigner(e)
+		uid := func(held bool) string {
+			c := holdout20.Check()
+			for i := range 10_000 {
+				if u := "user-" + strconv.Itoa(i); c.Holds(u) == held && ctrl.Assign(u) == controlArm {
+					return u
+				}
+			}
+			t.Fatal("no such uid")
+			return ""
+		}
+		f := newFixture(t, 0, popup.Pacing{}, active(1, withExp(e)), active(3, func(p *popup.Popup) { p.Priority = 0 }))
+		f.hold = holdout20
+		f.publish(t, 2, active(1, withExp(e)), active(3, func(p *popup.Popup) { p.Priority = 0 }))
+		groups := func(evs []recordedEvent) []string {
+			var out []string
+			for _, ev := range evs {
+				for _, a := range ev.Arms {
+					if a.PopupID == 0 && a.Salt == key {
+						out = append(out, a.Arm)
+					}
+				}
+			}
+			return out
+		}
+		for _, held := range []bool{false, true} {
+			req := iosReq
+			req.UID = uid(held)
+			mark := f.recordedCount()
+			f.decide(t, req, t0)
+			got := groups(f.recordedSince(mark))
+			switch {
+			case mode == popup.ControlNone:
+				assert.Empty(t, got, "mode %s, held %v: in neither group", mode, held)
+			case held:
+				assert.Equal(t, []string{"holdout"}, got, "fall-through, held out: counted")
+			default:
+				assert.Equal(t, []string{"others"}, got, "fall-through: shown the next popup, counted")
+			}
+		}
+	}
+}

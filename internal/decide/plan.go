@@ -62,8 +62,8 @@ type decisionPlan struct {
 // While the team's holdout runs, a user it holds out is chosen among the holdout-exempt popups
 // only, and when the selection without the holdout would have shown a popup that is not exempt,
 // a holdout event comes first (once a UTC day and phase: the state's mark). Another user's first
-// impression or exposure of a popup that is not exempt carries the others' group, once a UTC day
-// and phase too. So both groups count the users the popups would reach, each at most once a day,
+// impression or fall-through control exposure of a popup that is not exempt carries the others'
+// group, once a UTC day and phase too; a control that shows nothing counts in neither group. So both groups count the users the popups would reach, each at most once a day,
 // and with no Redis call of their own.
 func plan(in *planInput) decisionPlan {
 	pace := in.Snap.Pacing
@@ -71,7 +71,7 @@ func plan(in *planInput) decisionPlan {
 	var held *popup.Compiled // a held-out user's would-be popup, when the holdout event is due
 	heldOut := in.Snap.HoldoutCheck.Holds(in.Req.UID)
 	if heldOut {
-		if x := popup.Select(in.Cands, in.Req, in.State, in.Now, pace); x != nil && !x.Popup.HoldoutExempt && !in.State.MarkedOn(h.Phase, in.Now) {
+		if x := popup.Select(in.Cands, in.Req, in.State, in.Now, pace); x != nil && !x.Popup.HoldoutExempt && !showsNothing(x, x.Arm(in.Req.UID)) && !in.State.MarkedOn(h.Phase, in.Now) {
 			held = x
 		}
 		pace.HeldOut = true
@@ -126,7 +126,8 @@ func (p *decisionPlan) chain(in *planInput, c *popup.Compiled, i int, pace popup
 	if i >= 0 {
 		decision = appendArm(decision, c.Popup.ID, i)
 	}
-	first, exempt := len(*evs), c.Popup.HoldoutExempt
+	// A user in a control that shows nothing is in neither holdout group: see showsNothing.
+	first, exempt := len(*evs), c.Popup.HoldoutExempt || showsNothing(c, i)
 	rest := in.Cands
 	for {
 		entry := in.Snap.Entry(c.Popup.ID)
@@ -195,6 +196,16 @@ func (p *decisionPlan) outcome() outcome {
 		return outHoldout // a held-out user's holdout event alone
 	}
 	return outControl // events but nothing shown: a control's exposures (after a holdout event, maybe)
+}
+
+// showsNothing reports whether arm i of c's experiment is a control that shows nothing. Such a
+// user is counted in neither group of the holdout (docs/CONTRACT.md §15): the others are the
+// users a popup is shown to, and the users held out those a popup would have been shown to, so a
+// user whose experiment withholds the popup anyway is left out of both alike (the experiment's
+// assignment is the same whether or not the holdout holds the user out).
+func showsNothing(c *popup.Compiled, i int) bool {
+	e := c.Popup.Experiment
+	return i >= 0 && e.IsControl(i) && e.Control.Mode != popup.ControlFallThrough
 }
 
 // after is the part of cs after c (which cs holds).

@@ -86,6 +86,8 @@ type Admin struct {
 	GoalsChanged func(ctx context.Context) error
 	// ExperimentGoals reads the goal counts of experiment results (nil: results without goals).
 	ExperimentGoals ExperimentGoals
+	// CampaignGoals reads a popup's conversions for its results (nil: results without them).
+	CampaignGoals CampaignGoals
 	// Holdout reads the global holdout's phases and cohorts (nil: no holdout results).
 	Holdout HoldoutReads
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero

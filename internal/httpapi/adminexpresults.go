@@ -123,9 +123,54 @@ type expSRMBody struct {
 	Alarm     bool    `json:"alarm"`
 }
 
+// expVerdictBody is the one verdict of the results (results.Verdict): on the primary goal (metric
+// its key) or the click-through rate (metric "clicks"), against baseline, with the sentences a
+// page shows.
 type expVerdictBody struct {
-	Winner *string `json:"winner"`
-	Reason string  `json:"reason"`
+	Winner       *string      `json:"winner"`
+	Reason       string       `json:"reason"`
+	Metric       string       `json:"metric"`
+	Baseline     string       `json:"baseline"`
+	Leader       *string      `json:"leader"`
+	Rate         *float64     `json:"rate"`
+	BaselineRate *float64     `json:"baseline_rate"`
+	Difference   *float64     `json:"difference"`
+	DifferenceCI *[2]float64  `json:"difference_ci"`
+	SequentialCI *[2]float64  `json:"sequential_ci"`
+	Lift         *float64     `json:"lift"`
+	Days         *int64       `json:"days"`
+	Shipped      *shippedBody `json:"shipped"`
+	Summary      string       `json:"summary"`
+	Why          string       `json:"why"`
+}
+
+// shippedBody is what Conclude shipped, when and by whom.
+type shippedBody struct {
+	Variant string     `json:"variant"`
+	At      *time.Time `json:"at"`
+	By      string     `json:"by"`
+}
+
+func verdictToWire(v results.Verdict) expVerdictBody {
+	w := expVerdictBody{Reason: string(v.Reason), Metric: v.Metric, Baseline: v.Baseline, Summary: v.Summary, Why: v.Why}
+	if v.Winner != "" {
+		w.Winner = &v.Winner
+	}
+	if v.Leader != "" {
+		w.Leader, w.Rate, w.BaselineRate = &v.Leader, finite(v.Rate), finite(v.BaselineRate)
+		c := compareToWire(v.Comparison)
+		w.Difference, w.DifferenceCI, w.SequentialCI, w.Lift = c.Difference, c.DifferenceCI, c.SequentialCI, c.Lift
+	}
+	if v.Days > 0 {
+		w.Days = &v.Days
+	}
+	if s := v.Shipped; s != nil {
+		w.Shipped = &shippedBody{Variant: s.Variant, By: s.By}
+		if !s.At.IsZero() {
+			w.Shipped.At = &s.At
+		}
+	}
+	return w
 }
 
 type expOptionsBody struct {
@@ -178,16 +223,21 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	cur, err := a.storedExperiment(ctx, id)
+	stored, err := a.Repo.Get(ctx, id)
 	if err != nil {
 		writeError(c, a.Log, err)
+		return
+	}
+	cur := stored.Experiment
+	if cur == nil {
+		writeError(c, a.Log, errNoExperiment)
 		return
 	}
 	if phase == 0 {
 		phase = cur.Phase
 	}
 	var history []popup.Revision
-	if phase < cur.Phase {
+	if phase < cur.Phase || cur.Status == popup.ExperimentConcluded {
 		if history, err = a.Repo.History(ctx, id); err != nil {
 			writeError(c, a.Log, err)
 			return
@@ -223,9 +273,34 @@ func (a *Admin) experimentResults(c *gin.Context) {
 			return
 		}
 	}
+	vin := results.VerdictInput{Status: cur.Status, PopupDraft: stored.Status == popup.StatusDraft, Shipped: shipped(cur, history), Zone: loc}
+	for _, g := range goals {
+		if g.Key == res.PrimaryGoal {
+			vin.GoalName = g.Name
+		}
+	}
+	results.Decide(&res, vin)
 	body := toResultsWire(id, cur.Status, res)
 	body.TimeZone = zone
 	c.JSON(http.StatusOK, body)
+}
+
+// shipped is the conclude of a concluded experiment cur: its variant, and the time and operator
+// of the oldest revision of the run of concluded revisions that history (newest first) begins
+// with, the write that concluded it; nil when cur is not concluded.
+func shipped(cur *popup.Experiment, history []popup.Revision) *results.Shipped {
+	if cur.Status != popup.ExperimentConcluded {
+		return nil
+	}
+	s := &results.Shipped{Variant: cur.ConcludedVariant}
+	for _, r := range history {
+		x := r.Popup.Experiment
+		if x == nil || x.Status != popup.ExperimentConcluded || x.ConcludedVariant != cur.ConcludedVariant || x.Salt != cur.Salt {
+			break
+		}
+		s.At, s.By = r.At, r.Actor
+	}
+	return s
 }
 
 // phaseAndZone reads the query of a results route: phase (a positive integer; 0 when absent: the
@@ -272,11 +347,8 @@ func toResultsWire(id int64, status popup.ExperimentStatus, r results.Results) e
 	b := expResultsBody{PopupID: id, Phase: r.Phase, Salt: r.Salt, Status: string(status), PhaseStartedAt: r.PhaseStartedAt,
 		PlannedEndAt: r.PlannedEndAt, Baseline: r.Baseline, Arms: make([]expArmBody, len(r.Arms)), Days: make([]expDayBody, len(r.Days)),
 		SRM:     expSRMBody{ChiSquare: r.SampleRatio.ChiSquare, DF: r.SampleRatio.DF, P: r.SampleRatio.P, Alarm: r.SampleRatio.SRM},
-		Verdict: expVerdictBody{Reason: string(r.Reason)},
+		Verdict: verdictToWire(r.Verdict),
 		Options: expOptionsBody{Alpha: r.Options.Alpha, SRMAlpha: r.Options.SRMAlpha, MinExposed: r.Options.MinExposed, MinClicks: r.Options.MinClicks}}
-	if r.Winner != "" {
-		b.Verdict.Winner = &r.Winner
-	}
 	if r.PrimaryGoal != "" {
 		b.PrimaryGoal = &r.PrimaryGoal
 	}

@@ -66,6 +66,36 @@ type holdoutResultsBody struct {
 	SRM      expSRMBody         `json:"srm"`
 	Options  expOptionsBody     `json:"options"`
 	Phases   []holdoutPhaseBody `json:"phases"`
+	// Effects are what the popups do to each goal, in words and the interval the words rest on
+	// (results.HoldoutEffect).
+	Effects []holdoutEffectBody `json:"effects"`
+}
+
+// holdoutEffectBody is one goal's results.HoldoutEffect: effect raise, lower, unclear or
+// no_data; difference and difference_ci (the always-valid interval) in absolute rate, lift
+// relative; summary the sentence.
+type holdoutEffectBody struct {
+	Goal         string      `json:"goal"`
+	Effect       string      `json:"effect"`
+	Difference   *float64    `json:"difference"`
+	DifferenceCI *[2]float64 `json:"difference_ci"`
+	Lift         *float64    `json:"lift"`
+	Summary      string      `json:"summary"`
+}
+
+func effectsToWire(es []results.HoldoutEffect) []holdoutEffectBody {
+	out := make([]holdoutEffectBody, len(es))
+	for i, e := range es {
+		w := holdoutEffectBody{Goal: e.Goal, Effect: e.Effect, Summary: e.Summary}
+		if e.Effect != "no_data" {
+			w.Difference, w.DifferenceCI = finite(e.Difference), interval(e.CI)
+		}
+		if e.LiftOK {
+			w.Lift = finite(e.Lift)
+		}
+		out[i] = w
+	}
+	return out
 }
 
 // holdoutResults answers GET /admin/v1/holdout/results[?phase=N][&from=&to=][&tz=]: a holdout
@@ -149,6 +179,7 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 	for _, p := range phases {
 		body.Phases = append(body.Phases, holdoutPhaseToWire(p))
 	}
+	body.Effects = effectsToWire(res.Effects())
 	c.JSON(http.StatusOK, body)
 }
 

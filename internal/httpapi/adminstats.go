@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -72,6 +74,70 @@ type popupStatsBody struct {
 	Days            []statsDay     `json:"days"`
 	Totals          statsTotals    `json:"totals"`
 	ByLocale        []localeResult `json:"by_locale"`
+	// Goals are the popup's conversions on every goal over the range (docs/CONTRACT.md §8
+	// "Conversions"), by key.
+	Goals []campaignGoalBody `json:"goals"`
+}
+
+// CampaignGoals reads a popup's conversions on goals between two instants
+// (mysqlstore.StatsRepo.CampaignGoals).
+type CampaignGoals interface {
+	CampaignGoals(ctx context.Context, id int64, goals []popup.Goal, from, to time.Time) ([]popup.CampaignGoal, error)
+}
+
+// campaignGoalBody is a popup's conversions on one goal: after being shown the popup, and after
+// clicking it, within the goal's window; complete is false when the windows reach before what
+// the action log keeps.
+type campaignGoalBody struct {
+	Goal        string                  `json:"goal"`
+	Name        string                  `json:"name"`
+	WindowHours int64                   `json:"window_hours"`
+	Value       string                  `json:"value"`
+	Shown       campaignConversionsBody `json:"shown"`
+	Clicked     campaignConversionsBody `json:"clicked"`
+	Complete    bool                    `json:"complete"`
+}
+
+// campaignConversionsBody: MeanValue is the value per converted user (null without one, or for a
+// goal without values).
+type campaignConversionsBody struct {
+	ConvertedUsers int64    `json:"converted_users"`
+	Conversions    int64    `json:"conversions"`
+	ValueSum       float64  `json:"value_sum"`
+	MeanValue      *float64 `json:"mean_value"`
+}
+
+func campaignConversionsToWire(g popup.Goal, c popup.CampaignConversions) campaignConversionsBody {
+	w := campaignConversionsBody{ConvertedUsers: c.ConvertedUsers, Conversions: c.Conversions, ValueSum: c.ValueSum}
+	if g.Value == popup.GoalValueSum && c.ConvertedUsers > 0 {
+		w.MeanValue = finite(c.ValueSum / float64(c.ConvertedUsers))
+	}
+	return w
+}
+
+// campaignGoals is popup id's conversions on every goal over p's range: the conversions whose
+// time falls in its days; none when the server has no goals.
+func (a *Admin) campaignGoals(ctx context.Context, id int64, p statsParams) ([]campaignGoalBody, error) {
+	out := []campaignGoalBody{}
+	if a.Goals == nil || a.CampaignGoals == nil {
+		return out, nil
+	}
+	goals, err := a.Goals.List(ctx)
+	if err != nil || len(goals) == 0 {
+		return out, err
+	}
+	slices.SortFunc(goals, func(x, y popup.Goal) int { return strings.Compare(x.Key, y.Key) })
+	from, to := p.q.Bounds[0], p.q.Bounds[len(p.q.Bounds)-1]
+	got, err := a.CampaignGoals.CampaignGoals(ctx, id, goals, from, to)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range got {
+		out = append(out, campaignGoalBody{Goal: c.Goal.Key, Name: c.Goal.Name, WindowHours: int64(c.Goal.Window / time.Hour),
+			Value: string(c.Goal.Value), Shown: campaignConversionsToWire(c.Goal, c.Shown), Clicked: campaignConversionsToWire(c.Goal, c.Clicked),
+			Complete: !from.Add(-c.Goal.Window).Before(p.q.LogKeptSince)})
+	}
+	return out, nil
 }
 
 // localeResult is the range's results in one locale shown; Locale nil is the events no locale
@@ -159,10 +225,14 @@ func (a *Admin) popupResults(c *gin.Context) (popupStatsBody, error) {
 	} else if !errors.Is(err, popup.ErrNotFound) {
 		return popupStatsBody{}, err
 	}
+	goals, err := a.campaignGoals(ctx, id, p)
+	if err != nil {
+		return popupStatsBody{}, err
+	}
 	days, totals := statsSeries(s, buttonColumns(s, buttons))
 	totals.Users = s.Users
 	return popupStatsBody{PopupID: id, From: p.from.Format(time.DateOnly), To: p.to.Format(time.DateOnly), TimeZone: p.zone,
-		UniquesComplete: s.Users != nil, Days: days, Totals: totals, ByLocale: byLocale(s.Locales, totals)}, nil
+		UniquesComplete: s.Users != nil, Days: days, Totals: totals, ByLocale: byLocale(s.Locales, totals), Goals: goals}, nil
 }
 
 // byLocale is the results per locale shown, in the store's order, then what the totals hold
@@ -427,6 +497,31 @@ func writeStatsCSV(w io.Writer, b popupStatsBody) {
 			r[2] = strconv.FormatInt(*l.Users, 10)
 		}
 		_ = cw.Write(r)
+	}
+	// Then, with goals, a table of its own: a header row and per goal a row of the conversions
+	// after being shown the popup and one after clicking it, padded to the file's width (every
+	// row of a CSV has as many cells).
+	pad := func(r []string) []string {
+		for len(r) < len(head) {
+			r = append(r, "")
+		}
+		return r
+	}
+	if len(b.Goals) > 0 {
+		_ = cw.Write(pad([]string{"goal", "attributed after", "converted users", "conversions", "value sum", "value per converted user", "window hours", "complete"}))
+		for _, g := range b.Goals {
+			for _, x := range []struct {
+				after string
+				c     campaignConversionsBody
+			}{{"shown", g.Shown}, {"clicked", g.Clicked}} {
+				mean := ""
+				if x.c.MeanValue != nil {
+					mean = strconv.FormatFloat(*x.c.MeanValue, 'g', -1, 64)
+				}
+				_ = cw.Write(pad([]string{"goal: " + g.Goal, x.after, strconv.FormatInt(x.c.ConvertedUsers, 10), strconv.FormatInt(x.c.Conversions, 10),
+					strconv.FormatFloat(x.c.ValueSum, 'g', -1, 64), mean, strconv.FormatInt(g.WindowHours, 10), strconv.FormatBool(g.Complete)}))
+			}
+		}
 	}
 	cw.Flush()
 }

@@ -1586,6 +1586,29 @@ function localeTable(b, num, users) {
     locales.some(unknown) ? h('p', { class: 'help', id: 'results-locales-note' }, '“not known”: impressions recorded before languages were counted, and clicks sent without their decision id or whose impression was not found.') : null);
 }
 
+// campaignGoalsTable shows a stats answer's conversions on every goal (docs/CONTRACT.md §8
+// "Conversions"): the users who converted within the goal's window after being shown the popup,
+// and after clicking it, with their conversions and values; nothing when there are no goals.
+function campaignGoalsTable(b) {
+  const goals = b.goals || [];
+  if (!goals.length) return null;
+  const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
+  const cells = (g, c) => [h('td', { class: 'num' }, fmtInt(c.converted_users)), h('td', { class: 'num' }, fmtInt(c.conversions)),
+    h('td', { class: 'num' }, g.value === 'sum' ? money(c.value_sum) : '—'), h('td', { class: 'num' }, g.value === 'sum' ? money(c.mean_value) : '—')];
+  const incomplete = goals.filter((g) => !g.complete).map((g) => g.goal);
+  return h('div', {},
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Conversions per goal' }, h('table', { id: 'results-goals', class: 'results' },
+      h('caption', {}, `Conversions per goal, ${b.from} to ${b.to} (conversions on those days of ${b.time_zone}), within each goal's window after the popup was shown, and after it was clicked`),
+      h('thead', {}, h('tr', {}, ['Goal', 'Window', 'After', 'Converted users', 'Conversions', 'Value', 'Value per converted user'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, goals.flatMap((g) => ['shown', 'clicked'].map((after, i) => h('tr', { 'data-goal': g.goal, 'data-after': after },
+        i === 0 ? h('th', { scope: 'rowgroup', rowspan: 2 }, g.name ? `${g.name} (${g.goal})` : g.goal, g.complete ? null : h('span', { class: 'badge warn' }, ' incomplete')) : null,
+        i === 0 ? h('td', { rowspan: 2 }, `${g.window_hours} h`) : null,
+        h('td', {}, after === 'shown' ? 'shown the popup' : 'clicked the popup'),
+        ...cells(g, g[after]))))))),
+    incomplete.length ? h('p', { class: 'help', id: 'results-goals-note' }, `Incomplete (${incomplete.join(', ')}): the range's first day less the goal's window reaches before what the action log keeps (POPUP_ACTION_LOG_RETENTION), so impressions before that are not found.`) : null,
+    h('p', { class: 'help' }, 'A conversion counts for every popup the user was shown within the goal’s window before it (as Braze counts a conversion for every campaign received), so the popups’ conversions may add up to more than the conversions sent. “Clicked the popup” is the part of them whose user clicked it within the window.'));
+}
+
 // resultsTable shows a stats answer: a summary, then a row per day (newest first) and the totals,
 // with the columns of its CSV.
 function resultsTable(b) {
@@ -1621,6 +1644,7 @@ function resultsTable(b) {
         num(t.impressions), users(t.users), num(t.clicks), num(t.closes),
         h('td', { class: 'num' }, fmtPct(t.ctr)), h('td', { class: 'num' }, fmtPct(t.close_rate)), byButton(t), complete(t))))),
     localeTable(b, num, users),
+    campaignGoalsTable(b),
     unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the raw action log, which keeps only the last POPUP_ACTION_LOG_RETENTION (30 days by default); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
     incomplete ? h('p', { class: 'help', id: 'results-incomplete-note' }, `${incomplete} day${incomplete === 1 ? ' is' : 's are'} marked incomplete: its counts are the events known in this time zone's day (a lower bound), from before quarter-hour counting began.`) : null,
     h('p', { class: 'help' }, 'CTR is clicks / impressions, close rate closes / impressions. “Clicks: unspecified” are clicks whose app did not say which button.'));
@@ -1671,16 +1695,6 @@ function goalsSection(b, arms, td, ci) {
     h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${base}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all. Each goal's charts show the numbers of its table, which is their text equivalent.`));
 }
 
-// VERDICTS says why the results name a winner or not (docs/CONTRACT.md §10, docs/EXPERIMENTS.md).
-const VERDICTS = {
-  sequential: (o) => `the always-valid (sequential) interval of its difference from the baseline excludes 0, so it may be read at any time (α ${o.alpha ?? 0.05}).`,
-  fixed_horizon: () => 'the planned end has passed, and the fixed-horizon interval of its difference from the baseline excludes 0.',
-  srm: () => 'the arms’ exposed users do not match their weights (sample-ratio mismatch): the assignment or the counting is broken, so no result can be trusted. Find the cause before reading anything.',
-  min_sample: (o) => `not enough data yet: every compared arm needs at least ${o.min_exposed ?? '?'} exposed users and ${o.min_clicks ?? '?'} clicks.`,
-  no_difference: () => 'no arm differs from the baseline beyond chance so far.',
-  single_arm: () => 'only one arm has users: there is nothing to compare.',
-};
-
 // experimentScreen: an experiment's results for one phase (default the current one): the arms
 // with their intervals, as a table and as an interval chart, the sample-ratio check, the verdict
 // and why, and a row per UTC day and arm.
@@ -1723,10 +1737,12 @@ async function experimentScreen(id, qs) {
       ? h('div', { class: 'alert info', role: 'status', id: 'srm' }, 'Sample ratio: no data yet. Nobody has been exposed in this phase, so there is nothing to check.')
       : h('div', { class: 'alert info', role: 'status', id: 'srm' },
         `Sample ratio: OK. The exposed users match the weights (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}; an alarm below ${o.srm_alpha ?? 0.001}).`));
-  const why = (VERDICTS[verdict.reason] || (() => verdict.reason || ''))(o);
-  const verdictBox = h('div', { id: 'verdict', class: 'verdict-box ' + (verdict.winner ? 'winner' : 'none') },
-    h('p', { class: 'verdict' }, verdict.winner ? `Winner: variant “${verdict.winner}”` : 'No winner'),
-    h('p', { id: 'verdict-why' }, 'Why: ' + why));
+  // The verdict (the API's one reading of the results: docs/CONTRACT.md §10 "The verdict") says
+  // everything about the decision: the summary, the winner, why, and what Conclude offers.
+  const metric = verdict.metric && verdict.metric !== 'clicks' ? `goal ${verdict.metric}` : 'clicks';
+  const verdictBox = h('div', { id: 'verdict', class: 'verdict-box ' + (verdict.winner ? 'winner' : 'none'), 'data-metric': verdict.metric || 'clicks' },
+    h('p', { class: 'verdict' }, verdict.winner ? `Winner on ${metric}: ${verdict.winner === 'control' ? 'the control' : `variant “${verdict.winner}”`}` : `No winner on ${metric}`),
+    h('p', { id: 'verdict-why' }, 'Why: ' + (verdict.why || verdict.reason || '')));
 
   // the plain summary first, with the decision's actions beside it; the statistician's table below
   const mayAct = p?.experiment && (p.status === 'draft' ? can('edit_drafts') : can('publish'));
@@ -1749,13 +1765,19 @@ async function experimentScreen(id, qs) {
   const earlier = phases > 1 && b.phase === p?.experiment?.phase ? h('div', { id: 'earlier-verdicts' }, h('p', { class: 'muted' }, 'Reading the earlier phases…')) : null;
   if (earlier) earlierVerdicts(id, b.phase, earlier);
 
-  const summaryRows = h('table', { id: 'summary-table', class: 'results' },
-    h('caption', {}, `Each arm of phase ${b.phase} against ${baselineName}`),
-    h('thead', {}, h('tr', {}, ['Arm', 'Users', 'Clicked', 'Click rate', `Difference (points)`, 'Lift'].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, arms.map((a) => h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
-      h('th', { scope: 'row' }, a.key, a.key === b.baseline ? h('span', { class: 'badge' }, ' baseline') : null),
-      h('td', { class: 'num' }, fmtInt(a.exposed_users)), h('td', { class: 'num' }, fmtInt(a.clicked_users)), h('td', { class: 'num' }, pct(a.ctr)),
-      h('td', { class: 'num' }, points(a.difference, true)), h('td', { class: 'num' }, pct(a.lift, true))))));
+  // the summary's table is the verdict's metric, against the verdict's baseline
+  const onGoal = verdict.metric && verdict.metric !== 'clicks';
+  const vbase = verdict.baseline || b.baseline;
+  const gk = onGoal ? (arms[0]?.goals || []).findIndex((g) => g.goal === verdict.metric) : -1;
+  const row = (a) => (gk >= 0 ? { users: a.goals[gk].converted_users, rate: a.goals[gk].rate, difference: a.goals[gk].difference, lift: a.goals[gk].lift }
+    : { users: a.clicked_users, rate: a.ctr, difference: a.difference, lift: a.lift });
+  const summaryRows = h('table', { id: 'summary-table', class: 'results', 'data-metric': onGoal ? verdict.metric : 'clicks' },
+    h('caption', {}, `Each arm of phase ${b.phase} against ${vbase === 'control' ? 'the control' : `variant ${vbase}`}, on ${onGoal ? `goal ${verdict.metric}` : 'clicks'}`),
+    h('thead', {}, h('tr', {}, ['Arm', 'Users', onGoal ? 'Converted' : 'Clicked', onGoal ? 'Conversion rate' : 'Click rate', `Difference (points)`, 'Lift'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, arms.map((a) => { const x = row(a); return h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
+      h('th', { scope: 'row' }, a.key, a.key === vbase ? h('span', { class: 'badge' }, ' baseline') : null),
+      h('td', { class: 'num' }, fmtInt(a.exposed_users)), h('td', { class: 'num' }, fmtInt(x.users)), h('td', { class: 'num' }, pct(x.rate)),
+      h('td', { class: 'num' }, points(x.difference, true)), h('td', { class: 'num' }, pct(x.lift, true))); })));
 
   const cols = ['Arm', 'Weight', 'Exposed users', 'Clicked users', 'CTR', 'CTR 95% interval', `Difference vs ${b.baseline} (points)`, 'Difference interval (points)',
     `Lift vs ${b.baseline}`, 'Lift interval', 'Adjusted p', 'Sequential p', 'Exposures', 'Clicks', 'Closes'];
@@ -1797,7 +1819,7 @@ async function experimentScreen(id, qs) {
       `; first run ${fmtTime(b.phase_started_at)}, planned end ${fmtTime(b.planned_end_at)} (times in ${zoneName}).`),
     picker,
     h('section', { class: 'card results-summary', 'aria-labelledby': 'summary-h' }, h('h2', { id: 'summary-h' }, 'Summary'),
-      h('p', { id: 'summary', class: 'summary' }, resultsSummary(b, exposed, p)), actions, earlier,
+      h('p', { id: 'summary', class: 'summary' }, verdict.summary || ''), actions, earlier,
       h('div', { class: 'table-wrap' }, summaryRows)),
     srmBox, verdictBox, goalsBox,
     h('details', { id: 'statistics', class: 'statistics' }, h('summary', {}, 'For statisticians: intervals, p-values and every count'),
@@ -1817,32 +1839,6 @@ function points(x, signed = false) {
   return signed && x > 0 ? '+' + s : s;
 }
 const pointsInterval = (ci) => (Array.isArray(ci) && typeof ci[0] === 'number' && typeof ci[1] === 'number' ? `[${points(ci[0], true)}, ${points(ci[1], true)}]` : '—');
-
-// resultsSummary says in one sentence what the results mean for a decision: the leading arm and
-// by how much, whether that is sure enough to ship, and if not about how many more users (the
-// results' need: docs/EXPERIMENTS.md) and days at the rate so far.
-function resultsSummary(b, exposed, p) {
-  const arms = b.arms || [];
-  const v = b.verdict || {};
-  const base = b.baseline === 'control' ? 'the control' : `“${b.baseline}”`;
-  const by = (a) => `${Math.abs(a.difference * 100).toFixed(1)} points${typeof a.lift === 'number' ? ` (${a.lift > 0 ? '+' : ''}${Math.round(a.lift * 100)}%)` : ''}`;
-  if (exposed === 0) {
-    const draft = p?.status === 'draft' ? ' The popup is a draft: nobody sees it until it is published.' : '';
-    return (p?.experiment?.status === 'draft' ? 'No data yet: the experiment has not started.' : `No data yet: nobody has been exposed in phase ${b.phase}.`) + draft;
-  }
-  if (b.srm?.alarm) return 'Do not act on these results: the arms’ users do not match their weights (a sample-ratio mismatch, below). Find the cause first.';
-  if (v.winner === 'control') return 'Every variant does worse than the control: confident — showing none of them is better.';
-  if (v.winner) {
-    const a = arms.find((x) => x.key === v.winner);
-    return `“${v.winner}” is ahead of ${base} by ${a && typeof a.difference === 'number' ? by(a) : 'a margin'}: confident — you can ship it.`;
-  }
-  const need = b.need;
-  const leader = arms.find((x) => x.key === need?.leader);
-  if (!need || !leader || typeof leader.difference !== 'number') return `No variant differs from ${base} so far: not enough data to tell them apart.`;
-  const more = need.more_users > 0 ? `about ${fmtInt(need.more_users)} more users` : 'a little more data';
-  const days = need.more_users > 0 && need.users_per_day > 0 ? `, about ${fmtInt(Math.max(1, Math.ceil(need.more_users / need.users_per_day)))} days at today’s rate (${fmtInt(Math.round(need.users_per_day))} users a day)` : '';
-  return `“${leader.key}” is ${leader.difference > 0 ? 'ahead of' : 'behind'} ${base} by ${by(leader)} so far, but that is not sure yet: ${more}${days}.`;
-}
 
 // earlierVerdicts shows what each earlier phase of the experiment concluded, newest first: a
 // new phase ends the current verdict, but what the earlier ones found stays readable.
@@ -2807,14 +2803,9 @@ async function holdoutScreen(qs) {
       : `Sample ratio: OK. The users held out match the ${b.percent}% (χ² ${fmtNum(srm.chi_square)}, ${dof}, p ${pValue(srm.p)}).`);
 
   const goals = (others?.goals || []).map((g, k) => ({ key: g.goal, held: held.goals[k], others: g }));
-  const said = (g) => {
-    const c = g.others;
-    if (!Array.isArray(c.sequential_ci)) return `${g.key}: not enough data yet.`;
-    const lift = c.lift !== null && c.lift !== undefined ? ` (${pct(c.lift, true)}${Array.isArray(c.lift_ci) ? `, 95% interval ${interval(c.lift_ci, true)}` : ''})` : '';
-    if (c.sequential_ci[0] > 0) return `${g.key}: the popups raise the conversion rate by ${points(c.difference)}${lift}: confident.`;
-    if (c.sequential_ci[1] < 0) return `${g.key}: the popups lower the conversion rate by ${points(-c.difference)}${lift}: confident.`;
-    return `${g.key}: no clear difference yet, ${points(c.difference, true)}${lift}.`;
-  };
+  // the words and the interval they quote are the API's (effects: docs/CONTRACT.md §15 "Results")
+  const effects = new Map((b.effects || []).map((e) => [e.goal, e]));
+  const said = (g) => effects.get(g.key)?.summary || `${g.key}: not enough data yet.`;
   const td = (v, cls = 'num') => h('td', { class: cls }, v);
   const ci = (v) => td(v, 'num ci');
   const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
@@ -2825,7 +2816,7 @@ async function holdoutScreen(qs) {
     return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'holdout-goal-h-' + g.key },
       h('h3', { id: 'holdout-goal-h-' + g.key }, g.key),
       h('table', { id: 'holdout-goal-' + g.key, class: 'results' },
-        h('caption', {}, `Goal ${g.key}: the others (shown popups) against the users held out (95% intervals)`),
+        h('caption', {}, `Goal ${g.key}: the others (not held out, shown a popup) against the users held out (95% intervals)`),
         h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, groups.map((grp, i) => {
           const x = i === 0 ? g.held : g.others;
@@ -2844,7 +2835,7 @@ async function holdoutScreen(qs) {
         : h('p', { id: 'holdout-summary' }, 'There are no goals yet: create one (Goals) and send conversions to compare the groups.'),
       h('table', { id: 'holdout-groups', class: 'results' }, h('caption', {}, `Groups of phase ${b.phase}`),
         h('thead', {}, h('tr', {}, ['Group', 'Share', 'Exposed users', 'Exposures'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, groups.map((g) => h('tr', { 'data-group': g.group }, h('th', { scope: 'row' }, g.group === 'holdout' ? 'held out' : 'others (shown popups)'),
+        h('tbody', {}, groups.map((g) => h('tr', { 'data-group': g.group }, h('th', { scope: 'row' }, g.group === 'holdout' ? 'held out' : 'others (not held out, shown a popup)'),
           td(g.percent + '%'), td(fmtNum(g.exposed_users)), td(fmtNum(g.exposures))))))),
     srmBox,
     liftRows.length ? intervalChart('holdout-lift', 'Lift of the popups on each goal (the others against the users held out), with its 95% interval; 0 is no effect', liftRows, true) : null,

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -70,3 +71,72 @@ func Holdout(h popup.Holdout, days []ArmDay, goals []popup.Goal, counts []popup.
 	}
 	return res, nil
 }
+
+// HoldoutEffect is what the popups do to one goal in a holdout phase, in words and the numbers the
+// words rest on: the others' difference from the users held out and its always-valid
+// (sequential) interval, in points of the conversion rate. Effect is "raise" or "lower" when
+// that interval excludes 0, "unclear" when it holds 0, "no_data" when either group has nobody.
+// The relative lift is quoted as an estimate beside it, never with an interval of its own kind
+// mixed in.
+type HoldoutEffect struct {
+	Goal       string
+	Effect     string
+	Difference float64
+	CI         stats.Interval
+	Lift       float64
+	LiftOK     bool
+	Summary    string
+}
+
+// Effects is every goal's HoldoutEffect, in the order of the groups' goals.
+func (r HoldoutResults) Effects() []HoldoutEffect {
+	if len(r.Groups) < 2 {
+		return nil
+	}
+	others := r.Groups[1]
+	out := make([]HoldoutEffect, 0, len(others.Goals))
+	for _, g := range others.Goals {
+		e := HoldoutEffect{Goal: g.Goal, Effect: "no_data"}
+		c := g.Comparison
+		if c == nil || !c.Estimable {
+			e.Summary = g.Goal + ": not enough data yet (a group has nobody exposed)."
+			out = append(out, e)
+			continue
+		}
+		e.Difference, e.CI = c.Difference, c.Sequential.CI
+		e.Lift, e.LiftOK = c.Lift, c.LiftDefined && !math.IsNaN(c.Lift) && !math.IsInf(c.Lift, 0)
+		lift := ""
+		if e.LiftOK {
+			lift = fmt.Sprintf("; %+.0f%% relative", e.Lift*100)
+		}
+		ci := fmt.Sprintf("always-valid 95%% interval [%s, %s] points", signedPoints(e.CI.Lower), signedPoints(e.CI.Upper))
+		iv := ci + lift
+		switch {
+		case e.CI.Lower > 0:
+			e.Effect = "raise"
+			e.Summary = fmt.Sprintf("%s: the popups raise the conversion rate by %s points (%s): confident.", g.Goal, unsignedPoints(e.Difference), iv)
+		case e.CI.Upper < 0:
+			e.Effect = "lower"
+			e.Summary = fmt.Sprintf("%s: the popups lower the conversion rate by %s points (%s): confident.", g.Goal, unsignedPoints(e.Difference), iv)
+		default:
+			e.Effect = "unclear"
+			e.Summary = fmt.Sprintf("%s: no clear difference yet, %s points (%s, which holds 0%s).", g.Goal, signedPoints(e.Difference), ci, lift)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// signedPoints is a difference of rates in percentage points with its sign: "+1.78", "−0.46".
+func signedPoints(d float64) string {
+	s := fmt.Sprintf("%.2f", math.Abs(d)*100)
+	if s == "0.00" {
+		return s
+	}
+	if d < 0 {
+		return "−" + s
+	}
+	return "+" + s
+}
+
+func unsignedPoints(d float64) string { return fmt.Sprintf("%.2f", math.Abs(d)*100) }

@@ -1,6 +1,8 @@
 package results_test
 
 import (
+	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -52,4 +54,56 @@ func TestHoldoutComparesTheOthersWithTheHoldout(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, skewed.SampleRatio.SRM, "13% held out of a 10% holdout")
 	assert.Empty(t, skewed.Groups[0].Goals)
+}
+
+// TestHoldoutEffectWordsTheIntervalItQuotes (issue 49): the words rest on the always-valid
+// interval of the difference, and the sentence quotes that interval, in points, not the
+// fixed-horizon lift's: a fixed-horizon interval that excludes 0 beside "no clear difference"
+// (the page's old sentence) cannot happen.
+func TestHoldoutEffectWordsTheIntervalItQuotes(t *testing.T) {
+	t.Parallel()
+	h := popup.Holdout{Percent: 10, Salt: "5a175a175a175a17", Phase: 1, StartedAt: now.Add(-7 * 24 * time.Hour)}
+	tests := []struct {
+		name             string
+		held, others     int64 // converted users of 1,000 held out and 9,000 others
+		wantEffect       string
+		wantFixedExclude bool
+	}{
+		{"fixed horizon excludes 0, the always-valid interval does not", 35, 450, "unclear", true},
+		{"confident rise", 30, 540, "raise", true},
+		{"confident fall", 90, 450, "lower", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			counts := []popup.GoalCount{{Arm: "holdout", Goal: "purchase", ConvertedUsers: tt.held}, {Arm: "others", Goal: "purchase", ConvertedUsers: tt.others}}
+			res, err := results.Holdout(h, days(map[string]int64{"holdout": 1000, "others": 9000}, nil), []popup.Goal{purchase}, counts, now)
+			require.NoError(t, err)
+			c := res.Groups[1].Goals[0].Comparison
+			require.NotNil(t, c)
+			require.Equal(t, tt.wantFixedExclude, c.DiffCI.Excludes(0) && c.LiftCI.Excludes(0), "the case the test means")
+			effects := res.Effects()
+			require.Len(t, effects, 1)
+			e := effects[0]
+			assert.Equal(t, tt.wantEffect, e.Effect)
+			assert.Equal(t, c.Sequential.CI, e.CI, "the interval of the words is the always-valid one")
+			assert.Equal(t, tt.wantEffect != "unclear", e.CI.Excludes(0))
+			assert.Contains(t, e.Summary, "always-valid 95% interval ["+fmtPoints(e.CI.Lower)+", "+fmtPoints(e.CI.Upper)+"] points")
+			if tt.wantEffect == "unclear" {
+				assert.Contains(t, e.Summary, "no clear difference yet")
+				assert.Contains(t, e.Summary, "which holds 0")
+			} else {
+				assert.Contains(t, e.Summary, "the popups "+tt.wantEffect+" the conversion rate")
+			}
+		})
+	}
+}
+
+// fmtPoints is a rate difference as the sentences write it.
+func fmtPoints(d float64) string {
+	s := strconv.FormatFloat(math.Abs(d)*100, 'f', 2, 64)
+	if d < 0 {
+		return "−" + s
+	}
+	return "+" + s
 }

@@ -68,6 +68,9 @@ type Results struct {
 	// leads now (stats.Needed), at the rate it has exposed users so far; nil when there is
 	// nothing to estimate.
 	Need *Need
+	// Verdict is the decision on the primary goal (else the click-through rate) and its words
+	// (Decide); the zero value before Decide.
+	Verdict Verdict
 }
 
 // Need estimates how long until a decision (docs/EXPERIMENTS.md, "How long until a decision").
