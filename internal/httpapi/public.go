@@ -54,7 +54,7 @@ func (p *Public) Router() *gin.Engine {
 		r.Use(p.Metrics.observe)
 	}
 	if p.CORS.Enabled() {
-		r.Use(newCORSPolicy(p.CORS, p.UIDAuth != nil).handle)
+		r.Use(newCORSPolicy(p.CORS).handle)
 	}
 	r.GET("/api/v1/popup", p.getPopup)
 	r.POST("/api/v1/popups/:id/actions", p.postAction)
