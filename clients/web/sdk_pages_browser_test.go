@@ -174,7 +174,9 @@ func TestSDKOnRealPages(t *testing.T) {
 			"link_url": "https://shop.example/sale", "buttons": []map[string]any{{"text": "Shop now", "link_url": "https://shop.example/now"}, {"text": "Later"}}}},
 		{"title only", map[string]any{"title": "Just a title"}},
 		{"content only, linked", map[string]any{"content": "Read the news", "link_url": "https://shop.example/news"}},
-		{"image and buttons", map[string]any{"image_url": "https://img.example/b.png", "buttons": []map[string]any{{"text": "OK"}}}},
+		{"image and buttons", map[string]any{"image_url": "https://img.example/b.png", "image_alt": "A blue scarf", "buttons": []map[string]any{{"text": "OK"}}}},
+		{"image only", map[string]any{"image_url": "https://img.example/sale.png", "image_alt": "Winter sale: 30% off everything",
+			"link_url": "https://shop.example/sale"}},
 	}
 	for i, sh := range shapes {
 		region := fmt.Sprintf("shape%d%s", i, suffix)
@@ -195,6 +197,23 @@ func TestSDKOnRealPages(t *testing.T) {
 		assert.Equal(t, "hidden", open.Overflow, "the page does not scroll")
 		assert.Zero(t, open.InlineCSS, "no inline style: the page themes the popup-* classes")
 		axeClean(sh.name)
+		if sh.name == "image only" {
+			// the image-only popup is named by its image_alt, and its image opens its link
+			var img struct {
+				Name   string
+				Linked bool
+			}
+			run(chromedp.Evaluate(`({name: document.querySelector('[role=dialog]').getAttribute('aria-label'),
+				linked: !!document.querySelector('.popup-dialog a[href] > img')})`, &img))
+			assert.Equal(t, "Winter sale: 30% off everything", img.Name)
+			assert.True(t, img.Linked, "the image is clickable")
+			run(chromedp.Click(`.popup-dialog a[href] > img`, chromedp.ByQuery))
+			var r actionResult
+			run(chromedp.Evaluate(`window.done`, &r, awaitPromise))
+			assert.Equal(t, "click", r.Action)
+			assert.True(t, r.Accepted)
+			continue
+		}
 		closeDialog()
 		var after struct {
 			Inert    bool
