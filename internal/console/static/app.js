@@ -519,10 +519,10 @@ function contentEditor({ own, idp, prefix = '', onChange }) {
     field(id('title'), 'Title', f.title),
     field(id('content'), 'Content', f.content),
     field(id('image_url'), 'Image URL', f.image_url, own ? 'The preview shows https images only.' : null),
-    field(id('image_alt'), 'Image description (alt text)', f.image_alt, own ? 'What a screen reader says for the image; required in effect for a popup that is only an image.' : null),
     field(id('link_url'), 'Link URL', f.link_url),
     h('div', { class: 'field' }, h('p', { class: 'label' }, 'Buttons'), buttonsBox,
       h('button', { type: 'button', class: 'secondary', onclick: () => { buttonsBox.append(buttonRow()); renumber(); onChange(); buttonsBox.lastChild.querySelector('input').focus(); } }, addLabel)),
+    field(id('image_alt'), 'Image description (alt text)', f.image_alt, own ? 'What a screen reader says for the image; required in effect for a popup that is only an image.' : null),
     field(id('ext'), 'Extra data (ext, a JSON object)', f.ext, own ? 'Passed to the app as it is.' : null),
   ];
   renumber();
