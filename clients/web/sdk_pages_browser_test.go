@@ -151,6 +151,33 @@ func TestSDKOnRealPages(t *testing.T) {
 	assert.Equal(t, anon.UID, anon.Stored, "kept in localStorage")
 	assert.True(t, anon.Shown)
 	assertUntouched(t, "undefined")
+	// identify() switches to the logged-in uid, identify(null) back to the same anonymous id
+	var ids []string
+	run(chromedp.Evaluate(`(() => { const c = window.client({}); const a = c.uid; c.identify('member-1'); const m = c.uid;
+		c.identify(null); return [a, m, c.uid]; })()`, &ids))
+	assert.Equal(t, []string{anon.UID, "member-1", anon.UID}, ids)
+
+	// convert(): a goal's conversion is accepted (goals reach every instance within about a
+	// second of their creation: retried with one event id, applied once); an unknown goal is
+	// refused and the hook hears why.
+	goal := "sdk" + suffix
+	var g struct {
+		Key string `json:"key"`
+	}
+	admin(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": goal, "name": "SDK " + suffix}, &g)
+	var conv struct {
+		Accepted bool     `json:"accepted"`
+		Unknown  bool     `json:"unknown"`
+		Errors   []string `json:"errors"`
+	}
+	run(chromedp.Evaluate(fmt.Sprintf(`(async () => { window.errors = []; const c = window.client({uid: %q});
+		const unknown = await c.convert('no-such-goal-%s');
+		let r; for (let i = 0; i < 20; i++) { r = await c.convert(%q, {eventId: 'order-1', value: 9.99}); if (r.accepted) break;
+			await new Promise((ok) => setTimeout(ok, 250)); }
+		return {accepted: r.accepted, unknown: unknown.accepted, errors: window.errors}; })()`, "web-conv-"+suffix, suffix, goal), &conv, awaitPromise))
+	assert.True(t, conv.Accepted, "the conversion is accepted")
+	assert.False(t, conv.Unknown)
+	assert.Contains(t, conv.Errors, "convert unknown_goal")
 
 	// 4. Bad options are refused by name, before any call.
 	var refusals []string
