@@ -54,12 +54,27 @@ func page(t *testing.T, addr, api string) {
 <script type="module">
 import { createPopupClient } from '/popup-client.js';
 window.showFor = async (uid, region) => {
-  const c = createPopupClient({ baseUrl: %q, uid, appVersion: '8.10.0', lang: 'en', region, retryDelayMs: 50,
+  const c = createPopupClient({ baseUrl: %[1]q, uid, appVersion: '8.10.0', lang: 'en', region, retryDelayMs: 50,
     openLink: (u) => { window.opened = u; } });
   document.getElementById('before').focus();
   const s = await c.show(document.body);
   window.done = s ? s.done : null;
   return s ? { shown: true, decisionId: s.decisionId, popupId: s.popup.id } : { shown: false };
+};
+// the SDK's other uses (sdk_pages_browser_test.go): o holds the client's options beyond these
+window.client = (o) => createPopupClient({ baseUrl: %[1]q, appVersion: '8.10.0', lang: 'en', retryDelayMs: 50,
+  openLink: (u) => { window.opened = u; }, onError: (e) => { (window.errors = window.errors || []).push(e.op + ' ' + e.code); }, ...o });
+window.showWith = async (o) => {
+  const s = await window.client(o).show(document.body);
+  window.done = s ? s.done : null;
+  return s ? { shown: true, decisionId: s.decisionId, popupId: s.popup.id, confirmed: await s.confirmed } : { shown: false };
+};
+window.showTwice = async (o) => {
+  const c = window.client(o);
+  const [a, b] = await Promise.all([c.show(document.body), c.show(document.body)]);
+  window.done = a ? a.done : null;
+  return { same: a === b, dialogs: document.querySelectorAll('[role=dialog]').length, decisionId: a ? a.decisionId : '',
+    confirmed: a ? await a.confirmed : false };
 };
 window.ready = true;
 </script></body></html>`, api)
@@ -271,12 +286,27 @@ func TestSDKInChromium(t *testing.T) {
 	}
 	assert.Equal(t, map[int]int64{0: 1, 1: 1}, byButton)
 	// The blocked page's GET reached the server (CORS keeps the answer from the page, it is not
-	// access control), but nothing was shown and no action sent.
+	// access control), but it asked confirm=1 and never saw the popup: nothing counts, not even
+	// the impression, and the user's state is untouched (before confirmed impressions the GET
+	// counted one and hid the popup for an hour).
 	var bst struct {
 		Totals totals `json:"totals"`
 	}
 	admin(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/stats", blocked), nil, &bst)
-	assert.Zero(t, bst.Totals.Clicks+bst.Totals.Closes)
+	assert.Zero(t, bst.Totals.Impressions+bst.Totals.Clicks+bst.Totals.Closes, "the refused origin's popup has no results")
+	assertUntouched(t, "web-blocked-"+suffix)
+}
+
+// assertUntouched checks that uid's state holds no popup: nothing was counted for it.
+func assertUntouched(t *testing.T, uid string) {
+	t.Helper()
+	var st struct {
+		Popups           []any `json:"popups"`
+		ImpressionsToday int   `json:"impressions_today"`
+	}
+	admin(t, http.MethodGet, "/admin/v1/users/"+uid+"/state", nil, &st)
+	assert.Empty(t, st.Popups, "%s's state is untouched", uid)
+	assert.Zero(t, st.ImpressionsToday)
 }
 
 func ptr(i int) *int { return &i }

@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	goalStore := gatedGoalStore{repo: mysqlstore.NewGoalRepo(db), dep: mysqlDep}
 	goals := &goalSet{catalog: redisstore.NewGoalCatalog(cfgRDB, keys), source: goalStore, log: log}
 	decider := &decide.Decider{Snapshots: holder, Users: users, Breakers: breaker.NewSet(keys.Shards, breakerThreshold, breakerCooldown, keys.Shard),
-		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log, Conversions: users, Goals: goals}
+		Budget: cfg.RequestBudget, Local: local, Metrics: decide.NewMetrics(reg), Log: log, Conversions: users, Goals: goals, Reservations: users}
 	if cfg.RecentStateCacheSize > 0 {
 		decider.Recent = users
 	}

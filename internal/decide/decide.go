@@ -67,10 +67,12 @@ type Decider struct {
 	Recent RecentStates
 	// Conversions queue the conversions (Convert) and Goals say which goals they may name; nil:
 	// conversions are unavailable.
-	Conversions ConversionQueue
-	Goals       GoalSet
-	Metrics     *Metrics // nil = none
-	Log         *slog.Logger
+	// Reservations park the decisions of Reserve until Confirm; nil: only Decide is available.
+	Reservations Reservations
+	Conversions  ConversionQueue
+	Goals        GoalSet
+	Metrics      *Metrics // nil = none
+	Log          *slog.Logger
 
 	ids        idSourceOnce
 	lastErrLog atomic.Int64
@@ -105,6 +107,11 @@ type Answer struct {
 // recorded. A user for whom nothing can show is remembered locally (see LocalAnswers) until the
 // earliest instant something could, so that the next requests cost no Redis round trip.
 func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) Answer {
+	return d.decide(ctx, req, now, false)
+}
+
+// decide is Decide, and with reserve Reserve.
+func (d *Decider) decide(ctx context.Context, req popup.Request, now time.Time, reserve bool) Answer {
 	snap := d.Snapshots.Load()
 	if snap == nil {
 		return d.degraded(outDegradedNoSnapshot)
@@ -162,14 +169,25 @@ func (d *Decider) Decide(ctx context.Context, req popup.Request, now time.Time) 
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}
 		}
-		out, err := d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, p.Events, false)
+		var out popup.Outcome
+		var err error
+		if reserve && p.Shown != nil {
+			out, err = d.Reservations.Reserve(bctx, req.UID, st.Raw, &st.UserState, p.DecisionID, p.Shown.Popup.ID, p.Events, ReservationTTL)
+		} else {
+			out, err = d.Users.Record(bctx, req.UID, st.Raw, &st.UserState, p.Events, false)
+		}
 		if err != nil {
 			return d.failed(ctx, br, now, opRecordImpression, err)
 		}
 		br.Success()
-		if out == popup.Recorded {
+		switch out {
+		case popup.Recorded:
 			d.Metrics.count(p.outcome())
 			return p.answer(snap.Version)
+		case popup.Busy:
+			// Another reservation of the user's is pending: its popup may be on screen.
+			d.Metrics.count(outReservationPending)
+			return Answer{Kind: None, Version: snap.Version}
 		}
 		// Conflict: another request of this user changed the state first; decide again.
 	}

@@ -18,6 +18,7 @@ const (
 	outDegradedMySQL
 	outControl
 	outHoldout
+	outReservationPending
 	numOutcomes
 )
 
@@ -31,9 +32,10 @@ var outcomeNames = [numOutcomes]string{
 	outDegradedNoSnapshot:  "degraded_no_snapshot",
 	outDegradedBreakerOpen: "degraded_breaker_open",
 	outDegradedRedisError:  "degraded_redis_error",
-	outDegradedMySQL:       "degraded_mysql", // loading a user's lost state from MySQL failed or missed the budget
-	outControl:             "none_control",   // an experiment's control exposure, nothing shown (docs/CONTRACT.md §10)
-	outHoldout:             "none_holdout",   // a held-out user's holdout exposure, nothing shown (docs/CONTRACT.md §15)
+	outDegradedMySQL:       "degraded_mysql",           // loading a user's lost state from MySQL failed or missed the budget
+	outControl:             "none_control",             // an experiment's control exposure, nothing shown (docs/CONTRACT.md §10)
+	outHoldout:             "none_holdout",             // a held-out user's holdout exposure, nothing shown (docs/CONTRACT.md §15)
+	outReservationPending:  "none_reservation_pending", // confirm mode: the user's last reservation is still pending (docs/CONTRACT.md §2)
 }
 
 // storeOp is a label value of popup_redis_errors_total.
@@ -44,10 +46,11 @@ const (
 	opRecordImpression
 	opRecordAction
 	opRecordConversion
+	opConfirmImpression
 	numOps
 )
 
-var opNames = [numOps]string{opGetState: "get_state", opRecordImpression: "record_impression", opRecordAction: "record_action", opRecordConversion: "record_conversion"}
+var opNames = [numOps]string{opGetState: "get_state", opRecordImpression: "record_impression", opRecordAction: "record_action", opRecordConversion: "record_conversion", opConfirmImpression: "confirm_impression"}
 
 func (o storeOp) String() string { return opNames[o] }
 

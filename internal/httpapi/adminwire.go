@@ -35,6 +35,7 @@ type adminPopup struct {
 	Title                string            `json:"title"`
 	Content              string            `json:"content"`
 	ImageURL             string            `json:"image_url"`
+	ImageAlt             string            `json:"image_alt"`
 	LinkURL              string            `json:"link_url"`
 	Buttons              []adminButton     `json:"buttons"`
 	Ext                  json.RawMessage   `json:"ext"`
@@ -143,6 +144,7 @@ type adminVariant struct {
 	Title        string            `json:"title"`
 	Content      string            `json:"content"`
 	ImageURL     string            `json:"image_url"`
+	ImageAlt     string            `json:"image_alt"`
 	LinkURL      string            `json:"link_url"`
 	Buttons      []adminButton     `json:"buttons"`
 	Ext          json.RawMessage   `json:"ext"`
@@ -180,7 +182,7 @@ func experimentToWire(e *popup.Experiment) *adminExperiment {
 		out.PrimaryGoal = &e.PrimaryGoal
 	}
 	for i, v := range e.Variants {
-		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL,
+		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL, ImageAlt: v.ImageAlt,
 			LinkURL: v.LinkURL, Buttons: buttonsToWire(v.Buttons), Ext: extOrEmpty(v.Ext), Translations: translationsToWire(v.Translations)}
 	}
 	if c := e.Control; c != nil {
@@ -206,7 +208,7 @@ func toWire(p popup.Popup, now time.Time) adminPopup {
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
 		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps,
 		HoldoutExempt: p.HoldoutExempt,
-		Title:         p.Title, Content: p.Content, ImageURL: p.ImageURL, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
+		Title:         p.Title, Content: p.Content, ImageURL: p.ImageURL, ImageAlt: p.ImageAlt, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
 		Translations: translationsToWire(p.Translations),
 		Experiment:   experimentToWire(p.Experiment), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
 	}
@@ -242,6 +244,7 @@ type adminPopupInput struct {
 	Title                string                `json:"title"`
 	Content              string                `json:"content"`
 	ImageURL             string                `json:"image_url"`
+	ImageAlt             string                `json:"image_alt"`
 	LinkURL              string                `json:"link_url"`
 	Buttons              []adminButton         `json:"buttons"`
 	Ext                  json.RawMessage       `json:"ext"`
@@ -267,6 +270,7 @@ type adminVariantInput struct {
 	Title    string
 	Content  string
 	ImageURL string
+	ImageAlt string
 	LinkURL  string
 	Buttons  []adminButton
 	Ext      json.RawMessage
@@ -303,7 +307,7 @@ func (in *adminExperimentInput) decodeVariants(raw json.RawMessage, path string)
 		v := &in.Variants[i]
 		fes = append(fes, decodeObject(r, path+"["+strconv.Itoa(i)+"]", "a variant", []inputField{
 			{key: "key", dst: &v.Key}, {key: "weight", dst: &v.Weight}, {key: "title", dst: &v.Title},
-			{key: "content", dst: &v.Content}, {key: "image_url", dst: &v.ImageURL}, {key: "link_url", dst: &v.LinkURL},
+			{key: "content", dst: &v.Content}, {key: "image_url", dst: &v.ImageURL}, {key: "image_alt", dst: &v.ImageAlt}, {key: "link_url", dst: &v.LinkURL},
 			{key: "buttons", dst: &v.Buttons}, {key: "ext", dst: &v.Ext},
 			{key: "translations", decode: func(raw json.RawMessage, path string) []popup.FieldError {
 				return decodeTranslations(raw, path, &v.Translations)
@@ -395,7 +399,7 @@ func fromWire(in adminPopupInput) popup.Input {
 		ReshowAfterSeconds: in.ReshowAfterSeconds, ClickCooldownSeconds: in.ClickCooldownSeconds,
 		CloseCooldownSeconds: in.CloseCooldownSeconds, MaxImpressions: in.MaxImpressions, ExemptFromCaps: in.ExemptFromCaps,
 		HoldoutExempt: in.HoldoutExempt,
-		Title:         in.Title, Content: in.Content, ImageURL: in.ImageURL, LinkURL: in.LinkURL, Ext: in.Ext,
+		Title:         in.Title, Content: in.Content, ImageURL: in.ImageURL, ImageAlt: in.ImageAlt, LinkURL: in.LinkURL, Ext: in.Ext,
 		Translations: in.Translations,
 	}
 	if in.Status != nil {
@@ -446,7 +450,7 @@ func experimentFromWire(in *adminExperimentInput) *popup.Experiment {
 	}
 	for i, v := range in.Variants {
 		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: popup.Creative{Title: v.Title, Content: v.Content,
-			ImageURL: v.ImageURL, LinkURL: v.LinkURL, Buttons: buttonsFromWire(v.Buttons), Ext: v.Ext, Translations: v.Translations}}
+			ImageURL: v.ImageURL, ImageAlt: v.ImageAlt, LinkURL: v.LinkURL, Buttons: buttonsFromWire(v.Buttons), Ext: v.Ext, Translations: v.Translations}}
 	}
 	if c := in.Control; c != nil {
 		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlNone}
@@ -469,7 +473,7 @@ func (in *adminPopupInput) inputFields() []inputField {
 		{"reshow_after_seconds", &in.ReshowAfterSeconds, nil}, {"click_cooldown_seconds", &in.ClickCooldownSeconds, nil},
 		{"close_cooldown_seconds", &in.CloseCooldownSeconds, nil}, {"max_impressions", &in.MaxImpressions, nil},
 		{"exempt_from_caps", &in.ExemptFromCaps, nil}, {"holdout_exempt", &in.HoldoutExempt, nil},
-		{"title", &in.Title, nil}, {"content", &in.Content, nil}, {"image_url", &in.ImageURL, nil}, {"link_url", &in.LinkURL, nil},
+		{"title", &in.Title, nil}, {"content", &in.Content, nil}, {"image_url", &in.ImageURL, nil}, {"image_alt", &in.ImageAlt, nil}, {"link_url", &in.LinkURL, nil},
 		{"buttons", &in.Buttons, nil}, {"ext", &in.Ext, nil},
 		{"translations", nil, func(raw json.RawMessage, path string) []popup.FieldError {
 			return decodeTranslations(raw, path, &in.Translations)

@@ -32,16 +32,14 @@ var (
 type corsPolicy struct {
 	origins cors.Origins
 	// allowHeaders is the preflight's Access-Control-Allow-Headers: Content-Type (the action's
-	// JSON body), and the uid signature header when signatures are required.
+	// JSON body) and the uid signature header, whether or not signatures are required yet: a page
+	// sets the signature before the service has POPUP_UID_HMAC_KEYS (docs/SECURITY.md's order),
+	// and a preflight refusing it would block every call of that page.
 	allowHeaders []string
 }
 
-func newCORSPolicy(origins cors.Origins, uidSignatures bool) *corsPolicy {
-	headers := "Content-Type"
-	if uidSignatures {
-		headers += ", " + uidauth.Header
-	}
-	return &corsPolicy{origins: origins, allowHeaders: []string{headers}}
+func newCORSPolicy(origins cors.Origins) *corsPolicy {
+	return &corsPolicy{origins: origins, allowHeaders: []string{"Content-Type, " + uidauth.Header}}
 }
 
 var (

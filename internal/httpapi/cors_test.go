@@ -159,13 +159,13 @@ func TestCORSPreflight(t *testing.T) {
 		{"action", nil, postTarget, "POST", http.StatusNoContent, http.Header{
 			"Access-Control-Allow-Origin":  {pageOrigin},
 			"Access-Control-Allow-Methods": {"POST"},
-			"Access-Control-Allow-Headers": {"Content-Type"},
+			"Access-Control-Allow-Headers": {"Content-Type, X-Popup-Uid-Sig"}, // before keys are set too: docs/SECURITY.md's order
 			"Access-Control-Max-Age":       {"3600"},
 		}, ""},
 		{"decision", nil, getTarget, "GET", http.StatusNoContent, http.Header{
 			"Access-Control-Allow-Origin":  {pageOrigin},
 			"Access-Control-Allow-Methods": {"GET"},
-			"Access-Control-Allow-Headers": {"Content-Type"},
+			"Access-Control-Allow-Headers": {"Content-Type, X-Popup-Uid-Sig"}, // before keys are set too: docs/SECURITY.md's order
 			"Access-Control-Max-Age":       {"3600"},
 		}, ""},
 		{"uid signatures on: the header is allowed", []string{gatewayKey}, postTarget, "POST", http.StatusNoContent, http.Header{
@@ -258,7 +258,7 @@ func BenchmarkCORS(b *testing.B) {
 	}
 	for _, bc := range cases[1:] {
 		b.Run("middleware/"+bc.name, func(b *testing.B) {
-			policy := newCORSPolicy(origins, false)
+			policy := newCORSPolicy(origins)
 			gin.SetMode(gin.ReleaseMode) // as newEngine: no debug warnings in the output
 			c, _ := gin.CreateTestContext(&discardWriter{h: http.Header{}})
 			c.Request = httptest.NewRequest(http.MethodGet, getTarget, nil)

@@ -41,6 +41,9 @@ var (
 	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
 	errMySQLDown   = &apiError{status: http.StatusServiceUnavailable, code: "mysql_unavailable", message: "the popup store (MySQL) is unavailable; retry later"}
 	errInternal    = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+	// errReservationExpired refuses the confirmation of a decision no longer pending.
+	errReservationExpired = &apiError{status: http.StatusConflict, code: "reservation_expired",
+		message: "no pending reservation of this decision for this uid and popup: it expired or was never made (GET /api/v1/popup?confirm=1); the impression is not counted"}
 )
 
 // ErrMySQLUnavailable is what a PopupRepo (or Reload) returns, wrapped or not, while MySQL cannot

@@ -54,7 +54,7 @@ func (p *Public) Router() *gin.Engine {
 		r.Use(p.Metrics.observe)
 	}
 	if p.CORS.Enabled() {
-		r.Use(newCORSPolicy(p.CORS, p.UIDAuth != nil).handle)
+		r.Use(newCORSPolicy(p.CORS).handle)
 	}
 	r.GET("/api/v1/popup", p.getPopup)
 	r.POST("/api/v1/popups/:id/actions", p.postAction)
@@ -133,7 +133,17 @@ func (p *Public) getPopup(c *gin.Context) {
 		writeError(c, p.Log, aerr)
 		return
 	}
-	ans := p.Decider.Decide(c.Request.Context(), req, now)
+	confirm, perr := reqparse.ParseConfirm(q.Confirm)
+	if perr != nil {
+		writeError(c, p.Log, parseError(perr))
+		return
+	}
+	var ans decide.Answer
+	if confirm {
+		ans = p.Decider.Reserve(c.Request.Context(), req, now)
+	} else {
+		ans = p.Decider.Decide(c.Request.Context(), req, now)
+	}
 	switch ans.Kind {
 	case decide.Shown:
 		answerPopup(c, &ans)
@@ -242,8 +252,13 @@ func (p *Public) postAction(c *gin.Context) {
 		writeError(c, p.Log, aerr)
 		return
 	}
-	err = p.Decider.Act(c.Request.Context(), decide.Report{UID: body.UID, PopupID: id, Kind: event.Action(body.Action),
-		EventID: body.EventID, DecisionID: body.DecisionID, Button: body.Button}, now)
+	if event.Action(body.Action) == event.Impression {
+		// The confirmation of a decision made with confirm=1: the decision id is its key.
+		err = p.Decider.Confirm(c.Request.Context(), body.UID, id, body.DecisionID, now)
+	} else {
+		err = p.Decider.Act(c.Request.Context(), decide.Report{UID: body.UID, PopupID: id, Kind: event.Action(body.Action),
+			EventID: body.EventID, DecisionID: body.DecisionID, Button: body.Button}, now)
+	}
 	switch {
 	case err == nil:
 		writeBody(c, http.StatusAccepted, acceptedBody)
@@ -261,6 +276,8 @@ func decisionError(err error) error {
 		return errRateLimited
 	case errors.Is(err, decide.ErrUnavailable):
 		return errUnavailable
+	case errors.Is(err, decide.ErrExpired):
+		return errReservationExpired
 	}
 	var be *decide.ButtonError
 	if errors.As(err, &be) {

@@ -63,6 +63,9 @@ type Creative struct {
 	Title    string
 	Content  string
 	ImageURL string
+	// ImageAlt is the image's text alternative: what a screen reader says for it, and the
+	// accessible name of a popup that is only an image (docs/CONTRACT.md §2).
+	ImageAlt string
 	LinkURL  string
 	Buttons  []Button
 	Ext      json.RawMessage // a JSON object; "{}" when empty
@@ -150,7 +153,7 @@ func (e *Experiment) Assigning() bool { return e != nil && e.Status == Experimen
 
 // Equal reports whether two creatives show the same thing (ext compared as compacted bytes).
 func (c Creative) Equal(o Creative) bool {
-	return c.Title == o.Title && c.Content == o.Content && c.ImageURL == o.ImageURL && c.LinkURL == o.LinkURL &&
+	return c.Title == o.Title && c.Content == o.Content && c.ImageURL == o.ImageURL && c.ImageAlt == o.ImageAlt && c.LinkURL == o.LinkURL &&
 		slices.Equal(c.Buttons, o.Buttons) && string(c.Ext) == string(o.Ext) && translationsEqual(c.Translations, o.Translations)
 }
 

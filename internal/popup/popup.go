@@ -52,6 +52,7 @@ const (
 	maxNameLen    = 200
 	maxTitleLen   = 200
 	maxContentLen = 4000
+	maxImageAlt   = 300
 	maxURLLen     = 2048
 	maxButtons    = 10
 	maxButtonText = 200
@@ -196,6 +197,7 @@ type Input struct {
 	Title                string
 	Content              string
 	ImageURL             string
+	ImageAlt             string
 	LinkURL              string
 	Buttons              []Button
 	Ext                  json.RawMessage
@@ -228,6 +230,7 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 			Title:        in.Title,
 			Content:      in.Content,
 			ImageURL:     in.ImageURL,
+			ImageAlt:     in.ImageAlt,
 			LinkURL:      in.LinkURL,
 			Buttons:      in.Buttons,
 			Ext:          in.Ext,
@@ -370,6 +373,7 @@ func (c Creative) validate(v *validator, prefix string, links LinkSchemes) {
 	v.text(prefix+"title", c.Title, 0, maxTitleLen)
 	v.text(prefix+"content", c.Content, 0, maxContentLen)
 	v.url(prefix+"image_url", c.ImageURL, isWebScheme, "http, https")
+	v.text(prefix+"image_alt", c.ImageAlt, 0, maxImageAlt)
 	v.url(prefix+"link_url", c.LinkURL, links.Allows, links.String())
 	if len(c.Buttons) > maxButtons {
 		v.add(prefix+"buttons", "must have at most "+strconv.Itoa(maxButtons)+" buttons")

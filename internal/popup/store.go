@@ -14,6 +14,8 @@ const (
 	Conflict                   // the state changed since it was read: read again and decide again
 	Duplicate                  // the event id was applied before: nothing done
 	RateLimited                // the uid is over its action rate limit: nothing done
+	Busy                       // a reservation of the user's is pending: nothing reserved
+	Expired                    // no pending reservation names the decision: nothing done
 )
 
 // StoredState is a user's state together with the exact stored value it was decoded from: a

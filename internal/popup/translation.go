@@ -135,7 +135,7 @@ func (c Creative) validateTranslations(v *validator, prefix string, links LinkSc
 // Localized is c as shown in t's language: t's texts, t's links where it has them and c's
 // otherwise, c's ext. t has c's number of buttons (validateTranslations).
 func (c Creative) Localized(t *Translation) Creative {
-	out := Creative{Title: t.Title, Content: t.Content, ImageURL: cmp.Or(t.ImageURL, c.ImageURL),
+	out := Creative{Title: t.Title, Content: t.Content, ImageURL: cmp.Or(t.ImageURL, c.ImageURL), ImageAlt: c.ImageAlt,
 		LinkURL: cmp.Or(t.LinkURL, c.LinkURL), Buttons: make([]Button, len(c.Buttons)), Ext: c.Ext}
 	for i, b := range c.Buttons {
 		out.Buttons[i] = b

@@ -40,9 +40,11 @@ type (
 	// Content is a creative: popup_config.content, a Revision's "content", and the top-level keys
 	// of an Entry and of a Variant.
 	Content struct {
-		Title    string          `json:"title"`
-		Content  string          `json:"content"`
-		ImageURL string          `json:"image_url"`
+		Title    string `json:"title"`
+		Content  string `json:"content"`
+		ImageURL string `json:"image_url"`
+		// ImageAlt is absent when empty, as in every document written before it existed.
+		ImageAlt string          `json:"image_alt,omitempty"`
 		LinkURL  string          `json:"link_url"`
 		Buttons  []Button        `json:"buttons"`
 		Ext      json.RawMessage `json:"ext"`
@@ -181,7 +183,7 @@ func (t Targeting) Popup() popup.Targeting {
 
 // ContentOf is c as stored; its buttons keep their nil-ness.
 func ContentOf(c popup.Creative) Content {
-	out := Content{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Buttons: buttonsOf(c.Buttons), Ext: c.Ext}
+	out := Content{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, ImageAlt: c.ImageAlt, LinkURL: c.LinkURL, Buttons: buttonsOf(c.Buttons), Ext: c.Ext}
 	if len(c.Translations) > 0 {
 		out.Translations = make(map[string]Translation, len(c.Translations))
 		for _, t := range c.Translations {
@@ -216,7 +218,7 @@ func popupButtons(bs []Button) []popup.Button {
 // Creative is the stored creative; missing buttons read as none and a missing ext as {} (a
 // content written before they existed).
 func (c *Content) Creative() popup.Creative {
-	out := popup.Creative{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, LinkURL: c.LinkURL, Ext: c.Ext,
+	out := popup.Creative{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, ImageAlt: c.ImageAlt, LinkURL: c.LinkURL, Ext: c.Ext,
 		Buttons: popupButtons(c.Buttons)}
 	if len(c.Translations) > 0 {
 		out.Translations = make([]popup.Translation, 0, len(c.Translations))

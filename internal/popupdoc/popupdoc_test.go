@@ -33,12 +33,28 @@ func plain() popup.Popup {
 // untranslated is p as a document from before translations and pacing reads: no translations
 // (the variants' neither) and no caps exemption. No primary goal either: goals came later.
 func untranslated(p popup.Popup) popup.Popup {
+	p = withoutImageAlt(p)
 	p.Translations, p.ExemptFromCaps, p.HoldoutExempt = nil, false, false
 	if p.Experiment != nil {
 		p.Experiment.PrimaryGoal = "" // goals came after translations
 		for i := range p.Experiment.Variants {
 			p.Experiment.Variants[i].Translations = nil
 		}
+	}
+	return p
+}
+
+// withoutImageAlt is p as a release before image_alt wrote it: no image alternative anywhere
+// (the popup's own, its variants').
+func withoutImageAlt(p popup.Popup) popup.Popup {
+	p.ImageAlt = ""
+	if p.Experiment != nil {
+		e := *p.Experiment
+		e.Variants = append([]popup.Variant(nil), e.Variants...)
+		for i := range e.Variants {
+			e.Variants[i].ImageAlt = ""
+		}
+		p.Experiment = &e
 	}
 	return p
 }
@@ -130,7 +146,7 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 		return compact(t, raw)
 	}
 	// The release before the holdout: every field but holdout_exempt.
-	beforeHoldout := popuptest.Full()
+	beforeHoldout := withoutImageAlt(popuptest.Full())
 	beforeHoldout.HoldoutExempt = false
 	entries := decode[[]popupdoc.Entry](t, older("blob-before-holdout.json"))
 	require.Len(t, entries, 2)
@@ -138,7 +154,7 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	rev := decode[popupdoc.Revision](t, older("revision-before-holdout.json"))
 	assert.Equal(t, beforeHoldout, rev.Popup())
 
-	full, bare := untranslated(popuptest.Full()), plain()
+	full, bare := untranslated(popuptest.Full()), withoutImageAlt(plain())
 	bare.Buttons = []popup.Button{}
 
 	// The release before translations and pacing: its blob, revision, content and experiment.

@@ -18,6 +18,7 @@ import (
 //	P:{qN}:e:UID/ID         "applied once" marker of UID's action with event_id ID
 //	P:{qN}:o:UID/ID         "applied once" marker of UID's conversion with event_id ID
 //	P:{qN}:rl:UID           UID's action count in the current rate-limit window
+//	P:{qN}:r:UID            UID's pending reservation (a decision shown once confirmed)
 //	P:{qN}:x:HASH           an erased user's event-id marker, HASH = privacy.Keyed.Event(UID, ID)
 //	P:{cfg}:popups          the warmed config cache (JSON array of popups)
 //	P:{cfg}:version         its config version
@@ -109,6 +110,13 @@ func (k Keys) Erased(uid, hash string) string {
 	dst := k.appendShard(nil, k.Shard(uid))
 	dst = append(dst, "x:"...)
 	return string(append(dst, hash...))
+}
+
+// Reservation is uid's pending reservation (UserStore.Reserve), in uid's shard.
+func (k Keys) Reservation(uid string) string {
+	dst := k.appendShard(nil, k.Shard(uid))
+	dst = append(dst, "r:"...)
+	return string(append(dst, uid...))
 }
 
 // RateLimit is uid's action counter, in uid's shard.

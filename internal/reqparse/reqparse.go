@@ -27,7 +27,8 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 var ErrUIDMalformed = &Error{Code: "invalid_uid", Message: "uid must be " + popup.UIDRule}
 
 // HomepageQuery holds the raw fields of the homepage query.
-type HomepageQuery struct{ UID, Platform, AppVersion, Region, Lang string }
+// Confirm is the raw "confirm" flag (ParseConfirm reads it).
+type HomepageQuery struct{ UID, Platform, AppVersion, Region, Lang, Confirm string }
 
 // ScanQuery reads the homepage fields out of a raw query string without building a url.Values
 // map; values are unescaped only when they contain an escape. The first occurrence of a key wins,
@@ -56,6 +57,8 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 			dst, bit = &q.Region, 1<<3
 		case "lang":
 			dst, bit = &q.Lang, 1<<4
+		case "confirm":
+			dst, bit = &q.Confirm, 1<<5
 		default:
 			continue
 		}
@@ -73,6 +76,18 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 		*dst = val
 	}
 	return q, nil
+}
+
+// ParseConfirm reads the homepage's confirm flag: "1" or "true" asks for a decision that counts
+// only once the client confirms it; absent, "0" or "false" for one that counts at once.
+func ParseConfirm(v string) (bool, *Error) {
+	switch v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, &Error{Code: "invalid_confirm", Message: "confirm must be 1, true, 0 or false"}
 }
 
 // ActionBody is the body of POST /api/v1/popups/{id}/actions.
@@ -98,7 +113,8 @@ type actionWire struct {
 }
 
 // DecodeActionBody parses and validates an action body: what it accepts is fit to queue (a
-// valid uid, click or close, valid ids when present, a button index only with a click).
+// valid uid, click, close or impression (a confirmation, with its decision id), valid ids when
+// present, a button index only with a click).
 func DecodeActionBody(raw []byte) (ActionBody, *Error) {
 	var w actionWire
 	if err := jsonx.Unmarshal(raw, &w); err != nil {
@@ -110,8 +126,10 @@ func DecodeActionBody(raw []byte) (ActionBody, *Error) {
 		return b, &Error{Code: "invalid_uid", Message: "uid is required"}
 	case !popup.ValidUID(b.UID):
 		return b, ErrUIDMalformed
-	case b.Action != string(event.Click) && b.Action != string(event.Close):
-		return b, &Error{Code: "invalid_action", Message: "action must be click or close"}
+	case b.Action != string(event.Click) && b.Action != string(event.Close) && b.Action != string(event.Impression):
+		return b, &Error{Code: "invalid_action", Message: "action must be click, close or impression"}
+	case b.Action == string(event.Impression) && b.DecisionID == "":
+		return b, &Error{Code: "invalid_decision_id", Message: "decision_id is required with action impression: it names the decision to confirm"}
 	case b.EventID != "" && !validID(b.EventID):
 		return b, &Error{Code: "invalid_event_id", Message: "event_id must be " + popup.UIDRule}
 	case b.DecisionID != "" && !validDecisionID(b.DecisionID):

@@ -24,6 +24,7 @@ func TestScanQueryAgreesWithURLValues(t *testing.T) {
 		"uid",
 		"platform&platform=ios", // an empty first occurrence still wins (found by FuzzScanQuery)
 		"uid=&uid=u2&platform=ios",
+		"uid=u1&platform=web&app_version=1&confirm=1&confirm=0",
 	}
 	for _, give := range tests {
 		t.Run(give, func(t *testing.T) {
@@ -36,7 +37,7 @@ func TestScanQueryAgreesWithURLValues(t *testing.T) {
 				t.Fatalf("url.ParseQuery(%q): %v", give, err)
 			}
 			if w := (HomepageQuery{UID: want.Get("uid"), Platform: want.Get("platform"), AppVersion: want.Get("app_version"),
-				Region: want.Get("region"), Lang: want.Get("lang")}); got != w {
+				Region: want.Get("region"), Lang: want.Get("lang"), Confirm: want.Get("confirm")}); got != w {
 				t.Errorf("ScanQuery(%q) = %+v, url.Values says %+v", give, got, w)
 			}
 		})
@@ -97,7 +98,9 @@ func TestDecodeActionBodyRefuses(t *testing.T) {
 		{"{\"uid\":\"u\x01\",\"action\":\"click\"}", "invalid_json"}, // a raw control character, as encoding/json
 		{`{"action":"click"}`, "invalid_uid"},
 		{`{"uid":"a b","action":"click"}`, "invalid_uid"},
-		{`{"uid":"u1","action":"impression"}`, "invalid_action"},
+		{`{"uid":"u1","action":"exposure"}`, "invalid_action"},
+		{`{"uid":"u1","action":"impression"}`, "invalid_decision_id"}, // a confirmation names its decision
+		{`{"uid":"u1","action":"impression","decision_id":"d1","button":0}`, "invalid_button"},
 		{`{"uid":"u1","action":"click","event_id":"e 1"}`, "invalid_event_id"},
 		{`{"uid":"u1","action":"click","decision_id":"d/1"}`, "invalid_decision_id"},
 		{`{"uid":"u1","action":"click","button":-1}`, "invalid_button"},

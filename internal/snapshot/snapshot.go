@@ -124,6 +124,7 @@ type publicPopup struct {
 	Title    string          `json:"title"`
 	Content  string          `json:"content"`
 	ImageURL string          `json:"image_url"`
+	ImageAlt string          `json:"image_alt,omitempty"` // absent when the popup has none
 	LinkURL  string          `json:"link_url"`
 	Buttons  []publicButton  `json:"buttons"`
 	Ext      json.RawMessage `json:"ext"`
@@ -142,7 +143,7 @@ func toPublic(id int64, c popup.Creative) publicPopup {
 	for i, b := range c.Buttons {
 		buttons[i] = publicButton{Text: b.Text, LinkURL: b.LinkURL}
 	}
-	return publicPopup{ID: id, Title: c.Title, Content: c.Content, ImageURL: c.ImageURL,
+	return publicPopup{ID: id, Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, ImageAlt: c.ImageAlt,
 		LinkURL: c.LinkURL, Buttons: buttons, Ext: c.Ext}
 }
 

@@ -429,7 +429,7 @@ const DEFAULTS = {
   name: '', status: 'draft', priority: 0, start_at: null, end_at: null,
   targeting: { platforms: [], min_app_version: '', max_app_version: '', regions: [], langs: [], rollout_percent: 100, uids: [] },
   reshow_after_seconds: 86400, click_cooldown_seconds: 0, close_cooldown_seconds: null, max_impressions: 0,
-  title: '', content: '', image_url: '', link_url: '', buttons: [], ext: {},
+  title: '', content: '', image_url: '', image_alt: '', link_url: '', buttons: [], ext: {},
 };
 let pendingDuplicate = null;
 const isLive = (status) => status === 'active' || status === 'paused';
@@ -481,11 +481,12 @@ function durationField(id, name, label, help, never) {
 // (ids from idp). prefix is how the API names the fields in its errors ('' or
 // 'experiment.variants[1].'); onChange runs when a button row is added or removed.
 function contentEditor({ own, idp, prefix = '', onChange }) {
-  const id = (k) => (own ? { title: 'f-title', content: 'f-content', image_url: 'f-image', link_url: 'f-link', ext: 'f-ext' }[k] : `${idp}-${k}`);
+  const id = (k) => (own ? { title: 'f-title', content: 'f-content', image_url: 'f-image', image_alt: 'f-image-alt', link_url: 'f-link', ext: 'f-ext' }[k] : `${idp}-${k}`);
   const f = {
     title: h('input', { type: 'text', name: 'title' }),
     content: h('textarea', { name: 'content', rows: own ? 4 : 3 }),
     image_url: h('input', { type: 'url', name: 'image_url', placeholder: 'https://…' }),
+    image_alt: h('input', { type: 'text', name: 'image_alt', maxlength: '300' }),
     link_url: h('input', { type: 'text', name: 'link_url' }),
     ext: h('textarea', { name: 'ext', rows: own ? 4 : 2, class: 'mono', spellcheck: 'false' }),
   };
@@ -521,6 +522,7 @@ function contentEditor({ own, idp, prefix = '', onChange }) {
     field(id('link_url'), 'Link URL', f.link_url),
     h('div', { class: 'field' }, h('p', { class: 'label' }, 'Buttons'), buttonsBox,
       h('button', { type: 'button', class: 'secondary', onclick: () => { buttonsBox.append(buttonRow()); renumber(); onChange(); buttonsBox.lastChild.querySelector('input').focus(); } }, addLabel)),
+    field(id('image_alt'), 'Image description (alt text)', f.image_alt, own ? 'What a screen reader says for the image; required in effect for a popup that is only an image.' : null),
     field(id('ext'), 'Extra data (ext, a JSON object)', f.ext, own ? 'Passed to the app as it is.' : null),
   ];
   renumber();
@@ -528,7 +530,7 @@ function contentEditor({ own, idp, prefix = '', onChange }) {
     el,
     setPrefix(p) { pre = p; renumber(); },
     load(p) {
-      f.title.value = p.title || ''; f.content.value = p.content || ''; f.image_url.value = p.image_url || ''; f.link_url.value = p.link_url || '';
+      f.title.value = p.title || ''; f.content.value = p.content || ''; f.image_url.value = p.image_url || ''; f.image_alt.value = p.image_alt || ''; f.link_url.value = p.link_url || '';
       f.ext.value = p.ext === undefined ? '' : JSON.stringify(p.ext ?? {}, null, 2);
       buttonsBox.replaceChildren(...(p.buttons || []).map((b) => buttonRow(b)));
       translations = structuredClone(p.translations || {});
@@ -542,7 +544,7 @@ function contentEditor({ own, idp, prefix = '', onChange }) {
         problems.push({ field: pre + 'ext', message: 'must be a JSON object, e.g. {"campaign": "winter"}' });
       }
       return {
-        title: f.title.value, content: f.content.value, image_url: f.image_url.value.trim(), link_url: f.link_url.value.trim(),
+        title: f.title.value, content: f.content.value, image_url: f.image_url.value.trim(), image_alt: f.image_alt.value, link_url: f.link_url.value.trim(),
         buttons: [...buttonsBox.children].map((row) => ({ text: row.querySelector('[name=button-text]').value, link_url: row.querySelector('[name=button-link]').value.trim() })),
         ext,
         ...(own ? {} : { translations }),
@@ -723,7 +725,7 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
   const off = h('div', { id: 'experiment-off' });
   const fs = h('fieldset', { id: 'experiment', 'data-field': 'experiment' }, h('legend', {}, 'Experiment'), head, fields, off);
 
-  const blank = (key, weight) => ({ key, weight, title: '', content: '', image_url: '', link_url: '', buttons: [], ext: {} });
+  const blank = (key, weight) => ({ key, weight, title: '', content: '', image_url: '', image_alt: '', link_url: '', buttons: [], ext: {} });
   function nextKey() {
     const used = new Set(variants.map((v) => v.key.value.trim()));
     return [...'abcdefghij'].find((k) => !used.has(k)) || '';
@@ -981,7 +983,7 @@ async function concludeReview(p) {
 }
 
 // CONTENT_FIELDS are the popup's own content: what a conclude ships (docs/CONTRACT.md §10).
-const CONTENT_FIELDS = new Set(['title', 'content', 'image_url', 'link_url', 'buttons', 'ext']);
+const CONTENT_FIELDS = new Set(['title', 'content', 'image_url', 'image_alt', 'link_url', 'buttons', 'ext']);
 
 // shippedWarning: a write that changes the content a concluded experiment shipped ends the
 // experiment (docs/CONTRACT.md §10); the review says so, and the write asks for it
@@ -1482,7 +1484,7 @@ function actionBar(main, others) {
 function renderPreview(box, p) {
   const img = p.image_url
     ? (/^https:\/\//i.test(p.image_url)
-      ? h('img', { src: p.image_url, alt: 'Popup image', class: 'pv-img', onerror: (ev) => ev.target.replaceWith(h('p', { class: 'pv-noimg' }, 'The image could not be loaded.')) })
+      ? h('img', { src: p.image_url, alt: p.image_alt || 'Popup image', class: 'pv-img', onerror: (ev) => ev.target.replaceWith(h('p', { class: 'pv-noimg' }, 'The image could not be loaded.')) })
       : h('p', { class: 'pv-noimg' }, 'Image not previewed: only https images are shown here.'))
     : null;
   const buttons = (p.buttons || []).filter((b) => b.text).map((b) => h('span', { class: 'pv-btn', title: b.link_url }, b.text));

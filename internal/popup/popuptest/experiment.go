@@ -16,10 +16,10 @@ func FullExperiment() *popup.Experiment {
 	return &popup.Experiment{
 		Status: popup.ExperimentRunning, CoveragePercent: 80,
 		Variants: []popup.Variant{
-			{Key: "a", Weight: 40, Creative: popup.Creative{Title: "A", Content: "a content", ImageURL: "https://cdn.example.com/a.png",
+			{Key: "a", Weight: 40, Creative: popup.Creative{Title: "A", Content: "a content", ImageURL: "https://cdn.example.com/a.png", ImageAlt: "A",
 				LinkURL: "app://a", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://a/go"}}, Ext: json.RawMessage(`{"k":"a"}`),
 				Translations: []popup.Translation{FullTranslation("de", "a")}}},
-			{Key: "b", Weight: 40, Creative: popup.Creative{Title: "B", Content: "b content", ImageURL: "https://cdn.example.com/b.png",
+			{Key: "b", Weight: 40, Creative: popup.Creative{Title: "B", Content: "b content", ImageURL: "https://cdn.example.com/b.png", ImageAlt: "B",
 				LinkURL: "app://b", Buttons: []popup.Button{{Text: "Go", LinkURL: "app://b/go"}}, Ext: json.RawMessage(`{"k":"b"}`),
 				Translations: []popup.Translation{FullTranslation("de", "b")}}},
 		},

@@ -36,6 +36,7 @@ func Full() popup.Popup {
 			Title:        "Spring",
 			Content:      "Up to 50% off",
 			ImageURL:     "https://cdn.example.com/s.png",
+			ImageAlt:     "A spring bouquet: up to 50% off",
 			LinkURL:      "app://sale",
 			Buttons:      []popup.Button{{Text: "Open", LinkURL: "app://sale/open"}},
 			Ext:          json.RawMessage(`{"theme":"dark"}`),
