@@ -301,7 +301,7 @@ if [ "${BENCH_MIX:-1}" = 1 ]; then
   export BENCH_MIX_USERS=${BENCH_MIX_USERS:-200000} BENCH_MIX_REGIONS=10 BENCH_MIX_PREFIX=m
   admin="http://127.0.0.1:${admin_port}"
   code=$(curl -sS -o /dev/null -w '%{http_code}' -X PUT -H 'Authorization: Bearer bench' -H 'Content-Type: application/json' \
-    -d '{"daily_cap":2}' "$admin/admin/v1/settings")
+    -d '{"reporting_time_zone":"UTC","daily_cap":2}' "$admin/admin/v1/settings")
   [ "$code" = 200 ] || { log "setting the daily cap answered ${code}: the mix measures nothing; stopping"; exit 1; }
   bin/benchtool mix -admin "$admin" -token bench -n "${BENCH_MIX_CONFIGS:-1000}" -regions "$BENCH_MIX_REGIONS" -prefix "$BENCH_MIX_PREFIX"
   for _ in $(seq 1 100); do # served once a probe user of the mix's first region is shown one of them
