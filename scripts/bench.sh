@@ -41,6 +41,12 @@
 #       then the batch route (POST /api/v1/conversions/batch, BENCH_CONVERSION_BATCH conversions a
 #       request) driven open-loop (benchtool openloop -batch) at the actions' rate of the round:
 #       conversions answered 2xx per second / that rate;                         target >= 0.98
+#   (j) the revisit mix (issue 57; on by default, BENCH_MIX=0 leaves it out), last: BENCH_MIX_CONFIGS
+#       (1,000) popups more over ten regions of their own (benchtool mix), the team's daily cap at
+#       2, users drawn from a Zipf distribution over BENCH_MIX_USERS (200,000; loadtest/
+#       bench-revisit.lua), a BENCH_MIX_WARMUP (15s) warm-up, then per round the bare steady-state
+#       server and the API on that load: req/s, api / bare;                       target >= 0.9
+#       (with the API's CPU per request against the bare server's, reported)
 #
 # and prints a summary table with PASS/FAIL per target (BENCH_STRICT=1: exit 1 on any FAIL). Ratios
 # are taken per round (neighbouring runs share the machine's mood) and their median is judged.
@@ -55,13 +61,14 @@
 #   state straight into Redis with `benchtool fill`)  BENCH_WARM_TRIES (30)
 #   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run; FILE-first.prof
 #   of the first first-visit run; FILE-impression.prof of the first impression-path run;
-#   FILE-audiences-on.prof and -off.prof of round 1's (g) runs)
+#   FILE-audiences-on.prof and -off.prof of round 1's (g) runs; FILE-mix.prof of round 1's (j) run)
 #   BENCH_EXPERIMENTS=1 (a running experiment, two variants and a show-nothing control at
 #   40/40/20, on every other popup and on the record popup)
 #   BENCH_TRANSLATIONS (0: every popup, the record popup too, translated into that many languages,
 #   at most 8; issue 37's target compares (a) at 5 against the same run at 0)
 #   BENCH_AUDIENCES (1)  BENCH_AUDIENCE_SIZE (1000000: members of each audience of (g))
 #   BENCH_CONVERSIONS (1)  BENCH_CONVERSION_ROUNDS (2)  BENCH_CONVERSION_BATCH (100: conversions a batch request)
+#   BENCH_MIX (1)  BENCH_MIX_CONFIGS (1000)  BENCH_MIX_USERS (200000)  BENCH_MIX_WARMUP (15s)
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -147,7 +154,7 @@ target() {
 }
 fail_closed() { metrics | awk '/^popup_audience_fail_closed_total/ {n+=$2} END {printf "%d", n}'; }
 
-echo "meta clk=$clk drain_target=$drain_target zipf_users=${BENCH_ZIPF_USERS:-1000000} open_conns=$open_conns open_duration=$open_duration" >"$results"
+echo "meta clk=$clk drain_target=$drain_target zipf_users=${BENCH_ZIPF_USERS:-1000000} open_conns=$open_conns open_duration=$open_duration mix_configs=${BENCH_MIX_CONFIGS:-1000} mix_users=${BENCH_MIX_USERS:-200000}" >"$results"
 for r in $(seq 1 "$rounds"); do
   # A: bare, steady-state size
   a_t0=$(cpu_ticks "$ref_s_pid")
@@ -284,6 +291,45 @@ if [ "${BENCH_CONVERSIONS:-1}" = 1 ]; then
     record $i_rec
   done
   wait_drained
+fi
+# (j) the revisit mix (issue 57), last: its popups and its daily cap would change what the runs
+# above measure. BENCH_MIX_CONFIGS popups more in one import (benchtool mix: over ten regions of
+# their own, 30% rolled out to part of the users, priorities 1-500, reshown after a day), the team's
+# daily cap at 2, users of loadtest/bench-revisit.lua (Zipf over BENCH_MIX_USERS, most of them new
+# at first), a warm-up, then BENCH_ROUNDS rounds of the bare server and the API on that load.
+if [ "${BENCH_MIX:-1}" = 1 ]; then
+  export BENCH_MIX_USERS=${BENCH_MIX_USERS:-200000} BENCH_MIX_REGIONS=10 BENCH_MIX_PREFIX=m
+  admin="http://127.0.0.1:${admin_port}"
+  code=$(curl -sS -o /dev/null -w '%{http_code}' -X PUT -H 'Authorization: Bearer bench' -H 'Content-Type: application/json' \
+    -d '{"reporting_time_zone":"UTC","daily_cap":2}' "$admin/admin/v1/settings")
+  [ "$code" = 200 ] || { log "setting the daily cap answered ${code}: the mix measures nothing; stopping"; exit 1; }
+  bin/benchtool mix -admin "$admin" -token bench -n "${BENCH_MIX_CONFIGS:-1000}" -regions "$BENCH_MIX_REGIONS" -prefix "$BENCH_MIX_PREFIX"
+  for _ in $(seq 1 100); do # served once a probe user of the mix's first region is shown one of them
+    curl -fsS "$api/api/v1/popup?uid=mix-probe&platform=ios&app_version=9.2.0&region=${BENCH_MIX_PREFIX}0" | grep -q '"popup":{' && break
+    sleep 0.2
+  done
+  curl -fsS "$api/api/v1/popup?uid=mix-probe2&platform=ios&app_version=9.2.0&region=${BENCH_MIX_PREFIX}0" | grep -q '"popup":{' ||
+    { log "popup-api does not serve the mix's popups after 20 s; stopping"; exit 1; }
+  # the warm-up: the first visits of the most frequent users, their two popups, their cap
+  wrk -t"$threads" -c"$conns" -d"${BENCH_MIX_WARMUP:-15s}" -s loadtest/bench-revisit.lua "$api" >/dev/null
+  wait_drained
+  for r in $(seq 1 "$rounds"); do
+    a_t0=$(cpu_ticks "$ref_s_pid")
+    read -r a_rps _ _ a_reqs a_bad < <(BENCH_WRK_SCRIPT=loadtest/bench-revisit.lua wrk_run "$ref_s")
+    a_t1=$(cpu_ticks "$ref_s_pid")
+    if [ "$a_bad" != 0 ]; then log "the reference server answered errors: this run compares nothing; stopping"; exit 1; fi
+    d0=$(degraded); l0=$(loads); p0=$(cpu_of "$procs")
+    if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
+      curl -fsS -H 'Authorization: Bearer bench' -o "${BENCH_PROFILE%.prof}-mix.prof" \
+        "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
+    fi
+    read -r j_rps j_p50 j_p99 j_reqs j_bad < <(BENCH_WRK_SCRIPT=loadtest/bench-revisit.lua wrk_run "$api")
+    p1=$(cpu_of "$procs"); d1=$(degraded); l1=$(loads)
+    if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
+    wait_drained
+    record mix r=$r a_rps=$a_rps a_reqs=$a_reqs a_t0=$a_t0 a_t1=$a_t1 j_rps=$j_rps j_p50=$j_p50 j_p99=$j_p99 j_reqs=$j_reqs j_bad=$j_bad \
+      d0=$d0 d1=$d1 l0=$l0 l1=$l1 p0=$p0 p1=$p1
+  done
 fi
 decisions=$(metrics | grep '^popup_decisions_total' || true)
 # why any answer was degraded (the API logs that at most once a second)

@@ -152,14 +152,14 @@ func (d *Decider) decide(ctx context.Context, req popup.Request, now time.Time, 
 		var p decisionPlan
 		if try == 0 && recent != nil {
 			st = *recent
-			p = plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, ID: d.ids.get().draw()})
+			p = plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, ID: d.ids.get().draw(), NoneExempt: !snap.CapExempt})
 		}
 		if len(p.Events) == 0 {
 			var err error
 			if st, err = d.Users.Get(bctx, req.UID, now); err != nil {
 				return d.failed(ctx, br, now, opGetState, err)
 			}
-			p = plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, ID: d.ids.get().draw()})
+			p = plan(&planInput{Snap: snap, Cands: cands, Req: req, State: &st.UserState, Now: now, ID: d.ids.get().draw(), NoneExempt: !snap.CapExempt})
 		}
 		if len(p.Events) == 0 {
 			br.Success()

@@ -49,6 +49,10 @@ func (pc Pacing) reason(s *UserState, now time.Time) Reason {
 	return ReasonNone
 }
 
+// Holds reports whether the pacing hides every popup that is not exempt from it from s at now:
+// the daily cap is reached or the min gap has not passed. s may be nil.
+func (pc Pacing) Holds(s *UserState, now time.Time) bool { return pc.reason(s, now) != ReasonNone }
+
 // until is the instant at or after now from which the pacing no longer hides popups that are
 // not exempt from s, as far as s goes: the end of the UTC day once the cap is reached, the end of
 // the gap after the last popup shown, whichever is later; now when nothing hides them.

@@ -124,3 +124,66 @@ func impression(ctx context.Context, s *redisstore.UserStore, uid string, now ti
 	}
 	return popup.Conflict, nil
 }
+
+// BenchmarkFirstVisitPath is the Redis side of a first visit (make bench's run E, and most of
+// the revisit mix of run J): the state read that misses, the known-users check that answers
+// "new", then the record script writing the first state, queueing the impression and adding the
+// uid to the filter; 64 users at a time, each op a uid never seen before. cpu-ns/op as in
+// BenchmarkImpressionPath; allocs/op is what the API allocates on the path.
+func BenchmarkFirstVisitPath(b *testing.B) {
+	addr := testenv.RedisAddr(b)
+	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": addr, "POPUP_REDIS_TIMEOUT": "1s"})
+	require.NoError(b, err)
+	rdb, err := redisstore.NewClient(cfg)
+	require.NoError(b, err)
+	defer rdb.Close()
+	pipe, err := redisstore.NewPipeline(rdb)
+	require.NoError(b, err)
+	defer pipe.Close()
+	keys := redisstore.Keys{Prefix: testenv.RedisPrefix(b), Shards: cfg.Shards()}
+	known, err := redisstore.NewKnownUsers(keys, 1000000, 0.01)
+	require.NoError(b, err)
+	ctx := context.Background()
+	for shard := range max(keys.Shards, 1) { // an empty filter, complete: every unseen uid is new
+		r, err := known.BeginRebuild(ctx, rdb, shard, 60000)
+		require.NoError(b, err)
+		require.NotNil(b, r)
+		ok, err := r.Finish(ctx)
+		require.NoError(b, err)
+		require.True(b, ok)
+	}
+	s := redisstore.NewUserStore(rdb, keys, time.Hour, nil, 1, pipe)
+	s.UseKnownUsers(known, nil)
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	var seq atomic.Int64
+	b.SetParallelism(32)
+	b.ReportAllocs()
+	began := testenv.ProcessCPU(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			uid := "fv-" + strconv.FormatInt(n, 36)
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			st, err := s.Get(rctx, uid, now)
+			if err == nil {
+				var out popup.Outcome
+				id := "d-" + strconv.FormatInt(n, 36)
+				evs := []event.Event{{ID: id, UID: uid, PopupID: 1, Action: event.Impression, At: now, DecisionID: id, Impressions: 1, DayCount: 1}}
+				st.UserState.Popups = map[int64]popup.PopupState{1: {Impressions: 1, LastImpressionAt: now}}
+				st.UserState.Day, st.UserState.DayCount = popup.DayNumber(now), 1
+				out, err = s.Record(rctx, uid, st.Raw, &st.UserState, evs, false)
+				if err == nil && out != popup.Recorded {
+					b.Errorf("first visit of %s: %v", uid, out)
+				}
+			}
+			cancel()
+			if err != nil {
+				b.Errorf("first visit: %v", err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(testenv.ProcessCPU(b)-began)/float64(b.N), "cpu-ns/op")
+}

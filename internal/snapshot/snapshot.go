@@ -116,6 +116,10 @@ type Snapshot struct {
 	index    index
 	BuiltAt  time.Time
 	Problems []error // popups that failed to compile (kept out; logged by the refresher)
+	// CapExempt says whether any active popup is exempt from the pacing (ExemptFromCaps): when
+	// none is, nothing can show to a user the pacing holds, and a decision need not walk the
+	// candidates to find that out (decide's plan).
+	CapExempt bool
 }
 
 // publicPopup is the popup as GET /api/v1/popup shows it (docs/CONTRACT.md §3).
@@ -203,6 +207,7 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 		s.entries[p.ID] = e
 		if p.Status == popup.StatusActive {
 			s.Ordered = append(s.Ordered, c)
+			s.CapExempt = s.CapExempt || p.ExemptFromCaps
 		}
 	}
 	popup.SortForSelection(s.Ordered)

@@ -204,3 +204,26 @@ func TestEntryEncodesEachVariant(t *testing.T) {
 	assert.Nil(t, s.Entry(10).ArmRefs)
 	assert.Equal(t, s.Entry(10).JSON, s.Entry(10).Shown(-1))
 }
+
+func TestCapExemptSaysWhetherAnActivePopupPassesThePacing(t *testing.T) {
+	p := func(id int64, st popup.Status, exempt bool) popup.Popup {
+		return popup.Popup{ID: id, Name: "p" + strconv.FormatInt(id, 10), Status: st, ExemptFromCaps: exempt,
+			Targeting: popup.Targeting{RolloutPercent: 100}, Creative: popup.Creative{Title: "hi"}}
+	}
+	tests := []struct {
+		name string
+		give []popup.Popup
+		want bool
+	}{
+		{"no popup exempt", []popup.Popup{p(1, popup.StatusActive, false), p(2, popup.StatusActive, false)}, false},
+		{"an active notice", []popup.Popup{p(1, popup.StatusActive, false), p(2, popup.StatusActive, true)}, true},
+		{"a paused notice serves nobody", []popup.Popup{p(1, popup.StatusActive, false), p(2, popup.StatusPaused, true)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := BuildWith(1, tt.give, t0, popup.LinkSchemes{}, nil)
+			require.Empty(t, s.Problems)
+			assert.Equal(t, tt.want, s.CapExempt)
+		})
+	}
+}

@@ -273,3 +273,35 @@ func TestJudgeIngestReadsTheBatchRateOverTheScheduleAtLeast(t *testing.T) {
 
 	assert.InDelta(t, 10000, b.ingests[0].batchDone, 1e-9)
 }
+
+// mixRound is one round of the revisit mix: the bare server at 30,000 req/s on 2,000 ticks over
+// 240,000 requests (83.3 CPU-ms per 1,000), the API at 28,500 req/s on 100 CPU-ms per 1,000.
+const mixRound = "mix r=1 a_rps=30000 a_reqs=240000 a_t0=0 a_t1=2000 j_rps=28500 j_p50=1 j_p99=4 j_reqs=228000 j_bad=0 " +
+	"d0=0 d1=0 l0=0 l1=0 p0=0,0,0,0 p1=2280,400,100,100\n"
+
+func TestJudgeMixComparesTheAPIWithTheBareServer(t *testing.T) {
+	tests := []struct {
+		name, from, to string
+		wantRatio      float64
+		want           string
+		pass           bool
+	}{
+		{"at 0.95 of the bare server", "", "", 0.95, "| 0.950 (rounds: 0.950; API CPU per request / bare: 1.200) | >= 0.9 | PASS |", true},
+		{"the regression of issue 57", "j_rps=28500", "j_rps=23100", 0.77, "| 0.770 (rounds: 0.770; API CPU per request / bare: 1.200) | >= 0.9 | FAIL |", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, err := parseRecords(strings.NewReader("meta clk=100 mix_configs=1000 mix_users=200000\n" + strings.Replace(mixRound, tt.from, tt.to, 1)))
+			require.NoError(t, err)
+			b, err := compute(recs)
+			require.NoError(t, err)
+
+			require.Len(t, b.mixes, 1)
+			assert.InDelta(t, tt.wantRatio, b.mixes[0].ratio, 1e-9)
+			assert.InDelta(t, 100, b.mixes[0].cpu[0], 1e-9, "2,280 ticks = 22.8 s over 228,000 requests")
+			var out bytes.Buffer
+			assert.Equal(t, tt.pass, b.report(&out), out.String())
+			assert.Contains(t, out.String(), "| (j) revisit mix req/s (1000 popups more, daily cap 2, Zipf over 200000 users) / bare "+tt.want)
+		})
+	}
+}

@@ -1,6 +1,7 @@
 // Command benchtool prepares and measures benchmark runs against a running popup-api:
 //
 //	benchtool seed     -admin URL -token T -n N       create N popups (varied targeting) unless some exist
+//	benchtool mix      -admin URL -token T -n N       import the N popups of the revisit mix (mix.go)
 //	benchtool warm     -url URL -uids N               call GET for every uid of the pool until it answers no popup
 //	benchtool fill     -uids N                        the same end state written straight into Redis (POPUP_* env)
 //	benchtool openloop -url URL -rate R -duration D   fixed-rate load; latency from the intended send time
@@ -43,7 +44,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool seed|warm|fill|openloop|wrkparse|judge|audiences|target|propagate [flags] | query I")
+		fmt.Fprintln(os.Stderr, "usage: benchtool seed|mix|warm|fill|openloop|wrkparse|judge|audiences|target|propagate [flags] | query I")
 		os.Exit(2)
 	}
 	var err error
@@ -60,6 +61,8 @@ func main() {
 		err = wrkparse(os.Args[2:])
 	case "judge":
 		err = judge(os.Args[2:])
+	case "mix":
+		err = mix(os.Args[2:])
 	case "audiences":
 		err = audiences(os.Args[2:])
 	case "target":

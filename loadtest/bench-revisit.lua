@@ -1,0 +1,21 @@
+-- wrk script of make bench's run H, the revisit mix (issue 57): users rv0..rv(N-1) of
+-- BENCH_MIX_USERS (200,000) drawn from a Zipf distribution (s = 1: a few return often, most
+-- rarely), each with a stable platform and region (BENCH_MIX_PREFIX .. uid % BENCH_MIX_REGIONS, the
+-- codes benchtool mix spreads its popups over) and app version 9.2.0. The bare server ignores the
+-- query, so both sides of the A/B pay the same load-generator cost.
+local users = tonumber(os.getenv("BENCH_MIX_USERS") or "200000")
+local regions = tonumber(os.getenv("BENCH_MIX_REGIONS") or "10")
+local prefix = os.getenv("BENCH_MIX_PREFIX") or "m"
+local platforms = {"ios", "android", "web"}
+local log_users = math.log(users + 1)
+
+function init(args)
+  math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+end
+
+function request()
+  -- inverse of the continuous approximation of Zipf(s = 1) over 1..N: P(rank <= k) ~ ln(k+1)/ln(N+1)
+  local i = math.floor(math.exp(math.random() * log_users)) - 1
+  return wrk.format("GET", "/api/v1/popup?uid=rv" .. i .. "&platform=" .. platforms[i % 3 + 1] ..
+    "&app_version=9.2.0&region=" .. prefix .. (i % regions) .. "&lang=en")
+end
