@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -131,6 +132,24 @@ func TestGoalsAdmin(t *testing.T) {
 		assert.Equal(t, "admin", first["actor"])
 		assert.Nil(t, first["after"])
 		assert.Equal(t, "Order placed", first["before"].(map[string]any)["name"])
+	})
+
+	t.Run("a PUT or an import whose experiment has no primary_goal keeps it; null removes it", func(t *testing.T) {
+		body := `{"name":"goal-kept","status":"active","title":"own","max_impressions":%d,"experiment":{%s
+			"variants":[{"key":"a","weight":50,"title":"A"},{"key":"b","weight":50,"title":"B"}]}}`
+		with := func(maxImpressions int, goal string) string { return fmt.Sprintf(body, maxImpressions, goal) }
+		p := c.do(t, "POST", "/admin/v1/popups", with(1, `"primary_goal":"signup",`), nil, http.StatusCreated)
+		id := itoa(int64(p.body["id"].(float64)))
+		put := c.do(t, "PUT", "/admin/v1/popups/"+id, with(2, ""), nil, http.StatusOK)
+		assert.Equal(t, 2.0, put.body["max_impressions"])
+		assert.Equal(t, "signup", experimentOf(t, put)["primary_goal"], "a PUT without the key keeps the goal")
+		imp := c.do(t, "POST", "/admin/v1/import", `{"popups":[`+with(3, "")+`]}`, nil, http.StatusOK)
+		assert.Equal(t, 1.0, imp.body["updated"])
+		got := c.do(t, "GET", "/admin/v1/popups/"+id, "", nil, http.StatusOK)
+		assert.Equal(t, 3.0, got.body["max_impressions"])
+		assert.Equal(t, "signup", experimentOf(t, got)["primary_goal"], "an import without the key keeps the goal")
+		put = c.do(t, "PUT", "/admin/v1/popups/"+id, with(3, `"primary_goal":null,`), nil, http.StatusOK)
+		assert.Nil(t, experimentOf(t, put)["primary_goal"], "null removes it")
 	})
 }
 
