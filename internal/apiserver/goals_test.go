@@ -75,6 +75,9 @@ func TestGoalsAdmin(t *testing.T) {
 			a := c.do(t, "POST", "/admin/v1/goals", `{"key":"k","name":"x"}`, as(tok), http.StatusForbidden)
 			assert.Equal(t, "publisher", a.body["error"].(map[string]any)["role_needed"])
 			c.do(t, "DELETE", "/admin/v1/goals/signup", "", as(tok), http.StatusForbidden)
+			a = c.do(t, "POST", "/admin/v1/ingest-keys", `{"name":"backend"}`, as(tok), http.StatusForbidden)
+			assert.Equal(t, "admin", a.body["error"].(map[string]any)["role_needed"], "ingest keys are an admin's")
+			c.do(t, "GET", "/admin/v1/ingest-keys", "", as(tok), http.StatusForbidden)
 		}
 	})
 
@@ -153,11 +156,30 @@ func TestGoalsAdmin(t *testing.T) {
 	})
 }
 
-// conversion posts one conversion to the public listener.
+// conversion posts one conversion to the public listener, with no credential.
 func (in *instance) conversion(t *testing.T, body any) response {
 	t.Helper()
 	return in.do(t, http.MethodPost, "http://"+in.public+"/api/v1/conversions", body, nil)
 }
+
+// ingestKey creates an ingest key through the admin API and returns its secret.
+func (in *instance) ingestKey(t *testing.T) string {
+	t.Helper()
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/ingest-keys", map[string]any{"name": "test backend"})
+	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	key, _ := res.Body["key"].(string)
+	require.NotEmpty(t, key, res.Raw)
+	return key
+}
+
+// conversionAs posts one conversion with ingest key key as its bearer token.
+func (in *instance) conversionAs(t *testing.T, key string, body any) response {
+	t.Helper()
+	return in.do(t, http.MethodPost, "http://"+in.public+"/api/v1/conversions", body, keyed(key))
+}
+
+// keyed is the header of a request an ingest key vouches for.
+func keyed(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
 
 // TestConversionsThroughTheService sends conversions to a real popup-api whose popup-worker
 // attributes them (docs/CONTRACT.md §14): the refusals name the field and queue nothing, a retry
@@ -182,6 +204,7 @@ func TestConversionsThroughTheService(t *testing.T) {
 		got, res := api.get(t, "uid=buyer&platform=ios&app_version=1.0.0")
 		return got == id && res.Body["variant"] != nil
 	})
+	key := api.ingestKey(t)
 
 	t.Run("bad conversions are 400s naming the field, queueing nothing", func(t *testing.T) {
 		long := time.Now().Add(-8 * 24 * time.Hour).UTC().Format(time.RFC3339)
@@ -227,16 +250,64 @@ func TestConversionsThroughTheService(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
 	})
 
+	t.Run("a value needs an active ingest key; the routes take only JSON", func(t *testing.T) {
+		batchURL := "http://" + api.public + "/api/v1/conversions/batch"
+		valued := map[string]any{"uid": "forger", "goal": "purchase", "event_id": "forged-1", "value": 1e12}
+		res := api.conversion(t, valued)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+		code, field := errorOf(t, res)
+		assert.Equal(t, "ingest_key_required", code)
+		assert.Equal(t, "value", field)
+		assert.Contains(t, res.Header.Get("WWW-Authenticate"), "Bearer")
+		res = api.do(t, http.MethodPost, batchURL, map[string]any{"conversions": []map[string]any{
+			{"uid": "forger", "goal": "purchase", "event_id": "forged-2"}, valued}}, nil)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+		_, field = errorOf(t, res)
+		assert.Equal(t, "conversions[1].value", field)
+		res = api.conversionAs(t, "pik_"+strings.Repeat("0", 64), valued)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+		code, _ = errorOf(t, res)
+		assert.Equal(t, "invalid_ingest_key", code)
+
+		// a key an admin revoked vouches for nothing from then on
+		revoked := api.ingestKey(t)
+		list := c.do(t, "GET", "/admin/v1/ingest-keys", "", nil, http.StatusOK)
+		var keyID float64
+		for _, k := range list.body["ingest_keys"].([]any) {
+			k := k.(map[string]any)
+			assert.Nil(t, k["key"], "a list never holds a secret")
+			if strings.HasPrefix(revoked, k["prefix"].(string)) {
+				keyID = k["id"].(float64)
+			}
+		}
+		require.NotZero(t, keyID)
+		gone := c.do(t, "DELETE", "/admin/v1/ingest-keys/"+itoa(int64(keyID)), "", nil, http.StatusOK)
+		assert.Equal(t, "admin", gone.body["revoked_by"])
+		res = api.conversionAs(t, revoked, valued)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+
+		// only JSON: a text/plain body (which a browser sends without a preflight) is a 415
+		for _, url := range []string{"http://" + api.public + "/api/v1/conversions", batchURL} {
+			res = api.do(t, http.MethodPost, url, `{"uid":"forger","goal":"purchase","event_id":"plain-1"}`, map[string]string{"Content-Type": "text/plain"})
+			require.Equal(t, http.StatusUnsupportedMediaType, res.Status, res.Raw)
+			code, _ = errorOf(t, res)
+			assert.Equal(t, "unsupported_media_type", code)
+		}
+		// a conversion without a value stays open to the app
+		res = api.conversion(t, map[string]any{"uid": "forger", "goal": "purchase", "event_id": "open-1"})
+		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	})
+
 	t.Run("a conversion is queued once and counts for the buyer's arm", func(t *testing.T) {
 		for range 3 {
-			res := api.conversion(t, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
+			res := api.conversionAs(t, key, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
 			require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 		}
 		res := api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", map[string]any{"conversions": []map[string]any{
 			{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5}, // the same conversion again
 			{"uid": "buyer", "goal": "purchase", "event_id": "order-2", "value": 0.5},
 			{"uid": "stranger", "goal": "purchase", "event_id": "order-1", "value": 100}, // never exposed
-		}}, nil)
+		}}, keyed(key))
 		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 		var users, convs int64
 		var value float64
@@ -247,7 +318,7 @@ func TestConversionsThroughTheService(t *testing.T) {
 			err := db.QueryRowContext(context.Background(), `SELECT COALESCE(SUM(converted_users),0), COALESCE(SUM(conversions),0), COALESCE(SUM(value_sum),0)
 				FROM popup_experiment_goal WHERE popup_id = ?`, id).Scan(&users, &convs, &value)
 			require.NoError(t, err)
-			require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM popup_conversion_log`).Scan(&logged))
+			require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM popup_conversion_log WHERE uid <> 'forger'`).Scan(&logged))
 			return convs >= 2 && logged >= 3
 		})
 		assert.EqualValues(t, 1, users)
@@ -298,7 +369,7 @@ func TestConversionsThroughTheService(t *testing.T) {
 			require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM `+table+` WHERE uid = 'buyer'`).Scan(&n))
 			assert.Zero(t, n, table)
 		}
-		res := api.conversion(t, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
+		res := api.conversionAs(t, key, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
 		require.Equal(t, http.StatusAccepted, res.Status, "a retry after the erasure is acknowledged as a duplicate, and not queued")
 		// A new conversion of the (new) user, queued after the retry on the same shard: once the
 		// worker has written it, it is the only one.

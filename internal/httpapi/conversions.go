@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,6 +31,72 @@ const maxBatchBody = 256 << 10
 // conversionSkew is how far after the server's clock a conversion's at may be (clock skew): such
 // an at counts as now.
 const conversionSkew = time.Minute
+
+// IngestKeyChecker reports whether hash is the hash of an active ingest key
+// (mysqlstore.IngestKeyRepo); an error is a 503 (ErrMySQLUnavailable) or a 500.
+type IngestKeyChecker interface {
+	ActiveIngestKey(ctx context.Context, hash [32]byte) (bool, error)
+}
+
+// ingestChallenge is the WWW-Authenticate of an ingest key's 401.
+const ingestChallenge = `Bearer realm="popup-ingest"`
+
+var (
+	errConversionMediaType = &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+		message: "conversions are application/json (Content-Type: application/json)"}
+	errIngestKeyInvalid = &apiError{status: http.StatusUnauthorized, code: "invalid_ingest_key",
+		message: "the bearer token is not an active ingest key (revoked, or never created: POST /admin/v1/ingest-keys)"}
+)
+
+// checkJSON refuses a conversion body that is not application/json: a text/plain one would pass a
+// browser without a preflight, so a page of any origin could post it.
+func checkJSON(c *gin.Context) *apiError {
+	if c.ContentType() != "application/json" {
+		return errConversionMediaType
+	}
+	return nil
+}
+
+// checkValues vouches for the values of a request's conversions (docs/CONTRACT.md §14): a bearer
+// token sent must be an active ingest key, whatever the conversions carry; without one, a value
+// is accepted only when uid signatures are required (the gateway vouches for the request, checked
+// per conversion). valued is the field of the first conversion with a value ("" for none).
+func (p *Public) checkValues(c *gin.Context, valued string) *apiError {
+	if tok, ok := bearer(c); ok {
+		if p.IngestKeys == nil || !popup.LooksLikeIngestKey(tok) {
+			c.Header("WWW-Authenticate", ingestChallenge+`, error="invalid_token"`)
+			return errIngestKeyInvalid
+		}
+		active, err := p.IngestKeys.ActiveIngestKey(c.Request.Context(), popup.HashIngestKey(tok))
+		switch {
+		case errors.Is(err, ErrMySQLUnavailable):
+			return errMySQLDown
+		case err != nil:
+			p.Log.Error("check ingest key", "err", err)
+			return errInternal
+		case !active:
+			c.Header("WWW-Authenticate", ingestChallenge+`, error="invalid_token"`)
+			return errIngestKeyInvalid
+		}
+		return nil
+	}
+	if valued == "" || p.UIDAuth != nil {
+		return nil
+	}
+	c.Header("WWW-Authenticate", ingestChallenge)
+	msg := "a conversion with a value needs an ingest key (Authorization: Bearer <key>; an admin creates one with POST /admin/v1/ingest-keys) or uid signatures (POPUP_UID_HMAC_KEYS); without either, leave value out"
+	return &apiError{status: http.StatusUnauthorized, code: "ingest_key_required", message: valued + ": " + msg,
+		fields: []popup.FieldError{{Field: valued, Message: msg}}}
+}
+
+// bearer is the token of an Authorization: Bearer header.
+func bearer(c *gin.Context) (string, bool) {
+	h := c.GetHeader("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", h != ""
+	}
+	return strings.TrimSpace(h[7:]), true
+}
 
 // conversionWire is one conversion as sent.
 type conversionWire struct {
@@ -100,6 +168,10 @@ func (w *conversionWire) conversion(prefix string, now time.Time) (decide.Conver
 }
 
 func (p *Public) postConversion(c *gin.Context) {
+	if aerr := checkJSON(c); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
 	var w conversionWire
 	if aerr := readSmallJSON(c, maxActionBody, &w); aerr != nil {
 		writeError(c, p.Log, aerr)
@@ -114,6 +186,14 @@ func (p *Public) postConversion(c *gin.Context) {
 		writeError(c, p.Log, &popup.ValidationError{Of: "conversion", Fields: fields})
 		return
 	}
+	valued := ""
+	if w.Value != nil {
+		valued = "value"
+	}
+	if aerr := p.checkValues(c, valued); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
 	if aerr := p.checkUID(c, conv.UID, now); aerr != nil {
 		writeError(c, p.Log, aerr)
 		return
@@ -122,6 +202,10 @@ func (p *Public) postConversion(c *gin.Context) {
 }
 
 func (p *Public) postConversionBatch(c *gin.Context) {
+	if aerr := checkJSON(c); aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
 	var in struct {
 		Conversions []conversionWire `json:"conversions"`
 	}
@@ -147,6 +231,17 @@ func (p *Public) postConversionBatch(c *gin.Context) {
 	}
 	if len(fields) > 0 {
 		writeError(c, p.Log, &popup.ValidationError{Of: "conversion", Fields: fields})
+		return
+	}
+	valued := ""
+	for i := range in.Conversions {
+		if in.Conversions[i].Value != nil {
+			valued = "conversions[" + strconv.Itoa(i) + "].value"
+			break
+		}
+	}
+	if aerr := p.checkValues(c, valued); aerr != nil {
+		writeError(c, p.Log, aerr)
 		return
 	}
 	if p.UIDAuth != nil {
