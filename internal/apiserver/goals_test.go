@@ -250,6 +250,47 @@ func TestConversionsThroughTheService(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
 	})
 
+	t.Run("a bad batch names every bad conversion by index and field, nothing queued", func(t *testing.T) {
+		batchURL := "http://" + api.public + "/api/v1/conversions/batch"
+		fieldsOf := func(res response) []string {
+			t.Helper()
+			var out []string
+			for _, f := range res.Body["error"].(map[string]any)["fields"].([]any) {
+				out = append(out, f.(map[string]any)["field"].(string))
+			}
+			return out
+		}
+		res := api.do(t, http.MethodPost, batchURL, `{"conversions":[
+			{"uid":"b0","goal":"purchase","event_id":"m0","value":"9.99"},
+			{"uid":"b1","goal":"purchase","event_id":"m1","colour":"red"},
+			{"uid":"b2","goal":"purchase"},
+			{"uid":"b3","goal":"purchase","event_id":"m3"},
+			"not a conversion",
+			{"uid":7,"goal":"purchase","event_id":"m5"}]}`, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		code, _ := errorOf(t, res)
+		assert.Equal(t, "validation_failed", code)
+		assert.Equal(t, []string{"conversions[0].value", "conversions[1].colour", "conversions[2].event_id", "conversions[4]", "conversions[5].uid"}, fieldsOf(res),
+			"type errors and unknown fields too, each named once, in order")
+
+		res = api.do(t, http.MethodPost, batchURL, map[string]any{"conversions": []map[string]any{
+			{"uid": "b0", "goal": "nope", "event_id": "g0"}, {"uid": "b1", "goal": "purchase", "event_id": "g1"}, {"uid": "b2", "goal": "nope2", "event_id": "g2"}}}, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		code, _ = errorOf(t, res)
+		assert.Equal(t, "unknown_goal", code)
+		assert.Equal(t, []string{"conversions[0].goal", "conversions[2].goal"}, fieldsOf(res), "every unknown goal at once")
+
+		many := make([]map[string]any, 150)
+		for i := range many {
+			many[i] = map[string]any{"uid": "b", "goal": "purchase", "event_id": "bad id " + itoa(int64(i))}
+		}
+		res = api.do(t, http.MethodPost, batchURL, map[string]any{"conversions": many}, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		assert.Len(t, fieldsOf(res), 100, "at most 100 problems listed")
+		assert.Contains(t, res.Body["error"].(map[string]any)["message"], "150 problem(s)")
+		assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'b%'`), "nothing of a refused batch is queued")
+	})
+
 	t.Run("a value needs an active ingest key; the routes take only JSON", func(t *testing.T) {
 		batchURL := "http://" + api.public + "/api/v1/conversions/batch"
 		valued := map[string]any{"uid": "forger", "goal": "purchase", "event_id": "forged-1", "value": 1e12}
@@ -382,4 +423,41 @@ func TestConversionsThroughTheService(t *testing.T) {
 		require.Len(t, x.body["conversions"], 1)
 		assert.Equal(t, "order-3", x.body["conversions"].([]any)[0].(map[string]any)["event_id"])
 	})
+}
+
+// TestABatchRefusesOnlyTheConversionsOfARateLimitedUID: a uid over POPUP_ACTION_RATE_LIMIT
+// refuses its own conversions of a batch, named by index in a 429 with Retry-After; every other
+// conversion of the batch is queued and written (docs/CONTRACT.md §14).
+func TestABatchRefusesOnlyTheConversionsOfARateLimitedUID(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.ActionRateLimit = 2
+	api := start(t, cfg, nil)
+	startWorker(t, cfg)
+	db := testDB(t, cfg)
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "signup", "name": "Sign-up"})
+	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
+		return api.conversion(t, map[string]any{"uid": "probe", "goal": "signup", "event_id": "probe"}).Status == http.StatusAccepted
+	})
+	var batch []map[string]any
+	for i, uid := range []string{"hot", "cold-1", "hot", "hot", "cold-2", "hot"} {
+		batch = append(batch, map[string]any{"uid": uid, "goal": "signup", "event_id": "e" + itoa(int64(i))})
+	}
+	res = api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", map[string]any{"conversions": batch}, nil)
+	require.Equal(t, http.StatusTooManyRequests, res.Status, res.Raw)
+	assert.NotEmpty(t, res.Header.Get("Retry-After"))
+	code, _ := errorOf(t, res)
+	assert.Equal(t, "rate_limited", code)
+	var fields []string
+	list, _ := res.Body["error"].(map[string]any)["fields"].([]any)
+	for _, f := range list {
+		fields = append(fields, f.(map[string]any)["field"].(string))
+	}
+	assert.Equal(t, []string{"conversions[3].uid", "conversions[5].uid"}, fields, "the hot uid's conversions over its limit of 2, and only those")
+	eventually(t, 15*time.Second, "the others are written", func() bool {
+		return count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'cold-%'`) == 2 &&
+			count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot'`) == 2
+	})
+	assert.Equal(t, 2, count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot' AND event_id IN ('e0', 'e2')`))
 }

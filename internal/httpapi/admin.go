@@ -91,7 +91,7 @@ type Admin struct {
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
 	// value allows http and https.
 	Links popup.LinkSchemes
-	// IngestKeys are the credentials of conversions that carry a value (nil: no such routes).
+	// IngestKeys are the credentials of conversions that carry a value.
 	IngestKeys IngestKeyStore
 }
 
@@ -176,11 +176,9 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.GET("/users/:uid/export", admin("exporting a user's data"), a.exportUser)
 	v1.GET("/erasures/:id", admin("reading an erasure"), a.erasure)
 	// Ingest keys vouch for conversion values: managing them is an admin's, as secrets are.
-	if a.IngestKeys != nil {
-		v1.POST("/ingest-keys", admin("creating an ingest key"), a.createIngestKey)
-		v1.GET("/ingest-keys", admin("listing ingest keys"), a.listIngestKeys)
-		v1.DELETE("/ingest-keys/:id", admin("revoking an ingest key"), a.revokeIngestKey)
-	}
+	v1.POST("/ingest-keys", admin("creating an ingest key"), a.createIngestKey)
+	v1.GET("/ingest-keys", admin("listing ingest keys"), a.listIngestKeys)
+	v1.DELETE("/ingest-keys/:id", admin("revoking an ingest key"), a.revokeIngestKey)
 	v1.POST("/cache/reload", admin("reloading the cache"), a.reload)
 	v1.GET("/popups/:id/stats", a.popupStats)
 	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
