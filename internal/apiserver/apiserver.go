@@ -195,9 +195,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	// The instance reports ready once the audiences its active popups target are loaded, or
 	// POPUP_AUDIENCE_LOAD_TIMEOUT after its first snapshot.
 	settled := settleAudiences(ctx, holder, cfg.AudienceLoadTimeout, log)
+	ingestKeys := gatedIngestKeys{repo: mysqlstore.NewIngestKeyRepo(db), dep: mysqlDep}
 	public := &httpapi.Public{
 		Snapshots: holder, Decider: decider, Now: now, Log: log, Metrics: metrics, AudiencesSettled: settled,
-		CORS: cfg.CORS(),
+		CORS: cfg.CORS(), IngestKeys: ingestKeys,
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "popup_ready",
 		Help: "1 while the instance is ready (/readyz's rule but for the drain at shutdown: a config snapshot loaded, the audiences it targets loaded or waited for)."},
@@ -234,6 +235,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	admin.GoalsChanged = goals.publish
 	privacyStore := gatedPrivacy{PrivacyRepo: mysqlstore.NewPrivacyRepo(db), dep: mysqlDep}
 	admin.Erasures = &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now}
+	admin.IngestKeys = ingestKeys
 	admin.Exports = &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now}
 	adminRouter, err := admin.Router()
 	if err != nil {

@@ -266,3 +266,48 @@ func TestConsoleExperimentNewPhaseInThePublishReview(t *testing.T) {
 	assert.Equal(t, 2.0, e["phase"], "a variant's content changed: a new phase")
 	assert.Equal(t, "running", e["status"])
 }
+
+// The experiment section picks the primary goal (issue 49): it shows the stored goal and every
+// goal the results report; a save that changes something else sends the goal back, so neither the
+// review nor the stored popup changes it; picking another goal is reviewed and stored.
+func TestConsoleExperimentPrimaryGoal(t *testing.T) {
+	t.Parallel()
+	in := start(t, testConfig(t), nil)
+	for _, g := range []map[string]any{{"key": "purchase", "name": "Purchase", "value": "sum"}, {"key": "signup", "name": "Sign-up"}} {
+		res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", g)
+		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	}
+	id := in.createPopup(t, map[string]any{"name": "goal test", "status": "active", "title": "Own",
+		"experiment": map[string]any{"primary_goal": "purchase",
+			"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}})
+	b := newBrowser(t, in)
+	b.signIn()
+	b.openPopup(id, 1)
+	assert.Equal(t, "purchase", b.value("#exp-primary-goal"))
+	assert.Contains(t, b.text("#exp-primary-goal-help"), "Every goal is reported in the results: Purchase (purchase), Sign-up (signup)")
+	b.axeCheck("the experiment's primary goal")
+
+	// another field changed: the review lists it alone, and the goal stays
+	b.fill(`[data-field="max_impressions"]`, "5")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialogCheck("Publish these changes", true, func() {
+		diff := b.text("#confirm-body table")
+		assert.Contains(t, diff, "max_impressions")
+		assert.NotContains(t, diff, "primary_goal")
+	})
+	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
+	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	assert.Equal(t, 5.0, stored.Body["max_impressions"])
+	assert.Equal(t, "purchase", stored.Body["experiment"].(map[string]any)["primary_goal"], "a save of another field keeps the goal")
+
+	// another goal picked: reviewed, stored
+	b.fill("#exp-primary-goal", "signup")
+	b.run(chromedp.Click("#save", chromedp.ByQuery))
+	b.answerDialogCheck("Publish these changes", true, func() {
+		assert.Contains(t, b.text("#confirm-body table"), "experiment.primary_goal")
+	})
+	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
+	stored = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	assert.Equal(t, "signup", stored.Body["experiment"].(map[string]any)["primary_goal"])
+	assert.Equal(t, "signup", b.value("#exp-primary-goal"))
+}

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -74,6 +75,9 @@ func TestGoalsAdmin(t *testing.T) {
 			a := c.do(t, "POST", "/admin/v1/goals", `{"key":"k","name":"x"}`, as(tok), http.StatusForbidden)
 			assert.Equal(t, "publisher", a.body["error"].(map[string]any)["role_needed"])
 			c.do(t, "DELETE", "/admin/v1/goals/signup", "", as(tok), http.StatusForbidden)
+			a = c.do(t, "POST", "/admin/v1/ingest-keys", `{"name":"backend"}`, as(tok), http.StatusForbidden)
+			assert.Equal(t, "admin", a.body["error"].(map[string]any)["role_needed"], "ingest keys are an admin's")
+			c.do(t, "GET", "/admin/v1/ingest-keys", "", as(tok), http.StatusForbidden)
 		}
 	})
 
@@ -132,13 +136,50 @@ func TestGoalsAdmin(t *testing.T) {
 		assert.Nil(t, first["after"])
 		assert.Equal(t, "Order placed", first["before"].(map[string]any)["name"])
 	})
+
+	t.Run("a PUT or an import whose experiment has no primary_goal keeps it; null removes it", func(t *testing.T) {
+		body := `{"name":"goal-kept","status":"active","title":"own","max_impressions":%d,"experiment":{%s
+			"variants":[{"key":"a","weight":50,"title":"A"},{"key":"b","weight":50,"title":"B"}]}}`
+		with := func(maxImpressions int, goal string) string { return fmt.Sprintf(body, maxImpressions, goal) }
+		p := c.do(t, "POST", "/admin/v1/popups", with(1, `"primary_goal":"signup",`), nil, http.StatusCreated)
+		id := itoa(int64(p.body["id"].(float64)))
+		put := c.do(t, "PUT", "/admin/v1/popups/"+id, with(2, ""), nil, http.StatusOK)
+		assert.Equal(t, 2.0, put.body["max_impressions"])
+		assert.Equal(t, "signup", experimentOf(t, put)["primary_goal"], "a PUT without the key keeps the goal")
+		imp := c.do(t, "POST", "/admin/v1/import", `{"popups":[`+with(3, "")+`]}`, nil, http.StatusOK)
+		assert.Equal(t, 1.0, imp.body["updated"])
+		got := c.do(t, "GET", "/admin/v1/popups/"+id, "", nil, http.StatusOK)
+		assert.Equal(t, 3.0, got.body["max_impressions"])
+		assert.Equal(t, "signup", experimentOf(t, got)["primary_goal"], "an import without the key keeps the goal")
+		put = c.do(t, "PUT", "/admin/v1/popups/"+id, with(3, `"primary_goal":null,`), nil, http.StatusOK)
+		assert.Nil(t, experimentOf(t, put)["primary_goal"], "null removes it")
+	})
 }
 
-// conversion posts one conversion to the public listener.
+// conversion posts one conversion to the public listener, with no credential.
 func (in *instance) conversion(t *testing.T, body any) response {
 	t.Helper()
 	return in.do(t, http.MethodPost, "http://"+in.public+"/api/v1/conversions", body, nil)
 }
+
+// ingestKey creates an ingest key through the admin API and returns its secret.
+func (in *instance) ingestKey(t *testing.T) string {
+	t.Helper()
+	res := in.adminDo(t, http.MethodPost, "/admin/v1/ingest-keys", map[string]any{"name": "test backend"})
+	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	key, _ := res.Body["key"].(string)
+	require.NotEmpty(t, key, res.Raw)
+	return key
+}
+
+// conversionAs posts one conversion with ingest key key as its bearer token.
+func (in *instance) conversionAs(t *testing.T, key string, body any) response {
+	t.Helper()
+	return in.do(t, http.MethodPost, "http://"+in.public+"/api/v1/conversions", body, keyed(key))
+}
+
+// keyed is the header of a request an ingest key vouches for.
+func keyed(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
 
 // TestConversionsThroughTheService sends conversions to a real popup-api whose popup-worker
 // attributes them (docs/CONTRACT.md §14): the refusals name the field and queue nothing, a retry
@@ -163,6 +204,7 @@ func TestConversionsThroughTheService(t *testing.T) {
 		got, res := api.get(t, "uid=buyer&platform=ios&app_version=1.0.0")
 		return got == id && res.Body["variant"] != nil
 	})
+	key := api.ingestKey(t)
 
 	t.Run("bad conversions are 400s naming the field, queueing nothing", func(t *testing.T) {
 		long := time.Now().Add(-8 * 24 * time.Hour).UTC().Format(time.RFC3339)
@@ -208,16 +250,105 @@ func TestConversionsThroughTheService(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
 	})
 
+	t.Run("a bad batch names every bad conversion by index and field, nothing queued", func(t *testing.T) {
+		batchURL := "http://" + api.public + "/api/v1/conversions/batch"
+		fieldsOf := func(res response) []string {
+			t.Helper()
+			var out []string
+			for _, f := range res.Body["error"].(map[string]any)["fields"].([]any) {
+				out = append(out, f.(map[string]any)["field"].(string))
+			}
+			return out
+		}
+		res := api.do(t, http.MethodPost, batchURL, `{"conversions":[
+			{"uid":"b0","goal":"purchase","event_id":"m0","value":"9.99"},
+			{"uid":"b1","goal":"purchase","event_id":"m1","colour":"red"},
+			{"uid":"b2","goal":"purchase"},
+			{"uid":"b3","goal":"purchase","event_id":"m3"},
+			"not a conversion",
+			{"uid":7,"goal":"purchase","event_id":"m5"}]}`, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		code, _ := errorOf(t, res)
+		assert.Equal(t, "validation_failed", code)
+		assert.Equal(t, []string{"conversions[0].value", "conversions[1].colour", "conversions[2].event_id", "conversions[4]", "conversions[5].uid"}, fieldsOf(res),
+			"type errors and unknown fields too, each named once, in order")
+
+		res = api.do(t, http.MethodPost, batchURL, map[string]any{"conversions": []map[string]any{
+			{"uid": "b0", "goal": "nope", "event_id": "g0"}, {"uid": "b1", "goal": "purchase", "event_id": "g1"}, {"uid": "b2", "goal": "nope2", "event_id": "g2"}}}, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		code, _ = errorOf(t, res)
+		assert.Equal(t, "unknown_goal", code)
+		assert.Equal(t, []string{"conversions[0].goal", "conversions[2].goal"}, fieldsOf(res), "every unknown goal at once")
+
+		many := make([]map[string]any, 150)
+		for i := range many {
+			many[i] = map[string]any{"uid": "b", "goal": "purchase", "event_id": "bad id " + itoa(int64(i))}
+		}
+		res = api.do(t, http.MethodPost, batchURL, map[string]any{"conversions": many}, nil)
+		require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
+		assert.Len(t, fieldsOf(res), 100, "at most 100 problems listed")
+		assert.Contains(t, res.Body["error"].(map[string]any)["message"], "150 problem(s)")
+		assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'b%'`), "nothing of a refused batch is queued")
+	})
+
+	t.Run("a value needs an active ingest key; the routes take only JSON", func(t *testing.T) {
+		batchURL := "http://" + api.public + "/api/v1/conversions/batch"
+		valued := map[string]any{"uid": "forger", "goal": "purchase", "event_id": "forged-1", "value": 1e12}
+		res := api.conversion(t, valued)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+		code, field := errorOf(t, res)
+		assert.Equal(t, "ingest_key_required", code)
+		assert.Equal(t, "value", field)
+		assert.Contains(t, res.Header.Get("WWW-Authenticate"), "Bearer")
+		res = api.do(t, http.MethodPost, batchURL, map[string]any{"conversions": []map[string]any{
+			{"uid": "forger", "goal": "purchase", "event_id": "forged-2"}, valued}}, nil)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+		_, field = errorOf(t, res)
+		assert.Equal(t, "conversions[1].value", field)
+		res = api.conversionAs(t, "pik_"+strings.Repeat("0", 64), valued)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+		code, _ = errorOf(t, res)
+		assert.Equal(t, "invalid_ingest_key", code)
+
+		// a key an admin revoked vouches for nothing from then on
+		revoked := api.ingestKey(t)
+		list := c.do(t, "GET", "/admin/v1/ingest-keys", "", nil, http.StatusOK)
+		var keyID float64
+		for _, k := range list.body["ingest_keys"].([]any) {
+			k := k.(map[string]any)
+			assert.Nil(t, k["key"], "a list never holds a secret")
+			if strings.HasPrefix(revoked, k["prefix"].(string)) {
+				keyID = k["id"].(float64)
+			}
+		}
+		require.NotZero(t, keyID)
+		gone := c.do(t, "DELETE", "/admin/v1/ingest-keys/"+itoa(int64(keyID)), "", nil, http.StatusOK)
+		assert.Equal(t, "admin", gone.body["revoked_by"])
+		res = api.conversionAs(t, revoked, valued)
+		require.Equal(t, http.StatusUnauthorized, res.Status, res.Raw)
+
+		// only JSON: a text/plain body (which a browser sends without a preflight) is a 415
+		for _, url := range []string{"http://" + api.public + "/api/v1/conversions", batchURL} {
+			res = api.do(t, http.MethodPost, url, `{"uid":"forger","goal":"purchase","event_id":"plain-1"}`, map[string]string{"Content-Type": "text/plain"})
+			require.Equal(t, http.StatusUnsupportedMediaType, res.Status, res.Raw)
+			code, _ = errorOf(t, res)
+			assert.Equal(t, "unsupported_media_type", code)
+		}
+		// a conversion without a value stays open to the app
+		res = api.conversion(t, map[string]any{"uid": "forger", "goal": "purchase", "event_id": "open-1"})
+		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	})
+
 	t.Run("a conversion is queued once and counts for the buyer's arm", func(t *testing.T) {
 		for range 3 {
-			res := api.conversion(t, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
+			res := api.conversionAs(t, key, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
 			require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 		}
 		res := api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", map[string]any{"conversions": []map[string]any{
 			{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5}, // the same conversion again
 			{"uid": "buyer", "goal": "purchase", "event_id": "order-2", "value": 0.5},
 			{"uid": "stranger", "goal": "purchase", "event_id": "order-1", "value": 100}, // never exposed
-		}}, nil)
+		}}, keyed(key))
 		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 		var users, convs int64
 		var value float64
@@ -228,7 +359,7 @@ func TestConversionsThroughTheService(t *testing.T) {
 			err := db.QueryRowContext(context.Background(), `SELECT COALESCE(SUM(converted_users),0), COALESCE(SUM(conversions),0), COALESCE(SUM(value_sum),0)
 				FROM popup_experiment_goal WHERE popup_id = ?`, id).Scan(&users, &convs, &value)
 			require.NoError(t, err)
-			require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM popup_conversion_log`).Scan(&logged))
+			require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM popup_conversion_log WHERE uid <> 'forger'`).Scan(&logged))
 			return convs >= 2 && logged >= 3
 		})
 		assert.EqualValues(t, 1, users)
@@ -279,7 +410,7 @@ func TestConversionsThroughTheService(t *testing.T) {
 			require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM `+table+` WHERE uid = 'buyer'`).Scan(&n))
 			assert.Zero(t, n, table)
 		}
-		res := api.conversion(t, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
+		res := api.conversionAs(t, key, map[string]any{"uid": "buyer", "goal": "purchase", "event_id": "order-1", "value": 19.5})
 		require.Equal(t, http.StatusAccepted, res.Status, "a retry after the erasure is acknowledged as a duplicate, and not queued")
 		// A new conversion of the (new) user, queued after the retry on the same shard: once the
 		// worker has written it, it is the only one.
@@ -292,4 +423,41 @@ func TestConversionsThroughTheService(t *testing.T) {
 		require.Len(t, x.body["conversions"], 1)
 		assert.Equal(t, "order-3", x.body["conversions"].([]any)[0].(map[string]any)["event_id"])
 	})
+}
+
+// TestABatchRefusesOnlyTheConversionsOfARateLimitedUID: a uid over POPUP_ACTION_RATE_LIMIT
+// refuses its own conversions of a batch, named by index in a 429 with Retry-After; every other
+// conversion of the batch is queued and written (docs/CONTRACT.md §14).
+func TestABatchRefusesOnlyTheConversionsOfARateLimitedUID(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.ActionRateLimit = 2
+	api := start(t, cfg, nil)
+	startWorker(t, cfg)
+	db := testDB(t, cfg)
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "signup", "name": "Sign-up"})
+	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
+		return api.conversion(t, map[string]any{"uid": "probe", "goal": "signup", "event_id": "probe"}).Status == http.StatusAccepted
+	})
+	var batch []map[string]any
+	for i, uid := range []string{"hot", "cold-1", "hot", "hot", "cold-2", "hot"} {
+		batch = append(batch, map[string]any{"uid": uid, "goal": "signup", "event_id": "e" + itoa(int64(i))})
+	}
+	res = api.do(t, http.MethodPost, "http://"+api.public+"/api/v1/conversions/batch", map[string]any{"conversions": batch}, nil)
+	require.Equal(t, http.StatusTooManyRequests, res.Status, res.Raw)
+	assert.NotEmpty(t, res.Header.Get("Retry-After"))
+	code, _ := errorOf(t, res)
+	assert.Equal(t, "rate_limited", code)
+	var fields []string
+	list, _ := res.Body["error"].(map[string]any)["fields"].([]any)
+	for _, f := range list {
+		fields = append(fields, f.(map[string]any)["field"].(string))
+	}
+	assert.Equal(t, []string{"conversions[3].uid", "conversions[5].uid"}, fields, "the hot uid's conversions over its limit of 2, and only those")
+	eventually(t, 15*time.Second, "the others are written", func() bool {
+		return count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'cold-%'`) == 2 &&
+			count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot'`) == 2
+	})
+	assert.Equal(t, 2, count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot' AND event_id IN ('e0', 'e2')`))
 }

@@ -161,6 +161,9 @@ func (in *instance) do(t *testing.T, method, url string, body any, header map[st
 	}
 	req, err := http.NewRequest(method, url, r)
 	require.NoError(t, err)
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

@@ -71,8 +71,9 @@ func TestHoldoutThroughTheService(t *testing.T) {
 	preview := c.do(t, "GET", "/admin/v1/preview?uid="+heldUID+"&platform=ios&app_version=8.10.0", "", nil, http.StatusOK)
 	assert.Equal(t, "holdout", preview.body["candidates"].([]any)[0].(map[string]any)["reason"], "the preview names the holdout")
 
+	key := api.ingestKey(t)
 	for uid, value := range map[string]float64{heldUID: 10, otherUID: 30} {
-		r := api.conversion(t, map[string]any{"uid": uid, "goal": "purchase", "event_id": "order-" + uid, "value": value})
+		r := api.conversionAs(t, key, map[string]any{"uid": uid, "goal": "purchase", "event_id": "order-" + uid, "value": value})
 		require.Equal(t, http.StatusAccepted, r.Status, r.Raw)
 	}
 	var results expAnswer

@@ -40,3 +40,15 @@ func (g gatedPrivacy) Conversions(ctx context.Context, uid string) ([]privacy.Co
 func (g gatedPrivacy) ExperimentRows(ctx context.Context, uid string) ([]privacy.Experiment, error) {
 	return gate(g.dep, func() ([]privacy.Experiment, error) { return g.PrivacyRepo.ExperimentRows(ctx, uid) })
 }
+
+func (g gatedPrivacy) GoalRows(ctx context.Context, uid string) ([]privacy.GoalAttribution, error) {
+	return gate(g.dep, func() ([]privacy.GoalAttribution, error) { return g.PrivacyRepo.GoalRows(ctx, uid) })
+}
+
+func (g gatedPrivacy) UploadRows(ctx context.Context, uid string) ([]privacy.UploadRow, error) {
+	return gate(g.dep, func() ([]privacy.UploadRow, error) { return g.PrivacyRepo.UploadRows(ctx, uid) })
+}
+
+func (g gatedPrivacy) KeptRows(ctx context.Context, uid string) ([]privacy.Kept, error) {
+	return gate(g.dep, func() ([]privacy.Kept, error) { return g.PrivacyRepo.KeptRows(ctx, uid) })
+}

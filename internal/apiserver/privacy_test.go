@@ -333,3 +333,86 @@ func TestPrivacyAnswersMatchOpenAPI(t *testing.T) {
 		s.do(t, c)
 	}
 }
+
+// TestTheExportHoldsEveryRowThatNamesTheUser compares a user's export with an independent scan of
+// every table of the schema (testenv.TraceRows, which knows none of the service's tables): each
+// table with rows that name the uid must be in the export with as many rows, the goal attribution
+// and the audience uploads included, and the rows an erasure keeps (a QA uid in a popup's
+// targeting, its revisions and audit entries) must be said. A table added later that holds uids
+// fails it until the export covers it.
+func TestTheExportHoldsEveryRowThatNamesTheUser(t *testing.T) {
+	t.Parallel()
+	cfg := privacyConfig(t)
+	api := start(t, cfg, nil)
+	startWorker(t, cfg)
+	db := testDB(t, cfg)
+	ctx := context.Background()
+	const uid = "exp0rt-user.5c1e"
+
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase"})
+	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	aud := api.createAudience(t, "export-vips")
+	status, _, raw := api.send(t, token, http.MethodPost, "/admin/v1/audiences/"+aud+"/members/add", "text/plain",
+		strings.NewReader(uid+"\nsomeone-else\n"))
+	require.Equal(t, http.StatusOK, status, raw)
+	// a draft whose targeting names the uid as a QA device, edited once: two revisions, two audit entries
+	qa := api.createPopup(t, popupSpec("export-qa", map[string]any{"status": "draft", "targeting": map[string]any{"uids": []string{uid}}}))
+	res = api.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(qa), popupSpec("export-qa", map[string]any{"status": "draft",
+		"priority": 3, "targeting": map[string]any{"uids": []string{uid}}}))
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	id := api.createPopup(t, popupSpec("export-exp", map[string]any{"experiment": map[string]any{
+		"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}}))
+	res = api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	eventually(t, 15*time.Second, "the experiment is shown to the user", func() bool {
+		got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+		return got == id
+	})
+	res = api.conversion(t, map[string]any{"uid": uid, "goal": "purchase", "event_id": "order-1"})
+	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
+	eventually(t, 15*time.Second, "the worker writes the exposure and attributes the conversion", func() bool {
+		return count(t, db, `SELECT COUNT(*) FROM popup_experiment_goal_user WHERE uid = ?`, uid) == 1 &&
+			count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = ?`, uid) == 1
+	})
+
+	res = api.adminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	n := func(key string) int64 {
+		list, ok := res.Body[key].([]any)
+		require.True(t, ok, "the export has %s: %s", key, res.Raw)
+		return int64(len(list))
+	}
+	kept := map[string]int64{}
+	for _, k := range res.Body["erasure_keeps"].([]any) {
+		k := k.(map[string]any)
+		assert.Equal(t, float64(qa), k["popup_id"])
+		assert.NotEmpty(t, k["why"])
+		kept[k["table"].(string)] += int64(k["rows"].(float64))
+	}
+	exported := map[string]int64{
+		"popup_action_log":           n("actions"),
+		"popup_experiment_user":      n("experiments"),
+		"popup_experiment_goal_user": n("goal_attribution"),
+		"popup_conversion_log":       n("conversions"),
+		"audience_uids":              n("audience_uploads"),
+		"popup_config":               kept["popup_config"],
+		"popup_revision":             kept["popup_revision"],
+		"popup_audit":                kept["popup_audit"],
+	}
+	scanned, err := testenv.TraceRows(ctx, db, uid)
+	require.NoError(t, err)
+	for _, table := range []string{"popup_experiment_goal_user", "popup_conversion_log", "audience_uids", "popup_config", "popup_revision", "popup_audit"} {
+		assert.Contains(t, scanned, table, "the scan finds the rows the test made")
+	}
+	for table, rows := range scanned {
+		if table == "popup_user_state" {
+			// the state is the newest of MySQL and Redis: one entry per popup, whichever holds it
+			assert.GreaterOrEqual(t, n("state"), rows, "popup_user_state")
+			continue
+		}
+		want, known := exported[table]
+		if assert.True(t, known, "table %s has %d row(s) that name the uid, and the export does not say so", table, rows) {
+			assert.Equal(t, rows, want, "rows of %s", table)
+		}
+	}
+}

@@ -214,6 +214,8 @@ type serviceSim struct {
 	Query string
 	// Batch is how many conversions the backend sends in one request (500, the route's most).
 	Batch int
+	// ingestKey vouches for the backend's conversion values (docs/CONTRACT.md §14).
+	ingestKey string
 }
 
 // newServiceSim starts a popup-api (relaxedConfig, a known-users filter sized for users) and a
@@ -224,7 +226,7 @@ func newServiceSim(t *testing.T, users int) *serviceSim {
 	cfg.KnownUsers = 2 * users
 	api := start(t, cfg, nil)
 	startWorker(t, cfg)
-	return &serviceSim{api: api, cfg: cfg, Clients: 8, Seed: 23, Query: "platform=web&app_version=1", Batch: 500}
+	return &serviceSim{api: api, cfg: cfg, Clients: 8, Seed: 23, Query: "platform=web&app_version=1", Batch: 500, ingestKey: api.ingestKey(t)}
 }
 
 // startExperiment starts popup id's experiment through the admin API and returns the salt the
@@ -269,7 +271,7 @@ func (s *serviceSim) drive(ctx context.Context, users []simUser, behave simBehav
 	for range s.Clients {
 		g.Go(func() error {
 			backend := simBackend{call: func(body string) error {
-				return simCall(ctx, client, http.MethodPost, public+"/api/v1/conversions/batch", body, nil)
+				return simCallAs(ctx, client, s.ingestKey, http.MethodPost, public+"/api/v1/conversions/batch", body, nil)
 			}, size: s.Batch}
 			for n := range next {
 				v, err := s.visit(ctx, client, public, users[n], behave)
@@ -358,12 +360,20 @@ func (b *simBackend) flush() error {
 
 // simCall sends one request and decodes a 2xx answer into out (nil: discard it).
 func simCall(ctx context.Context, client *http.Client, method, url, body string, out any) error {
+	return simCallAs(ctx, client, "", method, url, body, out)
+}
+
+// simCallAs is simCall with a bearer token (an ingest key; "" for none).
+func simCallAs(ctx context.Context, client *http.Client, token, method, url, body string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	res, err := client.Do(req)
 	if err != nil {

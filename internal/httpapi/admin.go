@@ -93,6 +93,8 @@ type Admin struct {
 	// Links is the POPUP_LINK_SCHEMES allow-list of link_url and buttons[].link_url; the zero
 	// value allows http and https.
 	Links popup.LinkSchemes
+	// IngestKeys are the credentials of conversions that carry a value.
+	IngestKeys IngestKeyStore
 }
 
 // ErrNoToken is returned when the admin API would start without a token.
@@ -175,6 +177,10 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	v1.DELETE("/users/:uid", admin("erasing a user"), a.eraseUser)
 	v1.GET("/users/:uid/export", admin("exporting a user's data"), a.exportUser)
 	v1.GET("/erasures/:id", admin("reading an erasure"), a.erasure)
+	// Ingest keys vouch for conversion values: managing them is an admin's, as secrets are.
+	v1.POST("/ingest-keys", admin("creating an ingest key"), a.createIngestKey)
+	v1.GET("/ingest-keys", admin("listing ingest keys"), a.listIngestKeys)
+	v1.DELETE("/ingest-keys/:id", admin("revoking an ingest key"), a.revokeIngestKey)
 	v1.POST("/cache/reload", admin("reloading the cache"), a.reload)
 	v1.GET("/popups/:id/stats", a.popupStats)
 	v1.GET("/popups/:id/stats.csv", a.popupStatsCSV)
@@ -227,22 +233,24 @@ func popupID(c *gin.Context) (int64, *apiError) {
 var errPopupTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "popup body over 1 MiB"}
 
 // readPopup reads, decodes and validates a popup body. pathID is the id of a PUT's path (0 for
-// a POST): a body id that differs from it is refused, since the client meant another popup. The
-// error is an *apiError or a *popup.ValidationError naming the fields.
-func (a *Admin) readPopup(c *gin.Context, pathID int64) (popup.Popup, error) {
+// a POST): a body id that differs from it is refused, since the client meant another popup.
+// keepGoal: the body's experiment does not name its primary goal (an update keeps the stored one).
+// The error is an *apiError or a *popup.ValidationError naming the fields.
+func (a *Admin) readPopup(c *gin.Context, pathID int64) (p popup.Popup, keepGoal bool, err error) {
 	raw, aerr := readBody(c, maxAdminBody, errPopupTooLarge)
 	if aerr != nil {
-		return popup.Popup{}, aerr
+		return popup.Popup{}, false, aerr
 	}
 	in, err := decodePopupBody(raw)
 	if err != nil {
-		return popup.Popup{}, err
+		return popup.Popup{}, false, err
 	}
 	if pathID != 0 && in.ID != nil && *in.ID != pathID {
-		return popup.Popup{}, &popup.ValidationError{Fields: []popup.FieldError{{Field: "id",
+		return popup.Popup{}, false, &popup.ValidationError{Fields: []popup.FieldError{{Field: "id",
 			Message: "must be " + strconv.FormatInt(pathID, 10) + ", the id in the path, or be left out"}}}
 	}
-	return fromWire(in).BuildWith(a.Links)
+	p, err = fromWire(in).BuildWith(a.Links)
+	return p, in.keepsPrimaryGoal(), err
 }
 
 // etag is a popup revision as an entity tag.
@@ -302,7 +310,7 @@ func (a *Admin) save(c *gin.Context, status int, action popup.ChangeKind, write 
 func alwaysChanges(p popup.Popup, err error) (popup.Popup, bool, error) { return p, err == nil, err }
 
 func (a *Admin) create(c *gin.Context) {
-	p, err := a.readPopup(c, 0)
+	p, _, err := a.readPopup(c, 0)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
@@ -328,12 +336,12 @@ func (a *Admin) update(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
-	p, err := a.readPopup(c, id)
+	p, keepGoal, err := a.readPopup(c, id)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
-	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept, EndExperiment: end}
+	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept, EndExperiment: end, KeepPrimaryGoal: keepGoal}
 	a.save(c, http.StatusOK, popup.ChangeUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Update(ctx, by, id, p, opts)
 	})

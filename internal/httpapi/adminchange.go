@@ -397,13 +397,13 @@ func (a *Admin) importPopups(c *gin.Context) {
 			fields: []popup.FieldError{{Field: "popups", Message: "must be an array of popups (the shape GET /admin/v1/export answers)"}}})
 		return
 	}
-	ps, err := a.buildImport(*body.Popups)
+	ps, keepGoals, err := a.buildImport(*body.Popups)
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
 	}
 	by := actor(c)
-	res, err := a.Repo.Import(c.Request.Context(), by, ps, popup.ImportOptions{DryRun: dryRun, EndExperiment: end})
+	res, err := a.Repo.Import(c.Request.Context(), by, ps, popup.ImportOptions{DryRun: dryRun, EndExperiment: end, KeepPrimaryGoal: keepGoals})
 	if err != nil {
 		writeError(c, a.Log, err)
 		return
@@ -419,7 +419,8 @@ func (a *Admin) importPopups(c *gin.Context) {
 // buildImport decodes and validates every popup of an import; the error names each bad popup
 // (popups[i], and its name) with its fields, all at once. Popups are matched by name, so a name
 // twice is refused, and so is an archived popup (export never holds one; archive with DELETE).
-func (a *Admin) buildImport(raws []json.RawMessage) ([]popup.Popup, error) {
+// keepGoals says, per popup, that its experiment does not name its primary goal.
+func (a *Admin) buildImport(raws []json.RawMessage) (ps []popup.Popup, keepGoals []bool, err error) {
 	var fields []popup.FieldError
 	add := func(i int, name string, fes []popup.FieldError) {
 		for _, fe := range fes {
@@ -446,7 +447,7 @@ func (a *Admin) buildImport(raws []json.RawMessage) ([]popup.Popup, error) {
 			add(i, in.Name, ve.Fields)
 			continue
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if p.Status == popup.StatusArchived {
 			add(i, p.Name, []popup.FieldError{{Field: "status", Message: "import does not archive popups: leave it out or archive with DELETE"}})
@@ -456,14 +457,15 @@ func (a *Admin) buildImport(raws []json.RawMessage) ([]popup.Popup, error) {
 		}
 		seen[p.Name] = i
 		out = append(out, p)
+		keepGoals = append(keepGoals, in.keepsPrimaryGoal())
 	}
 	if len(fields) > 0 {
 		for i := range fields {
 			fields[i].Field = strings.TrimSuffix(fields[i].Field, ".")
 		}
-		return nil, &apiError{status: http.StatusBadRequest, code: "validation_failed",
+		return nil, nil, &apiError{status: http.StatusBadRequest, code: "validation_failed",
 			message: fmt.Sprintf("import refused, nothing written: %d problem(s), first: %s %s", len(fields), fields[0].Field, fields[0].Message),
 			fields:  fields}
 	}
-	return out, nil
+	return out, keepGoals, nil
 }

@@ -109,6 +109,41 @@ type exportWire struct {
 	Experiments []experimentWire    `json:"experiments"`
 	Audiences   []membershipWire    `json:"audiences"`
 	Conversions []conversionRowWire `json:"conversions"`
+	Goals       []goalRowWire       `json:"goal_attribution"`
+	Uploads     []uploadRowWire     `json:"audience_uploads"`
+	Kept        []keptWire          `json:"erasure_keeps"`
+}
+
+type goalRowWire struct {
+	PopupID     int64     `json:"popup_id"`
+	Salt        string    `json:"salt"`
+	Goal        string    `json:"goal"`
+	Arm         string    `json:"arm"`
+	Conversions int64     `json:"conversions"`
+	ValueSum    float64   `json:"value_sum"`
+	FirstAt     time.Time `json:"first_at"`
+}
+
+type uploadRowWire struct {
+	AudienceID int64  `json:"audience_id"`
+	UploadID   int64  `json:"upload_id"`
+	Part       int    `json:"part"`
+	Version    *int64 `json:"version"` // null: staged
+}
+
+// keptWire is a documented leftover: rows that name the uid and that an erasure keeps.
+type keptWire struct {
+	Table   string `json:"table"`
+	PopupID int64  `json:"popup_id"`
+	Rows    int64  `json:"rows"`
+	Why     string `json:"why"`
+}
+
+// keptWhy says why an erasure keeps the rows of each table privacy.Kept names (docs/SECURITY.md).
+var keptWhy = map[string]string{
+	"popup_config":   "a QA uid an operator typed into the popup's targeting.uids (also in the Redis config cache): not erased; remove it from the popup",
+	"popup_revision": "the popup's revisions that had the uid in targeting.uids: kept with the popup's history",
+	"popup_audit":    "the popup's audit entries whose before or after had the uid in targeting.uids: kept with the audit log",
 }
 
 type conversionRowWire struct {
@@ -167,6 +202,23 @@ func exportToWire(x privacy.Export) exportWire {
 	}
 	for i, m := range x.Audiences {
 		out.Audiences[i] = membershipWire{ID: m.AudienceID, Name: m.Name, Version: m.Version}
+	}
+	out.Goals = make([]goalRowWire, len(x.Goals))
+	for i, g := range x.Goals {
+		out.Goals[i] = goalRowWire{PopupID: g.PopupID, Salt: g.Salt, Goal: g.Goal, Arm: g.Arm, Conversions: g.Conversions,
+			ValueSum: g.ValueSum, FirstAt: g.FirstAt.UTC()}
+	}
+	out.Uploads = make([]uploadRowWire, len(x.Uploads))
+	for i, u := range x.Uploads {
+		out.Uploads[i] = uploadRowWire{AudienceID: u.AudienceID, UploadID: u.UploadID, Part: u.Part}
+		if u.Version > 0 {
+			v := u.Version
+			out.Uploads[i].Version = &v
+		}
+	}
+	out.Kept = make([]keptWire, len(x.Kept))
+	for i, k := range x.Kept {
+		out.Kept[i] = keptWire{Table: k.Table, PopupID: k.PopupID, Rows: k.Rows, Why: keptWhy[k.Table]}
 	}
 	return out
 }

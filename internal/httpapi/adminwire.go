@@ -262,6 +262,9 @@ type adminExperimentInput struct {
 	Control         *adminControlInput
 	PlannedEndAt    *time.Time
 	PrimaryGoal     *string
+	// PrimaryGoalNamed: the body has the key primary_goal (null too). Without it the stored
+	// experiment's primary goal stays (popup.UpdateOptions.KeepPrimaryGoal).
+	PrimaryGoalNamed bool
 }
 
 type adminVariantInput struct {
@@ -290,7 +293,10 @@ func (in *adminExperimentInput) fields() []inputField {
 	return []inputField{
 		{key: "status", dst: &ignored}, {key: "coverage_percent", dst: &in.CoveragePercent},
 		{key: "variants", decode: in.decodeVariants}, {key: "control", decode: in.decodeControl},
-		{key: "planned_end_at", dst: &in.PlannedEndAt}, {key: "primary_goal", dst: &in.PrimaryGoal},
+		{key: "planned_end_at", dst: &in.PlannedEndAt}, {key: "primary_goal", decode: func(raw json.RawMessage, path string) []popup.FieldError {
+			in.PrimaryGoalNamed = true
+			return decodeValue(raw, strings.TrimSuffix(path, "primary_goal"), "primary_goal", &in.PrimaryGoal)
+		}},
 		{key: "phase", dst: &ignored}, {key: "salt", dst: &ignored}, {key: "phase_started_at", dst: &ignored},
 		{key: "concluded_variant", dst: &ignored},
 	}
@@ -360,13 +366,7 @@ func decodeFields(obj map[string]json.RawMessage, prefix, what string, fields []
 			fes = append(fes, f.decode(v, prefix+f.key)...)
 			continue
 		}
-		d := json.NewDecoder(bytes.NewReader(v))
-		d.DisallowUnknownFields()
-		if err := d.Decode(f.dst); err != nil {
-			fe := fieldDecodeError(f.key, err)
-			fe.Field = prefix + fe.Field
-			fes = append(fes, fe)
-		}
+		fes = append(fes, decodeValue(v, prefix, f.key, f.dst)...)
 	}
 	var unknown []string
 	for k := range obj {
@@ -379,6 +379,25 @@ func decodeFields(obj map[string]json.RawMessage, prefix, what string, fields []
 		fes = append(fes, popup.FieldError{Field: prefix + k, Message: "is not a field of " + what})
 	}
 	return fes
+}
+
+// decodeValue decodes the value v of key into dst, naming a problem as prefix+key (or the nested
+// field the decoder names).
+func decodeValue(v json.RawMessage, prefix, key string, dst any) []popup.FieldError {
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.DisallowUnknownFields()
+	if err := d.Decode(dst); err != nil {
+		fe := fieldDecodeError(key, err)
+		fe.Field = prefix + fe.Field
+		return []popup.FieldError{fe}
+	}
+	return nil
+}
+
+// keepsPrimaryGoal reports whether a write of in keeps the stored experiment's primary goal: its
+// experiment does not name one (docs/CONTRACT.md §10: absent keeps, null removes).
+func (in adminPopupInput) keepsPrimaryGoal() bool {
+	return in.Experiment != nil && !in.Experiment.PrimaryGoalNamed
 }
 
 type adminTargetingInput struct {

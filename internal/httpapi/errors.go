@@ -86,6 +86,7 @@ var codeStatus = map[popup.Code]int{
 	popup.CodeAudienceMemory:      http.StatusRequestEntityTooLarge,
 	popup.CodeGoalNotFound:        http.StatusNotFound,
 	popup.CodeGoalInUse:           http.StatusConflict,
+	popup.CodeIngestKeyNotFound:   http.StatusNotFound,
 }
 
 // domainError is an error of the popup domain, named by its stable code: a *popup.Error,

@@ -40,6 +40,9 @@ type Public struct {
 	// CORS, when it allows any origin (POPUP_CORS_ORIGINS), lets those web pages call the
 	// decision and the actions from a browser (corsPolicy); empty, no CORS middleware is mounted.
 	CORS cors.Origins
+	// IngestKeys, when set, checks an ingest key (Authorization: Bearer) that vouches for
+	// conversions carrying a value; nil: only uid signatures can (docs/CONTRACT.md §14).
+	IngestKeys IngestKeyChecker
 
 	nullAnswer atomic.Pointer[nullAnswer]
 }

@@ -34,6 +34,9 @@ type edit struct {
 	before *popup.Popup
 	next   popup.Popup
 	action popup.ChangeKind
+	// keepGoal keeps the stored experiment's primary goal: the write does not name one
+	// (popup.UpdateOptions.KeepPrimaryGoal, a rollback to a revision without one).
+	keepGoal bool
 }
 
 // write is what one exported write asks of the path (run).
@@ -233,9 +236,10 @@ func nexts(edits []edit, at []int) []popup.Popup {
 // settle applies the rules of a write of content (a create, an update, a rollback, an import) to
 // next: the bucket seed (a new popup draws one unless it has one; a stored popup's never changes:
 // popup.ErrBucketSeedChanged), the shipped-content rule (popup.KeepShipped: a change of the
-// content a concluded experiment shipped ends it, or is refused) and the experiment's phase rules
-// against the stored experiment (popup.KeepExperiment); a write that moves users between arms
-// within the phase is audited as a reassign.
+// content a concluded experiment shipped ends it, or is refused), the stored experiment's primary
+// goal where the write names none (edit.keepGoal) and the experiment's phase rules against the
+// stored experiment (popup.KeepExperiment); a write that moves users between arms within the
+// phase is audited as a reassign.
 func settle(opts popup.UpdateOptions) func(e *edit, now time.Time) error {
 	return func(e *edit, now time.Time) error {
 		var stored popup.Popup
@@ -251,6 +255,9 @@ func settle(opts popup.UpdateOptions) func(e *edit, now time.Time) error {
 			return err
 		}
 		e.next.Experiment = copyExperiment(e.next.Experiment) // the caller's popup may share it
+		if e.keepGoal && e.next.Experiment != nil && stored.Experiment != nil {
+			e.next.Experiment.PrimaryGoal = stored.Experiment.PrimaryGoal
+		}
 		reassigned, err := popup.KeepExperiment(e.next.Experiment, stored.Experiment, opts.AcceptReassignment, now)
 		if reassigned {
 			e.action = popup.ChangeReassign
@@ -328,8 +335,15 @@ func (s *Service) Create(ctx context.Context, actor popup.Actor, p popup.Popup) 
 // one of them, so of two writers who read the same revision exactly one wins. When p equals the
 // stored popup nothing is written: changed is false and the stored popup is returned as it is.
 func (s *Service) Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
+	lock := one(id, p, popup.ChangeUpdate)
 	out, err := s.run(ctx, actor, write{action: popup.ChangeUpdate, after: p.Status, ifRevision: opts.IfRevision, content: true,
-		lock: one(id, p, popup.ChangeUpdate), apply: settle(opts)})
+		lock: func(ctx context.Context, tx Tx) ([]edit, error) {
+			edits, err := lock(ctx, tx)
+			for i := range edits {
+				edits[i].keepGoal = opts.KeepPrimaryGoal
+			}
+			return edits, err
+		}, apply: settle(opts)})
 	if err != nil {
 		return popup.Popup{}, false, fmt.Errorf("update popup %d: %w", id, err)
 	}
@@ -366,7 +380,8 @@ func (s *Service) Archive(ctx context.Context, actor popup.Actor, id int64, ifRe
 // experiment's settings with the stored status and phase); like Update it writes nothing when
 // that content is what the popup holds already (changed false). The status is the old
 // revision's too: rolling back over an archive brings the popup back. opts.IfRevision and
-// opts.EndExperiment are an update's; a rollback never keeps the assignment of changed arms.
+// opts.EndExperiment are an update's; a rollback never keeps the assignment of changed arms. A
+// revision whose experiment has no primary goal keeps the stored one (edit.keepGoal).
 func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error) {
 	out, err := s.run(ctx, actor, write{action: popup.ChangeRollback, ifRevision: opts.IfRevision, content: true,
 		lock: one(id, popup.Popup{}, popup.ChangeRollback),
@@ -376,6 +391,9 @@ func (s *Service) Rollback(ctx context.Context, actor popup.Actor, id, toRevisio
 				return fmt.Errorf("revision %d: %w", toRevision, err)
 			}
 			e.next = old
+			// A revision without a primary goal does not name one: the stored goal stays, so a
+			// rollback changes no verdict unless the revision decided on a goal itself.
+			e.keepGoal = old.Experiment != nil && old.Experiment.PrimaryGoal == ""
 			return nil
 		},
 		apply: settle(popup.UpdateOptions{EndExperiment: opts.EndExperiment})})
@@ -406,7 +424,8 @@ func (s *Service) Import(ctx context.Context, actor popup.Actor, ps []popup.Popu
 			}
 			edits := make([]edit, len(ps))
 			for i, p := range ps {
-				edits[i] = edit{before: matched[i], next: p, action: popup.ChangeImport}
+				edits[i] = edit{before: matched[i], next: p, action: popup.ChangeImport,
+					keepGoal: i < len(opts.KeepPrimaryGoal) && opts.KeepPrimaryGoal[i]}
 				if old := matched[i]; old != nil {
 					edits[i].next.Name = old.Name // an import does not rename, even where the index ignores a difference
 				}

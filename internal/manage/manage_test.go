@@ -28,6 +28,10 @@ func TestMemoryConformsToTheWriteStore(t *testing.T) {
 		m := managetest.NewMemory(func() time.Time { return t0 })
 		return m, func(*testing.T) int64 { return m.AddAudience() }
 	})
+	managetest.PrimaryGoalConformance(t, func(*testing.T) (manage.Store, func(*testing.T, string)) {
+		m := managetest.NewMemory(func() time.Time { return t0 })
+		return m, func(_ *testing.T, key string) { m.AddGoal(key) }
+	})
 }
 
 // fixture is a store holding a live popup (active, with a draft experiment, at revision 2: its

@@ -416,6 +416,77 @@ func (r *PrivacyRepo) Conversions(ctx context.Context, uid string) ([]privacy.Co
 	return out, rows.Err()
 }
 
+// GoalRows returns uid's goal attribution (popup_experiment_goal_user), by popup, phase and goal.
+func (r *PrivacyRepo) GoalRows(ctx context.Context, uid string) ([]privacy.GoalAttribution, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT popup_id, salt, goal_key, arm, conversions, value_sum, first_at
+		FROM popup_experiment_goal_user WHERE uid = ? ORDER BY popup_id, first_at, salt, goal_key`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("read goal attribution: %w", err)
+	}
+	defer rows.Close()
+	out := []privacy.GoalAttribution{}
+	for rows.Next() {
+		var g privacy.GoalAttribution
+		if err := rows.Scan(&g.PopupID, &g.Salt, &g.Goal, &g.Arm, &g.Conversions, &g.ValueSum, &g.FirstAt); err != nil {
+			return nil, err
+		}
+		g.FirstAt = g.FirstAt.UTC()
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// UploadRows returns the stored audience upload rows (committed or staged) whose uid lists name
+// uid, the rows an erasure cuts it out of.
+func (r *PrivacyRepo) UploadRows(ctx context.Context, uid string) ([]privacy.UploadRow, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT u.audience_id, x.upload_id, x.seq, COALESCE(u.version, 0)
+		FROM audience_uids x JOIN audience_uploads u ON u.id = x.upload_id WHERE `+namesUID+`
+		ORDER BY u.audience_id, x.upload_id, x.seq`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("read upload rows: %w", err)
+	}
+	defer rows.Close()
+	out := []privacy.UploadRow{}
+	for rows.Next() {
+		var u privacy.UploadRow
+		if err := rows.Scan(&u.AudienceID, &u.UploadID, &u.Part, &u.Version); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// KeptRows counts, per table and popup, the rows that name uid as a QA uid of a popup's
+// targeting (targeting.uids): the popup itself, its revisions and its audit entries, which an
+// erasure keeps (docs/SECURITY.md).
+func (r *PrivacyRepo) KeptRows(ctx context.Context, uid string) ([]privacy.Kept, error) {
+	rows, err := r.db.QueryContext(ctx, `
+		SELECT 'popup_config', id, COUNT(*) FROM popup_config
+			WHERE JSON_CONTAINS(targeting, JSON_QUOTE(?), '$.uids') GROUP BY id
+		UNION ALL
+		SELECT 'popup_revision', popup_id, COUNT(*) FROM popup_revision
+			WHERE JSON_CONTAINS(popup, JSON_QUOTE(?), '$.targeting.uids') GROUP BY popup_id
+		UNION ALL
+		SELECT 'popup_audit', popup_id, COUNT(*) FROM popup_audit
+			WHERE JSON_CONTAINS(COALESCE(before_state, '{}'), JSON_QUOTE(?), '$.targeting.uids')
+			   OR JSON_CONTAINS(COALESCE(after_state, '{}'), JSON_QUOTE(?), '$.targeting.uids') GROUP BY popup_id
+		ORDER BY 1, 2`, uid, uid, uid, uid)
+	if err != nil {
+		return nil, fmt.Errorf("read kept rows: %w", err)
+	}
+	defer rows.Close()
+	out := []privacy.Kept{}
+	for rows.Next() {
+		var k privacy.Kept
+		if err := rows.Scan(&k.Table, &k.PopupID, &k.Rows); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
 // dropErased is the event writer's tombstone check, inside the batch's transaction: it holds the
 // barrier row in share mode (an erasure's tombstone waits for the batch, or the batch for the
 // tombstone's commit), reads the tombstones of the batch's uids with a locking read (the latest

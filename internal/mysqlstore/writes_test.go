@@ -42,6 +42,15 @@ func TestTxConformsToTheWriteStore(t *testing.T) {
 			return a.ID
 		}
 	})
+	managetest.PrimaryGoalConformance(t, func(t *testing.T) (manage.Store, func(*testing.T, string)) {
+		db := testenv.MySQL(t)
+		return manage.TxFunc[*mysqlstore.Tx](mysqlstore.NewPopupRepo(db).InTx), func(t *testing.T, key string) {
+			require.NoError(t, mysqlstore.NewGoalRepo(db).InTx(context.Background(), func(tx *mysqlstore.Tx) error {
+				_, err := tx.InsertGoal(context.Background(), popup.Goal{Key: key, Name: key, Window: 72 * time.Hour, Value: popup.GoalValueNone}, time.Now())
+				return err
+			}))
+		}
+	})
 }
 
 // audienceStore is the audience repository as the audience writes take it (manage.AudienceStore),

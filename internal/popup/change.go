@@ -56,6 +56,9 @@ type UpdateOptions struct {
 	// EndExperiment lets a write that changes the content of a popup whose experiment is
 	// concluded remove the experiment with it (KeepShipped); without it such a write is refused.
 	EndExperiment bool
+	// KeepPrimaryGoal keeps the stored experiment's primary goal: the write did not name one (an
+	// experiment without a primary_goal key, docs/CONTRACT.md §10), so it changes no verdict.
+	KeepPrimaryGoal bool
 }
 
 // ImportOptions are how an import writes.
@@ -64,6 +67,9 @@ type ImportOptions struct {
 	DryRun bool
 	// EndExperiment is UpdateOptions.EndExperiment for every popup the import updates.
 	EndExperiment bool
+	// KeepPrimaryGoal is UpdateOptions.KeepPrimaryGoal per popup of the import, by index (nil:
+	// every popup names its primary goal).
+	KeepPrimaryGoal []bool
 }
 
 // ExperimentTransition is a change of a popup's experiment status (docs/CONTRACT.md §10,

@@ -24,6 +24,41 @@ type Export struct {
 	Audiences   []Membership // the audiences whose current version has the uid as a member
 	// Conversions are the user's reported conversions (docs/CONTRACT.md §14), oldest first.
 	Conversions []Conversion
+	// Goals are the user's goal attribution per experiment phase (popup_experiment_goal_user).
+	Goals []GoalAttribution
+	// Uploads are the stored audience upload rows whose uid lists name the user.
+	Uploads []UploadRow
+	// Kept are the rows that name the user and that an erasure keeps (docs/SECURITY.md): the
+	// QA uids operators typed into a popup's targeting, in the popup, its revisions and its audit
+	// entries.
+	Kept []Kept
+}
+
+// GoalAttribution is the user's row of one goal in one experiment phase: the conversions that
+// counted for the user's arm.
+type GoalAttribution struct {
+	PopupID     int64
+	Salt        string
+	Goal        string
+	Arm         string
+	Conversions int64
+	ValueSum    float64
+	FirstAt     time.Time
+}
+
+// UploadRow is one stored part of an audience upload whose uid list names the user.
+type UploadRow struct {
+	AudienceID int64
+	UploadID   int64
+	Part       int
+	Version    int64 // 0: a staged upload, not yet a version
+}
+
+// Kept says that Rows rows of Table about popup PopupID name the user and stay after an erasure.
+type Kept struct {
+	Table   string // popup_config, popup_revision or popup_audit
+	PopupID int64
+	Rows    int64
 }
 
 // Conversion is one row of the conversion log.
@@ -75,6 +110,9 @@ type ExportStore interface {
 	Actions(ctx context.Context, uid string) ([]Action, error)
 	ExperimentRows(ctx context.Context, uid string) ([]Experiment, error)
 	Conversions(ctx context.Context, uid string) ([]Conversion, error)
+	GoalRows(ctx context.Context, uid string) ([]GoalAttribution, error)
+	UploadRows(ctx context.Context, uid string) ([]UploadRow, error)
+	KeptRows(ctx context.Context, uid string) ([]Kept, error)
 }
 
 // StatePeek reads the user's state in Redis without caching anything (redisstore.UserStore).
@@ -126,6 +164,15 @@ func (x *Exporter) Export(ctx context.Context, uid string) (Export, error) {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
 	if out.Conversions, err = x.Store.Conversions(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	if out.Goals, err = x.Store.GoalRows(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	if out.Uploads, err = x.Store.UploadRows(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	if out.Kept, err = x.Store.KeptRows(ctx, uid); err != nil {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
 	if out.Audiences, err = x.memberships(ctx, uid); err != nil {

@@ -69,6 +69,54 @@ func mysqlTraces(ctx context.Context, db *sql.DB, needle string) ([]string, erro
 	return found, nil
 }
 
+// TraceRows counts, per table of db's schema, the rows in which any text, binary or JSON column
+// holds needle (a substring, byte for byte): the rows that name a uid, found as Traces finds them,
+// knowing nothing of the service's tables. Tables without such a row are left out.
+func TraceRows(ctx context.Context, db *sql.DB, needle string) (map[string]int64, error) {
+	rows, err := db.QueryContext(ctx, `SELECT c.table_name, c.column_name FROM information_schema.columns c
+		JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+		WHERE c.table_schema = DATABASE() AND t.table_type = 'BASE TABLE' AND c.data_type IN (`+textTypes+`)
+		ORDER BY c.table_name, c.ordinal_position`)
+	if err != nil {
+		return nil, fmt.Errorf("list columns: %w", err)
+	}
+	cols := map[string][]string{}
+	var tables []string
+	for rows.Next() {
+		var table, col string
+		if err := rows.Scan(&table, &col); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if _, ok := cols[table]; !ok {
+			tables = append(tables, table)
+		}
+		cols[table] = append(cols[table], col)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	found := map[string]int64{}
+	for _, table := range tables {
+		conds := make([]string, len(cols[table]))
+		args := make([]any, len(cols[table]))
+		for i, col := range cols[table] {
+			conds[i] = fmt.Sprintf("INSTR(CAST(`%s` AS BINARY), CAST(? AS BINARY)) > 0", col)
+			args[i] = needle
+		}
+		var n int64
+		q := fmt.Sprintf("SELECT COUNT(*) FROM `%s` WHERE %s", table, strings.Join(conds, " OR "))
+		if err := db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+			return nil, fmt.Errorf("search %s: %w", table, err)
+		}
+		if n > 0 {
+			found[table] = n
+		}
+	}
+	return found, nil
+}
+
 func redisTraces(ctx context.Context, rdb redis.UniversalClient, prefix, needle string) ([]string, error) {
 	keys, err := RedisKeys(ctx, rdb, prefix+"*")
 	if err != nil {

@@ -701,7 +701,8 @@ func (l *loadConn) roundTrip(i int) (status int, degraded bool, err error) {
 }
 
 // appendBatch appends the body of a batch of l.batch conversions, the first of pool user i, the
-// others of random pool users, each with an event id of its own and a value.
+// others of random pool users, each with an event id of its own and no value (a value needs an
+// ingest key, docs/CONTRACT.md §14).
 func (l *loadConn) appendBatch(b []byte, i int) []byte {
 	b = append(b, `{"conversions":[`...)
 	for k := range l.batch {
@@ -716,7 +717,7 @@ func (l *loadConn) appendBatch(b []byte, i int) []byte {
 		b = append(b, l.goal...)
 		b = append(b, `","event_id":"`...)
 		b = strconv.AppendInt(append(b, l.eventPrefix...), l.events, 10)
-		b = append(b, `","value":9.99}`...)
+		b = append(b, `"}`...)
 	}
 	return append(b, "]}"...)
 }

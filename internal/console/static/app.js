@@ -689,9 +689,12 @@ function translationsEditor({ ownContent, onChange }) {
 // optional control, the planned end, and a live check that the weights sum to 100. stored is the
 // stored popup's experiment (null for none); head, what editScreen shows above the fields (status,
 // transitions, results link); ownContent, the popup's own content, which a new experiment's
-// variants start from.
+// variants start from; goals, the answer of GET /admin/v1/goals, which the primary goal is
+// picked from. Every save sends primary_goal (null for clicks), so what the form shows is what is
+// stored; a goal the list does not hold (deleted, or a list that cannot be read) stays on show,
+// selected, so that saving never drops it unseen.
 const MAX_VARIANTS = 8;
-function experimentEditor({ stored, head, ownContent, onChange }) {
+function experimentEditor({ stored, goals, head, ownContent, onChange }) {
   let on = false;
   let variants = []; // {key, weight, content, rm}
   const concluded = stored?.status === 'concluded';
@@ -704,6 +707,18 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
     h('option', { value: 'none' }, 'Nothing: no popup (none)'),
     h('option', { value: 'fall_through' }, 'The next popup they may see (fall_through)'));
   const plannedEnd = h('input', { type: 'datetime-local', name: 'planned_end_at', 'data-field': 'experiment.planned_end_at' });
+  const goalList = goals?.ok ? goals.body.goals || [] : [];
+  const primaryGoal = h('select', { id: 'exp-primary-goal', name: 'primary_goal', 'data-field': 'experiment.primary_goal' });
+  const goalsHelp = (
+    !goals?.ok ? 'Goals: ' + errorText(goals) + ' The primary goal this experiment already has is kept.'
+      : goalList.length ? `Every goal is reported in the results: ${goalList.map((g) => `${g.name} (${g.key})`).join(', ')}. The primary goal decides the verdict; changing it moves nobody.`
+        : ['No goal exists yet: the verdict is decided on clicks. ', h('a', { href: '#/goals' }, 'Create a goal on the Goals page'), ' to decide on a purchase or a sign-up.']);
+  function loadGoal(key) {
+    const opts = [h('option', { value: '' }, 'Clicks (the click-through rate)'), ...goalList.map((g) => h('option', { value: g.key }, `${g.name} (${g.key})`))];
+    if (key && !goalList.some((g) => g.key === key)) opts.push(h('option', { value: key }, `${key} (not in the list: deleted, or the list cannot be read)`));
+    setKids(primaryGoal, opts);
+    primaryGoal.value = key || '';
+  }
   const sumOut = h('p', { id: 'weights-sum', class: 'weights-sum', 'aria-live': 'polite' });
   const addVariantBtn = h('button', { type: 'button', class: 'secondary', id: 'variant-add', onclick: () => { addVariant(blank(nextKey(), 0)); renumber(); onChange(); variants.at(-1).key.focus(); } }, 'Add variant');
   const controlBox = h('div', { class: 'row', id: 'control-fields' },
@@ -720,6 +735,7 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
     controlBox,
     sumOut,
     field('exp-end', `Planned end (${zoneName})`, plannedEnd, `When you mean to read the result: from then on a fixed-horizon verdict is allowed. Empty: none. In your browser's time zone, ${zoneName}.`),
+    field('exp-primary-goal', 'Primary goal: the verdict is decided on', primaryGoal, goalsHelp),
     h('p', {}, removeBtn),
     h('p', { class: 'help', id: 'experiment-remove-help' }, running ? 'A running experiment cannot be removed: stop it first.' : 'Its results stay readable by phase.'));
   const off = h('div', { id: 'experiment-off' });
@@ -769,7 +785,7 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
   }
   function add() {
     const own = ownContent();
-    load({ coverage_percent: 100, variants: [{ ...own, key: 'a', weight: 50 }, { ...own, key: 'b', weight: 50 }], control: null, planned_end_at: null });
+    load({ coverage_percent: 100, variants: [{ ...own, key: 'a', weight: 50 }, { ...own, key: 'b', weight: 50 }], control: null, planned_end_at: null, primary_goal: null });
     onChange();
     variants[0].key.focus();
   }
@@ -791,6 +807,7 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
       controlMode.value = e.control?.mode || 'none';
       plannedEnd.value = utcToLocalInput(e.planned_end_at);
     }
+    loadGoal(e?.primary_goal);
     renumber();
     render();
     if (concluded) {
@@ -808,6 +825,7 @@ function experimentEditor({ stored, head, ownContent, onChange }) {
       variants: variants.map((v) => ({ key: v.key.value.trim(), weight: num(v.weight), ...v.content.read(problems) })),
       control: controlOn.checked ? { weight: num(controlWeight), mode: controlMode.value } : null,
       planned_end_at: localInputToUTC(plannedEnd.value),
+      primary_goal: primaryGoal.value || null,
     };
     // the API refuses weights that do not sum to 100: nothing is sent, no review opens
     const { sum } = armWeights(e);
@@ -1012,7 +1030,8 @@ async function editScreen(id, carry) {
     if (!r.ok) return screen('Popup #' + id, alertBox(errorText(r)));
     current = r.body; etag = r.etag;
   }
-  const audiences = audiencePicker(await loadAudiences());
+  const [audienceList, goalsR] = await Promise.all([loadAudiences(), api('GET', '/admin/v1/goals')]);
+  const audiences = audiencePicker(audienceList);
   if (seq !== navSeq) return;
 
   // seed: the popup's bucketing seed (docs/CONTRACT.md §2). A new draft (a duplicate too) draws
@@ -1045,7 +1064,7 @@ async function editScreen(id, carry) {
   const translations = translationsEditor({ ownContent: () => content.read([]), onChange: () => update() });
   const exempt = h('input', { type: 'checkbox', id: 'f-exempt', name: 'exempt_from_caps', 'data-field': 'exempt_from_caps', 'aria-describedby': 'f-exempt-help' });
   const holdoutExempt = h('input', { type: 'checkbox', id: 'f-holdout-exempt', name: 'holdout_exempt', 'data-field': 'holdout_exempt', 'aria-describedby': 'f-holdout-exempt-help' });
-  const exp = experimentEditor({ stored: current?.experiment || null, head: experimentHead(), ownContent: () => content.read([]), onChange: () => update() });
+  const exp = experimentEditor({ stored: current?.experiment || null, goals: goalsR, head: experimentHead(), ownContent: () => content.read([]), onChange: () => update() });
   const dur = {
     reshow: durationField('f-reshow', 'reshow_after_seconds', 'Show again after', 'After an impression, hidden from that user this long. Empty: 1 day.', false),
     click: durationField('f-click', 'click_cooldown_seconds', 'After a click, hide for', 'Empty: 0, shown again at the next reshow.', true),

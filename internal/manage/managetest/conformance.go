@@ -234,3 +234,90 @@ func failedTxRollsBack(t *testing.T, s manage.Store) {
 		return err
 	})
 }
+
+// PrimaryGoalConformance runs, over a store of its own from open (empty, migrated; addGoal makes
+// a goal exist in it), the rule that no write changes an experiment's primary goal unless it
+// names it (docs/CONTRACT.md §10): an update or an import whose experiment has no primary_goal
+// key keeps the stored one, and so does a rollback to a revision without one; null (a named "")
+// removes it, and a named goal sets it.
+func PrimaryGoalConformance(t *testing.T, open func(t *testing.T) (manage.Store, func(t *testing.T, key string))) {
+	t.Helper()
+	t.Run("no write changes the primary goal unless it names it", func(t *testing.T) {
+		t.Parallel()
+		s, addGoal := open(t)
+		addGoal(t, "purchase")
+		addGoal(t, "signup")
+		now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+		svc := manage.New(s, func() time.Time { return now })
+		admin := popup.Actor{Name: "ada", Role: popup.RoleAdmin}
+		p := build(t, "goal-kept")
+		p.Experiment = &popup.Experiment{CoveragePercent: 100, PrimaryGoal: "purchase",
+			Variants: []popup.Variant{{Key: "a", Weight: 50}, {Key: "b", Weight: 50}}}
+		created, err := svc.Create(ctx, admin, p) // revision 1: purchase
+		require.NoError(t, err)
+		goal := func(p popup.Popup) string {
+			t.Helper()
+			require.NotNil(t, p.Experiment)
+			return p.Experiment.PrimaryGoal
+		}
+		// edit is what a client that does not know primary_goal sends: the stored popup with
+		// another field changed and no primary goal.
+		edit := func(p popup.Popup, maxImpressions int) popup.Popup {
+			p.MaxImpressions = maxImpressions
+			e := *p.Experiment
+			e.PrimaryGoal = ""
+			p.Experiment = &e
+			return p
+		}
+
+		got, changed, err := svc.Update(ctx, admin, created.ID, edit(created, 3), popup.UpdateOptions{KeepPrimaryGoal: true}) // revision 2
+		require.NoError(t, err)
+		assert.True(t, changed)
+		assert.Equal(t, "purchase", goal(got), "an update that does not name the goal keeps it")
+
+		got, changed, err = svc.Update(ctx, admin, created.ID, edit(got, 3), popup.UpdateOptions{KeepPrimaryGoal: true})
+		require.NoError(t, err)
+		assert.False(t, changed, "keeping the goal is no change")
+		assert.Equal(t, "purchase", goal(got))
+
+		got, _, err = svc.Update(ctx, admin, created.ID, edit(got, 4), popup.UpdateOptions{}) // revision 3: none
+		require.NoError(t, err)
+		assert.Empty(t, goal(got), "an update naming null removes it")
+
+		named := edit(got, 4)
+		named.Experiment.PrimaryGoal = "signup"
+		got, _, err = svc.Update(ctx, admin, created.ID, named, popup.UpdateOptions{}) // revision 4: signup
+		require.NoError(t, err)
+		assert.Equal(t, "signup", goal(got), "an update naming a goal sets it")
+
+		got, _, err = svc.Rollback(ctx, admin, created.ID, 3, popup.UpdateOptions{}) // revision 5
+		require.NoError(t, err)
+		assert.Equal(t, 4, got.MaxImpressions, "the rollback restored revision 3")
+		assert.Equal(t, "signup", goal(got), "a rollback to a revision without a goal keeps the stored one")
+
+		got, _, err = svc.Rollback(ctx, admin, created.ID, 1, popup.UpdateOptions{}) // revision 6
+		require.NoError(t, err)
+		assert.Equal(t, "purchase", goal(got), "a rollback to a revision that names a goal sets it")
+
+		_, err = svc.Import(ctx, admin, []popup.Popup{edit(got, 7)}, popup.ImportOptions{KeepPrimaryGoal: []bool{true}})
+		require.NoError(t, err)
+		got = reread(t, s, created.ID)
+		assert.Equal(t, 7, got.MaxImpressions, "the import was written")
+		assert.Equal(t, "purchase", goal(got), "an import that does not name the goal keeps it")
+
+		_, err = svc.Import(ctx, admin, []popup.Popup{edit(got, 7)}, popup.ImportOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, goal(reread(t, s, created.ID)), "an import naming null removes it")
+	})
+}
+
+// reread is popup id as s holds it.
+func reread(t *testing.T, s manage.Store, id int64) popup.Popup {
+	t.Helper()
+	var p popup.Popup
+	inTx(t, s, func(tx manage.Tx) (err error) {
+		p, err = tx.GetForUpdate(ctx, id)
+		return err
+	})
+	return p
+}
