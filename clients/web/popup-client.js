@@ -133,7 +133,7 @@ export function createPopupClient(opts) {
     return { action: a.action, button: a.button, eventId, accepted };
   }
 
-  /** A conversion (docs/CONTRACT.md §14). @param {string} goal @param {{eventId?: string, value?: number}} [o] */
+  /** A conversion (docs/CONTRACT.md §14; a value needs the uid signature). @param {string} goal @param {{eventId?: string, value?: number}} [o] */
   async function convert(goal, o = {}) {
     const eventId = check('eventId', o.eventId || newId(), ID, '1-64 characters of A-Za-z0-9_.:-');
     if (o.value !== undefined && !Number.isFinite(o.value)) throw new TypeError('popup-client: value must be a finite number');

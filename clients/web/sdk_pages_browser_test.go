@@ -159,7 +159,8 @@ func TestSDKOnRealPages(t *testing.T) {
 
 	// convert(): a goal's conversion is accepted (goals reach every instance within about a
 	// second of their creation: retried with one event id, applied once); an unknown goal is
-	// refused and the hook hears why.
+	// refused and the hook hears why; a value from a page without the uid signature is refused
+	// (docs/CONTRACT.md §14: a value needs an ingest key or the signature), and the hook hears it.
 	goal := "sdk" + suffix
 	var g struct {
 		Key string `json:"key"`
@@ -168,16 +169,20 @@ func TestSDKOnRealPages(t *testing.T) {
 	var conv struct {
 		Accepted bool     `json:"accepted"`
 		Unknown  bool     `json:"unknown"`
+		Valued   bool     `json:"valued"`
 		Errors   []string `json:"errors"`
 	}
 	run(chromedp.Evaluate(fmt.Sprintf(`(async () => { window.errors = []; const c = window.client({uid: %q});
 		const unknown = await c.convert('no-such-goal-%s');
-		let r; for (let i = 0; i < 20; i++) { r = await c.convert(%q, {eventId: 'order-1', value: 9.99}); if (r.accepted) break;
+		let r; for (let i = 0; i < 20; i++) { r = await c.convert(%q, {eventId: 'order-1'}); if (r.accepted) break;
 			await new Promise((ok) => setTimeout(ok, 250)); }
-		return {accepted: r.accepted, unknown: unknown.accepted, errors: window.errors}; })()`, "web-conv-"+suffix, suffix, goal), &conv, awaitPromise))
+		const valued = await c.convert(%q, {eventId: 'order-2', value: 9.99});
+		return {accepted: r.accepted, unknown: unknown.accepted, valued: valued.accepted, errors: window.errors}; })()`, "web-conv-"+suffix, suffix, goal, goal), &conv, awaitPromise))
 	assert.True(t, conv.Accepted, "the conversion is accepted")
 	assert.False(t, conv.Unknown)
 	assert.Contains(t, conv.Errors, "convert unknown_goal")
+	assert.False(t, conv.Valued, "a value without the uid signature is refused")
+	assert.Contains(t, conv.Errors, "convert ingest_key_required")
 
 	// 4. Bad options are refused by name, before any call.
 	var refusals []string
