@@ -33,9 +33,9 @@
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (40)
 #   clients  the browser SDK in Chromium (CORS on, the page on another port) and the generated
-#            clients (Python driven against the API; Kotlin, Swift, TypeScript generated without a
-#            warning) against a popup-api + popup-worker of its own (scripts/clients.sh), beside
-#            the go stage
+#            clients (Python and Kotlin driven against the API, Kotlin compiled by Maven; Swift and
+#            TypeScript generated without a warning, TypeScript compiled) against a popup-api +
+#            popup-worker of its own (scripts/clients.sh), beside the go stage
 #   cluster  the Redis-facing tests again against the Redis Cluster, beside the chaos stage
 #   chaos-faults  the fast subset of `make chaos` whose checks are not timings (MariaDB down at
 #            start and meanwhile, SIGTERM under load, the worker kill storm: nothing lost,
