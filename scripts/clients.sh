@@ -4,7 +4,8 @@
 #
 #   scripts/clients.sh fetch   the OpenAPI Generator CLI jar (OPENAPI_GENERATOR_VERSION, Maven's
 #                              org.openapitools:openapi-generator-cli) into .cache/ with mvn, when
-#                              missing (scripts/test.sh's install stage)
+#                              missing, and the Kotlin build's downloads (clients/kotlin/pom.xml)
+#                              into .cache/m2 (scripts/test.sh's install stage)
 #   scripts/clients.sh generate DIR
 #                              OpenAPI Generator's kotlin, swift6 and typescript-fetch clients from
 #                              api/openapi.yaml into DIR/<generator>, each with the options of
@@ -33,11 +34,18 @@ jar=".cache/openapi-generator/openapi-generator-cli-${OPENAPI_GENERATOR_VERSION}
 log() { printf '[clients] %s\n' "$*" >&2; }
 
 fetch() {
-  [ -s "$jar" ] && return 0
-  log "fetching openapi-generator-cli ${OPENAPI_GENERATOR_VERSION} with mvn"
-  mvn -B -q dependency:copy -Dartifact="org.openapitools:openapi-generator-cli:${OPENAPI_GENERATOR_VERSION}" \
-    -DoutputDirectory="$(dirname "$jar")"
-  [ -s "$jar" ]
+  if [ ! -s "$jar" ]; then
+    log "fetching openapi-generator-cli ${OPENAPI_GENERATOR_VERSION} with mvn"
+    mvn -B -q dependency:copy -Dartifact="org.openapitools:openapi-generator-cli:${OPENAPI_GENERATOR_VERSION}" \
+      -DoutputDirectory="$(dirname "$jar")"
+    [ -s "$jar" ]
+  fi
+  # the Kotlin build's compiler, plugins and libraries, into .cache/m2, once per version of its pom
+  local sum; sum=$(sha256sum clients/kotlin/pom.xml | cut -d' ' -f1)
+  [ "$(cat .cache/m2/.clients-pom.sha256 2>/dev/null)" = "$sum" ] && return 0
+  log "fetching the Kotlin client's build (clients/kotlin/pom.xml) with mvn"
+  mvn -B -q -Dmaven.repo.local="$PWD/.cache/m2" -f clients/kotlin/pom.xml dependency:go-offline
+  echo "$sum" >.cache/m2/.clients-pom.sha256
 }
 
 # java_fast: the generator's JVM flags. C1 only and the serial collector: a run of seconds gains

@@ -11,7 +11,8 @@
 #            chaos suite (smoke and chaos-faults wait for them), then tools/popup-lint (lint waits
 #            for it), then the rest and deploy/'s imports (deploy waits for it all)
 #   install  MariaDB, Redis, Chromium, npm, Maven and a JRE (apt, when missing); axe-core and
-#            typescript (npm ci); the OpenAPI Generator CLI (scripts/clients.sh fetch)
+#            typescript (npm ci); the OpenAPI Generator CLI and the Kotlin build's downloads
+#            (scripts/clients.sh fetch)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt), for the smoke
 #            and go-venv stages
 #   stack    MariaDB, Redis and the Redis Cluster of this run
@@ -157,7 +158,7 @@ install() {
   # axe-core for the browser tests and typescript for the generated client, pinned by
   # package-lock.json, into ./node_modules
   npm ci --no-audit --no-fund --loglevel=error
-  # the OpenAPI Generator CLI jar of the clients stage, into .cache/ (mvn)
+  # the OpenAPI Generator CLI jar and the Kotlin build of the clients stage, into .cache/ (mvn)
   scripts/clients.sh fetch
 }
 lint() {
