@@ -11,7 +11,8 @@
 #            chaos suite (smoke and chaos-faults wait for them), then tools/popup-lint (lint waits
 #            for it), then the rest and deploy/'s imports (deploy waits for it all)
 #   install  MariaDB, Redis, Chromium, npm, Maven and a JRE (apt, when missing); axe-core and
-#            typescript (npm ci); the OpenAPI Generator CLI (scripts/clients.sh fetch)
+#            typescript (npm ci); the OpenAPI Generator CLI and the Kotlin build's downloads
+#            (scripts/clients.sh fetch)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt), for the smoke
 #            and go-venv stages
 #   stack    MariaDB, Redis and the Redis Cluster of this run
@@ -35,9 +36,9 @@
 #   smoke    popup-api + popup-worker on the stack: the distributed locust smoke, then the API
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (40)
 #   clients  the browser SDK in Chromium (CORS on, the page on another port) and the generated
-#            clients (Python driven against the API; Kotlin, Swift, TypeScript generated without a
-#            warning) against a popup-api + popup-worker of its own (scripts/clients.sh), beside
-#            the go stage
+#            clients (Python and Kotlin driven against the API, Kotlin compiled by Maven; Swift and
+#            TypeScript generated without a warning, TypeScript compiled) against a popup-api +
+#            popup-worker of its own (scripts/clients.sh), beside the go stage
 #   cluster  the Redis-facing tests again against the Redis Cluster, beside the chaos stage
 #   chaos-faults  the fast subset of `make chaos` whose checks are not timings (MariaDB down at
 #            start and meanwhile, SIGTERM under load, the worker kill storm: nothing lost,
@@ -159,7 +160,7 @@ install() {
   # axe-core for the browser tests and typescript for the generated client, pinned by
   # package-lock.json, into ./node_modules
   npm ci --no-audit --no-fund --loglevel=error
-  # the OpenAPI Generator CLI jar of the clients stage, into .cache/ (mvn)
+  # the OpenAPI Generator CLI jar and the Kotlin build of the clients stage, into .cache/ (mvn)
   scripts/clients.sh fetch
 }
 lint() {

@@ -9,7 +9,7 @@ import uuid
 from popup_client import AuthenticatedClient, Client
 from popup_client.api.admin import create_popup, get_popup_by_id, update_popup
 from popup_client.api.public import get_popup, post_action
-from popup_client.models import Action, ActionAction, Decision, Platform, Popup, PopupInput, PublicPopup
+from popup_client.models import Action, ActionKind, Decision, Platform, Popup, PopupInput, PublicPopup
 from popup_client.types import UNSET
 
 API = os.environ["POPUP_CLIENTS_API"]
@@ -60,7 +60,7 @@ def test_homepage_answers_parse_with_a_popup_and_without():
     assert res.parsed.decision_id is UNSET
 
     # a click on the first button, echoing the decision id
-    act = Action(uid=uid, action=ActionAction.CLICK, event_id="py-" + uuid.uuid4().hex, decision_id=decision.decision_id, button=0)
+    act = Action(uid=uid, action=ActionKind.CLICK, event_id="py-" + uuid.uuid4().hex, decision_id=decision.decision_id, button=0)
     res = post_action.sync_detailed(created.id, client=public_client(), body=act)
     assert res.status_code == 202
     assert res.parsed.status.value == "accepted"
