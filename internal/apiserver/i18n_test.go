@@ -56,7 +56,8 @@ func TestTranslationsThroughHTTP(t *testing.T) {
 
 	res = api.adminDo(t, http.MethodGet, "/admin/v1/preview?platform=ios&app_version=1&uid=u9&lang=pt-PT", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	assert.Equal(t, "default", res.Body["locale"], "pt-PT: no pt, no match")
+	assert.Equal(t, "pt-BR", res.Body["locale"], "pt-PT: no pt, Portuguese in another region")
+	assert.Equal(t, "region", res.Body["locale_match"])
 	res = api.adminDo(t, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": "u9", "platform": "ios", "app_version": "1",
 		"lang": "pt-BR", "popup": spec})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
