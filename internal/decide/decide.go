@@ -282,7 +282,7 @@ type Explanation struct {
 	// popup.DefaultLocale); "" when Shown is nil. LocaleMatch says how lang chose it.
 	Locale      string
 	LocaleMatch popup.LocaleMatch
-	Candidates []popup.Candidate
+	Candidates  []popup.Candidate
 }
 
 // ArmStep is one experiment arm a decision passed: the popup and the user's arm in it.

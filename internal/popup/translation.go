@@ -205,7 +205,7 @@ func (f *LocaleFallback) Set(lang string) {
 		return
 	}
 	var lo, hi uint64
-	last, prev := 0, 0 // the last two separators' positions; 0 = none (a tag never starts with one)
+	last, prev := 0, 0      // the last two separators' positions; 0 = none (a tag never starts with one)
 	letters, digits := 0, 0 // in the subtag being read
 	for i := 0; i < len(lang); i++ {
 		c := lang[i]
