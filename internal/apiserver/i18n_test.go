@@ -143,7 +143,7 @@ func TestTranslationTableRoundTrip(t *testing.T) {
 
 	status, tag, table := csvDo(t, api, http.MethodGet, path, "", nil)
 	require.Equal(t, http.StatusOK, status, table)
-	assert.Equal(t, "key,default,pt-BR\ntitle,table title,\"Olá, \"\"amigo\"\"\"\ncontent,hello,\"linha 1\nlinha 2\"\nbuttons[0].text,Open,Abrir\n", table)
+	assert.Equal(t, "\ufeffkey,default,pt-BR\ntitle,table title,\"Olá, \"\"amigo\"\"\"\ncontent,hello,\"linha 1\nlinha 2\"\nbuttons[0].text,Open,Abrir\n", table)
 
 	status, after, body := csvDo(t, api, http.MethodPut, path, table, map[string]string{"If-Match": tag})
 	require.Equal(t, http.StatusOK, status, body)
