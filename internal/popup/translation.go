@@ -334,6 +334,9 @@ func (t *LocaleTable) Choose(lang string) (int, LocaleMatch) {
 	if !isLangList(lang) {
 		return t.chooseTag(lang)
 	}
+	if len(lang) > MaxLangLen {
+		return -1, MatchDefault // never a validated lang
+	}
 	var prefs langPrefs
 	prefs.parse(lang)
 	for _, p := range prefs.list[:prefs.n] {
@@ -438,8 +441,8 @@ func validLangRange(r string) bool {
 
 // langPref is one language of a list: its range's bounds in the value and its weight (0-1000).
 type langPref struct {
-	start, end int
-	q          int
+	start, end uint16 // lang is at most MaxLangLen bytes
+	q          uint16
 }
 
 // parseLangElem reads one element of a list ("", "pt-BR", " pt ; q=0.9"): its range's bounds
@@ -455,7 +458,7 @@ func parseLangElem(elem string) (p langPref, ok bool) {
 	}
 	p.q = 1000
 	if s == e {
-		return langPref{start: s, end: s}, true
+		return langPref{start: uint16(s), end: uint16(s)}, true
 	}
 	r, weight, hasWeight := strings.Cut(elem[s:e], ";")
 	rs, re := s, s+len(r)
@@ -465,7 +468,7 @@ func parseLangElem(elem string) (p langPref, ok bool) {
 	if !validLangRange(elem[rs:re]) {
 		return p, false
 	}
-	p.start, p.end = rs, re
+	p.start, p.end = uint16(rs), uint16(re)
 	if hasWeight {
 		w := strings.TrimLeft(weight, " \t")
 		if len(w) < 2 || w[0]|0x20 != 'q' || w[1] != '=' {
@@ -475,7 +478,7 @@ func parseLangElem(elem string) (p langPref, ok bool) {
 		if !ok {
 			return p, false
 		}
-		p.q = q
+		p.q = uint16(q)
 	}
 	return p, true
 }
@@ -544,11 +547,11 @@ func (p *langPrefs) parse(lang string) {
 			continue
 		}
 		j := p.n // insertion by weight, after the equals already there
-		for j > 0 && p.list[j-1].q < q {
+		for j > 0 && int(p.list[j-1].q) < q {
 			p.list[j] = p.list[j-1]
 			j--
 		}
-		p.list[j] = langPref{start: start, end: end, q: q}
+		p.list[j] = langPref{start: uint16(start), end: uint16(end), q: uint16(q)}
 		p.n++
 	}
 }
@@ -559,6 +562,9 @@ func (p *langPrefs) parse(lang string) {
 func PrimaryLang(lang string) string {
 	if !isLangList(lang) {
 		return lang
+	}
+	if len(lang) > MaxLangLen {
+		return ""
 	}
 	var prefs langPrefs
 	prefs.parse(lang)

@@ -274,3 +274,17 @@ func TestLocaleTableChooseDoesNotAllocate(t *testing.T) {
 		assert.Zero(t, allocs, lang)
 	}
 }
+
+// BenchmarkLocaleTableChoose is the choice alone for five translations: a bare tag, a region
+// fallback, and a browser's Accept-Language list (docs/PERFORMANCE.md, Translations).
+func BenchmarkLocaleTableChoose(b *testing.B) {
+	table := popup.NewLocaleTable([]string{"de", "es", "fr", "ja", "pt-BR"})
+	for _, lang := range []string{"pt-BR", "pt-PT", "it-IT,pt-PT;q=0.9,en;q=0.8"} {
+		b.Run(lang, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				_, _ = table.Choose(lang)
+			}
+		})
+	}
+}
