@@ -32,6 +32,7 @@ func TestConsoleUploadChoosesTheUIDColumn(t *testing.T) {
 	b.eval(`document.querySelector('#upload-uid-column').value`, &chosen)
 	assert.Equal(t, "customer_id", chosen)
 	b.axeCheck("audience upload with a column to choose")
+	b.shot("audience-upload-column", "#upload-h")
 	b.run(chromedp.Click("#upload-mode-add", chromedp.ByQuery), chromedp.Click("#upload-submit", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#upload-result')`)
 	assert.Contains(t, b.text("#upload-result"), "3 lines read, 2 added, 0 removed, 1 duplicates, 1 blank")
