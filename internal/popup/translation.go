@@ -187,6 +187,8 @@ type LocaleFallback struct {
 	// region: the tag's last subtag is a region (2 letters or 3 digits after the language),
 	// so keys[1] is the tag less its region.
 	region bool
+	// language is the tag's first subtag, which every key of the chain shares.
+	language LocaleKey
 }
 
 // NewLocaleFallback is lang's fallback chain (Set).
@@ -205,8 +207,8 @@ func (f *LocaleFallback) Set(lang string) {
 		return
 	}
 	var lo, hi uint64
-	last, prev := 0, 0      // the last two separators' positions; 0 = none (a tag never starts with one)
-	letters, digits := 0, 0 // in the subtag being read
+	first, last, prev := 0, 0, 0 // the first and the last two separators' positions; 0 = none
+	letters, digits := 0, 0      // in the subtag being read
 	for i := 0; i < len(lang); i++ {
 		c := lang[i]
 		switch {
@@ -222,6 +224,9 @@ func (f *LocaleFallback) Set(lang string) {
 		case c == '_' || c == '-':
 			c = '-'
 			prev, last = last, i
+			if first == 0 {
+				first = i
+			}
 			letters, digits = 0, 0
 		}
 		if i < 8 {
@@ -231,7 +236,10 @@ func (f *LocaleFallback) Set(lang string) {
 		}
 	}
 	k := LocaleKey{lo: lo, hi: hi}
-	f.keys[0], f.n = k, 1
+	f.keys[0], f.n, f.language = k, 1, k
+	if first > 0 {
+		f.language = k.prefix(first)
+	}
 	if last > 0 {
 		f.keys[1], f.n = k.prefix(last), 2
 		rest := len(lang) - last - 1
@@ -284,8 +292,9 @@ func (m LocaleMatch) String() string {
 // language in another region falls back to: the first in tag order (pt-AO before pt-BR).
 // Empty without translations.
 type LocaleTable struct {
-	keys     []LocaleKey
-	regional []regionalLocale
+	keys      []LocaleKey
+	regional  []regionalLocale
+	languages []LocaleKey // the translations' languages (first subtags), each once
 }
 
 // regionalLocale: a request of language base (pt, zh-hans) in another region gets translation i.
@@ -303,6 +312,9 @@ func NewLocaleTable(tags []string) LocaleTable {
 	for i, tag := range tags {
 		f := NewLocaleFallback(tag) // a valid tag is at most 12 bytes
 		t.keys[i] = f.keys[0]
+		if indexKey(t.languages, f.language) < 0 {
+			t.languages = append(t.languages, f.language)
+		}
 		if f.region && t.regionalIndex(f.keys[1]) < 0 {
 			t.regional = append(t.regional, regionalLocale{base: f.keys[1], i: i})
 		}
@@ -352,8 +364,8 @@ func (t *LocaleTable) Choose(lang string) (int, LocaleMatch) {
 func (t *LocaleTable) chooseTag(tag string) (int, LocaleMatch) {
 	var f LocaleFallback
 	f.Set(tag)
-	if f.n == 0 {
-		return -1, MatchDefault
+	if f.n == 0 || indexKey(t.languages, f.language) < 0 {
+		return -1, MatchDefault // no translation in the tag's language: nothing below can fit
 	}
 	if i := indexKey(t.keys, f.keys[0]); i >= 0 {
 		return i, MatchExact
