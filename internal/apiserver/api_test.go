@@ -124,6 +124,8 @@ func TestBadInput(t *testing.T) {
 		{"missing app_version", "GET", pub + "/api/v1/popup?uid=u&platform=ios", nil, nil, 400, "invalid_app_version"},
 		{"non-numeric app_version", "GET", pub + "/api/v1/popup?uid=u&platform=ios&app_version=8.x", nil, nil, 400, "invalid_app_version"},
 		{"bad region", "GET", pub + "/api/v1/popup?uid=u&platform=ios&app_version=1&region=c%3Bn", nil, nil, 400, "invalid_region"},
+		{"lang with a bad weight", "GET", pub + "/api/v1/popup?uid=u&platform=ios&app_version=1&lang=pt%3Bq%3D2", nil, nil, 400, "invalid_lang"},
+		{"lang with a bracket", "GET", pub + "/api/v1/popup?uid=u&platform=ios&app_version=1&lang=%3Cpt%3E", nil, nil, 400, "invalid_lang"},
 		{"body too large", "POST", pub + "/api/v1/popups/" + itoa(id) + "/actions", `{"uid":"u","action":"click","event_id":"` + strings.Repeat("a", 5000) + `"}`, nil, 413, "body_too_large"},
 		{"bad JSON", "POST", pub + "/api/v1/popups/" + itoa(id) + "/actions", `{"uid":`, nil, 400, "invalid_json"},
 		{"unknown action", "POST", pub + "/api/v1/popups/" + itoa(id) + "/actions", map[string]any{"uid": "u", "action": "like"}, nil, 400, "invalid_action"},

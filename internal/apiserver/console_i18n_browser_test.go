@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -61,6 +62,7 @@ func TestConsoleTranslationsEditor(t *testing.T) {
 	b.run(chromedp.SetUploadFiles("#translations-file", []string{bad}, chromedp.ByQuery), chromedp.Click("#translations-upload", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#translations-csv-errors')`)
 	assert.Contains(t, b.text("#translations-csv-errors"), "row 3, column de")
+	assert.Equal(t, 1, strings.Count(strings.ToLower(b.text("#translations-csv-errors")), "not applied"), "said once")
 	b.axeCheck("translation table refused")
 	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
 	assert.EqualValues(t, 2, res.Body["revision"], "nothing applied")

@@ -56,7 +56,8 @@ func TestTranslationsThroughHTTP(t *testing.T) {
 
 	res = api.adminDo(t, http.MethodGet, "/admin/v1/preview?platform=ios&app_version=1&uid=u9&lang=pt-PT", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	assert.Equal(t, "default", res.Body["locale"], "pt-PT: no pt, no match")
+	assert.Equal(t, "pt-BR", res.Body["locale"], "pt-PT: no pt, Portuguese in another region")
+	assert.Equal(t, "region", res.Body["locale_match"])
 	res = api.adminDo(t, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": "u9", "platform": "ios", "app_version": "1",
 		"lang": "pt-BR", "popup": spec})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
@@ -142,7 +143,7 @@ func TestTranslationTableRoundTrip(t *testing.T) {
 
 	status, tag, table := csvDo(t, api, http.MethodGet, path, "", nil)
 	require.Equal(t, http.StatusOK, status, table)
-	assert.Equal(t, "key,default,pt-BR\ntitle,table title,\"Olá, \"\"amigo\"\"\"\ncontent,hello,\"linha 1\nlinha 2\"\nbuttons[0].text,Open,Abrir\n", table)
+	assert.Equal(t, "\ufeffkey,default,pt-BR\ntitle,table title,\"Olá, \"\"amigo\"\"\"\ncontent,hello,\"linha 1\nlinha 2\"\nbuttons[0].text,Open,Abrir\n", table)
 
 	status, after, body := csvDo(t, api, http.MethodPut, path, table, map[string]string{"If-Match": tag})
 	require.Equal(t, http.StatusOK, status, body)

@@ -83,3 +83,53 @@ func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 		{"locale: unknown", "0", "", "1", "", "0", "", "", "", ""},
 	}, records[len(records)-3:], "one row per locale after the totals")
 }
+
+// TestResultsCountTheLanguageServed: a popup translated to pt-BR alone serves pt-BR to a pt-PT
+// request, a bare pt and a browser's Accept-Language list; explain says why; and the results
+// count those impressions under pt-BR, the language served, not the one requested.
+func TestResultsCountTheLanguageServed(t *testing.T) {
+	t.Parallel()
+	testenv.RedisFacing(t)
+	_, api, db := startWithWorker(t)
+	ctx := context.Background()
+
+	id := api.createPopup(t, popupSpec("served-locale", map[string]any{"translations": map[string]any{
+		"pt-BR": map[string]any{"title": "Olá", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}}}}))
+	for _, u := range []struct{ uid, lang, want string }{
+		{"s1", "pt-PT", "pt-BR"},
+		{"s2", "pt", "pt-BR"},
+		{"s3", "pt-PT%2Cpt%3Bq%3D0.9%2Cen%3Bq%3D0.8", "pt-BR"},
+		{"s4", "fr-FR", "default"},
+	} {
+		got, res := api.get(t, "platform=ios&app_version=1&uid="+u.uid+"&lang="+u.lang)
+		require.Equal(t, id, got, res.Raw)
+		require.Equal(t, u.want, res.Body["locale"], u.lang)
+	}
+	for _, tt := range []struct{ lang, locale, match string }{
+		{"pt-PT", "pt-BR", "region"},
+		{"pt-BR%2Cpt%3Bq%3D0.9", "pt-BR", "exact"},
+		{"fr", "default", "default"},
+	} {
+		res := api.adminDo(t, http.MethodGet, "/admin/v1/preview?uid=x1&platform=ios&app_version=1&lang="+tt.lang, nil)
+		require.Equal(t, http.StatusOK, res.Status, res.Raw)
+		assert.Equal(t, tt.locale, res.Body["locale"], tt.lang)
+		assert.Equal(t, tt.match, res.Body["locale_match"], tt.lang)
+	}
+	require.Eventually(t, func() bool {
+		var n int
+		return db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log WHERE popup_id = ?`, id).Scan(&n) == nil && n == 4
+	}, 15*time.Second, 20*time.Millisecond, "the worker writes the 4 impressions")
+
+	res := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/stats", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	var body struct {
+		ByLocale []localeEntry `json:"by_locale"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Raw), &body))
+	def, pt := "default", "pt-BR"
+	one, three := int64(1), int64(3)
+	assert.Equal(t, []localeEntry{
+		{Locale: &def, Impressions: 1, Users: &one},
+		{Locale: &pt, Impressions: 3, Users: &three},
+	}, body.ByLocale)
+}

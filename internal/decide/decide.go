@@ -297,9 +297,10 @@ type Explanation struct {
 	// record name them: every control exposed on the way, then the shown popup's variant.
 	Arms []ArmStep
 	// Locale is Shown's language for the request's lang (a translation's tag, or
-	// popup.DefaultLocale); "" when Shown is nil.
-	Locale     string
-	Candidates []popup.Candidate
+	// popup.DefaultLocale); "" when Shown is nil. LocaleMatch says how lang chose it.
+	Locale      string
+	LocaleMatch popup.LocaleMatch
+	Candidates  []popup.Candidate
 }
 
 // ArmStep is one experiment arm a decision passed: the popup and the user's arm in it.
@@ -353,7 +354,7 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 		}
 	}
 	if p.Shown != nil {
-		ex.Shown, ex.Locale = p.Shown.ShownIn(p.Arm, req.Lang)
+		ex.Shown, ex.Locale, ex.LocaleMatch = p.Shown.ShownIn(p.Arm, req.Lang)
 		ex.ShownID = p.Shown.Popup.ID
 	}
 	return ex, nil

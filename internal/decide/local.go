@@ -72,11 +72,12 @@ func NewLocalAnswers(size int) *LocalAnswers {
 // localKey is a request's targeting attributes laid out as one map key: uid, platform, region
 // and language each end in a NUL (none may contain one), then the app version's 16 bytes.
 type localKey struct {
-	buf [64 + 1 + 8 + 1 + 16 + 1 + 16 + 1 + 16]byte
+	buf [64 + 1 + 8 + 1 + 16 + 1 + 64 + 1 + 16]byte // lang: a tag, or a short Accept-Language list
 	n   int
 }
 
-// build lays out r; a request too long for the key (never a validated one) gets none (n == 0).
+// build lays out r; a request too long for the key (a lang list over 64 bytes) gets none (n == 0)
+// and is decided without the local answers.
 func (k *localKey) build(r *popup.Request) {
 	k.n = 0
 	if len(r.UID)+len(r.Platform)+len(r.Region)+len(r.Lang)+4+16 > len(k.buf) {

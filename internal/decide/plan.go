@@ -142,7 +142,7 @@ func (p *decisionPlan) chain(in *planInput, c *popup.Compiled, i int, pace popup
 			if i >= 0 {
 				ev.Arms = entry.ArmRefs[i]
 			}
-			p.Body, p.Locale = entry.ShownIn(i, in.Req.Lang)
+			p.Body, p.Locale, _ = entry.ShownIn(i, in.Req.Lang)
 			ev.Locale = p.Locale
 			*evs = append(*evs, ev)
 			p.Shown, p.Arm = entry, i

@@ -458,6 +458,7 @@ func (a *Admin) explain(c *gin.Context, req popup.Request, now time.Time, opts d
 	answer := gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)}
 	if ex.Shown != nil {
 		answer["locale"] = ex.Locale // the language shown for the request's lang (docs/CONTRACT.md §13)
+		answer["locale_match"] = ex.LocaleMatch.String()
 	}
 	if ex.Arm != "" {
 		answer["arm"] = ex.Arm // the user's arm in the chosen popup's running experiment (docs/CONTRACT.md §10)

@@ -59,12 +59,16 @@ func audienceToWire(a popup.Audience, users []popup.AudienceUser) audienceWire {
 }
 
 // memberWriteWire is the answer of a member write: the audience as the write left it, the uids
-// read and the members really added and removed.
+// read (repeats included), the repeats among them, the blank lines skipped, a text upload's
+// header line (null: none) and the members really added and removed.
 type memberWriteWire struct {
 	audienceWire
-	Lines   int   `json:"lines"`
-	Added   int64 `json:"added"`
-	Removed int64 `json:"removed"`
+	Lines      int     `json:"lines"`
+	Duplicates int     `json:"duplicates"`
+	Blank      int     `json:"blank"`
+	Header     *string `json:"header"`
+	Added      int64   `json:"added"`
+	Removed    int64   `json:"removed"`
 }
 
 type audienceChangeWire struct {
@@ -83,15 +87,18 @@ type audienceMetaWire struct {
 	Name        *string `json:"name"`
 	Description string  `json:"description"`
 	// The server's fields, as GET answers them, may be sent back and are ignored.
-	ID        *int64     `json:"id"`
-	Size      *int64     `json:"size"`
-	Version   *int64     `json:"version"`
-	CreatedAt *time.Time `json:"created_at"`
-	UpdatedAt *time.Time `json:"updated_at"`
-	UsedBy    []int64    `json:"used_by"`
-	Lines     *int       `json:"lines"`
-	Added     *int64     `json:"added"`
-	Removed   *int64     `json:"removed"`
+	ID         *int64     `json:"id"`
+	Size       *int64     `json:"size"`
+	Version    *int64     `json:"version"`
+	CreatedAt  *time.Time `json:"created_at"`
+	UpdatedAt  *time.Time `json:"updated_at"`
+	UsedBy     []int64    `json:"used_by"`
+	Lines      *int       `json:"lines"`
+	Duplicates *int       `json:"duplicates"`
+	Blank      *int       `json:"blank"`
+	Header     *string    `json:"header"`
+	Added      *int64     `json:"added"`
+	Removed    *int64     `json:"removed"`
 }
 
 var (
@@ -257,13 +264,28 @@ func (a *Admin) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
 			writeError(c, a.Log, aerr)
 			return
 		}
-		var src popup.MemberLines
-		body := bodyReader{r: c.Request.Body}
+		column := c.Query("uid_column")
+		body, aerr := sniffedReader(bodyReader{r: c.Request.Body})
+		if aerr != nil {
+			writeError(c, a.Log, aerr)
+			return
+		}
+		var (
+			src   popup.MemberLines
+			blank func() int
+			text  *TextMembers
+		)
 		switch c.ContentType() {
 		case "text/plain":
-			src = TextLines(body)
+			if column != "" {
+				writeError(c, a.Log, queryError("uid_column", "goes with text/csv: a text/plain upload has one uid a line"))
+				return
+			}
+			text = TextLines(body)
+			src, blank = text, func() int { return text.Blank }
 		case "text/csv":
-			src = CSVLines(body)
+			csvm := CSVLines(body, column)
+			src, blank = csvm, func() int { return csvm.Blank }
 		default:
 			writeError(c, a.Log, errMembersMediaType)
 			return
@@ -280,7 +302,12 @@ func (a *Admin) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
 			return
 		}
 		c.Header("ETag", etag(w.Audience.Version))
-		c.JSON(http.StatusOK, memberWriteWire{audienceWire: audienceToWire(w.Audience, users[id]), Lines: w.Lines, Added: w.Added, Removed: w.Removed})
+		out := memberWriteWire{audienceWire: audienceToWire(w.Audience, users[id]), Lines: w.Lines, Duplicates: w.Duplicates,
+			Blank: blank(), Added: w.Added, Removed: w.Removed}
+		if text != nil && text.Header != "" {
+			out.Header = &text.Header
+		}
+		c.JSON(http.StatusOK, out)
 	}
 }
 
@@ -373,8 +400,11 @@ func audienceAnswer(err error) (*apiError, bool) {
 		for i, l := range bad.Lines {
 			lines[i] = gin.H{"line": l.Line, "message": l.Message}
 		}
-		return &apiError{status: codeStatus[bad.Code()], code: string(bad.Code()), message: bad.Message(),
-			extra: gin.H{"lines": lines, "bad_lines": bad.Total}}, true
+		extra := gin.H{"lines": lines, "bad_lines": bad.Total}
+		if bad.Columns != nil {
+			extra["columns"] = bad.Columns // a CSV header without the uid column: the columns to choose from
+		}
+		return &apiError{status: codeStatus[bad.Code()], code: string(bad.Code()), message: bad.Message(), extra: extra}, true
 	case errors.As(err, &many):
 		return &apiError{status: codeStatus[many.Code()], code: string(many.Code()),
 			message: "more than " + strconv.Itoa(many.Limit) + " distinct uids: the limit of one " + string(many.Action) + " is " + strconv.Itoa(many.Limit),

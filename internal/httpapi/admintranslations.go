@@ -28,6 +28,7 @@ func (a *Admin) getTranslationsCSV(c *gin.Context) {
 	}
 	locales := p.TranslationLocales()
 	var buf bytes.Buffer
+	buf.WriteString(utf8BOM) // so that Excel reads the table as UTF-8 ("você", not "vocÃª")
 	w := csv.NewWriter(&buf)
 	_ = w.Write(append([]string{"key", "default"}, locales...)) // a bytes.Buffer does not fail
 	for _, r := range p.TextRows() {
@@ -63,6 +64,10 @@ func (a *Admin) putTranslationsCSV(c *gin.Context) {
 		writeError(c, a.Log, aerr)
 		return
 	}
+	if aerr := sniffText(raw[:min(len(raw), sniffLen)]); aerr != nil {
+		writeError(c, a.Log, aerr)
+		return
+	}
 	locales, rows, err := readTranslationTable(raw)
 	if err != nil {
 		writeError(c, a.Log, err)
@@ -90,7 +95,7 @@ func tableCell(row int, column string) string {
 // readTranslationTable parses an uploaded table: the header's locales (canonical tags) and the
 // rows, each naming its row number. Every structural problem is named at once.
 func readTranslationTable(raw []byte) ([]string, []popup.TextRow, error) {
-	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")))) // a spreadsheet's BOM
+	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(raw, []byte(utf8BOM)))) // ours, or a spreadsheet's
 	header, err := r.Read()
 	if err != nil {
 		return nil, nil, badRequest("invalid_csv", "the table must start with a header row: key,default,<language>…")
@@ -176,7 +181,11 @@ func applyTranslationTable(stored popup.Popup, locales []string, rows []popup.Te
 	return next, nil
 }
 
-// tableError is the 400 of a refused table, naming each problem.
+// utf8BOM starts the table as downloaded; an upload may start with it or not.
+const utf8BOM = "\ufeff"
+
+// tableError is the 400 of a refused table, naming each problem: the message says it once (a
+// client shows it as it is, without a prefix of its own) and fields lists them all.
 func tableError(fes []popup.FieldError) error {
 	msg := "the translation table was not applied: " + fes[0].Field + ": " + fes[0].Message
 	if len(fes) > 1 {

@@ -9,6 +9,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"popupsvc/internal/popup"
@@ -18,16 +20,42 @@ import (
 // line is bad whatever it holds and only its start is kept.
 const maxLine = 64 << 10
 
-// TextLines reads text/plain: one uid a line; a trailing newline, blank lines and CRLF endings
-// are fine.
-func TextLines(r io.Reader) popup.MemberLines { return &textLines{r: bufio.NewReaderSize(r, maxLine)} }
+// TextLines reads text/plain: one uid a line, spaces and tabs around it ignored; a trailing
+// newline, blank lines (counted) and CRLF endings are fine. A first line that names a column
+// (HeaderName) is a header, not a member.
+func TextLines(r io.Reader) *TextMembers { return &TextMembers{r: bufio.NewReaderSize(r, maxLine)} }
 
-type textLines struct {
+// TextMembers is a text/plain upload as it streams in (popup.MemberLines).
+type TextMembers struct {
 	r    *bufio.Reader
 	line int
+	// Blank counts the blank lines read; Header is the first line when it was a header.
+	Blank  int
+	Header string
 }
 
-func (t *textLines) Next() ([]byte, int, error) {
+// HeaderName reports whether the first line of a text upload names a column rather than a
+// member: "uid", "uids" or "id", or a name ending in "_id", "-id", ".id" or " id", or in "Id" or
+// "ID" after a lower-case letter (customer_id, user-id, userId, customerID), with no digit in it.
+// A uid such as "david" or "user_1_id" is not a header.
+func HeaderName(b []byte) bool {
+	if bytes.ContainsAny(b, "0123456789") {
+		return false
+	}
+	low := strings.ToLower(string(b))
+	switch {
+	case low == "uid" || low == "uids" || low == "id":
+		return true
+	case len(b) > 3 && strings.HasSuffix(low, "id") && strings.ContainsRune("_-. ", rune(b[len(b)-3])):
+		return true
+	case len(b) > 2 && b[len(b)-2] == 'I' && (b[len(b)-1] == 'd' || b[len(b)-1] == 'D') && b[len(b)-3] >= 'a' && b[len(b)-3] <= 'z':
+		return true
+	}
+	return false
+}
+
+// Next yields the next uid (popup.MemberLines).
+func (t *TextMembers) Next() ([]byte, int, error) {
 	for {
 		b, err := t.r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -47,32 +75,46 @@ func (t *textLines) Next() ([]byte, int, error) {
 			return nil, 0, err
 		}
 		t.line++
-		b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte{'\n'}), []byte{'\r'})
-		if len(bytes.TrimSpace(b)) == 0 {
+		b = bytes.TrimSpace(b) // the newline, a CR, and spaces or tabs around the uid
+		if len(b) == 0 {
 			if err == io.EOF {
 				return nil, 0, io.EOF
 			}
+			t.Blank++
+			continue
+		}
+		if t.line == 1 && HeaderName(b) {
+			t.Header = string(b)
 			continue
 		}
 		return b, t.line, nil
 	}
 }
 
-// CSVLines reads text/csv (RFC 4180): a header row naming a uid column, then one record a user;
-// other columns are ignored. A record too long to hold a uid, a broken quote or a missing uid
-// column is a *SyntaxError.
-func CSVLines(r io.Reader) popup.MemberLines {
+// CSVLines reads text/csv (RFC 4180): a header row naming the uid column (column, or "uid" when
+// column is ""; compared without case and surrounding spaces), then one record a user; other
+// columns are ignored, spaces around the uid too. A record too long to hold a uid, a broken quote
+// or a missing uid column (the error names the columns found) is a *MemberSyntaxError.
+func CSVLines(r io.Reader, column string) *CSVMembers {
 	lim := &recordLimit{r: r}
 	cr := csv.NewReader(lim)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	return &csvLines{r: cr, lim: lim, col: -1}
+	if column = strings.TrimSpace(column); column == "" {
+		column = "uid"
+	}
+	return &CSVMembers{r: cr, lim: lim, col: -1, column: column}
 }
 
-type csvLines struct {
-	r   *csv.Reader
-	lim *recordLimit
-	col int // the uid column, -1 before the header
+// CSVMembers is a text/csv upload as it streams in (popup.MemberLines).
+type CSVMembers struct {
+	r      *csv.Reader
+	lim    *recordLimit
+	col    int    // the uid column, -1 before the header
+	column string // its name
+	last   int    // the line the last record's last field began on
+	// Blank counts the blank lines between records.
+	Blank int
 }
 
 // recordLimit fails a read once more than maxRecord bytes went into one record: encoding/csv
@@ -95,7 +137,8 @@ func (l *recordLimit) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *csvLines) Next() ([]byte, int, error) {
+// Next yields the next uid (popup.MemberLines).
+func (c *CSVMembers) Next() ([]byte, int, error) {
 	for {
 		// bufio in the csv reader reads ahead: the count covers at most a buffer more than the
 		// record itself.
@@ -116,27 +159,79 @@ func (c *csvLines) Next() ([]byte, int, error) {
 			}
 			return nil, 0, err
 		}
+		first, _ := c.r.FieldPos(0)
+		c.Blank += max(0, first-c.last-1)
+		c.last, _ = c.r.FieldPos(len(rec) - 1)
 		if c.col < 0 {
+			names := make([]string, len(rec))
 			for i, name := range rec {
 				if i == 0 {
 					name = strings.TrimPrefix(name, "\ufeff") // a byte-order mark some spreadsheets write
 				}
-				if strings.EqualFold(strings.TrimSpace(name), "uid") {
+				names[i] = strings.TrimSpace(name)
+				if c.col < 0 && strings.EqualFold(names[i], c.column) {
 					c.col = i
-					break
 				}
 			}
 			if c.col < 0 {
-				line, _ := c.r.FieldPos(0)
-				return nil, 0, &popup.MemberSyntaxError{Line: line, Message: "the header row names no uid column"}
+				return nil, 0, &popup.MemberSyntaxError{Line: first, Message: noColumn(c.column, names), Columns: names}
 			}
 			continue
 		}
-		line, _ := c.r.FieldPos(0)
 		if c.col >= len(rec) {
-			return []byte{}, line, nil // no uid field: a bad line
+			return []byte{}, first, nil // no uid field: a bad line
 		}
-		line, _ = c.r.FieldPos(c.col)
-		return []byte(rec[c.col]), line, nil
+		line, _ := c.r.FieldPos(c.col)
+		return bytes.TrimSpace([]byte(rec[c.col])), line, nil
 	}
+}
+
+// noColumn says that the header row has no column named column, and which it has.
+func noColumn(column string, names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	if column == "uid" {
+		return "the header row names no uid column; its columns are " + strings.Join(quoted, ", ") +
+			": name the one that holds the uids with the uid_column parameter"
+	}
+	return "the header row has no column " + strconv.Quote(column) + " (uid_column); its columns are " + strings.Join(quoted, ", ")
+}
+
+// Upload sniffing: a spreadsheet or another binary file sent as members or as the translation
+// table is refused before a line is read, saying how to save it as CSV.
+
+// sniffLen is how much of an upload's start is looked at.
+const sniffLen = 512
+
+var (
+	errSpreadsheetUpload = &apiError{status: http.StatusUnsupportedMediaType, code: "not_text",
+		message: "this file is a spreadsheet (Excel .xlsx or .xls, or OpenDocument .ods), not text: save it as CSV (in Excel: File > Save As > CSV UTF-8) and upload the .csv file"}
+	errUTF16Upload = &apiError{status: http.StatusUnsupportedMediaType, code: "not_text",
+		message: "this file is UTF-16 text (Excel's \"Unicode Text\"): save it as CSV UTF-8 and upload that"}
+	errBinaryUpload = &apiError{status: http.StatusUnsupportedMediaType, code: "not_text",
+		message: "this file is binary (it holds NUL bytes), not text: save it as CSV (UTF-8) and upload that"}
+)
+
+// sniffText refuses head, an upload's first bytes, when it is not text: a zip (xlsx, ods), an
+// OLE compound file (xls), UTF-16, or anything else holding a NUL byte.
+func sniffText(head []byte) *apiError {
+	switch {
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")):
+		return errSpreadsheetUpload
+	case bytes.HasPrefix(head, []byte("\xff\xfe")), bytes.HasPrefix(head, []byte("\xfe\xff")):
+		return errUTF16Upload
+	case bytes.IndexByte(head, 0) >= 0:
+		return errBinaryUpload
+	}
+	return nil
+}
+
+// sniffedReader is r read through a buffer after sniffText passed its start; a start that could
+// not be read is left for the reader's first Read to report.
+func sniffedReader(r io.Reader) (*bufio.Reader, *apiError) {
+	br := bufio.NewReaderSize(r, maxLine)
+	head, _ := br.Peek(sniffLen)
+	return br, sniffText(head)
 }

@@ -46,11 +46,11 @@ func TestUploadFormatsYieldUIDsWithTheirLines(t *testing.T) {
 			want: []yielded{{"a", 1}, {"b", 4}, {"c", 5}}},
 		{name: "text: a line too long keeps its number", give: TextLines(strings.NewReader("a\n" + long + "\nb\n")),
 			want: []yielded{{"a", 1}, {long[:maxLine], 2}, {"b", 3}}},
-		{name: "csv: the uid column, quotes, a field over two lines", give: CSVLines(strings.NewReader("\ufeffname, UID \n\"x\ny\",u1\nz,\"u2\"\nw\n")),
+		{name: "csv: the uid column, quotes, a field over two lines", give: CSVLines(strings.NewReader("\ufeffname, UID \n\"x\ny\",u1\nz,\"u2\"\nw\n"), ""),
 			want: []yielded{{"u1", 3}, {"u2", 4}, {"", 5}}},
-		{name: "csv: no uid column", give: CSVLines(strings.NewReader("id,name\n1,a\n")), wantErr: &popup.MemberSyntaxError{Line: 1}},
-		{name: "csv: empty", give: CSVLines(strings.NewReader("")), wantErr: &popup.MemberSyntaxError{Line: 1}},
-		{name: "csv: a broken quote", give: CSVLines(strings.NewReader("uid\na\n\"b\"c\n")), want: []yielded{{"a", 2}}, wantErr: &popup.MemberSyntaxError{Line: 3}},
+		{name: "csv: no uid column", give: CSVLines(strings.NewReader("id,name\n1,a\n"), ""), wantErr: &popup.MemberSyntaxError{Line: 1}},
+		{name: "csv: empty", give: CSVLines(strings.NewReader(""), ""), wantErr: &popup.MemberSyntaxError{Line: 1}},
+		{name: "csv: a broken quote", give: CSVLines(strings.NewReader("uid\na\n\"b\"c\n"), ""), want: []yielded{{"a", 2}}, wantErr: &popup.MemberSyntaxError{Line: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,5 +65,37 @@ func TestUploadFormatsYieldUIDsWithTheirLines(t *testing.T) {
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, tt.wantErr.Line, se.Line)
 		})
+	}
+}
+
+// TestHeaderName pins which first lines of a text upload are a header, not a member.
+func TestHeaderName(t *testing.T) {
+	t.Parallel()
+	for give, want := range map[string]bool{
+		"uid": true, "UID": true, "id": true, "customer_id": true, "user-id": true, "External ID": true, "userId": true, "customerID": true,
+		"david": false, "user_1_id": false, "vip-2": false, "u1": false, "Id": true, "squid": false,
+	} {
+		assert.Equal(t, want, HeaderName([]byte(give)), give)
+	}
+}
+
+// TestSniffText: spreadsheets and other binary files are refused, text is not.
+func TestSniffText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give string
+		want *apiError
+	}{
+		{"xlsx or ods (zip)", "PK\x03\x04rest", errSpreadsheetUpload},
+		{"xls (OLE)", "\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", errSpreadsheetUpload},
+		{"UTF-16", "\xff\xfeu\x001\x00", errUTF16Upload},
+		{"a NUL byte", "u1\n\x00", errBinaryUpload},
+		{"text", "u1\nu2\n", nil},
+		{"CSV with a BOM", "\ufeffuid\nu1\n", nil},
+		{"empty", "", nil},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, sniffText([]byte(tt.give)), tt.name)
 	}
 }

@@ -32,8 +32,8 @@ func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request
 	if !popup.ValidRequestCode(region) {
 		return popup.Request{}, badRequest("invalid_region", "region must be up to 16 characters of [A-Za-z0-9_-]")
 	}
-	if !popup.ValidRequestCode(lang) {
-		return popup.Request{}, badRequest("invalid_lang", "lang must be up to 16 characters of [A-Za-z0-9_-]")
+	if !popup.ValidLang(lang) {
+		return popup.Request{}, badRequest("invalid_lang", "lang must be "+popup.LangRule)
 	}
 	return popup.Request{UID: uid, Platform: platform, AppVersion: v, Region: region, Lang: lang}, nil
 }

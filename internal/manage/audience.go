@@ -350,7 +350,7 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 			// The uploads the new base supersedes: a failure leaves them to the next replace's prune.
 			_ = s.store.Prune(context.WithoutCancel(ctx), id, out.Version)
 		}
-		return popup.MemberWrite{Audience: out, Lines: up.lines, Added: ch.added, Removed: ch.removed}, nil
+		return popup.MemberWrite{Audience: out, Lines: up.lines, Duplicates: up.lines - len(up.fps), Added: ch.added, Removed: ch.removed}, nil
 	}
 }
 
@@ -388,6 +388,7 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 			if len(bad.Lines) < popup.MaxReportedLines {
 				bad.Lines = append(bad.Lines, popup.LineError{Line: syn.Line, Message: syn.Message})
 			}
+			bad.Columns = syn.Columns
 			break
 		}
 		if err != nil {

@@ -109,10 +109,12 @@ type AudienceChange struct {
 }
 
 // MemberWrite is what a member write did: the audience as it left it, the uids read (lines that
-// held one, repeats included) and the members it really added and removed.
+// held one, repeats included), how many of those repeated a uid read before, and the members it
+// really added and removed.
 type MemberWrite struct {
 	Audience       Audience
 	Lines          int
+	Duplicates     int
 	Added, Removed int64
 }
 
@@ -138,6 +140,8 @@ type InvalidMembersError struct {
 	// Lines are the first MaxReportedLines bad lines; Total counts them all.
 	Lines []LineError
 	Total int
+	// Columns are a CSV header's columns when none is the uid column.
+	Columns []string
 }
 
 func (e *InvalidMembersError) Error() string {
@@ -152,6 +156,9 @@ func (e *InvalidMembersError) Code() Code { return CodeInvalidMembers }
 
 // Message is what the answer says.
 func (e *InvalidMembersError) Message() string {
+	if e.Columns != nil && len(e.Lines) == 1 { // the header is the one problem: say it alone
+		return "upload refused, nothing changed: " + e.Lines[0].Message
+	}
 	return fmt.Sprintf("upload refused, nothing changed: %d bad lines (the first %d are listed); each line must be one uid of 1-64 characters of A-Za-z0-9_.:-",
 		e.Total, len(e.Lines))
 }
@@ -212,6 +219,8 @@ type MemberLines interface {
 type MemberSyntaxError struct {
 	Line    int
 	Message string
+	// Columns are a CSV header's columns when none is the uid column.
+	Columns []string
 }
 
 func (e *MemberSyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Message) }

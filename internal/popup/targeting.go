@@ -17,7 +17,7 @@ type Request struct {
 	Platform   string // ios, android or web
 	AppVersion Version
 	Region     string // may be ""; compared case-insensitively
-	Lang       string // may be ""; compared case-insensitively
+	Lang       string // may be ""; a tag or an Accept-Language value (ValidLang): targeting compares PrimaryLang, case-insensitively
 }
 
 // Platform bits for Compiled.platforms; 0 means "all platforms".
@@ -343,7 +343,7 @@ func newQuery(r *Request) query {
 		uidHash:  uidHash(r.UID),
 		version:  r.AppVersion,
 		region:   toCode(r.Region),
-		lang:     toCode(r.Lang),
+		lang:     toCode(PrimaryLang(r.Lang)),
 		platform: platformBit(r.Platform),
 	}
 	q.regionBit, q.langBit = codeBit(q.region), codeBit(q.lang)

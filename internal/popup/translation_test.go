@@ -175,49 +175,116 @@ func TestLocalizedKeepsTheDefaultLinksWhereTheTranslationHasNone(t *testing.T) {
 		Buttons: []popup.Button{{Text: "pt-BR open", LinkURL: "https://example.com/open"}, {Text: "pt-BR later"}}}, got)
 }
 
-// TestLocaleFallbackOrder pins the choice: the exact tag, then the tag less its last subtags,
-// then nothing (the creative's own content); case and "_" do not matter.
-func TestLocaleFallbackOrder(t *testing.T) {
+// TestLocaleTableChoose pins the choice for a tag: the exact tag, then the tag less its region,
+// then the same language (and script) in another region (the first in tag order), then shorter
+// tags, then nothing (the creative's own content); case and "_" do not matter. A list is tried
+// language by language, by weight.
+func TestLocaleTableChoose(t *testing.T) {
 	t.Parallel()
-	keys := func(tags ...string) []popup.LocaleKey {
-		out := make([]popup.LocaleKey, len(tags))
-		for i, tag := range tags {
-			out[i], _ = popup.NewLocaleKey(tag)
-		}
-		return out
-	}
 	tests := []struct {
 		lang string
 		have []string
 		want int
+		how  popup.LocaleMatch
 	}{
-		{lang: "pt-BR", have: []string{"pt", "pt-BR"}, want: 1},
-		{lang: "pt-br", have: []string{"pt", "pt-BR"}, want: 1},
-		{lang: "pt_BR", have: []string{"pt", "pt-BR"}, want: 1},
-		{lang: "pt-PT", have: []string{"pt", "pt-BR"}, want: 0},
-		{lang: "zh-Hans-CN", have: []string{"zh", "zh-Hans"}, want: 1},
-		{lang: "zh-Hant-TW", have: []string{"zh", "zh-Hans"}, want: 0},
-		{lang: "pt", have: []string{"pt-BR"}, want: -1},
-		{lang: "fr", have: []string{"pt", "pt-BR"}, want: -1},
-		{lang: "", have: []string{"pt"}, want: -1},
-		{lang: "pt", have: nil, want: -1},
+		{lang: "pt-BR", have: []string{"pt", "pt-BR"}, want: 1, how: popup.MatchExact},
+		{lang: "pt-br", have: []string{"pt", "pt-BR"}, want: 1, how: popup.MatchExact},
+		{lang: "pt_BR", have: []string{"pt", "pt-BR"}, want: 1, how: popup.MatchExact},
+		{lang: "pt-PT", have: []string{"pt", "pt-BR"}, want: 0, how: popup.MatchShorterTag},
+		{lang: "pt-PT", have: []string{"de", "pt-BR"}, want: 1, how: popup.MatchRegion},
+		{lang: "pt", have: []string{"pt-BR"}, want: 0, how: popup.MatchRegion},
+		{lang: "pt-PT", have: []string{"pt-AO", "pt-BR"}, want: 0, how: popup.MatchRegion},
+		{lang: "es-MX", have: []string{"es-419", "es-ES"}, want: 0, how: popup.MatchRegion},
+		{lang: "zh-Hans-CN", have: []string{"zh", "zh-Hans"}, want: 1, how: popup.MatchShorterTag},
+		{lang: "zh-Hant-HK", have: []string{"zh", "zh-Hans-CN", "zh-Hant-TW"}, want: 2, how: popup.MatchRegion},
+		{lang: "zh-Hant", have: []string{"zh", "zh-Hant-TW"}, want: 1, how: popup.MatchRegion},
+		{lang: "zh-Hant-TW", have: []string{"zh", "zh-Hans"}, want: 0, how: popup.MatchShorterTag},
+		{lang: "de-CH", have: []string{"pt-BR"}, want: -1, how: popup.MatchDefault},
+		{lang: "fr", have: []string{"pt", "pt-BR"}, want: -1, how: popup.MatchDefault},
+		{lang: "", have: []string{"pt"}, want: -1, how: popup.MatchDefault},
+		{lang: "pt", have: nil, want: -1, how: popup.MatchDefault},
+		{lang: "pt-BR,pt;q=0.9,en;q=0.8", have: []string{"en", "pt-BR"}, want: 1, how: popup.MatchExact},
+		{lang: "pt-PT,en;q=0.8", have: []string{"en", "pt-BR"}, want: 1, how: popup.MatchRegion},
+		{lang: "it, en;q=0.5, pt;q=0.7", have: []string{"en", "pt"}, want: 1, how: popup.MatchExact},
+		{lang: "en;q=0.5,de;q=0.5", have: []string{"de", "en"}, want: 1, how: popup.MatchExact},
+		{lang: "pt;q=0,en", have: []string{"en", "pt"}, want: 0, how: popup.MatchExact},
+		{lang: "*", have: []string{"en"}, want: -1, how: popup.MatchDefault},
+		{lang: "fr-CA,fr;q=0.9", have: []string{"de"}, want: -1, how: popup.MatchDefault},
+		{lang: "x-very-long-private-tag,de", have: []string{"de"}, want: 0, how: popup.MatchExact},
 	}
 	for _, tt := range tests {
 		t.Run(tt.lang+"/"+strings.Join(tt.have, ","), func(t *testing.T) {
-			f := popup.NewLocaleFallback(tt.lang)
-			assert.Equal(t, tt.want, f.Choose(keys(tt.have...)))
+			table := popup.NewLocaleTable(tt.have)
+			i, how := table.Choose(tt.lang)
+			assert.Equal(t, tt.want, i)
+			assert.Equal(t, tt.how, how)
 		})
 	}
 }
 
-func TestLocaleFallbackDoesNotAllocate(t *testing.T) {
-	keys := make([]popup.LocaleKey, 5)
-	for i, tag := range []string{"de", "en", "es", "fr", "pt"} {
-		keys[i], _ = popup.NewLocaleKey(tag)
+// TestValidLang: a bare tag and any well-formed Accept-Language value are valid, whatever their
+// languages; anything else is not.
+func TestValidLang(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{"", true},
+		{"pt-BR", true},
+		{"pt_br", true},
+		{"pt-BR,pt;q=0.9,en;q=0.8", true},
+		{"en-US,en;q=0.9,*;q=0.5", true},
+		{"da, en-gb;q=0.8, en;q=0.7", true},
+		{"de ; Q=1.000", true},
+		{"en,,fr", true},
+		{"x-klingon-kli-very-long-private-use", true},
+		{"*", true},
+		{"pt-BR;q=2", false},
+		{"pt-BR;q=0.12345", false},
+		{"pt-BR;q=abc", false},
+		{"pt-BR;level=1", false},
+		{"pt BR", false},
+		{"<script>", false},
+		{"pt-BR;", false},
+		{"é", false},
+		{strings.Repeat("a,", 300), false},
 	}
-	allocs := testing.AllocsPerRun(100, func() {
-		f := popup.NewLocaleFallback("pt-BR")
-		_ = f.Choose(keys)
-	})
-	assert.Zero(t, allocs)
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			assert.Equal(t, tt.want, popup.ValidLang(tt.give))
+		})
+	}
+}
+
+// TestPrimaryLang: targeting compares the list's best language.
+func TestPrimaryLang(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "pt-BR", popup.PrimaryLang("pt-BR"))
+	assert.Equal(t, "pt-BR", popup.PrimaryLang("pt-BR,pt;q=0.9"))
+	assert.Equal(t, "de", popup.PrimaryLang("en;q=0.5, de"))
+	assert.Equal(t, "", popup.PrimaryLang("*"))
+	assert.Equal(t, "", popup.PrimaryLang(""))
+}
+
+func TestLocaleTableChooseDoesNotAllocate(t *testing.T) {
+	table := popup.NewLocaleTable([]string{"de", "en", "es", "fr", "pt-BR"})
+	for _, lang := range []string{"pt-BR", "pt-PT", "it-IT,pt-PT;q=0.9,en;q=0.8"} {
+		allocs := testing.AllocsPerRun(100, func() { _, _ = table.Choose(lang) })
+		assert.Zero(t, allocs, lang)
+	}
+}
+
+// BenchmarkLocaleTableChoose is the choice alone for five translations: a bare tag, a region
+// fallback, and a browser's Accept-Language list (docs/PERFORMANCE.md, Translations).
+func BenchmarkLocaleTableChoose(b *testing.B) {
+	table := popup.NewLocaleTable([]string{"de", "es", "fr", "ja", "pt-BR"})
+	for _, lang := range []string{"pt-BR", "pt-PT", "it-IT,pt-PT;q=0.9,en;q=0.8"} {
+		b.Run(lang, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				_, _ = table.Choose(lang)
+			}
+		})
+	}
 }

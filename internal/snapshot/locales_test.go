@@ -43,7 +43,7 @@ func TestEntryShownInPreEncodesEveryLocale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body, locale := e.ShownIn(tt.arm, tt.lang)
+			body, locale, _ := e.ShownIn(tt.arm, tt.lang)
 			assert.Equal(t, tt.wantLocale, locale)
 			var got publicPopup
 			require.NoError(t, json.Unmarshal(body, &got))
@@ -66,6 +66,8 @@ func BenchmarkShownIn(b *testing.B) {
 		{"no translations", nil, "pt-BR"},
 		{"five translations, pt-BR to pt", []string{"de", "es", "fr", "ja", "pt"}, "pt-BR"},
 		{"five translations, none matches", []string{"de", "es", "fr", "ja", "pt"}, "it-IT"},
+		{"five translations, pt-PT to pt-BR", []string{"de", "es", "fr", "ja", "pt-BR"}, "pt-PT"},
+		{"five translations, a browser's list", []string{"de", "es", "fr", "ja", "pt-BR"}, "it-IT,pt-PT;q=0.9,en;q=0.8"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p := popup.Popup{ID: 1, Name: "p", Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100},
@@ -77,7 +79,7 @@ func BenchmarkShownIn(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				_, _ = e.ShownIn(-1, bc.lang)
+				_, _, _ = e.ShownIn(-1, bc.lang)
 			}
 		})
 	}

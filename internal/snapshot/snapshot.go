@@ -41,29 +41,28 @@ func (e *Entry) Shown(arm int) []byte {
 	return e.JSON
 }
 
-// ShownIn is what arm shows (as Shown) in the best language for a request's lang
-// (popup.LocaleFallback: the exact tag, then without its last subtags), and the locale chosen:
-// a translation's tag, or popup.DefaultLocale for the creative's own content. It does not
+// ShownIn is what arm shows (as Shown) in the best language for a request's lang (a tag or an
+// Accept-Language value; popup.LocaleTable.Choose), the locale chosen (a translation's tag, or
+// popup.DefaultLocale for the creative's own content) and how it was chosen. It does not
 // allocate, and a creative without translations costs one length check.
-func (e *Entry) ShownIn(arm int, lang string) (body []byte, locale string) {
+func (e *Entry) ShownIn(arm int, lang string) (body []byte, locale string, how popup.LocaleMatch) {
 	body, ls := e.JSON, &e.Locales
 	if arm >= 0 && arm < len(e.Variants) {
 		body, ls = e.Variants[arm], &e.VariantLocales[arm]
 	}
-	if len(ls.keys) > 0 {
-		var f popup.LocaleFallback
-		f.Set(lang)
-		if i := f.Choose(ls.keys); i >= 0 {
-			return ls.bodies[i], ls.tags[i]
+	if ls.table.Len() > 0 {
+		if i, m := ls.table.Choose(lang); i >= 0 {
+			return ls.bodies[i], ls.tags[i], m
 		}
 	}
-	return body, popup.DefaultLocale
+	return body, popup.DefaultLocale, popup.MatchDefault
 }
 
 // Locales are one creative's translations prepared for the answer's choice when the snapshot is
-// built: by translation, its match key, its tag and its public JSON. Empty without translations.
+// built: the choice's lookup table, and by translation its tag and its public JSON. Empty
+// without translations.
 type Locales struct {
-	keys   []popup.LocaleKey
+	table  popup.LocaleTable
 	tags   []string
 	bodies [][]byte
 }
@@ -77,10 +76,9 @@ func encodeLocales(id int64, c *popup.Creative) (Locales, error) {
 	if n == 0 {
 		return Locales{}, nil
 	}
-	l := Locales{keys: make([]popup.LocaleKey, n), tags: make([]string, n), bodies: make([][]byte, n)}
+	l := Locales{tags: make([]string, n), bodies: make([][]byte, n)}
 	for i := range c.Translations {
 		t := &c.Translations[i]
-		l.keys[i], _ = popup.NewLocaleKey(t.Locale) // a valid tag is at most 12 bytes
 		l.tags[i] = t.Locale
 		body, err := json.Marshal(toPublic(id, c.Localized(t)))
 		if err != nil {
@@ -88,6 +86,7 @@ func encodeLocales(id int64, c *popup.Creative) (Locales, error) {
 		}
 		l.bodies[i] = body
 	}
+	l.table = popup.NewLocaleTable(l.tags)
 	return l, nil
 }
 

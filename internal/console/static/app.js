@@ -1131,7 +1131,8 @@ async function editScreen(id, carry) {
       if (!r.ok) {
         const fes = r.body?.error?.fields || [];
         return setKids(out, h('div', { class: 'alert error', role: 'alert', id: 'translations-csv-errors' },
-          h('p', {}, 'The table was not applied: ' + errorText(r)),
+          // the server's message already says the table was not applied: one sentence, each cell once below
+          h('p', {}, fes.length ? 'The table was not applied; nothing changed. Fix these cells and upload it again:' : 'The table was not applied: ' + errorText(r)),
           fes.length ? h('ul', {}, fes.map((fe) => h('li', {}, `${fe.field}: ${fe.message}`))) : null));
       }
       toast(r.etag === etag ? 'The table changes nothing: nothing written.' : 'Translations uploaded.');
@@ -2481,10 +2482,28 @@ async function audienceScreen(id) {
   const progressText = h('p', { id: 'upload-status', role: 'status', 'aria-live': 'polite' });
   const uploadOut = h('div', { id: 'upload-out', tabindex: '-1' });
   const uploadBtn = h('button', { type: 'submit', id: 'upload-submit' }, 'Upload');
+  // a CSV whose header has no uid column: the column that holds the uids, chosen from its header
+  const columnIn = h('select', { name: 'uid-column', 'aria-describedby': 'upload-column-help' });
+  const columnRow = h('div', { id: 'upload-column-row', hidden: true }, field('upload-uid-column', 'Column with the uids', columnIn),
+    h('p', { class: 'help', id: 'upload-column-help' }, 'The file’s header row has no column named uid: choose the one that holds the user ids.'));
+  function offerColumns(cols) {
+    setKids(columnIn, cols.map((c) => h('option', { value: c }, c || '(unnamed column)')));
+    const guess = cols.find((c) => /(^|[_\s.-])id$|Id$|ID$/.test(c));
+    if (guess !== undefined) columnIn.value = guess;
+    columnRow.hidden = cols.length === 0;
+  }
+  fileIn.addEventListener('change', async () => {
+    offerColumns([]);
+    const f = fileIn.files[0];
+    if (!f || !(/\.csv$/i.test(f.name) || f.type === 'text/csv')) return;
+    const first = (await f.slice(0, 64 << 10).text()).replace(/^\ufeff/, '').split(/\r?\n/)[0];
+    const cols = first.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1').trim());
+    if (!cols.some((c) => c.toLowerCase() === 'uid')) offerColumns(cols);
+  });
   const upForm = h('form', { id: 'audience-upload', novalidate: true },
     field('upload-file', 'Member file', fileIn),
-    h('p', { class: 'help', id: 'upload-file-help' }, 'Plain text with one uid per line, or a CSV file whose header row has a uid column. A file with any bad line changes nothing: the lines are listed below.'),
-    modes, uploadBtn,
+    h('p', { class: 'help', id: 'upload-file-help' }, 'Plain text with one uid per line (a first line such as customer_id is read as a header), or a CSV file (saved as CSV from a spreadsheet) with a header row. Spaces around ids are ignored. A file with any bad line changes nothing: the lines are listed below.'),
+    columnRow, modes, uploadBtn,
     progressRow, progressText,
     uploadOut);
   upForm.addEventListener('submit', async (ev) => {
@@ -2506,7 +2525,8 @@ async function audienceScreen(id) {
     progress.max = Math.max(1, file.size); progress.value = 0;
     progressText.textContent = `Sending ${file.name} (${fmtBytes(file.size)})…`;
     let lastSaid = 0;
-    const w = await upload(method, `/admin/v1/audiences/${a.id}/members${suffix}`, file, {
+    const column = csv && !columnRow.hidden ? '?uid_column=' + encodeURIComponent(columnIn.value) : '';
+    const w = await upload(method, `/admin/v1/audiences/${a.id}/members${suffix}${column}`, file, {
       contentType: csv ? 'text/csv' : 'text/plain',
       ifMatch: versionTag(a),
       onProgress: (sent, total) => {
@@ -2524,7 +2544,8 @@ async function audienceScreen(id) {
       took(b);
       progressText.textContent = `Read ${fmtInt(b.lines)} ids from ${file.name}.`;
       setKids(uploadOut, h('div', { class: 'alert info', role: 'status', id: 'upload-result' },
-        `${label}: ${fmtInt(b.lines)} lines read, ${fmtInt(b.added ?? 0)} added, ${fmtInt(b.removed ?? 0)} removed. “${a.name}” has ${fmtInt(a.size)} members now, version ${a.version}.`));
+        `${label}: ${fmtInt(b.lines)} lines read, ${fmtInt(b.added ?? 0)} added, ${fmtInt(b.removed ?? 0)} removed, ${fmtInt(b.duplicates ?? 0)} duplicates, ${fmtInt(b.blank ?? 0)} blank` +
+        (b.header ? ` (the first line, “${b.header}”, was read as a header)` : '') + `. “${a.name}” has ${fmtInt(a.size)} members now, version ${a.version}.`));
       fileIn.value = '';
       return;
     }
@@ -2547,6 +2568,7 @@ async function audienceScreen(id) {
         h('p', {}, tooMany && mode === 'replace' ? 'Replace with a shorter list, then add the rest in parts with “Add”.'
           : (tooMany ? 'Split the file and upload the parts one after another.' : 'Free room first: remove members, or delete an audience no popup needs.')));
     } else {
+      if (Array.isArray(e.columns)) offerColumns(e.columns); // the server found no uid column: choose one
       const { lines: bad, total } = badLinesOf(e);
       const count = `${fmtInt(total)} bad line${total === 1 ? '' : 's'}` + (total > bad.length ? `, the first ${bad.length} listed` : '');
       box = h('div', { class: 'alert error', role: 'alert', id: 'upload-error' },
