@@ -37,17 +37,27 @@ func TestConsoleGoals(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Empty(t, res.Body["goals"])
 
-	// created: in the list, as stored
+	// a value cap on a goal without values: named on its field, nothing created
 	b.fill("#new-goal-key", "purchase")
+	b.fill("#new-goal-cap", "100")
+	b.run(chromedp.Click("#goal-create-submit", chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#new-goal-cap').getAttribute('aria-invalid') === 'true'`)
+	res = in.adminDo(t, http.MethodGet, "/admin/v1/goals", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	assert.Empty(t, res.Body["goals"])
+
+	// created: in the list, as stored, its value cap too
 	b.run(chromedp.SetValue("#new-goal-value", "sum", chromedp.ByQuery))
 	b.fill("#new-goal-window", "48")
 	b.run(chromedp.Click("#goal-create-submit", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#goal-table tr[data-key="purchase"]')`)
 	assert.Contains(t, b.text(`#goal-table tr[data-key="purchase"]`), "48 h")
+	assert.Contains(t, b.text(`#goal-table tr[data-key="purchase"]`), "100")
 	res = in.adminDo(t, http.MethodGet, "/admin/v1/goals/purchase", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Equal(t, "sum", res.Body["value"])
 	assert.Equal(t, 48.0, res.Body["window_hours"])
+	assert.Equal(t, 100.0, res.Body["value_cap"])
 	b.axeCheck("goals (one goal)")
 
 	// deleted after confirming

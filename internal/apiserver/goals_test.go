@@ -45,6 +45,10 @@ func TestGoalsAdmin(t *testing.T) {
 			{`{"key":"k","name":"x","window_hours":0}`, "window_hours"},
 			{`{"key":"k","name":"x","window_hours":721}`, "window_hours"},
 			{`{"key":"k","name":"x","value":"max"}`, "value"},
+			{`{"key":"k","name":"x","value":"sum","value_cap":0}`, "value_cap"},
+			{`{"key":"k","name":"x","value":"sum","value_cap":-5}`, "value_cap"},
+			{`{"key":"k","name":"x","value":"sum","value_cap":"10"}`, "value_cap"},
+			{`{"key":"k","name":"x","value_cap":10}`, "value_cap"}, // a none goal has no value to cap
 			{`{"key":"k","name":"x","colour":"red"}`, ""},
 		}
 		for _, tt := range tests {
@@ -153,6 +157,27 @@ func TestGoalsAdmin(t *testing.T) {
 		assert.Equal(t, "signup", experimentOf(t, got)["primary_goal"], "an import without the key keeps the goal")
 		put = c.do(t, "PUT", "/admin/v1/popups/"+id, with(3, `"primary_goal":null,`), nil, http.StatusOK)
 		assert.Nil(t, experimentOf(t, put)["primary_goal"], "null removes it")
+	})
+
+	t.Run("a value cap is stored, audited, and a PUT without it removes it", func(t *testing.T) {
+		g := c.do(t, "POST", "/admin/v1/goals", `{"key":"revenue","name":"Revenue","value":"sum","value_cap":250.5}`, nil, http.StatusCreated)
+		assert.Equal(t, 250.5, g.body["value_cap"])
+		same := c.do(t, "PUT", "/admin/v1/goals/revenue", `{"name":"Revenue","value":"sum","value_cap":250.5}`, nil, http.StatusOK)
+		assert.Equal(t, `"1"`, same.etag, "the same cap changes nothing")
+		put := c.do(t, "PUT", "/admin/v1/goals/revenue", `{"name":"Revenue","value":"sum","value_cap":300}`, nil, http.StatusOK)
+		assert.Equal(t, `"2"`, put.etag)
+		got := c.do(t, "GET", "/admin/v1/goals/revenue", "", nil, http.StatusOK)
+		assert.Equal(t, 300.0, got.body["value_cap"])
+		hist := c.do(t, "GET", "/admin/v1/goals/revenue/history", "", nil, http.StatusOK)
+		last := hist.body["changes"].([]any)[0].(map[string]any)
+		assert.Equal(t, 250.5, last["before"].(map[string]any)["value_cap"])
+		assert.Equal(t, 300.0, last["after"].(map[string]any)["value_cap"])
+		off := c.do(t, "PUT", "/admin/v1/goals/revenue", `{"name":"Revenue","value":"sum"}`, nil, http.StatusOK)
+		assert.Equal(t, `"3"`, off.etag)
+		assert.Nil(t, off.body["value_cap"], "absent: no cap")
+		a := c.do(t, "PUT", "/admin/v1/goals/revenue", `{"name":"Revenue","value":"none","value_cap":5}`, nil, http.StatusBadRequest)
+		_, field := a.errorOf(t)
+		assert.Equal(t, "value_cap", field)
 	})
 }
 

@@ -37,7 +37,7 @@ func TestHoldoutThroughTheService(t *testing.T) {
 		assert.Equal(t, "holdout_percent", field, give)
 	}
 
-	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum"})
+	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum", "value_cap": 20})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	campaign := api.createPopup(t, popupSpec("campaign", map[string]any{"priority": 10}))
 	notice := api.createPopup(t, popupSpec("notice", map[string]any{"priority": 1, "holdout_exempt": true}))
@@ -100,6 +100,8 @@ func TestHoldoutThroughTheService(t *testing.T) {
 	hg, og := held["goals"].([]any)[0].(map[string]any), others["goals"].([]any)[0].(map[string]any)
 	assert.Equal(t, 10.0, hg["value_sum"])
 	assert.Equal(t, 30.0, og["value_sum"])
+	assert.Equal(t, 10.0, hg["value_sum_capped"], "under the cap of 20")
+	assert.Equal(t, 20.0, og["value_sum_capped"], "30 capped at 20")
 	assert.Equal(t, 1.0, og["rate"])
 	assert.Nil(t, hg["difference"], "the holdout is the baseline")
 	assert.Contains(t, results.body, "srm")
@@ -112,6 +114,7 @@ func TestHoldoutThroughTheService(t *testing.T) {
 		cohort := c.do(t, "GET", "/admin/v1/holdout/results?from="+from+"&to="+day, "", nil, http.StatusOK)
 		assert.Equal(t, from, cohort.body["from"])
 		assert.Equal(t, 1.0, cohort.body["groups"].([]any)[1].(map[string]any)["exposed_users"])
+		assert.Equal(t, 20.0, cohort.body["groups"].([]any)[1].(map[string]any)["goals"].([]any)[0].(map[string]any)["value_sum_capped"], "a cohort's users capped too")
 		empty := c.do(t, "GET", "/admin/v1/holdout/results?from=2020-01-01&to=2020-01-02", "", nil, http.StatusOK)
 		assert.Equal(t, 0.0, empty.body["groups"].([]any)[1].(map[string]any)["exposed_users"], "nobody first exposed then")
 

@@ -79,6 +79,7 @@ type expGoalBody struct {
 	ConvertedUsers int64       `json:"converted_users"`
 	Conversions    int64       `json:"conversions"`
 	ValueSum       float64     `json:"value_sum"`
+	ValueSumCapped *float64    `json:"value_sum_capped"` // null without a value cap
 	Rate           *float64    `json:"rate"`
 	RateCI         *[2]float64 `json:"rate_ci"`
 	expCompareBody
@@ -93,7 +94,7 @@ func goalsToWire(gs []results.GoalResult) []expGoalBody {
 	out := make([]expGoalBody, len(gs))
 	for i, g := range gs {
 		w := expGoalBody{Goal: g.Goal, ConvertedUsers: g.ConvertedUsers, Conversions: g.Conversions, ValueSum: g.ValueSum,
-			Rate: finite(g.Rate.CTR), RateCI: interval(g.Rate.CI), expCompareBody: compareToWire(g.Comparison)}
+			ValueSumCapped: g.ValueSumCapped, Rate: finite(g.Rate.CTR), RateCI: interval(g.Rate.CI), expCompareBody: compareToWire(g.Comparison)}
 		if v := g.Value; v != nil {
 			w.MeanValue, w.MeanValueCI = finite(v.Mean), interval(v.CI)
 		}

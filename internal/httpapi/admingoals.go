@@ -28,6 +28,7 @@ type goalWire struct {
 	Name        string    `json:"name"`
 	WindowHours int64     `json:"window_hours"`
 	Value       string    `json:"value"`
+	ValueCap    *float64  `json:"value_cap"`
 	Version     int64     `json:"version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -35,16 +36,18 @@ type goalWire struct {
 
 func goalToWire(g popup.Goal) goalWire {
 	return goalWire{Key: g.Key, Name: g.Name, WindowHours: int64(g.Window / time.Hour), Value: string(g.Value),
-		Version: g.Version, CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
+		ValueCap: g.ValueCap, Version: g.Version, CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
 }
 
-// goalInput is the body of a create or an update: window_hours defaults to 72 and value to none;
-// the server's fields, as GET answers them, may be sent back and are ignored.
+// goalInput is the body of a create or an update: window_hours defaults to 72, value to none and
+// value_cap to null (no cap); the server's fields, as GET answers them, may be sent back and are
+// ignored.
 type goalInput struct {
 	Key         *string    `json:"key"`
 	Name        *string    `json:"name"`
 	WindowHours *int64     `json:"window_hours"`
 	Value       *string    `json:"value"`
+	ValueCap    *float64   `json:"value_cap"`
 	Version     *int64     `json:"version"`
 	CreatedAt   *time.Time `json:"created_at"`
 	UpdatedAt   *time.Time `json:"updated_at"`
@@ -92,6 +95,7 @@ func readGoal(c *gin.Context, pathKey string) (popup.Goal, error) {
 	if in.Value != nil {
 		g.Value = popup.GoalValue(*in.Value)
 	}
+	g.ValueCap = in.ValueCap
 	if len(fields) > 0 {
 		return g, &popup.ValidationError{Of: "goal", Fields: fields}
 	}

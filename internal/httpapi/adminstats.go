@@ -99,18 +99,27 @@ type campaignGoalBody struct {
 }
 
 // campaignConversionsBody: MeanValue is the value per converted user (null without one, or for a
-// goal without values).
+// goal without values); the capped ones are those of the users' values capped at the goal's
+// value_cap (null without a cap).
 type campaignConversionsBody struct {
-	ConvertedUsers int64    `json:"converted_users"`
-	Conversions    int64    `json:"conversions"`
-	ValueSum       float64  `json:"value_sum"`
-	MeanValue      *float64 `json:"mean_value"`
+	ConvertedUsers  int64    `json:"converted_users"`
+	Conversions     int64    `json:"conversions"`
+	ValueSum        float64  `json:"value_sum"`
+	MeanValue       *float64 `json:"mean_value"`
+	ValueSumCapped  *float64 `json:"value_sum_capped"`
+	MeanValueCapped *float64 `json:"mean_value_capped"`
 }
 
 func campaignConversionsToWire(g popup.Goal, c popup.CampaignConversions) campaignConversionsBody {
 	w := campaignConversionsBody{ConvertedUsers: c.ConvertedUsers, Conversions: c.Conversions, ValueSum: c.ValueSum}
 	if g.Value == popup.GoalValueSum && c.ConvertedUsers > 0 {
 		w.MeanValue = finite(c.ValueSum / float64(c.ConvertedUsers))
+	}
+	if g.Value == popup.GoalValueSum && g.ValueCap != nil && c.ValueSumCapped != nil {
+		w.ValueSumCapped = finite(*c.ValueSumCapped)
+		if c.ConvertedUsers > 0 {
+			w.MeanValueCapped = finite(*c.ValueSumCapped / float64(c.ConvertedUsers))
+		}
 	}
 	return w
 }

@@ -103,7 +103,7 @@ func (s *Goals) Update(ctx context.Context, actor popup.Actor, g popup.Goal, ifV
 		if err := ifVersionHolds(ifVersion, before.Version); err != nil {
 			return err
 		}
-		if before.Name == g.Name && before.Window == g.Window && before.Value == g.Value {
+		if before.Name == g.Name && before.Window == g.Window && before.Value == g.Value && popup.SameCap(before.ValueCap, g.ValueCap) {
 			out = before
 			return nil
 		}

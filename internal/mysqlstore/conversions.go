@@ -360,10 +360,20 @@ func addGoalArms(ctx context.Context, tx *sql.Tx, keys []goalUserKey, adds map[g
 	return nil
 }
 
-// GoalCounts reads an experiment phase's counts per arm and goal, by arm and goal.
+// GoalCounts reads an experiment phase's counts per arm and goal, by arm and goal, and for a goal
+// with a value cap the sum over the arm's users of their values capped (docs/CONTRACT.md §14):
+// the per-arm sums cannot be capped after the fact, so that one is summed from the users' rows
+// (popup_experiment_goal_user) of the capped goals alone, in the same grouped statement. A user
+// an erasure removed is no longer in them: the capped sum leaves them out, the raw sum keeps them.
 func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT arm, goal_key, converted_users, conversions, value_sum, value_sq_sum
-		FROM popup_experiment_goal WHERE popup_id = ? AND salt = ? ORDER BY arm, goal_key`, popupID, salt)
+	rows, err := r.db.QueryContext(ctx, `SELECT e.arm, e.goal_key, e.converted_users, e.conversions, e.value_sum, e.value_sq_sum,
+			CASE WHEN pg.value_cap IS NOT NULL THEN COALESCE(c.capped, 0) END
+		FROM popup_experiment_goal e
+		LEFT JOIN popup_goal pg ON pg.goal_key = e.goal_key
+		LEFT JOIN (SELECT u.arm, u.goal_key, SUM(LEAST(u.value_sum, g.value_cap)) AS capped
+			FROM popup_experiment_goal_user u JOIN popup_goal g ON g.goal_key = u.goal_key AND g.value_cap IS NOT NULL
+			WHERE u.popup_id = ? AND u.salt = ? GROUP BY u.arm, u.goal_key) c ON c.arm = e.arm AND c.goal_key = e.goal_key
+		WHERE e.popup_id = ? AND e.salt = ? ORDER BY e.arm, e.goal_key`, popupID, salt, popupID, salt)
 	if err != nil {
 		return nil, err
 	}
@@ -374,8 +384,10 @@ func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) 
 // [from, to) alone (a cohort: docs/CONTRACT.md §15), summed from the users' rows; a user an
 // erasure removed is no longer in them.
 func (r *StatsRepo) GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT g.arm, g.goal_key, COUNT(*), SUM(g.conversions), SUM(g.value_sum), SUM(g.value_sum * g.value_sum)
+	rows, err := r.db.QueryContext(ctx, `SELECT g.arm, g.goal_key, COUNT(*), SUM(g.conversions), SUM(g.value_sum), SUM(g.value_sum * g.value_sum),
+			CASE WHEN MAX(pg.value_cap) IS NOT NULL THEN SUM(LEAST(g.value_sum, pg.value_cap)) END
 		FROM popup_experiment_goal_user g JOIN popup_experiment_user u ON u.popup_id = g.popup_id AND u.salt = g.salt AND u.uid = g.uid
+		LEFT JOIN popup_goal pg ON pg.goal_key = g.goal_key
 		WHERE g.popup_id = ? AND g.salt = ? AND u.first_exposed_at >= ? AND u.first_exposed_at < ?
 		GROUP BY g.arm, g.goal_key ORDER BY g.arm, g.goal_key`, popupID, salt, toDB(from), toDB(to))
 	if err != nil {
@@ -384,14 +396,21 @@ func (r *StatsRepo) GoalCountsExposedIn(ctx context.Context, popupID int64, salt
 	return scanGoalCounts(rows)
 }
 
-// scanGoalCounts reads rows of (arm, goal, converted users, conversions, value sum, square sum).
+// scanGoalCounts reads rows of (arm, goal, converted users, conversions, value sum, square sum,
+// capped value sum or NULL).
 func scanGoalCounts(rows *sql.Rows) ([]popup.GoalCount, error) {
 	defer rows.Close()
 	var out []popup.GoalCount
 	for rows.Next() {
-		var g popup.GoalCount
-		if err := rows.Scan(&g.Arm, &g.Goal, &g.ConvertedUsers, &g.Conversions, &g.ValueSum, &g.ValueSqSum); err != nil {
+		var (
+			g      popup.GoalCount
+			capped sql.NullFloat64
+		)
+		if err := rows.Scan(&g.Arm, &g.Goal, &g.ConvertedUsers, &g.Conversions, &g.ValueSum, &g.ValueSqSum, &capped); err != nil {
 			return nil, err
+		}
+		if capped.Valid {
+			g.ValueSumCapped = &capped.Float64
 		}
 		out = append(out, g)
 	}

@@ -26,16 +26,20 @@ func (r *GoalRepo) InTx(ctx context.Context, fn func(*Tx) error) error {
 	return (&PopupRepo{db: r.db}).InTx(ctx, fn)
 }
 
-const goalColumns = `goal_key, name, window_hours, value_kind, version, created_at, updated_at`
+const goalColumns = `goal_key, name, window_hours, value_kind, value_cap, version, created_at, updated_at`
 
 func scanGoal(s scanner) (popup.Goal, error) {
 	var (
 		g     popup.Goal
 		hours int64
 		value string
+		cap   sql.NullFloat64
 	)
-	if err := s.Scan(&g.Key, &g.Name, &hours, &value, &g.Version, &g.CreatedAt, &g.UpdatedAt); err != nil {
+	if err := s.Scan(&g.Key, &g.Name, &hours, &value, &cap, &g.Version, &g.CreatedAt, &g.UpdatedAt); err != nil {
 		return popup.Goal{}, err
+	}
+	if cap.Valid {
+		g.ValueCap = &cap.Float64
 	}
 	g.Window, g.Value, g.CreatedAt, g.UpdatedAt = time.Duration(hours)*time.Hour, popup.GoalValue(value), g.CreatedAt.UTC(), g.UpdatedAt.UTC()
 	return g, nil
@@ -146,8 +150,8 @@ func (t *Tx) LockGoal(ctx context.Context, key string) (popup.Goal, error) {
 // InsertGoal stores a new goal at version 1 (popup.ErrGoalKeyTaken).
 func (t *Tx) InsertGoal(ctx context.Context, g popup.Goal, now time.Time) (popup.Goal, error) {
 	g.Version, g.CreatedAt, g.UpdatedAt = 1, toDB(now), toDB(now)
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO popup_goal (`+goalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		g.Key, g.Name, int64(g.Window/time.Hour), string(g.Value), g.Version, g.CreatedAt, g.UpdatedAt)
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO popup_goal (`+goalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		g.Key, g.Name, int64(g.Window/time.Hour), string(g.Value), g.ValueCap, g.Version, g.CreatedAt, g.UpdatedAt)
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == 1062 {
 		return popup.Goal{}, fmt.Errorf("%w: %s", popup.ErrGoalKeyTaken, me.Message)
@@ -163,8 +167,8 @@ func (t *Tx) InsertGoal(ctx context.Context, g popup.Goal, now time.Time) (popup
 func (t *Tx) UpdateGoal(ctx context.Context, g popup.Goal, now time.Time) (popup.Goal, error) {
 	g.Version++
 	g.UpdatedAt = toDB(now)
-	if _, err := t.tx.ExecContext(ctx, `UPDATE popup_goal SET name = ?, window_hours = ?, value_kind = ?, version = ?, updated_at = ?
-		WHERE goal_key = ?`, g.Name, int64(g.Window/time.Hour), string(g.Value), g.Version, g.UpdatedAt, g.Key); err != nil {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE popup_goal SET name = ?, window_hours = ?, value_kind = ?, value_cap = ?, version = ?, updated_at = ?
+		WHERE goal_key = ?`, g.Name, int64(g.Window/time.Hour), string(g.Value), g.ValueCap, g.Version, g.UpdatedAt, g.Key); err != nil {
 		return popup.Goal{}, fmt.Errorf("update goal %q: %w", g.Key, err)
 	}
 	return g, nil

@@ -16,4 +16,7 @@ type CampaignConversions struct {
 	ConvertedUsers int64
 	Conversions    int64
 	ValueSum       float64
+	// ValueSumCapped is the sum over the users of min(the user's value, the goal's ValueCap),
+	// a user's value being the sum of their conversions' values counted here; nil without a cap.
+	ValueSumCapped *float64
 }

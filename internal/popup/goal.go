@@ -5,6 +5,7 @@ package popup
 // for every experiment phase that exposed its user within the goal's window before it.
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ type Goal struct {
 	// the user counts for that phase.
 	Window time.Duration
 	Value  GoalValue
+	// ValueCap, for a sum goal, caps each user's value (the sum of their conversions' values in a
+	// phase or a window) in the results' capped sums (winsorised: min(value, cap)); nil for none.
+	ValueCap *float64
 	// Version increases with every write: the ETag.
 	Version   int64
 	CreatedAt time.Time
@@ -70,6 +74,14 @@ func (g Goal) Validate() error {
 	}
 	if !g.Value.Valid() {
 		fields = append(fields, FieldError{Field: "value", Message: "must be none or sum"})
+	}
+	if c := g.ValueCap; c != nil {
+		switch {
+		case math.IsNaN(*c) || math.IsInf(*c, 0) || *c <= 0:
+			fields = append(fields, FieldError{Field: "value_cap", Message: "must be a positive number, or null for no cap"})
+		case g.Value != GoalValueSum:
+			fields = append(fields, FieldError{Field: "value_cap", Message: "must be null unless value is sum: a goal without values has nothing to cap"})
+		}
 	}
 	if len(fields) > 0 {
 		return &ValidationError{Fields: fields, Of: "goal"}
@@ -148,4 +160,12 @@ type GoalCount struct {
 	Conversions    int64   // their attributed conversions
 	ValueSum       float64 // the sum of the conversions' values
 	ValueSqSum     float64 // the sum over users of the square of each user's value
+	// ValueSumCapped is the sum over users of min(the user's value, the goal's ValueCap); nil
+	// when the goal has no cap.
+	ValueSumCapped *float64
+}
+
+// SameCap reports whether two caps are equal (both none, or the same number).
+func SameCap(a, b *float64) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

@@ -305,6 +305,7 @@ type Goal struct {
 	Name        string    `json:"name"`
 	WindowHours int64     `json:"window_hours"`
 	Value       string    `json:"value"`
+	ValueCap    *float64  `json:"value_cap,omitempty"`
 	Version     int64     `json:"version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -316,7 +317,7 @@ func GoalOf(g *popup.Goal) *Goal {
 		return nil
 	}
 	return &Goal{Key: g.Key, Name: g.Name, WindowHours: int64(g.Window / time.Hour), Value: string(g.Value),
-		Version: g.Version, CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
+		ValueCap: g.ValueCap, Version: g.Version, CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
 }
 
 // Popup is the stored goal (nil: none), its times in UTC.
@@ -325,5 +326,5 @@ func (d *Goal) Popup() *popup.Goal {
 		return nil
 	}
 	return &popup.Goal{Key: d.Key, Name: d.Name, Window: time.Duration(d.WindowHours) * time.Hour, Value: popup.GoalValue(d.Value),
-		Version: d.Version, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
+		ValueCap: d.ValueCap, Version: d.Version, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
 }

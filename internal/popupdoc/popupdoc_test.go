@@ -169,6 +169,11 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	e := decode[*popupdoc.Experiment](t, older("experiment-before-translations.json"))
 	assert.Equal(t, full.Experiment, e.Popup())
 
+	// A goal's history before value caps: no cap.
+	oldGoal := popuptest.FullGoal()
+	oldGoal.ValueCap = nil
+	assert.Equal(t, &oldGoal, decode[*popupdoc.Goal](t, older("goal-before-value-cap.json")).Popup())
+
 	// Every document below was written before audiences existed.
 	full.Targeting.Audiences, bare.Targeting.Audiences = popup.AudienceRefs{}, popup.AudienceRefs{}
 

@@ -1686,8 +1686,11 @@ function goalsSection(b, arms, td, ci) {
   const moneyIv = (iv) => (Array.isArray(iv) ? `[${money(iv[0])}, ${money(iv[1])}]` : '—');
   const tables = keys.map((key, k) => {
     const sum = arms.some((a) => a.goals[k].mean_value !== null && a.goals[k].mean_value !== undefined);
+    // a goal with a value cap: the raw sum and the sum with each user's value capped, side by side
+    const capped = arms.some((a) => a.goals[k].value_sum_capped !== null && a.goals[k].value_sum_capped !== undefined);
     const cols = ['Arm', 'Exposed users', 'Converted users', 'Conversion rate', 'Rate 95% interval', `Difference vs ${base} (points)`,
-      'Difference interval (points)', `Lift vs ${base}`, 'Adjusted p', 'Sequential p', ...(sum ? ['Value per user', 'Value interval', `Value difference vs ${base}`, 'Value difference interval'] : [])];
+      'Difference interval (points)', `Lift vs ${base}`, 'Adjusted p', 'Sequential p', ...(sum ? ['Value per user', 'Value interval', `Value difference vs ${base}`, 'Value difference interval'] : []),
+      ...(capped ? ['Value sum', 'Value sum, each user capped'] : [])];
     const primary = key === b.primary_goal;
     // the goal's charts, drawn as the click-through rate's: the rate, and the difference from the
     // baseline, each with its interval; the table above is their text equivalent
@@ -1708,7 +1711,8 @@ function goalsSection(b, arms, td, ci) {
             td(fmtNum(a.exposed_users)), td(fmtNum(g.converted_users)), td(pct(g.rate)), ci(interval(g.rate_ci)),
             td(points(g.difference, true)), ci(pointsInterval(g.difference_ci)), td(pct(g.lift, true)),
             td(pValue(g.p_adjusted)), td(pValue(g.sequential_p)),
-            ...(sum ? [td(money(g.mean_value)), ci(moneyIv(g.mean_value_ci)), td(money(g.mean_value_difference)), ci(moneyIv(g.mean_value_difference_ci))] : []));
+            ...(sum ? [td(money(g.mean_value)), ci(moneyIv(g.mean_value_ci)), td(money(g.mean_value_difference)), ci(moneyIv(g.mean_value_difference_ci))] : []),
+            ...(capped ? [td(money(g.value_sum)), td(money(g.value_sum_capped))] : []));
         })))), charts];
   });
   return h('section', { id: 'goals', 'aria-labelledby': 'goals-h' }, h('h2', { id: 'goals-h' }, 'Goals'),
@@ -2336,6 +2340,7 @@ async function goalsScreen() {
     const windowHours = numInput('window_hours', { min: 1, max: 720, value: 72 });
     const value = h('select', { name: 'value', 'data-field': 'value' },
       Object.entries(GOAL_VALUES).map(([v, label]) => h('option', { value: v }, label)));
+    const cap = numInput('value_cap', { min: 0, step: 'any', inputmode: 'decimal' });
     const errs = h('div', { id: 'goal-create-errors', tabindex: '-1' });
     const form = h('form', { class: 'card narrow', id: 'goal-create', novalidate: true, 'aria-labelledby': 'goal-create-h' },
       h('h2', { id: 'goal-create-h' }, 'New goal'), errs,
@@ -2343,12 +2348,14 @@ async function goalsScreen() {
       field('new-goal-name', 'Name', name, 'Shown on the results, e.g. Purchase.'),
       field('new-goal-window', 'Window (hours)', windowHours, 'A conversion counts for an experiment when it comes within this long after the user first saw it: 1 to 720.'),
       field('new-goal-value', 'Conversions carry', value, null),
+      field('new-goal-cap', 'Cap each user’s value at (optional)', cap, 'For a goal whose conversions carry a value: the results also show the sums with each user’s value counted up to this, so one huge order does not decide them. Empty: no cap.'),
       h('button', { type: 'submit', id: 'goal-create-submit' }, 'Create goal'));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       fieldErrorsIn(form, errs, null);
       const r = await api('POST', '/admin/v1/goals', { key: key.value.trim(), name: name.value.trim(),
-        window_hours: Number(windowHours.value), value: value.value });
+        window_hours: Number(windowHours.value), value: value.value,
+        value_cap: cap.value.trim() === '' ? null : Number(cap.value) });
       if (!r.ok) return fieldErrorsIn(form, errs, r, 'The goal was not created');
       toast(`Created goal “${r.body.name}” (${r.body.key}).`);
       form.reset();
@@ -2367,7 +2374,7 @@ async function goalsScreen() {
   if (!r.ok) return setKids(results, alertBox('Goals: ' + errorText(r), notAvailable(r) ? 'info' : 'error'));
   const goals = r.body.goals || [];
   if (!goals.length) return setKids(results, h('p', { id: 'goal-none' }, 'No goal yet.'));
-  const cols = ['Key', 'Name', 'Window', 'Conversions carry', 'Updated'].concat(can('publish') ? ['Actions'] : []);
+  const cols = ['Key', 'Name', 'Window', 'Conversions carry', 'Value cap per user', 'Updated'].concat(can('publish') ? ['Actions'] : []);
   setKids(results, h('div', { class: 'table-wrap' }, h('table', { id: 'goal-table' },
     h('caption', { class: 'sr-only' }, `${goals.length} goal${goals.length === 1 ? '' : 's'}`),
     h('thead', {}, h('tr', {}, cols.map((x) => h('th', { scope: 'col' }, x)))),
@@ -2376,6 +2383,7 @@ async function goalsScreen() {
       h('td', {}, g.name),
       h('td', { class: 'num' }, `${g.window_hours} h`),
       h('td', {}, GOAL_VALUES[g.value] || g.value),
+      h('td', { class: 'num' }, g.value_cap === null || g.value_cap === undefined ? '—' : String(g.value_cap)),
       h('td', {}, fmtTime(g.updated_at)),
       can('publish') ? h('td', {}, deleteGoalButton(g)) : null))))));
 }

@@ -24,6 +24,9 @@ type GoalResult struct {
 	ConvertedUsers int64
 	Conversions    int64
 	ValueSum       float64
+	// ValueSumCapped is the sum over the arm's users of min(the user's value, the goal's cap), for
+	// a sum goal with a value cap; nil otherwise. The statistics read the raw values.
+	ValueSumCapped *float64
 	Rate           stats.ArmResult
 	// Comparison is the rate against the baseline's; nil for the baseline.
 	Comparison *stats.Comparison
@@ -57,6 +60,13 @@ func goalArms(g popup.Goal, arms []Arm, byArm []popup.GoalCount, base int, opts 
 	for i := range arms {
 		out[i] = GoalResult{Goal: g.Key, ConvertedUsers: byArm[i].ConvertedUsers, Conversions: byArm[i].Conversions,
 			ValueSum: byArm[i].ValueSum, Rate: analysis.Arms[i]}
+		if g.Value == popup.GoalValueSum && g.ValueCap != nil {
+			capped := 0.0 // no user of the arm converted
+			if c := byArm[i].ValueSumCapped; c != nil {
+				capped = *c
+			}
+			out[i].ValueSumCapped = &capped
+		}
 		if means != nil {
 			out[i].Value = &means[i]
 		}

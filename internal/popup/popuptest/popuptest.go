@@ -99,6 +99,7 @@ func RequireNoZeroField(t testing.TB, v any) {
 
 // FullGoal is a goal with every field set: a converter that drops one fails its round trip.
 func FullGoal() popup.Goal {
-	return popup.Goal{Key: "purchase", Name: "Purchase", Window: 72 * time.Hour, Value: popup.GoalValueSum, Version: 3,
+	valueCap := 500.0
+	return popup.Goal{Key: "purchase", Name: "Purchase", Window: 72 * time.Hour, Value: popup.GoalValueSum, ValueCap: &valueCap, Version: 3,
 		CreatedAt: time.Date(2026, 11, 20, 9, 0, 0, 123_000_000, time.UTC), UpdatedAt: time.Date(2026, 11, 26, 10, 30, 0, 0, time.UTC)}
 }
