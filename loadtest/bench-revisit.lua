@@ -1,4 +1,4 @@
--- wrk script of make bench's run H, the revisit mix (issue 57): users rv0..rv(N-1) of
+-- wrk script of make bench's run J, the revisit mix (issue 57): users rv0..rv(N-1) of
 -- BENCH_MIX_USERS (200,000) drawn from a Zipf distribution (s = 1: a few return often, most
 -- rarely), each with a stable platform and region (BENCH_MIX_PREFIX .. uid % BENCH_MIX_REGIONS, the
 -- codes benchtool mix spreads its popups over) and app version 9.2.0. The bare server ignores the

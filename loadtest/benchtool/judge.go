@@ -337,7 +337,7 @@ type ingestRow struct {
 	errs                             float64 // the three runs'
 }
 
-// mixRow is one round of the revisit mix (run H): the bare steady-state server and the API on
+// mixRow is one round of the revisit mix (run J): the bare steady-state server and the API on
 // loadtest/bench-revisit.lua's load.
 type mixRow struct {
 	round, bareRPS, rps, p50, p99, errs, ratio, loadsPerK float64

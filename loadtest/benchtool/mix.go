@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// mix imports the popups of the realistic revisit mix (make bench's run H, issue 57) in one admin
+// mix imports the popups of the realistic revisit mix (make bench's run J, issue 57) in one admin
 // import: n active popups, each on 1-3 random platforms and 1-3 random regions of
 // prefix0..prefix(regions-1), 30% with a 10/30/50% rollout, priorities 1-500, reshown after a day,
 // hidden a week after a click. The draw is seeded, so every run imports the same list.
