@@ -11,6 +11,7 @@ import kotlinx.coroutines.runBlocking
 import popupsvc.client.apis.AdminApi
 import popupsvc.client.infrastructure.ApiClient
 import popupsvc.client.models.ActionKind
+import popupsvc.client.models.CreateIngestKeyRequest
 import popupsvc.client.models.ExperimentInput
 import popupsvc.client.models.GoalInput
 import popupsvc.client.models.Platform
@@ -42,7 +43,12 @@ fun main(): Unit = runBlocking {
     check(decision.variant == "a" || decision.variant == "b") { "variant ${decision.variant}" }
     check(popups.decide(uid, "8.10.0", region = "kt$tag") == null) { "shown twice within reshow_after_seconds" }
     check(popups.act(decision, uid, ActionKind.CLICK, button = 0)) { "click refused" }
+    // a conversion's value is the app backend's to send, with an ingest key (docs/CONTRACT.md §14):
+    // the generated client sends ApiClient.accessToken as the bearer of the conversion routes
+    val adminToken = ApiClient.accessToken
+    ApiClient.accessToken = admin.createIngestKey(CreateIngestKeyRequest(name = "kt-$tag")).key
     check(popups.convert(uid, goal.key, 9.99)) { "conversion refused" }
+    ApiClient.accessToken = adminToken
 
     // the worker applies them within its flush interval: read the results until they show, 30 s at most
     val deadline = System.nanoTime() + 30_000_000_000L
