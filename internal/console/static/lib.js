@@ -288,6 +288,9 @@ export const addDays = (day, n) => isoDay(new Date(Date.parse(day + 'T00:00:00Z'
 
 // Experiments (docs/CONTRACT.md §10).
 
+// isLive: a popup in this status is served (active) or may be resumed (paused): writing it publishes.
+export const isLive = (status) => status === 'active' || status === 'paused';
+
 // armWeights: the weights of an experiment's arms in the form's reading (variants, then the
 // control), and their sum; a weight not given counts 0.
 export function armWeights(e) {

@@ -1,0 +1,21 @@
+// The live preview: a popup drawn as the app shows it.
+import { h } from '../../lib.js';
+import { setKids } from '../../ui.js';
+
+// renderPreview draws the popup as the app shows it, in a phone or web frame.
+export function renderPreview(box, p) {
+  const img = p.image_url
+    ? (/^https:\/\//i.test(p.image_url)
+      ? h('img', { src: p.image_url, alt: p.image_alt || 'Popup image', class: 'pv-img', onerror: (ev) => ev.target.replaceWith(h('p', { class: 'pv-noimg' }, 'The image could not be loaded.')) })
+      : h('p', { class: 'pv-noimg' }, 'Image not previewed: only https images are shown here.'))
+    : null;
+  const buttons = (p.buttons || []).filter((b) => b.text).map((b) => h('span', { class: 'pv-btn', title: b.link_url }, b.text));
+  setKids(box, h('div', { class: 'frame', 'aria-label': 'Device preview', role: 'group' },
+    h('div', { class: 'screen' },
+      h('div', { class: 'pv-card' },
+        h('span', { class: 'pv-close', 'aria-hidden': 'true' }, '×'),
+        img,
+        h('p', { class: 'pv-title', id: 'pv-title' }, p.title || '(no title)'),
+        h('p', { class: 'pv-content' }, p.content || ''),
+        buttons.length ? h('div', { class: 'pv-btns' }, buttons) : null))));
+}
