@@ -12,6 +12,9 @@ export function field(id, label, input, help) {
     help ? h('p', { class: 'help', id: helpId }, help) : null);
 }
 
+// numberOf reads a number input: undefined when empty (the API's default), else the number.
+export const numberOf = (el) => (el.value.trim() === '' ? undefined : Number(el.value));
+
 export function textInput(name, attrs = {}) {
   return h('input', { type: 'text', name, 'data-field': name, ...attrs });
 }

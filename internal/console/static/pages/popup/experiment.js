@@ -1,5 +1,6 @@
-// The popup form's Experiment section.
-import { h, uid, errorText, utcToLocalInput, localInputToUTC, zoneName, nonexistentLocal, armWeights } from '../../lib.js';
+// The popup form's Experiment section: the stored experiment's head (status, results, transitions)
+// and the editor of its coverage, variants, control, planned end and primary goal.
+import { h, uid, errorText, utcToLocalInput, localInputToUTC, fmtTime, zoneName, nonexistentLocal, armWeights } from '../../lib.js';
 import { setKids } from '../../ui.js';
 import { field, numInput } from '../../form.js';
 import { contentEditor } from './content.js';
@@ -163,4 +164,25 @@ export function experimentEditor({ stored, goals, head, ownContent, onChange }) 
       : (sum === 100 ? `Weights sum to 100% over ${arms} arms.` : `Weights sum to ${sum}%: they must sum to 100%.`);
   }
   return { el: fs, load, read, refresh };
+}
+
+// experimentHead: the stored popup's experiment status and phase, its results, and the transitions
+// the role may use (as a PUT of this popup would need: docs/CONTRACT.md §10); onTransition(kind)
+// makes one. Null when the popup has no experiment.
+export function experimentHead({ stored, mayEdit, onTransition }) {
+  const e = stored?.experiment;
+  if (!e) return null;
+  const st = e.status;
+  const btn = (kind, label, cls = 'secondary') => h('button', { type: 'button', class: cls, id: 'experiment-' + kind, onclick: () => onTransition(kind) }, label);
+  return h('div', { class: 'experiment-head' },
+    h('p', { id: 'experiment-status' }, 'Status: ', h('span', { class: 'badge ' + st }, st),
+      ` · phase ${e.phase}`, e.phase_started_at ? `, first run ${fmtTime(e.phase_started_at)}` : ', not run yet',
+      e.concluded_variant ? ` · variant “${e.concluded_variant}” shipped: the experiment is read-only` : ''),
+    h('p', {}, h('a', { href: `#/popups/${stored.id}/experiment`, id: 'experiment-results-link' }, 'Experiment results'),
+      st === 'draft' ? h('span', { class: 'muted' }, ' (none until it runs)') : null),
+    mayEdit && st !== 'concluded' ? h('div', { class: 'actions' },
+      st === 'draft' || st === 'stopped' ? btn('start', st === 'stopped' ? 'Start again…' : 'Start the experiment…', '') : null,
+      st === 'running' ? btn('stop', 'Stop the experiment…') : null,
+      // the API concludes a running or stopped experiment only: a draft has no results to act on
+      st === 'running' || st === 'stopped' ? btn('conclude', 'Conclude…') : null) : null);
 }

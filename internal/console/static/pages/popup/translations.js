@@ -1,6 +1,7 @@
-// The popup form's Translations section.
-import { h, uid } from '../../lib.js';
-import { setKids } from '../../ui.js';
+// The popup form's Translations section, and for a saved popup its translation table as CSV.
+import { h, uid, errorText } from '../../lib.js';
+import { translationsCSV, putTranslationsCSV } from '../../api/popups.js';
+import { setKids, toast, alertBox, saveBlob } from '../../ui.js';
 import { field } from '../../form.js';
 
 // translationsEditor: the popup's own content in other languages (docs/CONTRACT.md §13), beside
@@ -132,4 +133,41 @@ export function translationsEditor({ ownContent, onChange }) {
     h('p', { class: 'help', id: 'translation-new-help' }, 'A language, then optionally a script and a region: en, pt-BR, zh-Hans, es-419.'),
     missing);
   return { el, load, read, refresh, previewField: field('preview-lang', 'Preview language', previewLang) };
+}
+
+// translationTable: the stored popup's strings as a CSV table for translators, and the table
+// brought back (PUT, If-Match the version on show, etag); then reopen({stored, etag}) shows the
+// version it stored, and stale(what) answers a refusal because the popup changed meanwhile.
+export function translationTable({ stored, etag, mayEdit, stale, reopen }) {
+  const out = h('div', { id: 'translations-csv-out', 'aria-live': 'polite' });
+  const file = h('input', { type: 'file', id: 'translations-file', name: 'translations-file', accept: '.csv,text/csv' });
+  async function get() {
+    const r = await translationsCSV(stored.id);
+    if (!r.ok) return setKids(out, alertBox('Translations CSV: ' + errorText(r)));
+    const name = r.filename || `popup-${stored.id}-translations.csv`;
+    saveBlob(r.blob, name);
+    setKids(out, alertBox(`Downloaded ${name}: one row per string, one column per language.`, 'info'));
+  }
+  async function put() {
+    const f0 = file.files[0];
+    if (!f0) return file.focus();
+    const r = await putTranslationsCSV(stored.id, f0, etag);
+    if (r.status === 412) return stale('Uploading the translations');
+    if (!r.ok) {
+      const fes = r.body?.error?.fields || [];
+      return setKids(out, h('div', { class: 'alert error', role: 'alert', id: 'translations-csv-errors' },
+        // the server's message already says the table was not applied: one sentence, each cell once below
+        h('p', {}, fes.length ? 'The table was not applied; nothing changed. Fix these cells and upload it again:' : 'The table was not applied: ' + errorText(r)),
+        fes.length ? h('ul', {}, fes.map((fe) => h('li', {}, `${fe.field}: ${fe.message}`))) : null));
+    }
+    toast(r.etag === etag ? 'The table changes nothing: nothing written.' : 'Translations uploaded.');
+    reopen({ stored: r.body, etag: r.etag });
+  }
+  return h('section', { class: 'card', id: 'translations-table', 'aria-labelledby': 'translations-table-h' },
+    h('h3', { id: 'translations-table-h' }, 'Translation table (CSV)'),
+    h('p', { class: 'help' }, 'For translators: every string of the saved popup and its variants, one column per language. Upload it back whole: a problem names its row and column and nothing is applied.'),
+    h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'translations-download', onclick: get }, 'Download CSV')),
+    mayEdit ? h('div', { class: 'row' }, field('translations-file', 'Upload a table', file),
+      h('p', {}, h('button', { type: 'button', class: 'secondary', id: 'translations-upload', onclick: put }, 'Upload CSV'))) : null,
+    out);
 }
