@@ -1,6 +1,6 @@
 // The console's shared state, in one place: who is signed in, the screen on show, and the
-// editor's guard against leaving unsaved edits. Modules read and write these objects' fields;
-// nothing else in the console is shared and mutable but the read caches of cache.js.
+// editor's guard against leaving unsaved edits. Modules read and write these objects' fields
+// (never a copy); the read caches are cache.js's.
 import { whoAmI } from './api/operators.js';
 
 // session.me: who is signed in and what the role allows (GET /admin/v1/me: {operator, role, can}),

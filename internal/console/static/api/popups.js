@@ -5,7 +5,7 @@ import { api, download, upload } from '../lib.js';
 
 const POPUPS = '/admin/v1/popups';
 
-// popupPath is the address of one popup; its experiment's live below it (api/experiments.js).
+// popupPath is the address of one popup; its experiment lives below it (api/experiments.js).
 export const popupPath = (id) => `${POPUPS}/${encodeURIComponent(id)}`;
 
 // flagQuery turns {accept_reassignment: true, end_experiment: false} into "?accept_reassignment=true".
