@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	adminslices "popupsvc/internal/admin"
 	"popupsvc/internal/audience"
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/coalesce"
@@ -220,23 +221,21 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).
 	reloads := &coalesce.Group[int64]{Fn: refresher.Reload}
-	admin := &httpapi.Admin{Operators: ops, Repo: popupStore{Service: writes, gatedReads: reads}, Users: users, Snapshots: holder,
-		Decider: decider, Now: now, Log: log, Gatherer: reg, Registerer: reg, Reload: reloads.Do, Links: cfg.Links()}
 	gatedStatsRepo := &gatedStats{stats: mysqlstore.NewStatsRepo(db), dep: mysqlDep}
-	admin.Stats, admin.ExperimentDays, admin.ExperimentGoals = gatedStatsRepo, gatedStatsRepo, gatedStatsRepo
-	admin.CampaignGoals = gatedStatsRepo
 	gatedSettingsRepo := &gatedSettings{settings: mysqlstore.NewSettingsRepo(db), dep: mysqlDep}
-	admin.Settings, admin.Holdout = gatedSettingsRepo, holdoutReads{gatedSettingsRepo, gatedStatsRepo}
-	admin.DefaultPacing = cfg.DefaultPacing()
-	admin.LogRetention = cfg.ActionLogRetention
-	admin.Audiences = manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now)
-	admin.AudienceSets = held
-	admin.Goals = manage.NewGoals(goalStore, now)
-	admin.GoalsChanged = goals.publish
 	privacyStore := gatedPrivacy{PrivacyRepo: mysqlstore.NewPrivacyRepo(db), dep: mysqlDep}
-	admin.Erasures = &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now}
-	admin.IngestKeys = ingestKeys
-	admin.Exports = &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now}
+	shared := &httpapi.Shared{Log: log, Now: now, Reload: reloads.Do}
+	admin := &httpapi.Admin{Operators: ops, Log: log, Gatherer: reg, Registerer: reg, Slices: adminslices.New(shared, adminslices.Deps{
+		Repo: popupStore{Service: writes, gatedReads: reads}, Users: users, Snapshots: holder, Decider: decider, Links: cfg.Links(),
+		Stats: gatedStatsRepo, ExperimentDays: gatedStatsRepo, ExperimentGoals: gatedStatsRepo, CampaignGoals: gatedStatsRepo,
+		Holdout: holdoutReads{gatedSettingsRepo, gatedStatsRepo}, Settings: gatedSettingsRepo,
+		DefaultPacing: cfg.DefaultPacing(), LogRetention: cfg.ActionLogRetention,
+		Audiences: manage.NewAudiences(audienceStore, held, int64(cfg.AudienceMemory), now), AudienceSets: held,
+		Goals: manage.NewGoals(goalStore, now), GoalsChanged: goals.publish,
+		Erasures:   &privacy.Eraser{Store: privacyStore, Keyed: keyed, Now: now},
+		Exports:    &privacy.Exporter{Store: privacyStore, States: users, Audiences: audienceStore, Sets: held, Now: now},
+		IngestKeys: ingestKeys,
+	})}
 	adminRouter, err := admin.Router()
 	if err != nil {
 		return err
@@ -352,7 +351,7 @@ func gate[T any](dep *health.Dep, call func() (T, error)) (T, error) {
 	return v, err
 }
 
-// popupStore is the admin API's popup store (httpapi.PopupRepo): the write use case and the
+// popupStore is the admin API's popup store (popups.PopupRepo): the write use case and the
 // repository's reads.
 type popupStore struct {
 	*manage.Service
@@ -445,7 +444,7 @@ func (g *gatedStats) CampaignGoals(ctx context.Context, id int64, goals []popup.
 	return gate(g.dep, func() ([]popup.CampaignGoal, error) { return g.stats.CampaignGoals(ctx, id, goals, from, to) })
 }
 
-// holdoutReads are the holdout's results' reads (httpapi.HoldoutReads): its phases from the
+// holdoutReads are the holdout's results' reads (results.HoldoutReads): its phases from the
 // settings, a cohort's goal counts from the stats.
 type holdoutReads struct {
 	*gatedSettings

@@ -1,4 +1,4 @@
-package httpapi
+package results
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/experiment/results"
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -20,8 +21,8 @@ type HoldoutReads interface {
 	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error)
 }
 
-var errNoHoldout = &apiError{status: http.StatusNotFound, code: "holdout_missing",
-	message: "the team has never run a holdout: set holdout_percent in /admin/v1/settings"}
+var errNoHoldout = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "holdout_missing",
+	Message: "the team has never run a holdout: set holdout_percent in /admin/v1/settings"})
 
 // holdoutPhaseBody is one holdout phase as the results name it.
 type holdoutPhaseBody struct {
@@ -102,32 +103,32 @@ func effectsToWire(es []results.HoldoutEffect) []holdoutEffectBody {
 // phase's (default the latest's) groups compared on every goal. With from or to, only the users
 // the phase first exposed on those days of tz (both included; from defaults to the phase's first
 // day, to to today) are counted.
-func (a *Admin) holdoutResults(c *gin.Context) {
+func (a *API) holdoutResults(c *gin.Context) {
 	if a.Holdout == nil {
-		writeError(c, a.Log, errNoHoldout)
+		a.Fail(c, errNoHoldout)
 		return
 	}
 	phase, zone, loc, err := a.phaseAndZone(c)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	ctx := c.Request.Context()
 	phases, err := a.Holdout.HoldoutPhases(ctx)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	if len(phases) == 0 {
-		writeError(c, a.Log, errNoHoldout)
+		a.Fail(c, errNoHoldout)
 		return
 	}
 	cur := phases[0] // the latest first
 	if phase > 0 {
 		i := len(phases) - phase // phases are numbered from 1 without gaps
 		if i < 0 || i >= len(phases) || phases[i].Phase != phase {
-			writeError(c, a.Log, &apiError{status: http.StatusNotFound, code: "phase_not_found", message: "the holdout has no such phase",
-				fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the holdout"}}})
+			a.Fail(c, httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "phase_not_found", Message: "the holdout has no such phase",
+				Fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the holdout"}}}))
 			return
 		}
 		cur = phases[i]
@@ -135,7 +136,7 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 	now := a.Now()
 	from, to, cohort, aerr := holdoutCohort(c, cur.Holdout, now.In(loc))
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	key := cur.PhaseKey()
@@ -149,12 +150,12 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 		return a.ExperimentGoals.GoalCounts(ctx, popup.HoldoutPopupID, key)
 	})
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	days, err := a.ExperimentDays.ExperimentDays(ctx, popup.HoldoutPopupID, key, loc)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	if cohort {
@@ -162,7 +163,7 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 	}
 	res, err := results.Holdout(cur.Holdout, days, goals, counts, now)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	body := holdoutResultsBody{holdoutPhaseBody: holdoutPhaseToWire(cur), TimeZone: zone, Baseline: res.Groups[0].Key,
@@ -186,7 +187,7 @@ func (a *Admin) holdoutResults(c *gin.Context) {
 // holdoutCohort reads from and to (YYYY-MM-DD, days of the zone of now, both included): cohort
 // is false when neither is given (every user of the phase). from defaults to the phase's first
 // day, to to today. The dates come back as midnight UTC of the same calendar dates.
-func holdoutCohort(c *gin.Context, h popup.Holdout, now time.Time) (from, to time.Time, cohort bool, aerr *apiError) {
+func holdoutCohort(c *gin.Context, h popup.Holdout, now time.Time) (from, to time.Time, cohort bool, aerr *httpapi.Error) {
 	fromQ, toQ := c.Query("from"), c.Query("to")
 	if fromQ == "" && toQ == "" {
 		return from, to, false, nil

@@ -1,4 +1,4 @@
-package httpapi
+package audiences
 
 import (
 	"errors"
@@ -76,26 +76,5 @@ func TestHeaderName(t *testing.T) {
 		"david": false, "user_1_id": false, "vip-2": false, "u1": false, "Id": true, "squid": false,
 	} {
 		assert.Equal(t, want, HeaderName([]byte(give)), give)
-	}
-}
-
-// TestSniffText: spreadsheets and other binary files are refused, text is not.
-func TestSniffText(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		give string
-		want *apiError
-	}{
-		{"xlsx or ods (zip)", "PK\x03\x04rest", errSpreadsheetUpload},
-		{"xls (OLE)", "\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1rest", errSpreadsheetUpload},
-		{"UTF-16", "\xff\xfeu\x001\x00", errUTF16Upload},
-		{"a NUL byte", "u1\n\x00", errBinaryUpload},
-		{"text", "u1\nu2\n", nil},
-		{"CSV with a BOM", "\ufeffuid\nu1\n", nil},
-		{"empty", "", nil},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, sniffText([]byte(tt.give)), tt.name)
 	}
 }

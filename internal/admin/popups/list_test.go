@@ -1,10 +1,9 @@
-package httpapi
+package popups
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -106,12 +106,13 @@ var listNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 func newListAdmin(t *testing.T, repo PopupRepo, reloads *int) http.Handler {
 	t.Helper()
-	a := &Admin{Operators: []Operator{{Name: "alice", Role: popup.RoleAdmin, Token: "token-alice"}}, Repo: repo, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return listNow },
-		Reload: func(context.Context) (int64, error) {
-			*reloads++
-			return 1, nil
-		}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := &httpapi.Admin{Operators: []httpapi.Operator{{Name: "alice", Role: popup.RoleAdmin, Token: "token-alice"}}, Log: log,
+		Slices: []httpapi.Slice{&API{Repo: repo, Shared: &httpapi.Shared{Log: log, Now: func() time.Time { return listNow },
+			Reload: func(context.Context) (int64, error) {
+				*reloads++
+				return 1, nil
+			}}}}}
 	r, err := a.Router()
 	require.NoError(t, err)
 	return r
@@ -155,8 +156,10 @@ func TestListParameters(t *testing.T) {
 			require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
 			var body struct {
 				Error struct {
-					Code   string           `json:"code"`
-					Fields []fieldErrorWire `json:"fields"`
+					Code   string `json:"code"`
+					Fields []struct {
+						Field string `json:"field"`
+					} `json:"fields"`
 				} `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
@@ -213,23 +216,4 @@ func TestSavesThatChangeNothingAreNotPropagated(t *testing.T) {
 		assert.Contains(t, rec.Body.String(), `"state":"paused"`, "state sent back is ignored")
 	}
 	assert.Zero(t, reloads, "nothing to propagate")
-}
-
-func TestASeedChangeIsA400NamingTheField(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		give      error
-		wantField string
-	}{
-		{give: popup.ErrBucketSeedChanged, wantField: "bucket_seed"},
-		{give: errors.Join(errors.New("update popup 3"), popup.ErrBucketSeedChanged), wantField: "bucket_seed"},
-		{give: &popup.BatchItemError{Index: 2, Err: popup.ErrBucketSeedChanged}, wantField: "popups[2].bucket_seed"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.wantField, func(t *testing.T) {
-			ae := answer(tt.give)
-			assert.Equal(t, http.StatusBadRequest, ae.status)
-			assert.Equal(t, []popup.FieldError{{Field: tt.wantField, Message: "cannot change: it would move users between rollout buckets"}}, ae.fields)
-		})
-	}
 }

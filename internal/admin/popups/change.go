@@ -1,4 +1,4 @@
-package httpapi
+package popups
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -30,100 +31,56 @@ const (
 	maxImportBody = 64 << 20
 )
 
-// queryError is a 400 naming one query parameter.
-func queryError(name, msg string) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: "invalid_query", message: name + " " + msg,
-		fields: []popup.FieldError{{Field: name, Message: msg}}}
-}
-
-// positiveParam reads an optional positive integer query parameter (0 when absent).
-func positiveParam(c *gin.Context, name string) (int64, *apiError) {
-	v, ok := c.GetQuery(name)
-	if !ok {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, queryError(name, "must be a positive integer")
-	}
-	return n, nil
-}
-
-// limitParam reads the limit query parameter: def when absent, 1..max otherwise.
-func limitParam(c *gin.Context, def, max int) (int, *apiError) {
-	n, aerr := positiveParam(c, "limit")
-	switch {
-	case aerr != nil || n > int64(max):
-		return 0, queryError("limit", "must be an integer from 1 to "+strconv.Itoa(max))
-	case n == 0:
-		return def, nil
-	}
-	return int(n), nil
-}
-
-// nextPage takes the rows of a page read with one row more than limit (that row tells whether
-// there is a next page), keeps at most limit and gives the page's "next": the id of the last row
-// kept, which the following page continues after (or before), as a string so that clients treat
-// it as opaque; nil on the last page.
-func nextPage[T any](rows []T, limit int, id func(T) int64) ([]T, *string) {
-	if len(rows) <= limit {
-		return rows, nil
-	}
-	rows = rows[:limit]
-	s := strconv.FormatInt(id(rows[limit-1]), 10)
-	return rows, &s
-}
-
 // list answers one page of popups in the order of sort (id by default), filtered by status,
 // campaign state and a search of name, title, content and id, with the number of popups the
 // filters match over every page.
-func (a *Admin) list(c *gin.Context) {
-	includeArchived, aerr := parseFlag("include_archived", c.Query("include_archived"))
+func (a *API) list(c *gin.Context) {
+	includeArchived, aerr := httpapi.ParseFlag("include_archived", c.Query("include_archived"))
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	q := popup.ListQuery{IncludeArchived: includeArchived, Search: c.Query("q"), Now: a.Now()}
 	if s, ok := c.GetQuery("status"); ok {
 		if q.Status = popup.Status(s); !q.Status.Valid() {
-			writeError(c, a.Log, queryError("status", "must be active, draft, paused or archived"))
+			a.Fail(c, httpapi.QueryError("status", "must be active, draft, paused or archived"))
 			return
 		}
 	}
 	if s, ok := c.GetQuery("state"); ok {
 		if q.State = popup.CampaignState(s); !q.State.Valid() {
-			writeError(c, a.Log, queryError("state", "must be draft, scheduled, running, paused, ended or archived"))
+			a.Fail(c, httpapi.QueryError("state", "must be draft, scheduled, running, paused, ended or archived"))
 			return
 		}
 	}
 	if q.Experiment = popup.ExperimentFilter(c.Query("experiment")); !q.Experiment.Valid() {
-		writeError(c, a.Log, queryError("experiment", "must be any, none, draft, running, stopped or concluded"))
+		a.Fail(c, httpapi.QueryError("experiment", "must be any, none, draft, running, stopped or concluded"))
 		return
 	}
 	if len([]rune(q.Search)) > 200 {
-		writeError(c, a.Log, queryError("q", "must be at most 200 characters"))
+		a.Fail(c, httpapi.QueryError("q", "must be at most 200 characters"))
 		return
 	}
 	var ok bool
 	if q.Sort, ok = popup.ParseListSort(c.Query("sort")); !ok {
-		writeError(c, a.Log, queryError("sort", "must be id, updated_at, name or priority, optionally prefixed by - for descending"))
+		a.Fail(c, httpapi.QueryError("sort", "must be id, updated_at, name or priority, optionally prefixed by - for descending"))
 		return
 	}
 	if v, given := c.GetQuery("cursor"); given {
 		if q.After, ok = decodeCursor(v, q.Sort); !ok {
-			writeError(c, a.Log, queryError("cursor", "must be the next value of a previous page of the same sort"))
+			a.Fail(c, httpapi.QueryError("cursor", "must be the next value of a previous page of the same sort"))
 			return
 		}
 	}
-	if q.Limit, aerr = limitParam(c, listDefaultLimit, listMaxLimit); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if q.Limit, aerr = httpapi.LimitParam(c, listDefaultLimit, listMaxLimit); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
 	limit := q.Limit
 	q.Limit++ // one more tells whether there is a next page
 	page, err := a.Repo.Find(c.Request.Context(), q)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	var next *string
@@ -225,16 +182,16 @@ func roleWire(r popup.Role) *string {
 	return &s
 }
 
-func (a *Admin) history(c *gin.Context) {
-	id, aerr := popupID(c)
+func (a *API) history(c *gin.Context) {
+	id, aerr := httpapi.PopupID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	now := a.Now()
 	revs, err := a.Repo.History(c.Request.Context(), id)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := make([]revisionView, len(revs))
@@ -244,54 +201,31 @@ func (a *Admin) history(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"revisions": out})
 }
 
-// readSmallJSON reads a small JSON object body into dst, refusing unknown keys; problems are
-// 400s (413 over limit).
-func readSmallJSON(c *gin.Context, limit int64, dst any) *apiError {
-	raw, aerr := readBody(c, limit, &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over " + strconv.FormatInt(limit, 10) + " bytes"})
-	if aerr != nil {
-		return aerr
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return &apiError{status: http.StatusBadRequest, code: "invalid_json", message: te.Field + " must be " + jsonKind(te.Type),
-				fields: []popup.FieldError{{Field: te.Field, Message: typeMismatch(te)}}}
-		}
-		return badRequest("invalid_json", "body is not the expected JSON object: "+strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if dec.More() {
-		return badRequest("invalid_json", "body must hold exactly one JSON object")
-	}
-	return nil
-}
-
 // rollback writes an old revision's content as the popup's new revision.
-func (a *Admin) rollback(c *gin.Context) {
-	id, aerr := popupID(c)
+func (a *API) rollback(c *gin.Context) {
+	id, aerr := httpapi.PopupID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
-	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	end, aerr := httpapi.ParseFlag("end_experiment", c.Query("end_experiment"))
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	var body struct {
 		Revision *int64 `json:"revision"`
 	}
-	if aerr := readSmallJSON(c, 4<<10, &body); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if aerr := httpapi.ReadSmallJSON(c, 4<<10, &body); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
 	if body.Revision == nil || *body.Revision <= 0 {
-		writeError(c, a.Log, &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "revision must be a positive integer",
-			fields: []popup.FieldError{{Field: "revision", Message: "must be a positive integer, the revision to roll back to"}}})
+		a.Fail(c, httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "validation_failed", Message: "revision must be a positive integer",
+			Fields: []popup.FieldError{{Field: "revision", Message: "must be a positive integer, the revision to roll back to"}}}))
 		return
 	}
-	to, opts := *body.Revision, popup.UpdateOptions{IfRevision: ifMatch(c), EndExperiment: end}
+	to, opts := *body.Revision, popup.UpdateOptions{IfRevision: httpapi.IfMatch(c), EndExperiment: end}
 	a.save(c, http.StatusOK, popup.ChangeRollback, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		return a.Repo.Rollback(ctx, by, id, to, opts)
 	})
@@ -317,38 +251,38 @@ func wirePtr(p *popup.Popup, now time.Time) *adminPopup {
 	return &w
 }
 
-func (a *Admin) audit(c *gin.Context) {
+func (a *API) audit(c *gin.Context) {
 	var (
 		q    popup.AuditQuery
-		aerr *apiError
+		aerr *httpapi.Error
 	)
-	if q.PopupID, aerr = positiveParam(c, "popup_id"); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if q.PopupID, aerr = httpapi.PositiveParam(c, "popup_id"); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
 	if actor, ok := c.GetQuery("actor"); ok {
 		if !popup.ValidOperatorName(actor) {
-			writeError(c, a.Log, queryError("actor", "must be an operator name: "+popup.OperatorNameRule))
+			a.Fail(c, httpapi.QueryError("actor", "must be an operator name: "+popup.OperatorNameRule))
 			return
 		}
 		q.Actor = actor
 	}
-	if q.Before, aerr = positiveParam(c, "before"); aerr != nil {
-		writeError(c, a.Log, queryError("before", "must be the next value of a previous page"))
+	if q.Before, aerr = httpapi.PositiveParam(c, "before"); aerr != nil {
+		a.Fail(c, httpapi.QueryError("before", "must be the next value of a previous page"))
 		return
 	}
-	if q.Limit, aerr = limitParam(c, auditDefaultLimit, auditMaxLimit); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if q.Limit, aerr = httpapi.LimitParam(c, auditDefaultLimit, auditMaxLimit); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
 	limit := q.Limit
 	q.Limit++ // one more tells whether there is a next page
 	entries, err := a.Repo.Audit(c.Request.Context(), q)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	entries, next := nextPage(entries, limit, func(e popup.AuditEntry) int64 { return e.ID })
+	entries, next := httpapi.NextPage(entries, limit, func(e popup.AuditEntry) int64 { return e.ID })
 	out := make([]auditView, len(entries))
 	now := a.Now()
 	for i, e := range entries {
@@ -359,10 +293,10 @@ func (a *Admin) audit(c *gin.Context) {
 }
 
 // export answers every popup that is not archived, in the shape import takes.
-func (a *Admin) export(c *gin.Context) {
+func (a *API) export(c *gin.Context) {
 	ps, err := a.Repo.List(c.Request.Context(), false)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := make([]adminPopup, len(ps))
@@ -374,44 +308,44 @@ func (a *Admin) export(c *gin.Context) {
 }
 
 // importPopups validates a whole export-shaped body, then applies it in one transaction.
-func (a *Admin) importPopups(c *gin.Context) {
-	dryRun, aerr := parseFlag("dry_run", c.Query("dry_run"))
+func (a *API) importPopups(c *gin.Context) {
+	dryRun, aerr := httpapi.ParseFlag("dry_run", c.Query("dry_run"))
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
-	end, aerr := parseFlag("end_experiment", c.Query("end_experiment"))
+	end, aerr := httpapi.ParseFlag("end_experiment", c.Query("end_experiment"))
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	var body struct {
 		Popups *[]json.RawMessage `json:"popups"`
 	}
-	if aerr := readSmallJSON(c, maxImportBody, &body); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if aerr := httpapi.ReadSmallJSON(c, maxImportBody, &body); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
 	if body.Popups == nil {
-		writeError(c, a.Log, &apiError{status: http.StatusBadRequest, code: "invalid_json", message: "popups must be an array of popups",
-			fields: []popup.FieldError{{Field: "popups", Message: "must be an array of popups (the shape GET /admin/v1/export answers)"}}})
+		a.Fail(c, httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "invalid_json", Message: "popups must be an array of popups",
+			Fields: []popup.FieldError{{Field: "popups", Message: "must be an array of popups (the shape GET /admin/v1/export answers)"}}}))
 		return
 	}
 	ps, keepGoals, err := a.buildImport(*body.Popups)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	by := actor(c)
+	by := httpapi.Actor(c)
 	res, err := a.Repo.Import(c.Request.Context(), by, ps, popup.ImportOptions{DryRun: dryRun, EndExperiment: end, KeepPrimaryGoal: keepGoals})
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	if !dryRun && res.Created+res.Updated > 0 {
 		a.Log.Info("popups imported", "operator", by.Name, "role", by.Role.String(), "action", string(popup.ChangeImport),
 			"created", res.Created, "updated", res.Updated, "unchanged", res.Unchanged)
-		a.propagate(c.Request.Context())
+		a.Propagate(c.Request.Context())
 	}
 	c.JSON(http.StatusOK, gin.H{"created": res.Created, "updated": res.Updated, "unchanged": res.Unchanged, "dry_run": dryRun})
 }
@@ -420,7 +354,7 @@ func (a *Admin) importPopups(c *gin.Context) {
 // (popups[i], and its name) with its fields, all at once. Popups are matched by name, so a name
 // twice is refused, and so is an archived popup (export never holds one; archive with DELETE).
 // keepGoals says, per popup, that its experiment does not name its primary goal.
-func (a *Admin) buildImport(raws []json.RawMessage) (ps []popup.Popup, keepGoals []bool, err error) {
+func (a *API) buildImport(raws []json.RawMessage) (ps []popup.Popup, keepGoals []bool, err error) {
 	var fields []popup.FieldError
 	add := func(i int, name string, fes []popup.FieldError) {
 		for _, fe := range fes {
@@ -432,11 +366,11 @@ func (a *Admin) buildImport(raws []json.RawMessage) (ps []popup.Popup, keepGoals
 	seen := make(map[string]int, len(raws))
 	for i, raw := range raws {
 		in, err := decodePopupBody(raw)
-		var ae *apiError
+		var ae *httpapi.Error
 		if errors.As(err, &ae) {
-			fes := ae.fields
+			fes := ae.Fields()
 			if len(fes) == 0 {
-				fes = []popup.FieldError{{Field: "", Message: ae.message}}
+				fes = []popup.FieldError{{Field: "", Message: ae.Message()}}
 			}
 			add(i, in.Name, fes)
 			continue
@@ -463,9 +397,9 @@ func (a *Admin) buildImport(raws []json.RawMessage) (ps []popup.Popup, keepGoals
 		for i := range fields {
 			fields[i].Field = strings.TrimSuffix(fields[i].Field, ".")
 		}
-		return nil, nil, &apiError{status: http.StatusBadRequest, code: "validation_failed",
-			message: fmt.Sprintf("import refused, nothing written: %d problem(s), first: %s %s", len(fields), fields[0].Field, fields[0].Message),
-			fields:  fields}
+		return nil, nil, httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "validation_failed",
+			Message: fmt.Sprintf("import refused, nothing written: %d problem(s), first: %s %s", len(fields), fields[0].Field, fields[0].Message),
+			Fields:  fields})
 	}
 	return out, keepGoals, nil
 }

@@ -1,4 +1,4 @@
-package httpapi
+package popups
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -33,9 +34,10 @@ func TestAWriteIsAttributedAndLoggedOnceWithoutTheToken(t *testing.T) {
 	t.Parallel()
 	var logged bytes.Buffer
 	repo := &createOnlyRepo{}
-	a := &Admin{Operators: []Operator{{"alice", popup.RoleAdmin, "secret-alice-token"}, {"bob", popup.RoleEditor, "secret-bob-token"}}, Repo: repo,
-		Log: slog.New(slog.NewTextHandler(&logged, nil)), Now: time.Now,
-		Reload: func(context.Context) (int64, error) { return 1, nil }}
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	a := &httpapi.Admin{Operators: []httpapi.Operator{{Name: "alice", Role: popup.RoleAdmin, Token: "secret-alice-token"}, {Name: "bob", Role: popup.RoleEditor, Token: "secret-bob-token"}},
+		Log: log, Slices: []httpapi.Slice{&API{Shared: &httpapi.Shared{Log: log, Now: time.Now,
+			Reload: func(context.Context) (int64, error) { return 1, nil }}, Repo: repo}}}
 	r, err := a.Router()
 	require.NoError(t, err)
 
@@ -59,9 +61,10 @@ func TestARefusalIsLoggedAtWarnAndCountedWithoutTheToken(t *testing.T) {
 	var logged bytes.Buffer
 	repo := &createOnlyRepo{}
 	reg := prometheus.NewRegistry()
-	a := &Admin{Operators: []Operator{{"vera", popup.RoleViewer, "secret-vera-token"}}, Repo: repo, Registerer: reg,
-		Log: slog.New(slog.NewTextHandler(&logged, nil)), Now: time.Now,
-		Reload: func(context.Context) (int64, error) { return 1, nil }}
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	a := &httpapi.Admin{Operators: []httpapi.Operator{{Name: "vera", Role: popup.RoleViewer, Token: "secret-vera-token"}}, Registerer: reg,
+		Log: log, Slices: []httpapi.Slice{&API{Shared: &httpapi.Shared{Log: log, Now: time.Now,
+			Reload: func(context.Context) (int64, error) { return 1, nil }}, Repo: repo}}}
 	r, err := a.Router()
 	require.NoError(t, err)
 

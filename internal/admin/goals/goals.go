@@ -1,4 +1,6 @@
-package httpapi
+// Package goals is the admin slice of the goals (docs/CONTRACT.md §14): the conversion events
+// experiments and campaigns count; their routes, the use case port and the wire shape.
+package goals
 
 import (
 	"context"
@@ -7,10 +9,31 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
 // Goals on the admin API (docs/CONTRACT.md §14): the conversion events experiments count.
+
+// API serves the goals.
+type API struct {
+	*httpapi.Shared
+	Goals GoalService
+	// GoalsChanged, when set, is called after each committed goal write to make every instance's
+	// conversion ingest see it.
+	GoalsChanged func(ctx context.Context) error
+}
+
+// Register adds the goal routes: changing goals is a publisher's, as they decide verdicts.
+func (a *API) Register(g *gin.RouterGroup) {
+	writer := a.Require(popup.RolePublisher, "writing goals")
+	g.POST("/goals", writer, a.createGoal)
+	g.GET("/goals", a.listGoals)
+	g.GET("/goals/:key", a.getGoal)
+	g.PUT("/goals/:key", writer, a.updateGoal)
+	g.DELETE("/goals/:key", writer, a.deleteGoal)
+	g.GET("/goals/:key/history", a.goalHistory)
+}
 
 // GoalService is the goal use case (manage.Goals).
 type GoalService interface {
@@ -67,7 +90,7 @@ type goalChangeWire struct {
 // leave the key out or must repeat it.
 func readGoal(c *gin.Context, pathKey string) (popup.Goal, error) {
 	var in goalInput
-	if aerr := readSmallJSON(c, 16<<10, &in); aerr != nil {
+	if aerr := httpapi.ReadSmallJSON(c, 16<<10, &in); aerr != nil {
 		return popup.Goal{}, aerr
 	}
 	g := popup.Goal{Key: pathKey, Window: popup.DefaultWindowHours * time.Hour, Value: popup.GoalValueNone}
@@ -104,14 +127,14 @@ func readGoal(c *gin.Context, pathKey string) (popup.Goal, error) {
 
 // writeGoal answers one goal with its version as the ETag.
 func writeGoal(c *gin.Context, status int, g popup.Goal) {
-	c.Header("ETag", etag(g.Version))
+	c.Header("ETag", httpapi.ETag(g.Version))
 	c.JSON(status, goalToWire(g))
 }
 
 // goalWritten logs a committed goal write and tells every instance, whose conversion ingest
 // checks the goals (GoalsChanged).
-func (a *Admin) goalWritten(c *gin.Context, action popup.GoalAction, g popup.Goal) {
-	by := actor(c)
+func (a *API) goalWritten(c *gin.Context, action popup.GoalAction, g popup.Goal) {
+	by := httpapi.Actor(c)
 	a.Log.Info("goal written", "operator", by.Name, "role", by.Role.String(), "action", string(action), "goal", g.Key, "version", g.Version)
 	if a.GoalsChanged != nil {
 		if err := a.GoalsChanged(c.Request.Context()); err != nil {
@@ -120,25 +143,25 @@ func (a *Admin) goalWritten(c *gin.Context, action popup.GoalAction, g popup.Goa
 	}
 }
 
-func (a *Admin) createGoal(c *gin.Context) {
+func (a *API) createGoal(c *gin.Context) {
 	g, err := readGoal(c, "")
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	stored, err := a.Goals.Create(c.Request.Context(), actor(c), g)
+	stored, err := a.Goals.Create(c.Request.Context(), httpapi.Actor(c), g)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.goalWritten(c, popup.GoalCreate, stored)
 	writeGoal(c, http.StatusCreated, stored)
 }
 
-func (a *Admin) listGoals(c *gin.Context) {
+func (a *API) listGoals(c *gin.Context) {
 	all, err := a.Goals.List(c.Request.Context())
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := make([]goalWire, len(all))
@@ -149,73 +172,73 @@ func (a *Admin) listGoals(c *gin.Context) {
 }
 
 // goalKey is the path's goal key, checked before any store is asked.
-func goalKey(c *gin.Context) (string, *apiError) {
+func goalKey(c *gin.Context) (string, *httpapi.Error) {
 	key := c.Param("key")
 	if !popup.ValidGoalKey(key) {
-		return "", &apiError{status: http.StatusBadRequest, code: "invalid_goal_key", message: "goal key must be " + popup.GoalKeyRule,
-			fields: []popup.FieldError{{Field: "key", Message: "must be " + popup.GoalKeyRule}}}
+		return "", httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "invalid_goal_key", Message: "goal key must be " + popup.GoalKeyRule,
+			Fields: []popup.FieldError{{Field: "key", Message: "must be " + popup.GoalKeyRule}}})
 	}
 	return key, nil
 }
 
-func (a *Admin) getGoal(c *gin.Context) {
+func (a *API) getGoal(c *gin.Context) {
 	key, aerr := goalKey(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	g, err := a.Goals.Goal(c.Request.Context(), key)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	writeGoal(c, http.StatusOK, g)
 }
 
-func (a *Admin) updateGoal(c *gin.Context) {
+func (a *API) updateGoal(c *gin.Context) {
 	key, aerr := goalKey(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	g, err := readGoal(c, key)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	stored, err := a.Goals.Update(c.Request.Context(), actor(c), g, ifMatch(c))
+	stored, err := a.Goals.Update(c.Request.Context(), httpapi.Actor(c), g, httpapi.IfMatch(c))
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.goalWritten(c, popup.GoalUpdate, stored)
 	writeGoal(c, http.StatusOK, stored)
 }
 
-func (a *Admin) deleteGoal(c *gin.Context) {
+func (a *API) deleteGoal(c *gin.Context) {
 	key, aerr := goalKey(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
-	g, err := a.Goals.Delete(c.Request.Context(), actor(c), key, ifMatch(c))
+	g, err := a.Goals.Delete(c.Request.Context(), httpapi.Actor(c), key, httpapi.IfMatch(c))
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.goalWritten(c, popup.GoalDelete, g)
 	writeGoal(c, http.StatusOK, g)
 }
 
-func (a *Admin) goalHistory(c *gin.Context) {
+func (a *API) goalHistory(c *gin.Context) {
 	key, aerr := goalKey(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	changes, err := a.Goals.History(c.Request.Context(), key)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := make([]goalChangeWire, len(changes))

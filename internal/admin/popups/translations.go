@@ -1,4 +1,4 @@
-package httpapi
+package popups
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -21,7 +22,7 @@ import (
 
 // getTranslationsCSV answers GET /admin/v1/popups/{id}/translations.csv, with the popup's ETag
 // for the PUT that brings the table back.
-func (a *Admin) getTranslationsCSV(c *gin.Context) {
+func (a *API) getTranslationsCSV(c *gin.Context) {
 	p, ok := a.popupOf(c)
 	if !ok {
 		return
@@ -39,7 +40,7 @@ func (a *Admin) getTranslationsCSV(c *gin.Context) {
 		_ = w.Write(rec)
 	}
 	w.Flush()
-	c.Header("ETag", etag(p.Revision))
+	c.Header("ETag", httpapi.ETag(p.Revision))
 	c.Header("Content-Disposition", `attachment; filename="popup-`+strconv.FormatInt(p.ID, 10)+`-translations.csv"`)
 	c.Data(http.StatusOK, "text/csv; charset=utf-8", buf.Bytes())
 }
@@ -48,32 +49,32 @@ func (a *Admin) getTranslationsCSV(c *gin.Context) {
 // popup's translations' texts (their links are kept), validated whole: any problem is a 400
 // naming each row and column at fault and nothing is applied. If-Match is honoured as for PUT
 // /popups/{id}; a table that changes nothing writes nothing.
-func (a *Admin) putTranslationsCSV(c *gin.Context) {
-	id, aerr := popupID(c)
+func (a *API) putTranslationsCSV(c *gin.Context) {
+	id, aerr := httpapi.PopupID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
-	accept, aerr := parseFlag("accept_reassignment", c.Query("accept_reassignment"))
+	accept, aerr := httpapi.ParseFlag("accept_reassignment", c.Query("accept_reassignment"))
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
-	raw, aerr := readBody(c, maxAdminBody, errPopupTooLarge)
+	raw, aerr := httpapi.ReadBody(c, maxAdminBody, errPopupTooLarge)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
-	if aerr := sniffText(raw[:min(len(raw), sniffLen)]); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if aerr := httpapi.SniffText(raw[:min(len(raw), httpapi.SniffLen)]); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
 	locales, rows, err := readTranslationTable(raw)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	opts := popup.UpdateOptions{IfRevision: ifMatch(c), AcceptReassignment: accept}
+	opts := popup.UpdateOptions{IfRevision: httpapi.IfMatch(c), AcceptReassignment: accept}
 	a.save(c, http.StatusOK, popup.ChangeUpdate, func(ctx context.Context, by popup.Actor) (popup.Popup, bool, error) {
 		stored, err := a.Repo.Get(ctx, id)
 		if err != nil {
@@ -98,7 +99,7 @@ func readTranslationTable(raw []byte) ([]string, []popup.TextRow, error) {
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(raw, []byte(utf8BOM)))) // ours, or a spreadsheet's
 	header, err := r.Read()
 	if err != nil {
-		return nil, nil, badRequest("invalid_csv", "the table must start with a header row: key,default,<language>…")
+		return nil, nil, httpapi.BadRequest("invalid_csv", "the table must start with a header row: key,default,<language>…")
 	}
 	var fes []popup.FieldError
 	if len(header) < 2 || header[0] != "key" || header[1] != "default" {
@@ -129,7 +130,7 @@ func readTranslationTable(raw []byte) ([]string, []popup.TextRow, error) {
 			if errors.As(err, &pe) {
 				return nil, nil, tableError([]popup.FieldError{{Field: tableCell(pe.Line, "key"), Message: "is not valid CSV: " + pe.Err.Error()}})
 			}
-			return nil, nil, badRequest("invalid_csv", "the table is not valid CSV")
+			return nil, nil, httpapi.BadRequest("invalid_csv", "the table is not valid CSV")
 		}
 		row := popup.TextRow{Key: rec[0], Texts: make(map[string]string, len(locales))}
 		for i, l := range locales {
@@ -191,5 +192,5 @@ func tableError(fes []popup.FieldError) error {
 	if len(fes) > 1 {
 		msg += " (and " + strconv.Itoa(len(fes)-1) + " more)"
 	}
-	return &apiError{status: http.StatusBadRequest, code: "validation_failed", message: msg, fields: fes}
+	return httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "validation_failed", Message: msg, Fields: fes})
 }

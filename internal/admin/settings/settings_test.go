@@ -1,4 +1,4 @@
-package httpapi
+package settings
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -55,9 +56,9 @@ func refusal(t *testing.T, err error) (code string, fields []string) {
 		}
 		return "validation_failed", fields
 	}
-	var ae *apiError
+	var ae *httpapi.Error
 	require.True(t, errors.As(err, &ae), "%v", err)
-	return ae.code, nil
+	return ae.ErrCode(), nil
 }
 
 func TestDecodeSettingsRefuses(t *testing.T) {

@@ -1,4 +1,4 @@
-package httpapi
+package admin_test
 
 import (
 	"io"
@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"popupsvc/internal/admin"
+	"popupsvc/internal/httpapi"
 )
 
 // TestOpenAPIListsTheRouterRoutes keeps api/openapi.yaml and the routers in step.
@@ -33,8 +36,8 @@ func TestOpenAPIListsTheRouterRoutes(t *testing.T) {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pub := (&Public{Log: log}).Router()
-	adm, err := (&Admin{Token: "t", Log: log}).Router()
+	pub := (&httpapi.Public{Log: log}).Router()
+	adm, err := (&httpapi.Admin{Token: "t", Log: log, Slices: admin.New(&httpapi.Shared{Log: log}, admin.Deps{})}).Router()
 	require.NoError(t, err)
 	param := regexp.MustCompile(`:(\w+)`)
 	var routes []string

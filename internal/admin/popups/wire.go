@@ -1,16 +1,16 @@
-package httpapi
+package popups
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -114,9 +114,9 @@ func decodeTranslations(raw json.RawMessage, path string, dst *[]popup.Translati
 		t := &out[i]
 		t.Locale = tag
 		var buttons []adminButton
-		fes = append(fes, decodeObject(obj[tag], path+"."+tag, "a translation", []inputField{
-			{key: "title", dst: &t.Title}, {key: "content", dst: &t.Content}, {key: "image_url", dst: &t.ImageURL},
-			{key: "link_url", dst: &t.LinkURL}, {key: "buttons", dst: &buttons},
+		fes = append(fes, httpapi.DecodeObject(obj[tag], path+"."+tag, "a translation", []httpapi.InputField{
+			{Key: "title", Dst: &t.Title}, {Key: "content", Dst: &t.Content}, {Key: "image_url", Dst: &t.ImageURL},
+			{Key: "link_url", Dst: &t.LinkURL}, {Key: "buttons", Dst: &buttons},
 		})...)
 		t.Buttons = buttonsFromWire(buttons)
 	}
@@ -287,18 +287,18 @@ type adminControlInput struct {
 }
 
 // fields maps every key an experiment body may hold to where it is decoded, in the order of the
-// JSON shape; variants and control are objects of their own (decodeObject names their fields).
-func (in *adminExperimentInput) fields() []inputField {
+// JSON shape; variants and control are objects of their own (httpapi.DecodeObject names their fields).
+func (in *adminExperimentInput) fields() []httpapi.InputField {
 	var ignored json.RawMessage
-	return []inputField{
-		{key: "status", dst: &ignored}, {key: "coverage_percent", dst: &in.CoveragePercent},
-		{key: "variants", decode: in.decodeVariants}, {key: "control", decode: in.decodeControl},
-		{key: "planned_end_at", dst: &in.PlannedEndAt}, {key: "primary_goal", decode: func(raw json.RawMessage, path string) []popup.FieldError {
+	return []httpapi.InputField{
+		{Key: "status", Dst: &ignored}, {Key: "coverage_percent", Dst: &in.CoveragePercent},
+		{Key: "variants", Decode: in.decodeVariants}, {Key: "control", Decode: in.decodeControl},
+		{Key: "planned_end_at", Dst: &in.PlannedEndAt}, {Key: "primary_goal", Decode: func(raw json.RawMessage, path string) []popup.FieldError {
 			in.PrimaryGoalNamed = true
-			return decodeValue(raw, strings.TrimSuffix(path, "primary_goal"), "primary_goal", &in.PrimaryGoal)
+			return httpapi.DecodeValue(raw, strings.TrimSuffix(path, "primary_goal"), "primary_goal", &in.PrimaryGoal)
 		}},
-		{key: "phase", dst: &ignored}, {key: "salt", dst: &ignored}, {key: "phase_started_at", dst: &ignored},
-		{key: "concluded_variant", dst: &ignored},
+		{Key: "phase", Dst: &ignored}, {Key: "salt", Dst: &ignored}, {Key: "phase_started_at", Dst: &ignored},
+		{Key: "concluded_variant", Dst: &ignored},
 	}
 }
 
@@ -311,11 +311,11 @@ func (in *adminExperimentInput) decodeVariants(raw json.RawMessage, path string)
 	in.Variants = make([]adminVariantInput, len(list))
 	for i, r := range list {
 		v := &in.Variants[i]
-		fes = append(fes, decodeObject(r, path+"["+strconv.Itoa(i)+"]", "a variant", []inputField{
-			{key: "key", dst: &v.Key}, {key: "weight", dst: &v.Weight}, {key: "title", dst: &v.Title},
-			{key: "content", dst: &v.Content}, {key: "image_url", dst: &v.ImageURL}, {key: "image_alt", dst: &v.ImageAlt}, {key: "link_url", dst: &v.LinkURL},
-			{key: "buttons", dst: &v.Buttons}, {key: "ext", dst: &v.Ext},
-			{key: "translations", decode: func(raw json.RawMessage, path string) []popup.FieldError {
+		fes = append(fes, httpapi.DecodeObject(r, path+"["+strconv.Itoa(i)+"]", "a variant", []httpapi.InputField{
+			{Key: "key", Dst: &v.Key}, {Key: "weight", Dst: &v.Weight}, {Key: "title", Dst: &v.Title},
+			{Key: "content", Dst: &v.Content}, {Key: "image_url", Dst: &v.ImageURL}, {Key: "image_alt", Dst: &v.ImageAlt}, {Key: "link_url", Dst: &v.LinkURL},
+			{Key: "buttons", Dst: &v.Buttons}, {Key: "ext", Dst: &v.Ext},
+			{Key: "translations", Decode: func(raw json.RawMessage, path string) []popup.FieldError {
 				return decodeTranslations(raw, path, &v.Translations)
 			}},
 		})...)
@@ -328,7 +328,7 @@ func (in *adminExperimentInput) decodeControl(raw json.RawMessage, path string) 
 		return nil
 	}
 	in.Control = &adminControlInput{}
-	return decodeObject(raw, path, "the control", []inputField{{key: "weight", dst: &in.Control.Weight}, {key: "mode", dst: &in.Control.Mode}})
+	return httpapi.DecodeObject(raw, path, "the control", []httpapi.InputField{{Key: "weight", Dst: &in.Control.Weight}, {Key: "mode", Dst: &in.Control.Mode}})
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
@@ -339,59 +339,7 @@ func decodeExperiment(raw json.RawMessage, path string) (*adminExperimentInput, 
 		return nil, nil
 	}
 	in := &adminExperimentInput{}
-	return in, decodeObject(raw, path, "an experiment", in.fields())
-}
-
-// decodeObject decodes the JSON object raw into fields, naming every problem with its path
-// (path.key): a value of the wrong type, a time that is not RFC 3339, a key that is not one of
-// fields (what says what the object is), all at once.
-func decodeObject(raw json.RawMessage, path, what string, fields []inputField) []popup.FieldError {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return []popup.FieldError{{Field: path, Message: "must be " + what + " (a JSON object)"}}
-	}
-	return decodeFields(obj, path+".", what, fields)
-}
-
-// decodeFields decodes obj's keys into fields and names each key that is none of them; prefix
-// ("" at the top of a body, "targeting." inside one) leads every field an error names.
-func decodeFields(obj map[string]json.RawMessage, prefix, what string, fields []inputField) []popup.FieldError {
-	var fes []popup.FieldError
-	for _, f := range fields {
-		v, ok := obj[f.key]
-		if !ok {
-			continue
-		}
-		if f.decode != nil {
-			fes = append(fes, f.decode(v, prefix+f.key)...)
-			continue
-		}
-		fes = append(fes, decodeValue(v, prefix, f.key, f.dst)...)
-	}
-	var unknown []string
-	for k := range obj {
-		if !slices.ContainsFunc(fields, func(f inputField) bool { return f.key == k }) {
-			unknown = append(unknown, k)
-		}
-	}
-	slices.Sort(unknown)
-	for _, k := range unknown {
-		fes = append(fes, popup.FieldError{Field: prefix + k, Message: "is not a field of " + what})
-	}
-	return fes
-}
-
-// decodeValue decodes the value v of key into dst, naming a problem as prefix+key (or the nested
-// field the decoder names).
-func decodeValue(v json.RawMessage, prefix, key string, dst any) []popup.FieldError {
-	d := json.NewDecoder(bytes.NewReader(v))
-	d.DisallowUnknownFields()
-	if err := d.Decode(dst); err != nil {
-		fe := fieldDecodeError(key, err)
-		fe.Field = prefix + fe.Field
-		return []popup.FieldError{fe}
-	}
-	return nil
+	return in, httpapi.DecodeObject(raw, path, "an experiment", in.fields())
 }
 
 // keepsPrimaryGoal reports whether a write of in keeps the stored experiment's primary goal: its
@@ -483,37 +431,29 @@ func experimentFromWire(in *adminExperimentInput) *popup.Experiment {
 // inputFields maps every key a popup body may hold to where it is decoded, in the order of the
 // JSON shape (field errors come out in that order). The server-managed keys other than id are
 // decoded into a value that is then dropped.
-func (in *adminPopupInput) inputFields() []inputField {
+func (in *adminPopupInput) inputFields() []httpapi.InputField {
 	var ignored json.RawMessage
-	return []inputField{
-		{"id", &in.ID, nil}, {"name", &in.Name, nil}, {"bucket_seed", &in.BucketSeed, nil}, {"status", &in.Status, nil},
-		{"state", &ignored, nil}, {"priority", &in.Priority, nil},
-		{"start_at", &in.StartAt, nil}, {"end_at", &in.EndAt, nil}, {"targeting", &in.Targeting, nil},
-		{"reshow_after_seconds", &in.ReshowAfterSeconds, nil}, {"click_cooldown_seconds", &in.ClickCooldownSeconds, nil},
-		{"close_cooldown_seconds", &in.CloseCooldownSeconds, nil}, {"max_impressions", &in.MaxImpressions, nil},
-		{"exempt_from_caps", &in.ExemptFromCaps, nil}, {"holdout_exempt", &in.HoldoutExempt, nil},
-		{"title", &in.Title, nil}, {"content", &in.Content, nil}, {"image_url", &in.ImageURL, nil}, {"image_alt", &in.ImageAlt, nil}, {"link_url", &in.LinkURL, nil},
-		{"buttons", &in.Buttons, nil}, {"ext", &in.Ext, nil},
-		{"translations", nil, func(raw json.RawMessage, path string) []popup.FieldError {
+	return []httpapi.InputField{
+		{Key: "id", Dst: &in.ID}, {Key: "name", Dst: &in.Name}, {Key: "bucket_seed", Dst: &in.BucketSeed}, {Key: "status", Dst: &in.Status},
+		{Key: "state", Dst: &ignored}, {Key: "priority", Dst: &in.Priority},
+		{Key: "start_at", Dst: &in.StartAt}, {Key: "end_at", Dst: &in.EndAt}, {Key: "targeting", Dst: &in.Targeting},
+		{Key: "reshow_after_seconds", Dst: &in.ReshowAfterSeconds}, {Key: "click_cooldown_seconds", Dst: &in.ClickCooldownSeconds},
+		{Key: "close_cooldown_seconds", Dst: &in.CloseCooldownSeconds}, {Key: "max_impressions", Dst: &in.MaxImpressions},
+		{Key: "exempt_from_caps", Dst: &in.ExemptFromCaps}, {Key: "holdout_exempt", Dst: &in.HoldoutExempt},
+		{Key: "title", Dst: &in.Title}, {Key: "content", Dst: &in.Content}, {Key: "image_url", Dst: &in.ImageURL}, {Key: "image_alt", Dst: &in.ImageAlt}, {Key: "link_url", Dst: &in.LinkURL},
+		{Key: "buttons", Dst: &in.Buttons}, {Key: "ext", Dst: &in.Ext},
+		{Key: "translations", Decode: func(raw json.RawMessage, path string) []popup.FieldError {
 			return decodeTranslations(raw, path, &in.Translations)
 		}},
-		{"experiment", nil, func(raw json.RawMessage, path string) (fes []popup.FieldError) {
+		{Key: "experiment", Decode: func(raw json.RawMessage, path string) (fes []popup.FieldError) {
 			in.Experiment, fes = decodeExperiment(raw, path)
 			return fes
 		}},
-		{"created_at", &ignored, nil}, {"updated_at", &ignored, nil}, {"revision", &ignored, nil},
+		{Key: "created_at", Dst: &ignored}, {Key: "updated_at", Dst: &ignored}, {Key: "revision", Dst: &ignored},
 	}
 }
 
-// inputField is one key of a JSON object and where its value goes: decoded into dst, or by
-// decode, which names its problems under path (the key's full path).
-type inputField struct {
-	key    string
-	dst    any
-	decode func(raw json.RawMessage, path string) []popup.FieldError
-}
-
-// decodePopupBody decodes a popup body. Every problem is an *apiError with code invalid_json: a
+// decodePopupBody decodes a popup body. Every problem is an *httpapi.Error with code invalid_json: a
 // body that is not one JSON object, and, with the fields named (all at once), a value of the
 // wrong type, a time that is not RFC 3339 or a key the popup does not have, at any depth. Rules
 // on the values themselves are the domain's (validation_failed).
@@ -524,69 +464,21 @@ func decodePopupBody(raw []byte) (adminPopupInput, error) {
 	if err := dec.Decode(&obj); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return in, badRequest("invalid_json", "body must be a JSON object, not "+te.Value)
+			return in, httpapi.BadRequest("invalid_json", "body must be a JSON object, not "+te.Value)
 		}
-		return in, badRequest("invalid_json", "body is not valid JSON: "+strings.TrimPrefix(err.Error(), "json: "))
+		return in, httpapi.BadRequest("invalid_json", "body is not valid JSON: "+strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if obj == nil {
-		return in, badRequest("invalid_json", "body must be a JSON object, not null")
+		return in, httpapi.BadRequest("invalid_json", "body must be a JSON object, not null")
 	}
 	if dec.More() {
-		return in, badRequest("invalid_json", "body must hold exactly one JSON object")
+		return in, httpapi.BadRequest("invalid_json", "body must hold exactly one JSON object")
 	}
-	fields := decodeFields(obj, "", "a popup", in.inputFields())
+	fields := httpapi.DecodeFields(obj, "", "a popup", in.inputFields())
 	if len(fields) > 0 {
-		return in, &apiError{status: http.StatusBadRequest, code: "invalid_json",
-			message: "body is not a valid popup: " + strings.TrimPrefix((&popup.ValidationError{Fields: fields}).Error(), "invalid popup: "),
-			fields:  fields}
+		return in, httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "invalid_json",
+			Message: "body is not a valid popup: " + strings.TrimPrefix((&popup.ValidationError{Fields: fields}).Error(), "invalid popup: "),
+			Fields:  fields})
 	}
 	return in, nil
-}
-
-// fieldDecodeError turns a decoding error of key's value into a FieldError naming the field as
-// exactly as the decoder lets us (the nested key for an unknown or mistyped nested field).
-func fieldDecodeError(key string, err error) popup.FieldError {
-	if key == "start_at" || key == "end_at" || key == "planned_end_at" {
-		return popup.FieldError{Field: key, Message: "must be an RFC 3339 time such as 2026-12-01T00:00:00Z, or null"}
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := key
-		if te.Field != "" {
-			field = key + "." + te.Field
-		}
-		return popup.FieldError{Field: field, Message: typeMismatch(te)}
-	}
-	const unknownPrefix = "json: unknown field "
-	if msg := err.Error(); strings.HasPrefix(msg, unknownPrefix) {
-		if name, uerr := strconv.Unquote(strings.TrimPrefix(msg, unknownPrefix)); uerr == nil {
-			return popup.FieldError{Field: key + "." + name, Message: "is not a field of " + key}
-		}
-	}
-	return popup.FieldError{Field: key, Message: "is not valid: " + strings.TrimPrefix(err.Error(), "json: ")}
-}
-
-// typeMismatch says what a JSON value of the wrong type should have been, and what it was.
-func typeMismatch(te *json.UnmarshalTypeError) string {
-	return "must be " + jsonKind(te.Type) + ", not " + te.Value
-}
-
-// jsonKind names what a Go type expects in JSON, for an error message.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer in range"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Bool:
-		return "true or false"
-	}
-	return "a " + t.Kind().String()
 }

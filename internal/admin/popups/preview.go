@@ -1,4 +1,4 @@
-package httpapi
+package popups
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/decide"
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
 )
@@ -33,30 +34,30 @@ type draftPreviewRequest struct {
 // those of its bucket_seed, which the saved popup keeps, so the preview is what saving it will
 // do; a new draft without a seed gets a fresh one, as a create would. Its status is taken as
 // active; every other field counts as written.
-func (a *Admin) previewDraft(c *gin.Context) {
+func (a *API) previewDraft(c *gin.Context) {
 	var body draftPreviewRequest
-	if aerr := readSmallJSON(c, maxAdminBody, &body); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if aerr := httpapi.ReadSmallJSON(c, maxAdminBody, &body); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
-	req, aerr := parseRequest(body.UID, body.Platform, body.AppVersion, body.Region, body.Lang)
+	req, aerr := httpapi.ParseRequest(body.UID, body.Platform, body.AppVersion, body.Region, body.Lang)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	draft, err := a.readDraft(body.Popup)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	live := a.Snapshots.Load()
 	if live == nil {
-		writeError(c, a.Log, errPreviewUnavailable)
+		a.Fail(c, errPreviewUnavailable)
 		return
 	}
 	now := a.Now()
 	if err := a.keepDraftSeed(c.Request.Context(), live, &draft, now); err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	popups := make([]popup.Popup, 0, len(live.Ordered)+1)
@@ -73,7 +74,7 @@ func (a *Admin) previewDraft(c *gin.Context) {
 // keepDraftSeed gives the draft the bucket seed saving it would, and its experiment the stored
 // state (keepDraftExperiment): the stored popup's for the draft of an edit (from the snapshot, or from the store for a popup the snapshot does not hold,
 // an archived one), refusing another; its own, or a fresh one, for a new popup.
-func (a *Admin) keepDraftSeed(ctx context.Context, live *snapshot.Snapshot, draft *popup.Popup, now time.Time) error {
+func (a *API) keepDraftSeed(ctx context.Context, live *snapshot.Snapshot, draft *popup.Popup, now time.Time) error {
 	var stored *popup.Popup
 	if e := live.Entry(draft.ID); e != nil {
 		stored = &e.Popup
@@ -111,15 +112,15 @@ func keepDraftExperiment(draft, stored *popup.Popup, now time.Time) {
 }
 
 // readDraft decodes and validates the draft; errors name its fields as popup.<field>.
-func (a *Admin) readDraft(raw json.RawMessage) (popup.Popup, error) {
+func (a *API) readDraft(raw json.RawMessage) (popup.Popup, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return popup.Popup{}, &apiError{status: http.StatusBadRequest, code: "validation_failed", message: "popup is required: the unsaved popup to preview",
-			fields: []popup.FieldError{{Field: "popup", Message: "is required: a popup in the shape POST /admin/v1/popups takes"}}}
+		return popup.Popup{}, httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "validation_failed", Message: "popup is required: the unsaved popup to preview",
+			Fields: []popup.FieldError{{Field: "popup", Message: "is required: a popup in the shape POST /admin/v1/popups takes"}}})
 	}
 	in, err := decodePopupBody(raw)
-	var ae *apiError
+	var ae *httpapi.Error
 	if errors.As(err, &ae) {
-		return popup.Popup{}, prefixedFields(ae.code, ae.message, ae.fields)
+		return popup.Popup{}, prefixedFields(ae.ErrCode(), ae.Message(), ae.Fields())
 	}
 	p, err := fromWire(in).BuildWith(a.Links)
 	var ve *popup.ValidationError
@@ -140,7 +141,7 @@ func (a *Admin) readDraft(raw json.RawMessage) (popup.Popup, error) {
 
 // prefixedFields is a 400 about the draft: its fields named popup.<field>, or popup itself
 // when none is named.
-func prefixedFields(code, msg string, fes []popup.FieldError) *apiError {
+func prefixedFields(code, msg string, fes []popup.FieldError) *httpapi.Error {
 	out := make([]popup.FieldError, len(fes))
 	for i, fe := range fes {
 		out[i] = popup.FieldError{Field: "popup." + fe.Field, Message: fe.Message}
@@ -148,11 +149,11 @@ func prefixedFields(code, msg string, fes []popup.FieldError) *apiError {
 	if len(out) == 0 {
 		out = []popup.FieldError{{Field: "popup", Message: msg}}
 	}
-	return &apiError{status: http.StatusBadRequest, code: code, message: "popup: " + msg, fields: out}
+	return httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: code, Message: "popup: " + msg, Fields: out})
 }
 
 // prefixed is a 400 about one field of the draft.
-func prefixed(code string, fe popup.FieldError) *apiError {
+func prefixed(code string, fe popup.FieldError) *httpapi.Error {
 	return prefixedFields(code, fe.Field+" "+fe.Message, []popup.FieldError{fe})
 }
 

@@ -1,13 +1,19 @@
-package httpapi
+// Package users is the admin slice of one user's data: the state the popups keep of them
+// (GET /admin/v1/users/{uid}/state) and their personal data's erasure and export
+// (docs/CONTRACT.md §12).
+package users
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/privacy"
 )
@@ -15,6 +21,70 @@ import (
 // A user's erasure and export on the admin API (docs/CONTRACT.md §12), an admin's. Neither the
 // answers nor the logs of these routes print the uid, except the export, whose answer is about
 // the uid.
+
+// API serves a user's state and personal data.
+type API struct {
+	*httpapi.Shared
+	Users    UserStates
+	Erasures Erasures
+	Exports  Exports
+}
+
+// Register adds the user routes: reading a user's state is every operator's; erasing and
+// exporting their personal data are an admin's.
+func (a *API) Register(g *gin.RouterGroup) {
+	admin := func(what string) gin.HandlerFunc { return a.Require(popup.RoleAdmin, what) }
+	g.GET("/users/:uid/state", a.userState)
+	g.DELETE("/users/:uid", admin("erasing a user"), a.eraseUser)
+	g.GET("/users/:uid/export", admin("exporting a user's data"), a.exportUser)
+	g.GET("/erasures/:id", admin("reading an erasure"), a.erasure)
+}
+
+// UserStates reads a user's state (redisstore.UserStore).
+type UserStates interface {
+	Get(ctx context.Context, uid string, now time.Time) (popup.StoredState, error)
+}
+
+// errStateUnavailable: the user's state cannot be read (Redis down, or MySQL after a Redis miss).
+var errStateUnavailable = httpapi.NewError(httpapi.Problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the user's state cannot be read now; retry later"})
+
+type popupStateView struct {
+	PopupID          int64      `json:"popup_id"`
+	NextShowAt       *time.Time `json:"next_show_at"`
+	Impressions      int        `json:"impressions"`
+	LastImpressionAt *time.Time `json:"last_impression_at"`
+	LastClickAt      *time.Time `json:"last_click_at"`
+	LastCloseAt      *time.Time `json:"last_close_at"`
+}
+
+// stateView is a user's state of one popup on the wire.
+func stateView(id int64, ps popup.PopupState) popupStateView {
+	return popupStateView{PopupID: id, NextShowAt: httpapi.TimePtr(ps.NextShowAt), Impressions: ps.Impressions,
+		LastImpressionAt: httpapi.TimePtr(ps.LastImpressionAt), LastClickAt: httpapi.TimePtr(ps.LastClickAt), LastCloseAt: httpapi.TimePtr(ps.LastCloseAt)}
+}
+
+func (a *API) userState(c *gin.Context) {
+	uid := c.Param("uid")
+	if !popup.ValidUID(uid) {
+		a.Fail(c, httpapi.ErrUIDMalformed)
+		return
+	}
+	now := a.Now()
+	st, err := a.Users.Get(c.Request.Context(), uid, now)
+	if err != nil {
+		// Redis (or, after a Redis miss, MySQL) cannot give the state now: a 503 to retry, not a
+		// 500; logged once here since the client sees only the code.
+		a.Log.Warn("read user state", "err", err)
+		a.Fail(c, errStateUnavailable)
+		return
+	}
+	views := []popupStateView{}
+	for id, ps := range st.Popups {
+		views = append(views, stateView(id, ps))
+	}
+	slices.SortFunc(views, func(x, y popupStateView) int { return cmp.Compare(x.PopupID, y.PopupID) })
+	c.JSON(http.StatusOK, gin.H{"uid": uid, "impressions_today": st.ImpressionsOn(now), "popups": views})
+}
 
 // Erasures records erasure requests and reads their status (privacy.Eraser); popup-worker runs
 // them.
@@ -29,13 +99,13 @@ type Exports interface {
 }
 
 var (
-	errErasureOff = &apiError{status: http.StatusNotImplemented, code: "erasure_not_configured",
-		message: "erasures are off on this deployment: POPUP_PRIVACY_KEY is not set"}
-	errErasureID = &apiError{status: http.StatusBadRequest, code: "invalid_erasure_id", message: "erasure id must be 32 lowercase hex characters",
-		fields: []popup.FieldError{{Field: "id", Message: "must be 32 lowercase hex characters, as the erasure request answered"}}}
-	errPathUID = &apiError{status: http.StatusBadRequest, code: "invalid_uid", message: "uid must be " + popup.UIDRule,
-		fields: []popup.FieldError{{Field: "uid", Message: "must be " + popup.UIDRule}}}
-	errErasureNotFound = &apiError{status: http.StatusNotFound, code: "erasure_not_found", message: "no such erasure"}
+	errErasureOff = httpapi.NewError(httpapi.Problem{Status: http.StatusNotImplemented, Code: "erasure_not_configured",
+		Message: "erasures are off on this deployment: POPUP_PRIVACY_KEY is not set"})
+	errErasureID = httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "invalid_erasure_id", Message: "erasure id must be 32 lowercase hex characters",
+		Fields: []popup.FieldError{{Field: "id", Message: "must be 32 lowercase hex characters, as the erasure request answered"}}})
+	errPathUID = httpapi.NewError(httpapi.Problem{Status: http.StatusBadRequest, Code: "invalid_uid", Message: "uid must be " + popup.UIDRule,
+		Fields: []popup.FieldError{{Field: "uid", Message: "must be " + popup.UIDRule}}})
+	errErasureNotFound = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "erasure_not_found", Message: "no such erasure"})
 )
 
 // privacyError maps the use case's errors to their answers; anything else goes to writeError.
@@ -50,10 +120,10 @@ func privacyError(err error) error {
 }
 
 // pathUID is the path's {uid}; false, answered with a 400 naming uid, when it is not a uid.
-func (a *Admin) pathUID(c *gin.Context) (string, bool) {
+func (a *API) pathUID(c *gin.Context) (string, bool) {
 	uid := c.Param("uid")
 	if !popup.ValidUID(uid) {
-		writeError(c, a.Log, errPathUID)
+		a.Fail(c, errPathUID)
 		return "", false
 	}
 	return uid, true
@@ -61,17 +131,17 @@ func (a *Admin) pathUID(c *gin.Context) (string, bool) {
 
 // eraseUser answers DELETE /admin/v1/users/{uid}: 202 with the erasure's id, which popup-worker
 // completes within a minute.
-func (a *Admin) eraseUser(c *gin.Context) {
+func (a *API) eraseUser(c *gin.Context) {
 	uid, ok := a.pathUID(c)
 	if !ok {
 		return
 	}
-	id, err := a.Erasures.Request(c.Request.Context(), actor(c), uid)
+	id, err := a.Erasures.Request(c.Request.Context(), httpapi.Actor(c), uid)
 	if err != nil {
-		writeError(c, a.Log, privacyError(err))
+		a.Fail(c, privacyError(err))
 		return
 	}
-	by := actor(c)
+	by := httpapi.Actor(c)
 	a.Log.Info("erasure requested", "operator", by.Name, "role", by.Role.String(), "erasure_id", id)
 	c.Header("Location", "/admin/v1/erasures/"+id)
 	c.JSON(http.StatusAccepted, gin.H{"erasure_id": id})
@@ -86,18 +156,18 @@ type erasureWire struct {
 	Removed     map[string]int64 `json:"removed"`
 }
 
-func (a *Admin) erasure(c *gin.Context) {
+func (a *API) erasure(c *gin.Context) {
 	id := c.Param("id")
 	if !privacy.ValidID(id) {
-		writeError(c, a.Log, errErasureID)
+		a.Fail(c, errErasureID)
 		return
 	}
 	e, err := a.Erasures.Status(c.Request.Context(), id)
 	if err != nil {
-		writeError(c, a.Log, privacyError(err))
+		a.Fail(c, privacyError(err))
 		return
 	}
-	c.JSON(http.StatusOK, erasureWire{ID: e.ID, Status: string(e.Status), RequestedAt: e.RequestedAt, DoneAt: timePtr(e.DoneAt), Removed: e.Removed})
+	c.JSON(http.StatusOK, erasureWire{ID: e.ID, Status: string(e.Status), RequestedAt: e.RequestedAt, DoneAt: httpapi.TimePtr(e.DoneAt), Removed: e.Removed})
 }
 
 // exportWire is a user's export on the wire: every list present, empty when there is nothing.
@@ -198,7 +268,7 @@ func exportToWire(x privacy.Export) exportWire {
 	}
 	for i, r := range x.Experiments {
 		out.Experiments[i] = experimentWire{PopupID: r.PopupID, Salt: r.Salt, Arm: r.Arm, FirstExposedAt: r.FirstExposedAt,
-			Exposures: r.Exposures, Clicks: r.Clicks, Closes: r.Closes, FirstClickAt: timePtr(r.FirstClickAt)}
+			Exposures: r.Exposures, Clicks: r.Clicks, Closes: r.Closes, FirstClickAt: httpapi.TimePtr(r.FirstClickAt)}
 	}
 	for i, m := range x.Audiences {
 		out.Audiences[i] = membershipWire{ID: m.AudienceID, Name: m.Name, Version: m.Version}
@@ -224,14 +294,14 @@ func exportToWire(x privacy.Export) exportWire {
 }
 
 // exportUser answers GET /admin/v1/users/{uid}/export: everything held about the uid.
-func (a *Admin) exportUser(c *gin.Context) {
+func (a *API) exportUser(c *gin.Context) {
 	uid, ok := a.pathUID(c)
 	if !ok {
 		return
 	}
 	x, err := a.Exports.Export(c.Request.Context(), uid)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")

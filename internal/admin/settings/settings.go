@@ -1,4 +1,6 @@
-package httpapi
+// Package settings is the admin slice of the team's settings (docs/CONTRACT.md §13, §15): the
+// reporting time zone, the pacing and the holdout percentage, read and written whole.
+package settings
 
 import (
 	"bytes"
@@ -10,8 +12,23 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
+
+// API serves the team's settings.
+type API struct {
+	*httpapi.Shared
+	Settings SettingsStore
+	// DefaultPacing is the pacing until the team sets one (config.Config.DefaultPacing).
+	DefaultPacing popup.Pacing
+}
+
+// Register adds the settings routes: reading is for every operator, changing them is an admin's.
+func (a *API) Register(g *gin.RouterGroup) {
+	g.GET("/settings", a.getSettings)
+	g.PUT("/settings", a.Require(popup.RoleAdmin, "changing settings"), a.putSettings)
+}
 
 // SettingsStore holds the team's settings (mysqlstore.SettingsRepo): Get answers def for a
 // setting never set; Set returns the value it replaced. The pacing is read and written whole
@@ -56,18 +73,18 @@ type settingsBody struct {
 }
 
 // getSettings answers GET /admin/v1/settings.
-func (a *Admin) getSettings(c *gin.Context) {
+func (a *API) getSettings(c *gin.Context) {
 	out, err := a.settings(c.Request.Context())
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, out)
 }
 
 // settings is the team's settings as they stand, defaults filled in.
-func (a *Admin) settings(ctx context.Context) (settingsBody, error) {
-	tz, err := a.reportingTimeZone(ctx)
+func (a *API) settings(ctx context.Context) (settingsBody, error) {
+	tz, err := a.ReportingTimeZone(ctx)
 	if err != nil {
 		return settingsBody{}, err
 	}
@@ -85,7 +102,7 @@ func (a *Admin) settings(ctx context.Context) (settingsBody, error) {
 }
 
 // pacing is the stored pacing, the default when none was set.
-func (a *Admin) pacing(ctx context.Context) (popup.Pacing, error) {
+func (a *API) pacing(ctx context.Context) (popup.Pacing, error) {
 	p, err := a.Settings.Pacing(ctx)
 	if err != nil || p == nil {
 		return a.DefaultPacing, err
@@ -95,40 +112,40 @@ func (a *Admin) pacing(ctx context.Context) (popup.Pacing, error) {
 
 // putSettings answers PUT /admin/v1/settings: the whole settings object, validated, stored, and
 // the change logged (operator, old, new).
-func (a *Admin) putSettings(c *gin.Context) {
-	raw, aerr := readBody(c, maxActionBody, errTooLarge)
+func (a *API) putSettings(c *gin.Context) {
+	raw, aerr := httpapi.ReadBody(c, httpapi.MaxActionBody, httpapi.ErrTooLarge)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	in, err := decodeSettings(raw)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	ctx := c.Request.Context()
-	who := actor(c).Name
+	who := httpapi.Actor(c).Name
 	old, err := a.Settings.Set(ctx, who, settingReportingTimeZone, in.ReportingTimeZone, defaultReportingTimeZone)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.Log.Info("setting changed", "operator", who, "setting", settingReportingTimeZone, "old", old, "new", in.ReportingTimeZone)
 	if in.MinGapSeconds != nil || in.DailyCap != nil {
 		if err := a.putPacing(ctx, who, in); err != nil {
-			writeError(c, a.Log, err)
+			a.Fail(c, err)
 			return
 		}
 	}
 	if in.HoldoutPercent != nil {
 		if err := a.putHoldout(ctx, who, *in.HoldoutPercent); err != nil {
-			writeError(c, a.Log, err)
+			a.Fail(c, err)
 			return
 		}
 	}
 	out, err := a.settings(ctx)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, out)
@@ -136,7 +153,7 @@ func (a *Admin) putSettings(c *gin.Context) {
 
 // putPacing stores the pacing in (a setting left out keeps its value) and propagates it to every
 // instance as a config change: the new version's snapshots carry it.
-func (a *Admin) putPacing(ctx context.Context, who string, in settingsBody) error {
+func (a *API) putPacing(ctx context.Context, who string, in settingsBody) error {
 	next, err := a.pacing(ctx)
 	if err != nil {
 		return err
@@ -158,14 +175,14 @@ func (a *Admin) putPacing(ctx context.Context, who string, in settingsBody) erro
 	a.Log.Info("setting changed", "operator", who, "setting", "pacing",
 		"old_min_gap_seconds", int64(was.MinGap/time.Second), "old_daily_cap", was.DailyCap,
 		"new_min_gap_seconds", int64(next.MinGap/time.Second), "new_daily_cap", next.DailyCap)
-	a.propagate(ctx)
+	a.Propagate(ctx)
 	return nil
 }
 
 // putHoldout sets the holdout percentage: a new percentage ends the running phase and starts the
 // next (popup.Holdout.Change), a new config version that reaches every instance; the same one
 // changes nothing.
-func (a *Admin) putHoldout(ctx context.Context, who string, percent int) error {
+func (a *API) putHoldout(ctx context.Context, who string, percent int) error {
 	old, cur, changed, err := a.Settings.SetHoldout(ctx, who, percent, a.Now())
 	if err != nil || !changed {
 		return err
@@ -173,7 +190,7 @@ func (a *Admin) putHoldout(ctx context.Context, who string, percent int) error {
 	was := old.RunningPercent()
 	a.Log.Info("setting changed", "operator", who, "setting", settingHoldoutPercent, "old", was, "new", percent,
 		"ended_phase", old.Phase, "phase", cur.Phase)
-	a.propagate(ctx)
+	a.Propagate(ctx)
 	return nil
 }
 
@@ -184,7 +201,7 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-		return in, badRequest("invalid_json", `body must be one JSON object like {"reporting_time_zone": "America/Los_Angeles"}`)
+		return in, httpapi.BadRequest("invalid_json", `body must be one JSON object like {"reporting_time_zone": "America/Los_Angeles"}`)
 	}
 	var fields []popup.FieldError
 	v, ok := obj[settingReportingTimeZone]
@@ -194,7 +211,7 @@ func decodeSettings(raw []byte) (settingsBody, error) {
 	case json.Unmarshal(v, &in.ReportingTimeZone) != nil:
 		fields = append(fields, popup.FieldError{Field: settingReportingTimeZone, Message: "must be a string, an IANA time zone name"})
 	default:
-		if _, msg := loadZone(in.ReportingTimeZone); msg != "" {
+		if _, msg := httpapi.LoadZone(in.ReportingTimeZone); msg != "" {
 			fields = append(fields, popup.FieldError{Field: settingReportingTimeZone, Message: msg})
 		}
 	}
@@ -246,20 +263,7 @@ func decodeWhole[T int | int64](obj map[string]json.RawMessage, name string, dst
 	return nil
 }
 
-// loadZone loads an IANA time zone name; msg says what is wrong otherwise. "" and "Local", which
-// time.LoadLocation takes for UTC and the server's own zone, are not names.
-func loadZone(name string) (loc *time.Location, msg string) {
-	if name == "" || name == "Local" || len(name) > 64 {
-		return nil, "must be an IANA time zone name like UTC or America/Los_Angeles"
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, "must be an IANA time zone name like UTC or America/Los_Angeles; " + name + " is not one"
-	}
-	return loc, ""
-}
-
-// reportingTimeZone is the stored reporting time zone, UTC when none was set.
-func (a *Admin) reportingTimeZone(ctx context.Context) (string, error) {
+// ReportingTimeZone is the stored reporting time zone, UTC when none was set.
+func (a *API) ReportingTimeZone(ctx context.Context) (string, error) {
 	return a.Settings.Get(ctx, settingReportingTimeZone, defaultReportingTimeZone)
 }

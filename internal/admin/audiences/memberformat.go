@@ -1,7 +1,7 @@
 // Member upload formats (docs/CONTRACT.md §11): the bodies of the member writes, read as they
 // stream in.
 
-package httpapi
+package audiences
 
 import (
 	"bufio"
@@ -9,10 +9,10 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -199,39 +199,10 @@ func noColumn(column string, names []string) string {
 	return "the header row has no column " + strconv.Quote(column) + " (uid_column); its columns are " + strings.Join(quoted, ", ")
 }
 
-// Upload sniffing: a spreadsheet or another binary file sent as members or as the translation
-// table is refused before a line is read, saying how to save it as CSV.
-
-// sniffLen is how much of an upload's start is looked at.
-const sniffLen = 512
-
-var (
-	errSpreadsheetUpload = &apiError{status: http.StatusUnsupportedMediaType, code: "not_text",
-		message: "this file is a spreadsheet (Excel .xlsx or .xls, or OpenDocument .ods), not text: save it as CSV (in Excel: File > Save As > CSV UTF-8) and upload the .csv file"}
-	errUTF16Upload = &apiError{status: http.StatusUnsupportedMediaType, code: "not_text",
-		message: "this file is UTF-16 text (Excel's \"Unicode Text\"): save it as CSV UTF-8 and upload that"}
-	errBinaryUpload = &apiError{status: http.StatusUnsupportedMediaType, code: "not_text",
-		message: "this file is binary (it holds NUL bytes), not text: save it as CSV (UTF-8) and upload that"}
-)
-
-// sniffText refuses head, an upload's first bytes, when it is not text: a zip (xlsx, ods), an
-// OLE compound file (xls), UTF-16, or anything else holding a NUL byte.
-func sniffText(head []byte) *apiError {
-	switch {
-	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1")):
-		return errSpreadsheetUpload
-	case bytes.HasPrefix(head, []byte("\xff\xfe")), bytes.HasPrefix(head, []byte("\xfe\xff")):
-		return errUTF16Upload
-	case bytes.IndexByte(head, 0) >= 0:
-		return errBinaryUpload
-	}
-	return nil
-}
-
-// sniffedReader is r read through a buffer after sniffText passed its start; a start that could
+// sniffedReader is r read through a buffer after httpapi.SniffText passed its start; a start that could
 // not be read is left for the reader's first Read to report.
-func sniffedReader(r io.Reader) (*bufio.Reader, *apiError) {
+func sniffedReader(r io.Reader) (*bufio.Reader, *httpapi.Error) {
 	br := bufio.NewReaderSize(r, maxLine)
-	head, _ := br.Peek(sniffLen)
-	return br, sniffText(head)
+	head, _ := br.Peek(httpapi.SniffLen)
+	return br, httpapi.SniffText(head)
 }

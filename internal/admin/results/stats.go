@@ -1,4 +1,4 @@
-package httpapi
+package results
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -126,7 +127,7 @@ func campaignConversionsToWire(g popup.Goal, c popup.CampaignConversions) campai
 
 // campaignGoals is popup id's conversions on every goal over p's range: the conversions whose
 // time falls in its days; none when the server has no goals.
-func (a *Admin) campaignGoals(ctx context.Context, id int64, p statsParams) ([]campaignGoalBody, error) {
+func (a *API) campaignGoals(ctx context.Context, id int64, p statsParams) ([]campaignGoalBody, error) {
 	out := []campaignGoalBody{}
 	if a.Goals == nil || a.CampaignGoals == nil {
 		return out, nil
@@ -189,10 +190,10 @@ type statsParams struct {
 
 // popupStats answers GET /admin/v1/popups/:id/stats: every day of the range in the zone, its
 // unique users where the action log keeps them, clicks per button, and the totals.
-func (a *Admin) popupStats(c *gin.Context) {
+func (a *API) popupStats(c *gin.Context) {
 	body, err := a.popupResults(c)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, body)
@@ -200,10 +201,10 @@ func (a *Admin) popupStats(c *gin.Context) {
 
 // popupStatsCSV answers GET /admin/v1/popups/:id/stats.csv: the JSON route's answer as a table,
 // one row per day and a totals row. Bad parameters get the JSON route's 400.
-func (a *Admin) popupStatsCSV(c *gin.Context) {
+func (a *API) popupStatsCSV(c *gin.Context) {
 	body, err := a.popupResults(c)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	var buf bytes.Buffer
@@ -213,8 +214,8 @@ func (a *Admin) popupStatsCSV(c *gin.Context) {
 }
 
 // popupResults reads one popup's results as both routes answer them.
-func (a *Admin) popupResults(c *gin.Context) (popupStatsBody, error) {
-	id, aerr := popupID(c)
+func (a *API) popupResults(c *gin.Context) (popupStatsBody, error) {
+	id, aerr := httpapi.PopupID(c)
 	if aerr != nil {
 		return popupStatsBody{}, aerr
 	}
@@ -266,20 +267,20 @@ func byLocale(locales []popup.LocaleCount, t statsTotals) []localeResult {
 
 // allStats answers GET /admin/v1/stats: the totals of every popup with events in the range, by
 // popup id, and with days=true each popup's every day (a console's sparklines in one call).
-func (a *Admin) allStats(c *gin.Context) {
+func (a *API) allStats(c *gin.Context) {
 	p, err := a.statsParams(c)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	withDays, aerr := parseFlag("days", c.Query("days"))
+	withDays, aerr := httpapi.ParseFlag("days", c.Query("days"))
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	all, err := a.Stats.AllStats(c.Request.Context(), p.q)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := statsListBody{From: p.from.Format(time.DateOnly), To: p.to.Format(time.DateOnly), TimeZone: p.zone,
@@ -297,7 +298,7 @@ func (a *Admin) allStats(c *gin.Context) {
 
 // statsParams reads tz (an IANA name; the reporting time zone by default) and the date range
 // in it.
-func (a *Admin) statsParams(c *gin.Context) (statsParams, error) {
+func (a *API) statsParams(c *gin.Context) (statsParams, error) {
 	var p statsParams
 	zone, loc, err := a.resultsZone(c)
 	if err != nil {
@@ -320,17 +321,17 @@ func (a *Admin) statsParams(c *gin.Context) (statsParams, error) {
 
 // resultsZone reads tz (an IANA name; the reporting time zone by default): the zone whose days
 // results are counted in.
-func (a *Admin) resultsZone(c *gin.Context) (string, *time.Location, error) {
+func (a *API) resultsZone(c *gin.Context) (string, *time.Location, error) {
 	zone, given := c.GetQuery("tz")
 	if !given {
 		var err error
-		if zone, err = a.reportingTimeZone(c.Request.Context()); err != nil {
+		if zone, err = a.Zones.ReportingTimeZone(c.Request.Context()); err != nil {
 			return "", nil, err
 		}
 	}
-	loc, msg := loadZone(zone)
+	loc, msg := httpapi.LoadZone(zone)
 	if msg != "" {
-		return "", nil, queryError("tz", msg)
+		return "", nil, httpapi.QueryError("tz", msg)
 	}
 	return zone, loc, nil
 }
@@ -341,7 +342,7 @@ const defaultLogRetention = 720 * time.Hour
 // statsRange reads from and to (YYYY-MM-DD, days of the zone of now, both included). Without
 // them the range is the statsDefaultDays days ending today; with one of them, it is that many
 // days from or to it. The dates come back as midnight UTC of the same calendar dates.
-func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiError) {
+func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *httpapi.Error) {
 	y, m, d := now.Date()
 	today := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	span := (statsDefaultDays - 1) * 24 * time.Hour
@@ -370,24 +371,24 @@ func statsRange(c *gin.Context, now time.Time) (from, to time.Time, aerr *apiErr
 
 // checkRange refuses a range of dates from..to that is reversed, out of bounds or over
 // statsMaxDays, naming the parameter.
-func checkRange(from, to time.Time) *apiError {
+func checkRange(from, to time.Time) *httpapi.Error {
 	switch {
 	case to.Year() > 9999:
-		return queryError("to", "must be at most 9999-12-31")
+		return httpapi.QueryError("to", "must be at most 9999-12-31")
 	case from.Year() < 1970:
-		return queryError("from", "must be 1970-01-01 or later")
+		return httpapi.QueryError("from", "must be 1970-01-01 or later")
 	case from.After(to):
-		return queryError("from", "must not be after to")
+		return httpapi.QueryError("from", "must not be after to")
 	case to.Sub(from) >= statsMaxDays*24*time.Hour:
-		return queryError("from", "the range from..to is at most 366 days")
+		return httpapi.QueryError("from", "the range from..to is at most 366 days")
 	}
 	return nil
 }
 
-func parseDay(name, v string) (time.Time, *apiError) {
+func parseDay(name, v string) (time.Time, *httpapi.Error) {
 	d, err := time.Parse(time.DateOnly, v)
 	if err != nil {
-		return d, queryError(name, "must be a date YYYY-MM-DD (a day of the time zone tz)")
+		return d, httpapi.QueryError(name, "must be a date YYYY-MM-DD (a day of the time zone tz)")
 	}
 	return d, nil
 }

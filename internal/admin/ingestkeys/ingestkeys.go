@@ -1,4 +1,6 @@
-package httpapi
+// Package ingestkeys is the admin slice of the ingest keys (docs/CONTRACT.md §14, "Ingest"):
+// their routes, their store port and their wire shape.
+package ingestkeys
 
 import (
 	"context"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -15,6 +18,20 @@ import (
 // backend that reports conversions with a value, reads the list (never a secret), and revokes a
 // key. The secret is answered once, at creation; the store keeps its SHA-256. Every write is
 // recorded in the key's row (who and when) and logged without the secret.
+
+// API serves the ingest keys.
+type API struct {
+	*httpapi.Shared
+	IngestKeys IngestKeyStore
+}
+
+// Register adds the ingest key routes: managing them is an admin's, as secrets are.
+func (a *API) Register(g *gin.RouterGroup) {
+	admin := func(what string) gin.HandlerFunc { return a.Require(popup.RoleAdmin, what) }
+	g.POST("/ingest-keys", admin("creating an ingest key"), a.createIngestKey)
+	g.GET("/ingest-keys", admin("listing ingest keys"), a.listIngestKeys)
+	g.DELETE("/ingest-keys/:id", admin("revoking an ingest key"), a.revokeIngestKey)
+}
 
 // IngestKeyStore keeps the ingest keys (mysqlstore.IngestKeyRepo).
 type IngestKeyStore interface {
@@ -46,14 +63,14 @@ func ingestKeyToWire(k popup.IngestKey) ingestKeyWire {
 	return w
 }
 
-var errIngestKeyID = badRequest("invalid_ingest_key_id", "ingest key id must be a positive integer")
+var errIngestKeyID = httpapi.BadRequest("invalid_ingest_key_id", "ingest key id must be a positive integer")
 
-func (a *Admin) createIngestKey(c *gin.Context) {
+func (a *API) createIngestKey(c *gin.Context) {
 	var body struct {
 		Name *string `json:"name"`
 	}
-	if aerr := readSmallJSON(c, maxActionBody, &body); aerr != nil {
-		writeError(c, a.Log, aerr)
+	if aerr := httpapi.ReadSmallJSON(c, httpapi.MaxActionBody, &body); aerr != nil {
+		a.Fail(c, aerr)
 		return
 	}
 	name := ""
@@ -61,14 +78,14 @@ func (a *Admin) createIngestKey(c *gin.Context) {
 		name = *body.Name
 	}
 	if ve := popup.ValidateIngestKeyName(name); ve != nil {
-		writeError(c, a.Log, ve)
+		a.Fail(c, ve)
 		return
 	}
-	by := actor(c)
+	by := httpapi.Actor(c)
 	secret, prefix, hash := popup.NewIngestKeySecret()
 	k, err := a.IngestKeys.CreateIngestKey(c.Request.Context(), name, prefix, hash, by, a.Now())
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.Log.Info("ingest key created", "operator", by.Name, "role", by.Role.String(), "ingest_key_id", k.ID, "prefix", k.Prefix)
@@ -78,10 +95,10 @@ func (a *Admin) createIngestKey(c *gin.Context) {
 	c.JSON(http.StatusCreated, w)
 }
 
-func (a *Admin) listIngestKeys(c *gin.Context) {
+func (a *API) listIngestKeys(c *gin.Context) {
 	ks, err := a.IngestKeys.IngestKeys(c.Request.Context())
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := make([]ingestKeyWire, len(ks))
@@ -91,16 +108,16 @@ func (a *Admin) listIngestKeys(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"ingest_keys": out})
 }
 
-func (a *Admin) revokeIngestKey(c *gin.Context) {
+func (a *API) revokeIngestKey(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		writeError(c, a.Log, errIngestKeyID)
+		a.Fail(c, errIngestKeyID)
 		return
 	}
-	by := actor(c)
+	by := httpapi.Actor(c)
 	k, err := a.IngestKeys.RevokeIngestKey(c.Request.Context(), id, by, a.Now())
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.Log.Info("ingest key revoked", "operator", by.Name, "role", by.Role.String(), "ingest_key_id", k.ID, "prefix", k.Prefix)

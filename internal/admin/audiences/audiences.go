@@ -1,8 +1,9 @@
-package httpapi
+// Package audiences is the admin slice of the audiences (docs/CONTRACT.md §11): named uid sets
+// popups target; their routes, the use case port, the member upload formats and the wire shapes.
+package audiences
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,10 +12,37 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/audience"
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
 // Audiences on the admin API (docs/CONTRACT.md §11): uploaded lists of users that popups target.
+
+// API serves the audiences.
+type API struct {
+	*httpapi.Shared
+	Audiences AudienceService
+	// AudienceSets are the member sets this instance serves.
+	AudienceSets AudienceSets
+}
+
+// Register adds the audience routes: creating and editing one is an editor's, deleting one a
+// publisher's; a member write of an audience a live popup uses needs a publisher, decided in
+// the write.
+func (a *API) Register(g *gin.RouterGroup) {
+	editor := a.Require(popup.RoleEditor, "writing audiences")
+	g.POST("/audiences", editor, a.createAudience)
+	g.GET("/audiences", a.listAudiences)
+	g.GET("/audiences/:id", a.getAudience)
+	g.PUT("/audiences/:id", editor, a.updateAudience)
+	g.DELETE("/audiences/:id", a.Require(popup.RolePublisher, "deleting an audience"), a.deleteAudience)
+	g.GET("/audiences/:id/history", a.audienceHistory)
+	g.GET("/audiences/:id/members", a.members)
+	g.PUT("/audiences/:id/members", editor, a.writeMembers(popup.AudienceReplace))
+	g.POST("/audiences/:id/members/add", editor, a.writeMembers(popup.AudienceAdd))
+	g.POST("/audiences/:id/members/remove", editor, a.writeMembers(popup.AudienceRemove))
+	g.GET("/audiences/:id/members/:uid", a.member)
+}
 
 // AudienceService is the audience use case (manage.Audiences): its writes follow one path each,
 // the role checked against the audience locked in the write's transaction.
@@ -102,12 +130,12 @@ type audienceMetaWire struct {
 }
 
 var (
-	errMembersMediaType = &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
-		message: "members are text/plain (one uid a line) or text/csv (a header row naming a uid column)"}
-	errAudienceID = badRequest("invalid_audience_id", "audience id must be a positive integer")
+	errMembersMediaType = httpapi.NewError(httpapi.Problem{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
+		Message: "members are text/plain (one uid a line) or text/csv (a header row naming a uid column)"})
+	errAudienceID = httpapi.BadRequest("invalid_audience_id", "audience id must be a positive integer")
 )
 
-func audienceID(c *gin.Context) (int64, *apiError) {
+func audienceID(c *gin.Context) (int64, *httpapi.Error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return 0, errAudienceID
@@ -119,7 +147,7 @@ func audienceID(c *gin.Context) (int64, *apiError) {
 // create) is refused.
 func readAudienceMeta(c *gin.Context, pathID int64) (popup.AudienceMeta, error) {
 	var in audienceMetaWire
-	if aerr := readSmallJSON(c, 16<<10, &in); aerr != nil {
+	if aerr := httpapi.ReadSmallJSON(c, 16<<10, &in); aerr != nil {
 		return popup.AudienceMeta{}, aerr
 	}
 	if in.Name == nil {
@@ -133,51 +161,51 @@ func readAudienceMeta(c *gin.Context, pathID int64) (popup.AudienceMeta, error) 
 }
 
 // writeAudience answers one audience with its version as the ETag.
-func (a *Admin) writeAudience(c *gin.Context, status int, au popup.Audience) {
+func (a *API) writeAudience(c *gin.Context, status int, au popup.Audience) {
 	users, err := a.Audiences.UsedBy(c.Request.Context())
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	c.Header("ETag", etag(au.Version))
+	c.Header("ETag", httpapi.ETag(au.Version))
 	c.JSON(status, audienceToWire(au, users[au.ID]))
 }
 
 // audienceWritten logs a committed audience write and, when it may change what popups serve,
 // pushes it to every instance (as a popup write does).
-func (a *Admin) audienceWritten(c *gin.Context, action popup.AudienceAction, au popup.Audience, propagate bool) {
-	by := actor(c)
+func (a *API) audienceWritten(c *gin.Context, action popup.AudienceAction, au popup.Audience, propagate bool) {
+	by := httpapi.Actor(c)
 	a.Log.Info("audience written", "operator", by.Name, "role", by.Role.String(), "action", string(action), "audience_id", au.ID, "version", au.Version)
 	if propagate {
-		a.propagate(c.Request.Context())
+		a.Propagate(c.Request.Context())
 	}
 }
 
-func (a *Admin) createAudience(c *gin.Context) {
+func (a *API) createAudience(c *gin.Context) {
 	m, err := readAudienceMeta(c, 0)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	au, err := a.Audiences.Create(c.Request.Context(), actor(c), m)
+	au, err := a.Audiences.Create(c.Request.Context(), httpapi.Actor(c), m)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.audienceWritten(c, popup.AudienceCreate, au, false)
 	a.writeAudience(c, http.StatusCreated, au)
 }
 
-func (a *Admin) listAudiences(c *gin.Context) {
+func (a *API) listAudiences(c *gin.Context) {
 	ctx := c.Request.Context()
 	all, err := a.Audiences.List(ctx)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	users, err := a.Audiences.UsedBy(ctx)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := make([]audienceWire, len(all))
@@ -187,34 +215,34 @@ func (a *Admin) listAudiences(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"audiences": out})
 }
 
-func (a *Admin) getAudience(c *gin.Context) {
+func (a *API) getAudience(c *gin.Context) {
 	id, aerr := audienceID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	au, err := a.Audiences.Get(c.Request.Context(), id)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.writeAudience(c, http.StatusOK, au)
 }
 
-func (a *Admin) updateAudience(c *gin.Context) {
+func (a *API) updateAudience(c *gin.Context) {
 	id, aerr := audienceID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	m, err := readAudienceMeta(c, id)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
-	au, changed, err := a.Audiences.Update(c.Request.Context(), actor(c), id, m, ifMatch(c))
+	au, changed, err := a.Audiences.Update(c.Request.Context(), httpapi.Actor(c), id, m, httpapi.IfMatch(c))
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	if changed {
@@ -223,51 +251,35 @@ func (a *Admin) updateAudience(c *gin.Context) {
 	a.writeAudience(c, http.StatusOK, au)
 }
 
-func (a *Admin) deleteAudience(c *gin.Context) {
+func (a *API) deleteAudience(c *gin.Context) {
 	id, aerr := audienceID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
-	au, err := a.Audiences.Delete(c.Request.Context(), actor(c), id, ifMatch(c))
+	au, err := a.Audiences.Delete(c.Request.Context(), httpapi.Actor(c), id, httpapi.IfMatch(c))
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	a.audienceWritten(c, popup.AudienceDelete, au, true)
-	c.Header("ETag", etag(au.Version))
+	c.Header("ETag", httpapi.ETag(au.Version))
 	c.JSON(http.StatusOK, audienceToWire(au, nil))
-}
-
-// bodyError is a failure to read a request body as it streams in (the client went away, the
-// listener's read timeout): a 400, not a 500.
-type bodyError struct{ err error }
-
-func (e *bodyError) Error() string { return "read the request body: " + e.err.Error() }
-
-type bodyReader struct{ r io.Reader }
-
-func (b bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = &bodyError{err: err}
-	}
-	return n, err
 }
 
 // writeMembers answers PUT .../members (replace), POST .../members/add and .../members/remove:
 // the body streams through the use case, never held whole.
-func (a *Admin) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
+func (a *API) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, aerr := audienceID(c)
 		if aerr != nil {
-			writeError(c, a.Log, aerr)
+			a.Fail(c, aerr)
 			return
 		}
 		column := c.Query("uid_column")
-		body, aerr := sniffedReader(bodyReader{r: c.Request.Body})
+		body, aerr := sniffedReader(httpapi.BodyReader(c.Request.Body))
 		if aerr != nil {
-			writeError(c, a.Log, aerr)
+			a.Fail(c, aerr)
 			return
 		}
 		var (
@@ -278,7 +290,7 @@ func (a *Admin) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
 		switch c.ContentType() {
 		case "text/plain":
 			if column != "" {
-				writeError(c, a.Log, queryError("uid_column", "goes with text/csv: a text/plain upload has one uid a line"))
+				a.Fail(c, httpapi.QueryError("uid_column", "goes with text/csv: a text/plain upload has one uid a line"))
 				return
 			}
 			text = TextLines(body)
@@ -287,21 +299,21 @@ func (a *Admin) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
 			csvm := CSVLines(body, column)
 			src, blank = csvm, func() int { return csvm.Blank }
 		default:
-			writeError(c, a.Log, errMembersMediaType)
+			a.Fail(c, errMembersMediaType)
 			return
 		}
-		w, err := a.Audiences.WriteMembers(c.Request.Context(), actor(c), id, action, ifMatch(c), src)
+		w, err := a.Audiences.WriteMembers(c.Request.Context(), httpapi.Actor(c), id, action, httpapi.IfMatch(c), src)
 		if err != nil {
-			writeError(c, a.Log, err)
+			a.Fail(c, err)
 			return
 		}
 		a.audienceWritten(c, action, w.Audience, true)
 		users, err := a.Audiences.UsedBy(c.Request.Context())
 		if err != nil {
-			writeError(c, a.Log, err)
+			a.Fail(c, err)
 			return
 		}
-		c.Header("ETag", etag(w.Audience.Version))
+		c.Header("ETag", httpapi.ETag(w.Audience.Version))
 		out := memberWriteWire{audienceWire: audienceToWire(w.Audience, users[id]), Lines: w.Lines, Duplicates: w.Duplicates,
 			Blank: blank(), Added: w.Added, Removed: w.Removed}
 		if text != nil && text.Header != "" {
@@ -312,36 +324,36 @@ func (a *Admin) writeMembers(action popup.AudienceAction) gin.HandlerFunc {
 }
 
 // member answers GET .../members/{uid}: whether the set this instance serves holds uid.
-func (a *Admin) member(c *gin.Context) {
+func (a *API) member(c *gin.Context) {
 	id, aerr := audienceID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	uid := c.Param("uid")
 	if !popup.ValidUID(uid) {
-		writeError(c, a.Log, errUIDMalformed)
+		a.Fail(c, httpapi.ErrUIDMalformed)
 		return
 	}
 	set, err := a.AudienceSets.Current(c.Request.Context(), id)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"member": set.Contains(uid), "version": set.Version()})
 }
 
 // members answers GET .../members: the members as text/plain, one uid a line, each once.
-func (a *Admin) members(c *gin.Context) {
+func (a *API) members(c *gin.Context) {
 	id, aerr := audienceID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	started := false
 	err := a.Audiences.Members(c.Request.Context(), id, func(version int64) io.Writer {
 		started = true
-		c.Header("ETag", etag(version))
+		c.Header("ETag", httpapi.ETag(version))
 		c.Header("Content-Type", "text/plain; charset=utf-8")
 		c.Status(http.StatusOK)
 		return c.Writer
@@ -349,7 +361,7 @@ func (a *Admin) members(c *gin.Context) {
 	switch {
 	case err == nil:
 	case !started:
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 	default:
 		// The answer has begun: it can only be cut short. Closing the connection before the final
 		// chunk makes the client see a truncated body, never a shorter list that looks whole.
@@ -361,15 +373,15 @@ func (a *Admin) members(c *gin.Context) {
 	}
 }
 
-func (a *Admin) audienceHistory(c *gin.Context) {
+func (a *API) audienceHistory(c *gin.Context) {
 	id, aerr := audienceID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	changes, err := a.Audiences.History(c.Request.Context(), id)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	out := make([]audienceChangeWire, len(changes))
@@ -383,45 +395,4 @@ func (a *Admin) audienceHistory(c *gin.Context) {
 			Added: ch.Added, Removed: ch.Removed, Size: ch.Size}
 	}
 	c.JSON(http.StatusOK, gin.H{"changes": out})
-}
-
-// audienceAnswer is the answer to an audience error that carries more than a message.
-func audienceAnswer(err error) (*apiError, bool) {
-	var (
-		bad  *popup.InvalidMembersError
-		many *popup.TooManyMembersError
-		mem  *popup.AudienceMemoryError
-		use  *popup.AudienceInUseError
-		body *bodyError
-	)
-	switch {
-	case errors.As(err, &bad):
-		lines := make([]gin.H, len(bad.Lines))
-		for i, l := range bad.Lines {
-			lines[i] = gin.H{"line": l.Line, "message": l.Message}
-		}
-		extra := gin.H{"lines": lines, "bad_lines": bad.Total}
-		if bad.Columns != nil {
-			extra["columns"] = bad.Columns // a CSV header without the uid column: the columns to choose from
-		}
-		return &apiError{status: codeStatus[bad.Code()], code: string(bad.Code()), message: bad.Message(), extra: extra}, true
-	case errors.As(err, &many):
-		return &apiError{status: codeStatus[many.Code()], code: string(many.Code()),
-			message: "more than " + strconv.Itoa(many.Limit) + " distinct uids: the limit of one " + string(many.Action) + " is " + strconv.Itoa(many.Limit),
-			extra:   gin.H{"limit": many.Limit}}, true
-	case errors.As(err, &mem):
-		return &apiError{status: codeStatus[mem.Code()], code: string(mem.Code()),
-			message: "refused: every audience's members would be " + strconv.FormatInt(mem.Members, 10) + ", whose sets take " +
-				strconv.FormatInt(mem.Need, 10) + " bytes in every instance, over POPUP_AUDIENCE_MEMORY (" + strconv.FormatInt(mem.Limit, 10) + " bytes)",
-			extra: gin.H{"limit_bytes": mem.Limit, "needed_bytes": mem.Need}}, true
-	case errors.As(err, &use):
-		popups := make([]gin.H, len(use.Popups))
-		for i, p := range use.Popups {
-			popups[i] = gin.H{"id": p.ID, "name": p.Name, "status": string(p.Status)}
-		}
-		return &apiError{status: codeStatus[use.Code()], code: string(use.Code()), message: use.Error(), extra: gin.H{"popups": popups}}, true
-	case errors.As(err, &body):
-		return badRequest("invalid_body", "could not read the request body: "+body.err.Error()), true
-	}
-	return nil, false
 }

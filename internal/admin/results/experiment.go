@@ -1,8 +1,7 @@
-package httpapi
+package results
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/experiment/stats"
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 )
 
@@ -24,9 +24,9 @@ type ExperimentDays interface {
 }
 
 var (
-	errNoExperiment = &apiError{status: http.StatusNotFound, code: "experiment_missing", message: "the popup has no experiment"}
-	errNoPhase      = &apiError{status: http.StatusNotFound, code: "phase_not_found", message: "the experiment has no such phase",
-		fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the popup's experiment"}}}
+	errNoExperiment = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "experiment_missing", Message: "the popup has no experiment"})
+	errNoPhase      = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "phase_not_found", Message: "the experiment has no such phase",
+		Fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the popup's experiment"}}})
 )
 
 type expArmBody struct {
@@ -212,26 +212,26 @@ type expResultsBody struct {
 // experimentResults answers GET /admin/v1/popups/:id/experiment/results[?phase=N]: the phase's
 // (default the current one's) per-arm results, days, ratio check and verdict. An earlier phase
 // is found in the popup's revisions (results.Phase).
-func (a *Admin) experimentResults(c *gin.Context) {
-	id, aerr := popupID(c)
+func (a *API) experimentResults(c *gin.Context) {
+	id, aerr := httpapi.PopupID(c)
 	if aerr != nil {
-		writeError(c, a.Log, aerr)
+		a.Fail(c, aerr)
 		return
 	}
 	phase, zone, loc, err := a.phaseAndZone(c)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	ctx := c.Request.Context()
 	stored, err := a.Repo.Get(ctx, id)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	cur := stored.Experiment
 	if cur == nil {
-		writeError(c, a.Log, errNoExperiment)
+		a.Fail(c, errNoExperiment)
 		return
 	}
 	if phase == 0 {
@@ -240,13 +240,13 @@ func (a *Admin) experimentResults(c *gin.Context) {
 	var history []popup.Revision
 	if phase < cur.Phase || cur.Status == popup.ExperimentConcluded {
 		if history, err = a.Repo.History(ctx, id); err != nil {
-			writeError(c, a.Log, err)
+			a.Fail(c, err)
 			return
 		}
 	}
 	exp, ok := results.Phase(cur, history, phase)
 	if !ok {
-		writeError(c, a.Log, errNoPhase)
+		a.Fail(c, errNoPhase)
 		return
 	}
 	// The goals before the exposures (goalsThenExposures says why).
@@ -254,23 +254,23 @@ func (a *Admin) experimentResults(c *gin.Context) {
 		return a.ExperimentGoals.GoalCounts(ctx, id, exp.Salt)
 	})
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	days, err := a.ExperimentDays.ExperimentDays(ctx, id, exp.Salt, loc)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	now := a.Now()
 	res, err := results.Compute(exp, days, now)
 	if err != nil {
-		writeError(c, a.Log, err)
+		a.Fail(c, err)
 		return
 	}
 	if withGoals {
 		if err := results.AddGoals(&res, exp, goals, counts, now); err != nil {
-			writeError(c, a.Log, err)
+			a.Fail(c, err)
 			return
 		}
 	}
@@ -306,11 +306,11 @@ func shipped(cur *popup.Experiment, history []popup.Revision) *results.Shipped {
 
 // phaseAndZone reads the query of a results route: phase (a positive integer; 0 when absent: the
 // current or latest phase) and tz (resultsZone).
-func (a *Admin) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.Location, err error) {
+func (a *API) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.Location, err error) {
 	if v, ok := c.GetQuery("phase"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return 0, "", nil, queryError("phase", "must be a positive integer")
+			return 0, "", nil, httpapi.QueryError("phase", "must be a positive integer")
 		}
 		phase = n
 	}
@@ -327,7 +327,7 @@ func (a *Admin) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.
 // user's exposure (the same batch's or an earlier one's), so exposures read later hold every user
 // the counts read earlier name: a batch committed between the reads adds exposures without their
 // conversions, never conversions of users not yet exposed (converted users above exposed ones).
-func (a *Admin) goalCounts(ctx context.Context, counts func(context.Context) ([]popup.GoalCount, error)) (goals []popup.Goal, got []popup.GoalCount, withGoals bool, err error) {
+func (a *API) goalCounts(ctx context.Context, counts func(context.Context) ([]popup.GoalCount, error)) (goals []popup.Goal, got []popup.GoalCount, withGoals bool, err error) {
 	if a.Goals == nil || a.ExperimentGoals == nil {
 		return nil, nil, false, nil
 	}
@@ -388,62 +388,4 @@ func interval(iv stats.Interval) *[2]float64 {
 		return nil
 	}
 	return &[2]float64{iv.Lower, iv.Upper}
-}
-
-// reassignmentRequest is the body of POST …/experiment/reassignment: the popup as a PUT would send it.
-type reassignmentRequest struct {
-	Popup json.RawMessage `json:"popup"`
-}
-
-// experimentReassignment answers POST /admin/v1/popups/:id/experiment/reassignment: what a PUT of
-// the popup with accept_reassignment=true would do to the users the current phase counted: how
-// many there are, and how many of them its experiment's arms, under the phase's salt, put in
-// another arm or out of the experiment (popup.Moves). It records nothing.
-func (a *Admin) experimentReassignment(c *gin.Context) {
-	id, aerr := popupID(c)
-	if aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
-	}
-	var body reassignmentRequest
-	if aerr := readSmallJSON(c, maxAdminBody, &body); aerr != nil {
-		writeError(c, a.Log, aerr)
-		return
-	}
-	next, err := a.readDraft(body.Popup)
-	if err != nil {
-		writeError(c, a.Log, err)
-		return
-	}
-	ctx := c.Request.Context()
-	cur, err := a.storedExperiment(ctx, id)
-	if err != nil {
-		writeError(c, a.Log, err)
-		return
-	}
-	if next.Experiment == nil {
-		writeError(c, a.Log, prefixed("validation_failed", popup.FieldError{Field: "experiment", Message: "is required: the experiment whose arms would keep the assignment"}))
-		return
-	}
-	m := popup.NewMoves(next.Experiment, cur.Salt)
-	if cur.PhaseStartedAt != nil {
-		if err := a.ExperimentDays.ExperimentUserArms(ctx, id, cur.Salt, m.Add); err != nil {
-			writeError(c, a.Log, err)
-			return
-		}
-	}
-	c.JSON(http.StatusOK, gin.H{"popup_id": id, "phase": cur.Phase, "exposed_users": m.Users, "moved_users": m.Moved})
-}
-
-// storedExperiment is popup id's stored experiment: popup.ErrNotFound for no popup,
-// errNoExperiment for a popup without one.
-func (a *Admin) storedExperiment(ctx context.Context, id int64) (*popup.Experiment, error) {
-	p, err := a.Repo.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if p.Experiment == nil {
-		return nil, errNoExperiment
-	}
-	return p.Experiment, nil
 }

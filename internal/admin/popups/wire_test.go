@@ -1,17 +1,14 @@
-package httpapi
+package popups
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/popuptest"
 )
@@ -53,11 +50,11 @@ func TestDecodePopupBodyNamesTheField(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodePopupBody([]byte(tt.give))
-			var ae *apiError
+			var ae *httpapi.Error
 			require.ErrorAs(t, err, &ae)
-			assert.Equal(t, "invalid_json", ae.code)
-			assert.Equal(t, tt.want, ae.fields)
-			assert.Contains(t, ae.message, tt.want[0].Field+": "+tt.want[0].Message)
+			assert.Equal(t, "invalid_json", ae.ErrCode())
+			assert.Equal(t, tt.want, ae.Fields())
+			assert.Contains(t, ae.Message(), tt.want[0].Field+": "+tt.want[0].Message)
 		})
 	}
 }
@@ -67,9 +64,9 @@ func TestDecodePopupBodyRefusesANonObject(t *testing.T) {
 	for _, give := range []string{``, `[]`, `"x"`, `null`, `{"name":"x"} {}`, `{"name":`, `{"name":"x"`} {
 		t.Run(give, func(t *testing.T) {
 			_, err := decodePopupBody([]byte(give))
-			var ae *apiError
+			var ae *httpapi.Error
 			require.ErrorAs(t, err, &ae)
-			assert.Equal(t, "invalid_json", ae.code)
+			assert.Equal(t, "invalid_json", ae.ErrCode())
 		})
 	}
 }
@@ -108,61 +105,6 @@ func TestWireRoundTripIsLossless(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-func TestIfMatch(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		give []string
-		want []int64
-	}{
-		{"absent", nil, nil},
-		{"star", []string{"*"}, nil},
-		{"one tag", []string{`"3"`}, []int64{3}},
-		{"a list", []string{`"3", "5"`}, []int64{3, 5}},
-		{"two headers", []string{`"3"`, `"4"`}, []int64{3, 4}},
-		{"weak tag never matches", []string{`W/"3"`}, []int64{}},
-		{"unquoted never matches", []string{`3`}, []int64{}},
-		{"foreign tag never matches", []string{`"abc"`}, []int64{}},
-		{"star in a list", []string{`"3", *`}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, _ := gin.CreateTestContext(httptest.NewRecorder())
-			c.Request = httptest.NewRequest(http.MethodPut, "/", nil)
-			for _, v := range tt.give {
-				c.Request.Header.Add("If-Match", v)
-			}
-			assert.Equal(t, tt.want, ifMatch(c))
-		})
-	}
-}
-
-func TestParseFlag(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		give    string
-		want    bool
-		wantErr bool
-	}{
-		{give: "", want: false}, {give: "true", want: true}, {give: "TRUE", want: true}, {give: "1", want: true},
-		{give: "Yes", want: true}, {give: "false", want: false}, {give: "0", want: false}, {give: "NO", want: false},
-		{give: "y", wantErr: true}, {give: "2", wantErr: true}, {give: "on", wantErr: true}, {give: " true", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.give, func(t *testing.T) {
-			got, aerr := parseFlag("include_archived", tt.give)
-			if tt.wantErr {
-				require.NotNil(t, aerr)
-				assert.Equal(t, "include_archived", aerr.fields[0].Field)
-				assert.True(t, strings.Contains(aerr.message, "include_archived"))
-				return
-			}
-			require.Nil(t, aerr)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
 
 // TestWireCarriesEveryField: the admin wire shows every field of a popup, its experiment's too,
 // and a popup put back as it was read builds into the same popup (the fields the server owns
@@ -244,10 +186,10 @@ func TestDecodeExperimentNamesTheField(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodePopupBody([]byte(`{"name":"x","experiment":` + tt.give + `}`))
-			var ae *apiError
+			var ae *httpapi.Error
 			require.ErrorAs(t, err, &ae)
-			assert.Equal(t, "invalid_json", ae.code)
-			assert.Equal(t, tt.want, ae.fields)
+			assert.Equal(t, "invalid_json", ae.ErrCode())
+			assert.Equal(t, tt.want, ae.Fields())
 		})
 	}
 }
