@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"popupsvc/internal/admin/audiences"
+	"popupsvc/internal/admin/audit"
 	"popupsvc/internal/admin/goals"
 	"popupsvc/internal/admin/ingestkeys"
 	"popupsvc/internal/admin/popups"
@@ -44,6 +45,8 @@ type Deps struct {
 	Goals        goals.GoalService
 	GoalsChanged func(ctx context.Context) error
 	IngestKeys   ingestkeys.IngestKeyStore
+	// Changes are the audit log's changes besides popups'.
+	Changes audit.ChangeLog
 }
 
 // New is every admin slice over d, each given sh. Adding a feature is one line here.
@@ -62,5 +65,6 @@ func New(sh *httpapi.Shared, d Deps) []httpapi.Slice {
 		st,
 		&users.API{Shared: sh, Users: d.Users, Erasures: d.Erasures, Exports: d.Exports},
 		&ingestkeys.API{Shared: sh, IngestKeys: d.IngestKeys},
+		&audit.API{Shared: sh, Changes: d.Changes},
 	}
 }

@@ -254,7 +254,7 @@ func (s *server) adminAPI(ops []httpapi.Operator) (*gin.Engine, error) {
 			Goals: manage.NewGoals(s.goals.source, now), GoalsChanged: s.goals.publish,
 			Erasures:   &privacy.Eraser{Store: privacyStore, Keyed: s.keyed, Now: now},
 			Exports:    &privacy.Exporter{Store: privacyStore, States: s.users, Audiences: s.audiences, Sets: s.held, Now: now},
-			IngestKeys: mysqlstore.NewIngestKeyRepo(db),
+			IngestKeys: mysqlstore.NewIngestKeyRepo(db), Changes: mysqlstore.NewChangeLog(db),
 		})}
 	return admin.Router()
 }
