@@ -58,8 +58,9 @@ func New(sh *httpapi.Shared, d Deps) []httpapi.Slice {
 	}
 	return []httpapi.Slice{
 		&popups.API{Shared: sh, Repo: d.Repo, Snapshots: d.Snapshots, Decider: d.Decider, ExperimentDays: d.ExperimentDays, Links: d.Links},
-		&results.API{Shared: sh, Repo: d.Repo, Stats: d.Stats, ExperimentDays: d.ExperimentDays, ExperimentGoals: d.ExperimentGoals,
-			CampaignGoals: d.CampaignGoals, Holdout: d.Holdout, Goals: goalList, Zones: st, LogRetention: d.LogRetention},
+		&results.API{Shared: sh, Stats: d.Stats, CampaignGoals: d.CampaignGoals, Zones: st, LogRetention: d.LogRetention,
+			Reports: &results.Reports{Repo: d.Repo, ExperimentDays: d.ExperimentDays, ExperimentGoals: d.ExperimentGoals,
+				Holdout: d.Holdout, Goals: goalList, Now: sh.Now}},
 		&audiences.API{Shared: sh, Audiences: d.Audiences, AudienceSets: d.AudienceSets},
 		&goals.API{Shared: sh, Goals: d.Goals, GoalsChanged: d.GoalsChanged},
 		st,

@@ -18,19 +18,12 @@ import (
 // API serves the reports. Every route is a read: every operator's.
 type API struct {
 	*httpapi.Shared
-	// Repo reads the popups the reports are of.
-	Repo  PopupReader
-	Stats StatsReader // GET .../stats: daily results per popup
-	// ExperimentDays reads experiment results (GET .../experiment/results).
-	ExperimentDays ExperimentDays
-	// ExperimentGoals reads the goal counts of experiment results (nil: results without goals).
-	ExperimentGoals ExperimentGoals
+	// Reports are the experiment and holdout results' read service; its popups and goals serve
+	// the stats too.
+	Reports *Reports
+	Stats   StatsReader // GET .../stats: daily results per popup
 	// CampaignGoals reads a popup's conversions for its results (nil: results without them).
 	CampaignGoals CampaignGoals
-	// Holdout reads the global holdout's phases and cohorts (nil: no holdout results).
-	Holdout HoldoutReads
-	// Goals lists the goals results are counted on (nil: results without goals).
-	Goals GoalLister
 	// Zones knows the team's reporting time zone.
 	Zones Zones
 	// LogRetention is POPUP_ACTION_LOG_RETENTION: unique users are counted for the days the

@@ -223,65 +223,12 @@ func (a *API) experimentResults(c *gin.Context) {
 		a.Fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	stored, err := a.Repo.Get(ctx, id)
+	status, res, err := a.Reports.Experiment(c.Request.Context(), id, phase, loc)
 	if err != nil {
 		a.Fail(c, err)
 		return
 	}
-	cur := stored.Experiment
-	if cur == nil {
-		a.Fail(c, errNoExperiment)
-		return
-	}
-	if phase == 0 {
-		phase = cur.Phase
-	}
-	var history []popup.Revision
-	if phase < cur.Phase || cur.Status == popup.ExperimentConcluded {
-		if history, err = a.Repo.History(ctx, id); err != nil {
-			a.Fail(c, err)
-			return
-		}
-	}
-	exp, ok := results.Phase(cur, history, phase)
-	if !ok {
-		a.Fail(c, errNoPhase)
-		return
-	}
-	// The goals before the exposures (goalsThenExposures says why).
-	goals, counts, withGoals, err := a.goalCounts(ctx, func(ctx context.Context) ([]popup.GoalCount, error) {
-		return a.ExperimentGoals.GoalCounts(ctx, id, exp.Salt)
-	})
-	if err != nil {
-		a.Fail(c, err)
-		return
-	}
-	days, err := a.ExperimentDays.ExperimentDays(ctx, id, exp.Salt, loc)
-	if err != nil {
-		a.Fail(c, err)
-		return
-	}
-	now := a.Now()
-	res, err := results.Compute(exp, days, now)
-	if err != nil {
-		a.Fail(c, err)
-		return
-	}
-	if withGoals {
-		if err := results.AddGoals(&res, exp, goals, counts, now); err != nil {
-			a.Fail(c, err)
-			return
-		}
-	}
-	vin := results.VerdictInput{Status: cur.Status, PopupDraft: stored.Status == popup.StatusDraft, Shipped: shipped(cur, history), Zone: loc}
-	for _, g := range goals {
-		if g.Key == res.PrimaryGoal {
-			vin.GoalName = g.Name
-		}
-	}
-	results.Decide(&res, vin)
-	body := toResultsWire(id, cur.Status, res)
+	body := toResultsWire(id, status, res)
 	body.TimeZone = zone
 	c.JSON(http.StatusOK, body)
 }
@@ -316,26 +263,6 @@ func (a *API) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.Lo
 	}
 	zone, loc, err = a.resultsZone(c)
 	return phase, zone, loc, err
-}
-
-// goalCounts reads the goals and, when there are any, a phase's counts on them (counts: an
-// experiment phase's, or a holdout cohort's); withGoals is false when the server has no goal
-// stores.
-//
-// goalsThenExposures: a results route reads the goal counts before the exposures, each in a
-// statement of its own. The worker attributes a conversion in the transaction that sees the
-// user's exposure (the same batch's or an earlier one's), so exposures read later hold every user
-// the counts read earlier name: a batch committed between the reads adds exposures without their
-// conversions, never conversions of users not yet exposed (converted users above exposed ones).
-func (a *API) goalCounts(ctx context.Context, counts func(context.Context) ([]popup.GoalCount, error)) (goals []popup.Goal, got []popup.GoalCount, withGoals bool, err error) {
-	if a.Goals == nil || a.ExperimentGoals == nil {
-		return nil, nil, false, nil
-	}
-	if goals, err = a.Goals.List(ctx); err != nil || len(goals) == 0 {
-		return goals, nil, err == nil, err
-	}
-	got, err = counts(ctx)
-	return goals, got, err == nil, err
 }
 
 // ExperimentGoals reads an experiment phase's counts per arm and goal (mysqlstore.StatsRepo).

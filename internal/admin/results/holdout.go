@@ -21,6 +21,9 @@ type HoldoutReads interface {
 	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error)
 }
 
+var errNoHoldoutPhase = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "phase_not_found", Message: "the holdout has no such phase",
+	Fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the holdout"}}})
+
 var errNoHoldout = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "holdout_missing",
 	Message: "the team has never run a holdout: set holdout_percent in /admin/v1/settings"})
 
@@ -104,7 +107,7 @@ func effectsToWire(es []results.HoldoutEffect) []holdoutEffectBody {
 // the phase first exposed on those days of tz (both included; from defaults to the phase's first
 // day, to to today) are counted.
 func (a *API) holdoutResults(c *gin.Context) {
-	if a.Holdout == nil {
+	if a.Reports.Holdout == nil {
 		a.Fail(c, errNoHoldout)
 		return
 	}
@@ -114,54 +117,17 @@ func (a *API) holdoutResults(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	phases, err := a.Holdout.HoldoutPhases(ctx)
+	cur, phases, err := a.Reports.HoldoutPhases(ctx, phase)
 	if err != nil {
 		a.Fail(c, err)
 		return
 	}
-	if len(phases) == 0 {
-		a.Fail(c, errNoHoldout)
-		return
-	}
-	cur := phases[0] // the latest first
-	if phase > 0 {
-		i := len(phases) - phase // phases are numbered from 1 without gaps
-		if i < 0 || i >= len(phases) || phases[i].Phase != phase {
-			a.Fail(c, httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "phase_not_found", Message: "the holdout has no such phase",
-				Fields: []popup.FieldError{{Field: "phase", Message: "is not a phase of the holdout"}}}))
-			return
-		}
-		cur = phases[i]
-	}
-	now := a.Now()
-	from, to, cohort, aerr := holdoutCohort(c, cur.Holdout, now.In(loc))
+	from, to, cohort, aerr := holdoutCohort(c, cur.Holdout, a.Now().In(loc))
 	if aerr != nil {
 		a.Fail(c, aerr)
 		return
 	}
-	key := cur.PhaseKey()
-	// The goals before the exposures (goalsThenExposures says why).
-	goals, counts, _, err := a.goalCounts(ctx, func(ctx context.Context) ([]popup.GoalCount, error) {
-		if cohort {
-			// Midnight of the zone's first day to midnight after its last: the users first exposed then.
-			bounds := popup.DayBounds(from, to, loc)
-			return a.Holdout.GoalCountsExposedIn(ctx, popup.HoldoutPopupID, key, bounds[0], bounds[len(bounds)-1])
-		}
-		return a.ExperimentGoals.GoalCounts(ctx, popup.HoldoutPopupID, key)
-	})
-	if err != nil {
-		a.Fail(c, err)
-		return
-	}
-	days, err := a.ExperimentDays.ExperimentDays(ctx, popup.HoldoutPopupID, key, loc)
-	if err != nil {
-		a.Fail(c, err)
-		return
-	}
-	if cohort {
-		days = daysWithin(days, from.Format(time.DateOnly), to.Format(time.DateOnly))
-	}
-	res, err := results.Holdout(cur.Holdout, days, goals, counts, now)
+	res, err := a.Reports.HoldoutResults(ctx, cur, from, to, cohort, loc)
 	if err != nil {
 		a.Fail(c, err)
 		return

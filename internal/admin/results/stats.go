@@ -129,10 +129,10 @@ func campaignConversionsToWire(g popup.Goal, c popup.CampaignConversions) campai
 // time falls in its days; none when the server has no goals.
 func (a *API) campaignGoals(ctx context.Context, id int64, p statsParams) ([]campaignGoalBody, error) {
 	out := []campaignGoalBody{}
-	if a.Goals == nil || a.CampaignGoals == nil {
+	if a.Reports.Goals == nil || a.CampaignGoals == nil {
 		return out, nil
 	}
-	goals, err := a.Goals.List(ctx)
+	goals, err := a.Reports.Goals.List(ctx)
 	if err != nil || len(goals) == 0 {
 		return out, err
 	}
@@ -230,7 +230,7 @@ func (a *API) popupResults(c *gin.Context) (popupStatsBody, error) {
 		return popupStatsBody{}, err
 	}
 	var buttons []popup.Button
-	if cur, err := a.Repo.Get(ctx, id); err == nil {
+	if cur, err := a.Reports.Repo.Get(ctx, id); err == nil {
 		buttons = cur.Buttons
 	} else if !errors.Is(err, popup.ErrNotFound) {
 		return popupStatsBody{}, err
