@@ -1,4 +1,4 @@
-package apiserver_test
+package audit_test
 
 import (
 	"net/http"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // TestTheAuditLogHoldsTheChangesOfEveryResource: an audience's writes, a goal's, the settings'
@@ -14,33 +16,32 @@ import (
 // nothing (docs/CONTRACT.md §9). Every answer is checked against api/openapi.yaml.
 func TestTheAuditLogHoldsTheChangesOfEveryResource(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	api := start(t, cfg, nil)
-	c := expClient{s: newSpecChecker(t, api.public, api.admin), adm: "http://" + api.admin}
+	api := apitest.Start(t, apitest.Config(t), nil)
+	c := apitest.AdminClient{Spec: apitest.NewSpecChecker(t, api.Public, api.Admin), Base: "http://" + api.Admin}
 	changes := func(query string) []map[string]any {
 		t.Helper()
-		got := c.do(t, "GET", "/admin/v1/audit/changes?"+query, "", nil, http.StatusOK)
+		got := c.Do(t, "GET", "/admin/v1/audit/changes?"+query, "", nil, http.StatusOK)
 		var out []map[string]any
-		for _, e := range got.body["entries"].([]any) {
+		for _, e := range got.Body["entries"].([]any) {
 			out = append(out, e.(map[string]any))
 		}
 		return out
 	}
 
-	aud := c.do(t, "POST", "/admin/v1/audiences", `{"name":"vips"}`, nil, http.StatusCreated)
-	audID := aud.body["id"].(float64)
-	c.do(t, "PUT", "/admin/v1/audiences/"+itoa(int64(audID)), `{"name":"vips","description":"the best"}`, nil, http.StatusOK)
+	aud := c.Do(t, "POST", "/admin/v1/audiences", `{"name":"vips"}`, nil, http.StatusCreated)
+	audID := aud.Body["id"].(float64)
+	c.Do(t, "PUT", "/admin/v1/audiences/"+apitest.Itoa(int64(audID)), `{"name":"vips","description":"the best"}`, nil, http.StatusOK)
 	got := changes("resource=audiences")
 	require.Len(t, got, 2)
 	assert.Equal(t, "update", got[0]["action"])
 	assert.Equal(t, "create", got[1]["action"])
-	assert.Equal(t, itoa(int64(audID)), got[0]["subject"])
+	assert.Equal(t, apitest.Itoa(int64(audID)), got[0]["subject"])
 	assert.Equal(t, "admin", got[0]["actor"])
 	assert.Equal(t, "admin", got[0]["role"])
 	assert.Equal(t, 2.0, got[0]["version"])
 	assert.Equal(t, 0.0, got[0]["size"])
 
-	c.do(t, "POST", "/admin/v1/goals", `{"key":"signup","name":"Signup"}`, nil, http.StatusCreated)
+	c.Do(t, "POST", "/admin/v1/goals", `{"key":"signup","name":"Signup"}`, nil, http.StatusCreated)
 	got = changes("resource=goals")
 	require.Len(t, got, 1)
 	assert.Equal(t, "signup", got[0]["subject"])
@@ -48,8 +49,8 @@ func TestTheAuditLogHoldsTheChangesOfEveryResource(t *testing.T) {
 	assert.Equal(t, 1.0, got[0]["version"])
 	assert.Nil(t, got[0]["size"], "only an audience change has members")
 
-	c.do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","daily_cap":5}`, nil, http.StatusOK)
-	c.do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","daily_cap":5}`, nil, http.StatusOK)
+	c.Do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","daily_cap":5}`, nil, http.StatusOK)
+	c.Do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","daily_cap":5}`, nil, http.StatusOK)
 	got = changes("resource=settings")
 	bySetting := map[string]map[string]any{}
 	for _, e := range got {
@@ -62,8 +63,8 @@ func TestTheAuditLogHoldsTheChangesOfEveryResource(t *testing.T) {
 	require.Contains(t, bySetting, "reporting_time_zone")
 	assert.Equal(t, "UTC", bySetting["reporting_time_zone"]["after"])
 
-	c.do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","holdout_percent":10}`, nil, http.StatusOK)
-	c.do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","holdout_percent":5}`, nil, http.StatusOK)
+	c.Do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","holdout_percent":10}`, nil, http.StatusOK)
+	c.Do(t, "PUT", "/admin/v1/settings", `{"reporting_time_zone":"UTC","holdout_percent":5}`, nil, http.StatusOK)
 	got = changes("resource=holdout")
 	require.Len(t, got, 3, "phase 2's start, phase 1's end and start")
 	assert.Equal(t, []any{"start", "end", "start"}, []any{got[0]["action"], got[1]["action"], got[2]["action"]})
@@ -71,10 +72,10 @@ func TestTheAuditLogHoldsTheChangesOfEveryResource(t *testing.T) {
 	assert.Equal(t, "5", got[0]["after"])
 	assert.Equal(t, "10", got[1]["before"])
 
-	first := c.do(t, "GET", "/admin/v1/audit/changes?resource=holdout&limit=2", "", nil, http.StatusOK)
-	require.Len(t, first.body["entries"], 2)
-	next, ok := first.body["next"].(string)
-	require.True(t, ok, "a next page: %s", first.raw)
+	first := c.Do(t, "GET", "/admin/v1/audit/changes?resource=holdout&limit=2", "", nil, http.StatusOK)
+	require.Len(t, first.Body["entries"], 2)
+	next, ok := first.Body["next"].(string)
+	require.True(t, ok, "a next page: %s", first.Raw)
 	rest := changes("resource=holdout&before=" + next)
 	require.Len(t, rest, 1)
 	assert.Equal(t, "start", rest[0]["action"])
