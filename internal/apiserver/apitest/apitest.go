@@ -23,6 +23,7 @@ import (
 	"popupsvc/internal/apiserver"
 	"popupsvc/internal/config"
 	"popupsvc/internal/testenv"
+	"popupsvc/internal/workerserver"
 )
 
 // Clock is a settable time source shared by the server and the test.
@@ -258,3 +259,69 @@ func (in *Instance) RequireAlive(t *testing.T) {
 	default:
 	}
 }
+
+// Eventually waits, polling every 50 ms, until cond holds, failing the test after d.
+func Eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StartWorker runs popup-worker on cfg until the test ends.
+func StartWorker(t *testing.T, cfg config.Config) {
+	t.Helper()
+	cfg.WorkerAddr = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workerserver.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), workerserver.Hooks{})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("popup-worker stopped with an error: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("popup-worker did not stop in 20 s")
+		}
+	})
+}
+
+// ErrorOf returns the error code and the first named field of an error answer.
+func ErrorOf(t *testing.T, res Response) (code, field string) {
+	t.Helper()
+	body, _ := res.Body["error"].(map[string]any)
+	require.NotNil(t, body, res.Raw)
+	code, _ = body["code"].(string)
+	require.NotEmpty(t, body["message"], res.Raw)
+	if fields, _ := body["fields"].([]any); len(fields) > 0 {
+		field, _ = fields[0].(map[string]any)["field"].(string)
+	}
+	return code, field
+}
+
+// IngestKey creates an ingest key through the admin API and returns its secret.
+func (in *Instance) IngestKey(t *testing.T) string {
+	t.Helper()
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/ingest-keys", map[string]any{"name": "test backend"})
+	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
+	key, _ := res.Body["key"].(string)
+	require.NotEmpty(t, key, res.Raw)
+	return key
+}
+
+// ConversionAs posts one conversion with ingest key key as its bearer token.
+func (in *Instance) ConversionAs(t *testing.T, key string, body any) Response {
+	t.Helper()
+	return in.Do(t, http.MethodPost, "http://"+in.Public+"/api/v1/conversions", body, Keyed(key))
+}
+
+// Keyed is the header of a request an ingest key vouches for.
+func Keyed(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }

@@ -148,3 +148,9 @@ func (c AdminClient) Do(t *testing.T, method, path, body string, header map[stri
 	}
 	return a
 }
+
+// ErrorOf is an error answer's code and its first field ("" for none).
+func (a Answer) ErrorOf(t *testing.T) (code, field string) {
+	t.Helper()
+	return ErrorOf(t, Response{Status: a.Status, Body: a.Body, Raw: a.Raw})
+}
