@@ -325,3 +325,17 @@ func (in *Instance) ConversionAs(t *testing.T, key string, body any) Response {
 
 // Keyed is the header of a request an ingest key vouches for.
 func Keyed(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
+
+// ReasonsOf is a preview answer's candidates: the reason each popup (by id) is not shown, "" for
+// the one that is.
+func ReasonsOf(t *testing.T, res Response) map[int64]string {
+	t.Helper()
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	out := map[int64]string{}
+	for _, c := range res.Body["candidates"].([]any) {
+		m := c.(map[string]any)
+		r, _ := m["reason"].(string)
+		out[int64(m["id"].(float64))] = r
+	}
+	return out
+}

@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/testenv"
@@ -55,16 +56,16 @@ func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
 	ctx := context.Background()
-	clk := newClock() // 2026-11-22 10:00 UTC
-	cfg := testConfig(t)
-	api := start(t, cfg, clk)
+	clk := apitest.NewClock() // 2026-11-22 10:00 UTC
+	cfg := apitest.Config(t)
+	api := apitest.Start(t, cfg, clk)
 	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, 2)
 	require.NoError(t, err)
 	defer db.Close()
 
-	a := api.createPopup(t, map[string]any{"name": "stats-a"})
-	b := api.createPopup(t, map[string]any{"name": "stats-b"})
-	quiet := api.createPopup(t, map[string]any{"name": "stats-quiet"})
+	a := api.CreatePopup(t, map[string]any{"name": "stats-a"})
+	b := api.CreatePopup(t, map[string]any{"name": "stats-b"})
+	quiet := api.CreatePopup(t, map[string]any{"name": "stats-quiet"})
 
 	// Events over 20 days ending today, written the way the worker writes them (some twice).
 	today := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -134,14 +135,14 @@ func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
 	}
 	getJSON := func(t *testing.T, path string, into any) {
 		t.Helper()
-		res := api.adminDo(t, http.MethodGet, path, nil)
+		res := api.AdminDo(t, http.MethodGet, path, nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		require.NoError(t, json.Unmarshal([]byte(res.Raw), into))
 	}
 
 	t.Run("default range: the last 14 days ending today", func(t *testing.T) {
 		var r popupStatsResp
-		getJSON(t, "/admin/v1/popups/"+itoa(a)+"/stats", &r)
+		getJSON(t, "/admin/v1/popups/"+apitest.Itoa(a)+"/stats", &r)
 		assert.Equal(t, a, r.PopupID)
 		assert.Equal(t, "2026-11-09", r.From)
 		assert.Equal(t, "2026-11-22", r.To)
@@ -150,13 +151,13 @@ func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
 	})
 	t.Run("explicit range", func(t *testing.T) {
 		var r popupStatsResp
-		getJSON(t, "/admin/v1/popups/"+itoa(b)+"/stats?from=2026-11-01&to=2026-11-30", &r)
+		getJSON(t, "/admin/v1/popups/"+apitest.Itoa(b)+"/stats?from=2026-11-01&to=2026-11-30", &r)
 		assert.Equal(t, "2026-11-01", r.From)
 		checkDays(t, b, r.From, r.To, r.Days, r.Totals)
 	})
 	t.Run("a popup without events", func(t *testing.T) {
 		var r popupStatsResp
-		getJSON(t, "/admin/v1/popups/"+itoa(quiet)+"/stats?from=2026-11-20&to=2026-11-22", &r)
+		getJSON(t, "/admin/v1/popups/"+apitest.Itoa(quiet)+"/stats?from=2026-11-20&to=2026-11-22", &r)
 		assert.Len(t, r.Days, 3)
 		assert.Equal(t, statsTotalsBody{}, r.Totals)
 	})
@@ -178,9 +179,9 @@ func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
 		name, path, field string
 		status            int
 	}{
-		{"from not a date", "/admin/v1/popups/" + itoa(a) + "/stats?from=2026-13-01", "from", http.StatusBadRequest},
-		{"to not a date", "/admin/v1/popups/" + itoa(a) + "/stats?to=yesterday", "to", http.StatusBadRequest},
-		{"from after to", "/admin/v1/popups/" + itoa(a) + "/stats?from=2026-11-10&to=2026-11-09", "from", http.StatusBadRequest},
+		{"from not a date", "/admin/v1/popups/" + apitest.Itoa(a) + "/stats?from=2026-13-01", "from", http.StatusBadRequest},
+		{"to not a date", "/admin/v1/popups/" + apitest.Itoa(a) + "/stats?to=yesterday", "to", http.StatusBadRequest},
+		{"from after to", "/admin/v1/popups/" + apitest.Itoa(a) + "/stats?from=2026-11-10&to=2026-11-09", "from", http.StatusBadRequest},
 		{"over 366 days", "/admin/v1/stats?from=2025-01-01&to=2026-01-02", "from", http.StatusBadRequest},
 		{"past the calendar", "/admin/v1/stats?from=9999-12-30", "to", http.StatusBadRequest},
 		{"days not a flag", "/admin/v1/stats?days=maybe", "days", http.StatusBadRequest},
@@ -188,7 +189,7 @@ func TestStatsEndpointsAgreeWithTheActionLog(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			res := api.adminDo(t, http.MethodGet, tt.path, nil)
+			res := api.AdminDo(t, http.MethodGet, tt.path, nil)
 			require.Equal(t, tt.status, res.Status, res.Raw)
 			if tt.field != "" {
 				assert.Contains(t, res.Raw, `"field":"`+tt.field+`"`)
