@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,4 +340,70 @@ func ReasonsOf(t *testing.T, res Response) map[int64]string {
 		out[int64(m["id"].(float64))] = r
 	}
 	return out
+}
+
+// StartAudiences starts popup-api with an operator of each role and a memory budget for about
+// 12,700 members, so that the 413 of the budget is cheap to reach.
+func StartAudiences(t *testing.T) *Instance {
+	t.Helper()
+	cfg := Config(t)
+	cfg.AdminTokens = []string{"vera@viewer:tok-viewer", "ed@editor:tok-editor", "pat@publisher:tok-publisher"}
+	cfg.AudienceMemory = 100 << 10
+	return Start(t, cfg, nil)
+}
+
+// Send is an admin request with a raw body of its content type, answered in JSON (or, with raw,
+// anything).
+func (in *Instance) Send(t testing.TB, tok, method, path, contentType string, body io.Reader, header ...string) (int, map[string]any, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+in.Admin+path, body)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	client := &http.Client{Timeout: 2 * time.Minute}
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var out map[string]any
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(raw, &out), "%s", raw)
+	}
+	return res.StatusCode, out, string(raw)
+}
+
+// CreateAudience creates an audience named name and returns its id.
+func (in *Instance) CreateAudience(t testing.TB, name string) string {
+	t.Helper()
+	status, body, raw := in.Send(t, Token, http.MethodPost, "/admin/v1/audiences", "application/json", strings.NewReader(`{"name":"`+name+`"}`))
+	require.Equal(t, http.StatusCreated, status, raw)
+	return strconv.FormatInt(int64(body["id"].(float64)), 10)
+}
+
+// Members is the list streamed back, sorted.
+func (in *Instance) Members(t testing.TB, id string) []string {
+	t.Helper()
+	status, _, raw := in.Send(t, Token, http.MethodGet, "/admin/v1/audiences/"+id+"/members", "", nil)
+	require.Equal(t, http.StatusOK, status, raw)
+	got := strings.Fields(raw)
+	slices.Sort(got)
+	return got
+}
+
+// Num is a JSON number as an int64 (0 for none).
+func Num(v any) int64 { f, _ := v.(float64); return int64(f) }
+
+// UIDLines is n uids, one a line.
+func UIDLines(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "m%d\n", i)
+	}
+	return b.String()
 }
