@@ -30,6 +30,7 @@ import (
 	"popupsvc/internal/health"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/manage"
+	"popupsvc/internal/memlimit"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/privacy"
@@ -130,9 +131,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		}}
 	// The audience sets the snapshots are built on: the loader follows the config (every install
 	// tells it what the popups target) and each new generation of sets rebuilds the snapshot.
-	audienceStore := gatedAudienceStore{repo: mysqlstore.NewAudienceRepo(db), dep: mysqlDep}
+	budget := memlimit.New() // the collector's limit follows the audience sets held and loading
+	audienceStore := gatedAudienceStore{repo: mysqlstore.NewAudienceRepo(db).OnLoad(budget.Loading), dep: mysqlDep}
 	loader := &snapshot.AudienceLoader{Source: audienceStore, Memory: int64(cfg.AudienceMemory), Poll: audiencePoll, Log: log,
-		OnChange: func(*audience.Sets) { refresher.Rebuild() }}
+		OnChange: func(*audience.Sets) { refresher.Rebuild() }, Budget: budget}
 	refresher.Audiences = loader
 	held := heldSets{loader: loader, store: audienceStore}
 	registerAudienceMetrics(reg, loader, holder)
