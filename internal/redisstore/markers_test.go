@@ -3,9 +3,11 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,4 +256,32 @@ func BenchmarkMarkerMemory(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestAnAcknowledgedEventIDSurvivesAFailover: with POPUP_REDIS_ACK_REPLICAS=1 a click is
+// acknowledged once a replica holds it, its remembered event id included; the primary dies, the
+// replica is promoted, and the client's retry of that click there is a duplicate, while a new
+// click counts.
+func TestAnAcknowledgedEventIDSurvivesAFailover(t *testing.T) {
+	t.Parallel()
+	primary := testenv.StartRedisServer(t)
+	host, port, err := net.SplitHostPort(primary.Addr)
+	require.NoError(t, err)
+	replica := testenv.RedisServer(t, "--replicaof", host, port)
+	testenv.WaitReplicaLinked(t, replica)
+	keys := Keys{Prefix: "p", Shards: 1}
+
+	pc := redis.NewClient(&redis.Options{Addr: primary.Addr})
+	defer pc.Close()
+	s := NewUserStore(pc, keys, time.Hour, nil, 1, nil)
+	s.SetAckReplicas(1, pc)
+	require.Equal(t, popup.Recorded, clickOf(t, s, "alice", "before-the-kill"))
+
+	primary.Signal(t, syscall.SIGKILL)
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	defer rc.Close()
+	require.NoError(t, rc.ReplicaOf(context.Background(), "no", "one").Err())
+	promoted := NewUserStore(rc, keys, time.Hour, nil, 1, nil)
+	assert.Equal(t, popup.Duplicate, clickOf(t, promoted, "alice", "before-the-kill"), "the retry counted twice")
+	assert.Equal(t, popup.Recorded, clickOf(t, promoted, "alice", "after-the-kill"))
 }
