@@ -30,10 +30,14 @@ type Governor struct {
 	limit    int64 // the limit set last
 }
 
+// startLimit is the limit the process started with (GOMEMLIMIT), read before any governor moved
+// it: a second governor in one process (tests) must not take the first one's limit for its
+// ceiling.
+var startLimit = debug.SetMemoryLimit(-1)
+
 // New returns a governor of this process's memory limit.
 func New() *Governor {
-	ceiling := debug.SetMemoryLimit(-1)
-	return &Governor{ceiling: ceiling, setLimit: debug.SetMemoryLimit, liveHeap: liveHeap, limit: ceiling}
+	return &Governor{ceiling: startLimit, setLimit: debug.SetMemoryLimit, liveHeap: liveHeap, limit: debug.SetMemoryLimit(-1)}
 }
 
 // Loading raises the limit for a set of bytes about to load beside those held: they are live
