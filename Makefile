@@ -5,7 +5,7 @@ GO    ?= go
 include scripts/build.env
 TAGS  ?= $(GO_TAGS)
 
-.PHONY: all build up down status test test-quick lint lint-full vet fmt bench bench-audiences bench-worker soak growth-soak fuzz timewait loadtest migrate clean chaos
+.PHONY: all build up down status test test-quick lint lint-full vet fmt bench bench-audiences bench-upload bench-worker soak growth-soak fuzz timewait loadtest migrate clean chaos
 
 all: build
 
@@ -64,6 +64,9 @@ fuzz: ## every Go fuzz target for 60 s each (make test fuzzes each for 10,000 ex
 
 bench-audiences: ## an audience's 10M replace and 10k delta through one popup-api, timed until a second serves them (docs/PERFORMANCE.md, Audiences)
 	scripts/bench-audiences.sh
+
+bench-upload: ## a 20M audience replace through a popup-api serving GETs: its peak RSS and the GETs' p99 against idle (docs/PERFORMANCE.md, Audience uploads and memory)
+	scripts/bench-upload.sh
 
 bench-worker: ## batched vs one-row-at-a-time draining (docs/PERFORMANCE.md, Worker)
 	RACE=0 GOTEST_FLAGS='-run ^$$ -bench ^BenchmarkDrain$$ -benchtime 3s' scripts/test.sh

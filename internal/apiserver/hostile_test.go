@@ -351,7 +351,9 @@ func TestOneEventIDOfTwoUsersCountsForBoth(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, res.Status)
 	rdb := testenv.Redis(t)
 	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
-	assert.Equal(t, int64(1), rdb.Exists(ctx, keys.EventID("user-a", "shared-evt-1")).Val())
+	marked, err := redisstore.ActionRemembered(ctx, rdb, keys, nil, "user-a", "shared-evt-1", time.Now())
+	require.NoError(t, err)
+	assert.True(t, marked, "user-a's event id is remembered")
 	// A later event of the same user goes to the same shard's queue, behind any wrongly queued
 	// replay: once it is logged, the worker has passed where the replay would be.
 	res = api.action(t, id, map[string]any{"uid": "user-a", "action": "click", "event_id": "after-the-retry"})

@@ -24,6 +24,7 @@ import (
 	"popupsvc/internal/health"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/manage"
+	"popupsvc/internal/memlimit"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/privacy"
 	"popupsvc/internal/redisstore"
@@ -132,9 +133,11 @@ func (s *server) snapshots() error {
 		}}
 	// The loader follows the config (every install tells it what the popups target) and each new
 	// generation of sets rebuilds the snapshot.
-	s.audiences = audienceStore{mysqlstore.NewAudienceRepo(s.db)}
+	// The collector's limit follows the audience sets held and loading (internal/memlimit).
+	budget := memlimit.New()
+	s.audiences = audienceStore{mysqlstore.NewAudienceRepo(s.db).OnLoad(budget.Loading)}
 	s.loader = &snapshot.AudienceLoader{Source: s.audiences, Memory: int64(cfg.AudienceMemory), Poll: audiencePoll, Log: log,
-		OnChange: func(*audience.Sets) { s.refresher.Rebuild() }}
+		OnChange: func(*audience.Sets) { s.refresher.Rebuild() }, Budget: budget}
 	s.refresher.Audiences = s.loader
 	s.held = heldSets{loader: s.loader, store: s.audiences}
 	registerAudienceMetrics(s.reg, s.loader, s.holder)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"time"
 	"unsafe"
@@ -255,9 +256,11 @@ func mayWriteMembers(actor popup.Actor, users []popup.AudienceUser) error {
 
 // upload is what the body of a member write held, read and validated.
 type upload struct {
-	id    int64    // the staged upload
-	lines int      // uids read, repeats included
-	fps   []uint64 // sorted and distinct
+	id    int64 // the staged upload
+	lines int   // uids read, repeats included
+	// fps are the uids' fingerprints, sorted and distinct once read: outside the Go heap, freed
+	// as soon as the write is committed (audience.Buffer).
+	fps *audience.Buffer
 }
 
 // WriteMembers replaces audience id's members with those src yields (ActionReplace), or adds or
@@ -303,7 +306,9 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 			others += o.Size
 		}
 	}
-	up := upload{}
+	// Room for what read holds before its first deduplication, at most.
+	up := upload{fps: audience.NewBuffer(action.Limit() + action.Limit()/4 + 1)}
+	defer up.fps.Free()
 	if up.id, err = s.store.StageUpload(ctx, id); err != nil {
 		return popup.MemberWrite{}, err
 	}
@@ -316,6 +321,8 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 	if err := s.read(ctx, action, a.Key, src, others, &up); err != nil {
 		return popup.MemberWrite{}, err
 	}
+	fps := up.fps.Fingerprints() // valid until up.fps.Free
+	distinct := len(fps)
 	// The list can move between reading it and the commit (another write); the commit then
 	// refuses (errListMoved) and the change is worked out again against the newer list.
 	const attempts = 5
@@ -331,7 +338,7 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 			return popup.MemberWrite{}, err
 		}
 		have = cur
-		ch := changeOf(action, cur, up.fps)
+		ch := changeOf(action, cur, fps)
 		if action != popup.AudienceReplace || i == 0 {
 			// A replace stores the whole list whatever the current one; a delta only what changes it.
 			if err := s.store.StageFingerprints(ctx, up.id, ch.fps); err != nil {
@@ -346,11 +353,14 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 			return popup.MemberWrite{}, err
 		}
 		committed = true
+		// The fingerprints are stored: their memory leaves the process now, before this instance
+		// loads the new set (a replace's is as large).
+		up.fps.Free()
 		if action == popup.AudienceReplace {
 			// The uploads the new base supersedes: a failure leaves them to the next replace's prune.
 			_ = s.store.Prune(context.WithoutCancel(ctx), id, out.Version)
 		}
-		return popup.MemberWrite{Audience: out, Lines: up.lines, Duplicates: up.lines - len(up.fps), Added: ch.added, Removed: ch.removed}, nil
+		return popup.MemberWrite{Audience: out, Lines: up.lines, Duplicates: up.lines - distinct, Added: ch.added, Removed: ch.removed}, nil
 	}
 }
 
@@ -373,6 +383,7 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 		row      = make([]byte, 0, uidRowBytes+128)
 		seq      int
 		bad      popup.InvalidMembersError
+		syn      *popup.MemberSyntaxError // outside the loop: errors.As's target escapes, once
 		// fps are deduplicated when they reach next: often enough that repeats cannot pile up far
 		// past the limit, seldom enough that sorting costs little.
 		next = limit + 1
@@ -382,7 +393,6 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 		if err == io.EOF {
 			break
 		}
-		var syn *popup.MemberSyntaxError
 		if errors.As(err, &syn) {
 			bad.Total++
 			if len(bad.Lines) < popup.MaxReportedLines {
@@ -395,6 +405,11 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 			return fmt.Errorf("read the upload: %w", err)
 		}
 		up.lines++
+		if up.lines%4096 == 0 {
+			// A long upload shares the process with the public listener: let waiting requests run
+			// now rather than at the scheduler's next preemption.
+			runtime.Gosched()
+		}
 		// uid views b without a copy: it is used (checked, hashed, copied into row) before the
 		// next call.
 		uid := unsafe.String(unsafe.SliceData(b), len(b))
@@ -408,13 +423,13 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 		if bad.Total > 0 {
 			continue
 		}
-		up.fps = append(up.fps, audience.Fingerprint(key, uid))
-		if len(up.fps) >= next {
-			up.fps = audience.SortUnique(up.fps)
-			if err := s.within(action, others, len(up.fps)); err != nil {
+		up.fps.Append(audience.Fingerprint(key, uid))
+		if up.fps.Len() >= next {
+			up.fps.SortUnique()
+			if err := s.within(action, others, up.fps.Len()); err != nil {
 				return err
 			}
-			next = max(limit+1, len(up.fps)+limit/4)
+			next = max(limit+1, up.fps.Len()+limit/4)
 		}
 		if stageUID {
 			row = append(append(row, b...), '\n')
@@ -429,8 +444,8 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 	if bad.Total > 0 {
 		return &bad
 	}
-	up.fps = audience.SortUnique(up.fps)
-	if err := s.within(action, others, len(up.fps)); err != nil {
+	up.fps.SortUnique()
+	if err := s.within(action, others, up.fps.Len()); err != nil {
 		return err
 	}
 	if len(row) > 0 {

@@ -25,10 +25,21 @@ import (
 // A member list at version v is its base (the fingerprints of the last replace, or the empty
 // list of the create) with every add and remove committed after the base applied in version
 // order, each upload holding only the fingerprints that really change the list.
-type AudienceRepo struct{ db *sql.DB }
+type AudienceRepo struct {
+	db *sql.DB
+	// onLoad, when set, is told the bytes of a base set about to be read (memlimit.Governor).
+	onLoad func(bytes int64)
+}
 
 // NewAudienceRepo returns a repository over db.
 func NewAudienceRepo(db *sql.DB) *AudienceRepo { return &AudienceRepo{db: db} }
+
+// OnLoad makes r tell f the bytes of every base set it is about to read, before it reads it,
+// and returns r.
+func (r *AudienceRepo) OnLoad(f func(bytes int64)) *AudienceRepo {
+	r.onLoad = f
+	return r
+}
 
 // FingerprintsPerRow is how many fingerprints one audience_fps row holds (1 MiB of them): a
 // 10-million-member list is 77 rows.
@@ -167,7 +178,7 @@ func (r *AudienceRepo) Versions(ctx context.Context, ids []int64) (map[int64]int
 func (r *AudienceRepo) LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error) {
 	var set *audience.Set
 	err := r.inReadTx(ctx, func(tx *sql.Tx) (err error) {
-		set, err = loadSet(ctx, tx, id, have)
+		set, err = loadSet(ctx, tx, id, have, r.onLoad)
 		return err
 	})
 	return set, err
@@ -248,7 +259,7 @@ func uploadsSince(ctx context.Context, tx *sql.Tx, id, after, through int64, act
 	return out, rows.Err()
 }
 
-func loadSet(ctx context.Context, tx *sql.Tx, id int64, have *audience.Set) (*audience.Set, error) {
+func loadSet(ctx context.Context, tx *sql.Tx, id int64, have *audience.Set, onLoad func(int64)) (*audience.Set, error) {
 	st, err := readListState(ctx, tx, id)
 	if err != nil {
 		return nil, err
@@ -267,6 +278,9 @@ func loadSet(ctx context.Context, tx *sql.Tx, id int64, have *audience.Set) (*au
 		}
 		var fps []uint64
 		if len(bases) == 1 {
+			if onLoad != nil {
+				onLoad(int64(float64(st.size) * audience.BytesPerMember))
+			}
 			if fps, err = readFingerprints(ctx, tx, bases[0].upload, make([]uint64, 0, st.size)); err != nil {
 				return nil, err
 			}
@@ -327,7 +341,7 @@ func readFingerprints(ctx context.Context, tx *sql.Tx, upload int64, dst []uint6
 // twice. row's bytes are valid only during the call.
 func (r *AudienceRepo) MemberRows(ctx context.Context, id int64, have *audience.Set, start func(*audience.Set) error, row func([]byte) error) error {
 	return r.inReadTx(ctx, func(tx *sql.Tx) error {
-		set, err := loadSet(ctx, tx, id, have)
+		set, err := loadSet(ctx, tx, id, have, r.onLoad)
 		if err != nil {
 			return err
 		}
@@ -414,7 +428,7 @@ func (r *AudienceRepo) StageUpload(ctx context.Context, id int64) (int64, error)
 
 // StageUIDs writes row seq of a staged upload's uids (newline-joined).
 func (r *AudienceRepo) StageUIDs(ctx context.Context, upload int64, seq int, uids []byte) error {
-	if _, err := r.db.ExecContext(ctx, `INSERT INTO audience_uids (upload_id, seq, uids) VALUES (?, ?, ?)`, upload, seq, uids); err != nil {
+	if err := execPrepared(ctx, r.db, `INSERT INTO audience_uids (upload_id, seq, uids) VALUES (?, ?, ?)`, upload, seq, uids); err != nil {
 		return fmt.Errorf("stage upload %d uids: %w", upload, err)
 	}
 	return nil
@@ -431,11 +445,24 @@ func (r *AudienceRepo) StageFingerprints(ctx context.Context, upload int64, fps 
 		n := min(len(fps), FingerprintsPerRow)
 		buf = audience.AppendFingerprints(buf[:0], fps[:n])
 		fps = fps[n:]
-		if _, err := r.db.ExecContext(ctx, `INSERT INTO audience_fps (upload_id, seq, fps) VALUES (?, ?, ?)`, upload, seq, buf); err != nil {
+		if err := execPrepared(ctx, r.db, `INSERT INTO audience_fps (upload_id, seq, fps) VALUES (?, ?, ?)`, upload, seq, buf); err != nil {
 			return fmt.Errorf("stage upload %d fingerprints: %w", upload, err)
 		}
 	}
 	return nil
+}
+
+// execPrepared runs query once as a server-side prepared statement: a row of a megabyte goes
+// out in the binary protocol as it is, where the pool's client-side interpolation escapes it
+// into a query string, several times its size in garbage and CPU on the serving process.
+func execPrepared(ctx context.Context, db *sql.DB, query string, args ...any) error {
+	stmt, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	_, err = stmt.ExecContext(ctx, args...)
+	return err
 }
 
 // DropUpload removes a staged upload and its parts; a committed one is left alone (a commit

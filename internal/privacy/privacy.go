@@ -21,10 +21,11 @@ import (
 // MinKeyLen is the shortest POPUP_PRIVACY_KEY accepted, in bytes (openssl rand -hex 32 gives 64).
 const MinKeyLen = 32
 
-// Window is how long an erased uid's tombstone is kept after its erasure: the API's
-// de-duplication window (the Redis event-id marker's life, redisstore.EventIDTTL). A client
-// retrying an event the service had accepted before the erasure is refused within it; after it, a
-// retry is indistinguishable from a new action and counts as the new user's.
+// Window is how long an erased uid's tombstone is kept after its erasure: at least the API's
+// de-duplication window (redisstore.RetryWindow; the previous release's markers lived a day,
+// redisstore.EventIDTTL). A client retrying an event the service had accepted before the erasure
+// is refused within it; after it, a retry is indistinguishable from a new action and counts as
+// the new user's.
 const Window = 24 * time.Hour
 
 // ClockSkew is how far the clock of the popup-api that stamped an event may run ahead of the
@@ -88,6 +89,15 @@ func (k *Keyed) UID(uid string) string { return k.sum("uid", uid) }
 // Event is the keyed hash of uid's event id: what stands for the event-id marker of an erased
 // user (a retry of that event is refused as a duplicate). '/' is not in either alphabet.
 func (k *Keyed) Event(uid, eventID string) string { return k.sum("event", uid, eventID) }
+
+// MarkerKey keys the fingerprints by which popup-api remembers event ids (redisstore): derived
+// from the key, so that without it a fingerprint tells nothing about the uid.
+func (k *Keyed) MarkerKey() [16]byte {
+	var out [16]byte
+	raw, _ := hex.DecodeString(k.sum("marker key v1")[:32]) // sum is hex: never fails
+	copy(out[:], raw)
+	return out
+}
 
 // Seal encrypts uid (AES-GCM, random nonce) for the pending erasure's record.
 func (k *Keyed) Seal(uid string) ([]byte, error) {

@@ -12,28 +12,37 @@ import (
 	"popupsvc/internal/popup"
 )
 
-// conversionScript atomically refuses a replayed conversion (its uid and event id, or the
-// erased marker that replaced its marker when the user was erased), counts it against the uid's
-// action rate limit, queues it on the uid's shard and remembers its event id: the record
-// script's guarantees without a state to compare, since a conversion changes none.
+// conversionScript atomically refuses a replayed conversion (its uid and event id remembered,
+// markers.go, or the previous release's marker of it, or the erased marker that replaced that
+// when the user was erased), counts it against the uid's action rate limit, queues it on the
+// uid's shard and remembers its event id: the record script's guarantees without a state to
+// compare, since a conversion changes none.
 //
-//	KEYS[1] queue  KEYS[2] conversion event-id marker  KEYS[3] erased marker (KEYS[2] again
-//	without POPUP_PRIVACY_KEY)  KEYS[4] rate counter (optional)
-//	ARGV[1] marker TTL ms  ARGV[2] actions allowed per rate window  ARGV[3] rate window ms
-//	ARGV[4] the event
+//	KEYS[1] queue  KEYS[2] the previous release's conversion marker  KEYS[3] its erased marker
+//	(KEYS[2] again without POPUP_PRIVACY_KEY)  KEYS[4..6] the marker hashes of the generations
+//	before, of and after the caller's  KEYS[7] rate counter (optional)
+//	ARGV[1] marker field  ARGV[2] the marker generation's expiry (unix ms)  ARGV[3] actions
+//	allowed per rate window  ARGV[4] rate window ms  ARGV[5] the event
 var conversionScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+local seen = redis.call('EXISTS', KEYS[2], KEYS[3]) > 0
+if not seen then
+  for i = 4, 6 do
+    if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 1 then seen = true break end
+  end
+end
+if seen then
+  redis.call('HSET', KEYS[5], ARGV[1], '1')
+  redis.call('PEXPIREAT', KEYS[5], ARGV[2])
   return 2
 end
-if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
-if KEYS[4] then
-  local n = redis.call('INCR', KEYS[4])
-  if n == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[3]) end
-  if n > tonumber(ARGV[2]) then return 3 end
+if KEYS[7] then
+  local n = redis.call('INCR', KEYS[7])
+  if n == 1 then redis.call('PEXPIRE', KEYS[7], ARGV[4]) end
+  if n > tonumber(ARGV[3]) then return 3 end
 end
-redis.call('RPUSH', KEYS[1], ARGV[4])
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+redis.call('RPUSH', KEYS[1], ARGV[5])
+redis.call('HSET', KEYS[5], ARGV[1], '1')
+redis.call('PEXPIREAT', KEYS[5], ARGV[2])
 return 0
 `)
 
@@ -50,13 +59,14 @@ func (s *UserStore) RecordConversion(ctx context.Context, ev *event.Event) (Outc
 	if s.erased != nil {
 		erased = s.keys.Erased(ev.UID, s.erased.Event(ev.UID, ConversionMarkerID(ev.ID)))
 	}
-	keys := []string{s.keys.Queue(shard), marker, erased}
+	m := s.markers.ref(markerConversion, ev.UID, ev.ID, s.now())
+	keys := []string{s.keys.Queue(shard), marker, erased, m.gens[0], m.gens[1], m.gens[2]}
 	if s.actionLimit > 0 {
 		keys = append(keys, s.keys.RateLimit(ev.UID))
 	}
 	var eb [256]byte
 	n, err := s.runRecord(ctx, conversionScript, evalArgs(conversionScript, keys,
-		eventIDTTLArg, s.actionLimitArg, rateWindowArg, event.Append(eb[:0], ev)))
+		m.field, m.expireAt, s.actionLimitArg, rateWindowArg, event.Append(eb[:0], ev)))
 	if err != nil {
 		return 0, fmt.Errorf("record conversion: %w", err)
 	}

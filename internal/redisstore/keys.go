@@ -15,8 +15,11 @@ import (
 //	P:{qN}:lease:W          worker W's heartbeat on shard N (expires when W dies)
 //	P:{qN}:workers          set of workers that have a processing list on shard N
 //	P:{qN}:u:UID            user state of UID, whose shard is N = fnv32a(UID) mod shards
-//	P:{qN}:e:UID/ID         "applied once" marker of UID's action with event_id ID
-//	P:{qN}:o:UID/ID         "applied once" marker of UID's conversion with event_id ID
+//	P:{qN}:m:GEN:B          remembered event ids of generation GEN, bucket B: a hash of 8-byte
+//	                        keyed fingerprints of (UID, ID) of the uids of shard N (markers.go)
+//	P:{qN}:e:UID/ID         the previous release's "applied once" marker of UID's action with
+//	                        event_id ID (still honoured, never written)
+//	P:{qN}:o:UID/ID         the same for UID's conversion with event_id ID
 //	P:{qN}:rl:UID           UID's action count in the current rate-limit window
 //	P:{qN}:r:UID            UID's pending reservation (a decision shown once confirmed)
 //	P:{qN}:x:HASH           an erased user's event-id marker, HASH = privacy.Keyed.Event(UID, ID)

@@ -55,9 +55,11 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// ReplaceMarkers replaces each of uid's event-id markers by the erased marker named hash(event
-// id) (Keys.Erased), which popup-api refuses retries against for the rest of the marker's life.
-// It returns how many markers it replaced.
+// ReplaceMarkers replaces each of uid's event-id markers of the previous release's form (a key
+// per marker, Keys.EventID and ConversionID) by the erased marker named hash(event id)
+// (Keys.Erased), which popup-api refuses retries against for the rest of the marker's life. It
+// returns how many markers it replaced. The markers of this release name no uid (markers.go):
+// they stay, and refuse those retries themselves.
 func (e *Eraser) ReplaceMarkers(ctx context.Context, uid string, hash func(eventID string) string) (int64, error) {
 	prefix := e.keys.EventID(uid, "")
 	node, err := e.node(ctx, prefix)

@@ -41,6 +41,9 @@ type UserStore struct {
 	ackRDB      redis.UniversalClient
 	// erased names the markers of erased users' event ids (SetErasedMarkers); nil: none.
 	erased *privacy.Keyed
+	// markers places the remembered event ids; now is the clock of their generations.
+	markers markers
+	now     func() time.Time
 	// recent holds the values this process last recorded (RememberRecorded); nil: off.
 	recent *recentStates
 	// shardArgs are each queue shard's keys of the record script, and ttlArg and actionLimitArg
@@ -70,7 +73,15 @@ func (s *UserStore) boxArgs() {
 // SetErasedMarkers makes Record refuse, as a duplicate, an action whose (uid, event id) an
 // erasure replaced by its keyed-hash marker (Eraser.ReplaceMarkers): a client retrying an event
 // of before the erasure writes nothing (docs/CONTRACT.md §12).
-func (s *UserStore) SetErasedMarkers(k *privacy.Keyed) { s.erased = k }
+// It also keys the fingerprints that remember event ids with k (markers.go): set it before
+// serving, as a change of key forgets the event ids remembered under the old one.
+func (s *UserStore) SetErasedMarkers(k *privacy.Keyed) {
+	s.erased = k
+	s.markers = newMarkers(s.keys, k.MarkerKey(), MarkerBuckets)
+}
+
+// SetClock sets the clock by which event ids are remembered (tests; time.Now by default).
+func (s *UserStore) SetClock(now func() time.Time) { s.now = now }
 
 // ErrNotReplicated means a record reached the primary but not the required number of replicas
 // within the caller's budget: it must not be acknowledged (a host crash could still lose it).
@@ -101,7 +112,8 @@ func (s *UserStore) UseKnownUsers(f *KnownUsers, m *StateMetrics) {
 // record script) share pipelines.
 func NewUserStore(rdb redis.UniversalClient, keys Keys, ttl time.Duration, loader StateLoader, loadLimit int, pipe *Pipeline) *UserStore {
 	s := &UserStore{rdb: rdb, keys: keys, ttl: ttl, loader: loader, slots: make(chan struct{}, loadLimit), pipe: pipe,
-		emptyRaw: string(AppendState(nil, &popup.UserState{})), ttlArg: ttl.Milliseconds(), actionLimitArg: 0}
+		emptyRaw: string(AppendState(nil, &popup.UserState{})), ttlArg: ttl.Milliseconds(), actionLimitArg: 0,
+		markers: newMarkers(keys, defaultMarkerKey, MarkerBuckets), now: time.Now}
 	s.boxArgs()
 	return s
 }
@@ -234,43 +246,56 @@ type Outcome = popup.Outcome
 
 // recordScript atomically: refuses a replayed event id, compares the state with what the caller
 // decided on, writes the new state, queues the events (one, or a control exposure and the
-// impression it fell through to) and remembers the event id.
+// impression it fell through to) and remembers the event id (markers.go).
 //
-// A replayed event id refreshes its marker's TTL: a write, so that a WAIT after it also waits
-// for the first recording, which may not have reached the replicas when its own WAIT gave up.
+// A replayed event id is remembered again in the current generation: a write, so that a WAIT
+// after it also waits for the first recording, which may not have reached the replicas when its
+// own WAIT gave up; and the window runs from the latest retry.
 //
-// An action whose event id an erasure replaced by its keyed-hash marker is refused the same way
-// (the client retries an event of before the erasure; docs/CONTRACT.md §12).
+// The previous release's marker of the event id (a key of its own), or the keyed-hash marker an
+// erasure replaced it by (the client retries an event of before the erasure; docs/CONTRACT.md
+// §12), refuses it the same way.
 //
 // For a user without recorded state yet, it also adds the uid to the known-users filter
 // (KnownUsers) in the same step, so that the filter never lacks a uid whose event is queued.
 //
 //	KEYS[1] user state  KEYS[2] queue  KEYS[3] known-users filter
-//	KEYS[4] event-id marker (optional, with KEYS[5])  KEYS[5] erased marker (KEYS[4] again
-//	without POPUP_PRIVACY_KEY)  KEYS[6] rate counter (optional)
-//	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] marker TTL ms
-//	ARGV[5] actions allowed per rate window  ARGV[6] rate window ms  ARGV[7] number of events n
-//	ARGV[8..7+n] the events, in queue order  ARGV[8+n..] filter bit offsets
+//	KEYS[4..8] with an event id (optional): the previous release's marker, its erased marker
+//	(KEYS[4] again without POPUP_PRIVACY_KEY), the marker hashes of the generations before, of
+//	and after the caller's  KEYS[9] rate counter (optional)
+//	ARGV[1] expected value  ARGV[2] new value  ARGV[3] state TTL ms  ARGV[4] marker field
+//	ARGV[5] the marker generation's expiry (unix ms)  ARGV[6] actions allowed per rate window
+//	ARGV[7] rate window ms  ARGV[8] number of events n  ARGV[9..8+n] the events, in queue order
+//	ARGV[9+n..] filter bit offsets
 var recordScript = redis.NewScript(`
 if KEYS[4] then
-  if redis.call('EXISTS', KEYS[4]) == 1 then
-    redis.call('PEXPIRE', KEYS[4], ARGV[4])
+  local seen = redis.call('EXISTS', KEYS[4], KEYS[5]) > 0
+  if not seen then
+    for i = 6, 8 do
+      if redis.call('HEXISTS', KEYS[i], ARGV[4]) == 1 then seen = true break end
+    end
+  end
+  if seen then
+    redis.call('HSET', KEYS[7], ARGV[4], '1')
+    redis.call('PEXPIREAT', KEYS[7], ARGV[5])
     return 2
   end
-  if redis.call('EXISTS', KEYS[5]) == 1 then return 2 end
 end
 local cur = redis.call('GET', KEYS[1])
 if cur == false then cur = '' end
 if cur ~= ARGV[1] then return 1 end
-if KEYS[6] then
-  local n = redis.call('INCR', KEYS[6])
-  if n == 1 then redis.call('PEXPIRE', KEYS[6], ARGV[6]) end
-  if n > tonumber(ARGV[5]) then return 3 end
+if KEYS[9] then
+  local n = redis.call('INCR', KEYS[9])
+  if n == 1 then redis.call('PEXPIRE', KEYS[9], ARGV[7]) end
+  if n > tonumber(ARGV[6]) then return 3 end
 end
-local last = 7 + tonumber(ARGV[7])
+local last = 8 + tonumber(ARGV[8])
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('RPUSH', KEYS[2], unpack(ARGV, 8, last))
-if KEYS[4] then redis.call('SET', KEYS[4], '1', 'PX', ARGV[4]) end
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 9, last))
+if KEYS[4] then
+  redis.call('HSET', KEYS[7], ARGV[4], '1')
+  redis.call('PEXPIREAT', KEYS[7], ARGV[5])
+end
 for i = last + 1, #ARGV do redis.call('SETBIT', KEYS[3], ARGV[i], 1) end
 return 0
 `)
@@ -289,8 +314,9 @@ var (
 // SetActionRateLimit limits each uid to n recorded actions per RateWindow (0 = no limit).
 func (s *UserStore) SetActionRateLimit(n int) { s.actionLimit, s.actionLimitArg = n, n }
 
-// EventIDTTL is how long an action's event_id is remembered for de-duplication in Redis (the
-// action log's unique key de-duplicates forever behind it).
+// EventIDTTL is how long the previous release remembered an event id, a key per marker (the
+// markers a record still honours, and an erasure still replaces), and how long a confirmed
+// reservation stays confirmed.
 const EventIDTTL = 24 * time.Hour
 
 // Record writes next as uid's state if it still equals prev, and queues evs (1 to
@@ -307,25 +333,28 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 	// EVALSHA's arguments, built in one slice with the constant ones boxed once (see
 	// recordArgs): the record path's allocations are most of what it costs popup-api
 	// (docs/PERFORMANCE.md, "The record path's CPU").
-	cmdArgs := make([]any, 0, 32)
+	cmdArgs := make([]any, 0, 40)
 	cmdArgs = append(cmdArgs, "evalsha", recordHash, 3, user, sk.queue, sk.known)
+	var field, expireAt any = "", 0
 	if dedupe {
-		marker := s.keys.EventID(uid, ev.ID)
-		erased := marker
+		legacy := s.keys.EventID(uid, ev.ID)
+		erased := legacy
 		if s.erased != nil {
 			erased = s.keys.Erased(uid, s.erased.Event(uid, ev.ID))
 		}
-		cmdArgs = append(cmdArgs, marker, erased)
+		m := s.markers.ref(markerAction, uid, ev.ID, s.now())
+		cmdArgs = append(cmdArgs, legacy, erased, m.gens[0], m.gens[1], m.gens[2])
 		if s.actionLimit > 0 {
 			cmdArgs = append(cmdArgs, s.keys.RateLimit(uid))
 		}
 		cmdArgs[2] = len(cmdArgs) - 3
+		field, expireAt = m.field, m.expireAt
 	}
 	// The new state and the first event share one buffer, sized for both as a record usually
 	// needs (a state a little longer than prev, an event of a couple of hundred bytes).
 	written := AppendState(make([]byte, 0, len(prev)+320), next)
 	first := event.Append(written[len(written):], ev)
-	cmdArgs = append(cmdArgs, prev, written, s.ttlArg, eventIDTTLArg, s.actionLimitArg, rateWindowArg, len(evs), first)
+	cmdArgs = append(cmdArgs, prev, written, s.ttlArg, field, expireAt, s.actionLimitArg, rateWindowArg, len(evs), first)
 	for i := 1; i < len(evs); i++ {
 		cmdArgs = append(cmdArgs, event.Append(nil, &evs[i]))
 	}

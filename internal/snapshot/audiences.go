@@ -22,6 +22,11 @@ type AudienceSource interface {
 	LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error)
 }
 
+// HeapBudget is told the bytes of the audience sets held, after every sync.
+type HeapBudget interface {
+	Held(bytes int64)
+}
+
 // AudienceLoader holds the member sets of the audiences the config's popups target, each at the
 // newest version it could load, and publishes them as one immutable audience.Sets: a request
 // sees a whole version of every list or the one before it, never part of one. A set is replaced
@@ -40,6 +45,9 @@ type AudienceLoader struct {
 	// OnChange, when set, is told of every new generation of sets (the refresher rebuilds the
 	// snapshot on them).
 	OnChange func(*audience.Sets)
+	// Budget, when set, is told what the sets hold after every sync (memlimit.Governor keeps
+	// the collector's limit from it).
+	Budget HeapBudget
 
 	cur        atomic.Pointer[audience.Sets]
 	failClosed atomic.Uint64
@@ -111,6 +119,9 @@ func (l *AudienceLoader) Sync(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	if l.Budget != nil {
+		defer func() { l.Budget.Held(used) }()
+	}
 	for _, id := range want {
 		v, exists := versions[id]
 		have := next[id]

@@ -209,3 +209,27 @@ func fixedNow() time.Time { return t0 }
 func activePopup(id int64) popup.Popup {
 	return popup.Popup{ID: id, Name: "p" + strconv.FormatInt(id, 10), Status: popup.StatusActive, Targeting: popup.Targeting{RolloutPercent: 100}}
 }
+
+// heldBytes records what a loader tells its HeapBudget.
+type heldBytes struct{ told []int64 }
+
+func (h *heldBytes) Held(bytes int64) { h.told = append(h.told, bytes) }
+
+// TestLoaderTellsItsBudgetTheBytesHeldAfterEverySync: the collector's limit follows the sets
+// held, changed or not, dropped ones no longer counted.
+func TestLoaderTellsItsBudgetTheBytesHeldAfterEverySync(t *testing.T) {
+	src := &memAudiences{}
+	src.set(1, "a", "b")
+	src.set(2, "c")
+	l := newLoader(src)
+	budget := &heldBytes{}
+	l.Budget = budget
+
+	l.Want([]int64{1, 2})
+	require.NoError(t, l.Sync(context.Background()))
+	both := l.Sets().Get(1).Bytes() + l.Sets().Get(2).Bytes()
+	require.NoError(t, l.Sync(context.Background()))
+	l.Want([]int64{2})
+	require.NoError(t, l.Sync(context.Background()))
+	assert.Equal(t, []int64{both, both, l.Sets().Get(2).Bytes()}, budget.told)
+}

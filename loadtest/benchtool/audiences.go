@@ -8,6 +8,9 @@ package main
 //	benchtool target    -admin URL -token T -metrics URL -include I -exclude E -state on|off
 //	                    put (or take off) targeting.audiences on every other bench popup in one import,
 //	                    then wait until the API at -metrics serves it
+//	benchtool replace   -admin URL -token T -id A -n N -prefix P
+//	                    replace audience A's members with N uids P0 … P(N-1), streamed as text/plain;
+//	                    prints the upload's wall time and the audience's size as JSON (bench-upload.sh)
 //	benchtool propagate -admin1 URL -metrics1 URL -admin2 URL -public2 URL -metrics2 URL -token T
 //	                    a 10M replace and a 10k delta through instance 1, timed until instance 2 serves
 //	                    them; prints one "propagate" results line per write (judge.go does the arithmetic)
@@ -428,4 +431,22 @@ func propagate(args []string) error {
 			n2["popup_audience_members"], n2["popup_audience_bytes"], m2["process_resident_memory_bytes"], n2["process_resident_memory_bytes"])
 	}
 	return nil
+}
+
+// replaceMembers replaces an audience's members with -n generated uids in one streamed upload.
+func replaceMembers(args []string) error {
+	fs := flag.NewFlagSet("replace", flag.ExitOnError)
+	admin := fs.String("admin", "http://127.0.0.1:18081", "admin base URL")
+	token := fs.String("token", "", "admin token")
+	id := fs.Int64("id", 0, "audience id")
+	n := fs.Int("n", 20_000_000, "members of the replace")
+	prefix := fs.String("prefix", "aud-r-", "the uids' prefix")
+	fs.Parse(args) // ExitOnError
+	began := time.Now()
+	au, err := newAdmin(*admin, *token).writeMembers(*id, "", func(w *bufio.Writer) { uidLines(w, *prefix, 0, *n) })
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{"audience": au.ID, "version": au.Version, "members": au.Size,
+		"seconds": time.Since(began).Seconds()})
 }

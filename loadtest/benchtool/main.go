@@ -8,6 +8,7 @@
 //	                   [-batch N -goal G]             (POSTs of N conversions to /api/v1/conversions/batch instead of GETs)
 //	benchtool wrkparse | judge -results FILE          make bench's arithmetic and verdicts (judge.go)
 //	benchtool audiences | target | propagate          the audience case and its propagation (audiences.go)
+//	benchtool replace  -admin URL -id A -n N          one replace of audience A's members (audiences.go)
 //
 // openloop is the open-loop generator the issue asks for (vegeta is not available here): each
 // request is scheduled at a fixed rate whatever the server does, and its latency is measured from
@@ -44,7 +45,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool seed|mix|warm|fill|openloop|wrkparse|judge|audiences|target|propagate [flags] | query I")
+		fmt.Fprintln(os.Stderr, "usage: benchtool seed|mix|warm|fill|openloop|wrkparse|judge|audiences|target|propagate|replace [flags] | query I")
 		os.Exit(2)
 	}
 	var err error
@@ -69,6 +70,8 @@ func main() {
 		err = target(os.Args[2:])
 	case "propagate":
 		err = propagate(os.Args[2:])
+	case "replace":
+		err = replaceMembers(os.Args[2:])
 	case "query": // the GET path and query of pool user I, as the load generators send it
 		var i int
 		if i, err = strconv.Atoi(strings.Join(os.Args[2:], "")); err == nil {
