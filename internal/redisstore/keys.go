@@ -114,7 +114,7 @@ func (k Keys) Erased(uid, hash string) string {
 
 // Reservation is uid's pending reservation (UserStore.Reserve), in uid's shard.
 func (k Keys) Reservation(uid string) string {
-	dst := k.appendShard(nil, k.Shard(uid))
+	dst := k.appendShard(make([]byte, 0, len(k.Prefix)+24+len(uid)), k.Shard(uid))
 	dst = append(dst, "r:"...)
 	return string(append(dst, uid...))
 }
