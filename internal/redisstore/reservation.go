@@ -200,7 +200,8 @@ func (s *UserStore) ConfirmOn(ctx context.Context, uid, decisionID string, popup
 }
 
 func (s *UserStore) confirm(ctx context.Context, uid, decisionID string, popupID int64, prev string, next *popup.UserState, evs []event.Event) (Outcome, error) {
-	user := s.keys.User(uid)
+	var kb [96]byte
+	user := string(s.keys.AppendUser(kb[:0], uid))
 	sk := s.shardArgs[s.keys.Shard(uid)]
 	cmdArgs := make([]any, 0, 12)
 	cmdArgs = append(cmdArgs, "evalsha", confirmHash, 4, user, sk.queue, sk.known, s.keys.Reservation(uid),
