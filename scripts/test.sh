@@ -37,8 +37,9 @@
 #            fuzzer (schemathesis) for API_FUZZ_SECONDS (40)
 #   clients  the browser SDK in Chromium (CORS on, the page on another port) and the generated
 #            clients (Python and Kotlin driven against the API, Kotlin compiled by Maven; Swift and
-#            TypeScript generated without a warning, TypeScript compiled) against a popup-api +
-#            popup-worker of its own (scripts/clients.sh), beside the go stage
+#            TypeScript generated without a warning, TypeScript compiled, the guide's Swift checked
+#            against the Swift client) against a popup-api + popup-worker of its own
+#            (scripts/clients.sh), beside the go stage
 #   cluster  the Redis-facing tests again against the Redis Cluster, beside the chaos stage
 #   chaos-faults  the fast subset of `make chaos` whose checks are not timings (MariaDB down at
 #            start and meanwhile, SIGTERM under load, the worker kill storm: nothing lost,
@@ -178,7 +179,7 @@ lint() {
   # compiles it and gofmt checks it below. `make lint` analyses both.
   "${race_env[@]}" go vet -tags "$GO_TAGS" $race -vettool=bin/popup-lint $(go list ./... | grep -v '/deploy$\|/tools/')
   "${race_env[@]}" go vet -tags "chaos,$GO_TAGS" $race -vettool=bin/popup-lint ./internal/chaos/
-  "${race_env[@]}" go vet -tags "clients,$GO_TAGS" $race -vettool=bin/popup-lint ./clients/web/
+  "${race_env[@]}" go vet -tags "clients,$GO_TAGS" $race -vettool=bin/popup-lint ./clients/web/ ./clients/swift/
   local unformatted
   unformatted=$(gofmt -l $(git ls-files '*.go'))
   [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted"; return 1; }

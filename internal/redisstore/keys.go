@@ -117,7 +117,8 @@ func (k Keys) Erased(uid, hash string) string {
 
 // Reservation is uid's pending reservation (UserStore.Reserve), in uid's shard.
 func (k Keys) Reservation(uid string) string {
-	dst := k.appendShard(nil, k.Shard(uid))
+	var b [96]byte // a key of the usual length is built on the stack: one allocation, the string
+	dst := k.appendShard(b[:0], k.Shard(uid))
 	dst = append(dst, "r:"...)
 	return string(append(dst, uid...))
 }

@@ -2,10 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,17 +16,20 @@ import (
 
 // A reservation is a decision shown only once the client confirms it (docs/CONTRACT.md §2,
 // "Impressions when shown"): what the record script would write, parked under the user's
-// reservation key until the confirmation applies it or the key expires. It is one string, which
-// the scripts cut with Lua's string functions (cheaper than a key per field):
+// reservation key until the confirmation applies it or the key expires. It is one string, a
+// sequence of MessagePack strings that the confirm script splits with one cmsgpack.unpack (a C
+// call: cheaper than cutting it with Lua's string functions, docs/PERFORMANCE.md "A shown popup
+// in each mode"):
 //
-//	<decision id> <popup id> \n <len of prev> <len of next> <len of each event>... [| <filter bit>...] \n
-//	<prev><next><events...>
+//	"+<decision id> <popup id>"  <prev>  <next>  <filter bits>  <event>...
 //
 // prev is the state it was planned on, next the state to write; the filter bits are the
-// known-users bits to set, present when prev is a first state. Once confirmed, the key holds
-// "+<decision id> <popup id>" for EventIDTTL instead: a retried confirmation is a Duplicate, and
-// a new reservation may replace it. While an unconfirmed one exists no other reservation of the
-// user's is made, so two concurrent confirm-mode decisions never both show a popup.
+// known-users bits to set (space-separated offsets), empty unless prev is a first state. Once
+// confirmed, the key holds its first string alone, the marker "+<decision id> <popup id>", for
+// EventIDTTL instead: a retried confirmation is a Duplicate, and a new reservation may replace it.
+// (A marker starts with '+', which no MessagePack string does.) While an unconfirmed one exists
+// no other reservation of the user's is made, so two concurrent confirm-mode decisions never both
+// show a popup.
 
 // reserveScript parks a reservation when the user has none pending and the state is still the
 // one the decision was planned on.
@@ -34,9 +37,9 @@ import (
 //	KEYS[1] user state  KEYS[2] reservation
 //	ARGV[1] expected state  ARGV[2] reservation TTL ms  ARGV[3] the reservation
 var reserveScript = redis.NewScript(`
-local r = redis.call('GET', KEYS[2])
+local v = redis.call('MGET', KEYS[2], KEYS[1])
+local r, cur = v[1], v[2]
 if r and string.byte(r, 1) ~= 43 then return 4 end
-local cur = redis.call('GET', KEYS[1])
 if cur == false then cur = '' end
 if cur ~= ARGV[1] then return 1 end
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
@@ -45,54 +48,38 @@ return 0
 
 // confirmScript applies a reservation: a confirmation seen before is a duplicate; else it finds
 // the reservation of that decision, compares the state, writes the new state, queues the events,
-// sets the known-users bits and marks the reservation confirmed, in one step. With ARGV[4] = 0 it
+// sets the known-users bits and leaves the confirmed marker, in one step. With ARGV[4] = 0 it
 // writes what the reservation holds (planned on the state still stored); with n > 0 the caller's
 // re-planned state and n events (the state changed since: ConfirmOn).
 //
 //	KEYS[1] user state  KEYS[2] queue  KEYS[3] known-users filter  KEYS[4] reservation
-//	ARGV[1] "<decision id> <popup id>"  ARGV[2] state TTL ms  ARGV[3] confirmed marker TTL ms
-//	ARGV[4] n  (n > 0: ARGV[5] expected state  ARGV[6] new state  ARGV[7..6+n] events, then the
-//	filter bits)
+//	ARGV[1] the marker "+<decision id> <popup id>"  ARGV[2] state TTL ms
+//	ARGV[3] confirmed marker TTL ms  ARGV[4] n  (n > 0: ARGV[5] expected state  ARGV[6] new
+//	state  ARGV[7..6+n] events, then the filter bits)
 var confirmScript = redis.NewScript(`
-local r = redis.call('GET', KEYS[4])
+local v = redis.call('MGET', KEYS[4], KEYS[1])
+local r, cur = v[1], v[2]
 if r == false then return 5 end
-if r == '+' .. ARGV[1] then
+if string.byte(r, 1) == 43 then
+  if r ~= ARGV[1] then return 5 end
   redis.call('PEXPIRE', KEYS[4], ARGV[3])
   return 2
 end
-local e1 = string.find(r, '\n', 1, true)
-if e1 == nil or string.sub(r, 1, e1 - 1) ~= ARGV[1] then return 5 end
+local t = {cmsgpack.unpack(r)}
+if t[1] ~= ARGV[1] then return 5 end
 local n = tonumber(ARGV[4])
-local prev, nxt
-local evs, bits = {}, {}
-if n == 0 then
-  local e2 = string.find(r, '\n', e1 + 1, true)
-  local lens, part = {}, nil
-  part = lens
-  for tok in string.gmatch(string.sub(r, e1 + 1, e2 - 1), '%S+') do
-    if tok == '|' then part = bits else part[#part + 1] = tonumber(tok) end
-  end
-  local pos = e2 + 1
-  prev = string.sub(r, pos, pos + lens[1] - 1)
-  pos = pos + lens[1]
-  nxt = string.sub(r, pos, pos + lens[2] - 1)
-  pos = pos + lens[2]
-  for i = 3, #lens do
-    evs[#evs + 1] = string.sub(r, pos, pos + lens[i] - 1)
-    pos = pos + lens[i]
-  end
-else
-  prev, nxt = ARGV[5], ARGV[6]
-  for i = 7, 6 + n do evs[#evs + 1] = ARGV[i] end
-  for i = 7 + n, #ARGV do bits[#bits + 1] = ARGV[i] end
-end
-local cur = redis.call('GET', KEYS[1])
+local prev, nxt, evs, first, last = t[2], t[3], t, 5, #t
+if n > 0 then prev, nxt, evs, first, last = ARGV[5], ARGV[6], ARGV, 7, 6 + n end
 if cur == false then cur = '' end
 if cur ~= prev then return 1 end
 redis.call('SET', KEYS[1], nxt, 'PX', ARGV[2])
-redis.call('RPUSH', KEYS[2], unpack(evs))
-redis.call('SET', KEYS[4], '+' .. ARGV[1], 'PX', ARGV[3])
-for i = 1, #bits do redis.call('SETBIT', KEYS[3], bits[i], 1) end
+redis.call('RPUSH', KEYS[2], unpack(evs, first, last))
+redis.call('SET', KEYS[4], ARGV[1], 'PX', ARGV[3])
+if n > 0 then
+  for i = last + 1, #ARGV do redis.call('SETBIT', KEYS[3], ARGV[i], 1) end
+elseif t[4] ~= '' then
+  for bit in string.gmatch(t[4], '%d+') do redis.call('SETBIT', KEYS[3], bit, 1) end
+end
 return 0
 `)
 
@@ -102,11 +89,52 @@ var (
 	confirmHash any = confirmScript.Hash()
 )
 
-// appendReservationName appends what names a reservation: the decision id and the popup shown.
-func appendReservationName(dst []byte, decisionID string, popupID int64) []byte {
+// appendMarker appends the marker that names a reservation, and once confirmed stands for it:
+// '+', the decision id and the popup shown.
+func appendMarker(dst []byte, decisionID string, popupID int64) []byte {
+	dst = append(dst, '+')
 	dst = append(dst, decisionID...)
 	dst = append(dst, ' ')
 	return strconv.AppendInt(dst, popupID, 10)
+}
+
+// beginStr starts a MessagePack string (str 32) in dst whose bytes the caller appends next;
+// endStr, given beginStr's answer, writes its length.
+func beginStr(dst []byte) ([]byte, int) { return append(dst, 0xdb, 0, 0, 0, 0), len(dst) }
+
+func endStr(dst []byte, at int) []byte {
+	binary.BigEndian.PutUint32(dst[at+1:], uint32(len(dst)-at-5))
+	return dst
+}
+
+// appendStr appends s as a MessagePack string.
+func appendStr(dst []byte, s []byte) []byte {
+	dst, at := beginStr(dst)
+	return endStr(append(dst, s...), at)
+}
+
+// cutStr cuts the MessagePack string (fixstr, str 8, 16 or 32) at the start of b.
+func cutStr(b string) (s, rest string, ok bool) {
+	if b == "" {
+		return "", "", false
+	}
+	var n, head int
+	switch c := b[0]; {
+	case c&0xe0 == 0xa0:
+		n, head = int(c&0x1f), 1
+	case c == 0xd9 && len(b) >= 2:
+		n, head = int(b[1]), 2
+	case c == 0xda && len(b) >= 3:
+		n, head = int(binary.BigEndian.Uint16([]byte(b[1:3]))), 3
+	case c == 0xdb && len(b) >= 5:
+		n, head = int(binary.BigEndian.Uint32([]byte(b[1:5]))), 5
+	default:
+		return "", "", false
+	}
+	if len(b)-head < n {
+		return "", "", false
+	}
+	return b[head : head+n], b[head+n:], true
 }
 
 // firstState says whether prev is a user's first state (none, or the empty one): recording on it
@@ -123,32 +151,27 @@ func (s *UserStore) Reserve(ctx context.Context, uid, prev string, next *popup.U
 	if len(evs) == 0 || len(evs) > event.MaxRecordEvents {
 		return 0, fmt.Errorf("reserve: %d events (1 to %d)", len(evs), event.MaxRecordEvents)
 	}
-	// The payload first (the state and the events, one buffer), then the header that measures it.
-	payload := make([]byte, 0, 2*len(prev)+64+320*len(evs))
-	payload = append(payload, prev...)
-	payload = AppendState(payload, next)
-	lens := [2 + event.MaxRecordEvents]int{len(prev), len(payload) - len(prev)}
-	for i := range evs {
-		n := len(payload)
-		payload = event.Append(payload, &evs[i])
-		lens[2+i] = len(payload) - n
-	}
-	v := make([]byte, 0, len(payload)+len(decisionID)+64)
-	v = appendReservationName(v, decisionID, popupID)
-	v = append(v, '\n')
-	for i := 0; i < 2+len(evs); i++ {
-		v = strconv.AppendInt(v, int64(lens[i]), 10)
-		v = append(v, ' ')
-	}
+	// One buffer, sized for what a reservation usually holds (two states, an event of a couple of
+	// hundred bytes each).
+	v, at := beginStr(make([]byte, 0, 2*len(prev)+len(decisionID)+96+320*len(evs)))
+	v = endStr(appendMarker(v, decisionID, popupID), at)
+	v = appendStr(v, []byte(prev))
+	v, at = beginStr(v)
+	v = endStr(AppendState(v, next), at)
+	v, at = beginStr(v)
 	if s.firstState(prev) {
-		v = append(v, '|')
-		for _, bit := range s.known.appendOffsets(nil, uid) {
-			v = append(v, ' ')
+		for i, bit := range s.known.appendOffsets(nil, uid) {
+			if i > 0 {
+				v = append(v, ' ')
+			}
 			v = strconv.AppendUint(v, bit.(uint64), 10)
 		}
 	}
-	v = append(v, '\n')
-	v = append(v, payload...)
+	v = endStr(v, at)
+	for i := range evs {
+		v, at = beginStr(v)
+		v = endStr(event.Append(v, &evs[i]), at)
+	}
 	var kb [96]byte
 	user := string(s.keys.AppendUser(kb[:0], uid))
 	cmd := redis.NewCmd(ctx, "evalsha", reserveHash, 2, user, s.keys.Reservation(uid), prev, ttl.Milliseconds(), v)
@@ -182,7 +205,7 @@ func (s *UserStore) confirm(ctx context.Context, uid, decisionID string, popupID
 	sk := s.shardArgs[s.keys.Shard(uid)]
 	cmdArgs := make([]any, 0, 12)
 	cmdArgs = append(cmdArgs, "evalsha", confirmHash, 4, user, sk.queue, sk.known, s.keys.Reservation(uid),
-		appendReservationName(make([]byte, 0, len(decisionID)+24), decisionID, popupID), s.ttlArg, eventIDTTLArg, len(evs))
+		appendMarker(make([]byte, 0, len(decisionID)+24), decisionID, popupID), s.ttlArg, eventIDTTLArg, len(evs))
 	if len(evs) > 0 {
 		cmdArgs = append(cmdArgs, prev, AppendState(nil, next))
 		for i := range evs {
@@ -212,44 +235,33 @@ func (s *UserStore) Reservation(ctx context.Context, uid, decisionID string, pop
 	if err := s.do(ctx, key, cmd); err != nil && !errors.Is(err, redis.Nil) {
 		return popup.UserState{}, nil, false, fmt.Errorf("read reservation: %w", err)
 	}
-	name := string(appendReservationName(nil, decisionID, popupID))
 	r := cmd.Val()
-	head, rest, ok := strings.Cut(r, "\n")
-	if !ok || head != name {
-		return popup.UserState{}, nil, false, nil
+	if r == "" || r[0] == '+' {
+		return popup.UserState{}, nil, false, nil // none, or confirmed
 	}
-	hdr, payload, ok := strings.Cut(rest, "\n")
-	lensPart, _, _ := strings.Cut(hdr, "|")
-	var parts []string
-	if ok {
-		parts = strings.Fields(lensPart)
-	}
-	if len(parts) < 3 {
-		return popup.UserState{}, nil, false, fmt.Errorf("read reservation: malformed header %q", hdr)
-	}
-	cut := func(s string) (string, bool) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || n > len(payload) {
-			return "", false
+	var fields [4 + event.MaxRecordEvents]string
+	n := 0
+	for rest := r; rest != ""; n++ {
+		var ok bool
+		if n == len(fields) {
+			return popup.UserState{}, nil, false, errors.New("read reservation: too many parts")
 		}
-		v := payload[:n]
-		payload = payload[n:]
-		return v, true
-	}
-	var fields []string
-	for _, p := range parts {
-		v, ok := cut(p)
-		if !ok {
-			return popup.UserState{}, nil, false, fmt.Errorf("read reservation: malformed header %q", hdr)
+		if fields[n], rest, ok = cutStr(rest); !ok {
+			return popup.UserState{}, nil, false, fmt.Errorf("read reservation: malformed part %d", n)
 		}
-		fields = append(fields, v)
 	}
-	next, err := DecodeState(fields[1])
+	if n < 5 {
+		return popup.UserState{}, nil, false, fmt.Errorf("read reservation: %d parts", n)
+	}
+	if fields[0] != string(appendMarker(nil, decisionID, popupID)) {
+		return popup.UserState{}, nil, false, nil // another decision's
+	}
+	next, err := DecodeState(fields[2])
 	if err != nil {
 		return popup.UserState{}, nil, false, fmt.Errorf("read reservation: %w", err)
 	}
-	evs := make([]event.Event, 0, len(fields)-2)
-	for _, raw := range fields[2:] {
+	evs := make([]event.Event, 0, n-4)
+	for _, raw := range fields[4:n] {
 		ev, err := event.Decode([]byte(raw))
 		if err != nil {
 			return popup.UserState{}, nil, false, fmt.Errorf("read reservation: %w", err)

@@ -1,7 +1,8 @@
 // ClientsCheck: test-only. The clients stage (scripts/clients.sh) compiles it with the generated
 // Kotlin client and docs/CLIENTS.md's Android code, and runs it against a real popup-api +
-// popup-worker: the guide's PopupService shows a popup, records a click and posts a conversion
-// worth 9.99, and the generated admin client reads them back in the experiment's results.
+// popup-worker: the guide's PopupService decides a popup with confirm=1, confirms its impression
+// (twice: a retry counts once), records a click and posts a conversion worth 9.99, and the
+// generated admin client reads them back in the experiment's results.
 package popupsvc.clientscheck
 
 import com.example.app.popup.PopupService
@@ -41,7 +42,12 @@ fun main(): Unit = runBlocking {
     val decision = popups.decide(uid, "8.10.0", region = "kt$tag") ?: fail("no popup for $uid")
     check(decision.popup?.id == created.id) { "decided ${decision.popup?.id}, created ${created.id}" }
     check(decision.variant == "a" || decision.variant == "b") { "variant ${decision.variant}" }
-    check(popups.decide(uid, "8.10.0", region = "kt$tag") == null) { "shown twice within reshow_after_seconds" }
+    // held for the user until confirmed: a second call shows nothing (two calls, one popup)
+    check(popups.decide(uid, "8.10.0", region = "kt$tag") == null) { "a second popup while the first is held" }
+    check(popups.shown(decision, uid)) { "impression refused" }
+    check(popups.shown(decision, uid)) { "the impression's retry refused" }
+    check(!popups.shown(decision.copy(decisionId = "kt-never-$tag"), uid)) { "a decision never made confirmed" }
+    check(popups.decide(uid, "8.10.0", region = "kt$tag") == null) { "shown again within reshow_after_seconds" }
     check(popups.act(decision, uid, ActionKind.CLICK, button = 0)) { "click refused" }
     // a conversion's value is the app backend's to send, with an ingest key (docs/CONTRACT.md §14):
     // the generated client sends ApiClient.accessToken as the bearer of the conversion routes
@@ -55,11 +61,13 @@ fun main(): Unit = runBlocking {
     while (true) {
         val arm = admin.experimentResults(created.id).arms.single { it.key == decision.variant }
         val got = arm.goals.single { it.goal == goal.key }
-        if (arm.clicks == 1L && got.conversions == 1L && got.valueSum == 9.99) break
-        if (System.nanoTime() > deadline) fail("arm ${arm.key}: clicks ${arm.clicks}, conversions ${got.conversions}, value_sum ${got.valueSum}")
+        if (arm.exposures == 1L && arm.clicks == 1L && got.conversions == 1L && got.valueSum == 9.99) break
+        if (System.nanoTime() > deadline) {
+            fail("arm ${arm.key}: exposures ${arm.exposures}, clicks ${arm.clicks}, conversions ${got.conversions}, value_sum ${got.valueSum}")
+        }
         Thread.sleep(200)
     }
-    println("kotlin client: popup ${created.id} shown, clicked and converted (value 9.99) in arm ${decision.variant}")
+    println("kotlin client: popup ${created.id} shown (confirmed once), clicked and converted (value 9.99) in arm ${decision.variant}")
 }
 
 private fun env(name: String): String = System.getenv(name) ?: fail("$name is not set")
