@@ -27,7 +27,7 @@ func TestConfirmedModeDegradesWhileRedisIsFrozen(t *testing.T) {
 	redis := testenv.StartRedisServer(t)
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": redis.Addr, "POPUP_REDIS_TIMEOUT": "1s"})
 	require.NoError(t, err)
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(t, err)
 	defer rdb.Close()
 	pipe, err := redisstore.NewPipeline(rdb)
