@@ -188,7 +188,7 @@ export function fmtPct(x) {
 export function flatten(v, prefix = '', out = {}) {
   if (v && typeof v === 'object' && !Array.isArray(v)) {
     const keys = Object.keys(v);
-    if (keys.length === 0 && prefix) out[prefix] = '{}';
+    if (keys.length === 0 && prefix) out[prefix] = '(none)';
     for (const k of keys) flatten(v[k], prefix ? prefix + '.' + k : k, out);
   } else if (Array.isArray(v) && v.some((x) => x && typeof x === 'object')) {
     if (v.length === 0) out[prefix] = '[]';
@@ -206,7 +206,9 @@ export function diff(before, after) {
   const a = before ? flatten(before) : {};
   const b = after ? flatten(after) : {};
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => !IGNORED.has(k));
-  return keys.filter((k) => a[k] !== b[k]).map((k) => ({ field: k, before: a[k] ?? '(none)', after: b[k] ?? '(none)' }));
+  // an absent field, an empty text and an empty object or list all mean "none": no change between them
+  const shown = (x) => (x === undefined || x === '' ? '(none)' : x);
+  return keys.filter((k) => shown(a[k]) !== shown(b[k])).map((k) => ({ field: k, before: shown(a[k]), after: shown(b[k]) }));
 }
 
 export function diffTable(rows, caption) {
