@@ -336,3 +336,39 @@ export function pValue(p) {
   if (!isNum(p)) return '—';
   return p < 0.001 ? '< 0.001' : p.toFixed(3);
 }
+
+// campaignState is a popup's campaign state (docs/CONTRACT.md §2) from its status and window at
+// now: the form's reading has no server-computed state, so the page computes it the same way.
+export function campaignState(p, now = Date.now()) {
+  if (p.status !== 'active') return p.status;
+  if (p.start_at && Date.parse(p.start_at) > now) return 'scheduled';
+  if (p.end_at && Date.parse(p.end_at) <= now) return 'ended';
+  return 'running';
+}
+
+// stateWords are a popup's campaign state and what it means for who sees it, in words:
+// ['scheduled', 'it starts 3 Dec 2026, 09:00 CET'] ('' when the state says it all).
+export function stateWords(p) {
+  const state = p.state || campaignState(p);
+  const detail = {
+    draft: 'nobody sees it until it is published',
+    scheduled: `it starts ${fmtTime(p.start_at)}`,
+    running: p.end_at ? `until ${fmtTime(p.end_at)}` : '',
+    paused: 'nobody sees it until it is resumed',
+    ended: `it ended ${fmtTime(p.end_at)}`,
+    archived: 'nobody sees it',
+  }[state] ?? '';
+  return [state, detail];
+}
+
+// servesWhen is the review's sentence of when a publish reaches the apps, matching the popup's
+// schedule and status (b: the popup as it will be stored).
+export function servesWhen(b) {
+  switch (campaignState(b)) {
+    case 'scheduled': return `Every instance serves it from ${fmtTime(b.start_at)}, its start.`;
+    case 'ended': return 'Its end is past: nobody is served it.';
+    case 'paused': return 'It is paused: nobody is served it until it is resumed.';
+    case 'running': return 'Every instance serves it within 2 seconds.';
+    default: return 'Nobody is served it: it is not live.';
+  }
+}

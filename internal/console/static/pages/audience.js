@@ -1,6 +1,6 @@
 // One audience (#/audiences/:id): its facts, the member upload with its progress and bad lines,
 // a membership check, the member list, its name, its history and its deletion.
-import { h, notAvailable, errorText, uid, fmtTime, fmtBytes } from '../lib.js';
+import { h, notAvailable, errorText, uid, fmtTime, fmtBytes, isLive } from '../lib.js';
 import { getAudience, updateAudience, deleteAudience, audienceHistory, isMember, membersFile, uploadMembers } from '../api/audiences.js';
 import { session, can, loadMe, nav, reroute } from '../state.js';
 import { dropAudiences } from '../cache.js';
@@ -135,7 +135,13 @@ export async function audienceScreen(id) {
     }
     const mode = upForm.querySelector(`input[name="${modeName}"]:checked`).value;
     const [, label] = UPLOAD_MODES.find(([v]) => v === mode);
-    if (mode === 'replace' && a.size > 0 && !await confirmDialog('Replace every member?', `The ${fmtInt(a.size)} members of “${a.name}” are replaced by the ids of ${file.name}.`, 'Replace')) return;
+    // replacing the list of a live popup changes who sees it: the review names those popups
+    const liveIds = (a.used_by || []).filter((id) => { const p = popups.get(String(id)); return !p || p.unread || isLive(p.status); });
+    if (mode === 'replace' && (a.size > 0 || liveIds.length) && !await confirmDialog('Replace every member?',
+      `The ${fmtInt(a.size)} members of “${a.name}” are replaced by the ids of ${file.name}.`, 'Replace',
+      liveIds.length ? h('div', { class: 'alert warn', id: 'replace-live' },
+        h('p', {}, `Live popups use this audience: who sees ${liveIds.length === 1 ? 'it' : 'them'} changes with the new list.`),
+        popupLinks(liveIds, popups)) : null)) return;
     const csv = /\.csv$/i.test(file.name) || file.type === 'text/csv';
     uploadBtn.disabled = true;
     progressRow.hidden = false;

@@ -197,15 +197,25 @@ function personalDataSection(uid) {
     outEl);
 }
 
+// draftExplainSection tries the popup form's draft (body()) on a user. A scheduled draft is tried
+// as if its start had come, unless the operator asks otherwise: its targeting can be checked
+// before the start, and the answer says it was.
 export function draftExplainSection(body) {
   const u = userFields('d');
   const out = h('div', { id: 'draft-explain-out', 'aria-live': 'polite' });
-  const form = h('form', { novalidate: true }, u.row, h('button', { type: 'submit', class: 'secondary' }, 'Explain this draft for the user'));
+  const asIfStarted = h('input', { type: 'checkbox', id: 'd-as-if-started', name: 'as-if-started', checked: true });
+  const form = h('form', { novalidate: true }, u.row,
+    h('p', {}, h('label', { class: 'check' }, asIfStarted, ' Try a scheduled popup as if it had started')),
+    h('button', { type: 'submit', class: 'secondary' }, 'Explain this draft for the user'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const b = body();
-    const r = await explainDraft({ ...u.values(), popup: { ...b, ext: b.ext ?? {} } });
-    setKids(out, renderExplain(r, 'This draft'));
+    const later = b.start_at && Date.parse(b.start_at) > Date.now();
+    const started = later && asIfStarted.checked;
+    const r = await explainDraft({ ...u.values(), popup: { ...b, ext: b.ext ?? {}, ...(started ? { start_at: null } : {}) } });
+    setKids(out,
+      started ? h('p', { class: 'alert info', id: 'draft-as-if-started' }, `Tried as if it had started: it starts ${fmtTime(b.start_at)}, and until then nobody gets it.`) : null,
+      renderExplain(r, 'This draft'));
   });
   return h('section', { 'aria-labelledby': 'draft-h' },
     h('h2', { id: 'draft-h' }, 'Try the draft on a user'),
