@@ -72,3 +72,14 @@ export function readable(rows, zone) {
   const value = (v) => (INSTANT.test(v) ? teamTime(v, zone) : v);
   return rows.map((r) => ({ field: field(r.field), before: value(r.before), after: value(r.after) }));
 }
+
+// stackable labels each body cell of table with its column's header (data-label), so that a
+// table of class "stack" shows on a phone as one card per row, each value named, instead of
+// columns squeezed until their headers break mid-word. It returns the table.
+export function stackable(table) {
+  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+  for (const tr of table.querySelectorAll('tbody tr, tfoot tr')) {
+    [...tr.children].forEach((cell, i) => { if (heads[i]) cell.dataset.label = heads[i]; });
+  }
+  return table;
+}
