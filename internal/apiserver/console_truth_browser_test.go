@@ -119,7 +119,7 @@ func TestConsoleTranslationTableOfALivePopupIsReviewed(t *testing.T) {
 	var rows [][]string
 	b.answerDialogCheck("Publish these translations", false, func() {
 		b.eval(`[...document.querySelectorAll('#confirm table.diff tbody tr')].map(tr => [...tr.children].map(c => c.textContent))`, &rows)
-		assert.Equal(t, [][]string{{"translations.de.title", "Hallo", "Servus"}}, rows)
+		assert.Equal(t, [][]string{{"translation › de › title", "Hallo", "Servus"}}, rows)
 		b.axeCheck("translation table review")
 	})
 	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)

@@ -81,7 +81,46 @@ export function errorText(r) {
   const e = r.body?.error;
   if (!e) return 'The request failed (HTTP ' + r.status + ').';
   if (r.status === 403 && e.role_needed) return `Not allowed: this needs the ${e.role_needed} role (${e.message}). Ask an operator with that role to make the change.`;
-  return e.message || e.code;
+  return plainWords(e.message || e.code);
+}
+
+// plainWords says the API's technical terms in a message as an operator reads them: a pattern
+// of allowed characters ([A-Za-z0-9_.:-]) as the characters it allows, "BCP 47 language tag"
+// as "language tag".
+export function plainWords(msg) {
+  if (typeof msg !== 'string') return msg;
+  return msg
+    .replace(/characters of \[([^\]\s]*?[A-Za-z0-9]-[A-Za-z0-9][^\]\s]*)\]/g, (_, cls) => `characters: ${charsInWords(cls)}`)
+    .replace(/\[([^\]\s]*?[A-Za-z0-9]-[A-Za-z0-9][^\]\s]*)\]/g, (_, cls) => `(${charsInWords(cls)})`)
+    .replace(/a BCP 47 language tag/g, 'a language tag')
+    .replace(/BCP 47 /g, '');
+}
+
+// charsInWords says a character class: "A-Za-z0-9_.:-" is "letters, digits or _ . : - (no spaces)".
+function charsInWords(cls) {
+  const kinds = [['A-Za-z', 'letters'], ['A-Z', 'capital letters'], ['a-z', 'small letters'], ['0-9', 'digits']];
+  const said = [];
+  let rest = cls;
+  for (const [range, words] of kinds) {
+    if (rest.includes(range)) { said.push(words); rest = rest.replace(range, ''); }
+  }
+  const marks = [...rest].join(' ');
+  return `${said.join(', ')}${marks ? (said.length ? ' or ' : '') + marks : ''} (no spaces)`;
+}
+
+// fmtSpan says a number of seconds in days, hours and minutes ("1 day", "1 hour 30 minutes",
+// "45 seconds"); -1 is "never again" (the cooldowns' forever), 0 "none".
+export function fmtSpan(sec) {
+  if (sec === -1) return 'never again';
+  if (!sec) return 'none';
+  const parts = [];
+  let left = Math.round(sec);
+  for (const [unit, n] of [['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]]) {
+    const k = Math.floor(left / n);
+    if (k) parts.push(`${k} ${unit}${k === 1 ? '' : 's'}`);
+    left -= k * n;
+  }
+  return parts.join(' ');
 }
 
 // h builds an element: h('p', {class: 'x', onclick: f}, 'text', child, [children]).

@@ -15,8 +15,9 @@ const REASONS = {
   '': 'chosen', not_active: 'not active', not_started: 'not started yet', ended: 'ended', platform: 'platform not targeted',
   app_version: 'app version out of range', region: 'region not targeted', lang: 'language not targeted',
   rollout: 'outside the rollout percent', reshow: 'shown recently (reshow interval)', click_cooldown: 'clicked recently (click cooldown)',
-  close_cooldown: 'closed recently (close cooldown)', max_impressions: 'max impressions reached', daily_cap: 'daily cap of popups reached',
+  close_cooldown: 'closed recently (close cooldown)', max_impressions: 'max impressions reached', daily_cap: 'the team’s popups-per-day limit reached',
   lower_priority: 'eligible, but a higher-priority popup wins',
+  min_gap: 'another popup was shown too recently (the team’s minimum gap)', holdout: 'held out: the global holdout keeps this user from popups',
   not_in_audience: 'not in an included audience', in_excluded_audience: 'in an excluded audience',
   audience_not_loaded: 'an audience is not loaded yet on this instance',
 };
@@ -95,7 +96,7 @@ function renderExplain(r, draftLabel) {
   };
   return h('div', { class: 'explain-result' },
     h('div', { class: 'candidates' },
-      h('p', { class: 'verdict', 'data-arm': r.body.arm || '' }, explainVerdict(r.body, cands, draftLabel), ` (config version ${r.body.config_version ?? '?'})`),
+      h('p', { class: 'verdict', 'data-arm': r.body.arm || '' }, explainVerdict(r.body, cands, draftLabel)),
       chosenCand ? table([chosenCand], 'The chosen popup') : null,
       h('h3', {}, `The other ${others.reduce((n, [, l]) => n + l.length, 0)} active popups, by reason`),
       others.length ? others.map(group) : h('p', { class: 'muted' }, 'None.')),

@@ -11,6 +11,7 @@ import { session, can, nav, editor, reroute } from '../../state.js';
 import { loadAudiences, dropListStats } from '../../cache.js';
 import { setKids, toast, screen, alertBox, roleNote, confirmDialog } from '../../ui.js';
 import { field } from '../../form.js';
+import { readable } from '../../figures.js';
 import { draftExplainSection } from '../explain.js';
 import { basicsSection } from './basics.js';
 import { scheduleSection } from './schedule.js';
@@ -233,7 +234,7 @@ export async function editScreen(id, carry) {
     const shipped = current ? shippedWarning(current, b) : null;
     let keep = false;
     if (publishing || newPhase || shipped) {
-      const rows = diff(current ? baseline : null, b);
+      const rows = readable(diff(current ? baseline : null, b), zoneName);
       const choice = newPhase ? phaseChoice(se, ...await Promise.all([
         experimentResults(current.id),
         reassignment(current.id, b)])) : null;

@@ -112,7 +112,7 @@ function campaignGoalsTable(b) {
         i === 0 ? h('td', { rowspan: 2 }, `${g.window_hours} h`) : null,
         h('td', {}, after === 'shown' ? 'shown the popup' : 'clicked the popup'),
         ...cells(g, g[after]))))))),
-    incomplete.length ? h('p', { class: 'help', id: 'results-goals-note' }, `Incomplete (${incomplete.join(', ')}): the range's first day less the goal's window reaches before what the action log keeps (POPUP_ACTION_LOG_RETENTION), so impressions before that are not found.`) : null,
+    incomplete.length ? h('p', { class: 'help', id: 'results-goals-note' }, `Incomplete (${incomplete.join(', ')}): the range's first day less the goal's window reaches before what the log of single views and clicks keeps (30 days unless the service is set otherwise), so impressions before that are not found.`) : null,
     h('p', { class: 'help' }, 'A conversion counts for every popup the user was shown within the goal’s window before it (as Braze counts a conversion for every campaign received), so the popups’ conversions may add up to more than the conversions sent. “Clicked the popup” is the part of them whose user clicked it within the window.'));
 }
 
@@ -152,7 +152,7 @@ function resultsTable(b) {
         h('td', { class: 'num' }, fmtPct(t.ctr)), h('td', { class: 'num' }, fmtPct(t.close_rate)), byButton(t), complete(t)))))),
     localeTable(b, num, users),
     campaignGoalsTable(b),
-    unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the raw action log, which keeps only the last POPUP_ACTION_LOG_RETENTION (30 days by default); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
+    unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the log of single views and clicks, which keeps only the last 30 days (unless the service is set otherwise); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
     incomplete ? h('p', { class: 'help', id: 'results-incomplete-note' }, `${incomplete} day${incomplete === 1 ? ' is' : 's are'} marked incomplete: its counts are the events known in this time zone's day (a lower bound), from before quarter-hour counting began.`) : null,
     h('p', { class: 'help' }, 'CTR is clicks / impressions, close rate closes / impressions. “Clicks: unspecified” are clicks whose app did not say which button.'));
 }

@@ -1,12 +1,13 @@
 // The popup form's Translations section, and for a saved popup its translation table as CSV.
-import { h, uid, errorText, diff, diffTable, isLive } from '../../lib.js';
+import { h, uid, errorText, diff, diffTable, isLive, zoneName, plainWords } from '../../lib.js';
 import { translationsCSV, putTranslationsCSV } from '../../api/popups.js';
 import { setKids, toast, alertBox, saveBlob, confirmDialog } from '../../ui.js';
 import { field } from '../../form.js';
+import { readable } from '../../figures.js';
 import { tableApplied } from './table.js';
 
 // translationsEditor: the popup's own content in other languages (docs/CONTRACT.md §13), beside
-// the default content: a fieldset per language (its BCP 47 tag, title, content, optional image and
+// the default content: a fieldset per language (its language tag, title, content, optional image and
 // link, one text per button of the default content), the strings still missing per language, a
 // language to preview, and for a saved popup the translation table as CSV. ownContent reads the
 // default content; onChange runs after every change.
@@ -134,7 +135,7 @@ export function translationsEditor({ ownContent, onChange }) {
   const el = h('fieldset', { id: 'translations', 'data-field': 'translations' }, h('legend', {}, 'Translations'),
     h('p', { class: 'help' }, 'The content in other languages. The app gets the language of its request’s lang: the exact tag, then the tag without its region or script (pt-BR → pt), else the default content above. Each language has one text per button of the default content.'),
     box,
-    h('div', { class: 'row' }, field('translation-new', 'New language (BCP 47 tag)', newTag), h('p', {}, addBtn)),
+    h('div', { class: 'row' }, field('translation-new', 'New language (its code, such as pt-BR)', newTag), h('p', {}, addBtn)),
     h('p', { class: 'help', id: 'translation-new-help' }, 'A language, then optionally a script and a region: en, pt-BR, zh-Hans, es-419.'),
     missing);
   return { el, load, read, refresh, previewField: field('preview-lang', 'Preview language', previewLang) };
@@ -162,7 +163,7 @@ export function translationTable({ stored, etag, mayEdit, stale, reopen }) {
       const next = tableApplied(stored, await f0.text());
       // a text that is no table at all goes to the server, which refuses it and says why
       if (next) {
-        const rows = diff(stored, next);
+        const rows = readable(diff(stored, next), zoneName);
         if (!rows.length) return setKids(out, alertBox('The table changes nothing: nothing written.', 'info'));
         const ok = await confirmDialog('Publish these translations?',
           `This popup is ${stored.status === 'paused' ? 'paused' : 'live'}: the table is published as a change of it. Every instance serves it within 2 seconds. What the table changes against the stored revision ${stored.revision}:`,
@@ -177,7 +178,7 @@ export function translationTable({ stored, etag, mayEdit, stale, reopen }) {
       return setKids(out, h('div', { class: 'alert error', role: 'alert', id: 'translations-csv-errors' },
         // the server's message already says the table was not applied: one sentence, each cell once below
         h('p', {}, fes.length ? 'The table was not applied; nothing changed. Fix these cells and upload it again:' : 'The table was not applied: ' + errorText(r)),
-        fes.length ? h('ul', {}, fes.map((fe) => h('li', {}, `${fe.field}: ${fe.message}`))) : null));
+        fes.length ? h('ul', {}, fes.map((fe) => h('li', {}, `${fe.field}: ${plainWords(fe.message)}`))) : null));
     }
     toast(r.etag === etag ? 'The table changes nothing: nothing written.' : 'Translations uploaded.');
     reopen({ stored: r.body, etag: r.etag });
