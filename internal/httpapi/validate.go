@@ -8,7 +8,7 @@ import (
 )
 
 // parseRequest validates the homepage query (docs/CONTRACT.md §3) into a domain request.
-func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *apiError) {
+func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *Error) {
 	if uid == "" {
 		return popup.Request{}, badRequest("invalid_uid", "uid is required")
 	}
@@ -42,11 +42,11 @@ func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request
 var errUIDMalformed = parseError(reqparse.ErrUIDMalformed)
 
 // parseError is the 400 of an input reqparse refuses (the homepage query, the action body).
-func parseError(e *reqparse.Error) *apiError { return badRequest(e.Code, e.Message) }
+func parseError(e *reqparse.Error) *Error { return badRequest(e.Code, e.Message) }
 
 // parseFlag reads a boolean query parameter: true/false, 1/0 or yes/no in any case; "" (absent
 // or empty) is false. Anything else is a 400 naming the parameter rather than a silent false.
-func parseFlag(name, v string) (bool, *apiError) {
+func parseFlag(name, v string) (bool, *Error) {
 	switch strings.ToLower(v) {
 	case "true", "1", "yes":
 		return true, nil
