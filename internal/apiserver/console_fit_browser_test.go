@@ -85,6 +85,7 @@ func TestConsoleResultsFitTheScreen(t *testing.T) {
 		assert.LessOrEqual(t, scroll, width, "the page scrolls sideways at %d px", width)
 		b.axeCheck("experiment results at " + itoa(width) + " px")
 	}
+	b.shot("experiment-results-goals-phone", "#goals")
 
 	// a phone: the main menu is folded behind one button, the page's first screen is the page's
 	var header, screenH float64

@@ -34,7 +34,9 @@ func TestConsoleReviewWarnsOfAHigherPriorityPopup(t *testing.T) {
 		assert.Contains(t, w, "“Winter sale” (priority 100) wins for 20 of them")
 		assert.Contains(t, w, "for 20 of 20 sample users")
 		assert.Contains(t, w, "above 100")
+		assert.NotContains(t, b.text("#confirm-body table.diff"), "undefined", "an omitted field is no row")
 		b.axeCheck("publish review with a priority warning")
+		b.shot("edit-priority-warning", "")
 	})
 
 	// a later start: the review says when it is served; above the live popup, no warning

@@ -92,6 +92,9 @@ export function readable(rows, zone) {
   return rows.map((r) => ({ field: fieldWords(r.field), before: value(r.field, r.before), after: value(r.field, r.after) }));
 }
 
+// counted is n of a thing in words, singular for one: "1 duplicate", "1,200 lines".
+export const counted = (n, thing) => `${fmtInt(n)} ${thing}${n === 1 ? '' : 's'}`;
+
 // stackable labels each body cell of table with its column's header (data-label), so that a
 // table of class "stack" shows on a phone as one card per row, each value named, instead of
 // columns squeezed until their headers break mid-word. It returns the table.

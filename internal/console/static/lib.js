@@ -232,7 +232,7 @@ export function flatten(v, prefix = '', out = {}) {
   } else if (Array.isArray(v) && v.some((x) => x && typeof x === 'object')) {
     if (v.length === 0) out[prefix] = '[]';
     v.forEach((x, i) => flatten(x, `${prefix}[${i}]`, out));
-  } else {
+  } else if (v !== undefined) { // an omitted field (the API's default) is no row
     out[prefix] = Array.isArray(v) ? (v.length ? v.join(', ') : '(none)') : (v === null ? '(none)' : String(v));
   }
   return out;

@@ -6,7 +6,7 @@ import { session, can, loadMe, nav, reroute } from '../state.js';
 import { dropAudiences } from '../cache.js';
 import { setKids, toast, screen, alertBox, roleNote, renderWho, confirmDialog, saveBlob } from '../ui.js';
 import { field, fieldErrorsIn } from '../form.js';
-import { fmtInt } from '../figures.js';
+import { fmtInt, counted, stackable } from '../figures.js';
 import { popupsById, popupLinks, liveUser, versionTag, audienceFields } from './audiences.js';
 
 // UPLOAD_MODES: how an uploaded file changes the members (docs/CONTRACT.md, audiences).
@@ -167,7 +167,7 @@ export async function audienceScreen(id) {
       took(b);
       progressText.textContent = `Read ${fmtInt(b.lines)} ids from ${file.name}.`;
       setKids(uploadOut, h('div', { class: 'alert info', role: 'status', id: 'upload-result' },
-        `${label}: ${fmtInt(b.lines)} lines read, ${fmtInt(b.added ?? 0)} added, ${fmtInt(b.removed ?? 0)} removed, ${fmtInt(b.duplicates ?? 0)} duplicates, ${fmtInt(b.blank ?? 0)} blank` +
+        `${label}: ${counted(b.lines, 'line')} read, ${fmtInt(b.added ?? 0)} added, ${fmtInt(b.removed ?? 0)} removed, ${counted(b.duplicates ?? 0, 'duplicate')}, ${fmtInt(b.blank ?? 0)} blank` +
         (b.header ? ` (the first line, “${b.header}”, was read as a header)` : '') + `. “${a.name}” has ${fmtInt(a.size)} members now, version ${a.version}.`));
       fileIn.value = '';
       return;
@@ -268,13 +268,14 @@ export async function audienceScreen(id) {
     const rows = (hr.body?.changes || []).slice().sort((x, y) => y.version - x.version);
     if (!rows.length) return setKids(histBox, h('p', { class: 'muted' }, 'No change yet.'));
     const num = (v) => h('td', { class: 'num' }, v === undefined || v === null ? '—' : fmtInt(v));
-    setKids(histBox, h('div', { class: 'table-wrap' }, h('table', { id: 'audience-history-table' },
+    // a card per version on a phone (stack): nothing to scroll sideways
+    setKids(histBox, h('div', { class: 'table-wrap' }, stackable(h('table', { id: 'audience-history-table', class: 'stack' },
       h('caption', { class: 'sr-only' }, 'Versions of the audience, newest first'),
       h('thead', {}, h('tr', {}, ['Version', 'When', 'By', 'Change', 'Added', 'Removed', 'Members after'].map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', {}, rows.map((v) => h('tr', { 'data-version': v.version },
         h('th', { scope: 'row' }, String(v.version)), h('td', {}, fmtTime(v.at)),
         h('td', {}, v.actor + (v.role ? ` (${v.role})` : '')), h('td', {}, CHANGE_ACTIONS[v.action] || v.action),
-        num(v.added), num(v.removed), num(v.size)))))));
+        num(v.added), num(v.removed), num(v.size))))))));
   }
   loadHistory();
 
