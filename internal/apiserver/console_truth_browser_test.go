@@ -51,7 +51,8 @@ func TestConsoleUntouchedPopupIsNeverDirty(t *testing.T) {
 		{"experiment with a control", popupSpec("tested", map[string]any{"status": "draft", "translations": map[string]any{
 			"de": map[string]any{"title": "Test", "content": "test", "buttons": []map[string]any{{"text": "Los"}}}},
 			"experiment": map[string]any{"coverage_percent": 80, "variants": []map[string]any{
-				{"key": "a", "weight": 40, "title": "A"}, {"key": "b", "weight": 40, "title": "B", "buttons": []map[string]any{{"text": "Go", "link_url": "app://go"}}}},
+				{"key": "a", "weight": 40, "title": "A"}, {"key": "b", "weight": 40, "title": "B", "buttons": []map[string]any{{"text": "Go", "link_url": "app://go"}},
+					"translations": map[string]any{"de": map[string]any{"title": "B auf Deutsch", "buttons": []map[string]any{{"text": "Los"}}}}}},
 				"control": map[string]any{"weight": 20, "mode": "fall_through"}}})},
 	}
 	b := newBrowser(t, in)
