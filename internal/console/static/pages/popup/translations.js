@@ -1,5 +1,5 @@
 // The popup form's Translations section, and for a saved popup its translation table as CSV.
-import { h, uid, errorText, diff, diffTable, isLive, zoneName, plainWords } from '../../lib.js';
+import { h, uid, errorText, diff, diffTable, isLive, zoneName, plainWords, servesWhen } from '../../lib.js';
 import { translationsCSV, putTranslationsCSV } from '../../api/popups.js';
 import { setKids, toast, alertBox, saveBlob, confirmDialog } from '../../ui.js';
 import { field } from '../../form.js';
@@ -166,7 +166,7 @@ export function translationTable({ stored, etag, mayEdit, stale, reopen }) {
         const rows = readable(diff(stored, next), zoneName);
         if (!rows.length) return setKids(out, alertBox('The table changes nothing: nothing written.', 'info'));
         const ok = await confirmDialog('Publish these translations?',
-          `This popup is ${stored.status === 'paused' ? 'paused' : 'live'}: the table is published as a change of it. Every instance serves it within 2 seconds. What the table changes against the stored revision ${stored.revision}:`,
+          `This popup is live: the table is published as a change of it. ${servesWhen(stored)} What the table changes against the stored revision ${stored.revision}:`,
           'Publish', diffTable(rows, 'What publishing the table changes'));
         if (!ok) return setKids(out, alertBox('The table was not uploaded: nothing changed.', 'info'));
       }
