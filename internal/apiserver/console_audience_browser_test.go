@@ -201,7 +201,7 @@ func TestConsoleAudienceFieldErrorAtItsBox(t *testing.T) {
 	var described string
 	b.eval(`document.querySelector('#aud-exclude-`+id+`').getAttribute('aria-describedby')`, &described)
 	assert.Contains(t, described, "-err")
-	assert.Contains(t, b.text("#form-errors"), "targeting.audiences.exclude[0]")
+	assert.Contains(t, b.text("#form-errors"), "targeting › audiences › exclude 1")
 }
 
 // A viewer reads audiences but is offered no create, upload, edit or delete, and is told why.

@@ -482,7 +482,7 @@ func (b *browser) createThroughForm(name, title string) int64 {
 	b.eval(`document.querySelector('#f-rollout').getAttribute('aria-describedby')`, &described)
 	assert.Contains(t, described, "f-rollout-err")
 	assert.NotEmpty(t, b.text("#f-rollout-err"))
-	assert.Contains(t, b.text("#form-errors"), "targeting.rollout_percent")
+	assert.Contains(t, b.text("#form-errors"), "targeting › rollout (percent of users)")
 	var focused string
 	b.eval(`document.activeElement.id`, &focused)
 	assert.Equal(t, "f-rollout", focused, "focus goes to the first invalid field")

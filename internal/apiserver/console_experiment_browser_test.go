@@ -60,7 +60,7 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	sel := vf("variants[1].link_url") + `[aria-invalid=true]`
 	b.waitFor(`document.querySelector('` + sel + `')`)
-	assert.Contains(t, b.text("#form-errors"), "experiment.variants[1].link_url")
+	assert.Contains(t, b.text("#form-errors"), "experiment › variant 2 › link")
 	var errID string
 	b.eval(`document.querySelector('`+sel+`').getAttribute('aria-describedby')`, &errID)
 	assert.Contains(t, errID, "-err")
@@ -259,7 +259,7 @@ func TestConsoleExperimentNewPhaseInThePublishReview(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialogCheck("Publish these changes", true, func() {
 		assert.Contains(t, b.text("#phase-choice legend"), "phase 2")
-		assert.Contains(t, b.text("#confirm-body table"), "experiment.variants[1].title")
+		assert.Contains(t, b.text("#confirm-body table"), "experiment › variant 2 › title")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
 	e := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)
@@ -292,8 +292,8 @@ func TestConsoleExperimentPrimaryGoal(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialogCheck("Publish these changes", true, func() {
 		diff := b.text("#confirm-body table")
-		assert.Contains(t, diff, "max_impressions")
-		assert.NotContains(t, diff, "primary_goal")
+		assert.Contains(t, diff, "most impressions per user")
+		assert.NotContains(t, diff, "primary goal")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
 	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
@@ -304,7 +304,7 @@ func TestConsoleExperimentPrimaryGoal(t *testing.T) {
 	b.fill("#exp-primary-goal", "signup")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialogCheck("Publish these changes", true, func() {
-		assert.Contains(t, b.text("#confirm-body table"), "experiment.primary_goal")
+		assert.Contains(t, b.text("#confirm-body table"), "experiment › primary goal")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
 	stored = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,6 +102,18 @@ func TestConsoleHoldout(t *testing.T) {
 	assert.Contains(t, b.text("#srm"), "Sample ratio: OK")
 	b.axeCheck("holdout results")
 	b.shot("holdout-results", "main")
+	// issue 53: the goal's table fits at 1366 px and on a phone, no header broken inside a word
+	for _, width := range []int64{1366, 390} {
+		b.run(emulation.SetDeviceMetricsOverride(width, 844, 1, width < 700))
+		var wide, broken []string
+		b.eval(overflowing, &wide)
+		assert.Empty(t, wide, "tables wider than the screen at %d px", width)
+		b.eval(brokenWords, &broken)
+		assert.Empty(t, broken, "header words broken inside the word at %d px", width)
+	}
+	b.axeCheck("holdout results on a phone")
+	b.shot("holdout-results-phone", "main")
+	b.run(emulation.SetDeviceMetricsOverride(1366, 900, 1, false))
 
 	// A viewer reads the page and has no Settings entry.
 	v := b.newTab()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,10 @@ func TestConsoleUploadChoosesTheUIDColumn(t *testing.T) {
 	b.shot("audience-upload-column", "#upload-h")
 	b.run(chromedp.Click("#upload-mode-add", chromedp.ByQuery), chromedp.Click("#upload-submit", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#upload-result')`)
-	assert.Contains(t, b.text("#upload-result"), "3 lines read, 2 added, 0 removed, 1 duplicates, 1 blank")
+	assert.Contains(t, b.text("#upload-result"), "3 lines read, 2 added, 0 removed, 1 duplicate, 1 blank")
 	assert.Equal(t, "2", b.text("#audience-size"))
 	assert.Equal(t, []string{"vip-1", "vip-2"}, in.members(t, id), "stored trimmed, each once")
+	b.run(emulation.SetDeviceMetricsOverride(390, 844, 2, true))
+	b.axeCheck("audience upload on a phone")
+	b.shot("audience-upload-phone", "#upload-h")
 }

@@ -22,6 +22,11 @@ import { settingsScreen } from './pages/settings.js';
 
 const navEl = document.getElementById('nav');
 const signoutBtn = document.getElementById('signout');
+// menuBtn folds the main menu on a phone (below 700 px only: style.css), so that the first screen
+// is the page's, not the menu's; it folds again at every navigation.
+const menuBtn = document.getElementById('menu-toggle');
+const foldMenu = (open) => { navEl.classList.toggle('open', open); menuBtn.setAttribute('aria-expanded', String(open)); };
+menuBtn.addEventListener('click', () => foldMenu(!navEl.classList.contains('open')));
 
 // routes: the address (#/…) of every screen, first match wins. A new page is one module of pages/
 // and one row here (and, for a menu entry, one link in index.html).
@@ -47,6 +52,8 @@ async function route() {
   nav.shownHash = location.hash;
   const signedIn = !!token.get();
   navEl.hidden = !signedIn;
+  menuBtn.hidden = !signedIn;
+  foldMenu(false);
   signoutBtn.hidden = !signedIn;
   if (!signedIn) {
     session.me = null;

@@ -1,6 +1,6 @@
 // Numbers, charts and times as the results pages show them: counts, percentage points, interval
 // charts with their text alternative, instants in the team's zone and diffs in words.
-import { h, pct } from './lib.js';
+import { h, pct, fmtSpan } from './lib.js';
 
 export const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : (n ?? '—'));
 
@@ -63,12 +63,45 @@ export function teamTime(s, zone) {
   return new Intl.DateTimeFormat('en-GB', { timeZone: zone, day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit' }).format(d) + ` (${zone})`;
 }
 
-// readable makes a diff's rows read as a person would: field paths in words
-// (experiment.variants[0].weight: "experiment › variant 1 › weight") and instants in the team's zone.
 const INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
 
+// FIELD_WORDS name the popup's fields whose API name is not the words of the form.
+const FIELD_WORDS = {
+  reshow_after_seconds: 'show again after', click_cooldown_seconds: 'after a click, hide for', close_cooldown_seconds: 'after a close, hide for',
+  max_impressions: 'most impressions per user', min_app_version: 'lowest app version', max_app_version: 'highest app version',
+  rollout_percent: 'rollout (percent of users)', uids: 'test users', langs: 'languages', exempt_from_caps: 'exempt from the team’s pacing',
+  holdout_exempt: 'exempt from the global holdout', bucket_seed: 'rollout key', start_at: 'start', end_at: 'end', image_alt: 'image description',
+  image_url: 'image', link_url: 'link', ext: 'app data', translations: 'translation', coverage_percent: 'users in the experiment (percent)',
+  salt: 'assignment key', planned_end_at: 'planned end', primary_goal: 'primary goal',
+};
+
+// fieldWords says a field path in words: "experiment.variants[0].weight" is "experiment ›
+// variant 1 › weight", "reshow_after_seconds" is "show again after".
+export function fieldWords(f) {
+  return f.split('.').map((seg) => seg.replace(/^([a-z_]+)(\[(\d+)\])?$/, (_, k, __, i) => {
+    const word = FIELD_WORDS[k] || k.replaceAll('_', ' ');
+    return i === undefined ? word : `${word.replace(/s$/, '')} ${Number(i) + 1}`;
+  })).join(' › ');
+}
+
+// readable makes a diff's rows read as a person would: field paths in words (fieldWords),
+// instants in the team's zone, durations in days, hours and minutes.
 export function readable(rows, zone) {
-  const field = (f) => f.replace(/([a-z_]+)\[(\d+)\]/g, (_, k, i) => `${k.replace(/s$/, '')} ${Number(i) + 1}`).split('.').join(' › ').replaceAll('_', ' ');
-  const value = (v) => (INSTANT.test(v) ? teamTime(v, zone) : v);
-  return rows.map((r) => ({ field: field(r.field), before: value(r.before), after: value(r.after) }));
+  const value = (f, v) => (INSTANT.test(v) ? teamTime(v, zone)
+    : (/_seconds$/.test(f) && /^-?\d+$/.test(v) ? fmtSpan(Number(v)) : v));
+  return rows.map((r) => ({ field: fieldWords(r.field), before: value(r.field, r.before), after: value(r.field, r.after) }));
+}
+
+// counted is n of a thing in words, singular for one: "1 duplicate", "1,200 lines".
+export const counted = (n, thing) => `${fmtInt(n)} ${thing}${n === 1 ? '' : 's'}`;
+
+// stackable labels each body cell of table with its column's header (data-label), so that a
+// table of class "stack" shows on a phone as one card per row, each value named, instead of
+// columns squeezed until their headers break mid-word. It returns the table.
+export function stackable(table) {
+  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+  for (const tr of table.querySelectorAll('tbody tr, tfoot tr')) {
+    [...tr.children].forEach((cell, i) => { if (heads[i]) cell.dataset.label = heads[i]; });
+  }
+  return table;
 }

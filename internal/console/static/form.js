@@ -1,6 +1,6 @@
 // Form parts shared by the screens: a labelled field with its help, inputs that carry the API's
 // field name (data-field), a duration with its unit, and field errors shown where they belong.
-import { h, errorText, UNITS, NEVER, splitDuration, parseDuration } from './lib.js';
+import { h, errorText, UNITS, NEVER, splitDuration, parseDuration, plainWords } from './lib.js';
 import { setKids } from './ui.js';
 
 export function field(id, label, input, help) {
@@ -66,14 +66,14 @@ export function fieldErrorsIn(form, summary, r, what) {
     const el = form.querySelector(`[data-field="${CSS.escape(fe.field)}"]`);
     if (!el) { rest.push(fe); continue; }
     const errId = el.id + '-err';
-    el.closest('.field').append(h('p', { class: 'field-error', id: errId }, fe.message));
+    el.closest('.field').append(h('p', { class: 'field-error', id: errId }, plainWords(fe.message)));
     el.setAttribute('aria-invalid', 'true');
     el.setAttribute('aria-describedby', [el.getAttribute('aria-describedby'), errId].filter(Boolean).join(' '));
     first = first || el;
   }
   setKids(summary, h('div', { class: 'alert error', role: 'alert' },
     h('p', {}, `${what}: ${fields.length ? `${fields.length} field${fields.length > 1 ? 's need' : ' needs'} fixing.` : errorText(r)}`),
-    rest.length ? h('ul', {}, rest.map((fe) => h('li', {}, `${fe.field}: ${fe.message}`))) : null));
+    rest.length ? h('ul', {}, rest.map((fe) => h('li', {}, `${fe.field}: ${plainWords(fe.message)}`))) : null));
   (first || summary).focus?.();
   return !!first;
 }

@@ -81,7 +81,46 @@ export function errorText(r) {
   const e = r.body?.error;
   if (!e) return 'The request failed (HTTP ' + r.status + ').';
   if (r.status === 403 && e.role_needed) return `Not allowed: this needs the ${e.role_needed} role (${e.message}). Ask an operator with that role to make the change.`;
-  return e.message || e.code;
+  return plainWords(e.message || e.code);
+}
+
+// plainWords says the API's technical terms in a message as an operator reads them: a pattern
+// of allowed characters ([A-Za-z0-9_.:-]) as the characters it allows, "BCP 47 language tag"
+// as "language tag".
+export function plainWords(msg) {
+  if (typeof msg !== 'string') return msg;
+  return msg
+    .replace(/characters of \[([^\]\s]*?[A-Za-z0-9]-[A-Za-z0-9][^\]\s]*)\]/g, (_, cls) => `characters: ${charsInWords(cls)}`)
+    .replace(/\[([^\]\s]*?[A-Za-z0-9]-[A-Za-z0-9][^\]\s]*)\]/g, (_, cls) => `(${charsInWords(cls)})`)
+    .replace(/a BCP 47 language tag/g, 'a language tag')
+    .replace(/BCP 47 /g, '');
+}
+
+// charsInWords says a character class: "A-Za-z0-9_.:-" is "letters, digits or _ . : - (no spaces)".
+function charsInWords(cls) {
+  const kinds = [['A-Za-z', 'letters'], ['A-Z', 'capital letters'], ['a-z', 'small letters'], ['0-9', 'digits']];
+  const said = [];
+  let rest = cls;
+  for (const [range, words] of kinds) {
+    if (rest.includes(range)) { said.push(words); rest = rest.replace(range, ''); }
+  }
+  const marks = [...rest].join(' ');
+  return `${said.join(', ')}${marks ? (said.length ? ' or ' : '') + marks : ''} (no spaces)`;
+}
+
+// fmtSpan says a number of seconds in days, hours and minutes ("1 day", "1 hour 30 minutes",
+// "45 seconds"); -1 is "never again" (the cooldowns' forever), 0 "none".
+export function fmtSpan(sec) {
+  if (sec === -1) return 'never again';
+  if (!sec) return 'none';
+  const parts = [];
+  let left = Math.round(sec);
+  for (const [unit, n] of [['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]]) {
+    const k = Math.floor(left / n);
+    if (k) parts.push(`${k} ${unit}${k === 1 ? '' : 's'}`);
+    left -= k * n;
+  }
+  return parts.join(' ');
 }
 
 // h builds an element: h('p', {class: 'x', onclick: f}, 'text', child, [children]).
@@ -188,12 +227,12 @@ export function fmtPct(x) {
 export function flatten(v, prefix = '', out = {}) {
   if (v && typeof v === 'object' && !Array.isArray(v)) {
     const keys = Object.keys(v);
-    if (keys.length === 0 && prefix) out[prefix] = '{}';
+    if (keys.length === 0 && prefix) out[prefix] = '(none)';
     for (const k of keys) flatten(v[k], prefix ? prefix + '.' + k : k, out);
   } else if (Array.isArray(v) && v.some((x) => x && typeof x === 'object')) {
     if (v.length === 0) out[prefix] = '[]';
     v.forEach((x, i) => flatten(x, `${prefix}[${i}]`, out));
-  } else {
+  } else if (v !== undefined) { // an omitted field (the API's default) is no row
     out[prefix] = Array.isArray(v) ? (v.length ? v.join(', ') : '(none)') : (v === null ? '(none)' : String(v));
   }
   return out;
@@ -206,7 +245,9 @@ export function diff(before, after) {
   const a = before ? flatten(before) : {};
   const b = after ? flatten(after) : {};
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => !IGNORED.has(k));
-  return keys.filter((k) => a[k] !== b[k]).map((k) => ({ field: k, before: a[k] ?? '(none)', after: b[k] ?? '(none)' }));
+  // an absent field, an empty text and an empty object or list all mean "none": no change between them
+  const shown = (x) => (x === undefined || x === '' ? '(none)' : x);
+  return keys.filter((k) => shown(a[k]) !== shown(b[k])).map((k) => ({ field: k, before: shown(a[k]), after: shown(b[k]) }));
 }
 
 export function diffTable(rows, caption) {
@@ -333,4 +374,40 @@ export function interval(ci, signed = false) {
 export function pValue(p) {
   if (!isNum(p)) return '—';
   return p < 0.001 ? '< 0.001' : p.toFixed(3);
+}
+
+// campaignState is a popup's campaign state (docs/CONTRACT.md §2) from its status and window at
+// now: the form's reading has no server-computed state, so the page computes it the same way.
+export function campaignState(p, now = Date.now()) {
+  if (p.status !== 'active') return p.status;
+  if (p.start_at && Date.parse(p.start_at) > now) return 'scheduled';
+  if (p.end_at && Date.parse(p.end_at) <= now) return 'ended';
+  return 'running';
+}
+
+// stateWords are a popup's campaign state and what it means for who sees it, in words:
+// ['scheduled', 'it starts 3 Dec 2026, 09:00 CET'] ('' when the state says it all).
+export function stateWords(p) {
+  const state = p.state || campaignState(p);
+  const detail = {
+    draft: 'nobody sees it until it is published',
+    scheduled: `it starts ${fmtTime(p.start_at)}`,
+    running: p.end_at ? `until ${fmtTime(p.end_at)}` : '',
+    paused: 'nobody sees it until it is resumed',
+    ended: `it ended ${fmtTime(p.end_at)}`,
+    archived: 'nobody sees it',
+  }[state] ?? '';
+  return [state, detail];
+}
+
+// servesWhen is the review's sentence of when a publish reaches the apps, matching the popup's
+// schedule and status (b: the popup as it will be stored).
+export function servesWhen(b) {
+  switch (campaignState(b)) {
+    case 'scheduled': return `Every instance serves it from ${fmtTime(b.start_at)}, its start.`;
+    case 'ended': return 'Its end is past: nobody is served it.';
+    case 'paused': return 'It is paused: nobody is served it until it is resumed.';
+    case 'running': return 'Every instance serves it within 2 seconds.';
+    default: return 'Nobody is served it: it is not live.';
+  }
 }

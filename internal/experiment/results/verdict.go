@@ -221,7 +221,7 @@ func (v *Verdict) summary(res *Results, in VerdictInput, exposed int64) string {
 	if v.Need.MoreUsers > 0 {
 		more = fmt.Sprintf("about %s more users", thousands(v.Need.MoreUsers))
 		if v.Days > 0 {
-			more += fmt.Sprintf(", about %s days at today’s rate (%s users a day)", thousands(v.Days), thousands(int64(math.Round(v.Need.PerDay))))
+			more += fmt.Sprintf(", about %s at today’s rate (%s users a day)", counted(v.Days, "day"), thousands(int64(math.Round(v.Need.PerDay))))
 		}
 	}
 	return fmt.Sprintf("%s %s %s so far %s, but that is not sure yet: %s.", armName(v.Leader), v.more(v.Comparison.Difference), armName(v.Baseline), v.rates(), more)
@@ -255,6 +255,14 @@ func (v *Verdict) metricRate() string {
 }
 
 // thousands writes n with thousands separators: 12,345.
+// counted is n of unit in words, singular for one: "1 day", "12 days", "1,200 days".
+func counted(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return thousands(n) + " " + unit + "s"
+}
+
 func thousands(n int64) string {
 	s := fmt.Sprint(n)
 	neg := n < 0

@@ -1,12 +1,12 @@
 // One audience (#/audiences/:id): its facts, the member upload with its progress and bad lines,
 // a membership check, the member list, its name, its history and its deletion.
-import { h, notAvailable, errorText, uid, fmtTime, fmtBytes } from '../lib.js';
+import { h, notAvailable, errorText, uid, fmtTime, fmtBytes, isLive } from '../lib.js';
 import { getAudience, updateAudience, deleteAudience, audienceHistory, isMember, membersFile, uploadMembers } from '../api/audiences.js';
 import { session, can, loadMe, nav, reroute } from '../state.js';
 import { dropAudiences } from '../cache.js';
 import { setKids, toast, screen, alertBox, roleNote, renderWho, confirmDialog, saveBlob } from '../ui.js';
 import { field, fieldErrorsIn } from '../form.js';
-import { fmtInt } from '../figures.js';
+import { fmtInt, counted, stackable } from '../figures.js';
 import { popupsById, popupLinks, liveUser, versionTag, audienceFields } from './audiences.js';
 
 // UPLOAD_MODES: how an uploaded file changes the members (docs/CONTRACT.md, audiences).
@@ -135,7 +135,13 @@ export async function audienceScreen(id) {
     }
     const mode = upForm.querySelector(`input[name="${modeName}"]:checked`).value;
     const [, label] = UPLOAD_MODES.find(([v]) => v === mode);
-    if (mode === 'replace' && a.size > 0 && !await confirmDialog('Replace every member?', `The ${fmtInt(a.size)} members of “${a.name}” are replaced by the ids of ${file.name}.`, 'Replace')) return;
+    // replacing the list of a live popup changes who sees it: the review names those popups
+    const liveIds = (a.used_by || []).filter((id) => { const p = popups.get(String(id)); return !p || p.unread || isLive(p.status); });
+    if (mode === 'replace' && (a.size > 0 || liveIds.length) && !await confirmDialog('Replace every member?',
+      `The ${fmtInt(a.size)} members of “${a.name}” are replaced by the ids of ${file.name}.`, 'Replace',
+      liveIds.length ? h('div', { class: 'alert warn', id: 'replace-live' },
+        h('p', {}, `Live popups use this audience: who sees ${liveIds.length === 1 ? 'it' : 'them'} changes with the new list.`),
+        popupLinks(liveIds, popups)) : null)) return;
     const csv = /\.csv$/i.test(file.name) || file.type === 'text/csv';
     uploadBtn.disabled = true;
     progressRow.hidden = false;
@@ -161,7 +167,7 @@ export async function audienceScreen(id) {
       took(b);
       progressText.textContent = `Read ${fmtInt(b.lines)} ids from ${file.name}.`;
       setKids(uploadOut, h('div', { class: 'alert info', role: 'status', id: 'upload-result' },
-        `${label}: ${fmtInt(b.lines)} lines read, ${fmtInt(b.added ?? 0)} added, ${fmtInt(b.removed ?? 0)} removed, ${fmtInt(b.duplicates ?? 0)} duplicates, ${fmtInt(b.blank ?? 0)} blank` +
+        `${label}: ${counted(b.lines, 'line')} read, ${fmtInt(b.added ?? 0)} added, ${fmtInt(b.removed ?? 0)} removed, ${counted(b.duplicates ?? 0, 'duplicate')}, ${fmtInt(b.blank ?? 0)} blank` +
         (b.header ? ` (the first line, “${b.header}”, was read as a header)` : '') + `. “${a.name}” has ${fmtInt(a.size)} members now, version ${a.version}.`));
       fileIn.value = '';
       return;
@@ -262,13 +268,14 @@ export async function audienceScreen(id) {
     const rows = (hr.body?.changes || []).slice().sort((x, y) => y.version - x.version);
     if (!rows.length) return setKids(histBox, h('p', { class: 'muted' }, 'No change yet.'));
     const num = (v) => h('td', { class: 'num' }, v === undefined || v === null ? '—' : fmtInt(v));
-    setKids(histBox, h('div', { class: 'table-wrap' }, h('table', { id: 'audience-history-table' },
+    // a card per version on a phone (stack): nothing to scroll sideways
+    setKids(histBox, h('div', { class: 'table-wrap' }, stackable(h('table', { id: 'audience-history-table', class: 'stack' },
       h('caption', { class: 'sr-only' }, 'Versions of the audience, newest first'),
       h('thead', {}, h('tr', {}, ['Version', 'When', 'By', 'Change', 'Added', 'Removed', 'Members after'].map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', {}, rows.map((v) => h('tr', { 'data-version': v.version },
         h('th', { scope: 'row' }, String(v.version)), h('td', {}, fmtTime(v.at)),
         h('td', {}, v.actor + (v.role ? ` (${v.role})` : '')), h('td', {}, CHANGE_ACTIONS[v.action] || v.action),
-        num(v.added), num(v.removed), num(v.size)))))));
+        num(v.added), num(v.removed), num(v.size))))))));
   }
   loadHistory();
 

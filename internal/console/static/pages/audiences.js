@@ -22,7 +22,7 @@ export function popupLinks(ids, byId) {
   if (!ids?.length) return h('span', { class: 'muted' }, 'no popup');
   return h('ul', { class: 'inline-list' }, ids.map((id) => {
     const p = byId.get(String(id)) || { id };
-    return h('li', {}, h('a', { href: '#/popups/' + id }, p.name || `popup #${id}`), p.status ? h('span', { class: 'badge ' + p.status }, p.status) : null);
+    return h('li', {}, h('a', { href: '#/popups/' + id }, p.name || `popup #${id}`), (p.state || p.status) ? h('span', { class: 'badge ' + (p.state || p.status) }, p.state || p.status) : null);
   }));
 }
 

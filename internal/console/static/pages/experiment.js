@@ -5,54 +5,74 @@ import { getPopup } from '../api/popups.js';
 import { experimentResults } from '../api/experiments.js';
 import { can, nav, reroute } from '../state.js';
 import { setKids, toast, screen, alertBox } from '../ui.js';
-import { fmtInt, fmtNum, points, pointsInterval, intervalRows, intervalChart } from '../figures.js';
+import { fmtInt, fmtNum, points, pointsInterval, intervalRows, intervalChart, stackable } from '../figures.js';
 import { TRANSITIONS, experimentTransition } from './popup/review.js';
 
-// goalsSection shows each goal's results per arm (docs/CONTRACT.md §14): converted users, the
-// rate per exposed user and its comparison with the goal baseline, and a sum goal's mean value
-// per user, as a table, and the rate and the difference with their intervals as charts; null when
-// the results have no goal.
+// goalsSection shows the goals that matter to this experiment (docs/CONTRACT.md §14): its primary
+// goal and every goal with a conversion in the phase; the others are named in one line, not shown
+// as tables of zeros. Each goal's results per arm: converted users, the rate per exposed user and
+// its comparison with the goal baseline, and a sum goal's value per user, in a table that fits the
+// screen; the intervals and p-values fold below it ("Details"), and the rate and the difference
+// with their intervals are drawn as charts. Null when the results have no goal.
 function goalsSection(b, arms, td, ci) {
-  const keys = (arms[0]?.goals || []).map((g) => g.goal);
-  if (!keys.length) return null;
+  const all = (arms[0]?.goals || []).map((g, k) => ({ key: g.goal, k }));
+  if (!all.length) return null;
+  const hasData = (k) => arms.some((a) => (a.goals[k].converted_users || 0) > 0 || (a.goals[k].conversions || 0) > 0);
+  const shown = all.filter(({ key, k }) => key === b.primary_goal || hasData(k));
+  const quiet = all.filter((g) => !shown.includes(g)).map((g) => g.key);
   const base = b.goal_baseline;
+  const baseName = base === 'control' ? 'the control' : `“${base}”`;
   const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
   const moneyIv = (iv) => (Array.isArray(iv) ? `[${money(iv[0])}, ${money(iv[1])}]` : '—');
-  const tables = keys.map((key, k) => {
+  const armHead = (a) => h('th', { scope: 'row' }, a.key, a.key === base ? h('span', { class: 'badge' }, ' baseline') : null);
+  const tables = shown.map(({ key, k }) => {
     const sum = arms.some((a) => a.goals[k].mean_value !== null && a.goals[k].mean_value !== undefined);
     // a goal with a value cap: the raw sum and the sum with each user's value capped, side by side
     const capped = arms.some((a) => a.goals[k].value_sum_capped !== null && a.goals[k].value_sum_capped !== undefined);
-    const cols = ['Arm', 'Exposed users', 'Converted users', 'Conversion rate', 'Rate 95% interval', `Difference vs ${base} (points)`,
-      'Difference interval (points)', `Lift vs ${base}`, 'Adjusted p', 'Sequential p', ...(sum ? ['Value per user', 'Value interval', `Value difference vs ${base}`, 'Value difference interval'] : []),
-      ...(capped ? ['Value sum', 'Value sum, each user capped'] : [])];
+    const cols = ['Arm', 'Users', 'Converted', 'Conversion rate', 'Difference (points)', 'Lift',
+      ...(sum ? ['Value per user'] : []), ...(capped ? ['Value sum', 'Value sum, each user capped'] : [])];
+    const detailCols = ['Arm', 'Rate 95% interval', 'Difference interval (points)', 'Adjusted p', 'Sequential p',
+      ...(sum ? ['Value interval', 'Value difference', 'Value difference interval'] : [])];
     const primary = key === b.primary_goal;
     // the goal's charts, drawn as the click-through rate's: the rate, and the difference from the
-    // baseline, each with its interval; the table above is their text equivalent
+    // baseline, each with its interval; the tables are their text equivalent
     const rateRows = intervalRows(arms, (a) => [a.goals[k].rate, a.goals[k].rate_ci]);
     const diffRows = intervalRows(arms, (a) => [a.goals[k].difference, a.goals[k].difference_ci]);
     const charts = rateRows.length || diffRows.length ? h('div', { class: 'charts', id: 'goal-charts-' + key },
       rateRows.length ? intervalChart(`chart-goal-${key}-rate`, `Goal ${key}: conversion rate by arm, with its 95% interval`, rateRows, false) : null,
       diffRows.length ? intervalChart(`chart-goal-${key}-diff`, `Goal ${key}: difference from the baseline (${base}), with its interval; 0 is no difference`, diffRows, true) : null) : null;
+    const main = stackable(h('table', { id: 'goal-table-' + key, class: 'results stack' },
+      h('caption', {}, `Goal ${key}: each arm against ${baseName}`),
+      h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, arms.map((a) => {
+        const g = a.goals[k];
+        return h('tr', { 'data-arm': a.key }, armHead(a),
+          td(fmtNum(a.exposed_users)), td(fmtNum(g.converted_users)), td(pct(g.rate)),
+          td(points(g.difference, true)), td(pct(g.lift, true)),
+          ...(sum ? [td(money(g.mean_value))] : []),
+          ...(capped ? [td(money(g.value_sum)), td(money(g.value_sum_capped))] : []));
+      }))));
+    const details = h('details', { class: 'statistics goal-details', id: 'goal-details-' + key },
+      h('summary', {}, `Details: intervals and p-values for goal ${key}`),
+      h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': `Goal ${key}: intervals and p-values` },
+        stackable(h('table', { id: 'goal-stats-' + key, class: 'results stack' },
+          h('caption', {}, `Goal ${key}: 95% intervals and p-values against ${baseName}, corrected for comparing several arms at once (Bonferroni)`),
+          h('thead', {}, h('tr', {}, detailCols.map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, arms.map((a) => {
+            const g = a.goals[k];
+            return h('tr', { 'data-arm': a.key }, armHead(a),
+              ci(interval(g.rate_ci)), ci(pointsInterval(g.difference_ci)), td(pValue(g.p_adjusted)), td(pValue(g.sequential_p)),
+              ...(sum ? [ci(moneyIv(g.mean_value_ci)), td(money(g.mean_value_difference)), ci(moneyIv(g.mean_value_difference_ci))] : []));
+          }))))));
     return [h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'goal-h-' + key },
       h('h3', { id: 'goal-h-' + key }, key, primary ? h('span', { class: 'badge running' }, ' primary goal: decides the verdict') : null),
-      h('table', { id: 'goal-table-' + key, class: 'results' },
-        h('caption', {}, `Goal ${key} by arm, against ${base} (95% intervals, Bonferroni-corrected over the comparisons)`),
-        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, arms.map((a) => {
-          const g = a.goals[k];
-          return h('tr', { 'data-arm': a.key },
-            h('th', { scope: 'row' }, a.key, a.key === base ? h('span', { class: 'badge' }, ' baseline') : null),
-            td(fmtNum(a.exposed_users)), td(fmtNum(g.converted_users)), td(pct(g.rate)), ci(interval(g.rate_ci)),
-            td(points(g.difference, true)), ci(pointsInterval(g.difference_ci)), td(pct(g.lift, true)),
-            td(pValue(g.p_adjusted)), td(pValue(g.sequential_p)),
-            ...(sum ? [td(money(g.mean_value)), ci(moneyIv(g.mean_value_ci)), td(money(g.mean_value_difference)), ci(moneyIv(g.mean_value_difference_ci))] : []),
-            ...(capped ? [td(money(g.value_sum)), td(money(g.value_sum_capped))] : []));
-        })))), charts];
+      main), details, charts];
   });
   return h('section', { id: 'goals', 'aria-labelledby': 'goals-h' }, h('h2', { id: 'goals-h' }, 'Goals'),
     b.primary_goal ? h('p', { id: 'goals-primary' }, `The verdict is decided on goal ${b.primary_goal}, not on clicks.`) : null,
     ...tables.flat(),
-    h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${base}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all. Each goal's charts show the numbers of its table, which is their text equivalent.`));
+    quiet.length ? h('p', { class: 'muted', id: 'goals-quiet' }, `No conversion yet in this phase for ${quiet.length === 1 ? 'goal' : 'goals'} ${quiet.join(', ')}: not shown.`) : null,
+    h('p', { class: 'help' }, `A user counts as converted once per goal, when a conversion came within the goal's window after their first exposure. Every arm is compared with ${baseName}; a control that shows nothing has conversions too, so its difference says whether the popup helps at all. Each goal's charts show the numbers of its tables, which are their text equivalent.`));
 }
 
 // experimentScreen: an experiment's results for one phase (default the current one): the arms
@@ -131,26 +151,26 @@ export async function experimentScreen(id, qs) {
   const gk = onGoal ? (arms[0]?.goals || []).findIndex((g) => g.goal === verdict.metric) : -1;
   const row = (a) => (gk >= 0 ? { users: a.goals[gk].converted_users, rate: a.goals[gk].rate, difference: a.goals[gk].difference, lift: a.goals[gk].lift }
     : { users: a.clicked_users, rate: a.ctr, difference: a.difference, lift: a.lift });
-  const summaryRows = h('table', { id: 'summary-table', class: 'results', 'data-metric': onGoal ? verdict.metric : 'clicks' },
+  const summaryRows = stackable(h('table', { id: 'summary-table', class: 'results stack', 'data-metric': onGoal ? verdict.metric : 'clicks' },
     h('caption', {}, `Each arm of phase ${b.phase} against ${vbase === 'control' ? 'the control' : `variant ${vbase}`}, on ${onGoal ? `goal ${verdict.metric}` : 'clicks'}`),
     h('thead', {}, h('tr', {}, ['Arm', 'Users', onGoal ? 'Converted' : 'Clicked', onGoal ? 'Conversion rate' : 'Click rate', `Difference (points)`, 'Lift'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, arms.map((a) => { const x = row(a); return h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
       h('th', { scope: 'row' }, a.key, a.key === vbase ? h('span', { class: 'badge' }, ' baseline') : null),
       h('td', { class: 'num' }, fmtInt(a.exposed_users)), h('td', { class: 'num' }, fmtInt(x.users)), h('td', { class: 'num' }, pct(x.rate)),
-      h('td', { class: 'num' }, points(x.difference, true)), h('td', { class: 'num' }, pct(x.lift, true))); })));
+      h('td', { class: 'num' }, points(x.difference, true)), h('td', { class: 'num' }, pct(x.lift, true))); }))));
 
   const cols = ['Arm', 'Weight', 'Exposed users', 'Clicked users', 'CTR', 'CTR 95% interval', `Difference vs ${b.baseline} (points)`, 'Difference interval (points)',
     `Lift vs ${b.baseline}`, 'Lift interval', 'Adjusted p', 'Sequential p', 'Exposures', 'Clicks', 'Closes'];
   const td = (v, cls = 'num') => h('td', { class: cls }, v);
   const ci = (v) => td(v, 'num ci');
-  const table = h('table', { id: 'arms-table', class: 'results' },
-    h('caption', {}, `Arms of phase ${b.phase}: users, click-through rate and the comparison with the baseline, ${baselineName} (95% intervals, Bonferroni-corrected over the comparisons)`),
+  const table = stackable(h('table', { id: 'arms-table', class: 'results stack' },
+    h('caption', {}, `Arms of phase ${b.phase}: users, click-through rate and the comparison with the baseline, ${baselineName} (95% intervals, corrected for comparing several arms at once)`),
     h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, arms.map((a) => h('tr', { 'data-arm': a.key, class: verdict.winner === a.key ? 'chosen' : '' },
       h('th', { scope: 'row' }, a.key, a.key === b.baseline ? h('span', { class: 'badge' }, ' baseline') : null, verdict.winner === a.key ? h('span', { class: 'badge running' }, ' winner') : null),
       td(a.weight + '%'), td(fmtNum(a.exposed_users)), td(fmtNum(a.clicked_users)), td(pct(a.ctr)), ci(interval(a.ctr_ci)),
       td(points(a.difference, true)), ci(pointsInterval(a.difference_ci)), td(pct(a.lift, true)), ci(interval(a.lift_ci, true)),
-      td(pValue(a.p_adjusted)), td(pValue(a.sequential_p)), td(fmtNum(a.exposures)), td(fmtNum(a.clicks)), td(fmtNum(a.closes))))));
+      td(pValue(a.p_adjusted)), td(pValue(a.sequential_p)), td(fmtNum(a.exposures)), td(fmtNum(a.clicks)), td(fmtNum(a.closes)))))));
 
   const ctrRows = intervalRows(arms, (a) => [a.ctr, a.ctr_ci]);
   const diffRows = intervalRows(arms, (a) => [a.difference, a.difference_ci]);
@@ -163,12 +183,12 @@ export async function experimentScreen(id, qs) {
   const days = b.days || [];
   const dayZone = b.time_zone || 'UTC';
   const utcBefore = days.filter((d) => d.time_zone && d.time_zone !== dayZone).length;
-  const dayTable = days.length ? h('table', { id: 'days-table' },
+  const dayTable = days.length ? stackable(h('table', { id: 'days-table', class: 'stack' },
     h('caption', {}, `Per day of ${dayZone} (the team's reporting time zone) and arm: users first exposed or first clicking that day, so the days sum to the totals`),
     h('thead', {}, h('tr', {}, [`Day (${dayZone})`, 'Arm', 'Exposed users', 'Exposures', 'Clicked users', 'Clicks', 'Closes'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, days.map((d) => h('tr', { 'data-day': d.day, 'data-arm': d.arm, 'data-zone': d.time_zone || dayZone },
       h('th', { scope: 'row' }, d.day, d.time_zone && d.time_zone !== dayZone ? h('span', { class: 'badge' }, ` ${d.time_zone} day`) : null),
-      h('td', {}, d.arm), td(fmtNum(d.exposed_users)), td(fmtNum(d.exposures)), td(fmtNum(d.clicked_users)), td(fmtNum(d.clicks)), td(fmtNum(d.closes))))))
+      h('td', {}, d.arm), td(fmtNum(d.exposed_users)), td(fmtNum(d.exposures)), td(fmtNum(d.clicked_users)), td(fmtNum(d.clicks)), td(fmtNum(d.closes)))))))
     : h('p', { class: 'muted' }, 'No day has data yet.');
   const dayNote = utcBefore ? h('p', { class: 'help', id: 'days-utc-note' }, `Rows marked “UTC day” were counted before days followed the reporting time zone: they are UTC days and cannot be split into ${dayZone} days.`) : null;
 

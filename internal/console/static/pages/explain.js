@@ -15,8 +15,9 @@ const REASONS = {
   '': 'chosen', not_active: 'not active', not_started: 'not started yet', ended: 'ended', platform: 'platform not targeted',
   app_version: 'app version out of range', region: 'region not targeted', lang: 'language not targeted',
   rollout: 'outside the rollout percent', reshow: 'shown recently (reshow interval)', click_cooldown: 'clicked recently (click cooldown)',
-  close_cooldown: 'closed recently (close cooldown)', max_impressions: 'max impressions reached', daily_cap: 'daily cap of popups reached',
+  close_cooldown: 'closed recently (close cooldown)', max_impressions: 'max impressions reached', daily_cap: 'the team’s popups-per-day limit reached',
   lower_priority: 'eligible, but a higher-priority popup wins',
+  min_gap: 'another popup was shown too recently (the team’s minimum gap)', holdout: 'held out: the global holdout keeps this user from popups',
   not_in_audience: 'not in an included audience', in_excluded_audience: 'in an excluded audience',
   audience_not_loaded: 'an audience is not loaded yet on this instance',
 };
@@ -95,7 +96,7 @@ function renderExplain(r, draftLabel) {
   };
   return h('div', { class: 'explain-result' },
     h('div', { class: 'candidates' },
-      h('p', { class: 'verdict', 'data-arm': r.body.arm || '' }, explainVerdict(r.body, cands, draftLabel), ` (config version ${r.body.config_version ?? '?'})`),
+      h('p', { class: 'verdict', 'data-arm': r.body.arm || '' }, explainVerdict(r.body, cands, draftLabel)),
       chosenCand ? table([chosenCand], 'The chosen popup') : null,
       h('h3', {}, `The other ${others.reduce((n, [, l]) => n + l.length, 0)} active popups, by reason`),
       others.length ? others.map(group) : h('p', { class: 'muted' }, 'None.')),
@@ -197,15 +198,25 @@ function personalDataSection(uid) {
     outEl);
 }
 
+// draftExplainSection tries the popup form's draft (body()) on a user. A scheduled draft is tried
+// as if its start had come, unless the operator asks otherwise: its targeting can be checked
+// before the start, and the answer says it was.
 export function draftExplainSection(body) {
   const u = userFields('d');
   const out = h('div', { id: 'draft-explain-out', 'aria-live': 'polite' });
-  const form = h('form', { novalidate: true }, u.row, h('button', { type: 'submit', class: 'secondary' }, 'Explain this draft for the user'));
+  const asIfStarted = h('input', { type: 'checkbox', id: 'd-as-if-started', name: 'as-if-started', checked: true });
+  const form = h('form', { novalidate: true }, u.row,
+    h('p', {}, h('label', { class: 'check' }, asIfStarted, ' Try a scheduled popup as if it had started')),
+    h('button', { type: 'submit', class: 'secondary' }, 'Explain this draft for the user'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const b = body();
-    const r = await explainDraft({ ...u.values(), popup: { ...b, ext: b.ext ?? {} } });
-    setKids(out, renderExplain(r, 'This draft'));
+    const later = b.start_at && Date.parse(b.start_at) > Date.now();
+    const started = later && asIfStarted.checked;
+    const r = await explainDraft({ ...u.values(), popup: { ...b, ext: b.ext ?? {}, ...(started ? { start_at: null } : {}) } });
+    setKids(out,
+      started ? h('p', { class: 'alert info', id: 'draft-as-if-started' }, `Tried as if it had started: it starts ${fmtTime(b.start_at)}, and until then nobody gets it.`) : null,
+      renderExplain(r, 'This draft'));
   });
   return h('section', { 'aria-labelledby': 'draft-h' },
     h('h2', { id: 'draft-h' }, 'Try the draft on a user'),

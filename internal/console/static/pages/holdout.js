@@ -3,7 +3,7 @@ import { h, notAvailable, errorText, fmtTime, zoneName, pct, interval, pValue } 
 import { holdoutResults } from '../api/holdout.js';
 import { can, nav } from '../state.js';
 import { screen, alertBox } from '../ui.js';
-import { fmtNum, points, pointsInterval, intervalChart } from '../figures.js';
+import { fmtNum, points, pointsInterval, intervalChart, stackable } from '../figures.js';
 
 // holdoutScreen: one phase of the global holdout (docs/CONTRACT.md §15), the latest by default:
 // for every goal, the users the holdout kept from the popups against the others, with what the
@@ -57,23 +57,30 @@ export async function holdoutScreen(qs) {
   const td = (v, cls = 'num') => h('td', { class: cls }, v);
   const ci = (v) => td(v, 'num ci');
   const money = (v) => (v === null || v === undefined ? '—' : Number(v).toFixed(2));
+  // each goal: a table that fits the screen (what the popups add), the intervals and p-values
+  // folded below it ("Details")
   const tables = goals.map((g) => {
     const sum = g.others.mean_value !== null && g.others.mean_value !== undefined;
-    const cols = ['Group', 'Exposed users', 'Converted users', 'Conversion rate', 'Rate 95% interval', 'Difference (points)', 'Difference interval (points)',
-      'Lift', 'Lift interval', 'Sequential p', ...(sum ? ['Value per user', 'Value difference'] : [])];
-    return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'holdout-goal-h-' + g.key },
+    const cols = ['Group', 'Users', 'Converted', 'Conversion rate', 'Difference (points)', 'Lift', ...(sum ? ['Value per user', 'Value difference'] : [])];
+    const rows = (cells) => h('tbody', {}, groups.map((grp, i) => {
+      const x = i === 0 ? g.held : g.others;
+      return h('tr', { 'data-group': grp.group },
+        h('th', { scope: 'row' }, grp.group === 'holdout' ? 'held out' : 'others', i === 0 ? h('span', { class: 'badge' }, ' baseline') : null), ...cells(grp, x));
+    }));
+    return [h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-labelledby': 'holdout-goal-h-' + g.key },
       h('h3', { id: 'holdout-goal-h-' + g.key }, g.key),
-      h('table', { id: 'holdout-goal-' + g.key, class: 'results' },
-        h('caption', {}, `Goal ${g.key}: the others (not held out, shown a popup) against the users held out (95% intervals)`),
+      stackable(h('table', { id: 'holdout-goal-' + g.key, class: 'results stack' },
+        h('caption', {}, `Goal ${g.key}: the others (shown a popup) against the users held out`),
         h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, groups.map((grp, i) => {
-          const x = i === 0 ? g.held : g.others;
-          return h('tr', { 'data-group': grp.group },
-            h('th', { scope: 'row' }, grp.group, i === 0 ? h('span', { class: 'badge' }, ' baseline') : null),
-            td(fmtNum(grp.exposed_users)), td(fmtNum(x.converted_users)), td(pct(x.rate)), ci(interval(x.rate_ci)),
-            td(points(x.difference, true)), ci(pointsInterval(x.difference_ci)), td(pct(x.lift, true)), ci(interval(x.lift_ci, true)), td(pValue(x.sequential_p)),
-            ...(sum ? [td(money(x.mean_value)), td(money(x.mean_value_difference))] : []));
-        }))));
+        rows((grp, x) => [td(fmtNum(grp.exposed_users)), td(fmtNum(x.converted_users)), td(pct(x.rate)), td(points(x.difference, true)), td(pct(x.lift, true)),
+          ...(sum ? [td(money(x.mean_value)), td(money(x.mean_value_difference))] : [])])))),
+    h('details', { class: 'statistics goal-details', id: 'holdout-details-' + g.key },
+      h('summary', {}, `Details: intervals and p-values for goal ${g.key}`),
+      h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': `Goal ${g.key}: intervals and p-values` },
+        stackable(h('table', { id: 'holdout-stats-' + g.key, class: 'results stack' },
+          h('caption', {}, `Goal ${g.key}: 95% intervals, and the p-value that stays valid however often the results are read (sequential)`),
+          h('thead', {}, h('tr', {}, ['Group', 'Rate 95% interval', 'Difference interval (points)', 'Lift interval', 'Sequential p'].map((c) => h('th', { scope: 'col' }, c)))),
+          rows((grp, x) => [ci(interval(x.rate_ci)), ci(pointsInterval(x.difference_ci)), ci(interval(x.lift_ci, true)), td(pValue(x.sequential_p))])))))];
   });
   const liftRows = goals.filter((g) => Array.isArray(g.others.lift_ci) && g.others.lift !== null).map((g) => ({ label: g.key, est: g.others.lift, lo: g.others.lift_ci[0], hi: g.others.lift_ci[1] }));
 
@@ -87,6 +94,6 @@ export async function holdoutScreen(qs) {
           td(g.percent + '%'), td(fmtNum(g.exposed_users)), td(fmtNum(g.exposures))))))),
     srmBox,
     liftRows.length ? intervalChart('holdout-lift', 'Lift of the popups on each goal (the others against the users held out), with its 95% interval; 0 is no effect', liftRows, true) : null,
-    goals.length ? h('section', { id: 'holdout-goals', 'aria-labelledby': 'holdout-goals-h' }, h('h2', { id: 'holdout-goals-h' }, 'Goals'), ...tables) : null,
+    goals.length ? h('section', { id: 'holdout-goals', 'aria-labelledby': 'holdout-goals-h' }, h('h2', { id: 'holdout-goals-h' }, 'Goals'), ...tables.flat()) : null,
     h('p', { class: 'help' }, 'A user counts in a group from the first time the popups would have reached them in the phase (a user held out: the popup they would have been shown; the others: a popup shown). A conversion counts within the goal’s window after that; a user converts once per goal. “Confident” means the always-valid interval of the difference excludes 0, so it may be read at any time.'));
 }

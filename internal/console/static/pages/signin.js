@@ -11,7 +11,7 @@ export function signInScreen() {
     h('div', { class: 'field' },
       h('label', { for: 'token' }, 'Admin token'),
       input,
-      h('p', { id: 'token-help', class: 'help' }, 'The bearer token of the admin API (after make up: .local/admin-token). It is kept in this browser tab only and cleared by Sign out.'),
+      h('p', { id: 'token-help', class: 'help' }, 'The sign-in token your administrator gave you (a long string of letters and digits). It is kept in this browser tab only and cleared by Sign out.'),
       err),
     h('button', { type: 'submit', id: 'signin' }, 'Sign in'));
   form.addEventListener('submit', async (ev) => {

@@ -10,7 +10,7 @@ export function basicsSection(statuses) {
   const el = h('fieldset', {}, h('legend', {}, 'Basics'),
     field('f-name', 'Name', name, 'Unique among popups that are not archived.'),
     field('f-status', 'Status', status, 'Active or paused is live: saving it publishes, after a review of what changes.'),
-    field('f-priority', 'Priority', priority, 'Higher wins; ties go to the lower id.'));
+    field('f-priority', 'Priority', priority, 'When several popups fit a user, the highest priority is shown (a tie: the older popup). A new popup starts at 50; publishing says if a live popup would still win.'));
   return {
     el,
     status,

@@ -3,7 +3,7 @@
 // translations, experiment), reads it back in the admin wire shape, and saves it, with the review
 // before a publish and the answer to a stale write; below the form, the draft tried on a user, the
 // results and the history.
-import { h, errorText, fmtTime, newBucketSeed, diff, diffTable, merge3, zoneName, armsChanged, isLive } from '../../lib.js';
+import { h, errorText, fmtTime, newBucketSeed, diff, diffTable, merge3, zoneName, armsChanged, isLive, campaignState, stateWords, servesWhen } from '../../lib.js';
 import { getPopup, createPopup, updatePopup, archivePopup } from '../../api/popups.js';
 import { experimentResults, reassignment } from '../../api/experiments.js';
 import { listGoals } from '../../api/goals.js';
@@ -11,6 +11,7 @@ import { session, can, nav, editor, reroute } from '../../state.js';
 import { loadAudiences, dropListStats } from '../../cache.js';
 import { setKids, toast, screen, alertBox, roleNote, confirmDialog } from '../../ui.js';
 import { field } from '../../form.js';
+import { readable } from '../../figures.js';
 import { draftExplainSection } from '../explain.js';
 import { basicsSection } from './basics.js';
 import { scheduleSection } from './schedule.js';
@@ -25,12 +26,16 @@ import { renderPreview, actionBar } from './preview.js';
 import { resultsSection } from './results.js';
 import { historySection } from './history.js';
 import { phaseChoice, TRANSITIONS, experimentTransition, shippedWarning } from './review.js';
+import { competitionWarning } from './competition.js';
 
 // DEFAULTS is a new popup's form: the API's defaults (docs/CONTRACT.md §2), so that the pre-fill,
 // an emptied field (omitted: the API's default) and the docs agree. An empty close cooldown is
-// the reshow interval.
+// the reshow interval. The priority is the exception: the API's 0 loses to every popup that has
+// one, so the form starts a new popup in the middle of the usual 0-100, and the publish review
+// says which live popups would still win over it.
+export const NEW_PRIORITY = 50;
 const DEFAULTS = {
-  name: '', status: 'draft', priority: 0, start_at: null, end_at: null,
+  name: '', status: 'draft', priority: NEW_PRIORITY, start_at: null, end_at: null,
   targeting: { platforms: [], min_app_version: '', max_app_version: '', regions: [], langs: [], rollout_percent: 100, uids: [] },
   reshow_after_seconds: 86400, click_cooldown_seconds: 0, close_cooldown_seconds: null, max_impressions: 0,
   title: '', content: '', image_url: '', image_alt: '', link_url: '', buttons: [], ext: {},
@@ -229,14 +234,17 @@ export async function editScreen(id, carry) {
     const shipped = current ? shippedWarning(current, b) : null;
     let keep = false;
     if (publishing || newPhase || shipped) {
-      const rows = diff(current ? baseline : null, b);
+      const rows = readable(diff(current ? baseline : null, b), zoneName);
       const choice = newPhase ? phaseChoice(se, ...await Promise.all([
         experimentResults(current.id),
         reassignment(current.id, b)])) : null;
       const title = shipped ? 'End the shipped experiment and save?' : (!publishing ? 'Save and start a new experiment phase?' : (!current ? 'Publish this new popup?' : (isLive(current.status) ? 'Publish these changes?' : 'Publish this draft?')));
+      const when = servesWhen(b);
       const text = !publishing ? `What changes against the stored revision ${current.revision}:`
-        : (current ? `Every instance serves it within 2 seconds. What changes against the stored revision ${current.revision}:` : 'Every instance serves it within 2 seconds. What it holds:');
-      const review = h('div', {}, shipped, choice?.el, diffTable(rows, publishing ? 'What publishing changes' : 'What saving changes'));
+        : (current ? `${when} What changes against the stored revision ${current.revision}:` : `${when} What it holds:`);
+      // a popup that will be served: would a live popup of higher priority win over it?
+      const losing = b.status === 'active' && campaignState(b) !== 'ended' ? await competitionWarning(b, current?.id) : null;
+      const review = h('div', {}, shipped, losing, choice?.el, diffTable(rows, publishing ? 'What publishing changes' : 'What saving changes'));
       if (!await confirmDialog(title, text, publishing ? 'Publish' : 'Save', review)) return;
       keep = !!choice?.keep();
     }
@@ -290,7 +298,8 @@ export async function editScreen(id, carry) {
   const title = current ? `${current.name} (#${current.id})` : 'New popup';
   screen(title,
     readOnlyNote,
-    current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). Status: `, h('span', { class: 'badge ' + current.status }, current.status),
+    current ? h('p', { class: 'muted', id: 'popup-meta' }, `Revision ${current.revision}, updated ${fmtTime(current.updated_at)} (times in ${zoneName}). This popup is `,
+      h('span', { class: 'badge ' + stateWords(current)[0], id: 'popup-state' }, stateWords(current)[0]), stateWords(current)[1] ? `: ${stateWords(current)[1]}.` : '.',
       // the experiment's results one Tab from the heading, not past every field of the form
       current.experiment ? [' · Experiment ', h('span', { class: 'badge ' + current.experiment.status }, current.experiment.status), ': ',
         h('a', { href: `#/popups/${current.id}/experiment`, id: 'experiment-results-top' }, 'results and decision')] : null) : null,

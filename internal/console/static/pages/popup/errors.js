@@ -1,6 +1,7 @@
 // The popup form's errors: each at its field (by the API's field name, or the nearest enclosing
 // one), all listed in the summary above the form with links to them.
-import { h, uid, errorText, lineOf } from '../../lib.js';
+import { h, uid, errorText, lineOf, plainWords } from '../../lib.js';
+import { fieldWords } from '../../figures.js';
 import { loadMe } from '../../state.js';
 import { setKids, renderWho } from '../../ui.js';
 
@@ -32,9 +33,10 @@ export function formErrors(form, summary) {
   // second entry, as the form read it, on its line).
   function entryMessage(fe, el) {
     const m = fe.field.match(/\[(\d+)\]$/);
-    if (!m || el.tagName !== 'TEXTAREA') return fe.message;
+    const said = plainWords(fe.message);
+    if (!m || el.tagName !== 'TEXTAREA') return said;
     const e = lineOf(el.value, Number(m[1]));
-    return e ? `“${e.text}” (line ${e.line}): ${fe.message}` : fe.message;
+    return e ? `“${e.text}” (line ${e.line}): ${said}` : said;
   }
 
   function show(r, localFields) {
@@ -54,8 +56,8 @@ export function formErrors(form, summary) {
         el.setAttribute('aria-invalid', 'true');
         if (!(el.getAttribute('aria-describedby') || '').includes(errId)) el.setAttribute('aria-describedby', [el.getAttribute('aria-describedby'), errId].filter(Boolean).join(' '));
         first = first || el;
-        items.push(h('li', {}, h('a', { href: '#' + el.id, onclick: (ev) => { ev.preventDefault(); (el.tagName === 'FIELDSET' ? el.querySelector('input') : el).focus(); } }, `${fe.field}: ${message}`)));
-      } else items.push(h('li', {}, `${fe.field}: ${fe.message}`));
+        items.push(h('li', {}, h('a', { href: '#' + el.id, onclick: (ev) => { ev.preventDefault(); (el.tagName === 'FIELDSET' ? el.querySelector('input') : el).focus(); } }, `${fieldWords(fe.field)}: ${message}`)));
+      } else items.push(h('li', {}, `${fieldWords(fe.field)}: ${plainWords(fe.message)}`));
     }
     const text = localFields ? 'Fix the fields below: nothing was sent.'
       : errorText(r) + (r.status === 403 ? ' Nothing was written; your edits are kept in the form.' : '');

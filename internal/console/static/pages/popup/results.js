@@ -3,7 +3,7 @@
 import { h, notAvailable, errorText, fmtPct, sparkline, zoneToday, addDays } from '../../lib.js';
 import { popupStats, popupStatsCSV } from '../../api/popups.js';
 import { setKids, saveBlob } from '../../ui.js';
-import { fmtInt } from '../../figures.js';
+import { fmtInt, stackable } from '../../figures.js';
 
 // resultsSection: a popup's results over a range of days of the team's reporting time zone (the
 // API's default; docs/CONTRACT.md §8): a row per day and the totals, with unique users, clicks
@@ -81,7 +81,7 @@ function localeTable(b, num, users) {
   if (!locales.length) return null;
   const unknown = (l) => l.locale === null || l.locale === undefined;
   return h('div', {},
-    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Results per locale' }, h('table', { id: 'results-locales', class: 'results' },
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Results per locale' }, stackable(h('table', { id: 'results-locales', class: 'results stack' },
       h('caption', {}, `Results per language shown, ${b.from} to ${b.to}: a click counts under the language of the impression it answers`),
       h('thead', {}, h('tr', {}, ['Locale', 'Impressions', 'Unique users', 'Clicks', 'CTR'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, locales.map((l) => h('tr', { 'data-locale': unknown(l) ? '' : l.locale },
@@ -89,7 +89,7 @@ function localeTable(b, num, users) {
           unknown(l) ? 'not known' : (l.locale === 'default' ? 'default (the popup’s own content)' : l.locale)),
         num(l.impressions),
         unknown(l) ? h('td', { class: 'num', 'data-csv': '' }, h('abbr', { title: 'not counted: no language is known for these events' }, '—')) : users(l.users),
-        num(l.clicks), h('td', { class: 'num' }, fmtPct(l.ctr))))))),
+        num(l.clicks), h('td', { class: 'num' }, fmtPct(l.ctr)))))))),
     locales.some(unknown) ? h('p', { class: 'help', id: 'results-locales-note' }, '“not known”: impressions recorded before languages were counted, and clicks sent without their decision id or whose impression was not found.') : null);
 }
 
@@ -112,7 +112,7 @@ function campaignGoalsTable(b) {
         i === 0 ? h('td', { rowspan: 2 }, `${g.window_hours} h`) : null,
         h('td', {}, after === 'shown' ? 'shown the popup' : 'clicked the popup'),
         ...cells(g, g[after]))))))),
-    incomplete.length ? h('p', { class: 'help', id: 'results-goals-note' }, `Incomplete (${incomplete.join(', ')}): the range's first day less the goal's window reaches before what the action log keeps (POPUP_ACTION_LOG_RETENTION), so impressions before that are not found.`) : null,
+    incomplete.length ? h('p', { class: 'help', id: 'results-goals-note' }, `Incomplete (${incomplete.join(', ')}): the range's first day less the goal's window reaches before what the log of single views and clicks keeps (30 days unless the service is set otherwise), so impressions before that are not found.`) : null,
     h('p', { class: 'help' }, 'A conversion counts for every popup the user was shown within the goal’s window before it (as Braze counts a conversion for every campaign received), so the popups’ conversions may add up to more than the conversions sent. “Clicked the popup” is the part of them whose user clicked it within the window.'));
 }
 
@@ -140,7 +140,7 @@ function resultsTable(b) {
     h('p', { id: 'results-summary' }, `Impressions ${t.impressions ?? 0}, unique users ${t.users ?? '—'}, clicks ${t.clicks ?? 0} (CTR ${fmtPct(t.ctr)}), closes ${t.closes ?? 0} (close rate ${fmtPct(t.close_rate)}); users reached ever ${t.users_reached ?? 0}.`),
     sparkline((b.days || []).map((d) => d.impressions), 'Daily impressions: ' + (b.days || []).map((d) => d.impressions).join(', ')),
     // scrolls sideways on a phone: focusable and named, so the keyboard can scroll it too
-    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Results per day' }, h('table', { id: 'results-table', class: 'results' },
+    h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Results per day' }, stackable(h('table', { id: 'results-table', class: 'results stack' },
       h('caption', {}, `Results per day, ${b.from} to ${b.to} (days in ${b.time_zone}), newest first; clicks per button in the columns “Clicks: …”`),
       h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, days.map((d) => h('tr', { class: d.complete ? '' : 'incomplete', 'data-date': d.date },
@@ -149,10 +149,10 @@ function resultsTable(b) {
         h('td', { class: 'num' }, fmtPct(d.ctr)), h('td', { class: 'num' }, fmtPct(d.close_rate)), byButton(d), complete(d)))),
       h('tfoot', {}, h('tr', {}, h('th', { scope: 'row', 'data-csv': 'total' }, 'Total'),
         num(t.impressions), users(t.users), num(t.clicks), num(t.closes),
-        h('td', { class: 'num' }, fmtPct(t.ctr)), h('td', { class: 'num' }, fmtPct(t.close_rate)), byButton(t), complete(t))))),
+        h('td', { class: 'num' }, fmtPct(t.ctr)), h('td', { class: 'num' }, fmtPct(t.close_rate)), byButton(t), complete(t)))))),
     localeTable(b, num, users),
     campaignGoalsTable(b),
-    unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the raw action log, which keeps only the last POPUP_ACTION_LOG_RETENTION (30 days by default); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
+    unknownUsers ? h('p', { class: 'help', id: 'results-users-note' }, '“—” unique users: not known. Unique users are counted from the log of single views and clicks, which keeps only the last 30 days (unless the service is set otherwise); a day older than that, and a range starting before it, has no unique count. It is never estimated.') : null,
     incomplete ? h('p', { class: 'help', id: 'results-incomplete-note' }, `${incomplete} day${incomplete === 1 ? ' is' : 's are'} marked incomplete: its counts are the events known in this time zone's day (a lower bound), from before quarter-hour counting began.`) : null,
     h('p', { class: 'help' }, 'CTR is clicks / impressions, close rate closes / impressions. “Clicks: unspecified” are clicks whose app did not say which button.'));
 }

@@ -1,11 +1,13 @@
 // The popup form's Translations section, and for a saved popup its translation table as CSV.
-import { h, uid, errorText } from '../../lib.js';
+import { h, uid, errorText, diff, diffTable, isLive, zoneName, plainWords, servesWhen } from '../../lib.js';
 import { translationsCSV, putTranslationsCSV } from '../../api/popups.js';
-import { setKids, toast, alertBox, saveBlob } from '../../ui.js';
+import { setKids, toast, alertBox, saveBlob, confirmDialog } from '../../ui.js';
 import { field } from '../../form.js';
+import { readable } from '../../figures.js';
+import { tableApplied } from './table.js';
 
 // translationsEditor: the popup's own content in other languages (docs/CONTRACT.md §13), beside
-// the default content: a fieldset per language (its BCP 47 tag, title, content, optional image and
+// the default content: a fieldset per language (its language tag, title, content, optional image and
 // link, one text per button of the default content), the strings still missing per language, a
 // language to preview, and for a saved popup the translation table as CSV. ownContent reads the
 // default content; onChange runs after every change.
@@ -121,15 +123,19 @@ export function translationsEditor({ ownContent, onChange }) {
     return { ...own, title: t.title, content: t.content, image_url: t.image_url || own.image_url, link_url: t.link_url || own.link_url,
       buttons: own.buttons.map((b, i) => ({ text: t.buttons[i]?.text || '', link_url: t.buttons[i]?.link_url || b.link_url })) };
   }
+  // load shows a popup's translations (the default content is loaded first). Each language gets
+  // its button texts at once: a read right after the load (the editor's baseline) is then the
+  // same as every read after it, so an untouched popup with translations is never "dirty".
   function load(tr) {
     langs = [];
     box.replaceChildren();
     for (const [tag, t] of Object.entries(tr || {})) add(tag, t);
+    renumber();
   }
   const el = h('fieldset', { id: 'translations', 'data-field': 'translations' }, h('legend', {}, 'Translations'),
     h('p', { class: 'help' }, 'The content in other languages. The app gets the language of its request’s lang: the exact tag, then the tag without its region or script (pt-BR → pt), else the default content above. Each language has one text per button of the default content.'),
     box,
-    h('div', { class: 'row' }, field('translation-new', 'New language (BCP 47 tag)', newTag), h('p', {}, addBtn)),
+    h('div', { class: 'row' }, field('translation-new', 'New language (its code, such as pt-BR)', newTag), h('p', {}, addBtn)),
     h('p', { class: 'help', id: 'translation-new-help' }, 'A language, then optionally a script and a region: en, pt-BR, zh-Hans, es-419.'),
     missing);
   return { el, load, read, refresh, previewField: field('preview-lang', 'Preview language', previewLang) };
@@ -137,7 +143,9 @@ export function translationsEditor({ ownContent, onChange }) {
 
 // translationTable: the stored popup's strings as a CSV table for translators, and the table
 // brought back (PUT, If-Match the version on show, etag); then reopen({stored, etag}) shows the
-// version it stored, and stale(what) answers a refusal because the popup changed meanwhile.
+// version it stored, and stale(what) answers a refusal because the popup changed meanwhile. For a
+// live popup the table is a publish: the review shows what it changes, field by field as the
+// form's review does, and only Publish sends it.
 export function translationTable({ stored, etag, mayEdit, stale, reopen }) {
   const out = h('div', { id: 'translations-csv-out', 'aria-live': 'polite' });
   const file = h('input', { type: 'file', id: 'translations-file', name: 'translations-file', accept: '.csv,text/csv' });
@@ -151,6 +159,18 @@ export function translationTable({ stored, etag, mayEdit, stale, reopen }) {
   async function put() {
     const f0 = file.files[0];
     if (!f0) return file.focus();
+    if (isLive(stored.status)) {
+      const next = tableApplied(stored, await f0.text());
+      // a text that is no table at all goes to the server, which refuses it and says why
+      if (next) {
+        const rows = readable(diff(stored, next), zoneName);
+        if (!rows.length) return setKids(out, alertBox('The table changes nothing: nothing written.', 'info'));
+        const ok = await confirmDialog('Publish these translations?',
+          `This popup is live: the table is published as a change of it. ${servesWhen(stored)} What the table changes against the stored revision ${stored.revision}:`,
+          'Publish', diffTable(rows, 'What publishing the table changes'));
+        if (!ok) return setKids(out, alertBox('The table was not uploaded: nothing changed.', 'info'));
+      }
+    }
     const r = await putTranslationsCSV(stored.id, f0, etag);
     if (r.status === 412) return stale('Uploading the translations');
     if (!r.ok) {
@@ -158,7 +178,7 @@ export function translationTable({ stored, etag, mayEdit, stale, reopen }) {
       return setKids(out, h('div', { class: 'alert error', role: 'alert', id: 'translations-csv-errors' },
         // the server's message already says the table was not applied: one sentence, each cell once below
         h('p', {}, fes.length ? 'The table was not applied; nothing changed. Fix these cells and upload it again:' : 'The table was not applied: ' + errorText(r)),
-        fes.length ? h('ul', {}, fes.map((fe) => h('li', {}, `${fe.field}: ${fe.message}`))) : null));
+        fes.length ? h('ul', {}, fes.map((fe) => h('li', {}, `${fe.field}: ${plainWords(fe.message)}`))) : null));
     }
     toast(r.etag === etag ? 'The table changes nothing: nothing written.' : 'Translations uploaded.');
     reopen({ stored: r.body, etag: r.etag });
