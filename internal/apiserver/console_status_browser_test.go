@@ -43,6 +43,7 @@ func TestConsoleStatus(t *testing.T) {
 	assert.Contains(t, b.text("#status-erasures"), "No erasure is waiting.")
 	assert.Contains(t, b.text("#status-retention"), fmt.Sprintf("Keeps %d days: it holds 1 day", cfg.ActionLogRetention/(24*time.Hour)))
 	assert.Contains(t, b.text("#status-instance"), "Ready: serving config version")
+	assert.Contains(t, b.text("#status-audiences"), "No audience is loaded.")
 	assert.Equal(t, "page", b.attr(`nav a[data-nav="status"]`, "aria-current"))
 	b.axeCheck("status (healthy)")
 
@@ -61,4 +62,5 @@ func TestConsoleStatus(t *testing.T) {
 	assert.Contains(t, b.text("#status-queue"), "is a worker running?")
 	assert.Contains(t, b.text("#status-erasures"), "1 erasure waits, the oldest for 3 minutes. That is past the promised 60 seconds")
 	b.axeCheck("status (attention)")
+	b.shot("status", "")
 }

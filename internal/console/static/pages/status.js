@@ -61,7 +61,7 @@ const SECTIONS = [
   ['audiences', 'Audiences on this instance', (s) => {
     if (s.state !== 'ok' && s.state !== 'warning') return unread('The audiences', s);
     const ids = s.fail_closed_popups || [];
-    const held = `${plural(s.held, 'audience is', 'audiences are')} loaded.`;
+    const held = s.held ? `${plural(s.held, 'audience is', 'audiences are')} loaded.` : 'No audience is loaded.';
     if (!ids.length) return held;
     return [held, ` ${plural(ids.length, 'popup targets', 'popups target')} an audience this instance has not loaded, and is answered as if no user were in it: `,
       ids.map((id, i) => [i ? ', ' : '', h('a', { href: `#/popups/${id}` }, `popup ${id}`)]), '.'];
