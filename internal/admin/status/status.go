@@ -1,5 +1,5 @@
 // Package status is the admin slice of the operator's view of the service's health
-// (docs/CONTRACT.md "Status"): what the alert rules in deploy/prometheus watch, read from the
+// (docs/CONTRACT.md §16): what the alert rules in deploy/prometheus watch, read from the
 // stores and this instance's state, for an operator without Prometheus.
 package status
 
