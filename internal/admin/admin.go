@@ -11,6 +11,7 @@ import (
 	"popupsvc/internal/admin/popups"
 	"popupsvc/internal/admin/results"
 	"popupsvc/internal/admin/settings"
+	"popupsvc/internal/admin/status"
 	"popupsvc/internal/admin/users"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/httpapi"
@@ -47,6 +48,8 @@ type Deps struct {
 	IngestKeys   ingestkeys.IngestKeyStore
 	// Changes are the audit log's changes besides popups'.
 	Changes audit.ChangeLog
+	// Status is what the operator's status view reads (Redis, MySQL, the queue, the retention…).
+	Status status.Ports
 }
 
 // New is every admin slice over d, each given sh. Adding a feature is one line here.
@@ -67,5 +70,6 @@ func New(sh *httpapi.Shared, d Deps) []httpapi.Slice {
 		&users.API{Shared: sh, Users: d.Users, Erasures: d.Erasures, Exports: d.Exports},
 		&ingestkeys.API{Shared: sh, IngestKeys: d.IngestKeys},
 		&audit.API{Shared: sh, Changes: d.Changes},
+		&status.API{Shared: sh, Ports: d.Status},
 	}
 }

@@ -14,6 +14,7 @@
 // The slices: popups (writes, list, history, audit, import and export, translations, previews),
 // results (stats, experiment and holdout results, campaign conversions), audiences, goals,
 // settings (reporting time zone, pacing, holdout percentage), users (a user's state, erasure,
-// export) and ingestkeys. The operators and their roles belong to the shell, which owns the
-// tokens.
+// export), ingestkeys, and status (the operator's view of the dependencies, the queue, the
+// retention, the audiences and the erasures). The operators and their roles belong to the shell,
+// which owns the tokens.
 package admin

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -52,4 +53,11 @@ func TestWarnsOfAClusterRequiringFullCoverage(t *testing.T) {
 	for _, n := range nodes {
 		assert.Contains(t, warning, n.Addr)
 	}
+	// The operator's status view shows it too.
+	res := api.adminDo(t, http.MethodGet, "/admin/v1/status", nil)
+	require.Equal(t, http.StatusOK, res.Status, res.Raw)
+	cluster, _ := res.Body["redis_cluster"].(map[string]any)
+	assert.Equal(t, "warning", cluster["state"], res.Raw)
+	assert.Len(t, cluster["full_coverage_nodes"], 3)
+	assert.Equal(t, "warning", res.Body["state"])
 }

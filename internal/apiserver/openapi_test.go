@@ -342,6 +342,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "all stats in Kathmandu days", method: "GET", url: adm + "/admin/v1/stats?tz=Asia/Kathmandu&days=true", header: auth, want: []int{ok}},
 		{name: "all stats bad tz", method: "GET", url: adm + "/admin/v1/stats?tz=Local", header: auth, want: []int{bad}, errCode: "invalid_query"},
 		{name: "settings", method: "GET", url: adm + "/admin/v1/settings", header: auth, want: []int{ok}},
+		{name: "status", method: "GET", url: adm + "/admin/v1/status", header: auth, want: []int{ok}},
 		{name: "set the reporting time zone", method: "PUT", url: adm + "/admin/v1/settings", body: `{"reporting_time_zone":"America/Los_Angeles"}`, header: auth, want: []int{ok}},
 		{name: "stats in the reporting time zone", method: "GET", url: adm + "/admin/v1/popups/" + active + "/stats", header: auth, want: []int{ok}},
 		{name: "set a time zone that is none", method: "PUT", url: adm + "/admin/v1/settings", body: `{"reporting_time_zone":"PST8"}`, header: auth, want: []int{bad}, errCode: "validation_failed"},
@@ -459,6 +460,7 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		{name: "decision", method: "GET", url: pub + "/api/v1/popup?uid=down-1&platform=ios&app_version=1", want: []int{ok}},
 		{name: "action", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-1","action":"close"}`, want: []int{accepted}},
 		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},
+		{name: "status", method: "GET", url: adm + "/admin/v1/status", header: auth, want: []int{ok}},
 		{name: "action of a cold user", method: "POST", url: pub + "/api/v1/popups/" + id + "/actions", body: `{"uid":"down-cold","action":"close"}`, want: []int{unavailable}},
 	}
 	// down-1 is a warm user (Redis holds its state): it needs no MySQL. A user Redis knows
@@ -481,6 +483,7 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		// readiness never follows Redis: a Redis outage must not empty the load balancer
 		{name: "readyz", method: "GET", url: pub + "/readyz", want: []int{ok}},
 		{name: "healthz", method: "GET", url: pub + "/healthz", want: []int{ok}},
+		{name: "status", method: "GET", url: adm + "/admin/v1/status", header: auth, want: []int{ok}},
 		{name: "user state", method: "GET", url: adm + "/admin/v1/users/down-2/state", header: auth, want: []int{unavailable}},
 		{name: "preview", method: "GET", url: adm + "/admin/v1/preview?uid=down-2&platform=ios&app_version=1", header: auth, want: []int{unavailable}},
 		{name: "draft preview", method: "POST", url: adm + "/admin/v1/preview", header: auth, want: []int{unavailable},

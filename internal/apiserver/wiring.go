@@ -258,6 +258,7 @@ func (s *server) adminAPI(ops []httpapi.Operator) (*gin.Engine, error) {
 			Erasures:   &privacy.Eraser{Store: privacyStore, Keyed: s.keyed, Now: now},
 			Exports:    &privacy.Exporter{Store: privacyStore, States: s.users, Audiences: s.audiences, Sets: s.held, Now: now},
 			IngestKeys: mysqlstore.NewIngestKeyRepo(db), Changes: mysqlstore.NewChangeLog(db),
+			Status: s.statusPorts(privacyStore),
 		})}
 	return admin.Router()
 }

@@ -141,6 +141,23 @@ func (p *LogPartitions) Maintain(ctx context.Context, now, cutoff time.Time) (m 
 	return m, err
 }
 
+// Days reads the first and the last UTC day the log has a day partition for (the first also
+// holds everything before it; pmax everything after the last): what the status shows of the
+// retention. Both are zero when the log has no day partition.
+func (p *LogPartitions) Days(ctx context.Context) (first, last time.Time, err error) {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return first, last, fmt.Errorf("action log partitions: %w", err)
+	}
+	defer conn.Close()
+	parts, err := readPartitions(ctx, conn)
+	if err != nil || len(parts) < 2 {
+		return first, last, err
+	}
+	day := func(bound int64) time.Time { return time.Unix((bound-1-toDaysEpoch)*86400, 0).UTC() }
+	return day(parts[0].bound), day(parts[len(parts)-2].bound), nil
+}
+
 // readPartitions lists the log's partitions in order, pmax last.
 func readPartitions(ctx context.Context, conn *sql.Conn) ([]dayPartition, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT PARTITION_NAME, PARTITION_DESCRIPTION FROM information_schema.PARTITIONS

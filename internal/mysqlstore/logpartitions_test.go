@@ -86,6 +86,14 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	require.GreaterOrEqual(t, len(names), 9, "the migration makes today and seven days ahead, then pmax: %v", names)
 	require.Equal(t, "pmax", names[len(names)-1])
 	first := partitionDay(t, names[0])
+	p := mysqlstore.NewLogPartitions(db)
+	days := func() []time.Time { // what the status view shows (internal/admin/status)
+		t.Helper()
+		from, to, err := p.Days(ctx)
+		require.NoError(t, err)
+		return []time.Time{from, to}
+	}
+	assert.Equal(t, []time.Time{first, partitionDay(t, names[len(names)-2])}, days())
 
 	// Rows on the first four days, and one far in the past (the first partition takes it).
 	times := append(fiveADay(first, 4), first.Add(-400*24*time.Hour))
@@ -98,7 +106,6 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	// stays (a row stays at most a day longer than the retention).
 	now := first.Add(2*24*time.Hour + 36*time.Hour)
 	cutoff := now.Add(-36 * time.Hour)
-	p := mysqlstore.NewLogPartitions(db)
 	m, err := p.Maintain(ctx, now, cutoff)
 	require.NoError(t, err)
 	assert.False(t, m.Skipped)
@@ -113,6 +120,7 @@ func TestMaintainDropsWholeDaysPastTheRetentionAndMakesDaysAhead(t *testing.T) {
 	after, rows := logPartitions(t, db)
 	assert.Equal(t, names[2], after[0])
 	assert.Equal(t, lastAhead, after[len(after)-2])
+	assert.Equal(t, []time.Time{partitionDay(t, names[2]), partitionDay(t, lastAhead)}, days())
 	assert.Equal(t, 5, rows[names[2]])
 	assert.Equal(t, 5, rows[names[3]])
 	var left, old int

@@ -31,6 +31,11 @@ type CoverageCheck struct {
 	Every time.Duration
 
 	kick chan struct{}
+
+	mu      sync.Mutex
+	last    []string  // the nodes with the setting yes at the last check that read every node
+	lastAt  time.Time // when a check last ended (zero before)
+	lastErr error     // why that check could not read every node
 }
 
 // NewCoverageCheck returns the check of rdb's nodes and registers its gauge on reg, or nil (a
@@ -85,6 +90,24 @@ func (c *CoverageCheck) Run(ctx context.Context) error {
 	}
 }
 
+// Last is the outcome of the last check: the nodes with the setting yes, sorted, as the last
+// check that read every node found them; when a check last ended (zero before the first); and why
+// it could not read every node, if it could not.
+func (c *CoverageCheck) Last() (fullCoverage []string, at time.Time, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.last), c.lastAt, c.lastErr
+}
+
+func (c *CoverageCheck) remember(full []string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.last = full
+	}
+	c.lastAt, c.lastErr = time.Now(), err
+}
+
 // Check reads the setting on every node the client knows (masters and replicas), sets the gauge
 // and warns when a node has it yes. It returns those nodes' addresses, sorted.
 func (c *CoverageCheck) Check(ctx context.Context) ([]string, error) {
@@ -109,9 +132,11 @@ func (c *CoverageCheck) Check(ctx context.Context) ([]string, error) {
 		return nil
 	})
 	if err != nil {
+		c.remember(nil, err)
 		return nil, err
 	}
 	slices.Sort(full)
+	c.remember(full, nil)
 	c.nodes.Set(float64(len(full)))
 	if len(full) > 0 {
 		c.log.Warn("redis cluster: cluster-require-full-coverage is yes: while one master's slots are uncovered "+

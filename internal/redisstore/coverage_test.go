@@ -78,9 +78,16 @@ func TestCoverageCheckWarnsOfAClusterRequiringFullCoverage(t *testing.T) {
 		require.NoError(t, c.ConfigSet(ctx, "cluster-require-full-coverage", v).Err())
 	}
 
+	_, at, err := check.Last()
+	assert.True(t, at.IsZero(), "no check yet")
+	assert.NoError(t, err)
 	full, err := check.Check(ctx)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, addrs, full)
+	last, at, err := check.Last() // what the status view shows (internal/admin/status)
+	assert.Equal(t, full, last)
+	assert.False(t, at.IsZero())
+	assert.NoError(t, err)
 	v, ok := gaugeValue(t, reg, coverageGauge)
 	assert.True(t, ok)
 	assert.Equal(t, 3.0, v)

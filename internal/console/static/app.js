@@ -19,6 +19,7 @@ import { auditScreen } from './pages/audit.js';
 import { importScreen } from './pages/import.js';
 import { operatorsScreen } from './pages/operators.js';
 import { settingsScreen } from './pages/settings.js';
+import { statusScreen } from './pages/status.js';
 
 const navEl = document.getElementById('nav');
 const signoutBtn = document.getElementById('signout');
@@ -44,6 +45,7 @@ const routes = [
   [/^#\/import$/, () => importScreen()],
   [/^#\/operators$/, () => operatorsScreen()],
   [/^#\/settings$/, () => settingsScreen()],
+  [/^#\/status$/, () => statusScreen()],
 ];
 
 async function route() {
