@@ -95,7 +95,7 @@ func decode[T any](t *testing.T, raw []byte) T {
 }
 
 func TestDocumentsAreTheGoldenFiles(t *testing.T) {
-	full, bare := popuptest.Full(), plain()
+	full, bare := popuptest.FullRules(), plain()
 	popuptest.RequireNoZeroField(t, popupdoc.EntryOf(&full))
 	popuptest.RequireNoZeroField(t, popupdoc.RevisionOf(&full))
 
@@ -129,14 +129,18 @@ func TestKeysAbsentWhenEmpty(t *testing.T) {
 		assert.NotContains(t, string(raw), `"translations"`, "%s: no translations, no key (as before translations existed)", name)
 		assert.NotContains(t, string(raw), `"exempt_from_caps"`, "%s: not exempt, no key (as before pacing existed)", name)
 		assert.NotContains(t, string(raw), `"holdout_exempt"`, "%s: not exempt, no key (as before the holdout existed)", name)
+		assert.NotContains(t, string(raw), `"placements"`, "%s: the homepage alone, no key (as before placements existed)", name)
+		assert.NotContains(t, string(raw), `"trigger"`, "%s: no trigger, no key (as before triggers existed)", name)
+		assert.NotContains(t, string(raw), `"rules"`, "%s: no rules, no key (as before rules existed)", name)
 	}
 }
 
 // TestDocumentsOlderReleasesWroteStillDecode reads testdata/older/: what the release before the
 // one codec wrote (2026-11-26: its own blob, revision and column types), the blob of the builds
 // before seeds and experiments, migration 00004's first revisions, and a content column from
-// before buttons and ext, the documents of the release before translations and pacing, and those
-// of the release before the holdout (no holdout_exempt).
+// before buttons and ext, the documents of the release before translations and pacing, those
+// of the release before the holdout (no holdout_exempt), and those of the release before
+// placements, triggers and rules.
 // None of them knew translations or the caps exemption; those before audiences read as no
 // audience targeting.
 func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
@@ -145,13 +149,24 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 		require.NoError(t, err)
 		return compact(t, raw)
 	}
+	// The release before placements, triggers and rules: every other field (Full), and the
+	// targeting reads as the homepage alone, no trigger, no rules.
+	beforeRules := popuptest.Full()
+	entries := decode[[]popupdoc.Entry](t, older("blob-before-rules.json"))
+	require.Len(t, entries, 2)
+	assert.Equal(t, beforeRules, entries[0].Popup())
+	rev := decode[popupdoc.Revision](t, older("revision-before-rules.json"))
+	assert.Equal(t, beforeRules, rev.Popup())
+	tg := decode[popupdoc.Targeting](t, older("targeting-before-rules.json"))
+	assert.Equal(t, beforeRules.Targeting, tg.Popup())
+
 	// The release before the holdout: every field but holdout_exempt.
 	beforeHoldout := withoutImageAlt(popuptest.Full())
 	beforeHoldout.HoldoutExempt = false
-	entries := decode[[]popupdoc.Entry](t, older("blob-before-holdout.json"))
+	entries = decode[[]popupdoc.Entry](t, older("blob-before-holdout.json"))
 	require.Len(t, entries, 2)
 	assert.Equal(t, beforeHoldout, entries[0].Popup())
-	rev := decode[popupdoc.Revision](t, older("revision-before-holdout.json"))
+	rev = decode[popupdoc.Revision](t, older("revision-before-holdout.json"))
 	assert.Equal(t, beforeHoldout, rev.Popup())
 
 	full, bare := untranslated(popuptest.Full()), withoutImageAlt(plain())
@@ -183,7 +198,7 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	assert.Equal(t, bare, entries[1].Popup())
 	rev = decode[popupdoc.Revision](t, older("revision-2026-11-26.json"))
 	assert.Equal(t, full, rev.Popup())
-	tg := decode[popupdoc.Targeting](t, older("targeting-2026-11-26.json"))
+	tg = decode[popupdoc.Targeting](t, older("targeting-2026-11-26.json"))
 	assert.Equal(t, full.Targeting, tg.Popup())
 	c = decode[popupdoc.Content](t, older("content-2026-11-26.json"))
 	assert.Equal(t, full.Creative, c.Creative())

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 )
 
 // Full is a valid popup with every field, and every field of its parts, set to a non-zero value
@@ -43,6 +44,26 @@ func Full() popup.Popup {
 			Translations: []popup.Translation{FullTranslation("pt-BR", "sale"), FullTranslation("zh-Hans", "sale")},
 		},
 	}
+}
+
+// FullRules is Full with the where-fields of its targeting set too: two placements, a trigger
+// with a condition, and two rules whose conditions take each kind of operand. Full leaves them at
+// their defaults while the admin wire does not carry them yet; every store's round trip starts
+// from FullRules, and TestFullSetsEveryField checks it.
+func FullRules() popup.Popup {
+	p := Full()
+	p.Targeting.Placements = []string{"home", "checkout"}
+	p.Targeting.Trigger = &popup.Trigger{Event: "purchase_completed",
+		Conditions: []rules.Condition{{Attr: "amount", Op: rules.OpGte, Values: []rules.Value{rules.Num("30")}}}}
+	p.Targeting.Rules = []rules.Rule{
+		{Conditions: []rules.Condition{
+			{Attr: "plan", Op: rules.OpIn, Values: []rules.Value{rules.Str("pro"), rules.Str("team")}},
+			{Attr: "app_build", Op: rules.OpSemverGte, Values: []rules.Value{rules.Str("8.2.0")}},
+			{Attr: "beta", Op: rules.OpEq, Values: []rules.Value{rules.Boolean(true)}},
+		}},
+		{Conditions: []rules.Condition{{Attr: "email", Op: rules.OpEndsWith, Values: []rules.Value{rules.Str("@corp.com")}}}},
+	}
+	return p
 }
 
 // FullTranslation is a translation into locale with every field set, of a creative with one
