@@ -250,3 +250,17 @@ func TestGoalDocumentIsTheGoldenFile(t *testing.T) {
 	assert.Nil(t, popupdoc.GoalOf(nil))
 	assert.Nil(t, (*popupdoc.Goal)(nil).Popup())
 }
+
+// TestAMalformedStoredConditionIsRefusedNotServed: a stored operand that is no scalar or list of
+// them reads as none, which validation refuses naming it, so a snapshot reports the popup
+// rather than serving it half-understood.
+func TestAMalformedStoredConditionIsRefusedNotServed(t *testing.T) {
+	tg := decode[popupdoc.Targeting](t, []byte(`{"rollout_percent":100,"rules":[{"conditions":[{"attr":"plan","op":"eq","value":{"x":1}}]}]}`))
+	p := plain()
+	p.Targeting = tg.Popup()
+	links, err := popup.ParseLinkSchemes([]string{"https", "app"})
+	require.NoError(t, err)
+	var ve *popup.ValidationError
+	require.ErrorAs(t, p.ValidateWith(links), &ve)
+	assert.Equal(t, []popup.FieldError{{Field: "targeting.rules[0].conditions[0].value", Message: "must be a single value for eq"}}, ve.Fields)
+}
