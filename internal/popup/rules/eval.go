@@ -32,7 +32,7 @@ func (a *Attrs) Pairs() []Pair { return a.pairs }
 // Get returns the text of key and whether the attributes hold it.
 func (a *Attrs) Get(key string) (string, bool) {
 	ps := a.pairs
-	if len(ps) <= 8 {
+	if len(ps) <= 16 {
 		for i := range ps {
 			if ps[i].Key == key {
 				return ps[i].Value, true
@@ -63,18 +63,55 @@ type Set struct {
 	keys  []string
 }
 
+// opCode is an operator as a small integer: a compiled condition dispatches on it rather than
+// on the operator's name.
+type opCode uint8
+
+const (
+	codeEq opCode = iota
+	codeNeq
+	codeIn
+	codeNotIn
+	codeContains
+	codeStartsWith
+	codeEndsWith
+	codeMatches
+	codeGt
+	codeGte
+	codeLt
+	codeLte
+	codeSemverEq
+	codeSemverGt
+	codeSemverGte
+	codeSemverLt
+	codeSemverLte
+	codeExists
+	codeNotExists
+)
+
+// codes maps each operator to its code (Ops is in code order).
+var codes = func() map[Op]opCode {
+	m := make(map[Op]opCode, len(Ops))
+	for i, op := range Ops {
+		m[op] = opCode(i)
+	}
+	return m
+}()
+
 // cond is a compiled condition: its operand parsed once, for the type the operator reads.
 type cond struct {
 	key  string
 	op   Op
+	code opCode
 	kind Kind // of the operand, for eq, neq, gt, gte, lt, lte (Number or String: a date-time)
 	str  string
 	num  float64
 	when time.Time
 	ver  Semver
 	re   *regexp.Regexp
-	// the members of an in / not_in list, by kind
+	// the members of an in / not_in list, by kind; a long list of strings as a set too
 	strs  []string
+	set   map[string]struct{}
 	nums  []float64
 	bools uint8 // bit 0: false is a member, bit 1: true is
 }
@@ -127,7 +164,7 @@ func compileCondition(c *Condition) (cond, error) {
 	if p := validateCondition(nil, "", c); len(p) > 0 {
 		return cond{}, fmt.Errorf("%s: %s", strings.TrimPrefix(p[0].Path, "."), p[0].Message)
 	}
-	k := cond{key: c.Attr, op: c.Op}
+	k := cond{key: c.Attr, op: c.Op, code: codes[c.Op]}
 	switch c.Op {
 	case OpEq, OpNeq:
 		v := c.Values[0]
@@ -143,6 +180,12 @@ func compileCondition(c *Condition) (cond, error) {
 				k.nums = append(k.nums, n)
 			case Bool:
 				k.bools |= boolBit(v.Text == "true")
+			}
+		}
+		if len(k.strs) > 4 { // past a few, one hash beats comparing each
+			k.set = make(map[string]struct{}, len(k.strs))
+			for _, s := range k.strs {
+				k.set[s] = struct{}{}
 			}
 		}
 	case OpContains, OpStartsWith, OpEndsWith:
@@ -267,40 +310,40 @@ func verdict(ok bool) Why {
 
 // eval tests one attribute's text (present false: the request does not carry it).
 func (k *cond) eval(text string, present bool) Why {
-	switch k.op {
-	case OpExists:
+	switch k.code {
+	case codeExists:
 		if present {
 			return held
 		}
 		return WhyMissing
-	case OpNotExists:
+	case codeNotExists:
 		return verdict(!present)
 	}
 	if !present {
 		return WhyMissing
 	}
-	switch k.op {
-	case OpEq, OpNeq:
+	switch k.code {
+	case codeEq, codeNeq:
 		eq, ok := k.equal(text)
 		if !ok {
 			return WhyMistyped
 		}
-		return verdict(eq == (k.op == OpEq))
-	case OpIn, OpNotIn:
+		return verdict(eq == (k.code == codeEq))
+	case codeIn, codeNotIn:
 		in, ok := k.member(text)
 		if !ok {
 			return WhyMistyped
 		}
-		return verdict(in == (k.op == OpIn))
-	case OpContains:
+		return verdict(in == (k.code == codeIn))
+	case codeContains:
 		return verdict(strings.Contains(text, k.str))
-	case OpStartsWith:
+	case codeStartsWith:
 		return verdict(strings.HasPrefix(text, k.str))
-	case OpEndsWith:
+	case codeEndsWith:
 		return verdict(strings.HasSuffix(text, k.str))
-	case OpMatches:
+	case codeMatches:
 		return verdict(k.re.MatchString(text))
-	case OpGt, OpGte, OpLt, OpLte:
+	case codeGt, codeGte, codeLt, codeLte:
 		var c int
 		if k.kind == Number {
 			n, ok := readNumber(text)
@@ -315,27 +358,27 @@ func (k *cond) eval(text string, present bool) Why {
 			}
 			c = t.Compare(k.when)
 		}
-		return verdict(ordered(k.op, c))
-	case OpSemverEq, OpSemverGt, OpSemverGte, OpSemverLt, OpSemverLte:
+		return verdict(ordered(k.code, c))
+	case codeSemverEq, codeSemverGt, codeSemverGte, codeSemverLt, codeSemverLte:
 		v, ok := ParseSemver(text)
 		if !ok {
 			return WhyMistyped
 		}
-		return verdict(ordered(k.op, v.Compare(k.ver)))
+		return verdict(ordered(k.code, v.Compare(k.ver)))
 	}
 	return WhyFalse // unreachable for a compiled condition
 }
 
 // ordered applies an ordering operator to a comparison's result c (-1, 0, +1).
-func ordered(op Op, c int) bool {
+func ordered(op opCode, c int) bool {
 	switch op {
-	case OpGt, OpSemverGt:
+	case codeGt, codeSemverGt:
 		return c > 0
-	case OpGte, OpSemverGte:
+	case codeGte, codeSemverGte:
 		return c >= 0
-	case OpLt, OpSemverLt:
+	case codeLt, codeSemverLt:
 		return c < 0
-	case OpLte, OpSemverLte:
+	case codeLte, codeSemverLte:
 		return c <= 0
 	}
 	return c == 0 // semver_eq
@@ -361,7 +404,11 @@ func (k *cond) equal(text string) (eq, ok bool) {
 // the list's kinds (a list of numbers, "abc").
 func (k *cond) member(text string) (in, ok bool) {
 	ok = len(k.strs) > 0
-	if slices.Contains(k.strs, text) {
+	if k.set != nil {
+		if _, in := k.set[text]; in {
+			return true, true
+		}
+	} else if slices.Contains(k.strs, text) {
 		return true, true
 	}
 	if len(k.nums) > 0 {

@@ -284,9 +284,51 @@ func parseNumber(v Value) (float64, bool) {
 
 // readNumber reads text as a finite number (an attribute's text, or a number operand's).
 func readNumber(s string) (float64, bool) {
+	if f, ok := readDecimal(s); ok {
+		return f, true
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, false
+	}
+	return f, true
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// readDecimal is readNumber's fast path for the common text, [-]digits[.digits] with at most 15
+// digits: the digits are an exact float64 and so is the power of ten, so one division gives the
+// correctly rounded value, the one strconv.ParseFloat gives (Clinger's fast path). ok is false
+// for anything else, which ParseFloat then reads.
+func readDecimal(s string) (float64, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot && i > 0 && i < len(s)-1:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return 0, false
+	}
+	f := float64(m) / pow10[frac]
+	if neg {
+		f = -f
 	}
 	return f, true
 }

@@ -2,6 +2,9 @@ package rules
 
 import (
 	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +52,10 @@ func TestEveryOperator(t *testing.T) {
 		{"in strings", condOf("plan", OpIn, Str("pro"), Str("team")), "team", held},
 		{"in strings other", condOf("plan", OpIn, Str("pro"), Str("team")), "free", WhyFalse},
 		{"in missing", condOf("plan", OpIn, Str("pro")), "<missing>", WhyMissing},
+		{"in a long list (a set)", condOf("c", OpIn, Str("a"), Str("b"), Str("c"), Str("d"), Str("e"), Num("6")), "e", held},
+		{"in a long list, not there", condOf("c", OpIn, Str("a"), Str("b"), Str("c"), Str("d"), Str("e"), Num("6")), "f", WhyFalse},
+		{"in a long list, its number", condOf("c", OpIn, Str("a"), Str("b"), Str("c"), Str("d"), Str("e"), Num("6")), "6.0", held},
+		{"not_in a long list", condOf("c", OpNotIn, Str("a"), Str("b"), Str("c"), Str("d"), Str("e")), "e", WhyFalse},
 		{"in numbers", condOf("tier", OpIn, Num("1"), Num("2")), "2", held},
 		{"in numbers mistyped", condOf("tier", OpIn, Num("1"), Num("2")), "two", WhyMistyped},
 		{"in bools", condOf("beta", OpIn, Boolean(true)), "true", held},
@@ -291,4 +298,36 @@ func TestValidValue(t *testing.T) {
 	assert.False(t, ValidValue("a\x00b"))
 	assert.False(t, ValidValue("a\nb"))
 	assert.False(t, ValidValue("\xff"))
+}
+
+// TestReadNumberAgreesWithParseFloat: the fast path reads every text as strconv.ParseFloat does,
+// and leaves to it what it does not handle.
+func TestReadNumberAgreesWithParseFloat(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"0", "-0", "7", "30", "30.0", "1234.5", "-1.5", "0.1", "0.3", "123456789012345", "1234567890123456",
+		"0.000000000000001", "99.99", "1e3", "1E-2", "+5", ".5", "5.", "1_000", "0x10", "inf", "NaN", "", "-", "1.2.3", "١"} {
+		want, err := strconv.ParseFloat(s, 64)
+		wantOK := err == nil && !math.IsInf(want, 0) && !math.IsNaN(want)
+		got, ok := readNumber(s)
+		assert.Equal(t, wantOK, ok, s)
+		if wantOK {
+			assert.Equal(t, math.Float64bits(want), math.Float64bits(got), s)
+		}
+	}
+	rng := rand.New(rand.NewPCG(51, 1))
+	for range 20000 {
+		b := make([]byte, 1+rng.IntN(17))
+		for i := range b {
+			b[i] = "0123456789"[rng.IntN(10)]
+		}
+		if rng.IntN(2) == 0 {
+			b[rng.IntN(len(b))] = '.'
+		}
+		s := string(b)
+		want, err := strconv.ParseFloat(s, 64)
+		got, ok := readNumber(s)
+		if assert.Equal(t, err == nil, ok, s) && ok {
+			require.Equal(t, math.Float64bits(want), math.Float64bits(got), s)
+		}
+	}
 }
