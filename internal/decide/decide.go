@@ -117,7 +117,7 @@ func (d *Decider) decide(ctx context.Context, req popup.Request, now time.Time, 
 		return d.degraded(outDegradedNoSnapshot)
 	}
 	cands := snap.Candidates(&req)
-	if !popup.AnyMatch(cands, req, now) {
+	if !popup.AnyMatch(cands, &req, now) {
 		// Nothing targets this request: no Redis round trip needed.
 		d.Metrics.count(outNoCandidate)
 		return Answer{Kind: None, Version: snap.Version}

@@ -72,26 +72,28 @@ func NewLocalAnswers(size int) *LocalAnswers {
 	return l
 }
 
-// localKey is a request's targeting attributes laid out as one map key: uid, platform, region,
-// language and placement each end in a NUL (none may contain one), then the app version's 16
-// bytes, then for each attribute key the placement's rules read (in the snapshot's order, fixed
-// for its generation) 0x02 when the request lacks it, else 0x01, its value and a NUL.
+// localKey is a request's targeting attributes laid out as one map key: uid, platform, region
+// and language each end in a NUL (none may contain one), then the app version's 16 bytes, then
+// for each attribute key the placement's rules read (in the snapshot's order, fixed for its
+// generation) 0x02 when the request lacks it, else 0x01, its value and a NUL, then for a
+// placement other than the homepage 0xFF and its name. No value holds a NUL or a 0xFF (valid
+// UTF-8 has none): each key is one request. The homepage's plain request without rules has the
+// key it had before placements existed, at the same cost.
 type localKey struct {
-	buf [512]byte // room for the fields at their limits and a few short attribute values
+	buf [192]byte // room for the fields of a usual request and a few short attribute values
 	n   int
 }
 
 // build lays out r, whose placement's rules read the attributes ruleKeys. A request carrying an
-// event, or too long for the key (a lang list, long attribute values), gets none (n == 0) and is
-// decided without the local answers.
+// event, or too long for the key (a long lang list, long attribute values), gets none (n == 0)
+// and is decided without the local answers.
 func (k *localKey) build(r *popup.Request, ruleKeys []string) {
 	k.n = 0
-	placement := r.PlacementOr()
-	if r.Event != "" || len(r.UID)+len(r.Platform)+len(r.Region)+len(r.Lang)+len(placement)+5+16 > len(k.buf) {
+	if r.Event != "" || len(r.UID)+len(r.Platform)+len(r.Region)+len(r.Lang)+4+16 > len(k.buf) {
 		return
 	}
 	b := k.buf[:0]
-	for _, s := range [...]string{r.UID, r.Platform, r.Region, r.Lang, placement} {
+	for _, s := range [...]string{r.UID, r.Platform, r.Region, r.Lang} {
 		b = append(b, s...)
 		b = append(b, 0)
 	}
@@ -106,13 +108,20 @@ func (k *localKey) build(r *popup.Request, ruleKeys []string) {
 				return
 			}
 			b = append(b, 2)
-		case len(b)+len(v)+2 > len(k.buf) || strings.IndexByte(v, 0) >= 0:
+		case len(b)+len(v)+2 > len(k.buf) || strings.IndexByte(v, 0) >= 0 || strings.IndexByte(v, 0xff) >= 0:
 			return
 		default:
 			b = append(b, 1)
 			b = append(b, v...)
 			b = append(b, 0)
 		}
+	}
+	if p := r.Placement; p != "" && p != popup.DefaultPlacement {
+		if len(b)+1+len(p) > len(k.buf) {
+			return
+		}
+		b = append(b, 0xff)
+		b = append(b, p...)
 	}
 	k.n = len(b)
 }

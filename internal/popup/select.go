@@ -46,12 +46,12 @@ func Select(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing)
 // AnyMatch reports whether some popup in cs is active, in its window at now and targets r:
 // whether Select could choose anything for r under some user state. It is the check that needs
 // no I/O, so a caller can skip reading the state when it fails. It prepares r once for all of cs
-// and does not allocate.
+// and does not allocate. r is only read (by pointer: the hot path passes it without a copy).
 //
 // The popups that target audiences are looked at only when no other matches: an audience check
 // reads the member set (a random place in megabytes), and the answer is the same in any order.
-func AnyMatch(cs []*Compiled, r Request, now time.Time) bool {
-	q := newQuery(&r)
+func AnyMatch(cs []*Compiled, r *Request, now time.Time) bool {
+	q := newQuery(r)
 	sec, nsec := now.Unix(), int32(now.Nanosecond())
 	deferred := false
 	for _, c := range cs {

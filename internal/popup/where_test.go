@@ -116,7 +116,7 @@ func TestMatchWhere(t *testing.T) {
 			r.Where = tt.req
 			assert.Equal(t, tt.want, c.Match(r))
 			all := []*popup.Compiled{c}
-			assert.Equal(t, tt.want == popup.ReasonNone, popup.AnyMatch(all, r, whereT0))
+			assert.Equal(t, tt.want == popup.ReasonNone, popup.AnyMatch(all, &r, whereT0))
 			assert.Equal(t, tt.want == popup.ReasonNone, popup.Select(all, r, nil, whereT0, popup.Pacing{}) == c)
 			_, cands := popup.Explain(all, r, nil, whereT0, popup.Pacing{})
 			assert.Equal(t, tt.want, cands[0].Reason)

@@ -69,17 +69,6 @@ func buildPlaces(ordered []*popup.Compiled, now time.Time) map[string]*placeInde
 	return places
 }
 
-// lookup is the index of a placement's plain or event requests; nil when no popup is filed there.
-func (x *placeIndex) lookup(event string) *index {
-	switch {
-	case x == nil:
-		return nil
-	case event == "":
-		return &x.plain
-	}
-	return x.events[event]
-}
-
 var platforms = [...]string{popup.PlatformIOS, popup.PlatformAndroid, popup.PlatformWeb}
 
 // regionKey is a region code as the matcher compares it (popup.CodeKey).

@@ -242,7 +242,13 @@ func (s *Snapshot) Candidates(r *popup.Request) []*popup.Compiled {
 	if r.Placement != "" && r.Placement != popup.DefaultPlacement {
 		x = s.places[r.Placement]
 	}
-	return x.lookup(r.Event).candidates(r.Platform, r.Region)
+	if x == nil {
+		return nil
+	}
+	if r.Event == "" { // the common case, without lookup's call
+		return x.plain.candidates(r.Platform, r.Region)
+	}
+	return x.events[r.Event].candidates(r.Platform, r.Region)
 }
 
 // RuleKeys are the attribute keys that the rules of the popups a plain request for placement ("":

@@ -68,7 +68,7 @@ func TestCheckoutPopupNeverOnHome(t *testing.T) {
 	home := popup.Request{UID: "u1", Platform: "ios"}
 	assert.Nil(t, popup.Select(s.Candidates(&home), home, nil, t0, popup.Pacing{}))
 	assert.Nil(t, popup.Select(s.Ordered, home, nil, t0, popup.Pacing{}))
-	assert.False(t, popup.AnyMatch(s.Ordered, home, t0))
+	assert.False(t, popup.AnyMatch(s.Ordered, &home, t0))
 	_, cands := popup.Explain(s.Ordered, home, nil, t0, popup.Pacing{})
 	require.Len(t, cands, 1)
 	assert.Equal(t, popup.ReasonPlacement, cands[0].Reason)
