@@ -9,8 +9,20 @@ local prefix = os.getenv("BENCH_MIX_PREFIX") or "m"
 local platforms = {"ios", "android", "web"}
 local log_users = math.log(users + 1)
 
+-- A seed given after wrk's `--` makes the sequence repeatable (scripts/bench-revs.sh sends two
+-- builds the same users); without one every run draws afresh.
+local counter = 1
+function setup(thread)
+  thread:set("tid", counter)
+  counter = counter + 1
+end
+
 function init(args)
-  math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+  if args[1] then
+    math.randomseed(1000 * tonumber(args[1]) + tid)
+  else
+    math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+  end
 end
 
 function request()

@@ -8,10 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"popupsvc/internal/audience"
-	"popupsvc/internal/health"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
 	"popupsvc/internal/snapshot"
 )
 
@@ -93,73 +91,12 @@ func registerAudienceMetrics(reg prometheus.Registerer, l *snapshot.AudienceLoad
 	)
 }
 
-// gatedAudienceStore is the audience writes' store behind the MySQL gate: the repository, with
-// its transaction as the use case takes it.
-type gatedAudienceStore struct {
-	repo *mysqlstore.AudienceRepo
-	dep  *health.Dep
-}
+// audienceStore is the audience repository as the audience use case takes it: its transaction
+// in the use case's terms.
+type audienceStore struct{ *mysqlstore.AudienceRepo }
 
-// call runs a call that returns only an error behind the gate.
-func (g gatedAudienceStore) call(fn func() error) error {
-	_, err := gate(g.dep, func() (struct{}, error) { return struct{}{}, fn() })
-	return err
-}
-
-func (g gatedAudienceStore) InTx(ctx context.Context, fn func(manage.AudienceTx) error) error {
-	return g.call(func() error { return manage.AudienceTxFunc[*mysqlstore.Tx](g.repo.InTx).InTx(ctx, fn) })
-}
-
-func (g gatedAudienceStore) Get(ctx context.Context, id int64) (popup.Audience, error) {
-	return gate(g.dep, func() (popup.Audience, error) { return g.repo.Get(ctx, id) })
-}
-
-func (g gatedAudienceStore) List(ctx context.Context) ([]popup.Audience, error) {
-	return gate(g.dep, func() ([]popup.Audience, error) { return g.repo.List(ctx) })
-}
-
-func (g gatedAudienceStore) UsedBy(ctx context.Context) (map[int64][]popup.AudienceUser, error) {
-	return gate(g.dep, func() (map[int64][]popup.AudienceUser, error) { return g.repo.UsedBy(ctx) })
-}
-
-func (g gatedAudienceStore) LoadSet(ctx context.Context, id int64, have *audience.Set) (*audience.Set, error) {
-	return gate(g.dep, func() (*audience.Set, error) { return g.repo.LoadSet(ctx, id, have) })
-}
-
-func (g gatedAudienceStore) MemberRows(ctx context.Context, id int64, have *audience.Set, start func(*audience.Set) error, row func([]byte) error) error {
-	return g.call(func() error { return g.repo.MemberRows(ctx, id, have, start, row) })
-}
-
-func (g gatedAudienceStore) History(ctx context.Context, id int64) ([]popup.AudienceChange, error) {
-	return gate(g.dep, func() ([]popup.AudienceChange, error) { return g.repo.History(ctx, id) })
-}
-
-func (g gatedAudienceStore) StageUpload(ctx context.Context, id int64) (int64, error) {
-	return gate(g.dep, func() (int64, error) { return g.repo.StageUpload(ctx, id) })
-}
-
-func (g gatedAudienceStore) StageUIDs(ctx context.Context, upload int64, seq int, uids []byte) error {
-	return g.call(func() error { return g.repo.StageUIDs(ctx, upload, seq, uids) })
-}
-
-func (g gatedAudienceStore) StageFingerprints(ctx context.Context, upload int64, fps []uint64) error {
-	return g.call(func() error { return g.repo.StageFingerprints(ctx, upload, fps) })
-}
-
-func (g gatedAudienceStore) DropUpload(ctx context.Context, upload int64) error {
-	return g.call(func() error { return g.repo.DropUpload(ctx, upload) })
-}
-
-func (g gatedAudienceStore) Prune(ctx context.Context, id, base int64) error {
-	return g.call(func() error { return g.repo.Prune(ctx, id, base) })
-}
-
-func (g gatedAudienceStore) DropAudienceParts(ctx context.Context, id int64) error {
-	return g.call(func() error { return g.repo.DropAudienceParts(ctx, id) })
-}
-
-func (g gatedAudienceStore) Versions(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return gate(g.dep, func() (map[int64]int64, error) { return g.repo.Versions(ctx, ids) })
+func (s audienceStore) InTx(ctx context.Context, fn func(manage.AudienceTx) error) error {
+	return manage.AudienceTxFunc[*mysqlstore.Tx](s.AudienceRepo.InTx).InTx(ctx, fn)
 }
 
 // heldSets gives an audience's current set from the loader's when it holds the current version
@@ -167,7 +104,7 @@ func (g gatedAudienceStore) Versions(ctx context.Context, ids []int64) (map[int6
 // store, starting from the held set when there is one.
 type heldSets struct {
 	loader *snapshot.AudienceLoader
-	store  gatedAudienceStore
+	store  audienceStore
 }
 
 func (h heldSets) Current(ctx context.Context, id int64) (*audience.Set, error) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,9 +23,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/config"
 	"popupsvc/internal/testenv"
-	"popupsvc/internal/workerserver"
 )
 
 // The operator console (internal/console) driven in a real headless Chromium against a real
@@ -503,25 +501,9 @@ func (b *browser) createThroughForm(name, title string) int64 {
 	return id
 }
 
-// startWorker runs a popup-worker on cfg until the test ends: it turns the queued impressions and
-// clicks into the daily stats the console shows.
 func startWorker(t *testing.T, cfg config.Config) {
 	t.Helper()
-	cfg.WorkerAddr = "127.0.0.1:0"
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- workerserver.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), workerserver.Hooks{})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "popup-worker stopped with an error")
-		case <-time.After(20 * time.Second):
-			t.Error("popup-worker did not stop in 20 s")
-		}
-	})
+	apitest.StartWorker(t, cfg)
 }
 
 func TestConsoleInBrowser(t *testing.T) {

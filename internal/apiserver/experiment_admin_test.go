@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // expClient sends the admin requests of the experiment tests through the OpenAPI checker, so
@@ -26,18 +28,8 @@ type expAnswer struct {
 
 func (c expClient) do(t *testing.T, method, path, body string, header map[string]string, want int) expAnswer {
 	t.Helper()
-	if header == nil {
-		header = map[string]string{}
-	}
-	if header["Authorization"] == "" {
-		header["Authorization"] = "Bearer " + token
-	}
-	status, raw, h := c.s.do(t, call{method: method, url: c.adm + path, body: body, header: header, want: []int{want}})
-	a := expAnswer{status: status, raw: string(raw), etag: h.Get("ETag")}
-	if len(raw) > 0 {
-		require.NoError(t, json.Unmarshal(raw, &a.body), "%s", raw)
-	}
-	return a
+	a := apitest.AdminClient{Spec: c.s.SpecChecker, Base: c.adm}.Do(t, method, path, body, header, want)
+	return expAnswer{status: a.Status, body: a.Body, raw: a.Raw, etag: a.ETag}
 }
 
 // experimentOf is the experiment of a popup answer.

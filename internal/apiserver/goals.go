@@ -9,35 +9,16 @@ import (
 	"popupsvc/internal/decide"
 	"popupsvc/internal/redisstore"
 
-	"popupsvc/internal/health"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
 )
 
-// gatedGoalStore is the goal store (manage.GoalStore) behind the MySQL gate, as the audiences'.
-type gatedGoalStore struct {
-	repo *mysqlstore.GoalRepo
-	dep  *health.Dep
-}
+// goalStore is the goal repository as the goal use case takes it (manage.GoalStore): its
+// transaction in the use case's terms.
+type goalStore struct{ *mysqlstore.GoalRepo }
 
-func (g gatedGoalStore) InTx(ctx context.Context, fn func(manage.GoalTx) error) error {
-	_, err := gate(g.dep, func() (struct{}, error) {
-		return struct{}{}, manage.GoalTxFunc[*mysqlstore.Tx](g.repo.InTx).InTx(ctx, fn)
-	})
-	return err
-}
-
-func (g gatedGoalStore) Goal(ctx context.Context, key string) (popup.Goal, error) {
-	return gate(g.dep, func() (popup.Goal, error) { return g.repo.Goal(ctx, key) })
-}
-
-func (g gatedGoalStore) Goals(ctx context.Context) ([]popup.Goal, error) {
-	return gate(g.dep, func() ([]popup.Goal, error) { return g.repo.Goals(ctx) })
-}
-
-func (g gatedGoalStore) GoalHistory(ctx context.Context, key string) ([]popup.GoalChange, error) {
-	return gate(g.dep, func() ([]popup.GoalChange, error) { return g.repo.GoalHistory(ctx, key) })
+func (s goalStore) InTx(ctx context.Context, fn func(manage.GoalTx) error) error {
+	return manage.GoalTxFunc[*mysqlstore.Tx](s.GoalRepo.InTx).InTx(ctx, fn)
 }
 
 // goalSet is the goals conversions may name, as this instance's ingest knows them
@@ -48,7 +29,7 @@ func (g gatedGoalStore) GoalHistory(ctx context.Context, key string) ([]popup.Go
 type goalSet struct {
 	keys    atomic.Pointer[map[string]bool]
 	catalog *redisstore.GoalCatalog
-	source  gatedGoalStore
+	source  goalStore
 	log     *slog.Logger
 }
 
@@ -72,7 +53,7 @@ func (g *goalSet) set(keys []string) {
 }
 
 // publish reads the goals from MySQL, publishes their keys and holds them: after a goal write
-// (httpapi.Admin.GoalsChanged), and when Redis has none.
+// (goals.API.GoalsChanged), and when Redis has none.
 func (g *goalSet) publish(ctx context.Context) error {
 	goals, err := g.source.Goals(ctx)
 	if err != nil {

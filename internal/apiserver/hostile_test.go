@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/config"
 	"popupsvc/internal/drain"
 	"popupsvc/internal/mysqlstore"
@@ -25,14 +26,7 @@ import (
 // errorOf returns the error code and the first named field of an error answer.
 func errorOf(t *testing.T, res response) (code, field string) {
 	t.Helper()
-	body, _ := res.Body["error"].(map[string]any)
-	require.NotNil(t, body, res.Raw)
-	code, _ = body["code"].(string)
-	require.NotEmpty(t, body["message"], res.Raw)
-	if fields, _ := body["fields"].([]any); len(fields) > 0 {
-		field, _ = fields[0].(map[string]any)["field"].(string)
-	}
-	return code, field
+	return apitest.ErrorOf(t, res)
 }
 
 func (in *instance) adminDoHeader(t *testing.T, method, path string, body any, header map[string]string) response {

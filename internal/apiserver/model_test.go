@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // The popup model through the admin API against the real MariaDB and Redis: the bucket seed
@@ -249,4 +251,9 @@ func TestListSortsPagesCountsAndSearches(t *testing.T) {
 	got, _, _ = page("q=" + itoa(ids[4]))
 	assert.Contains(t, got, ids[4], "q that is a number finds the id")
 	assert.Equal(t, "sort", errorField(t, api.adminDo(t, http.MethodGet, "/admin/v1/popups?sort=title", nil)))
+}
+
+func reasonsOf(t *testing.T, res response) map[int64]string {
+	t.Helper()
+	return apitest.ReasonsOf(t, res)
 }

@@ -5,49 +5,28 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/testenv"
 	"popupsvc/internal/uidauth"
 )
 
-// specChecker validates real answers of a running popup-api against api/openapi.yaml.
-type specChecker struct {
-	doc    *openapi3.T
-	router routers.Router
-	client *http.Client
-}
+// specChecker validates real answers of a running popup-api against api/openapi.yaml
+// (apitest.SpecChecker), with the rows of call this package's tests are written in.
+type specChecker struct{ *apitest.SpecChecker }
 
-// newSpecChecker loads and validates the document, and points its servers at the listeners of
-// the instances under test (the router matches a request to an operation by host and path).
 func newSpecChecker(t *testing.T, hosts ...string) *specChecker {
 	t.Helper()
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromFile("../../api/openapi.yaml")
-	require.NoError(t, err)
-	require.NoError(t, doc.Validate(context.Background()), "api/openapi.yaml is not a valid OpenAPI 3 document")
-	doc.Servers = nil
-	for _, h := range hosts {
-		doc.Servers = append(doc.Servers, &openapi3.Server{URL: "http://" + h})
-	}
-	// pprof's index is an HTML page; its body is checked as a string.
-	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
-	r, err := gorillamux.NewRouter(doc)
-	require.NoError(t, err)
-	return &specChecker{doc: doc, router: r, client: &http.Client{Timeout: 10 * time.Second}}
+	return &specChecker{apitest.NewSpecChecker(t, hosts...)}
 }
 
 // call is one request and the statuses it may answer. Rows that list two statuses are answered
@@ -63,58 +42,9 @@ type call struct {
 	errCode string // the error code a 4xx must carry, when it matters
 }
 
-// do sends c, asserts the status is one of c.want and that the answer validates against the
-// document: status declared for the operation, headers, content type and body schema. Answers
-// to a path or method the document does not have (404, 405) must still be the documented Error.
 func (s *specChecker) do(t *testing.T, c call) (status int, body []byte, header http.Header) {
 	t.Helper()
-	req, err := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
-	require.NoError(t, err)
-	if c.body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range c.header {
-		req.Header.Set(k, v)
-	}
-	res, err := s.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err = io.ReadAll(res.Body)
-	require.NoError(t, err)
-	assert.Contains(t, c.want, res.StatusCode, "%s %s: %s", c.method, c.url, body)
-	if c.errCode != "" && res.StatusCode >= 400 {
-		assert.Contains(t, string(body), `"code":"`+c.errCode+`"`)
-	}
-
-	route, params, err := s.router.FindRoute(req)
-	if err != nil {
-		// Not an operation of the document: only the generic 404/405 answers (and on the admin
-		// listener the 401 that comes before routing) may come back.
-		require.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized}, res.StatusCode,
-			"%s %s is not in api/openapi.yaml (%v) yet answered %d", c.method, c.url, err, res.StatusCode)
-		s.matchesErrorSchema(t, body)
-		return res.StatusCode, body, res.Header
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
-		Status:                 res.StatusCode,
-		Header:                 res.Header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
-	}
-	in.SetBodyBytes(body)
-	if c.method == http.MethodHead {
-		in.Options.ExcludeResponseBody = true
-	}
-	assert.NoError(t, openapi3filter.ValidateResponse(context.Background(), in),
-		"%s %s answered %d %s: not as api/openapi.yaml says", c.method, c.url, res.StatusCode, body)
-	return res.StatusCode, body, res.Header
-}
-
-func (s *specChecker) matchesErrorSchema(t *testing.T, body []byte) {
-	t.Helper()
-	var v any
-	require.NoError(t, json.Unmarshal(body, &v), "%s", body)
-	assert.NoError(t, s.doc.Components.Schemas["ErrorBody"].Value.VisitJSON(v), "%s", body)
+	return s.Do(t, apitest.Call{Name: c.name, Method: c.method, URL: c.url, Body: c.body, Header: c.header, Want: c.want, ErrCode: c.errCode})
 }
 
 // TestResponsesMatchOpenAPI sends every route of both listeners good and bad requests against a
@@ -329,6 +259,16 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{name: "audit bad actor", method: "GET", url: adm + "/admin/v1/audit?actor=" + url.QueryEscape("a b"), header: auth, want: []int{bad}, errCode: "invalid_query"},
 		{name: "audit without token", method: "GET", url: adm + "/admin/v1/audit", want: []int{unauth}},
 		{name: "POST audit", method: "POST", url: adm + "/admin/v1/audit", header: auth, want: []int{noMethod}},
+		{name: "audience changes", method: "GET", url: adm + "/admin/v1/audit/changes?resource=audiences", header: auth, want: []int{ok}},
+		{name: "goal changes", method: "GET", url: adm + "/admin/v1/audit/changes?resource=goals&limit=1", header: auth, want: []int{ok}},
+		{name: "setting changes", method: "GET", url: adm + "/admin/v1/audit/changes?resource=settings&actor=admin&before=999999", header: viewer, want: []int{ok}},
+		{name: "holdout changes", method: "GET", url: adm + "/admin/v1/audit/changes?resource=holdout", header: auth, want: []int{ok}},
+		{name: "changes without a resource", method: "GET", url: adm + "/admin/v1/audit/changes", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "changes of popups", method: "GET", url: adm + "/admin/v1/audit/changes?resource=popups", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "changes limit 501", method: "GET", url: adm + "/admin/v1/audit/changes?resource=goals&limit=501", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "changes bad cursor", method: "GET", url: adm + "/admin/v1/audit/changes?resource=goals&before=x", header: auth, want: []int{bad}, errCode: "invalid_query"},
+		{name: "changes without token", method: "GET", url: adm + "/admin/v1/audit/changes?resource=goals", want: []int{unauth}},
+		{name: "POST changes", method: "POST", url: adm + "/admin/v1/audit/changes", header: auth, want: []int{noMethod}},
 		{name: "export", method: "GET", url: adm + "/admin/v1/export", header: auth, want: []int{ok}},
 		{name: "POST export", method: "POST", url: adm + "/admin/v1/export", header: auth, want: []int{noMethod}},
 		{name: "import dry run", method: "POST", url: adm + "/admin/v1/import?dry_run=true", body: `{"popups":[{"name":"openapi-imported"},{"name":"openapi-other","priority":3}]}`, header: auth, want: []int{ok}},
@@ -507,6 +447,7 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 		{name: "experiment start", method: "POST", url: adm + "/admin/v1/popups/" + id + "/experiment/start", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "experiment conclude", method: "POST", url: adm + "/admin/v1/popups/" + id + "/experiment/conclude", body: `{"variant":"a"}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "audit", method: "GET", url: adm + "/admin/v1/audit", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
+		{name: "audit changes", method: "GET", url: adm + "/admin/v1/audit/changes?resource=settings", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "export", method: "GET", url: adm + "/admin/v1/export", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "import", method: "POST", url: adm + "/admin/v1/import", body: `{"popups":[{"name":"x"}]}`, header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},
 		{name: "stats", method: "GET", url: adm + "/admin/v1/popups/" + id + "/stats", header: auth, want: []int{unavailable}, errCode: "mysql_unavailable"},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/config"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
@@ -43,16 +44,9 @@ func count(t *testing.T, db *sql.DB, query string, args ...any) int {
 	return n
 }
 
-// eventually polls cond every 50 ms for up to d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apitest.Eventually(t, d, what, cond)
 }
 
 // erase asks for uid's erasure and waits until it is done; it returns the status answer.

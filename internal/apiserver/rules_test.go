@@ -8,18 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/testenv"
 )
 
 const q = "uid=u1&platform=ios&app_version=8.10.0"
 
 func popupSpec(name string, extra map[string]any) map[string]any {
-	p := map[string]any{"name": name, "title": name + " title", "content": "hello", "image_url": "https://img.example/x.png",
-		"link_url": "https://example.com/" + name, "buttons": []map[string]any{{"text": "Open", "link_url": "app://open"}}}
-	for k, v := range extra {
-		p[k] = v
-	}
-	return p
+	return apitest.PopupSpec(name, extra)
 }
 
 // TestDisplayRulesThroughHTTP walks every display rule of docs/CONTRACT.md §2 through the real API, Redis and

@@ -75,12 +75,7 @@ func (in *instance) metrics(t *testing.T) string {
 // requireAlive fails the test if popup-api has exited.
 func (in *instance) requireAlive(t *testing.T) {
 	t.Helper()
-	select {
-	case err := <-in.done:
-		in.done <- err // for the cleanup
-		t.Fatalf("popup-api exited: %v", err)
-	default:
-	}
+	in.RequireAlive(t)
 }
 
 // knownUser caches an empty user state in Redis, as a user who opened the app before has: with

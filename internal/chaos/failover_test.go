@@ -460,7 +460,7 @@ func failedSpan(rec *recorder, since time.Duration) (first, last time.Duration) 
 func harnessClient(t *testing.T, cfg config.Config) redis.UniversalClient {
 	t.Helper()
 	cfg.RedisTimeout, cfg.RedisPoolSize, cfg.RedisClusterReload = 2*time.Second, 4, time.Second
-	c, err := redisstore.NewClient(cfg)
+	c, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(t, err)
 	return c
 }

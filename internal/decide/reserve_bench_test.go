@@ -33,7 +33,7 @@ func BenchmarkShownPopup(b *testing.B) {
 	addr := testenv.RedisServer(b)
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": addr, "POPUP_REDIS_TIMEOUT": "1s"})
 	require.NoError(b, err)
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(b, err)
 	defer rdb.Close()
 	pipe, err := redisstore.NewPipeline(rdb)

@@ -23,7 +23,7 @@ func (failingBody) Close() error             { return nil }
 // answered 400 "could not read the request body").
 func TestReadBodyRefusesADeclaredOversizeBodyUnread(t *testing.T) {
 	t.Parallel()
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "over"}
+	tooLarge := &Error{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "over"}
 	tests := []struct {
 		name       string
 		length     int64

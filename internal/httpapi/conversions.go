@@ -45,15 +45,15 @@ type IngestKeyChecker interface {
 const ingestChallenge = `Bearer realm="popup-ingest"`
 
 var (
-	errConversionMediaType = &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+	errConversionMediaType = &Error{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
 		message: "conversions are application/json (Content-Type: application/json)"}
-	errIngestKeyInvalid = &apiError{status: http.StatusUnauthorized, code: "invalid_ingest_key",
+	errIngestKeyInvalid = &Error{status: http.StatusUnauthorized, code: "invalid_ingest_key",
 		message: "the bearer token is not an active ingest key (revoked, or never created: POST /admin/v1/ingest-keys)"}
 )
 
 // checkJSON refuses a conversion body that is not application/json: a text/plain one would pass a
 // browser without a preflight, so a page of any origin could post it.
-func checkJSON(c *gin.Context) *apiError {
+func checkJSON(c *gin.Context) *Error {
 	if c.ContentType() != "application/json" {
 		return errConversionMediaType
 	}
@@ -64,7 +64,7 @@ func checkJSON(c *gin.Context) *apiError {
 // token sent must be an active ingest key, whatever the conversions carry; without one, a value
 // is accepted only when uid signatures are required (the gateway vouches for the request, checked
 // per conversion). valued is the field of the first conversion with a value ("" for none).
-func (p *Public) checkValues(c *gin.Context, valued string) *apiError {
+func (p *Public) checkValues(c *gin.Context, valued string) *Error {
 	if tok, ok := bearer(c); ok {
 		if p.IngestKeys == nil || !popup.LooksLikeIngestKey(tok) {
 			c.Header("WWW-Authenticate", ingestChallenge+`, error="invalid_token"`)
@@ -88,7 +88,7 @@ func (p *Public) checkValues(c *gin.Context, valued string) *apiError {
 	}
 	c.Header("WWW-Authenticate", ingestChallenge)
 	msg := "a conversion with a value needs an ingest key (Authorization: Bearer <key>; an admin creates one with POST /admin/v1/ingest-keys) or uid signatures (POPUP_UID_HMAC_KEYS); without either, leave value out"
-	return &apiError{status: http.StatusUnauthorized, code: "ingest_key_required", message: valued + ": " + msg,
+	return &Error{status: http.StatusUnauthorized, code: "ingest_key_required", message: valued + ": " + msg,
 		fields: []popup.FieldError{{Field: valued, Message: msg}}}
 }
 
@@ -224,22 +224,22 @@ func (p *Public) postConversion(c *gin.Context) {
 // maxBatchProblems is the most problems a batch's 400 lists (its message gives the count).
 const maxBatchProblems = 100
 
-// fields maps every key a conversion may hold to where it is decoded (decodeFields).
-func (w *conversionWire) fields() []inputField {
-	return []inputField{{key: "uid", dst: &w.UID}, {key: "goal", dst: &w.Goal}, {key: "event_id", dst: &w.EventID},
-		{key: "value", dst: &w.Value}, {key: "at", dst: &w.At}, {key: "uid_sig", dst: &w.UIDSig}}
+// fields maps every key a conversion may hold to where it is decoded (DecodeFields).
+func (w *conversionWire) fields() []InputField {
+	return []InputField{{Key: "uid", Dst: &w.UID}, {Key: "goal", Dst: &w.Goal}, {Key: "event_id", Dst: &w.EventID},
+		{Key: "value", Dst: &w.Value}, {Key: "at", Dst: &w.At}, {Key: "uid_sig", Dst: &w.UIDSig}}
 }
 
 // batchError is the 400 of a batch's problems: every one, by index and field, up to
 // maxBatchProblems (the message says how many there are in all).
-func batchError(code string, fields []popup.FieldError) *apiError {
+func batchError(code string, fields []popup.FieldError) *Error {
 	n := len(fields)
 	msg := strconv.Itoa(n) + " problem(s), nothing queued; first: " + fields[0].Field + " " + fields[0].Message
 	if n > maxBatchProblems {
 		fields = fields[:maxBatchProblems]
 		msg += " (the first " + strconv.Itoa(maxBatchProblems) + " are listed)"
 	}
-	return &apiError{status: http.StatusBadRequest, code: code, message: msg, fields: fields}
+	return &Error{status: http.StatusBadRequest, code: code, message: msg, fields: fields}
 }
 
 func (p *Public) postConversionBatch(c *gin.Context) {
@@ -260,7 +260,7 @@ func (p *Public) postConversionBatch(c *gin.Context) {
 	in.Conversions = make([]conversionWire, len(body.Conversions))
 	var decodeFes []popup.FieldError
 	for i, raw := range body.Conversions {
-		decodeFes = append(decodeFes, decodeObject(raw, "conversions["+strconv.Itoa(i)+"]", "a conversion", in.Conversions[i].fields())...)
+		decodeFes = append(decodeFes, DecodeObject(raw, "conversions["+strconv.Itoa(i)+"]", "a conversion", in.Conversions[i].fields())...)
 	}
 	switch n := len(in.Conversions); {
 	case n == 0:
@@ -316,7 +316,7 @@ func (p *Public) postConversionBatch(c *gin.Context) {
 
 // checkBatchUID checks the uid signature of a batch's conversion i: as the header of a single
 // request would, the field named.
-func (p *Public) checkBatchUID(c *gin.Context, sig *string, uid string, i int, now time.Time) *apiError {
+func (p *Public) checkBatchUID(c *gin.Context, sig *string, uid string, i int, now time.Time) *Error {
 	err := uidauth.ErrMissing
 	if sig != nil {
 		err = p.UIDAuth.Verify(*sig, uid, now)
@@ -330,7 +330,7 @@ func (p *Public) checkBatchUID(c *gin.Context, sig *string, uid string, i int, n
 		base = uidSigErrors[uidauth.ErrMismatch]
 	}
 	field := "conversions[" + strconv.Itoa(i) + "].uid_sig"
-	return &apiError{status: base.status, code: base.code, message: field + ": " + base.message,
+	return &Error{status: base.status, code: base.code, message: field + ": " + base.message,
 		fields: []popup.FieldError{{Field: field, Message: base.message}}}
 }
 
@@ -354,7 +354,7 @@ func (p *Public) convert(c *gin.Context, convs []decide.Conversion, batch string
 		if len(fields) > maxBatchProblems {
 			fields = fields[:maxBatchProblems]
 		}
-		writeError(c, p.Log, &apiError{status: http.StatusTooManyRequests, code: "rate_limited",
+		writeError(c, p.Log, &Error{status: http.StatusTooManyRequests, code: "rate_limited",
 			message: strconv.Itoa(len(rl.Indexes)) + " of " + strconv.Itoa(len(convs)) + " conversion(s) not queued: their uids are over the rate limit (named in fields); every other conversion of the batch was queued",
 			fields:  fields})
 	case errors.As(err, &ue) && batch != "":
@@ -364,7 +364,7 @@ func (p *Public) convert(c *gin.Context, convs []decide.Conversion, batch string
 		}
 		writeError(c, p.Log, batchError("unknown_goal", fields))
 	case errors.As(err, &ue):
-		writeError(c, p.Log, &apiError{status: http.StatusBadRequest, code: "unknown_goal", message: "goal: " + ue.Error(),
+		writeError(c, p.Log, &Error{status: http.StatusBadRequest, code: "unknown_goal", message: "goal: " + ue.Error(),
 			fields: []popup.FieldError{{Field: "goal", Message: ue.Error() + " (GET /admin/v1/goals lists them)"}}})
 	default:
 		writeError(c, p.Log, decisionError(err))

@@ -43,9 +43,9 @@ func newCORSPolicy(origins cors.Origins) *corsPolicy {
 }
 
 var (
-	errCORSOrigin = &apiError{status: http.StatusForbidden, code: "cors_origin_not_allowed",
+	errCORSOrigin = &Error{status: http.StatusForbidden, code: "cors_origin_not_allowed",
 		message: "this Origin may not call the API from a browser (POPUP_CORS_ORIGINS)"}
-	errCORSMethod = &apiError{status: http.StatusForbidden, code: "cors_method_not_allowed",
+	errCORSMethod = &Error{status: http.StatusForbidden, code: "cors_method_not_allowed",
 		message: "Access-Control-Request-Method is not a method of this route"}
 )
 

@@ -14,9 +14,9 @@ import (
 	"popupsvc/internal/uidauth"
 )
 
-// apiError is an error the transport owns, with its HTTP status and stable code; domain errors
+// Error is an error the transport owns, with its HTTP status and stable code; domain errors
 // carry their code themselves (popup.Code) and get their status from codeStatus.
-type apiError struct {
+type Error struct {
 	status  int
 	code    string
 	message string
@@ -27,22 +27,22 @@ type apiError struct {
 	extra gin.H
 }
 
-func (e *apiError) Error() string { return e.code + ": " + e.message }
+func (e *Error) Error() string { return e.code + ": " + e.message }
 
-func badRequest(code, msg string) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: code, message: msg}
+func badRequest(code, msg string) *Error {
+	return &Error{status: http.StatusBadRequest, code: code, message: msg}
 }
 
 var (
-	errNotFound    = &apiError{status: http.StatusNotFound, code: "not_found", message: "no such route"}
-	errTooLarge    = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 4 KiB"}
-	errUnavailable = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the event queue cannot take the action now; retry later"}
-	errRateLimited = &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
-	errAuth        = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
-	errMySQLDown   = &apiError{status: http.StatusServiceUnavailable, code: "mysql_unavailable", message: "the popup store (MySQL) is unavailable; retry later"}
-	errInternal    = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
+	errNotFound    = &Error{status: http.StatusNotFound, code: "not_found", message: "no such route"}
+	errTooLarge    = &Error{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 4 KiB"}
+	errUnavailable = &Error{status: http.StatusServiceUnavailable, code: "unavailable", message: "the event queue cannot take the action now; retry later"}
+	errRateLimited = &Error{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many actions for this uid; retry later"}
+	errAuth        = &Error{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong bearer token"}
+	errMySQLDown   = &Error{status: http.StatusServiceUnavailable, code: "mysql_unavailable", message: "the popup store (MySQL) is unavailable; retry later"}
+	errInternal    = &Error{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 	// errReservationExpired refuses the confirmation of a decision no longer pending.
-	errReservationExpired = &apiError{status: http.StatusConflict, code: "reservation_expired",
+	errReservationExpired = &Error{status: http.StatusConflict, code: "reservation_expired",
 		message: "no pending reservation of this decision for this uid and popup: it expired or was never made (GET /api/v1/popup?confirm=1); the impression is not counted"}
 )
 
@@ -57,7 +57,7 @@ const mysqlRetryAfter = 5
 // uidSigErrors maps each uid signature failure (POPUP_UID_HMAC_KEYS set) to its 401: three codes,
 // with messages that say what to fix. Telling the causes apart helps no forger: without a key
 // no header passes.
-var uidSigErrors = map[error]*apiError{
+var uidSigErrors = map[error]*Error{
 	uidauth.ErrMissing:   {status: http.StatusUnauthorized, code: "uid_signature_missing", message: "this uid must be vouched for by the gateway: header " + uidauth.Header + " is required"},
 	uidauth.ErrMalformed: {status: http.StatusUnauthorized, code: "uid_signature_invalid", message: uidauth.Header + " is malformed: want t=<unix seconds>,v1=<64 hex digits>"},
 	uidauth.ErrMismatch:  {status: http.StatusUnauthorized, code: "uid_signature_invalid", message: uidauth.Header + " does not sign this uid and timestamp with a configured key"},
@@ -130,8 +130,8 @@ func writeError(c *gin.Context, log *slog.Logger, err error) {
 
 // answer is the answer to err: errInternal for an error neither the transport nor the domain
 // names, or a domain code without a status.
-func answer(err error) *apiError {
-	var ae *apiError
+func answer(err error) *Error {
+	var ae *Error
 	var de domainError
 	if aa, ok := audienceAnswer(err); ok {
 		return aa
@@ -150,12 +150,12 @@ func answer(err error) *apiError {
 // domainAnswer is the answer to de, found in err: its code with the code's status, its message
 // and the fields at fault. Within an import (a *popup.BatchItemError), the fields a *popup.Error
 // names are those of the popup at fault: popups[i].bucket_seed.
-func domainAnswer(err error, de domainError) *apiError {
+func domainAnswer(err error, de domainError) *Error {
 	status, ok := codeStatus[de.Code()]
 	if !ok {
 		return errInternal
 	}
-	ae := &apiError{status: status, code: string(de.Code()), message: de.Error()}
+	ae := &Error{status: status, code: string(de.Code()), message: de.Error()}
 	switch e := de.(type) {
 	case *popup.Error:
 		prefix := ""
@@ -184,4 +184,45 @@ func fieldErrorsToWire(fes []popup.FieldError) []fieldErrorWire {
 		out[i] = fieldErrorWire{Field: fe.Field, Message: fe.Message}
 	}
 	return out
+}
+
+// audienceAnswer is the answer to an audience error that carries more than a message.
+func audienceAnswer(err error) (*Error, bool) {
+	var (
+		bad  *popup.InvalidMembersError
+		many *popup.TooManyMembersError
+		mem  *popup.AudienceMemoryError
+		use  *popup.AudienceInUseError
+		body *bodyError
+	)
+	switch {
+	case errors.As(err, &bad):
+		lines := make([]gin.H, len(bad.Lines))
+		for i, l := range bad.Lines {
+			lines[i] = gin.H{"line": l.Line, "message": l.Message}
+		}
+		extra := gin.H{"lines": lines, "bad_lines": bad.Total}
+		if bad.Columns != nil {
+			extra["columns"] = bad.Columns // a CSV header without the uid column: the columns to choose from
+		}
+		return &Error{status: codeStatus[bad.Code()], code: string(bad.Code()), message: bad.Message(), extra: extra}, true
+	case errors.As(err, &many):
+		return &Error{status: codeStatus[many.Code()], code: string(many.Code()),
+			message: "more than " + strconv.Itoa(many.Limit) + " distinct uids: the limit of one " + string(many.Action) + " is " + strconv.Itoa(many.Limit),
+			extra:   gin.H{"limit": many.Limit}}, true
+	case errors.As(err, &mem):
+		return &Error{status: codeStatus[mem.Code()], code: string(mem.Code()),
+			message: "refused: every audience's members would be " + strconv.FormatInt(mem.Members, 10) + ", whose sets take " +
+				strconv.FormatInt(mem.Need, 10) + " bytes in every instance, over POPUP_AUDIENCE_MEMORY (" + strconv.FormatInt(mem.Limit, 10) + " bytes)",
+			extra: gin.H{"limit_bytes": mem.Limit, "needed_bytes": mem.Need}}, true
+	case errors.As(err, &use):
+		popups := make([]gin.H, len(use.Popups))
+		for i, p := range use.Popups {
+			popups[i] = gin.H{"id": p.ID, "name": p.Name, "status": string(p.Status)}
+		}
+		return &Error{status: codeStatus[use.Code()], code: string(use.Code()), message: use.Error(), extra: gin.H{"popups": popups}}, true
+	case errors.As(err, &body):
+		return badRequest("invalid_body", "could not read the request body: "+body.err.Error()), true
+	}
+	return nil, false
 }

@@ -77,47 +77,47 @@ func TestDomainErrorsAnswerByTheirCode(t *testing.T) {
 	tests := []struct {
 		name string
 		give error
-		want apiError
+		want Error
 	}{
 		{name: "not found", give: fmt.Errorf("popup 3: %w", popup.ErrNotFound),
-			want: apiError{status: http.StatusNotFound, code: "popup_not_found", message: "no such popup"}},
+			want: Error{status: http.StatusNotFound, code: "popup_not_found", message: "no such popup"}},
 		{name: "revision mismatch", give: popup.ErrRevisionMismatch,
-			want: apiError{status: http.StatusPreconditionFailed, code: "precondition_failed", message: "the popup has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}},
+			want: Error{status: http.StatusPreconditionFailed, code: "precondition_failed", message: "the popup has changed since it was read: If-Match does not match its current ETag; read it again and reapply the change"}},
 		{name: "name taken", give: fmt.Errorf("%w: Duplicate entry", popup.ErrNameTaken),
-			want: apiError{status: http.StatusConflict, code: "name_taken", message: "another popup that is not archived has this name; names of live popups are unique",
+			want: Error{status: http.StatusConflict, code: "name_taken", message: "another popup that is not archived has this name; names of live popups are unique",
 				fields: fields("name", "is the name of another popup that is not archived")}},
 		{name: "revision not kept", give: fmt.Errorf("revision 9: %w", popup.ErrRevisionNotKept),
-			want: apiError{status: http.StatusNotFound, code: "revision_not_found", message: "the popup has no such revision",
+			want: Error{status: http.StatusNotFound, code: "revision_not_found", message: "the popup has no such revision",
 				fields: fields("revision", "is not a revision of this popup (see its history)")}},
 		{name: "bucket seed changed", give: popup.ErrBucketSeedChanged,
-			want: apiError{status: http.StatusBadRequest, code: "validation_failed", message: "bucket_seed cannot change: it would move users between rollout buckets",
+			want: Error{status: http.StatusBadRequest, code: "validation_failed", message: "bucket_seed cannot change: it would move users between rollout buckets",
 				fields: fields("bucket_seed", "cannot change: it would move users between rollout buckets")}},
 		{name: "bucket seed changed in an import", give: item(2, popup.ErrBucketSeedChanged),
-			want: apiError{status: http.StatusBadRequest, code: "validation_failed", message: "popups[2].bucket_seed cannot change: it would move users between rollout buckets",
+			want: Error{status: http.StatusBadRequest, code: "validation_failed", message: "popups[2].bucket_seed cannot change: it would move users between rollout buckets",
 				fields: fields("popups[2].bucket_seed", "cannot change: it would move users between rollout buckets")}},
 		{name: "experiment running", give: popup.ErrExperimentRunning,
-			want: apiError{status: http.StatusConflict, code: "experiment_running", message: "experiment: the experiment is running: stop it before removing it",
+			want: Error{status: http.StatusConflict, code: "experiment_running", message: "experiment: the experiment is running: stop it before removing it",
 				fields: fields("experiment", "the experiment is running: stop it before removing it")}},
 		{name: "experiment concluded in an import", give: item(0, popup.ErrExperimentConcluded),
-			want: apiError{status: http.StatusConflict, code: "experiment_concluded", message: "popups[0].experiment: the experiment is concluded: it cannot change; remove it (experiment null) to start another",
+			want: Error{status: http.StatusConflict, code: "experiment_concluded", message: "popups[0].experiment: the experiment is concluded: it cannot change; remove it (experiment null) to start another",
 				fields: fields("popups[0].experiment", "the experiment is concluded: it cannot change; remove it (experiment null) to start another")}},
 		{name: "experiment missing", give: popup.ErrExperimentMissing,
-			want: apiError{status: http.StatusConflict, code: "experiment_missing", message: "experiment: the popup has no experiment",
+			want: Error{status: http.StatusConflict, code: "experiment_missing", message: "experiment: the popup has no experiment",
 				fields: fields("experiment", "the popup has no experiment")}},
 		{name: "experiment state", give: popup.ErrExperimentState,
-			want: apiError{status: http.StatusConflict, code: "experiment_state", message: "experiment: the experiment is not in a state that allows this",
+			want: Error{status: http.StatusConflict, code: "experiment_state", message: "experiment: the experiment is not in a state that allows this",
 				fields: fields("experiment", "the experiment is not in a state that allows this")}},
 		{name: "unknown variant", give: popup.ErrUnknownVariant,
-			want: apiError{status: http.StatusBadRequest, code: "validation_failed", message: "variant no variant has this key",
+			want: Error{status: http.StatusBadRequest, code: "validation_failed", message: "variant no variant has this key",
 				fields: fields("variant", "must be the key of one of the experiment's variants")}},
 		{name: "validation", give: &popup.ValidationError{Fields: fields("title", "is required")},
-			want: apiError{status: http.StatusBadRequest, code: "validation_failed", message: "invalid popup: title: is required",
+			want: Error{status: http.StatusBadRequest, code: "validation_failed", message: "invalid popup: title: is required",
 				fields: fields("title", "is required")}},
 		{name: "validation of another input names it", give: &popup.ValidationError{Of: "settings", Fields: fields("holdout_percent", "must be a whole number from 0 to 20")},
-			want: apiError{status: http.StatusBadRequest, code: "validation_failed", message: "invalid settings: holdout_percent: must be a whole number from 0 to 20",
+			want: Error{status: http.StatusBadRequest, code: "validation_failed", message: "invalid settings: holdout_percent: must be a whole number from 0 to 20",
 				fields: fields("holdout_percent", "must be a whole number from 0 to 20")}},
 		{name: "forbidden", give: &popup.ForbiddenError{Actor: popup.Actor{Name: "ann", Role: popup.RoleEditor}, Needed: popup.RolePublisher, What: "publishing a draft"},
-			want: apiError{status: http.StatusForbidden, code: "forbidden", message: "publishing a draft needs the publisher role; ann is an editor", roleNeeded: "publisher"}},
+			want: Error{status: http.StatusForbidden, code: "forbidden", message: "publishing a draft needs the publisher role; ann is an editor", roleNeeded: "publisher"}},
 		{name: "MySQL unavailable", give: fmt.Errorf("%w: %w", ErrMySQLUnavailable, errors.New("dial tcp: refused")),
 			want: *errMySQLDown},
 		{name: "anything else", give: errors.New("boom"),
@@ -126,6 +126,25 @@ func TestDomainErrorsAnswerByTheirCode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, *answer(tt.give))
+		})
+	}
+}
+
+func TestASeedChangeIsA400NamingTheField(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give      error
+		wantField string
+	}{
+		{give: popup.ErrBucketSeedChanged, wantField: "bucket_seed"},
+		{give: errors.Join(errors.New("update popup 3"), popup.ErrBucketSeedChanged), wantField: "bucket_seed"},
+		{give: &popup.BatchItemError{Index: 2, Err: popup.ErrBucketSeedChanged}, wantField: "popups[2].bucket_seed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wantField, func(t *testing.T) {
+			ae := answer(tt.give)
+			assert.Equal(t, http.StatusBadRequest, ae.status)
+			assert.Equal(t, []popup.FieldError{{Field: tt.wantField, Message: "cannot change: it would move users between rollout buckets"}}, ae.fields)
 		})
 	}
 }

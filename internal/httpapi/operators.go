@@ -72,8 +72,8 @@ const (
 	forbiddenCtxKey = "popup.forbidden"
 )
 
-// actor is the operator making the request, with its role (auth ran first).
-func actor(c *gin.Context) popup.Actor {
+// Actor is the operator making the request, with its role (auth ran first).
+func Actor(c *gin.Context) popup.Actor {
 	a, _ := c.Get(actorCtxKey)
 	act, _ := a.(popup.Actor)
 	return act
@@ -85,7 +85,7 @@ func actor(c *gin.Context) popup.Actor {
 // the write (internal/manage), where the stored popup is read (popup.Write.Needs).
 func (a *Admin) requireRole(need popup.Role, what string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if err := actor(c).Need(need, what); err != nil {
+		if err := Actor(c).Need(need, what); err != nil {
 			writeError(c, a.Log, err)
 		}
 	}
@@ -129,7 +129,7 @@ func (a *Admin) logRefusal(r *refusals) gin.HandlerFunc {
 // me answers who the token's operator is and what its role allows (the console hides the
 // controls it cannot use).
 func (a *Admin) me(c *gin.Context) {
-	act := actor(c)
+	act := Actor(c)
 	c.JSON(http.StatusOK, gin.H{"operator": act.Name, "role": act.Role.String(), "can": gin.H{
 		"edit_drafts": act.Role.Allows(popup.RoleEditor),
 		"publish":     act.Role.Allows(popup.RolePublisher),

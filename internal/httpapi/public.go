@@ -55,7 +55,7 @@ const maxActionBody = 4 << 10
 const maxDecisionBody = 32 << 10
 
 // errDecisionTooLarge refuses a decision body over maxDecisionBody.
-var errDecisionTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 32 KiB"}
+var errDecisionTooLarge = &Error{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 32 KiB"}
 
 // Router builds the public router: nothing admin-ish is mounted here.
 func (p *Public) Router() *gin.Engine {
@@ -196,7 +196,7 @@ func (p *Public) decision(c *gin.Context, q *reqparse.HomepageQuery) {
 
 // checkUID demands the gateway's signature of uid when POPUP_UID_HMAC_KEYS is set: after the
 // request's own validation, before any store is touched. Without keys it lets every uid through.
-func (p *Public) checkUID(c *gin.Context, uid string, now time.Time) *apiError {
+func (p *Public) checkUID(c *gin.Context, uid string, now time.Time) *Error {
 	if p.UIDAuth == nil {
 		return nil
 	}
@@ -318,14 +318,14 @@ func decisionError(err error) error {
 	}
 	var be *decide.ButtonError
 	if errors.As(err, &be) {
-		return &apiError{status: http.StatusBadRequest, code: "invalid_button", message: be.Error(),
+		return &Error{status: http.StatusBadRequest, code: "invalid_button", message: be.Error(),
 			fields: []popup.FieldError{{Field: "button", Message: be.Error()}}}
 	}
 	return err // popup.ErrNotFound and anything unexpected: writeError's table
 }
 
 // readActionBody reads and validates the body of POST /api/v1/popups/{id}/actions.
-func readActionBody(c *gin.Context) (reqparse.ActionBody, *apiError) {
+func readActionBody(c *gin.Context) (reqparse.ActionBody, *Error) {
 	var b reqparse.ActionBody
 	if c.Request.ContentLength > maxActionBody {
 		return b, errTooLarge
@@ -343,7 +343,7 @@ func readActionBody(c *gin.Context) (reqparse.ActionBody, *apiError) {
 
 // readBody reads the request body up to limit bytes: tooLarge (a 413) past it, a 400
 // invalid_body when it cannot be read.
-func readBody(c *gin.Context, limit int64, tooLarge *apiError) ([]byte, *apiError) {
+func readBody(c *gin.Context, limit int64, tooLarge *Error) ([]byte, *Error) {
 	if c.Request.ContentLength > limit {
 		// Declared too large: refused before a byte is read (reading it would only run into the
 		// listener's read timeout and end as a 400).

@@ -8,7 +8,7 @@ import (
 )
 
 // parseRequest validates the homepage query (docs/CONTRACT.md §3) into a domain request.
-func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *apiError) {
+func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *Error) {
 	if uid == "" {
 		return popup.Request{}, badRequest("invalid_uid", "uid is required")
 	}
@@ -43,7 +43,7 @@ var errUIDMalformed = parseError(reqparse.ErrUIDMalformed)
 
 // parseError is the 400 of an input reqparse refuses (the homepage query, the decision body, the
 // action body), naming the input in fields when the refusal is about one (an attribute, say).
-func parseError(e *reqparse.Error) *apiError {
+func parseError(e *reqparse.Error) *Error {
 	ae := badRequest(e.Code, e.Message)
 	if e.Field != "" {
 		ae.fields = []popup.FieldError{{Field: e.Field, Message: e.Message}}
@@ -53,7 +53,7 @@ func parseError(e *reqparse.Error) *apiError {
 
 // parseFlag reads a boolean query parameter: true/false, 1/0 or yes/no in any case; "" (absent
 // or empty) is false. Anything else is a 400 naming the parameter rather than a silent false.
-func parseFlag(name, v string) (bool, *apiError) {
+func parseFlag(name, v string) (bool, *Error) {
 	switch strings.ToLower(v) {
 	case "true", "1", "yes":
 		return true, nil

@@ -26,5 +26,5 @@ func TestParseErrorIsA400(t *testing.T) {
 	assert.Equal(t, 400, ae.status)
 	assert.Equal(t, "invalid_query", ae.code)
 	assert.Equal(t, perr.Message, ae.message)
-	assert.Equal(t, &apiError{status: 400, code: "invalid_uid", message: "uid must be 1-64 characters of [A-Za-z0-9_.:-]"}, errUIDMalformed)
+	assert.Equal(t, &Error{status: 400, code: "invalid_uid", message: "uid must be 1-64 characters of [A-Za-z0-9_.:-]"}, errUIDMalformed)
 }

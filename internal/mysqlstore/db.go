@@ -22,6 +22,15 @@ import (
 // reach the server (database/sql dials on first use): a bad DSN is its only error, so a binary
 // can start while MySQL is down and track its availability instead.
 func NewPool(dsn string, maxOpen int) (*sql.DB, error) {
+	connector, err := newConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return pool(connector, maxOpen), nil
+}
+
+// newConnector is the MySQL connector of dsn with the parameters NewPool promises.
+func newConnector(dsn string) (driver.Connector, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse MySQL DSN: %w", err)
@@ -47,11 +56,16 @@ func NewPool(dsn string, maxOpen int) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MySQL connector: %w", err)
 	}
+	return connector, nil
+}
+
+// pool is the pool over connector, sized and aged as the service runs it.
+func pool(connector driver.Connector, maxOpen int) *sql.DB {
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(maxOpen)
 	db.SetMaxIdleConns(maxOpen)
 	db.SetConnMaxLifetime(5 * time.Minute)
-	return db, nil
+	return db
 }
 
 // Open is NewPool, then a ping (failing when MySQL cannot be reached) and a prewarmed pool: for

@@ -17,7 +17,6 @@ import (
 
 	"popupsvc/internal/backoff"
 	"popupsvc/internal/event"
-	"popupsvc/internal/popup"
 	"popupsvc/internal/privacy"
 )
 
@@ -518,84 +517,12 @@ func actionLogInsert(events []event.Event, locales []string, rows []int, batch u
 	return q.String(), args
 }
 
-type stateKey struct {
-	uid     string
-	popupID int64
-}
-
-// mergedState is one user-state row: the batch's events for one (uid, popup_id) folded with the
-// domain's own merge rule (popup.MergeState), every field the latest or largest seen.
-type mergedState struct {
-	stateKey
-	popup.PopupState
-	day      int32 // UTC day number of the latest impression carrying a day count
-	dayCount int   // the user's impressions that day, as of it
-}
-
-// mergeDay keeps the later day's count, or the larger count of the same day.
-func (r *mergedState) mergeDay(e *event.Event) {
-	if e.Action != event.Impression || e.DayCount <= 0 {
-		return
-	}
-	day := popup.DayNumber(e.At)
-	switch {
-	case day > r.day:
-		r.day, r.dayCount = day, e.DayCount
-	case day == r.day:
-		r.dayCount = max(r.dayCount, e.DayCount)
-	}
-}
-
-// eventState is what one event says about its popup's state: the next-show instant and the
-// impression count it carries, and its own time as the last time of its action.
-func eventState(e *event.Event) popup.PopupState {
-	st := popup.PopupState{NextShowAt: e.NextShowAt, Impressions: e.Impressions}
-	switch e.Action {
-	case event.Impression, event.Exposure:
-		// A control exposure advances the state as an impression would (docs/CONTRACT.md §10),
-		// its day count aside (mergeDay).
-		st.LastImpressionAt = e.At
-	case event.Click:
-		st.LastClickAt = e.At
-	case event.Close:
-		st.LastCloseAt = e.At
-	}
-	return st
-}
-
-// mergeStates folds events into one row per (uid, popup_id), sorted by that key (the primary key
-// order, uid being ascii_bin: byte order).
-func mergeStates(events []event.Event) []mergedState {
-	idx := make(map[stateKey]int, len(events))
-	rows := make([]mergedState, 0, len(events))
-	for i := range events {
-		e := &events[i]
-		if e.Action == event.Holdout {
-			continue // the holdout kept the popup from the user: its state stays as it was (§15)
-		}
-		k := stateKey{e.UID, e.PopupID}
-		j, ok := idx[k]
-		if !ok {
-			j = len(rows)
-			idx[k] = j
-			rows = append(rows, mergedState{stateKey: k})
-		}
-		r := &rows[j]
-		r.PopupState = popup.MergeState(r.PopupState, eventState(e))
-		r.mergeDay(e)
-	}
-	slices.SortFunc(rows, func(a, b mergedState) int {
-		return cmp.Or(strings.Compare(a.uid, b.uid), cmp.Compare(a.popupID, b.popupID))
-	})
-	return rows
-}
-
 // userStateUpsert builds the user-state statement. Every column only moves forward (GREATEST),
 // so a replayed or reordered event never moves next_show_at back. VALUES() rather than the
 // `AS new` row alias: the alias does not parse on MariaDB, VALUES() runs on both (MySQL 8.0
 // warns that it is deprecated, nothing more).
 func userStateUpsert(events []event.Event) (string, []any, int) {
-	rows := mergeStates(events)
+	rows := event.FoldStates(events)
 	var q strings.Builder
 	q.Grow(512 + len(rows)*16)
 	q.WriteString("INSERT INTO popup_user_state (uid, popup_id, next_show_at, impressions, last_impression_at, last_click_at, last_close_at, impression_day, day_impressions) VALUES ")
@@ -606,8 +533,8 @@ func userStateUpsert(events []event.Event) (string, []any, int) {
 			q.WriteByte(',')
 		}
 		q.WriteString("(?,?,?,?,?,?,?,?,?)")
-		args = append(args, r.uid, r.popupID, toDB(r.NextShowAt), r.Impressions, toDB(r.LastImpressionAt), toDB(r.LastClickAt), toDB(r.LastCloseAt),
-			r.day, r.dayCount)
+		args = append(args, r.UID, r.PopupID, toDB(r.NextShowAt), r.Impressions, toDB(r.LastImpressionAt), toDB(r.LastClickAt), toDB(r.LastCloseAt),
+			r.Day, r.DayCount)
 	}
 	// day_impressions before impression_day: an assignment sees the columns assigned before it.
 	q.WriteString(` ON DUPLICATE KEY UPDATE

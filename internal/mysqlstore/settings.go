@@ -45,22 +45,41 @@ func (r *SettingsRepo) Set(ctx context.Context, actor, name, value, def string) 
 			_ = tx.Rollback()
 		}
 	}()
+	var was *string
 	err = tx.QueryRowContext(ctx, "SELECT value FROM popup_setting WHERE name = ? FOR UPDATE", name).Scan(&old)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		old = def
 	case err != nil:
 		return "", fmt.Errorf("set setting %s: %w", name, err)
+	default:
+		was = &old
 	}
 	if _, err = tx.ExecContext(ctx, `INSERT INTO popup_setting (name, value, updated_by) VALUES (?, ?, ?)
 		ON DUPLICATE KEY UPDATE value = VALUES(value), updated_by = VALUES(updated_by), updated_at = CURRENT_TIMESTAMP(3)`,
 		name, value, actor); err != nil {
 		return "", fmt.Errorf("set setting %s: %w", name, err)
 	}
+	if err = recordSettingChange(ctx, tx, actor, name, was, value); err != nil {
+		return "", err
+	}
 	if err = tx.Commit(); err != nil {
 		return "", fmt.Errorf("set setting %s: %w", name, err)
 	}
 	return old, nil
+}
+
+// recordSettingChange records a setting's change for the audit log (popup_setting_change), in
+// the write's transaction: nothing when the value stays what it was (was nil: never set).
+func recordSettingChange(ctx context.Context, tx *sql.Tx, actor, name string, was *string, value string) error {
+	if was != nil && *was == value {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO popup_setting_change (actor, name, old_value, new_value) VALUES (?, ?, ?, ?)`,
+		actor, name, was, value); err != nil {
+		return fmt.Errorf("record the change of setting %s: %w", name, err)
+	}
+	return nil
 }
 
 // The names of the pacing settings (docs/CONTRACT.md §13): whole numbers, written together.
@@ -136,6 +155,18 @@ func (r *SettingsRepo) SetPacing(ctx context.Context, actor string, p popup.Paci
 			ON DUPLICATE KEY UPDATE value = VALUES(value), updated_by = VALUES(updated_by), updated_at = CURRENT_TIMESTAMP(3)`,
 			s.name, strconv.FormatInt(s.value, 10), actor); err != nil {
 			return nil, fmt.Errorf("set pacing: %w", err)
+		}
+		var was *string
+		if old != nil {
+			v := int64(old.MinGap / time.Second)
+			if s.name == SettingDailyCap {
+				v = int64(old.DailyCap)
+			}
+			w := strconv.FormatInt(v, 10)
+			was = &w
+		}
+		if err = recordSettingChange(ctx, tx, actor, s.name, was, strconv.FormatInt(s.value, 10)); err != nil {
+			return nil, err
 		}
 	}
 	if err = tx.Commit(); err != nil {

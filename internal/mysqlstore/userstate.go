@@ -18,9 +18,11 @@ func NewUserStateLoader(db *sql.DB) *UserStateLoader { return &UserStateLoader{d
 // Load returns uid's per-popup state, today's impression count (for the daily cap) and the last
 // impression time (for the min gap), as of
 // what the worker has written: one statement on the state table's primary key (the count is the
-// largest day_impressions of the rows whose impression_day is today; migration 00005).
+// largest day_impressions of the rows whose impression_day is today; migration 00005). It passes
+// a gated pool's gate (Ungated): the hot path's load has its own budget and its own answer when
+// MySQL cannot give the state.
 func (l *UserStateLoader) Load(ctx context.Context, uid string, now time.Time) (popup.UserState, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT popup_id, next_show_at, impressions, last_impression_at,
+	rows, err := l.db.QueryContext(Ungated(ctx), `SELECT popup_id, next_show_at, impressions, last_impression_at,
 		last_click_at, last_close_at, impression_day, day_impressions FROM popup_user_state WHERE uid = ?`, uid)
 	if err != nil {
 		return popup.UserState{}, fmt.Errorf("load user state: %w", err)

@@ -15,25 +15,49 @@ import (
 	"popupsvc/internal/config"
 )
 
-// NewClient builds the Redis client of cfg: a single node (host:port or redis:// URL), a cluster
+// ClientOptions are what a Redis client is built from: where Redis is, how it is deployed and
+// how the client is tuned. OptionsOf reads them from the config; a caller that needs a
+// differently tuned client (a longer timeout, a smaller pool) edits its copy.
+type ClientOptions struct {
+	// Addrs are the nodes (host:port) or one redis:// URL; several mean a cluster.
+	Addrs      []string
+	Password   string
+	MasterName string // Sentinel's master: the failover client
+	Cluster    bool   // POPUP_REDIS_CLUSTER: a cluster even with one seed
+	// ClusterReload is how often a cluster client re-reads the slot map.
+	ClusterReload time.Duration
+	Timeout       time.Duration
+	PoolSize      int
+}
+
+// OptionsOf are the client options of cfg (POPUP_REDIS_*).
+func OptionsOf(cfg config.Config) ClientOptions {
+	return ClientOptions{Addrs: cfg.RedisAddrs(), Password: cfg.RedisPassword, MasterName: cfg.RedisMasterName,
+		Cluster: cfg.RedisCluster, ClusterReload: cfg.RedisClusterReload, Timeout: cfg.RedisTimeout, PoolSize: cfg.RedisPoolSize}
+}
+
+// NewClient builds the Redis client of o: a single node (host:port or redis:// URL), a cluster
 // (several seeds, or POPUP_REDIS_CLUSTER) or sentinels (POPUP_REDIS_MASTER_NAME). Timeouts are
 // tight because the homepage prefers no popup to a slow answer; the context deadline of each call
 // is honoured too.
-func NewClient(cfg config.Config) (redis.UniversalClient, error) {
+func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 	opts := &redis.UniversalOptions{
-		Addrs:                 cfg.RedisAddrs(),
-		Password:              cfg.RedisPassword,
-		MasterName:            cfg.RedisMasterName,
-		DialTimeout:           max(cfg.RedisTimeout, 100*time.Millisecond),
-		ReadTimeout:           cfg.RedisTimeout,
-		WriteTimeout:          cfg.RedisTimeout,
+		Addrs:                 o.Addrs,
+		Password:              o.Password,
+		MasterName:            o.MasterName,
+		DialTimeout:           max(o.Timeout, 100*time.Millisecond),
+		ReadTimeout:           o.Timeout,
+		WriteTimeout:          o.Timeout,
 		ContextTimeoutEnabled: true,
-		PoolSize:              cfg.RedisPoolSize,
-		MinIdleConns:          min(cfg.RedisPoolSize, 8),
-		PoolTimeout:           cfg.RedisTimeout * 2,
+		PoolSize:              o.PoolSize,
+		MinIdleConns:          min(o.PoolSize, 8),
+		PoolTimeout:           o.Timeout * 2,
 		MaxRetries:            1,
-		IsClusterMode:         cfg.RedisCluster,
+		IsClusterMode:         o.Cluster,
 	}
+	// A cluster: several seeds or POPUP_REDIS_CLUSTER, unless sentinels name a master
+	// (config.Config.IsCluster).
+	cluster := o.MasterName == "" && (o.Cluster || len(o.Addrs) > 1)
 	if len(opts.Addrs) == 1 && strings.Contains(opts.Addrs[0], "://") {
 		u, err := redis.ParseURL(opts.Addrs[0])
 		if err != nil {
@@ -47,13 +71,13 @@ func NewClient(cfg config.Config) (redis.UniversalClient, error) {
 		}
 		opts.TLSConfig = u.TLSConfig
 	}
-	if !cfg.IsCluster() {
+	if !cluster {
 		// A single node, or Sentinel: the failover client follows +switch-master from the
 		// sentinels, and asks them again whenever its master cannot be reached.
 		return redis.NewUniversalClient(opts), nil
 	}
 	copts := opts.Cluster()
-	copts.ClusterStateReloadInterval = cfg.RedisClusterReload
+	copts.ClusterStateReloadInterval = o.ClusterReload
 	// The hook goes on every node's client, where the dials and the node pipelines (the
 	// autopipeliner's too) happen, and on the cluster client for single commands.
 	hook := &reloadOnNetError{}

@@ -76,7 +76,7 @@ func runDeadMaster(t *testing.T, fault syscall.Signal, pipelined bool) deadMaste
 	}
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": strings.Join(addrs, ",")})
 	require.NoError(t, err)
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(t, err)
 	defer rdb.Close()
 	var pipe *redisstore.Pipeline

@@ -62,7 +62,7 @@ func TestCoverageCheckWarnsOfAClusterRequiringFullCoverage(t *testing.T) {
 	addrs := []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": strings.Join(addrs, ",")})
 	require.NoError(t, err)
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(t, err)
 	defer rdb.Close()
 	logs := &syncBuffer{}

@@ -31,7 +31,7 @@ func BenchmarkClusterPipeline(b *testing.B) {
 	require.NoError(b, err)
 	keys := Keys{Prefix: "p", Shards: config.ClusterQueueShards}
 	const users = 1000
-	seed, err := NewClient(cfg)
+	seed, err := NewClient(OptionsOf(cfg))
 	require.NoError(b, err)
 	defer seed.Close()
 	for i := range users {
@@ -56,7 +56,7 @@ func BenchmarkClusterPipeline(b *testing.B) {
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			rdb, err := NewClient(cfg)
+			rdb, err := NewClient(OptionsOf(cfg))
 			require.NoError(b, err)
 			defer rdb.Close()
 			do, closer := tt.do(rdb)

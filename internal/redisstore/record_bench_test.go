@@ -29,7 +29,7 @@ func BenchmarkImpressionPath(b *testing.B) {
 	// A patient timeout: a busy machine must slow the benchmark down, not fail it.
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": addr, "POPUP_REDIS_TIMEOUT": "1s"})
 	require.NoError(b, err)
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(b, err)
 	defer rdb.Close()
 	pipe, err := redisstore.NewPipeline(rdb)
@@ -134,7 +134,7 @@ func BenchmarkFirstVisitPath(b *testing.B) {
 	addr := testenv.RedisAddr(b)
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": addr, "POPUP_REDIS_TIMEOUT": "1s"})
 	require.NoError(b, err)
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(b, err)
 	defer rdb.Close()
 	pipe, err := redisstore.NewPipeline(rdb)

@@ -60,7 +60,7 @@ func runPromotions(t *testing.T, promotions int) {
 
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": strings.Join(sentinels, ","), "POPUP_REDIS_MASTER_NAME": master})
 	require.NoError(t, err)
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	require.NoError(t, err)
 	defer rdb.Close()
 	pipe, err := redisstore.NewPipeline(rdb)
@@ -72,7 +72,7 @@ func runPromotions(t *testing.T, promotions int) {
 	// client of their own that waits for a replica (two clients to follow the promotions).
 	acfg := cfg
 	acfg.RedisTimeout = 4*cfg.RequestBudget + cfg.RedisTimeout
-	ackRDB, err := redisstore.NewClient(acfg)
+	ackRDB, err := redisstore.NewClient(redisstore.OptionsOf(acfg))
 	require.NoError(t, err)
 	defer ackRDB.Close()
 	store.SetAckReplicas(1, ackRDB)

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"popupsvc/internal/config"
@@ -47,111 +48,169 @@ const (
 )
 
 // Run serves until ctx ends: the drain of every shard (once MySQL and Redis have both answered),
-// the listener and the cache warmer. The first of them to fail stops the others.
+// the listener and the cache warmer. The first of them to fail stops the others. Each step wires
+// a part of the worker from the parts before it.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) error {
-	worker := drain.WorkerID()
-	log = log.With("worker", worker)
+	id := drain.WorkerID()
+	log = log.With("worker", id)
 	log.Info("popup-worker starting", "config", cfg.String())
+	s := &server{cfg: cfg, log: log, hooks: hooks, id: id, reg: prometheus.NewRegistry()}
+	defer s.close()
+	for _, step := range []func() error{s.stores, s.writer, s.drainer, s.checks, s.listen} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return s.serve(ctx)
+}
 
+// server is popup-worker as Run wires it, step by step; closers run in reverse when Run returns.
+type server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	hooks   Hooks
+	id      string // the worker's id (drain.WorkerID)
+	reg     *prometheus.Registry
+	closers []func() error
+
+	db                 *sql.DB
+	rdb                redis.UniversalClient
+	keys               redisstore.Keys
+	queue              *redisstore.Queue
+	metrics            *drain.Metrics
+	events             *mysqlstore.EventWriter
+	eraser             *eraser
+	retention          *logRetention
+	known              *knownUsers
+	drain              *drain.Drain
+	warmNow            chan struct{}
+	mysqlDep, redisDep *health.Dep
+	coverage           *redisstore.CoverageCheck
+	ln                 net.Listener
+	srv                *http.Server
+}
+
+func (s *server) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		_ = s.closers[i]() // closing: nothing left to answer
+	}
+}
+
+// stores: the MySQL pool, the Redis client and the queue.
+func (s *server) stores() error {
+	cfg := s.cfg
 	db, err := mysqlstore.NewPool(cfg.MySQLDSN, cfg.MySQLMaxOpen)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	s.db = db
+	s.closers = append(s.closers, db.Close)
 	// The worker is off the hot path, and its scripts move whole batches: it does not need the
 	// API's tight Redis timeout.
-	rcfg := cfg
-	rcfg.RedisTimeout = max(cfg.RedisTimeout, time.Second)
-	rdb, err := redisstore.NewClient(rcfg)
-	if err != nil {
+	ropts := redisstore.OptionsOf(cfg)
+	ropts.Timeout = max(cfg.RedisTimeout, time.Second)
+	if s.rdb, err = redisstore.NewClient(ropts); err != nil {
 		return err
 	}
-	defer rdb.Close()
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
-	queue := redisstore.NewQueue(rdb, keys, cfg.WorkerLease)
+	s.closers = append(s.closers, s.rdb.Close)
+	s.keys = redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
+	s.queue = redisstore.NewQueue(s.rdb, s.keys, cfg.WorkerLease)
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.reg.MustRegister(drain.NewQueueCollector(s.queue, cfg.Shards()))
+	s.metrics = drain.NewMetrics(s.reg)
+	return nil
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(drain.NewQueueCollector(queue, cfg.Shards()))
-	metrics := drain.NewMetrics(reg)
-	depUp := health.NewUpGauge(reg)
-	retention := newLogRetention(mysqlstore.NewLogPartitions(db), cfg.ActionLogRetention,
-		mysqlstore.NewStatePurger(db), cfg.StateRetention, log, reg)
-
-	writer := mysqlstore.NewEventWriter(db)
-	writer.OnRows = metrics.RowsWritten
-	eraser, err := newEraser(cfg, db, rdb, keys, worker, log, reg)
-	if err != nil {
+// writer: the event writer, the erasures it honours and the action log's retention.
+func (s *server) writer() error {
+	cfg, db := s.cfg, s.db
+	s.retention = newLogRetention(mysqlstore.NewLogPartitions(db), cfg.ActionLogRetention,
+		mysqlstore.NewStatePurger(db), cfg.StateRetention, s.log, s.reg)
+	s.events = mysqlstore.NewEventWriter(db)
+	s.events.OnRows = s.metrics.RowsWritten
+	var err error
+	if s.eraser, err = newEraser(cfg, db, s.rdb, s.keys, s.id, s.log, s.reg); err != nil {
 		return err
 	}
-	writer.Erased = eraser.Keyed
-	writer.OnErased = eraser.dropped
+	s.events.Erased = s.eraser.Keyed
+	s.events.OnErased = s.eraser.dropped
+	return nil
+}
+
+// drainer: the queue drain, and the known-users filter it feeds.
+func (s *server) drainer() error {
+	cfg := s.cfg
 	dcfg := drain.Config{
-		Worker: worker, Shards: cfg.Shards(), BatchSize: cfg.WorkerBatchSize, FlushEvery: cfg.WorkerFlushEvery,
-		Lease: cfg.WorkerLease, Grace: cfg.ShutdownTimeout, Failpoint: hooks.Failpoint,
+		Worker: s.id, Shards: cfg.Shards(), BatchSize: cfg.WorkerBatchSize, FlushEvery: cfg.WorkerFlushEvery,
+		Lease: cfg.WorkerLease, Grace: cfg.ShutdownTimeout, Failpoint: s.hooks.Failpoint,
 	}
-	var known *knownUsers
 	if cfg.KnownUsers > 0 {
-		f, err := redisstore.NewKnownUsers(keys, cfg.KnownUsers, cfg.KnownUsersFP)
+		f, err := redisstore.NewKnownUsers(s.keys, cfg.KnownUsers, cfg.KnownUsersFP)
 		if err != nil {
 			return err
 		}
-		known = newKnownUsers(f, rdb, cfg.Shards(), cfg.KnownUsersRebuildRate, mysqlstore.NewUserStateLoader(db).StateUIDs, log, reg)
+		s.known = newKnownUsers(f, s.rdb, cfg.Shards(), cfg.KnownUsersRebuildRate, mysqlstore.NewUserStateLoader(s.db).StateUIDs, s.log, s.reg)
 		// Checked every 10 s, or as often as the config cache is warmed when that is more often.
-		known.every = min(known.every, cfg.WarmInterval)
-		dcfg.Written = known.written
-		log.Info("known-users filter", "uids", cfg.KnownUsers, "fp", cfg.KnownUsersFP, "bits_per_shard", f.Bits, "k", f.K, "redis_bytes", f.Bytes())
+		s.known.every = min(s.known.every, cfg.WarmInterval)
+		dcfg.Written = s.known.written
+		s.log.Info("known-users filter", "uids", cfg.KnownUsers, "fp", cfg.KnownUsersFP, "bits_per_shard", f.Bits, "k", f.K, "redis_bytes", f.Bytes())
 	}
-	drainer := drain.New(queue, writer, dcfg, log, metrics)
+	s.drain = drain.New(s.queue, s.events, dcfg, s.log, s.metrics)
+	return nil
+}
 
-	warmNow := make(chan struct{}, 1)
+// checks: the dependency checks; a dependency coming back warms the config cache at once.
+func (s *server) checks() error {
+	s.warmNow = make(chan struct{}, 1)
 	kickWarm := func() {
 		select {
-		case warmNow <- struct{}{}:
+		case s.warmNow <- struct{}{}:
 		default:
 		}
 	}
-	mysqlDep := &health.Dep{Name: "mysql", Every: depCheckEvery, Timeout: depCheckTimeout, Backoff: health.DefaultBackoff,
-		Log: log, Gauge: depUp, Check: mysqlCheck(db, writer, cfg.WorkerBatchSize), Fatal: isFatal, OnUp: kickWarm}
+	depUp := health.NewUpGauge(s.reg)
+	s.mysqlDep = &health.Dep{Name: "mysql", Every: depCheckEvery, Timeout: depCheckTimeout, Backoff: health.DefaultBackoff,
+		Log: s.log, Gauge: depUp, Check: mysqlCheck(s.db, s.events, s.cfg.WorkerBatchSize), Fatal: isFatal, OnUp: kickWarm}
 	// A Redis Cluster's coverage setting decides the blast radius of a dead master: checked at
 	// start and whenever Redis comes back (nil, checking nothing, unless Redis is a cluster).
-	coverage := redisstore.NewCoverageCheck(rdb, log, reg)
-	redisDep := &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: depCheckTimeout, Backoff: health.DefaultBackoff,
-		Log: log, Gauge: depUp, Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		OnUp: func() { kickWarm(); coverage.Kick() }}
-	deps := []*health.Dep{mysqlDep, redisDep}
+	s.coverage = redisstore.NewCoverageCheck(s.rdb, s.log, s.reg)
+	s.redisDep = &health.Dep{Name: "redis", Every: depCheckEvery, Timeout: depCheckTimeout, Backoff: health.DefaultBackoff,
+		Log: s.log, Gauge: depUp, Check: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		OnUp: func() { kickWarm(); s.coverage.Kick() }}
+	return nil
+}
 
-	ln, err := net.Listen("tcp", cfg.WorkerAddr)
+// listen: the /healthz and /metrics listener.
+func (s *server) listen() error {
+	ln, err := net.Listen("tcp", s.cfg.WorkerAddr)
 	if err != nil {
 		return fmt.Errorf("worker listener: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", healthz(deps)) // GET patterns answer HEAD too
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	log.Info("popup-worker listening", "addr", ln.Addr().String(), "shards", cfg.Shards())
-	if hooks.OnListen != nil {
-		hooks.OnListen(ln.Addr())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	mux.HandleFunc("GET /healthz", healthz([]*health.Dep{s.mysqlDep, s.redisDep})) // GET patterns answer HEAD too
+	s.ln, s.srv = ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.log.Info("popup-worker listening", "addr", ln.Addr().String(), "shards", s.cfg.Shards())
+	if s.hooks.OnListen != nil {
+		s.hooks.OnListen(ln.Addr())
 	}
+	return nil
+}
 
-	cache := redisstore.NewConfigCache(rdb, keys)
-	repo := mysqlstore.NewPopupRepo(db)
-	srm := newSRMMonitor(repo.ListWithExperiments,
-		mysqlstore.NewStatsRepo(db).ExperimentDays, log, reg)
+// serve runs the checks and the listener at once, and every loop that needs MySQL and Redis
+// once both have answered, until ctx ends.
+func (s *server) serve(ctx context.Context) error {
+	cfg, log := s.cfg, s.log
+	deps := []*health.Dep{s.mysqlDep, s.redisDep}
+	cache, repo := redisstore.NewConfigCache(s.rdb, s.keys), mysqlstore.NewPopupRepo(s.db)
+	srm := newSRMMonitor(repo.ListWithExperiments, mysqlstore.NewStatsRepo(s.db).ExperimentDays, log, s.reg)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, d := range deps {
 		g.Go(func() error { return d.Run(gctx) })
 	}
-	g.Go(func() error { return coverage.Run(gctx) })
+	g.Go(func() error { return s.coverage.Run(gctx) })
 	g.Go(func() error {
-		if !waitUp(gctx, deps) {
-			return nil
-		}
-		log.Info("popup-worker draining")
-		return drainer.Run(gctx)
-	})
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("worker listener: %w", err)
 		}
 		return nil
@@ -160,59 +219,39 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 		<-gctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 5*time.Second)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		return s.srv.Shutdown(sctx)
 	})
-	g.Go(func() error {
-		if !waitUp(gctx, deps) {
+	afterUp := []func(context.Context) error{
+		func(ctx context.Context) error {
+			log.Info("popup-worker draining")
+			return s.drain.Run(ctx)
+		},
+		func(ctx context.Context) error {
+			warmLoop(ctx, cfg.WarmInterval, s.warmNow, log, func(ctx context.Context) (int64, error) {
+				return snapshot.Warm(ctx, repo, cache)
+			})
 			return nil
-		}
-		warmLoop(gctx, cfg.WarmInterval, warmNow, log, func(ctx context.Context) (int64, error) {
-			return snapshot.Warm(ctx, repo, cache)
-		})
-		return nil
-	})
-	if known != nil {
-		g.Go(func() error {
-			if waitUp(gctx, deps) {
-				known.run(gctx)
-			}
-			return nil
-		})
+		},
+		func(ctx context.Context) error { s.retention.maintainLoop(ctx, retentionEvery); return nil },
+		func(ctx context.Context) error { s.retention.backfill(ctx); return nil },
+		func(ctx context.Context) error { s.retention.statesLoop(ctx, retentionEvery); return nil },
+		func(ctx context.Context) error { srm.run(ctx, srmEvery); return nil },
 	}
-	if eraser.Keyed != nil {
+	if s.known != nil {
+		afterUp = append(afterUp, func(ctx context.Context) error { s.known.run(ctx); return nil })
+	}
+	if s.eraser.Keyed != nil {
+		afterUp = append(afterUp, s.eraser.Run)
+	}
+	for _, run := range afterUp {
 		g.Go(func() error {
 			if !waitUp(gctx, deps) {
 				return nil
 			}
-			return eraser.Run(gctx)
+			return run(gctx)
 		})
 	}
-	g.Go(func() error {
-		if !waitUp(gctx, deps) {
-			return nil
-		}
-		retention.maintainLoop(gctx, retentionEvery)
-		return nil
-	})
-	g.Go(func() error {
-		if waitUp(gctx, deps) {
-			retention.backfill(gctx)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		if waitUp(gctx, deps) {
-			retention.statesLoop(gctx, retentionEvery)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		if waitUp(gctx, deps) {
-			srm.run(gctx, srmEvery)
-		}
-		return nil
-	})
-	err = g.Wait()
+	err := g.Wait()
 	log.Info("popup-worker stopped")
 	return err
 }

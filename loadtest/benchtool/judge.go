@@ -41,8 +41,9 @@ const (
 	goalIngest      = 1.0  // (i) POST /api/v1/conversions req/s / click actions' req/s, same round: at least
 	goalIngestBatch = 0.98 // (i) batch conversions answered per second at the action path's rate / that rate: at least
 	// The revisit mix (issue 57): 1,000 popups, Zipf users, a daily cap. The previous release ran it
-	// at 0.96 and 1.09 of the bare server; the regression of issue 57 at 0.92 and 0.77.
-	goalMix = 0.9 // (j) the mix's req/s, api / bare: at least
+	// at 0.42 and 0.55 of the bare server on the project's 2-core machine, main at 0.40 and 0.45
+	// (docs/PERFORMANCE.md, "The revisit mix"); the bare server is held by wrk's Lua.
+	goalMix = 0.4 // (j) the mix's req/s, api / bare: at least
 )
 
 // wrkResult is what wrk --latency prints that the bench reads.

@@ -394,7 +394,7 @@ func fill(args []string) error {
 	// A bulk load of big pipelines, not the hot path: the service's 50 ms Redis timeout would
 	// fail a pipeline that waits behind Redis's AOF work (it did once, at a million users).
 	cfg.RedisTimeout = 10 * time.Second
-	rdb, err := redisstore.NewClient(cfg)
+	rdb, err := redisstore.NewClient(redisstore.OptionsOf(cfg))
 	if err != nil {
 		return err
 	}

@@ -288,6 +288,9 @@ export const addDays = (day, n) => isoDay(new Date(Date.parse(day + 'T00:00:00Z'
 
 // Experiments (docs/CONTRACT.md §10).
 
+// isLive: an active or paused popup is live: saving it publishes, after a review.
+export const isLive = (status) => status === 'active' || status === 'paused';
+
 // armWeights: the weights of an experiment's arms in the form's reading (variants, then the
 // control), and their sum; a weight not given counts 0.
 export function armWeights(e) {
