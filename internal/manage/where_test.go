@@ -20,7 +20,7 @@ func TestWhereFieldsTravelThroughTheWrites(t *testing.T) {
 	t.Parallel()
 	mem := managetest.NewMemory(func() time.Time { return t0 })
 	svc := manage.New(mem, func() time.Time { return t0 })
-	full := popuptest.FullRules().Targeting
+	full := popuptest.Full().Targeting
 	in := popup.Input{Name: "where", Targeting: &popup.TargetingInput{Placements: full.Placements, Trigger: full.Trigger, Rules: full.Rules}}
 	created, err := svc.Create(ctx, admin, build(t, in))
 	require.NoError(t, err)

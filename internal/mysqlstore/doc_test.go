@@ -13,7 +13,7 @@ import (
 // popup_revision and popup_audit store exactly as it was written.
 func TestRevisionDocCarriesEveryField(t *testing.T) {
 	t.Parallel()
-	want := popuptest.FullRules()
+	want := popuptest.Full()
 	want.Experiment = popuptest.FullExperiment()
 	raw, err := encodeDoc(want)
 	require.NoError(t, err)

@@ -121,7 +121,7 @@ func TestPopupRowCarriesEveryField(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.MySQL(t)
 	repo := newRepo(db)
-	want := popuptest.FullRules()
+	want := popuptest.Full()
 	want.Experiment = popuptest.FullExperiment()
 	// The audiences it targets must exist: a fresh database numbers them from 1.
 	audiences := manage.NewAudiences(audienceStore{mysqlstore.NewAudienceRepo(db)}, nil, 1<<30, time.Now)

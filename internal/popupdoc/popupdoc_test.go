@@ -21,10 +21,11 @@ import (
 // the documents, and then testdata/older/ must keep a copy of what the previous build wrote.
 var update = flag.Bool("update", false, "rewrite testdata/*.json from this build's encoding")
 
-// plain is Full without an experiment, a bucket seed, translations or the caps exemption, and
-// with no buttons: the keys that are absent when empty are absent from its documents.
+// plain is Full without an experiment, a bucket seed, translations, the caps exemption, placements,
+// a trigger or rules, and with no buttons: the keys that are absent when empty are absent from its
+// documents.
 func plain() popup.Popup {
-	p := popuptest.Full()
+	p := popuptest.WithoutWhere(popuptest.Full())
 	p.ID, p.Name, p.BucketSeed, p.Experiment, p.Buttons = 8, "plain", "", nil, nil
 	p.Translations, p.ExemptFromCaps, p.HoldoutExempt = nil, false, false
 	return p
@@ -33,7 +34,7 @@ func plain() popup.Popup {
 // untranslated is p as a document from before translations and pacing reads: no translations
 // (the variants' neither) and no caps exemption. No primary goal either: goals came later.
 func untranslated(p popup.Popup) popup.Popup {
-	p = withoutImageAlt(p)
+	p = withoutImageAlt(popuptest.WithoutWhere(p))
 	p.Translations, p.ExemptFromCaps, p.HoldoutExempt = nil, false, false
 	if p.Experiment != nil {
 		p.Experiment.PrimaryGoal = "" // goals came after translations
@@ -95,7 +96,7 @@ func decode[T any](t *testing.T, raw []byte) T {
 }
 
 func TestDocumentsAreTheGoldenFiles(t *testing.T) {
-	full, bare := popuptest.FullRules(), plain()
+	full, bare := popuptest.Full(), plain()
 	popuptest.RequireNoZeroField(t, popupdoc.EntryOf(&full))
 	popuptest.RequireNoZeroField(t, popupdoc.RevisionOf(&full))
 
@@ -151,7 +152,7 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	}
 	// The release before placements, triggers and rules: every other field (Full), and the
 	// targeting reads as the homepage alone, no trigger, no rules.
-	beforeRules := popuptest.Full()
+	beforeRules := popuptest.WithoutWhere(popuptest.Full())
 	entries := decode[[]popupdoc.Entry](t, older("blob-before-rules.json"))
 	require.Len(t, entries, 2)
 	assert.Equal(t, beforeRules, entries[0].Popup())
@@ -161,7 +162,7 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	assert.Equal(t, beforeRules.Targeting, tg.Popup())
 
 	// The release before the holdout: every field but holdout_exempt.
-	beforeHoldout := withoutImageAlt(popuptest.Full())
+	beforeHoldout := withoutImageAlt(popuptest.WithoutWhere(popuptest.Full()))
 	beforeHoldout.HoldoutExempt = false
 	entries = decode[[]popupdoc.Entry](t, older("blob-before-holdout.json"))
 	require.Len(t, entries, 2)

@@ -15,7 +15,7 @@ import (
 // from the config blob exactly as it was written.
 func TestConfigBlobCarriesEveryField(t *testing.T) {
 	t.Parallel()
-	want := popuptest.FullRules() // with its experiment, placements, trigger and rules
+	want := popuptest.Full() // with its experiment
 	popuptest.RequireNoZeroField(t, popupdoc.EntryOf(&want))
 	blob, err := encodeConfig([]popup.Popup{want})
 	require.NoError(t, err)

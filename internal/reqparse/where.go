@@ -170,3 +170,18 @@ func decodePairs(raw json.RawMessage, prefix, field string) ([]rules.Pair, *Erro
 	}
 	return out, nil
 }
+
+// DecodeWhere reads a JSON body's placement, event, event_properties and attrs (the admin
+// preview's, as POST /api/v1/decisions has them) into a popup.Where, with the public API's limits
+// and refusals.
+func DecodeWhere(placement, event string, props, attrs json.RawMessage) (popup.Where, *Error) {
+	q := HomepageQuery{Placement: placement, Event: event}
+	var perr *Error
+	if q.Props, perr = decodePairs(props, propPrefix, "event_properties"); perr != nil {
+		return popup.Where{}, perr
+	}
+	if q.Attrs, perr = decodePairs(attrs, attrPrefix, "attrs"); perr != nil {
+		return popup.Where{}, perr
+	}
+	return q.Where()
+}
