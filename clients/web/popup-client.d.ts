@@ -91,13 +91,27 @@ export interface ConversionResult {
   accepted: boolean;
 }
 
+/** Where and for whom a decision is asked (docs/CONTRACT.md §2, "Placements, triggers and
+ * rules"): all optional; none is a plain request for the homepage. */
+export interface Where {
+  /** The placement (1-64 of a-z0-9_-; default "home"). */
+  placement?: string;
+  /** An event that just happened (1-64 of A-Za-z0-9_.:-): only popups triggered by it show. */
+  event?: string;
+  /** The event's properties (at most 20; only with event). */
+  properties?: Record<string, string | number | boolean>;
+  /** The user's attributes the popups' rules read (at most 50; keys 1-64 of A-Za-z0-9_.-, values
+   * at most 256 characters). */
+  attrs?: Record<string, string | number | boolean>;
+}
+
 export interface PopupClient {
-  /** Fetches the decision and shows the popup, if any, as a modal dialog in container, then
-   * confirms its impression. A second call while one is under way or open joins it. */
-  show(container: HTMLElement): Promise<Shown | null>;
+  /** Fetches the decision for where and shows the popup, if any, as a modal dialog in container,
+   * then confirms its impression. A second call while one is under way or open joins it. */
+  show(container: HTMLElement, where?: Where): Promise<Shown | null>;
   /** The decision alone (confirm mode): a popup it returns counts only once confirmed with
    * act({action: 'impression', ...}) within 30 s. */
-  decide(): Promise<{ popup: PublicPopup; decisionId: string } | null>;
+  decide(where?: Where): Promise<{ popup: PublicPopup; decisionId: string } | null>;
   /** Records a click, close or impression, retried with one event id on a network failure or a 503. */
   act(a: ActionInput): Promise<ActionResult>;
   /** Reports a conversion of goal (docs/CONTRACT.md §14). */

@@ -78,15 +78,20 @@ export function createPopupClient(opts) {
     return sig ? { [SIG]: sig } : {};
   }
 
-  /** The decision, or null (none, degraded, failed, late); a popup counts once confirmed. */
-  async function decide() {
-    const q = new URLSearchParams({ uid, platform: 'web', app_version: appVersion, confirm: '1' });
-    if (opts.region) q.set('region', opts.region);
-    if (opts.lang) q.set('lang', opts.lang);
+  /** The decision for where, or null (none, degraded, failed, late); a popup counts once confirmed. Long: as a POST. @param {import('./popup-client').Where} [w] */
+  async function decide(w = {}) {
+    const p = { uid, platform: 'web', app_version: appVersion, confirm: '1', region: opts.region, lang: opts.lang, placement: w.placement, event: w.event };
+    const q = new URLSearchParams();
+    for (const k in p) if (p[k]) q.set(k, p[k]);
+    for (const [pre, o] of [['prop.', w.properties], ['attr.', w.attrs]]) for (const k in o) q.set(pre + k, String(o[k]));
+    const long = q.toString().length > 6000;
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), budget);
     try {
-      const res = await fetch(`${base}/api/v1/popup?${q}`, { headers: await headers(), signal: ctl.signal, credentials: 'omit' });
+      const res = await fetch(long ? base + '/api/v1/decisions' : `${base}/api/v1/popup?${q}`, {
+        headers: { ...(await headers()), ...(long && { 'Content-Type': 'application/json' }) }, signal: ctl.signal, credentials: 'omit',
+        ...(long && { method: 'POST', body: JSON.stringify({ ...p, event_properties: w.properties, attrs: w.attrs }) }),
+      });
       const body = await res.json().catch(() => null);
       if (!res.ok) return fail('decide', res, body), null;
       if (res.headers.get('X-Popup-Degraded') || !body || !body.popup) return null;
@@ -155,9 +160,10 @@ export function createPopupClient(opts) {
    * confirms its impression. While a show() is under way or its dialog open, another show()
    * joins it: one dialog, one impression.
    * @param {HTMLElement} container
+   * @param {import('./popup-client').Where} [where]
    */
-  function show(container) {
-    if (!current) current = display(container).then((s) => {
+  function show(container, where) {
+    if (!current) current = display(container, where).then((s) => {
       if (s) s.done.then(() => (current = null));
       else current = null;
       return s;
@@ -165,9 +171,9 @@ export function createPopupClient(opts) {
     return current;
   }
 
-  /** @param {HTMLElement} container */
-  async function display(container) {
-    const d = await decide();
+  /** @param {HTMLElement} container @param {import('./popup-client').Where} [where] */
+  async function display(container, where) {
+    const d = await decide(where);
     if (!d) return null;
     const { popup, decisionId } = d;
     const doc = container.ownerDocument;

@@ -69,6 +69,11 @@ window.showWith = async (o) => {
   window.done = s ? s.done : null;
   return s ? { shown: true, decisionId: s.decisionId, popupId: s.popup.id, confirmed: await s.confirmed } : { shown: false };
 };
+window.showWhere = async (o, where) => {
+  const s = await window.client(o).show(document.body, where);
+  window.done = s ? s.done : null;
+  return s ? { shown: true, decisionId: s.decisionId, popupId: s.popup.id, confirmed: await s.confirmed } : { shown: false };
+};
 window.showTwice = async (o) => {
   const c = window.client(o);
   const [a, b] = await Promise.all([c.show(document.body), c.show(document.body)]);

@@ -265,6 +265,33 @@ func TestSDKOnRealPages(t *testing.T) {
 	run(chromedp.Evaluate(`getComputedStyle(document.querySelector('.popup-dialog')).backgroundColor`, &bg))
 	assert.Equal(t, "rgb(1, 2, 3)", bg)
 	closeDialog()
+
+	// 7. A placement popup for pro users (issue 51), across origins: shown at checkout to a pro
+	// user, not on the homepage, not to a free one; a purchase it waits for shows it through
+	// the POST twin once the attributes make the query long.
+	whereRegion := "where" + suffix
+	checkout := createShape(t, "checkout "+suffix, whereRegion, map[string]any{"title": "Pro checkout",
+		"targeting": map[string]any{"platforms": []string{"web"}, "regions": []string{whereRegion}, "placements": []string{"checkout"},
+			"rules": []any{map[string]any{"conditions": []any{map[string]any{"attr": "plan", "op": "eq", "value": "pro"}}}}}})
+	opts := func(uid string) string { return fmt.Sprintf(`{uid: %q, region: %q}`, uid+suffix, whereRegion) }
+	showWhere := func(o, where string) pageShown {
+		t.Helper()
+		var s pageShown
+		run(chromedp.Evaluate(`window.showWhere(`+o+`, `+where+`)`, &s, awaitPromise))
+		return s
+	}
+	assert.False(t, showWhere(opts("web-home-"), `{attrs: {plan: 'pro'}}`).Shown, "not on the homepage")
+	assert.False(t, showWhere(opts("web-free-"), `{placement: 'checkout', attrs: {plan: 'free'}}`).Shown, "not to a free plan")
+	got := showWhere(opts("web-pro-"), `{placement: 'checkout', attrs: {plan: 'pro'}}`)
+	require.True(t, got.Shown, "at checkout, to a pro user")
+	assert.Equal(t, checkout, got.PopupID)
+	assert.True(t, got.Confirmed)
+	closeDialog()
+	long := `{placement: 'checkout', attrs: Object.assign({plan: 'pro'}, Object.fromEntries(Array.from({length: 40}, (_, i) => ['k' + i, 'x'.repeat(200)])))}`
+	got = showWhere(opts("web-long-"), long)
+	require.True(t, got.Shown, "a long query goes as POST /api/v1/decisions, answered alike")
+	assert.Equal(t, checkout, got.PopupID)
+	closeDialog()
 }
 
 // holdDecisions holds the answers of the decision GETs whose URL contains match for hold before

@@ -116,15 +116,15 @@ func (d *Decider) decide(ctx context.Context, req popup.Request, now time.Time, 
 	if snap == nil {
 		return d.degraded(outDegradedNoSnapshot)
 	}
-	cands := snap.Candidates(req.Platform, req.Region)
-	if !popup.AnyMatch(cands, req, now) {
+	cands := snap.Candidates(&req)
+	if !popup.AnyMatch(cands, &req, now) {
 		// Nothing targets this request: no Redis round trip needed.
 		d.Metrics.count(outNoCandidate)
 		return Answer{Kind: None, Version: snap.Version}
 	}
 	var key localKey
 	if d.Local != nil {
-		key.build(&req)
+		key.build(&req, snap.RuleKeys(req.Placement))
 		if d.Local.lookup(&key, snap.Gen, now) {
 			d.Metrics.count(outLocalNone)
 			return Answer{Kind: None, Version: snap.Version}
@@ -282,7 +282,11 @@ type ExplainOptions struct {
 // Explanation is the decision Decide would make, with every popup's verdict.
 type Explanation struct {
 	Version int64
-	Chosen  *popup.Compiled // the popup selection chose first; nil: nothing would show
+	// Placement is the placement decided for (the request's, or popup.DefaultPlacement) and Event
+	// the event it carried ("" for none): the candidates' placement and trigger reasons are
+	// about them.
+	Placement, Event string
+	Chosen           *popup.Compiled // the popup selection chose first; nil: nothing would show
 	// Shown is exactly the popup GET /api/v1/popup would answer, as its public JSON: the
 	// variant's for a user in a variant arm; nil for a user in a control with mode none (or a
 	// chain of controls ending in none), the popup a fall_through control falls through to
@@ -334,7 +338,7 @@ func (d *Decider) Explain(ctx context.Context, req popup.Request, now time.Time,
 	pace := snap.Pacing
 	pace.HeldOut = snap.HoldoutCheck.Holds(req.UID) // the popups the holdout keeps from the user say so
 	chosen, verdicts := popup.Explain(cands, req, &st.UserState, now, pace)
-	ex := Explanation{Version: snap.Version, Chosen: chosen, Candidates: verdicts}
+	ex := Explanation{Version: snap.Version, Placement: req.PlacementOr(), Event: req.Event, Chosen: chosen, Candidates: verdicts}
 	if chosen == nil {
 		return ex, nil
 	}

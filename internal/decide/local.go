@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +17,10 @@ import (
 
 // LocalAnswers remembers, per process, that nothing can show to a user until some instant: the
 // answer popup.NextEligibleAt gave after a full decision that chose nothing. Until then, or until
-// the snapshot changes (its config version or the audience sets it was built on), the same request (uid, platform, app version, region, language) is
-// answered without reading the user's state from Redis.
+// the snapshot changes (its config version or the audience sets it was built on), the same request
+// (uid, platform, app version, region, language, placement, and the values of the attributes the
+// placement's rules read) is answered without reading the user's state from Redis. A request
+// carrying an event is always decided in full: it is a moment, not a state to remember.
 //
 // It is safe without any coordination between instances because every display rule only
 // extends hiding: an impression another instance records, a click, a close, can only push that
@@ -70,17 +73,23 @@ func NewLocalAnswers(size int) *LocalAnswers {
 }
 
 // localKey is a request's targeting attributes laid out as one map key: uid, platform, region
-// and language each end in a NUL (none may contain one), then the app version's 16 bytes.
+// and language each end in a NUL (none may contain one), then the app version's 16 bytes, then
+// for each attribute key the placement's rules read (in the snapshot's order, fixed for its
+// generation) 0x02 when the request lacks it, else 0x01, its value and a NUL, then for a
+// placement other than the homepage 0xFF and its name. No value holds a NUL or a 0xFF (valid
+// UTF-8 has none): each key is one request. The homepage's plain request without rules has the
+// key it had before placements existed, at the same cost.
 type localKey struct {
-	buf [64 + 1 + 8 + 1 + 16 + 1 + 64 + 1 + 16]byte // lang: a tag, or a short Accept-Language list
+	buf [192]byte // room for the fields of a usual request and a few short attribute values
 	n   int
 }
 
-// build lays out r; a request too long for the key (a lang list over 64 bytes) gets none (n == 0)
+// build lays out r, whose placement's rules read the attributes ruleKeys. A request carrying an
+// event, or too long for the key (a long lang list, long attribute values), gets none (n == 0)
 // and is decided without the local answers.
-func (k *localKey) build(r *popup.Request) {
+func (k *localKey) build(r *popup.Request, ruleKeys []string) {
 	k.n = 0
-	if len(r.UID)+len(r.Platform)+len(r.Region)+len(r.Lang)+4+16 > len(k.buf) {
+	if r.Event != "" || len(r.UID)+len(r.Platform)+len(r.Region)+len(r.Lang)+4+16 > len(k.buf) {
 		return
 	}
 	b := k.buf[:0]
@@ -90,6 +99,29 @@ func (k *localKey) build(r *popup.Request) {
 	}
 	for _, part := range r.AppVersion {
 		b = binary.BigEndian.AppendUint32(b, part)
+	}
+	for _, key := range ruleKeys {
+		v, ok := r.Attrs.Get(key)
+		switch {
+		case !ok:
+			if len(b) == len(k.buf) {
+				return
+			}
+			b = append(b, 2)
+		case len(b)+len(v)+2 > len(k.buf) || strings.IndexByte(v, 0) >= 0 || strings.IndexByte(v, 0xff) >= 0:
+			return
+		default:
+			b = append(b, 1)
+			b = append(b, v...)
+			b = append(b, 0)
+		}
+	}
+	if p := r.Placement; p != "" && p != popup.DefaultPlacement {
+		if len(b)+1+len(p) > len(k.buf) {
+			return
+		}
+		b = append(b, 0xff)
+		b = append(b, p...)
 	}
 	k.n = len(b)
 }

@@ -13,13 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 )
 
 var lt0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 func keyOf(uid string) *localKey {
 	var k localKey
-	k.build(&popup.Request{UID: uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"})
+	k.build(&popup.Request{UID: uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}, nil)
 	return &k
 }
 
@@ -92,12 +93,48 @@ func TestLocalAnswersCountHitsAndMisses(t *testing.T) {
 func TestLocalKeyRejectsOversizedRequests(t *testing.T) {
 	t.Parallel()
 	var k localKey
-	long := string(make([]byte, 200))
-	k.build(&popup.Request{UID: long, Platform: popup.PlatformIOS})
+	long := string(make([]byte, 600))
+	k.build(&popup.Request{UID: long, Platform: popup.PlatformIOS}, nil)
 	l := NewLocalAnswers(10)
 	l.remember(&k, 1, lt0, time.Time{})
 	assert.Zero(t, l.Len())
 	assert.False(t, l.lookup(&k, 1, lt0))
+
+	// attribute values that do not fit: no key either
+	var ka localKey
+	ka.build(&popup.Request{UID: "u1", Platform: popup.PlatformIOS,
+		Where: popup.Where{Attrs: rules.NewAttrs([]rules.Pair{{Key: "a", Value: string(make([]byte, 256))}, {Key: "b", Value: string(make([]byte, 256))}})}},
+		[]string{"a", "b"})
+	assert.Zero(t, ka.n)
+}
+
+// TestLocalKeyNamesWhatTheDecisionReads: the key tells apart requests whose placement, or whose
+// value (or lack) of an attribute the placement's rules read, differ; attributes no rule reads
+// do not split it; a request carrying an event has no key.
+func TestLocalKeyNamesWhatTheDecisionReads(t *testing.T) {
+	t.Parallel()
+	keyFor := func(w popup.Where, ruleKeys ...string) string {
+		var k localKey
+		k.build(&popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Where: w}, ruleKeys)
+		return string(k.bytes())
+	}
+	attrs := func(kv ...string) rules.Attrs {
+		var ps []rules.Pair
+		for i := 0; i+1 < len(kv); i += 2 {
+			ps = append(ps, rules.Pair{Key: kv[i], Value: kv[i+1]})
+		}
+		return rules.NewAttrs(ps)
+	}
+	home := keyFor(popup.Where{})
+	assert.Equal(t, home, keyFor(popup.Where{Placement: "home"}))
+	assert.NotEqual(t, home, keyFor(popup.Where{Placement: "checkout"}))
+	assert.Equal(t, home, keyFor(popup.Where{Attrs: attrs("plan", "pro")}), "no rule reads plan")
+	pro := keyFor(popup.Where{Attrs: attrs("plan", "pro", "x", "1")}, "plan")
+	assert.Equal(t, pro, keyFor(popup.Where{Attrs: attrs("plan", "pro", "x", "2")}, "plan"), "x is read by no rule")
+	assert.NotEqual(t, pro, keyFor(popup.Where{Attrs: attrs("plan", "team")}, "plan"))
+	assert.NotEqual(t, keyFor(popup.Where{}, "plan"), keyFor(popup.Where{Attrs: attrs("plan", "")}, "plan"), "absent is not empty")
+	assert.NotEqual(t, keyFor(popup.Where{Attrs: attrs("a", "1")}, "a", "b"), keyFor(popup.Where{Attrs: attrs("b", "1")}, "a", "b"))
+	assert.Empty(t, keyFor(popup.Where{Event: "purchase"}), "an event request is decided in full")
 }
 
 func TestLocalAnswersConcurrentUse(t *testing.T) {
@@ -126,13 +163,13 @@ func BenchmarkLocalAnswerHit(b *testing.B) {
 	l := NewLocalAnswers(100000)
 	req := popup.Request{UID: "user-1234567", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 	var k localKey
-	k.build(&req)
+	k.build(&req, nil)
 	l.remember(&k, 1, lt0, lt0.Add(time.Hour))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			var k localKey
-			k.build(&req)
+			k.build(&req, nil)
 			if !l.lookup(&k, 1, lt0) {
 				b.Fatal("miss")
 			}
@@ -146,7 +183,7 @@ func BenchmarkLocalAnswerRemember(b *testing.B) {
 	l := NewLocalAnswers(10000)
 	keys := make([]localKey, 50000)
 	for i := range keys {
-		keys[i].build(&popup.Request{UID: "user-" + strconv.Itoa(i), Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}})
+		keys[i].build(&popup.Request{UID: "user-" + strconv.Itoa(i), Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}}, nil)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -12,6 +12,7 @@ import (
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 	"popupsvc/internal/snapshot"
 )
 
@@ -73,10 +74,43 @@ func mixRequests(n, users int) []popup.Request {
 // users answered locally, a tail of first visits shown a popup. Run it with a fixed count, e.g.
 // -benchtime=200000x; cpu-ns/op is the process's CPU (garbage collection included) per decision.
 func BenchmarkDecideRevisitMix(b *testing.B) {
+	revisitMix(b, mixPopups(1000), mixRequests(450000+b.N, 200000))
+}
+
+// BenchmarkDecideRevisitMixRules is BenchmarkDecideRevisitMix with half the popups carrying two
+// rules and a second placement, and every request carrying the attributes they read (a plan,
+// free or pro by user, and the app build): the target is the plain mix's figure within
+// 0.02 (docs/PERFORMANCE.md, "Rules").
+func BenchmarkDecideRevisitMixRules(b *testing.B) {
+	ps := mixPopups(1000)
+	for i := range ps {
+		if i%2 == 0 {
+			t := &ps[i].Targeting
+			t.Placements = []string{popup.DefaultPlacement, "checkout"}
+			t.Rules = []rules.Rule{
+				{Conditions: []rules.Condition{{Attr: "plan", Op: rules.OpIn, Values: []rules.Value{rules.Str("pro"), rules.Str("team")}}}},
+				{Conditions: []rules.Condition{{Attr: "build", Op: rules.OpSemverGte, Values: []rules.Value{rules.Str("9.0.0")}}}},
+			}
+		}
+	}
+	reqs := mixRequests(450000+b.N, 200000)
+	free, pro := rules.NewAttrs([]rules.Pair{{Key: "plan", Value: "free"}, {Key: "build", Value: "9.2.0"}}),
+		rules.NewAttrs([]rules.Pair{{Key: "plan", Value: "pro"}, {Key: "build", Value: "9.2.0"}})
+	for k := range reqs {
+		reqs[k].Attrs = free
+		if len(reqs[k].UID)%2 == 0 {
+			reqs[k].Attrs = pro
+		}
+	}
+	revisitMix(b, ps, reqs)
+}
+
+// revisitMix times the decisions of reqs after the first 450,000 over popups ps (the daily cap at
+// 2, local answers on).
+func revisitMix(b *testing.B, ps []popup.Popup, reqs []popup.Request) {
 	const warm = 450000
-	reqs := mixRequests(warm+b.N, 200000)
 	holder := &snapshot.Holder{}
-	s := snapshot.BuildWith(1, mixPopups(1000), t0, popup.LinkSchemes{}, nil)
+	s := snapshot.BuildWith(1, ps, t0, popup.LinkSchemes{}, nil)
 	s.Pacing = popup.Pacing{DailyCap: 2}
 	if len(s.Problems) > 0 {
 		b.Fatal(s.Problems)

@@ -203,7 +203,7 @@ func TestPlan(t *testing.T) {
 			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 			st := tt.state
 
-			p := plan(&planInput{Snap: snap, Cands: snap.Candidates(req.Platform, req.Region), Req: req, State: &st, Now: pt0,
+			p := plan(&planInput{Snap: snap, Cands: snap.Candidates(&req), Req: req, State: &st, Now: pt0,
 				ID: planID})
 
 			var shown int64
@@ -296,7 +296,7 @@ func TestPlanRecordsTheLocaleShown(t *testing.T) {
 			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: tt.lang}
 			var st popup.UserState
 
-			p := plan(&planInput{Snap: snap, Cands: snap.Candidates(req.Platform, req.Region), Req: req, State: &st, Now: pt0, ID: planID})
+			p := plan(&planInput{Snap: snap, Cands: snap.Candidates(&req), Req: req, State: &st, Now: pt0, ID: planID})
 
 			var got []string
 			for _, ev := range p.Events {
@@ -336,7 +336,7 @@ func BenchmarkPlanHoldout(b *testing.B) {
 			snap := snapshot.BuildWith(7, []popup.Popup{planPopup(1, 10, nil)}, pt0, popup.LinkSchemes{}, nil)
 			snap.SetHoldout(bc.hold)
 			req := popup.Request{UID: bc.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
-			cands := snap.Candidates(req.Platform, req.Region)
+			cands := snap.Candidates(&req)
 			st := popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: pt0.Add(time.Hour), Impressions: 1, LastImpressionAt: pt0}},
 				Holdout: popup.HoldoutMark{Phase: 1, Day: popup.DayNumber(pt0)}}
 			in := planInput{Snap: snap, Cands: cands, Req: req, State: &st, Now: pt0.Add(time.Minute), ID: planID}

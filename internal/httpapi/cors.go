@@ -104,14 +104,14 @@ func (p *corsPolicy) preflight(c *gin.Context, origin []string, allowed bool) {
 	c.Abort()
 }
 
-// corsRouteMethods is the method a browser may use on path: GET on the decision, POST on a
-// popup's actions and on a conversion; nil for every other path (health, metrics, a backend's
-// batch of conversions: not for pages).
+// corsRouteMethods is the method a browser may use on path: GET on the decision, POST on its
+// twin, on a popup's actions and on a conversion; nil for every other path (health, metrics, a
+// backend's batch of conversions: not for pages).
 func corsRouteMethods(path string) []string {
 	switch path {
 	case "/api/v1/popup":
 		return getMethods
-	case "/api/v1/conversions":
+	case "/api/v1/conversions", "/api/v1/decisions":
 		return postMethods
 	}
 	if id, ok := strings.CutPrefix(path, "/api/v1/popups/"); ok {

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/reqparse"
 )
 
 // The admin kit: what every admin slice (internal/admin/...) shares with the shell and with
@@ -120,6 +121,29 @@ func ParseFlag(name, v string) (bool, *Error) { return parseFlag(name, v) }
 // ParseRequest validates a decision request's fields as the homepage does (parseRequest).
 func ParseRequest(uid, platform, appVersion, region, lang string) (popup.Request, *Error) {
 	return parseRequest(uid, platform, appVersion, region, lang)
+}
+
+// ParseWhere reads the placement, event, prop.<key> and attr.<key> parameters of a raw query
+// (the admin preview's, as GET /api/v1/popup has them), with the public API's limits and 400s.
+func ParseWhere(rawQuery string) (popup.Where, *Error) {
+	q, perr := reqparse.ScanQuery(rawQuery)
+	if perr != nil {
+		return popup.Where{}, parseError(perr)
+	}
+	w, perr := q.Where()
+	if perr != nil {
+		return popup.Where{}, parseError(perr)
+	}
+	return w, nil
+}
+
+// DecodeWhere is ParseWhere for a JSON body's fields (reqparse.DecodeWhere).
+func DecodeWhere(placement, event string, props, attrs json.RawMessage) (popup.Where, *Error) {
+	w, perr := reqparse.DecodeWhere(placement, event, props, attrs)
+	if perr != nil {
+		return popup.Where{}, parseError(perr)
+	}
+	return w, nil
 }
 
 // QueryError is the 400 of a bad query parameter, naming it.

@@ -50,6 +50,13 @@ type Public struct {
 // maxActionBody is the action body limit (4 KiB, docs/CONTRACT.md).
 const maxActionBody = 4 << 10
 
+// maxDecisionBody is the limit of POST /api/v1/decisions' body (32 KiB, docs/CONTRACT.md): room
+// for every attribute and event property at its limits.
+const maxDecisionBody = 32 << 10
+
+// errDecisionTooLarge refuses a decision body over maxDecisionBody.
+var errDecisionTooLarge = &Error{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body over 32 KiB"}
+
 // Router builds the public router: nothing admin-ish is mounted here.
 func (p *Public) Router() *gin.Engine {
 	r := newEngine(p.Log)
@@ -60,6 +67,7 @@ func (p *Public) Router() *gin.Engine {
 		r.Use(newCORSPolicy(p.CORS).handle)
 	}
 	r.GET("/api/v1/popup", p.getPopup)
+	r.POST("/api/v1/decisions", p.postDecision)
 	r.POST("/api/v1/popups/:id/actions", p.postAction)
 	r.POST("/api/v1/conversions", p.postConversion)
 	r.POST("/api/v1/conversions/batch", p.postConversionBatch)
@@ -126,9 +134,35 @@ func (p *Public) getPopup(c *gin.Context) {
 		writeError(c, p.Log, parseError(perr))
 		return
 	}
+	p.decision(c, &q)
+}
+
+// postDecision is GET /api/v1/popup's twin for a JSON body (attributes with types, more of them
+// than a URL comfortably holds): the same fields, the same checks, the same answer, byte for byte.
+func (p *Public) postDecision(c *gin.Context) {
+	raw, aerr := readBody(c, maxDecisionBody, errDecisionTooLarge)
+	if aerr != nil {
+		writeError(c, p.Log, aerr)
+		return
+	}
+	q, perr := reqparse.DecodeDecisionBody(raw)
+	if perr != nil {
+		writeError(c, p.Log, parseError(perr))
+		return
+	}
+	p.decision(c, &q)
+}
+
+// decision answers the homepage query q, however it came.
+func (p *Public) decision(c *gin.Context, q *reqparse.HomepageQuery) {
 	req, aerr := parseRequest(q.UID, q.Platform, q.AppVersion, q.Region, q.Lang)
 	if aerr != nil {
 		writeError(c, p.Log, aerr)
+		return
+	}
+	var perr *reqparse.Error
+	if req.Where, perr = q.Where(); perr != nil {
+		writeError(c, p.Log, parseError(perr))
 		return
 	}
 	now := p.Now()

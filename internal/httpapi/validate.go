@@ -41,8 +41,15 @@ func parseRequest(uid, platform, appVersion, region, lang string) (popup.Request
 // errUIDMalformed answers a uid that is present but not well formed, wherever a uid is read.
 var errUIDMalformed = parseError(reqparse.ErrUIDMalformed)
 
-// parseError is the 400 of an input reqparse refuses (the homepage query, the action body).
-func parseError(e *reqparse.Error) *Error { return badRequest(e.Code, e.Message) }
+// parseError is the 400 of an input reqparse refuses (the homepage query, the decision body, the
+// action body), naming the input in fields when the refusal is about one (an attribute, say).
+func parseError(e *reqparse.Error) *Error {
+	ae := badRequest(e.Code, e.Message)
+	if e.Field != "" {
+		ae.fields = []popup.FieldError{{Field: e.Field, Message: e.Message}}
+	}
+	return ae
+}
 
 // parseFlag reads a boolean query parameter: true/false, 1/0 or yes/no in any case; "" (absent
 // or empty) is false. Anything else is a 400 naming the parameter rather than a silent false.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"popupsvc/internal/popup/rules"
 )
 
 // Status is the lifecycle state of a popup config. Only StatusActive popups are ever shown.
@@ -101,6 +103,15 @@ type Targeting struct {
 	RolloutPercent int
 	UIDs           []string // allow-list: these uids bypass RolloutPercent only
 	Audiences      AudienceRefs
+	// Placements are where in the app the popup may show (a request names one); nil is the
+	// default, DefaultPlacement alone (PlacementsOr), and normalizes so.
+	Placements []string
+	// Trigger, when set, shows the popup only on a request carrying its event; nil: only on
+	// requests carrying none (where.go).
+	Trigger *Trigger
+	// Rules are conditions on the request's attributes: the popup matches when any rule holds, a
+	// rule when all its conditions do; none matches every request (package rules).
+	Rules []rules.Rule
 }
 
 // AudienceRefs targets uploaded user lists: with Include non-empty a user must be a member of at
@@ -175,6 +186,9 @@ type TargetingInput struct {
 	RolloutPercent *int
 	UIDs           []string
 	Audiences      AudienceRefs
+	Placements     []string // nil = ["home"]
+	Trigger        *Trigger
+	Rules          []rules.Rule
 }
 
 // Input is what a client POSTs/PUTs, decoded from the admin API's wire shape: every field is
@@ -251,6 +265,9 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 			RolloutPercent: deref(t.RolloutPercent, DefaultRolloutPercent),
 			UIDs:           t.UIDs,
 			Audiences:      t.Audiences,
+			Placements:     t.Placements,
+			Trigger:        t.Trigger,
+			Rules:          t.Rules,
 		}
 	}
 	p.normalize()
@@ -275,6 +292,7 @@ func (p *Popup) normalize() {
 	if len(p.Targeting.Audiences.Exclude) == 0 {
 		p.Targeting.Audiences.Exclude = nil
 	}
+	p.Targeting.normalizeWhere()
 	c := p.Creative
 	c.normalize()
 	p.Creative = c
@@ -418,6 +436,7 @@ func (t Targeting) validate(v *validator) {
 		}
 	}
 	t.Audiences.validate(v)
+	t.validateWhere(v)
 }
 
 func (r AudienceRefs) validate(v *validator) {

@@ -11,11 +11,19 @@ const (
 	ReasonNotActive  Reason = "not_active"
 	ReasonNotStarted Reason = "not_started"
 	ReasonEnded      Reason = "ended"
+	// ReasonPlacement: the popup does not list the request's placement; ReasonTrigger: the
+	// request's event (or its lack of one) is not what the popup's trigger waits for, or its
+	// properties fail the trigger's conditions (where.go).
+	ReasonPlacement  Reason = "placement"
+	ReasonTrigger    Reason = "trigger"
 	ReasonPlatform   Reason = "platform"
 	ReasonAppVersion Reason = "app_version"
 	ReasonRegion     Reason = "region"
 	ReasonLang       Reason = "lang"
 	ReasonRollout    Reason = "rollout"
+	// ReasonRules: none of the popup's attribute rules holds for the request (Candidate.Rules
+	// says which condition of each failed).
+	ReasonRules Reason = "rules"
 	// The audience reasons (Candidate.Audience names the audience): the user is in none of the
 	// included audiences, or in an excluded one, or this instance does not hold an audience the
 	// popup names yet and answers as a list would that keeps the popup from the user (fail-closed:

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"popupsvc/internal/popup/rules"
 )
 
 // SortForSelection puts candidates in selection order: priority descending, then id ascending,
@@ -44,12 +46,12 @@ func Select(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing)
 // AnyMatch reports whether some popup in cs is active, in its window at now and targets r:
 // whether Select could choose anything for r under some user state. It is the check that needs
 // no I/O, so a caller can skip reading the state when it fails. It prepares r once for all of cs
-// and does not allocate.
+// and does not allocate. r is only read (by pointer: the hot path passes it without a copy).
 //
 // The popups that target audiences are looked at only when no other matches: an audience check
 // reads the member set (a random place in megabytes), and the answer is the same in any order.
-func AnyMatch(cs []*Compiled, r Request, now time.Time) bool {
-	q := newQuery(&r)
+func AnyMatch(cs []*Compiled, r *Request, now time.Time) bool {
+	q := newQuery(r)
 	sec, nsec := now.Unix(), int32(now.Nanosecond())
 	deferred := false
 	for _, c := range cs {
@@ -86,6 +88,12 @@ type Candidate struct {
 	Reason   Reason
 	// Audience is the audience an audience reason is about; 0 for the other reasons.
 	Audience int64
+	// Trigger is the outcome of the popup's trigger conditions on the request's event properties,
+	// when the request carries the event the popup waits for and the trigger has conditions; nil
+	// otherwise. Rules are each of the popup's rules' outcomes on the request's attributes (nil
+	// without rules), whatever Reason is, so an operator sees every rule's fate at once.
+	Trigger *rules.Outcome
+	Rules   []rules.Outcome
 }
 
 // Explain runs the same checks as Select and returns, besides the popup Select would choose,
@@ -111,6 +119,10 @@ func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing
 		switch reason {
 		case ReasonNotInAudience, ReasonInExcludedAudience, ReasonAudienceNotLoaded:
 			_, cand.Audience = c.audienceVerdict(q.uid)
+		}
+		if c.whereBits&(whereTrigger|whereRules) != 0 {
+			w := c.whereVerdict(&q)
+			cand.Trigger, cand.Rules = w.Trigger, w.Rules
 		}
 		out = append(out, cand)
 	}

@@ -272,7 +272,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		{name: "Select", give: func() { sinkCompiled = popup.Select(cs, req, state, now, popup.Pacing{DailyCap: 3}) }},
 		{name: "Select with nil state", give: func() { sinkCompiled = popup.Select(cs, req, nil, now, popup.Pacing{DailyCap: 3}) }},
 		{name: "Match", give: func() { sinkReason = cs[1].Match(req) }},
-		{name: "AnyMatch", give: func() { sinkBool = popup.AnyMatch(cs, req, now) }},
+		{name: "AnyMatch", give: func() { sinkBool = popup.AnyMatch(cs, &req, now) }},
 		{name: "Eligible", give: func() { sinkReason = cs[3].Eligible(state, now, popup.Pacing{DailyCap: 3}) }},
 		{name: "RolloutBucket", give: func() { sinkInt = popup.RolloutBucket("1234567", "user-123456") }},
 		{name: "ParseVersion", give: func() { sinkVersion, _ = popup.ParseVersion("8.10.0.1") }},
@@ -368,7 +368,7 @@ func TestAnyMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, popup.AnyMatch(candidates(t, tt.give...), req, now))
+			assert.Equal(t, tt.want, popup.AnyMatch(candidates(t, tt.give...), &req, now))
 		})
 	}
 }
@@ -407,7 +407,7 @@ func TestAnyMatchWithAudiences(t *testing.T) {
 				c.BindAudiences(sets)
 			}
 			req := popup.Request{UID: tt.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}}
-			assert.Equal(t, tt.want, popup.AnyMatch(cs, req, now))
+			assert.Equal(t, tt.want, popup.AnyMatch(cs, &req, now))
 		})
 	}
 }

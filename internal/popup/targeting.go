@@ -18,6 +18,9 @@ type Request struct {
 	AppVersion Version
 	Region     string // may be ""; compared case-insensitively
 	Lang       string // may be ""; a tag or an Accept-Language value (ValidLang): targeting compares PrimaryLang, case-insensitively
+	// Where is the placement, the event and the attributes (the zero Where: a plain request for
+	// the homepage).
+	Where
 }
 
 // Platform bits for Compiled.platforms; 0 means "all platforms".
@@ -165,6 +168,7 @@ type Compiled struct {
 	platforms              uint8   // platformBit* set; 0 = all
 	active                 bool
 	rollout                uint8 // 0..100
+	whereBits              uint8 // where* flags: most popups show on the homepage's plain requests, without rules
 
 	regions, langs []code    // empty = all
 	rolloutState   uint64    // FNV-1a state after "<bucket seed>:"
@@ -174,6 +178,7 @@ type Compiled struct {
 	// found them; a nil entry is an audience this instance does not hold (fail-closed).
 	include, exclude []*audience.Set
 	failClosed       *atomic.Uint64 // counts the checks answered fail-closed; nil = uncounted
+	where            compiledWhere  // placements, trigger and rules
 
 	Popup Popup
 }
@@ -223,6 +228,11 @@ func CompileWith(p Popup, links LinkSchemes) (*Compiled, error) {
 		a := NewAssigner(p.Experiment)
 		c.assigner = &a
 	}
+	w, err := compileWhere(&p.Targeting)
+	if err != nil { // ValidateWith accepted the rules: a compile error is a bug, not a bad row
+		return nil, &ValidationError{Fields: []FieldError{{Field: "targeting", Message: err.Error()}}}
+	}
+	c.where, c.whereBits = w, w.bits()
 	if n := len(p.Targeting.Audiences.Include); n > 0 {
 		c.include = make([]*audience.Set, n)
 	}
@@ -335,24 +345,30 @@ type query struct {
 	region, lang       code
 	regionBit, langBit uint16
 	platform           uint8
+	homePlain          bool   // a request for DefaultPlacement carrying no event
+	placement          string // never "": DefaultPlacement when the request names none
+	where              *Where
 }
 
 func newQuery(r *Request) query {
 	q := query{
-		uid:      r.UID,
-		uidHash:  uidHash(r.UID),
-		version:  r.AppVersion,
-		region:   toCode(r.Region),
-		lang:     toCode(PrimaryLang(r.Lang)),
-		platform: platformBit(r.Platform),
+		uid:       r.UID,
+		uidHash:   uidHash(r.UID),
+		version:   r.AppVersion,
+		region:    toCode(r.Region),
+		lang:      toCode(PrimaryLang(r.Lang)),
+		platform:  platformBit(r.Platform),
+		placement: r.PlacementOr(),
+		where:     &r.Where,
 	}
+	q.homePlain = q.placement == DefaultPlacement && r.Event == ""
 	q.regionBit, q.langBit = codeBit(q.region), codeBit(q.lang)
 	return q
 }
 
 // Match checks targeting only (not status, window or display rules). It returns ReasonNone when
-// r matches, else the first failing check of platform, app version, region, lang, rollout,
-// audiences.
+// r matches, else the first failing check of placement, trigger, platform, app version, region,
+// lang, rollout, rules, audiences.
 // Regions and languages compare case-insensitively (ASCII), and a request without a region or
 // language does not match a popup that lists some. A uid on the allow-list skips the rollout
 // check but nothing else: QA devices still have to be on the right platform, version, region and
@@ -363,6 +379,13 @@ func (c *Compiled) Match(r Request) Reason {
 }
 
 func (c *Compiled) match(q *query) Reason {
+	// A homepage popup without a trigger, asked for by a plain homepage request, needs no look at
+	// its placements: the flags in its first cache line say so.
+	if c.whereBits&^whereRules != whereHomeOnly || !q.homePlain {
+		if r := c.where.whereReason(q); r != ReasonNone {
+			return r
+		}
+	}
 	switch {
 	case c.platforms != 0 && c.platforms&q.platform == 0:
 		return ReasonPlatform
@@ -374,6 +397,8 @@ func (c *Compiled) match(q *query) Reason {
 		return ReasonLang
 	case !c.inRollout(q):
 		return ReasonRollout
+	case c.whereBits&whereRules != 0 && !c.where.rules.Match(&q.where.Attrs):
+		return ReasonRules
 	case c.targetsAudiences():
 		r, _ := c.audienceReason(q.uid)
 		return r

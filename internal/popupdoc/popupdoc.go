@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 )
 
 type (
@@ -29,6 +30,27 @@ type (
 		RolloutPercent int        `json:"rollout_percent"`
 		UIDs           []string   `json:"uids"`
 		Audiences      *Audiences `json:"audiences,omitempty"`
+		// Placements, Trigger and Rules are absent at their defaults (the homepage alone, no
+		// trigger, no rules), as in every document written before they existed.
+		Placements []string `json:"placements,omitempty"`
+		Trigger    *Trigger `json:"trigger,omitempty"`
+		Rules      []Rule   `json:"rules,omitempty"`
+	}
+	// Trigger is a targeting's "trigger": the event and its property conditions.
+	Trigger struct {
+		Event      string      `json:"event"`
+		Conditions []Condition `json:"conditions,omitempty"`
+	}
+	// Rule is one of a targeting's "rules".
+	Rule struct {
+		Conditions []Condition `json:"conditions"`
+	}
+	// Condition is one condition of a rule or a trigger; Value is its operand as JSON (a scalar, a
+	// list for in and not_in, absent for exists and not_exists: rules.EncodeValue).
+	Condition struct {
+		Attr  string          `json:"attr"`
+		Op    string          `json:"op"`
+		Value json.RawMessage `json:"value,omitempty"`
 	}
 	// Audiences is a targeting's "audiences"; a targeting without audiences has no such key, as
 	// every document written before audiences existed, so that its stored bytes stay what they
@@ -153,9 +175,64 @@ func (h *Header) Popup() popup.Popup {
 
 // TargetingOf is t as stored; lists keep their nil-ness (null stays null, [] stays []).
 func TargetingOf(t popup.Targeting) Targeting {
-	return Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
+	out := Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs,
-		Audiences: audiencesOf(t.Audiences)}
+		Audiences: audiencesOf(t.Audiences), Placements: t.Placements, Rules: rulesOf(t.Rules)}
+	if tr := t.Trigger; tr != nil {
+		out.Trigger = &Trigger{Event: tr.Event, Conditions: conditionsOf(tr.Conditions)}
+	}
+	return out
+}
+
+func rulesOf(rs []rules.Rule) []Rule {
+	if rs == nil {
+		return nil
+	}
+	out := make([]Rule, len(rs))
+	for i, r := range rs {
+		out[i] = Rule{Conditions: conditionsOf(r.Conditions)}
+		if out[i].Conditions == nil {
+			out[i].Conditions = []Condition{} // (invalid, but kept as it was)
+		}
+	}
+	return out
+}
+
+func conditionsOf(cs []rules.Condition) []Condition {
+	if cs == nil {
+		return nil
+	}
+	out := make([]Condition, len(cs))
+	for i, c := range cs {
+		out[i] = Condition{Attr: c.Attr, Op: string(c.Op), Value: rules.EncodeValue(c.Op, c.Values)}
+	}
+	return out
+}
+
+// popupRules is the stored rules (nil: none).
+func popupRules(rs []Rule) []rules.Rule {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]rules.Rule, len(rs))
+	for i, r := range rs {
+		out[i] = rules.Rule{Conditions: popupConditions(r.Conditions)}
+	}
+	return out
+}
+
+// popupConditions is the stored conditions (nil: none). An operand that is not a scalar or a list
+// of them reads as none, which validation then refuses, so the popup is reported, not served.
+func popupConditions(cs []Condition) []rules.Condition {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]rules.Condition, len(cs))
+	for i, c := range cs {
+		vs, _ := rules.DecodeValue(c.Value)
+		out[i] = rules.Condition{Attr: c.Attr, Op: rules.Op(c.Op), Values: vs}
+	}
+	return out
 }
 
 // Popup is the stored audiences (nil: none).
@@ -176,9 +253,16 @@ func audiencesOf(refs popup.AudienceRefs) *Audiences {
 
 // Popup is the stored targeting.
 func (t Targeting) Popup() popup.Targeting {
-	return popup.Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
+	out := popup.Targeting{Platforms: t.Platforms, MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 		Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs,
-		Audiences: t.Audiences.Popup()}
+		Audiences: t.Audiences.Popup(), Placements: t.Placements, Rules: popupRules(t.Rules)}
+	if len(out.Placements) == 0 {
+		out.Placements = nil
+	}
+	if tr := t.Trigger; tr != nil {
+		out.Trigger = &popup.Trigger{Event: tr.Event, Conditions: popupConditions(tr.Conditions)}
+	}
+	return out
 }
 
 // ContentOf is c as stored; its buttons keep their nil-ness.

@@ -21,10 +21,11 @@ import (
 // the documents, and then testdata/older/ must keep a copy of what the previous build wrote.
 var update = flag.Bool("update", false, "rewrite testdata/*.json from this build's encoding")
 
-// plain is Full without an experiment, a bucket seed, translations or the caps exemption, and
-// with no buttons: the keys that are absent when empty are absent from its documents.
+// plain is Full without an experiment, a bucket seed, translations, the caps exemption, placements,
+// a trigger or rules, and with no buttons: the keys that are absent when empty are absent from its
+// documents.
 func plain() popup.Popup {
-	p := popuptest.Full()
+	p := popuptest.WithoutWhere(popuptest.Full())
 	p.ID, p.Name, p.BucketSeed, p.Experiment, p.Buttons = 8, "plain", "", nil, nil
 	p.Translations, p.ExemptFromCaps, p.HoldoutExempt = nil, false, false
 	return p
@@ -33,7 +34,7 @@ func plain() popup.Popup {
 // untranslated is p as a document from before translations and pacing reads: no translations
 // (the variants' neither) and no caps exemption. No primary goal either: goals came later.
 func untranslated(p popup.Popup) popup.Popup {
-	p = withoutImageAlt(p)
+	p = withoutImageAlt(popuptest.WithoutWhere(p))
 	p.Translations, p.ExemptFromCaps, p.HoldoutExempt = nil, false, false
 	if p.Experiment != nil {
 		p.Experiment.PrimaryGoal = "" // goals came after translations
@@ -129,14 +130,18 @@ func TestKeysAbsentWhenEmpty(t *testing.T) {
 		assert.NotContains(t, string(raw), `"translations"`, "%s: no translations, no key (as before translations existed)", name)
 		assert.NotContains(t, string(raw), `"exempt_from_caps"`, "%s: not exempt, no key (as before pacing existed)", name)
 		assert.NotContains(t, string(raw), `"holdout_exempt"`, "%s: not exempt, no key (as before the holdout existed)", name)
+		assert.NotContains(t, string(raw), `"placements"`, "%s: the homepage alone, no key (as before placements existed)", name)
+		assert.NotContains(t, string(raw), `"trigger"`, "%s: no trigger, no key (as before triggers existed)", name)
+		assert.NotContains(t, string(raw), `"rules"`, "%s: no rules, no key (as before rules existed)", name)
 	}
 }
 
 // TestDocumentsOlderReleasesWroteStillDecode reads testdata/older/: what the release before the
 // one codec wrote (2026-11-26: its own blob, revision and column types), the blob of the builds
 // before seeds and experiments, migration 00004's first revisions, and a content column from
-// before buttons and ext, the documents of the release before translations and pacing, and those
-// of the release before the holdout (no holdout_exempt).
+// before buttons and ext, the documents of the release before translations and pacing, those
+// of the release before the holdout (no holdout_exempt), and those of the release before
+// placements, triggers and rules.
 // None of them knew translations or the caps exemption; those before audiences read as no
 // audience targeting.
 func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
@@ -145,13 +150,24 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 		require.NoError(t, err)
 		return compact(t, raw)
 	}
+	// The release before placements, triggers and rules: every other field (Full), and the
+	// targeting reads as the homepage alone, no trigger, no rules.
+	beforeRules := popuptest.WithoutWhere(popuptest.Full())
+	entries := decode[[]popupdoc.Entry](t, older("blob-before-rules.json"))
+	require.Len(t, entries, 2)
+	assert.Equal(t, beforeRules, entries[0].Popup())
+	rev := decode[popupdoc.Revision](t, older("revision-before-rules.json"))
+	assert.Equal(t, beforeRules, rev.Popup())
+	tg := decode[popupdoc.Targeting](t, older("targeting-before-rules.json"))
+	assert.Equal(t, beforeRules.Targeting, tg.Popup())
+
 	// The release before the holdout: every field but holdout_exempt.
-	beforeHoldout := withoutImageAlt(popuptest.Full())
+	beforeHoldout := withoutImageAlt(popuptest.WithoutWhere(popuptest.Full()))
 	beforeHoldout.HoldoutExempt = false
-	entries := decode[[]popupdoc.Entry](t, older("blob-before-holdout.json"))
+	entries = decode[[]popupdoc.Entry](t, older("blob-before-holdout.json"))
 	require.Len(t, entries, 2)
 	assert.Equal(t, beforeHoldout, entries[0].Popup())
-	rev := decode[popupdoc.Revision](t, older("revision-before-holdout.json"))
+	rev = decode[popupdoc.Revision](t, older("revision-before-holdout.json"))
 	assert.Equal(t, beforeHoldout, rev.Popup())
 
 	full, bare := untranslated(popuptest.Full()), withoutImageAlt(plain())
@@ -183,7 +199,7 @@ func TestDocumentsOlderReleasesWroteStillDecode(t *testing.T) {
 	assert.Equal(t, bare, entries[1].Popup())
 	rev = decode[popupdoc.Revision](t, older("revision-2026-11-26.json"))
 	assert.Equal(t, full, rev.Popup())
-	tg := decode[popupdoc.Targeting](t, older("targeting-2026-11-26.json"))
+	tg = decode[popupdoc.Targeting](t, older("targeting-2026-11-26.json"))
 	assert.Equal(t, full.Targeting, tg.Popup())
 	c = decode[popupdoc.Content](t, older("content-2026-11-26.json"))
 	assert.Equal(t, full.Creative, c.Creative())
@@ -234,4 +250,18 @@ func TestGoalDocumentIsTheGoldenFile(t *testing.T) {
 	assert.Equal(t, &g, got.Popup())
 	assert.Nil(t, popupdoc.GoalOf(nil))
 	assert.Nil(t, (*popupdoc.Goal)(nil).Popup())
+}
+
+// TestAMalformedStoredConditionIsRefusedNotServed: a stored operand that is no scalar or list of
+// them reads as none, which validation refuses naming it, so a snapshot reports the popup
+// rather than serving it half-understood.
+func TestAMalformedStoredConditionIsRefusedNotServed(t *testing.T) {
+	tg := decode[popupdoc.Targeting](t, []byte(`{"rollout_percent":100,"rules":[{"conditions":[{"attr":"plan","op":"eq","value":{"x":1}}]}]}`))
+	p := plain()
+	p.Targeting = tg.Popup()
+	links, err := popup.ParseLinkSchemes([]string{"https", "app"})
+	require.NoError(t, err)
+	var ve *popup.ValidationError
+	require.ErrorAs(t, p.ValidateWith(links), &ve)
+	assert.Equal(t, []popup.FieldError{{Field: "targeting.rules[0].conditions[0].value", Message: "must be a single value for eq"}}, ve.Fields)
 }

@@ -16,10 +16,12 @@ import (
 	"popupsvc/internal/event"
 	"popupsvc/internal/jsonx"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 )
 
-// Error is an input refused with a 400: the answer's stable error code and its message.
-type Error struct{ Code, Message string }
+// Error is an input refused with a 400: the answer's stable error code and its message, and the
+// input it is about when one is named (attr.plan; "" otherwise).
+type Error struct{ Code, Message, Field string }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
@@ -28,11 +30,17 @@ var ErrUIDMalformed = &Error{Code: "invalid_uid", Message: "uid must be " + popu
 
 // HomepageQuery holds the raw fields of the homepage query.
 // Confirm is the raw "confirm" flag (ParseConfirm reads it).
-type HomepageQuery struct{ UID, Platform, AppVersion, Region, Lang, Confirm string }
+type HomepageQuery struct {
+	UID, Platform, AppVersion, Region, Lang, Confirm, Placement, Event string
+	// Attrs and Props are the attr.<key> and prop.<key> parameters (keys without the prefix), in
+	// the order sent, each within the limits (addPair); nil when none is sent. Where reads them.
+	Attrs, Props []rules.Pair
+}
 
 // ScanQuery reads the homepage fields out of a raw query string without building a url.Values
 // map; values are unescaped only when they contain an escape. The first occurrence of a key wins,
-// as with url.Values.Get.
+// as with url.Values.Get (for an attribute too: the first attr.plan is the plan). A query
+// without attributes or event properties allocates nothing.
 func ScanQuery(raw string) (HomepageQuery, *Error) {
 	var q HomepageQuery
 	var seen uint8 // bit i: the i-th field has appeared (the first occurrence wins, even if empty)
@@ -59,7 +67,16 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 			dst, bit = &q.Lang, 1<<4
 		case "confirm":
 			dst, bit = &q.Confirm, 1<<5
+		case "placement":
+			dst, bit = &q.Placement, 1<<6
+		case "event":
+			dst, bit = &q.Event, 1<<7
 		default:
+			if strings.HasPrefix(key, attrPrefix) || strings.HasPrefix(key, propPrefix) {
+				if perr := scanPair(&q, key, val); perr != nil {
+					return q, perr
+				}
+			}
 			continue
 		}
 		if seen&bit != 0 {
@@ -76,6 +93,30 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 		*dst = val
 	}
 	return q, nil
+}
+
+// scanPair reads one attr.<key> or prop.<key> parameter into q, unescaping its key and value.
+func scanPair(q *HomepageQuery, key, val string) *Error {
+	prefix, dst := attrPrefix, &q.Attrs
+	if strings.HasPrefix(key, propPrefix) {
+		prefix, dst = propPrefix, &q.Props
+	}
+	k := key[len(prefix):]
+	for _, s := range []*string{&k, &val} {
+		if strings.ContainsAny(*s, "%+") {
+			u, err := url.QueryUnescape(*s)
+			if err != nil {
+				return &Error{Code: "invalid_query", Message: "query string has a malformed escape in " + prefix + quoteShort(k)}
+			}
+			*s = u
+		}
+	}
+	for _, p := range *dst {
+		if p.Key == k {
+			return nil // the first occurrence wins
+		}
+	}
+	return addPair(dst, prefix, k, val)
 }
 
 // ParseConfirm reads the homepage's confirm flag: "1" or "true" asks for a decision that counts

@@ -25,6 +25,7 @@ func TestScanQueryAgreesWithURLValues(t *testing.T) {
 		"platform&platform=ios", // an empty first occurrence still wins (found by FuzzScanQuery)
 		"uid=&uid=u2&platform=ios",
 		"uid=u1&platform=web&app_version=1&confirm=1&confirm=0",
+		"uid=u1&placement=checkout&event=purchase_completed&placement=home",
 	}
 	for _, give := range tests {
 		t.Run(give, func(t *testing.T) {
@@ -37,7 +38,8 @@ func TestScanQueryAgreesWithURLValues(t *testing.T) {
 				t.Fatalf("url.ParseQuery(%q): %v", give, err)
 			}
 			if w := (HomepageQuery{UID: want.Get("uid"), Platform: want.Get("platform"), AppVersion: want.Get("app_version"),
-				Region: want.Get("region"), Lang: want.Get("lang"), Confirm: want.Get("confirm")}); got != w {
+				Region: want.Get("region"), Lang: want.Get("lang"), Confirm: want.Get("confirm"), Placement: want.Get("placement"),
+				Event: want.Get("event")}); scalars(got) != scalars(w) || got.Attrs != nil || got.Props != nil {
 				t.Errorf("ScanQuery(%q) = %+v, url.Values says %+v", give, got, w)
 			}
 		})

@@ -112,7 +112,8 @@ type Snapshot struct {
 	Gen      uint64
 	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
 	entries  map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
-	index    index
+	places   map[string]*placeIndex
+	home     *placeIndex // places[popup.DefaultPlacement], the placement most requests name
 	BuiltAt  time.Time
 	Problems []error // popups that failed to compile (kept out; logged by the refresher)
 	// CapExempt says whether any active popup is exempt from the pacing (ExemptFromCaps): when
@@ -210,7 +211,8 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 		}
 	}
 	popup.SortForSelection(s.Ordered)
-	s.index = buildIndex(s.Ordered, now)
+	s.places = buildPlaces(s.Ordered, now)
+	s.home = s.places[popup.DefaultPlacement]
 	return s
 }
 
@@ -231,10 +233,45 @@ func (s *Snapshot) SetHoldout(h popup.Holdout) {
 	}
 }
 
-// Candidates returns the active popups that can match a request on platform from region, in
-// selection order: every popup Select could choose for it, and usually far fewer than Ordered.
-func (s *Snapshot) Candidates(platform, region string) []*popup.Compiled {
-	return s.index.candidates(platform, region)
+// Candidates returns the active popups that can match r, in selection order: those of its
+// placement, for its event (or for plain requests when it carries none), on its platform from its
+// region. That is every popup Select could choose for r, and usually far fewer than Ordered; none
+// when no popup lists the placement.
+func (s *Snapshot) Candidates(r *popup.Request) []*popup.Compiled {
+	x := s.home
+	if r.Placement != "" && r.Placement != popup.DefaultPlacement {
+		x = s.places[r.Placement]
+	}
+	if x == nil {
+		return nil
+	}
+	if r.Event == "" { // the common case, without lookup's call
+		return x.plain.candidates(r.Platform, r.Region)
+	}
+	return x.events[r.Event].candidates(r.Platform, r.Region)
+}
+
+// RuleKeys are the attribute keys that the rules of the popups a plain request for placement ("":
+// the default) could be shown read, sorted, each once; nil when none has rules.
+func (s *Snapshot) RuleKeys(placement string) []string {
+	x := s.home
+	if placement != "" && placement != popup.DefaultPlacement {
+		x = s.places[placement]
+	}
+	if x == nil {
+		return nil
+	}
+	return x.ruleKeys
+}
+
+// Placements are the placements the active popups list, sorted.
+func (s *Snapshot) Placements() []string {
+	out := make([]string, 0, len(s.places))
+	for pl := range s.places {
+		out = append(out, pl)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Entry returns the popup with id, or nil when the snapshot does not hold it.

@@ -34,6 +34,10 @@ func randomPopups(rng *rand.Rand, n int) []popup.Popup {
 		if rng.IntN(2) == 0 {
 			t.Regions = []string{regions[rng.IntN(4)], regions[rng.IntN(4)]}
 		}
+		t.Placements = [][]string{nil, {"checkout"}, {"home", "checkout"}}[rng.IntN(3)]
+		if rng.IntN(4) == 0 {
+			t.Trigger = &popup.Trigger{Event: "purchase"}
+		}
 		in.Targeting = t
 		switch rng.IntN(4) {
 		case 0:
@@ -54,21 +58,24 @@ func randomPopups(rng *rand.Rand, n int) []popup.Popup {
 }
 
 // TestCandidatesNeverChangeTheDecision: selecting from the index gives the same popup as
-// selecting from every active popup, for every platform and region, including ones no config
-// names.
+// selecting from every active popup, for every placement, event, platform and region, including
+// ones no config names.
 func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 50; round++ {
 		s := BuildWith(int64(round), randomPopups(rng, 40), t0, popup.LinkSchemes{}, nil)
 		require.Empty(t, s.Problems)
-		for _, pl := range []string{"ios", "android", "web"} {
-			for _, region := range []string{"", "cn", "CN", "us", "de", "jp", "fr"} {
-				for _, now := range []time.Time{t0, t0.Add(2 * time.Hour)} {
-					req := popup.Request{UID: "u" + strconv.Itoa(round), Platform: pl, Region: region}
-					want := popup.Select(s.Ordered, req, nil, now, popup.Pacing{})
-					got := popup.Select(s.Candidates(pl, region), req, nil, now, popup.Pacing{})
-					assert.Same(t, want, got, "round %d %s/%q", round, pl, region)
+		for _, where := range []popup.Where{{}, {Placement: "home"}, {Placement: "checkout"}, {Placement: "nowhere"},
+			{Event: "purchase"}, {Placement: "checkout", Event: "purchase"}, {Event: "other"}} {
+			for _, pl := range []string{"ios", "android", "web"} {
+				for _, region := range []string{"", "cn", "CN", "us", "de", "jp", "fr"} {
+					for _, now := range []time.Time{t0, t0.Add(2 * time.Hour)} {
+						req := popup.Request{UID: "u" + strconv.Itoa(round), Platform: pl, Region: region, Where: where}
+						want := popup.Select(s.Ordered, req, nil, now, popup.Pacing{})
+						got := popup.Select(s.Candidates(&req), req, nil, now, popup.Pacing{})
+						assert.Same(t, want, got, "round %d %+v %s/%q", round, where, pl, region)
+					}
 				}
 			}
 		}
@@ -162,7 +169,7 @@ func BenchmarkSelect10k(b *testing.B) {
 	b.Run("candidates", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			popup.Select(s.Candidates(req.Platform, req.Region), req, st, t0, popup.Pacing{})
+			popup.Select(s.Candidates(&req), req, st, t0, popup.Pacing{})
 		}
 	})
 }

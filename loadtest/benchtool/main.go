@@ -436,7 +436,7 @@ func fill(args []string) error {
 					r := popup.Request{UID: "user-" + strconv.Itoa(i), Platform: platforms[i%3], AppVersion: ver,
 						Region: "r" + strconv.Itoa(i%regions), Lang: "en"}
 					st := popup.UserState{Popups: map[int64]popup.PopupState{}}
-					cands := snap.Candidates(r.Platform, r.Region)
+					cands := snap.Candidates(&r)
 					for n := 0; n < len(cands); n++ {
 						c := popup.Select(cands, r, &st, now, popup.Pacing{DailyCap: cfg.UserDailyCap})
 						if c == nil {

@@ -204,6 +204,10 @@ func (a *API) preview(c *gin.Context) {
 		a.Fail(c, aerr)
 		return
 	}
+	if req.Where, aerr = httpapi.ParseWhere(c.Request.URL.RawQuery); aerr != nil {
+		a.Fail(c, aerr)
+		return
+	}
 	a.explain(c, req, a.Now(), decide.ExplainOptions{})
 }
 
@@ -222,7 +226,11 @@ func (a *API) explain(c *gin.Context, req popup.Request, now time.Time, opts dec
 	if ex.Shown != nil {
 		shown = ex.Shown
 	}
-	answer := gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates)}
+	answer := gin.H{"popup": shown, "config_version": ex.Version, "candidates": candidatesToWire(ex.Candidates),
+		"placement": ex.Placement} // the placement decided for; "event" the event, when the request carried one
+	if ex.Event != "" {
+		answer["event"] = ex.Event
+	}
 	if ex.Shown != nil {
 		answer["locale"] = ex.Locale // the language shown for the request's lang (docs/CONTRACT.md §13)
 		answer["locale_match"] = ex.LocaleMatch.String()

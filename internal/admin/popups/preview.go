@@ -12,18 +12,25 @@ import (
 	"popupsvc/internal/decide"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 	"popupsvc/internal/snapshot"
 )
 
 // draftPreviewRequest is the body of POST /admin/v1/preview: a homepage request and an unsaved
 // popup in the admin input shape.
 type draftPreviewRequest struct {
-	UID        string          `json:"uid"`
-	Platform   string          `json:"platform"`
-	AppVersion string          `json:"app_version"`
-	Region     string          `json:"region"`
-	Lang       string          `json:"lang"`
-	Popup      json.RawMessage `json:"popup"`
+	UID        string `json:"uid"`
+	Platform   string `json:"platform"`
+	AppVersion string `json:"app_version"`
+	Region     string `json:"region"`
+	Lang       string `json:"lang"`
+	// Placement, Event, EventProperties and Attrs are the decision's (POST /api/v1/decisions'
+	// fields): the draft's placements, trigger and rules are previewed against them.
+	Placement       string          `json:"placement"`
+	Event           string          `json:"event"`
+	EventProperties json.RawMessage `json:"event_properties"`
+	Attrs           json.RawMessage `json:"attrs"`
+	Popup           json.RawMessage `json:"popup"`
 }
 
 // previewDraft answers like GET /admin/v1/preview as if the draft popup were active alongside
@@ -42,6 +49,10 @@ func (a *API) previewDraft(c *gin.Context) {
 	}
 	req, aerr := httpapi.ParseRequest(body.UID, body.Platform, body.AppVersion, body.Region, body.Lang)
 	if aerr != nil {
+		a.Fail(c, aerr)
+		return
+	}
+	if req.Where, aerr = httpapi.DecodeWhere(body.Placement, body.Event, body.EventProperties, body.Attrs); aerr != nil {
 		a.Fail(c, aerr)
 		return
 	}
@@ -166,6 +177,34 @@ type candidateWire struct {
 	Reason   string `json:"reason,omitempty"` // absent for the popup that would show
 	// Audience is the audience an audience reason is about (absent for the other reasons).
 	Audience int64 `json:"audience,omitempty"`
+	// Trigger is the outcome of the popup's trigger conditions, when the request carries the
+	// event it waits for (absent otherwise); Rules each of its rules' outcomes (absent without
+	// rules), whatever the reason.
+	Trigger *outcomeWire  `json:"trigger,omitempty"`
+	Rules   []outcomeWire `json:"rules,omitempty"`
+}
+
+// outcomeWire is one rule's (or a trigger's) outcome for the request: held, or its first
+// condition that failed (by index), the attribute, the operator, the value seen (absent when the
+// request lacks the attribute) and why: missing, mistyped or false.
+type outcomeWire struct {
+	Matched   bool    `json:"matched"`
+	Condition *int    `json:"condition,omitempty"`
+	Attr      string  `json:"attr,omitempty"`
+	Op        string  `json:"op,omitempty"`
+	Seen      *string `json:"seen,omitempty"`
+	Why       string  `json:"why,omitempty"`
+}
+
+func outcomeToWire(o rules.Outcome) outcomeWire {
+	if o.Matched {
+		return outcomeWire{Matched: true}
+	}
+	w := outcomeWire{Condition: &o.Condition, Attr: o.Attr, Op: string(o.Op), Why: string(o.Why)}
+	if o.Present {
+		w.Seen = &o.Seen
+	}
+	return w
 }
 
 func candidatesToWire(cs []popup.Candidate) []candidateWire {
@@ -175,6 +214,13 @@ func candidatesToWire(cs []popup.Candidate) []candidateWire {
 	out := make([]candidateWire, len(cs))
 	for i, c := range cs {
 		out[i] = candidateWire{ID: c.ID, Name: c.Name, Priority: c.Priority, Eligible: c.Eligible, Reason: string(c.Reason), Audience: c.Audience}
+		if c.Trigger != nil {
+			t := outcomeToWire(*c.Trigger)
+			out[i].Trigger = &t
+		}
+		for _, r := range c.Rules {
+			out[i].Rules = append(out[i].Rules, outcomeToWire(r))
+		}
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 )
 
 // adminPopup is a popup as the admin API shows it: the domain popup plus the server-managed
@@ -55,6 +56,66 @@ type adminTargeting struct {
 	RolloutPercent int               `json:"rollout_percent"`
 	UIDs           []string          `json:"uids"`
 	Audiences      adminAudienceRefs `json:"audiences"`
+	Placements     []string          `json:"placements"` // ["home"] by default
+	Trigger        *adminTrigger     `json:"trigger"`    // null: none
+	Rules          []adminRule       `json:"rules"`      // [] when none
+}
+
+// adminTrigger is targeting.trigger on the admin wire, in and out: the event and the conditions
+// on its properties ([] when none).
+type adminTrigger struct {
+	Event      string           `json:"event"`
+	Conditions []adminCondition `json:"conditions"`
+}
+
+// adminRule is one of targeting.rules, in and out.
+type adminRule struct {
+	Conditions []adminCondition `json:"conditions"`
+}
+
+// adminCondition is one condition, in and out: value is a scalar, a list (in, not_in) or absent
+// (exists, not_exists), as rules.EncodeValue writes it.
+type adminCondition struct {
+	Attr  string          `json:"attr"`
+	Op    string          `json:"op"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+func conditionsToWire(cs []rules.Condition) []adminCondition {
+	out := make([]adminCondition, len(cs))
+	for i, c := range cs {
+		out[i] = adminCondition{Attr: c.Attr, Op: string(c.Op), Value: rules.EncodeValue(c.Op, c.Values)}
+	}
+	return out
+}
+
+// conditionsFromWire is the domain's conditions; a value that is no scalar or list of them
+// becomes one value of no kind, which validation names (targeting.rules[0].conditions[1].value).
+func conditionsFromWire(cs []adminCondition) []rules.Condition {
+	if cs == nil {
+		return nil
+	}
+	out := make([]rules.Condition, len(cs))
+	for i, c := range cs {
+		vs, ok := rules.DecodeValue(c.Value)
+		if !ok {
+			vs = []rules.Value{{}}
+		}
+		out[i] = rules.Condition{Attr: c.Attr, Op: rules.Op(c.Op), Values: vs}
+	}
+	return out
+}
+
+func whereToWire(t popup.Targeting) (placements []string, tr *adminTrigger, rs []adminRule) {
+	placements = t.PlacementsOr()
+	if t.Trigger != nil {
+		tr = &adminTrigger{Event: t.Trigger.Event, Conditions: conditionsToWire(t.Trigger.Conditions)}
+	}
+	rs = make([]adminRule, len(t.Rules))
+	for i, r := range t.Rules {
+		rs[i] = adminRule{Conditions: conditionsToWire(r.Conditions)}
+	}
+	return placements, tr, rs
 }
 
 // adminAudienceRefs is targeting.audiences on the admin wire, in and out; lists are [] when empty.
@@ -199,12 +260,14 @@ func experimentToWire(e *popup.Experiment) *adminExperiment {
 // p's at now.
 func toWire(p popup.Popup, now time.Time) adminPopup {
 	t := p.Targeting
+	placements, trigger, rs := whereToWire(t)
 	return adminPopup{
 		ID: p.ID, Name: p.Name, BucketSeed: p.RolloutSeed(), Status: string(p.Status), State: string(p.StateAt(now)),
 		Priority: p.Priority, StartAt: p.StartAt, EndAt: p.EndAt,
 		Targeting: adminTargeting{Platforms: nonNil(t.Platforms), MinAppVersion: t.MinAppVersion, MaxAppVersion: t.MaxAppVersion,
 			Regions: nonNil(t.Regions), Langs: nonNil(t.Langs), RolloutPercent: t.RolloutPercent, UIDs: nonNil(t.UIDs),
-			Audiences: adminAudienceRefs{Include: nonNil(t.Audiences.Include), Exclude: nonNil(t.Audiences.Exclude)}},
+			Audiences:  adminAudienceRefs{Include: nonNil(t.Audiences.Include), Exclude: nonNil(t.Audiences.Exclude)},
+			Placements: placements, Trigger: trigger, Rules: rs},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
 		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps,
 		HoldoutExempt: p.HoldoutExempt,
@@ -357,6 +420,9 @@ type adminTargetingInput struct {
 	RolloutPercent *int               `json:"rollout_percent"`
 	UIDs           []string           `json:"uids"`
 	Audiences      *adminAudienceRefs `json:"audiences"`
+	Placements     []string           `json:"placements"`
+	Trigger        *adminTrigger      `json:"trigger"`
+	Rules          []adminRule        `json:"rules"`
 }
 
 // fromWire is the boundary from the admin API's JSON to the domain's input.
@@ -378,6 +444,16 @@ func fromWire(in adminPopupInput) popup.Input {
 			Regions: t.Regions, Langs: t.Langs, RolloutPercent: t.RolloutPercent, UIDs: t.UIDs}
 		if a := t.Audiences; a != nil {
 			out.Targeting.Audiences = popup.AudienceRefs{Include: a.Include, Exclude: a.Exclude}
+		}
+		out.Targeting.Placements = t.Placements
+		if tr := t.Trigger; tr != nil {
+			out.Targeting.Trigger = &popup.Trigger{Event: tr.Event, Conditions: conditionsFromWire(tr.Conditions)}
+		}
+		if t.Rules != nil {
+			out.Targeting.Rules = make([]rules.Rule, len(t.Rules))
+			for i, r := range t.Rules {
+				out.Targeting.Rules[i] = rules.Rule{Conditions: conditionsFromWire(r.Conditions)}
+			}
 		}
 	}
 	out.Buttons = buttonsFromWire(in.Buttons)

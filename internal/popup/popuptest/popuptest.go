@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/rules"
 )
 
 // Full is a valid popup with every field, and every field of its parts, set to a non-zero value
@@ -26,7 +27,18 @@ func Full() popup.Popup {
 		StartAt: &start, EndAt: &end,
 		Targeting: popup.Targeting{Platforms: []string{"ios", "android"}, MinAppVersion: "8.1.0", MaxAppVersion: "9.0.0",
 			Regions: []string{"cn", "us"}, Langs: []string{"zh"}, RolloutPercent: 40, UIDs: []string{"vip-1", "vip-2"},
-			Audiences: popup.AudienceRefs{Include: []int64{3, 5}, Exclude: []int64{4}}},
+			Audiences:  popup.AudienceRefs{Include: []int64{3, 5}, Exclude: []int64{4}},
+			Placements: []string{"home", "checkout"},
+			Trigger: &popup.Trigger{Event: "purchase_completed",
+				Conditions: []rules.Condition{{Attr: "amount", Op: rules.OpGte, Values: []rules.Value{rules.Num("30")}}}},
+			Rules: []rules.Rule{
+				{Conditions: []rules.Condition{
+					{Attr: "plan", Op: rules.OpIn, Values: []rules.Value{rules.Str("pro"), rules.Str("team")}},
+					{Attr: "app_build", Op: rules.OpSemverGte, Values: []rules.Value{rules.Str("8.2.0")}},
+					{Attr: "beta", Op: rules.OpEq, Values: []rules.Value{rules.Boolean(true)}},
+				}},
+				{Conditions: []rules.Condition{{Attr: "email", Op: rules.OpEndsWith, Values: []rules.Value{rules.Str("@corp.com")}}}},
+			}},
 		ReshowAfterSeconds: 3600, ClickCooldownSeconds: -1, CloseCooldownSeconds: 7200, MaxImpressions: 3, ExemptFromCaps: true,
 		HoldoutExempt: true,
 		Experiment:    FullExperiment(),
@@ -102,4 +114,11 @@ func FullGoal() popup.Goal {
 	valueCap := 500.0
 	return popup.Goal{Key: "purchase", Name: "Purchase", Window: 72 * time.Hour, Value: popup.GoalValueSum, ValueCap: &valueCap, Version: 3,
 		CreatedAt: time.Date(2026, 11, 20, 9, 0, 0, 123_000_000, time.UTC), UpdatedAt: time.Date(2026, 11, 26, 10, 30, 0, 0, time.UTC)}
+}
+
+// WithoutWhere is p as a document from before placements, triggers and rules reads: the homepage
+// alone, no trigger, no rules.
+func WithoutWhere(p popup.Popup) popup.Popup {
+	p.Targeting.Placements, p.Targeting.Trigger, p.Targeting.Rules = nil, nil, nil
+	return p
 }

@@ -5,6 +5,7 @@ import { listPopups } from '../api/popups.js';
 import { can, nav } from '../state.js';
 import { loadListStats, dropListStats, loadAudiences, audienceName } from '../cache.js';
 import { PAGE, setKids, screen, alertBox } from '../ui.js';
+import { summary as whereSummary } from './popup/where.js';
 
 // listState: the list's filters, sort and search, kept in the address (#/popups?state=…&sort=…&q=…)
 // so that a reload or a shared link shows the same list; the page cursors are not.
@@ -61,6 +62,8 @@ function targetingSummary(t = {}) {
   const names = (ids) => ids.map((id) => `“${audienceName(id)}”`).join(', ');
   if (t.audiences?.include?.length) parts.push('in ' + names(t.audiences.include));
   if (t.audiences?.exclude?.length) parts.push('not in ' + names(t.audiences.exclude));
+  const where = whereSummary(t); // placements, trigger, rules in plain words
+  if (where) parts.push(where);
   return parts.join(' · ');
 }
 

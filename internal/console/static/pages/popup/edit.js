@@ -16,6 +16,7 @@ import { draftExplainSection } from '../explain.js';
 import { basicsSection } from './basics.js';
 import { scheduleSection } from './schedule.js';
 import { targetingSection } from './targeting.js';
+import { whereSection } from './where.js';
 import { rulesSection } from './rules.js';
 import { contentEditor } from './content.js';
 import { translationsEditor, translationTable } from './translations.js';
@@ -77,6 +78,7 @@ export async function editScreen(id, carry) {
   const basics = basicsSection(statuses);
   const schedule = scheduleSection();
   const targeting = targetingSection({ audiences: audienceList, seed, isNew: !current });
+  const where = whereSection();
   const rules = rulesSection();
   const content = contentEditor({ own: true, onChange: () => update() });
   const translations = translationsEditor({ ownContent: () => content.read([]), onChange: () => update() });
@@ -104,6 +106,7 @@ export async function editScreen(id, carry) {
     translations.load(p.translations);
     exp.load(p.experiment ?? null);
     targeting.load({ ...DEFAULTS.targeting, ...(p.targeting || {}) });
+    where.load(p.targeting);
   }
 
   // read turns the form into the admin wire shape ({body}) and lists what the page itself can tell
@@ -132,6 +135,11 @@ export async function editScreen(id, carry) {
     // field, so that a popup without audiences saves on a server that does not know them
     const aud = aim.audiences;
     if (aud.include.length || aud.exclude.length || current?.targeting?.audiences) body.targeting.audiences = aud;
+    // placements, trigger and rules: likewise sent once set, or when the stored popup has them
+    const w = where.read();
+    if (w.placements.join() !== 'home' || current?.targeting?.placements) body.targeting.placements = w.placements;
+    if (w.trigger || current?.targeting?.trigger !== undefined) body.targeting.trigger = w.trigger;
+    if (w.rules.length || current?.targeting?.rules) body.targeting.rules = w.rules;
     // experiment: sent while the form holds one, and as null to remove the stored one; a popup
     // that never had one is sent without it
     const e = exp.read(problems);
@@ -180,6 +188,7 @@ export async function editScreen(id, carry) {
     basics.el,
     schedule.el,
     targeting.el,
+    where.el,
     rules.el,
     h('fieldset', {}, h('legend', {}, 'Content'), content.el),
     translations.el,
