@@ -332,6 +332,7 @@ func (e *Experiment) validate(v *validator, links LinkSchemes) {
 
 // normalize gives every variant's creative its canonical shape (as Popup.normalize does).
 func (e *Experiment) normalize() {
+	e.Variants = slices.Clone(e.Variants)
 	for i := range e.Variants {
 		e.Variants[i].Creative.normalize()
 	}

@@ -297,7 +297,9 @@ func (p *Popup) normalize() {
 	c.normalize()
 	p.Creative = c
 	if p.Experiment != nil {
-		p.Experiment.normalize()
+		e := *p.Experiment // p is a copy, its experiment is not: another goroutine may read it
+		e.normalize()
+		p.Experiment = &e
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popup/popuptest"
 )
 
 // now is the fixed instant every test runs at.
@@ -623,4 +624,27 @@ func TestValidateAudienceRefs(t *testing.T) {
 			assert.Equal(t, tt.want, fieldNames(fieldErrors(t, err)))
 		})
 	}
+}
+
+// TestCompileLeavesItsInputAlone: compiling normalizes a copy. The popup's slices and its
+// experiment are shared with the snapshot it came from, which concurrent requests read (a draft
+// preview compiles the live popups again), so sorting or canonicalising them in place raced.
+func TestCompileLeavesItsInputAlone(t *testing.T) {
+	p := popuptest.Full()
+	p.Status = popup.StatusActive
+	p.Creative.Translations = []popup.Translation{popuptest.FullTranslation("zh-hans", "sale"), popuptest.FullTranslation("pt-br", "sale")}
+	p.Experiment.Variants[0].Creative.Translations = []popup.Translation{popuptest.FullTranslation("it", "a"), popuptest.FullTranslation("DE", "a")}
+	before, err := json.Marshal(p)
+	require.NoError(t, err)
+
+	links, err := popup.ParseLinkSchemes([]string{"app", "https"})
+	require.NoError(t, err)
+	c, err := popup.CompileWith(p, links)
+	require.NoError(t, err)
+
+	after, err := json.Marshal(p)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after), "CompileWith changed the popup it was given")
+	assert.Equal(t, "pt-BR", c.Popup.Creative.Translations[0].Locale, "the compiled copy is normalized")
+	assert.Equal(t, "de", c.Popup.Experiment.Variants[0].Creative.Translations[0].Locale)
 }

@@ -89,6 +89,9 @@ func (c *Creative) normalizeTranslations() {
 		c.Translations = nil
 		return
 	}
+	// A copy: c's slice is shared with the popup it was copied from (a snapshot's, which
+	// concurrent requests read; a draft preview compiles the live popups again).
+	c.Translations = slices.Clone(c.Translations)
 	for i := range c.Translations {
 		t := &c.Translations[i]
 		if tag, ok := CanonicalLocale(t.Locale); ok {
