@@ -3,7 +3,6 @@ package decide_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,7 +77,7 @@ func BenchmarkShownPopup(b *testing.B) {
 			var seq, shown, failed atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores: make bench's 64 connections
 			b.ReportAllocs()
-			began, redisBegan := testenv.ProcessCPU(b), redisCPU(b, rdb)
+			began, redisBegan := testenv.ProcessCPU(b), testenv.RedisCPU(b, rdb)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -108,26 +107,8 @@ func BenchmarkShownPopup(b *testing.B) {
 			require.NotZero(b, shown.Load())
 			per := float64(shown.Load())
 			b.ReportMetric(float64(testenv.ProcessCPU(b)-began)/per, "cpu-ns/shown")
-			b.ReportMetric(float64(redisCPU(b, rdb)-redisBegan)/per, "redis-cpu-ns/shown")
+			b.ReportMetric(float64(testenv.RedisCPU(b, rdb)-redisBegan)/per, "redis-cpu-ns/shown")
 			b.ReportMetric(per/float64(b.N), "shown/op")
 		})
 	}
-}
-
-// redisCPU is the Redis server's CPU so far (INFO cpu: used_cpu_sys + used_cpu_user).
-func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	require.NoError(b, err)
-	var total time.Duration
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (k != "used_cpu_sys" && k != "used_cpu_user") {
-			continue
-		}
-		sec, err := strconv.ParseFloat(v, 64)
-		require.NoError(b, err)
-		total += time.Duration(sec * float64(time.Second))
-	}
-	return total
 }

@@ -61,13 +61,13 @@ func BenchmarkEventCost(b *testing.B) {
 
 			disk0, data0, tables0 := databaseBytes(b, e.db)
 			rows0, cpu0 := mariadbRows(b, e.db), mariadbCPU(b, e.db)
-			redis0, self0 := redisCPU(b, e.rdb), testenv.ProcessCPU(b)
+			redis0, self0 := testenv.RedisCPU(b, e.rdb), testenv.ProcessCPU(b)
 			elapsed := e.drainTimed(b, n, e.writer.WriteBatch, 30*time.Minute)
 			perK := 1000 / float64(n)
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
 			b.ReportMetric(float64(mariadbRows(b, e.db)-rows0)/float64(n), "mysql_rows/ev")
 			b.ReportMetric((mariadbCPU(b, e.db)-cpu0).Seconds()*1000*perK, "mariadb_cpu_ms/1k")
-			b.ReportMetric((redisCPU(b, e.rdb)-redis0).Seconds()*1000*perK, "redis_cpu_ms/1k")
+			b.ReportMetric((testenv.RedisCPU(b, e.rdb)-redis0).Seconds()*1000*perK, "redis_cpu_ms/1k")
 			b.ReportMetric((testenv.ProcessCPU(b)-self0).Seconds()*1000*perK, "worker_cpu_ms/1k")
 
 			disk, data, tables := databaseBytes(b, e.db)
@@ -192,11 +192,6 @@ func infoField(b *testing.B, rdb redis.UniversalClient, section, field string) f
 
 func redisUsedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
 	return int64(infoField(b, rdb, "memory", "used_memory"))
-}
-
-func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
-	s := infoField(b, rdb, "cpu", "used_cpu_user") + infoField(b, rdb, "cpu", "used_cpu_sys")
-	return time.Duration(s * float64(time.Second))
 }
 
 // mariadbRows is the rows the server's storage handlers were asked to insert, update or delete

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,7 +87,7 @@ func BenchmarkShownPopupSteps(b *testing.B) {
 			}
 			var seq, failed atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores
-			began := redisCPUOf(b, rdb)
+			began := testenv.RedisCPU(b, rdb)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -99,7 +98,7 @@ func BenchmarkShownPopupSteps(b *testing.B) {
 			})
 			b.StopTimer()
 			require.Zero(b, failed.Load())
-			b.ReportMetric(float64(redisCPUOf(b, rdb)-began)/float64(b.N), "redis-cpu-ns/op")
+			b.ReportMetric(float64(testenv.RedisCPU(b, rdb)-began)/float64(b.N), "redis-cpu-ns/op")
 		})
 	}
 }
@@ -113,21 +112,3 @@ func want(out popup.Outcome, err error) error {
 }
 
 var errNotRecorded = errors.New("not recorded")
-
-// redisCPUOf is the Redis server's CPU so far (INFO cpu: used_cpu_sys + used_cpu_user).
-func redisCPUOf(b *testing.B, rdb redis.UniversalClient) time.Duration {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	require.NoError(b, err)
-	var total time.Duration
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (k != "used_cpu_sys" && k != "used_cpu_user") {
-			continue
-		}
-		sec, err := strconv.ParseFloat(v, 64)
-		require.NoError(b, err)
-		total += time.Duration(sec * float64(time.Second))
-	}
-	return total
-}

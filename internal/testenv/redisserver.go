@@ -178,3 +178,22 @@ func StartSentinel(t testing.TB, master, primary string) string {
 	}
 	return p.Addr
 }
+
+// RedisCPU is the Redis server's CPU so far (INFO cpu: used_cpu_sys + used_cpu_user): a
+// benchmark against a server of its own (RedisServer) reports the difference per operation.
+func RedisCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	require.NoError(tb, err)
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_sys" && k != "used_cpu_user") {
+			continue
+		}
+		sec, err := strconv.ParseFloat(v, 64)
+		require.NoError(tb, err)
+		total += time.Duration(sec * float64(time.Second))
+	}
+	return total
+}
