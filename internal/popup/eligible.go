@@ -28,6 +28,14 @@ func NextEligibleAt(cs []*Compiled, r Request, s *UserState, now time.Time, pace
 		if !c.Popup.ExemptFromCaps {
 			floor = paced
 		}
+		if !earliest.IsZero() && !earliest.After(floor) {
+			// c cannot show before its floor, so it cannot make the answer earlier: a capped
+			// user stops at the first popup due when the cap ends instead of matching them all.
+			if !earliest.After(now) {
+				break // nothing is earlier than now
+			}
+			continue
+		}
 		if t := c.eligibleFrom(&q, s, now, floor); !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
 			earliest = t
 		}

@@ -1,10 +1,12 @@
 package popup_test
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/popup"
 )
@@ -168,4 +170,51 @@ func TestNextEligibleAtDoesNotAllocate(t *testing.T) {
 	state := userState(map[int64]popup.PopupState{1: seen(now, now.Add(time.Hour)), 2: seen(now, now.Add(time.Hour))})
 	allocs := testing.AllocsPerRun(100, func() { popup.NextEligibleAt(cs, req, state, now, popup.Pacing{DailyCap: 3}) })
 	assert.Zero(t, allocs)
+}
+
+// TestNextEligibleAtIsTheEarliestOfEach checks the shortcut NextEligibleAt takes (it stops
+// looking at popups that cannot show before the pacing's end once one is due then) against its
+// definition: over random lists of popups, some exempt from caps, some hidden for a while, some
+// targeted away, under a daily cap, a min gap and the holdout, the answer is the earliest of each
+// popup's answer alone.
+func TestNextEligibleAtIsTheEarliestOfEach(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(51, 2))
+	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
+	for round := range 300 {
+		n := 1 + rng.IntN(8)
+		specs := make([]spec, n)
+		state := &popup.UserState{Popups: map[int64]popup.PopupState{}, Day: popup.DayNumber(now), DayCount: rng.IntN(4),
+			LastShownAt: now.Add(-time.Duration(rng.IntN(7200)) * time.Second)}
+		for i := range specs {
+			id := int64(i + 1)
+			exempt, holdoutExempt, region := rng.IntN(4) == 0, rng.IntN(3) == 0, [...]string{"us", "us", "cn"}[rng.IntN(3)]
+			var start *time.Time
+			if rng.IntN(4) == 0 {
+				s := now.Add(time.Duration(rng.IntN(48)) * time.Hour)
+				start = &s
+			}
+			specs[i] = spec{id, rng.IntN(100), func(in *popup.Input) {
+				in.ExemptFromCaps, in.HoldoutExempt = exempt, holdoutExempt
+				in.Targeting = &popup.TargetingInput{Regions: []string{region}}
+				if start != nil {
+					end := start.Add(72 * time.Hour)
+					in.StartAt, in.EndAt = start, &end
+				}
+			}}
+			if rng.IntN(2) == 0 {
+				state.Popups[id] = seen(now.Add(-time.Hour), now.Add(time.Duration(rng.IntN(72)-12)*time.Hour))
+			}
+		}
+		cs := candidates(t, specs...)
+		pace := popup.Pacing{DailyCap: rng.IntN(4), MinGap: time.Duration(rng.IntN(3)) * time.Hour, HeldOut: rng.IntN(4) == 0}
+		var want time.Time
+		for i := range cs {
+			if at := popup.NextEligibleAt(cs[i:i+1], req, state, now, pace); !at.IsZero() && (want.IsZero() || at.Before(want)) {
+				want = at
+			}
+		}
+		got := popup.NextEligibleAt(cs, req, state, now, pace)
+		require.True(t, want.Equal(got), "round %d: want %v, got %v", round, want, got)
+	}
 }
