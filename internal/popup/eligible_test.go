@@ -172,49 +172,92 @@ func TestNextEligibleAtDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
+// randomCase is a random list of popups (some exempt from caps or the holdout, some targeted at
+// another region, some on a schedule), a user state that saw some of them (hidden for a while,
+// or due again) and a pacing (daily cap, min gap, the holdout), for the property tests below.
+func randomCase(t *testing.T, rng *rand.Rand) ([]*popup.Compiled, *popup.UserState, popup.Pacing) {
+	n := 1 + rng.IntN(8)
+	specs := make([]spec, n)
+	state := &popup.UserState{Popups: map[int64]popup.PopupState{}, Day: popup.DayNumber(now), DayCount: rng.IntN(4),
+		LastShownAt: now.Add(-time.Duration(rng.IntN(7200)) * time.Second)}
+	for i := range specs {
+		id := int64(i + 1)
+		exempt, holdoutExempt, region := rng.IntN(4) == 0, rng.IntN(3) == 0, [...]string{"us", "us", "cn"}[rng.IntN(3)]
+		var start *time.Time
+		if rng.IntN(4) == 0 {
+			s := now.Add(time.Duration(rng.IntN(48)-12) * time.Hour)
+			start = &s
+		}
+		specs[i] = spec{id, rng.IntN(100), func(in *popup.Input) {
+			in.ExemptFromCaps, in.HoldoutExempt = exempt, holdoutExempt
+			in.Targeting = &popup.TargetingInput{Regions: []string{region}}
+			if start != nil {
+				end := start.Add(time.Duration(1+rng.IntN(72)) * time.Hour)
+				in.StartAt, in.EndAt = start, &end
+			}
+		}}
+		if rng.IntN(2) == 0 {
+			state.Popups[id] = seen(now.Add(-time.Hour), now.Add(time.Duration(rng.IntN(72)-12)*time.Hour))
+		}
+	}
+	pace := popup.Pacing{DailyCap: rng.IntN(4), MinGap: time.Duration(rng.IntN(3)) * time.Hour, HeldOut: rng.IntN(4) == 0}
+	return candidates(t, specs...), state, pace
+}
+
+var caseRequest = popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
+
 // TestNextEligibleAtIsTheEarliestOfEach checks the shortcut NextEligibleAt takes (it stops
 // looking at popups that cannot show before the pacing's end once one is due then) against its
-// definition: over random lists of popups, some exempt from caps, some hidden for a while, some
-// targeted away, under a daily cap, a min gap and the holdout, the answer is the earliest of each
-// popup's answer alone.
+// definition: over random cases, the answer is the earliest of each popup's answer alone.
 func TestNextEligibleAtIsTheEarliestOfEach(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(51, 2))
-	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us"}
 	for round := range 300 {
-		n := 1 + rng.IntN(8)
-		specs := make([]spec, n)
-		state := &popup.UserState{Popups: map[int64]popup.PopupState{}, Day: popup.DayNumber(now), DayCount: rng.IntN(4),
-			LastShownAt: now.Add(-time.Duration(rng.IntN(7200)) * time.Second)}
-		for i := range specs {
-			id := int64(i + 1)
-			exempt, holdoutExempt, region := rng.IntN(4) == 0, rng.IntN(3) == 0, [...]string{"us", "us", "cn"}[rng.IntN(3)]
-			var start *time.Time
-			if rng.IntN(4) == 0 {
-				s := now.Add(time.Duration(rng.IntN(48)) * time.Hour)
-				start = &s
-			}
-			specs[i] = spec{id, rng.IntN(100), func(in *popup.Input) {
-				in.ExemptFromCaps, in.HoldoutExempt = exempt, holdoutExempt
-				in.Targeting = &popup.TargetingInput{Regions: []string{region}}
-				if start != nil {
-					end := start.Add(72 * time.Hour)
-					in.StartAt, in.EndAt = start, &end
-				}
-			}}
-			if rng.IntN(2) == 0 {
-				state.Popups[id] = seen(now.Add(-time.Hour), now.Add(time.Duration(rng.IntN(72)-12)*time.Hour))
-			}
-		}
-		cs := candidates(t, specs...)
-		pace := popup.Pacing{DailyCap: rng.IntN(4), MinGap: time.Duration(rng.IntN(3)) * time.Hour, HeldOut: rng.IntN(4) == 0}
+		cs, state, pace := randomCase(t, rng)
 		var want time.Time
 		for i := range cs {
-			if at := popup.NextEligibleAt(cs[i:i+1], req, state, now, pace); !at.IsZero() && (want.IsZero() || at.Before(want)) {
+			if at := popup.NextEligibleAt(cs[i:i+1], caseRequest, state, now, pace); !at.IsZero() && (want.IsZero() || at.Before(want)) {
 				want = at
 			}
 		}
-		got := popup.NextEligibleAt(cs, req, state, now, pace)
+		got := popup.NextEligibleAt(cs, caseRequest, state, now, pace)
 		require.True(t, want.Equal(got), "round %d: want %v, got %v", round, want, got)
+	}
+}
+
+// TestNextEligibleAtIsWhenReasonClears checks NextEligibleAt against the eligibility rule it
+// inverts: over random cases, Select (which chooses by it) chooses nothing at now and at
+// instants before the answer, and something at it; for "never", nothing over the next 30 days.
+func TestNextEligibleAtIsWhenReasonClears(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(51, 3))
+	for round := range 300 {
+		cs, state, pace := randomCase(t, rng)
+		at := popup.NextEligibleAt(cs, caseRequest, state, now, pace)
+		before := []time.Time{now, now.Add(time.Hour), now.Add(26 * time.Hour), now.Add(30 * day)}
+		if !at.IsZero() {
+			before = []time.Time{now, at.Add(-time.Millisecond), now.Add(time.Duration(rng.Int64N(int64(at.Sub(now) + 1))))}
+			require.NotNil(t, popup.Select(cs, caseRequest, state, at, pace), "round %d: nothing at %v", round, at)
+		}
+		for _, tm := range before {
+			if tm.Before(now) || !at.IsZero() && !tm.Before(at) {
+				continue // outside [now, at)
+			}
+			require.Nil(t, popup.Select(cs, caseRequest, state, tm, pace), "round %d: a popup at %v, before %v", round, tm, at)
+		}
+	}
+}
+
+// TestSelectIsTheFirstWithNoReason checks Select's cheap rejections against the eligibility rule:
+// over random cases and instants, Select chooses what Explain (which reports the rule for every
+// candidate) chooses.
+func TestSelectIsTheFirstWithNoReason(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(51, 4))
+	for round := range 300 {
+		cs, state, pace := randomCase(t, rng)
+		at := now.Add(time.Duration(rng.IntN(72)) * time.Hour)
+		want, _ := popup.Explain(cs, caseRequest, state, at, pace)
+		require.Equal(t, idOf(want), idOf(popup.Select(cs, caseRequest, state, at, pace)), "round %d", round)
 	}
 }
