@@ -166,13 +166,70 @@ func audiences(args []string) error {
 
 // benchHalf reports whether the popup called name is one of the half of the bench popups that
 // the audience case targets: bench-0, bench-2, … (the record popup is not).
-func benchHalf(name string) bool {
-	n, ok := strings.CutPrefix(name, "bench-")
+func benchHalf(name string) bool { return evenNamed(name, "bench-") }
+
+// evenNamed reports whether name is prefix followed by an even number: half of the popups that
+// benchtool seed (bench-N) or mix (mix-N) created.
+func evenNamed(name, prefix string) bool {
+	n, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return false
 	}
 	i, err := strconv.Atoi(n)
 	return err == nil && i%2 == 0
+}
+
+// metricsURLs is a -metrics flag's list, or the admin API's own /metrics when it is empty.
+func metricsURLs(flagValue, admin string) []string {
+	if flagValue == "" {
+		return []string{admin + "/metrics"}
+	}
+	return strings.Split(flagValue, ",")
+}
+
+// reimport exports the config, lets edit change its popups (edit returns how many it changed),
+// imports the whole list back in one import, one config version, and waits until every API at
+// urls serves that version with every audience bound. It returns edit's count, the import's
+// updated count and how long the APIs took to serve it.
+func (a adminClient) reimport(urls []string, timeout time.Duration, edit func([]map[string]any) int) (n, updated int, took time.Duration, err error) {
+	before := make([]float64, len(urls))
+	for i, u := range urls {
+		m, err := a.metrics(u)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		before[i] = m["popup_snapshot_version"]
+	}
+	var export struct {
+		Popups []map[string]any `json:"popups"`
+	}
+	if err := a.do("GET", "/admin/v1/export", "", nil, http.StatusOK, &export); err != nil {
+		return 0, 0, 0, err
+	}
+	n = edit(export.Popups)
+	var answer struct{ Created, Updated, Unchanged int }
+	if err := a.json("POST", "/admin/v1/import?dry_run=false", map[string]any{"popups": export.Popups}, http.StatusOK, &answer); err != nil {
+		return 0, 0, 0, err
+	}
+	began := time.Now()
+	for i, u := range urls {
+		for {
+			m, err := a.metrics(u)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			// A changed import is one version bump; an unchanged one is none, and nothing to wait for.
+			if (answer.Updated == 0 || m["popup_snapshot_version"] > before[i]) && m["popup_audience_unbound_popups"] == 0 {
+				break
+			}
+			if time.Since(began) > timeout {
+				return 0, 0, 0, fmt.Errorf("%s: after %s the snapshot is version %g (was %g) with %g popups of audiences not held",
+					u, timeout, m["popup_snapshot_version"], before[i], m["popup_audience_unbound_popups"])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return n, answer.Updated, time.Since(began), nil
 }
 
 // target puts targeting.audiences on half the bench popups (or takes it off) in one import, one
@@ -190,14 +247,9 @@ func target(args []string) error {
 	if *state != "on" && *state != "off" {
 		return fmt.Errorf("-state must be on or off, got %q", *state)
 	}
-	on := *state == "on"
 	a := newAdmin(*admin, *token)
-	urls := strings.Split(*metricsURL, ",")
-	if *metricsURL == "" {
-		urls = []string{*admin + "/metrics"}
-	}
-	before := make([]float64, len(urls))
-	for i, u := range urls {
+	urls := metricsURLs(*metricsURL, *admin)
+	for _, u := range urls {
 		m, err := a.metrics(u)
 		if err != nil {
 			return err
@@ -205,51 +257,28 @@ func target(args []string) error {
 		if _, ok := m["popup_audience_unbound_popups"]; !ok {
 			return errNoLoader(u)
 		}
-		before[i] = m["popup_snapshot_version"]
-	}
-	var export struct {
-		Popups []map[string]any `json:"popups"`
-	}
-	if err := a.do("GET", "/admin/v1/export", "", nil, http.StatusOK, &export); err != nil {
-		return err
 	}
 	refs := map[string][]int64{"include": {}, "exclude": {}}
-	if on {
+	if *state == "on" {
 		refs = map[string][]int64{"include": {*include}, "exclude": {*exclude}}
 	}
-	n := 0
-	for _, p := range export.Popups {
-		name, _ := p["name"].(string)
-		t, _ := p["targeting"].(map[string]any)
-		if !benchHalf(name) || t == nil {
-			continue
+	n, updated, took, err := a.reimport(urls, *timeout, func(popups []map[string]any) int {
+		n := 0
+		for _, p := range popups {
+			name, _ := p["name"].(string)
+			t, _ := p["targeting"].(map[string]any)
+			if !benchHalf(name) || t == nil {
+				continue
+			}
+			t["audiences"] = refs
+			n++
 		}
-		t["audiences"] = refs
-		n++
-	}
-	var answer struct{ Created, Updated, Unchanged int }
-	if err := a.json("POST", "/admin/v1/import?dry_run=false", map[string]any{"popups": export.Popups}, http.StatusOK, &answer); err != nil {
+		return n
+	})
+	if err != nil {
 		return err
 	}
-	began := time.Now()
-	for i, u := range urls {
-		for {
-			m, err := a.metrics(u)
-			if err != nil {
-				return err
-			}
-			// A changed import is one version bump; an unchanged one is none, and nothing to wait for.
-			if (answer.Updated == 0 || m["popup_snapshot_version"] > before[i]) && m["popup_audience_unbound_popups"] == 0 {
-				break
-			}
-			if time.Since(began) > *timeout {
-				return fmt.Errorf("%s: after %s the snapshot is version %g (was %g) with %g popups of audiences not held",
-					u, *timeout, m["popup_snapshot_version"], before[i], m["popup_audience_unbound_popups"])
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n", *state, n, answer.Updated, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n", *state, n, updated, took.Round(time.Millisecond))
 	return nil
 }
 
