@@ -81,6 +81,6 @@ func rulesCmd(args []string) error {
 	if n == 0 {
 		return fmt.Errorf("no popup is called %s-<even number>: the rules are on nothing", *names)
 	}
-	fmt.Fprintf(os.Stderr, "rules: %s on %d %s popups (%d updated), served in %s\n", *state, n, *names, updated, took.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "rules %s: %d %s popups edited (%d updated), served in %s\n", *state, n, *names, updated, took.Round(time.Millisecond))
 	return nil
 }

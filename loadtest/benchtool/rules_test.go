@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"net/url"
+	"strings"
 	"testing"
+
+	"popupsvc/internal/popup/rules"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,5 +76,64 @@ func TestAppendAttrsIsBenchLuasAttributes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, string(appendAttrs(nil, tt.uid)))
+	}
+}
+
+// TestTheBenchTrafficPassesTheBenchRules compiles benchRules with the service's rules package and
+// evaluates them for the attributes the bench's GETs carry: every user passes (a pro user by the
+// plan, every user by the build), so run K's answers are the run without rules'; a GET without
+// the attributes passes neither rule.
+func TestTheBenchTrafficPassesTheBenchRules(t *testing.T) {
+	var wire []struct {
+		Conditions []struct {
+			Attr, Op string
+			Value    json.RawMessage
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(benchRules), &wire))
+	var rs []rules.Rule
+	for _, w := range wire {
+		var r rules.Rule
+		for _, c := range w.Conditions {
+			vs, ok := rules.DecodeValue(c.Value)
+			require.True(t, ok, string(c.Value))
+			r.Conditions = append(r.Conditions, rules.Condition{Attr: c.Attr, Op: rules.Op(c.Op), Values: vs})
+		}
+		rs = append(rs, r)
+	}
+	require.Empty(t, rules.ValidateRules("targeting.rules", rs))
+	set, err := rules.Compile(rs)
+	require.NoError(t, err)
+	attrsOf := func(query string) rules.Attrs {
+		q, err := url.ParseQuery(strings.TrimPrefix(query, "&"))
+		require.NoError(t, err)
+		var pairs []rules.Pair
+		for k, v := range q {
+			pairs = append(pairs, rules.Pair{Key: strings.TrimPrefix(k, "attr."), Value: v[0]})
+		}
+		return rules.NewAttrs(pairs)
+	}
+
+	tests := []struct {
+		name     string
+		query    string
+		want     bool
+		outcomes []bool // each rule's
+	}{
+		{"a pro user (even uid)", string(appendAttrs(nil, 4)), true, []bool{true, true}},
+		{"a free user (odd uid): the build's rule", string(appendAttrs(nil, 5)), true, []bool{false, true}},
+		{"a GET without attributes", "", false, []bool{false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := attrsOf(tt.query)
+
+			assert.Equal(t, tt.want, set.Match(&a))
+			var got []bool
+			for _, o := range set.Explain(&a) {
+				got = append(got, o.Matched)
+			}
+			assert.Equal(t, tt.outcomes, got)
+		})
 	}
 }
