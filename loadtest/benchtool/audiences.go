@@ -179,12 +179,40 @@ func evenNamed(name, prefix string) bool {
 	return err == nil && i%2 == 0
 }
 
-// metricsURLs is a -metrics flag's list, or the admin API's own /metrics when it is empty.
-func metricsURLs(flagValue, admin string) []string {
-	if flagValue == "" {
-		return []string{admin + "/metrics"}
+// switchFlags are the flags of a command that switches something on or off through one import
+// (target, rules) and waits for the APIs to serve it.
+type switchFlags struct {
+	adminURL, token, metrics, state *string
+	timeout                         *time.Duration
+}
+
+func newSwitchFlags(fs *flag.FlagSet, stateUsage string) switchFlags {
+	return switchFlags{
+		adminURL: fs.String("admin", "http://127.0.0.1:18081", "admin base URL"),
+		token:    fs.String("token", "", "admin token"),
+		metrics:  fs.String("metrics", "", "/metrics URLs (comma-separated) of the APIs to wait for; default: -admin's"),
+		state:    fs.String("state", "", stateUsage),
+		timeout:  fs.Duration("timeout", 60*time.Second, "how long to wait for the APIs to serve it"),
 	}
-	return strings.Split(flagValue, ",")
+}
+
+// parse parses args (fs exits on a bad flag) and checks -state.
+func (f switchFlags) parse(fs *flag.FlagSet, args []string) error {
+	fs.Parse(args) // ExitOnError
+	if *f.state != "on" && *f.state != "off" {
+		return fmt.Errorf("-state must be on or off, got %q", *f.state)
+	}
+	return nil
+}
+
+// admin is the admin API's client and the /metrics URLs to wait on: -metrics's list, or the admin
+// API's own when it is empty.
+func (f switchFlags) admin() (adminClient, []string) {
+	urls := []string{*f.adminURL + "/metrics"}
+	if *f.metrics != "" {
+		urls = strings.Split(*f.metrics, ",")
+	}
+	return newAdmin(*f.adminURL, *f.token), urls
 }
 
 // reimport exports the config, lets edit change its popups (edit returns how many it changed),
@@ -236,19 +264,13 @@ func (a adminClient) reimport(urls []string, timeout time.Duration, edit func([]
 // config version, and waits until the API serves that version with every audience bound.
 func target(args []string) error {
 	fs := flag.NewFlagSet("target", flag.ExitOnError)
-	admin := fs.String("admin", "http://127.0.0.1:18081", "admin base URL")
-	token := fs.String("token", "", "admin token")
-	metricsURL := fs.String("metrics", "", "/metrics URLs (comma-separated) of the APIs to wait for; default: -admin's")
+	sw := newSwitchFlags(fs, "on: target the audiences; off: take the targeting off")
 	include := fs.Int64("include", 0, "include audience id")
 	exclude := fs.Int64("exclude", 0, "exclude audience id")
-	state := fs.String("state", "", "on: target the audiences; off: take the targeting off")
-	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the APIs to serve it")
-	fs.Parse(args) // ExitOnError
-	if *state != "on" && *state != "off" {
-		return fmt.Errorf("-state must be on or off, got %q", *state)
+	if err := sw.parse(fs, args); err != nil {
+		return err
 	}
-	a := newAdmin(*admin, *token)
-	urls := metricsURLs(*metricsURL, *admin)
+	a, urls := sw.admin()
 	for _, u := range urls {
 		m, err := a.metrics(u)
 		if err != nil {
@@ -259,10 +281,10 @@ func target(args []string) error {
 		}
 	}
 	refs := map[string][]int64{"include": {}, "exclude": {}}
-	if *state == "on" {
+	if *sw.state == "on" {
 		refs = map[string][]int64{"include": {*include}, "exclude": {*exclude}}
 	}
-	n, updated, took, err := a.reimport(urls, *timeout, func(popups []map[string]any) int {
+	n, updated, took, err := a.reimport(urls, *sw.timeout, func(popups []map[string]any) int {
 		n := 0
 		for _, p := range popups {
 			name, _ := p["name"].(string)
@@ -278,7 +300,7 @@ func target(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n", *state, n, updated, took.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n", *sw.state, n, updated, took.Round(time.Millisecond))
 	return nil
 }
 

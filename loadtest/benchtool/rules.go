@@ -58,22 +58,17 @@ func setRules(popups []map[string]any, prefix string, on bool) int {
 // rulesCmd is `benchtool rules`.
 func rulesCmd(args []string) error {
 	fs := flag.NewFlagSet("rules", flag.ExitOnError)
-	admin := fs.String("admin", "http://127.0.0.1:18081", "admin base URL")
-	token := fs.String("token", "", "admin token")
-	metricsURL := fs.String("metrics", "", "/metrics URLs (comma-separated) of the APIs to wait for; default: -admin's")
-	state := fs.String("state", "", "on: two rules and a second placement on half the popups; off: none")
+	sw := newSwitchFlags(fs, "on: two rules and a second placement on half the popups; off: none")
 	names := fs.String("names", "bench", "bench: the popups of benchtool seed (bench-<even>); mix: those of benchtool mix (mix-<even>)")
-	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the APIs to serve it")
-	fs.Parse(args) // ExitOnError
-	if *state != "on" && *state != "off" {
-		return fmt.Errorf("-state must be on or off, got %q", *state)
+	if err := sw.parse(fs, args); err != nil {
+		return err
 	}
 	if *names != "bench" && *names != "mix" {
 		return fmt.Errorf("-names must be bench or mix, got %q", *names)
 	}
-	a := newAdmin(*admin, *token)
-	n, updated, took, err := a.reimport(metricsURLs(*metricsURL, *admin), *timeout, func(popups []map[string]any) int {
-		return setRules(popups, *names+"-", *state == "on")
+	a, urls := sw.admin()
+	n, updated, took, err := a.reimport(urls, *sw.timeout, func(popups []map[string]any) int {
+		return setRules(popups, *names+"-", *sw.state == "on")
 	})
 	if err != nil {
 		return err
@@ -81,6 +76,6 @@ func rulesCmd(args []string) error {
 	if n == 0 {
 		return fmt.Errorf("no popup is called %s-<even number>: the rules are on nothing", *names)
 	}
-	fmt.Fprintf(os.Stderr, "rules %s: %d %s popups edited (%d updated), served in %s\n", *state, n, *names, updated, took.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "rules %s: %d %s popups edited (%d updated), served in %s\n", *sw.state, n, *names, updated, took.Round(time.Millisecond))
 	return nil
 }
