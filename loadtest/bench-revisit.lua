@@ -8,6 +8,13 @@ local regions = tonumber(os.getenv("BENCH_MIX_REGIONS") or "10")
 local prefix = os.getenv("BENCH_MIX_PREFIX") or "m"
 local platforms = {"ios", "android", "web"}
 local log_users = math.log(users + 1)
+-- BENCH_ATTRS=1 (make bench's run K): each GET also carries the attributes the run's rules read,
+-- attr.plan=pro for an even uid and free for an odd one, and attr.build=9.2.0
+local with_attrs = os.getenv("BENCH_ATTRS") == "1"
+local function attrs(i)
+  if not with_attrs then return "" end
+  return "&attr.plan=" .. (i % 2 == 0 and "pro" or "free") .. "&attr.build=9.2.0"
+end
 
 -- A seed given after wrk's `--` makes the sequence repeatable (scripts/bench-revs.sh sends two
 -- builds the same users); without one every run draws afresh.
@@ -29,5 +36,5 @@ function request()
   -- inverse of the continuous approximation of Zipf(s = 1) over 1..N: P(rank <= k) ~ ln(k+1)/ln(N+1)
   local i = math.floor(math.exp(math.random() * log_users)) - 1
   return wrk.format("GET", "/api/v1/popup?uid=rv" .. i .. "&platform=" .. platforms[i % 3 + 1] ..
-    "&app_version=9.2.0&region=" .. prefix .. (i % regions) .. "&lang=en")
+    "&app_version=9.2.0&region=" .. prefix .. (i % regions) .. "&lang=en" .. attrs(i))
 end

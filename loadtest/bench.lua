@@ -15,6 +15,14 @@ local mode = os.getenv("BENCH_UID_MODE") or "pool"
 local zipf_users = tonumber(os.getenv("BENCH_ZIPF_USERS") or "1000000")
 local log_zipf = math.log(zipf_users + 1)
 local fresh_prefix, fresh_n = "", 0
+-- BENCH_ATTRS=1 (make bench's run K): each GET also carries the attributes the run's rules read,
+-- attr.plan=pro for an even uid and free for an odd one, and attr.build=9.2.0 (benchtool's query
+-- sends the same with BENCH_ATTRS=1)
+local with_attrs = os.getenv("BENCH_ATTRS") == "1"
+local function attrs(i)
+  if not with_attrs then return "" end
+  return "&attr.plan=" .. (i % 2 == 0 and "pro" or "free") .. "&attr.build=9.2.0"
+end
 
 function init(args)
   math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
@@ -38,5 +46,5 @@ end
 function request()
   local uid, i = pick()
   return wrk.format("GET", "/api/v1/popup?uid=" .. uid .. "&platform=" .. platforms[i % 3 + 1] ..
-    "&app_version=8." .. (i % 13) .. ".0&region=" .. (fixed_region ~= "" and fixed_region or ("r" .. (i % regions))) .. "&lang=en")
+    "&app_version=8." .. (i % 13) .. ".0&region=" .. (fixed_region ~= "" and fixed_region or ("r" .. (i % regions))) .. "&lang=en" .. attrs(i))
 end

@@ -47,6 +47,17 @@
 #       bench-revisit.lua), a BENCH_MIX_WARMUP (15s) warm-up, then per round the bare steady-state
 #       server and the API on that load: req/s, api / bare;                       target >= 0.9
 #       (with the API's CPU per request against the bare server's, reported)
+#   (k) rules and placements (issue 51; on by default, BENCH_RULES=0 leaves it out): half the
+#       popups (bench-<even>, or the mix's mix-<even>) carry two rules the traffic passes (plan in
+#       [pro, team], or build semver >= 9.0.0) and the placements home and checkout (benchtool
+#       rules: one import, waited for until served), the requests attr.plan=pro|free (by uid
+#       parity) and attr.build=9.2.0 (BENCH_ATTRS=1 in the wrk scripts); against the same run
+#       without rules or attributes. In every round of (a) a bare run, then the API with and
+#       without (the order alternating by round), each after a GET of every pool user as (g)
+#       does; and after (j)'s rounds, per round a bare mix run, then the mix with and without,
+#       each after BENCH_RULES_WARMUP (5s) of the mix's load. Ratio without minus ratio with
+#       (medians over the rounds), each of the steady state and the mix;              target <= 0.02
+#       (with the API's CPU-ms per 1,000 requests with and without, reported)
 #
 # and prints a summary table with PASS/FAIL per target (BENCH_STRICT=1: exit 1 on any FAIL). Ratios
 # are taken per round (neighbouring runs share the machine's mood) and their median is judged.
@@ -61,7 +72,8 @@
 #   state straight into Redis with `benchtool fill`)  BENCH_WARM_TRIES (30)
 #   BENCH_PROFILE (file: CPU profile of the API during the first steady-state run; FILE-first.prof
 #   of the first first-visit run; FILE-impression.prof of the first impression-path run;
-#   FILE-audiences-on.prof and -off.prof of round 1's (g) runs; FILE-mix.prof of round 1's (j) run)
+#   FILE-audiences-on.prof and -off.prof of round 1's (g) runs; FILE-mix.prof of round 1's (j) run;
+#   FILE-rulesteady-on.prof, -off.prof, FILE-rulemix-on.prof and -off.prof of round 1's (k) runs)
 #   BENCH_EXPERIMENTS=1 (a running experiment, two variants and a show-nothing control at
 #   40/40/20, on every other popup and on the record popup)
 #   BENCH_TRANSLATIONS (0: every popup, the record popup too, translated into that many languages,
@@ -69,6 +81,7 @@
 #   BENCH_AUDIENCES (1)  BENCH_AUDIENCE_SIZE (1000000: members of each audience of (g))
 #   BENCH_CONVERSIONS (1)  BENCH_CONVERSION_ROUNDS (2)  BENCH_CONVERSION_BATCH (100: conversions a batch request)
 #   BENCH_MIX (1)  BENCH_MIX_CONFIGS (1000)  BENCH_MIX_USERS (200000)  BENCH_MIX_WARMUP (15s)
+#   BENCH_RULES (1)  BENCH_RULES_WARMUP (5s: the mix's load after each switch of (k))
 #   BENCH_SWEEP ("": connection counts of a bare-vs-api sweep for the plots, e.g. "8 16 32 64 128 256")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -154,6 +167,49 @@ target() {
 }
 fail_closed() { metrics | awk '/^popup_audience_fail_closed_total/ {n+=$2} END {printf "%d", n}'; }
 
+# rules on|off bench|mix: two rules and a second placement on half the bench (or mix) popups, or on
+# none; returns once served
+rules() { bin/benchtool rules -admin "http://127.0.0.1:${admin_port}" -token bench -state "$1" -names "$2"; }
+# After a switch a new snapshot generation has ended every local answer: the steady state GETs
+# each pool user once (as (g) does), the mix runs its load for BENCH_RULES_WARMUP.
+rules_warm_bench() {
+  if [ "$BENCH_UIDS" -le "${POPUP_LOCAL_ANSWER_CACHE_SIZE:-100000}" ]; then
+    bin/benchtool warm -url "$api" -uids "$BENCH_UIDS" -tries 1 >/dev/null
+  fi
+}
+rules_warm_mix() {
+  wrk -t"$threads" -c"$conns" -d"${BENCH_RULES_WARMUP:-5s}" -s loadtest/bench-revisit.lua "$api" >/dev/null
+  wait_drained
+}
+# rules_round KIND NAMES ROUND SCRIPT: one round of (k) on SCRIPT's load: a bare run, then the API
+# with rules on half the NAMES popups and requests carrying the attributes they read
+# (BENCH_ATTRS=1), and without rules or attributes, the order alternating by round, each after
+# rules_warm_NAMES on the same requests; one KIND record (rulesteady or rulemix)
+rules_round() {
+  local kind=$1 names=$2 r=$3 script=$4 order rec mode attrs k_rps k_p99 k_reqs k_bad d0 d1 t0 t1
+  read -r k_rps _ _ _ k_bad < <(BENCH_WRK_SCRIPT=$script wrk_run "$ref_s")
+  if [ "$k_bad" != 0 ]; then log "the reference server answered errors: this run compares nothing; stopping"; exit 1; fi
+  order="on off"; [ $((r % 2)) = 0 ] && order="off on"
+  rec="$kind r=$r order=${order/ /-} a_rps=$k_rps"
+  for mode in $order; do
+    attrs=0; [ "$mode" = on ] && attrs=1
+    rules "$mode" "$names"
+    BENCH_ATTRS=$attrs "rules_warm_$names"
+    d0=$(degraded); t0=$(cpu_ticks "$api_pid")
+    if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
+      curl -fsS -H 'Authorization: Bearer bench' -o "${BENCH_PROFILE%.prof}-${kind}-${mode}.prof" \
+        "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
+    fi
+    read -r k_rps _ k_p99 k_reqs k_bad < <(BENCH_ATTRS=$attrs BENCH_WRK_SCRIPT=$script wrk_run "$api")
+    t1=$(cpu_ticks "$api_pid"); d1=$(degraded)
+    if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
+    [ "$names" = mix ] && wait_drained
+    rec+=" ${mode}_rps=$k_rps ${mode}_p99=$k_p99 ${mode}_reqs=$k_reqs ${mode}_bad=$k_bad ${mode}_d0=$d0 ${mode}_d1=$d1 ${mode}_p0=$t0 ${mode}_p1=$t1"
+  done
+  [ "$order" = "off on" ] && rules off "$names" # the other runs measure what they always have
+  record $rec
+}
+
 echo "meta clk=$clk drain_target=$drain_target zipf_users=${BENCH_ZIPF_USERS:-1000000} open_conns=$open_conns open_duration=$open_duration mix_configs=${BENCH_MIX_CONFIGS:-1000} mix_users=${BENCH_MIX_USERS:-200000}" >"$results"
 for r in $(seq 1 "$rounds"); do
   # A: bare, steady-state size
@@ -202,6 +258,8 @@ for r in $(seq 1 "$rounds"); do
     [ "$order" = "off on" ] && target off # the other runs measure what they always have
     record $g_rec
   fi
+  # K: rules and placements on half the popups, and without, next to a bare run
+  if [ "${BENCH_RULES:-1}" = 1 ]; then rules_round rulesteady bench "$r" loadtest/bench.lua; fi
 
   # A': bare, impression-answer size; C: every GET shows a popup, runs the record script and queues
   # an impression that the worker writes to MariaDB meanwhile.
@@ -330,6 +388,10 @@ if [ "${BENCH_MIX:-1}" = 1 ]; then
     record mix r=$r a_rps=$a_rps a_reqs=$a_reqs a_t0=$a_t0 a_t1=$a_t1 j_rps=$j_rps j_p50=$j_p50 j_p99=$j_p99 j_reqs=$j_reqs j_bad=$j_bad \
       d0=$d0 d1=$d1 l0=$l0 l1=$l1 p0=$p0 p1=$p1
   done
+  # K on the mix: rules and placements on half the mix's popups, and without, next to a bare run
+  if [ "${BENCH_RULES:-1}" = 1 ]; then
+    for r in $(seq 1 "$rounds"); do rules_round rulemix mix "$r" loadtest/bench-revisit.lua; done
+  fi
 fi
 decisions=$(metrics | grep '^popup_decisions_total' || true)
 # why any answer was degraded (the API logs that at most once a second)

@@ -166,8 +166,12 @@ func audiences(args []string) error {
 
 // benchHalf reports whether the popup called name is one of the half of the bench popups that
 // the audience case targets: bench-0, bench-2, … (the record popup is not).
-func benchHalf(name string) bool {
-	n, ok := strings.CutPrefix(name, "bench-")
+func benchHalf(name string) bool { return evenNamed(name, "bench-") }
+
+// evenNamed reports whether name is prefix followed by an even number: half of the popups that
+// benchtool seed (bench-N) or mix (mix-N) created.
+func evenNamed(name, prefix string) bool {
+	n, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return false
 	}
@@ -175,35 +179,52 @@ func benchHalf(name string) bool {
 	return err == nil && i%2 == 0
 }
 
-// target puts targeting.audiences on half the bench popups (or takes it off) in one import, one
-// config version, and waits until the API serves that version with every audience bound.
-func target(args []string) error {
-	fs := flag.NewFlagSet("target", flag.ExitOnError)
-	admin := fs.String("admin", "http://127.0.0.1:18081", "admin base URL")
-	token := fs.String("token", "", "admin token")
-	metricsURL := fs.String("metrics", "", "/metrics URLs (comma-separated) of the APIs to wait for; default: -admin's")
-	include := fs.Int64("include", 0, "include audience id")
-	exclude := fs.Int64("exclude", 0, "exclude audience id")
-	state := fs.String("state", "", "on: target the audiences; off: take the targeting off")
-	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the APIs to serve it")
+// switchFlags are the flags of a command that switches something on or off through one import
+// (target, rules) and waits for the APIs to serve it.
+type switchFlags struct {
+	adminURL, token, metrics, state *string
+	timeout                         *time.Duration
+}
+
+func newSwitchFlags(fs *flag.FlagSet, stateUsage string) switchFlags {
+	return switchFlags{
+		adminURL: fs.String("admin", "http://127.0.0.1:18081", "admin base URL"),
+		token:    fs.String("token", "", "admin token"),
+		metrics:  fs.String("metrics", "", "/metrics URLs (comma-separated) of the APIs to wait for; default: -admin's"),
+		state:    fs.String("state", "", stateUsage),
+		timeout:  fs.Duration("timeout", 60*time.Second, "how long to wait for the APIs to serve it"),
+	}
+}
+
+// parse parses args (fs exits on a bad flag) and checks -state.
+func (f switchFlags) parse(fs *flag.FlagSet, args []string) error {
 	fs.Parse(args) // ExitOnError
-	if *state != "on" && *state != "off" {
-		return fmt.Errorf("-state must be on or off, got %q", *state)
+	if *f.state != "on" && *f.state != "off" {
+		return fmt.Errorf("-state must be on or off, got %q", *f.state)
 	}
-	on := *state == "on"
-	a := newAdmin(*admin, *token)
-	urls := strings.Split(*metricsURL, ",")
-	if *metricsURL == "" {
-		urls = []string{*admin + "/metrics"}
+	return nil
+}
+
+// admin is the admin API's client and the /metrics URLs to wait on: -metrics's list, or the admin
+// API's own when it is empty.
+func (f switchFlags) admin() (adminClient, []string) {
+	urls := []string{*f.adminURL + "/metrics"}
+	if *f.metrics != "" {
+		urls = strings.Split(*f.metrics, ",")
 	}
+	return newAdmin(*f.adminURL, *f.token), urls
+}
+
+// reimport exports the config, lets edit change its popups (edit returns how many it changed),
+// imports the whole list back in one import, one config version, and waits until every API at
+// urls serves that version with every audience bound. It returns edit's count, the import's
+// updated count and how long the APIs took to serve it.
+func (a adminClient) reimport(urls []string, timeout time.Duration, edit func([]map[string]any) int) (n, updated int, took time.Duration, err error) {
 	before := make([]float64, len(urls))
 	for i, u := range urls {
 		m, err := a.metrics(u)
 		if err != nil {
-			return err
-		}
-		if _, ok := m["popup_audience_unbound_popups"]; !ok {
-			return errNoLoader(u)
+			return 0, 0, 0, err
 		}
 		before[i] = m["popup_snapshot_version"]
 	}
@@ -211,45 +232,75 @@ func target(args []string) error {
 		Popups []map[string]any `json:"popups"`
 	}
 	if err := a.do("GET", "/admin/v1/export", "", nil, http.StatusOK, &export); err != nil {
-		return err
+		return 0, 0, 0, err
 	}
-	refs := map[string][]int64{"include": {}, "exclude": {}}
-	if on {
-		refs = map[string][]int64{"include": {*include}, "exclude": {*exclude}}
-	}
-	n := 0
-	for _, p := range export.Popups {
-		name, _ := p["name"].(string)
-		t, _ := p["targeting"].(map[string]any)
-		if !benchHalf(name) || t == nil {
-			continue
-		}
-		t["audiences"] = refs
-		n++
-	}
+	n = edit(export.Popups)
 	var answer struct{ Created, Updated, Unchanged int }
 	if err := a.json("POST", "/admin/v1/import?dry_run=false", map[string]any{"popups": export.Popups}, http.StatusOK, &answer); err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	began := time.Now()
 	for i, u := range urls {
 		for {
 			m, err := a.metrics(u)
 			if err != nil {
-				return err
+				return 0, 0, 0, err
 			}
 			// A changed import is one version bump; an unchanged one is none, and nothing to wait for.
 			if (answer.Updated == 0 || m["popup_snapshot_version"] > before[i]) && m["popup_audience_unbound_popups"] == 0 {
 				break
 			}
-			if time.Since(began) > *timeout {
-				return fmt.Errorf("%s: after %s the snapshot is version %g (was %g) with %g popups of audiences not held",
-					u, *timeout, m["popup_snapshot_version"], before[i], m["popup_audience_unbound_popups"])
+			if time.Since(began) > timeout {
+				return 0, 0, 0, fmt.Errorf("%s: after %s the snapshot is version %g (was %g) with %g popups of audiences not held",
+					u, timeout, m["popup_snapshot_version"], before[i], m["popup_audience_unbound_popups"])
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n", *state, n, answer.Updated, time.Since(began).Round(time.Millisecond))
+	return n, answer.Updated, time.Since(began), nil
+}
+
+// target puts targeting.audiences on half the bench popups (or takes it off) in one import, one
+// config version, and waits until the API serves that version with every audience bound.
+func target(args []string) error {
+	fs := flag.NewFlagSet("target", flag.ExitOnError)
+	sw := newSwitchFlags(fs, "on: target the audiences; off: take the targeting off")
+	include := fs.Int64("include", 0, "include audience id")
+	exclude := fs.Int64("exclude", 0, "exclude audience id")
+	if err := sw.parse(fs, args); err != nil {
+		return err
+	}
+	a, urls := sw.admin()
+	for _, u := range urls {
+		m, err := a.metrics(u)
+		if err != nil {
+			return err
+		}
+		if _, ok := m["popup_audience_unbound_popups"]; !ok {
+			return errNoLoader(u)
+		}
+	}
+	refs := map[string][]int64{"include": {}, "exclude": {}}
+	if *sw.state == "on" {
+		refs = map[string][]int64{"include": {*include}, "exclude": {*exclude}}
+	}
+	n, updated, took, err := a.reimport(urls, *sw.timeout, func(popups []map[string]any) int {
+		n := 0
+		for _, p := range popups {
+			name, _ := p["name"].(string)
+			t, _ := p["targeting"].(map[string]any)
+			if !benchHalf(name) || t == nil {
+				continue
+			}
+			t["audiences"] = refs
+			n++
+		}
+		return n
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "target: audiences %s on %d popups (%d updated), served in %s\n", *sw.state, n, updated, took.Round(time.Millisecond))
 	return nil
 }
 

@@ -44,6 +44,8 @@ const (
 	// at 0.42 and 0.55 of the bare server on the project's 2-core machine, main at 0.40 and 0.45
 	// (docs/PERFORMANCE.md, "The revisit mix"); the bare server is held by wrk's Lua.
 	goalMix = 0.4 // (j) the mix's req/s, api / bare: at least
+	// Placements and rules (issue 51): half the popups with two rules and a second placement
+	goalRulesLoss = 0.02 // (k) steady-state and mix ratio without rules minus with them: at most
 )
 
 // wrkResult is what wrk --latency prints that the bench reads.
@@ -128,7 +130,7 @@ func wrkMillis(s string) (float64, error) {
 }
 
 // record is one line of the results file: a kind (meta, steady, impression, first, revisit,
-// open, audsteady, propagate, ingest, mix) and key=value readings; a list of CPU tick counts is comma-separated, one per process
+// open, audsteady, propagate, ingest, mix, rulesteady, rulemix) and key=value readings; a list of CPU tick counts is comma-separated, one per process
 // (api redis worker mariadb).
 type record struct {
 	kind string
@@ -275,7 +277,9 @@ type bench struct {
 	firsts      []firstRow
 	revisits    []revisitRow
 	opens       []openRow
-	audiences   []audienceRow
+	audiences   []onOffRow
+	ruleSteady  []onOffRow // (k) on the steady-state load
+	ruleMix     []onOffRow // (k) on the revisit mix's load
 	propagates  []propagateRow
 	ingests     []ingestRow
 	mixes       []mixRow
@@ -305,12 +309,14 @@ type revisitRow struct {
 	round, bareRPS, rps, p50, p99, errs, ratio, loadsPerK float64
 }
 
-// audienceRow is one round of the audience case: the steady-state load with half the popups
-// targeting the audiences (on) and without (off), each against the bare server of the round.
-type audienceRow struct {
+// onOffRow is one round of a with-and-without case: the audience case (g), the steady-state load
+// with half the popups targeting the audiences (on) and without (off), or the rules case (k), a
+// load with half the popups carrying rules and a placement and without; each against the bare
+// server of the round.
+type onOffRow struct {
 	round, bareRPS, onRPS, onP99, offRPS, offP99 float64
 	order                                        string
-	errs                                         float64 // non-2xx, socket, degraded; and audience checks answered fail-closed in the on run
+	errs                                         float64 // non-2xx, socket, degraded; and (g) audience checks answered fail-closed in the on run
 	onRatio, offRatio, loss                      float64 // loss = offRatio - onRatio
 	onCPU, offCPU                                float64 // API CPU-ms per 1,000 requests
 }
@@ -445,17 +451,17 @@ func compute(recs []record) (bench, error) {
 			b.opens = append(b.opens, row)
 			b.errs += row.errs
 		case "audsteady":
-			row := audienceRow{
-				round: rd.num(r, "r"), order: r.v["order"], bareRPS: rd.num(r, "a_rps"),
-				onRPS: rd.num(r, "on_rps"), onP99: rd.num(r, "on_p99"), offRPS: rd.num(r, "off_rps"), offP99: rd.num(r, "off_p99"),
-				errs: rd.num(r, "on_bad") + rd.num(r, "on_d1") - rd.num(r, "on_d0") + rd.num(r, "off_bad") + rd.num(r, "off_d1") - rd.num(r, "off_d0") +
-					rd.num(r, "fc1") - rd.num(r, "fc0"),
-				onCPU:  perK([]float64{rd.num(r, "on_p0")}, []float64{rd.num(r, "on_p1")}, rd.num(r, "on_reqs"), clk)[0],
-				offCPU: perK([]float64{rd.num(r, "off_p0")}, []float64{rd.num(r, "off_p1")}, rd.num(r, "off_reqs"), clk)[0],
-			}
-			row.onRatio, row.offRatio = ratio(row.onRPS, row.bareRPS), ratio(row.offRPS, row.bareRPS)
-			row.loss = row.offRatio - row.onRatio
+			row := rd.onOff(r, clk)
+			row.errs += rd.num(r, "fc1") - rd.num(r, "fc0")
 			b.audiences = append(b.audiences, row)
+			b.errs += row.errs
+		case "rulesteady":
+			row := rd.onOff(r, clk)
+			b.ruleSteady = append(b.ruleSteady, row)
+			b.errs += row.errs
+		case "rulemix":
+			row := rd.onOff(r, clk)
+			b.ruleMix = append(b.ruleMix, row)
 			b.errs += row.errs
 		case "ingest":
 			row := ingestRow{
@@ -493,6 +499,22 @@ func compute(recs []record) (bench, error) {
 	return b, rd.err
 }
 
+// onOff reads a with-and-without record: the bare run (a_rps), then on_* and off_* readings of the
+// API's runs (req/s, p99, requests, non-2xx and socket errors, degraded counter and API CPU ticks
+// before and after).
+func (rd *reader) onOff(r record, clk float64) onOffRow {
+	row := onOffRow{
+		round: rd.num(r, "r"), order: r.v["order"], bareRPS: rd.num(r, "a_rps"),
+		onRPS: rd.num(r, "on_rps"), onP99: rd.num(r, "on_p99"), offRPS: rd.num(r, "off_rps"), offP99: rd.num(r, "off_p99"),
+		errs:   rd.num(r, "on_bad") + rd.num(r, "on_d1") - rd.num(r, "on_d0") + rd.num(r, "off_bad") + rd.num(r, "off_d1") - rd.num(r, "off_d0"),
+		onCPU:  perK([]float64{rd.num(r, "on_p0")}, []float64{rd.num(r, "on_p1")}, rd.num(r, "on_reqs"), clk)[0],
+		offCPU: perK([]float64{rd.num(r, "off_p0")}, []float64{rd.num(r, "off_p1")}, rd.num(r, "off_reqs"), clk)[0],
+	}
+	row.onRatio, row.offRatio = ratio(row.onRPS, row.bareRPS), ratio(row.offRPS, row.bareRPS)
+	row.loss = row.offRatio - row.onRatio
+	return row
+}
+
 // halfBest is the open-loop rate: half the API's best steady-state req/s.
 func (b bench) halfBest() int64 {
 	var best float64
@@ -526,9 +548,11 @@ func (b bench) roundLine(recs []record) string {
 		return fmt.Sprintf("round %s revisits: api %s req/s p99 %s ms errors %s | ratio to bare %s | MySQL loads/1k %s",
 			g(s.round), g(s.rps), g(s.p99), g(s.errs), f3(s.ratio), f3(s.loadsPerK))
 	case "audsteady":
-		s := b.audiences[len(b.audiences)-1]
-		return fmt.Sprintf("round %s audiences (%s): bare %s req/s | with %s req/s p99 %s ms (ratio %s, CPU-ms/1k %s) | without %s req/s p99 %s ms (ratio %s, CPU-ms/1k %s) | loss %s | errors incl. fail-closed %s",
-			g(s.round), s.order, g(s.bareRPS), g(s.onRPS), g(s.onP99), f3(s.onRatio), f1(s.onCPU), g(s.offRPS), g(s.offP99), f3(s.offRatio), f1(s.offCPU), f3(s.loss), g(s.errs))
+		return b.audiences[len(b.audiences)-1].line("audiences", "errors incl. fail-closed")
+	case "rulesteady":
+		return b.ruleSteady[len(b.ruleSteady)-1].line("rules and placements, steady state", "errors")
+	case "rulemix":
+		return b.ruleMix[len(b.ruleMix)-1].line("rules and placements, revisit mix", "errors")
 	case "propagate":
 		s := b.propagates[len(b.propagates)-1]
 		return fmt.Sprintf("%s of %s uids: upload %s s; served %s s (instance 1) and %s s (instance 2) after the 200; %s and %s bytes a member",
@@ -548,6 +572,57 @@ func (b bench) roundLine(recs []record) string {
 			g(s.round), g(s.rate), g(s.bareP99), g(s.bareLate), g(s.apiP99), g(s.errs), g(s.apiLate), f3(s.ratio))
 	}
 	return ""
+}
+
+// line is a with-and-without round's log line.
+func (s onOffRow) line(what, errsName string) string {
+	return fmt.Sprintf("round %s %s (%s): bare %s req/s | with %s req/s p99 %s ms (ratio %s, CPU-ms/1k %s) | without %s req/s p99 %s ms (ratio %s, CPU-ms/1k %s) | loss %s | %s %s",
+		g(s.round), what, s.order, g(s.bareRPS), g(s.onRPS), g(s.onP99), f3(s.onRatio), f1(s.onCPU), g(s.offRPS), g(s.offP99), f3(s.offRatio), f1(s.offCPU), f3(s.loss), errsName, g(s.errs))
+}
+
+// lossSummary is a with-and-without case's median loss and its measured text: the rounds' losses,
+// extra, and the mean loss of each order. The second run of a pair may gain or lose from coming
+// second: the mean loss of each order shows such an effect, which the alternation is there to
+// cancel.
+func lossSummary(rows []onOffRow, extra string) (float64, string) {
+	loss := make([]float64, len(rows))
+	byOrder := map[string][]float64{}
+	for i, a := range rows {
+		loss[i] = a.loss
+		byOrder[a.order] = append(byOrder[a.order], a.loss)
+	}
+	orders := ""
+	for _, o := range []string{"on-off", "off-on"} {
+		if xs := byOrder[o]; len(xs) > 0 {
+			orders += "; mean of " + o + " rounds " + f3(mean(xs))
+		}
+	}
+	return median(loss), f3(median(loss)) + " (rounds: " + joinF(loss, f3, " ") + extra + orders + ")"
+}
+
+// rulesSummary is lossSummary with the API's CPU per 1,000 requests with and without the rules
+// (medians over the rounds).
+func rulesSummary(rows []onOffRow) (float64, string) {
+	on, off := make([]float64, len(rows)), make([]float64, len(rows))
+	for i, s := range rows {
+		on[i], off[i] = s.onCPU, s.offCPU
+	}
+	return lossSummary(rows, "; API CPU-ms/1k with "+f1(median(on))+", without "+f1(median(off)))
+}
+
+// onOffTable is a with-and-without case's per-round rows.
+func onOffTable(rows []onOffRow) [][]string {
+	var out [][]string
+	for _, s := range rows {
+		out = append(out, []string{g(s.round), s.order, g(s.bareRPS), g(s.onRPS), g(s.onP99), f3(s.onRatio), f1(s.onCPU),
+			g(s.offRPS), g(s.offP99), f3(s.offRatio), f1(s.offCPU), f3(s.loss), g(s.errs)})
+	}
+	return out
+}
+
+// onOffHead is onOffTable's header; errs names its last column.
+func onOffHead(errs string) string {
+	return "round | order | bare req/s | with req/s | with p99 ms | with ratio | with api CPU | without req/s | without p99 ms | without ratio | without api CPU | loss (without − with) | " + errs
 }
 
 func drainText(s float64) string {
@@ -614,21 +689,9 @@ func (b bench) report(w io.Writer) bool {
 		targets = nil
 	}
 	if len(b.audiences) > 0 {
-		loss := pick(len(b.audiences), func(i int) float64 { return b.audiences[i].loss })
-		// The second run of a pair may gain or lose from coming second: the mean loss of each
-		// order shows such an effect, which the alternation is there to cancel.
-		byOrder := map[string][]float64{}
-		for _, a := range b.audiences {
-			byOrder[a.order] = append(byOrder[a.order], a.loss)
-		}
-		orders := ""
-		for _, o := range []string{"on-off", "off-on"} {
-			if xs := byOrder[o]; len(xs) > 0 {
-				orders += "; mean of " + o + " rounds " + f3(mean(xs))
-			}
-		}
+		loss, text := lossSummary(b.audiences, "")
 		targets = append(targets, target{"(g) steady-state ratio without audiences − with them on half the popups (1M include, 1M exclude)",
-			f3(median(loss)) + " (rounds: " + rounds(loss) + orders + ")", "<= 0.03", median(loss) <= goalAudienceLoss})
+			text, "<= 0.03", loss <= goalAudienceLoss})
 	}
 	for _, p := range b.propagates {
 		goal := goalDeltaServed
@@ -656,6 +719,16 @@ func (b bench) report(w io.Writer) bool {
 		targets = append(targets, target{"(j) revisit mix req/s (" + b.meta.v["mix_configs"] + " popups more, daily cap 2, Zipf over " + b.meta.v["mix_users"] + " users) / bare",
 			f3(median(rJ)) + " (rounds: " + rounds(rJ) + "; API CPU per request / bare: " + rounds(rJCPU) + ")", ">= " + g(goalMix), median(rJ) >= goalMix})
 	}
+	if len(b.ruleSteady) > 0 {
+		loss, text := rulesSummary(b.ruleSteady)
+		targets = append(targets, target{"(k) steady-state ratio without rules − with two rules and a second placement on half the popups",
+			text, "<= " + g(goalRulesLoss), loss <= goalRulesLoss})
+	}
+	if len(b.ruleMix) > 0 {
+		loss, text := rulesSummary(b.ruleMix)
+		targets = append(targets, target{"(k) revisit-mix ratio without rules − with two rules and a second placement on half the mix's popups",
+			text, "<= " + g(goalRulesLoss), loss <= goalRulesLoss})
+	}
 	targets = append(targets, target{"errors: non-2xx, socket errors, degraded answers (all API runs)", g(b.errs), "0", b.errs == 0})
 	all := true
 	fmt.Fprint(w, "## Summary (median of the per-round ratios)\n\n| target | measured | goal | result |\n|---|---|---|---|\n")
@@ -673,13 +746,16 @@ func (b bench) report(w io.Writer) bool {
 	cpu := func(xs []float64) []string { return strings.Fields(joinF(xs, f1, " ")) }
 	var rows [][]string
 	if len(b.audiences) > 0 {
-		for _, s := range b.audiences {
-			rows = append(rows, []string{g(s.round), s.order, g(s.bareRPS), g(s.onRPS), g(s.onP99), f3(s.onRatio), f1(s.onCPU),
-				g(s.offRPS), g(s.offP99), f3(s.offRatio), f1(s.offCPU), f3(s.loss), g(s.errs)})
-		}
 		table("Audiences: steady state with half the popups targeting a 1M include and a 1M exclude audience, and without; CPU in ms per 1,000 requests",
-			"round | order | bare req/s | with req/s | with p99 ms | with ratio | with api CPU | without req/s | without p99 ms | without ratio | without api CPU | loss (without − with) | errors (incl. fail-closed checks)", rows)
-		rows = nil
+			onOffHead("errors (incl. fail-closed checks)"), onOffTable(b.audiences))
+	}
+	if len(b.ruleSteady) > 0 {
+		table("Rules and placements: steady state with half the popups carrying two rules and a second placement (requests with attr.plan and attr.build), and without (requests without attributes); CPU in ms per 1,000 requests",
+			onOffHead("errors (incl. degraded)"), onOffTable(b.ruleSteady))
+	}
+	if len(b.ruleMix) > 0 {
+		table("Rules and placements: the revisit mix with half its popups carrying two rules and a second placement, and without; CPU in ms per 1,000 requests",
+			onOffHead("errors (incl. degraded)"), onOffTable(b.ruleMix))
 	}
 	if len(b.ingests) > 0 {
 		for _, s := range b.ingests {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"strings"
@@ -304,4 +305,78 @@ func TestJudgeMixComparesTheAPIWithTheBareServer(t *testing.T) {
 			assert.Contains(t, out.String(), "| (j) revisit mix req/s (1000 popups more, daily cap 2, Zipf over 200000 users) / bare "+tt.want)
 		})
 	}
+}
+
+// ruleRound is one round of the rules case on a load (kind rulesteady or rulemix): bare 100k req/s,
+// 81k with the rules (and the attributes), 82k without.
+func ruleRound(kind string, round int, order string) string {
+	return fmt.Sprintf("%s r=%d order=%s a_rps=100000 on_rps=81000 on_p99=2 on_reqs=648000 on_bad=0 on_d0=0 on_d1=0 on_p0=0 on_p1=648 "+
+		"off_rps=82000 off_p99=2 off_reqs=640000 off_bad=0 off_d0=0 off_d1=0 off_p0=648 off_p1=1224\n", kind, round, order)
+}
+
+func TestJudgeRulesLossIsTheRatioWithoutMinusWithOnEachLoad(t *testing.T) {
+	tests := []struct {
+		name, kind, from, to string
+		wantLoss             float64
+		want                 string
+		pass                 bool
+	}{
+		{"steady state within 0.02", "rulesteady", "", "", 0.01,
+			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | 0.010 (rounds: 0.010; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.010) | <= 0.02 | PASS |", true},
+		{"steady state 0.03 behind", "rulesteady", "on_rps=81000", "on_rps=79000", 0.03,
+			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | 0.030 (rounds: 0.030; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.030) | <= 0.02 | FAIL |", false},
+		{"the mix within 0.02", "rulemix", "", "", 0.01,
+			"| (k) revisit-mix ratio without rules − with two rules and a second placement on half the mix's popups | 0.010 (rounds: 0.010; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.010) | <= 0.02 | PASS |", true},
+		{"the mix with a degraded answer", "rulemix", "on_d1=0", "on_d1=2", 0.01,
+			"| errors: non-2xx, socket errors, degraded answers (all API runs) | 2 | 0 | FAIL |", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, err := parseRecords(strings.NewReader("meta clk=100\n" + strings.Replace(ruleRound(tt.kind, 1, "on-off"), tt.from, tt.to, 1)))
+			require.NoError(t, err)
+
+			b, err := compute(recs)
+			require.NoError(t, err)
+
+			rows := b.ruleSteady
+			if tt.kind == "rulemix" {
+				rows = b.ruleMix
+			}
+			require.Len(t, rows, 1)
+			assert.InDelta(t, tt.wantLoss, rows[0].loss, 1e-9)
+			assert.InDelta(t, 10, rows[0].onCPU, 1e-9, "648 ticks = 6.48 s over 648,000 requests")
+			assert.InDelta(t, 9, rows[0].offCPU, 1e-9, "576 ticks = 5.76 s over 640,000 requests")
+			var out bytes.Buffer
+			assert.Equal(t, tt.pass, b.report(&out), out.String())
+			assert.Contains(t, out.String(), tt.want)
+		})
+	}
+}
+
+func TestJudgeRulesTakesTheMedianOverRoundsAndShowsEachOrder(t *testing.T) {
+	// losses 0.01 (on-off), 0.03 (off-on), 0.016 (on-off): median 0.016
+	in := "meta clk=100\n" + ruleRound("rulesteady", 1, "on-off") +
+		strings.Replace(ruleRound("rulesteady", 2, "off-on"), "on_rps=81000", "on_rps=79000", 1) +
+		strings.Replace(ruleRound("rulesteady", 3, "on-off"), "on_rps=81000", "on_rps=80400", 1)
+	recs, err := parseRecords(strings.NewReader(in))
+	require.NoError(t, err)
+
+	b, err := compute(recs)
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	assert.True(t, b.report(&out), out.String())
+	assert.Contains(t, out.String(), "| 0.016 (rounds: 0.010 0.030 0.016; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.013; mean of off-on rounds 0.030) | <= 0.02 | PASS |")
+	assert.Contains(t, out.String(), "| 2 | off-on | 100000 | 79000 | 2 | 0.790 | 10.0 | 82000 | 2 | 0.820 | 9.0 | 0.030 | 0 |")
+	assert.Equal(t, "round 3 rules and placements, steady state (on-off): bare 100000 req/s | with 80400 req/s p99 2 ms (ratio 0.804, CPU-ms/1k 10.0) | "+
+		"without 82000 req/s p99 2 ms (ratio 0.820, CPU-ms/1k 9.0) | loss 0.016 | errors 0", b.roundLine(recs))
+}
+
+func TestJudgeRefusesARulesRecordWithoutARun(t *testing.T) {
+	recs, err := parseRecords(strings.NewReader("meta clk=100\nrulemix r=1 order=on-off a_rps=1000 on_rps=900"))
+	require.NoError(t, err)
+
+	_, err = compute(recs)
+
+	assert.ErrorContains(t, err, "rulemix record without on_p99")
 }

@@ -8,6 +8,7 @@
 //	                   [-batch N -goal G]             (POSTs of N conversions to /api/v1/conversions/batch instead of GETs)
 //	benchtool wrkparse | judge -results FILE          make bench's arithmetic and verdicts (judge.go)
 //	benchtool audiences | target | propagate          the audience case and its propagation (audiences.go)
+//	benchtool rules    -admin URL -state on|off       rules and placements on half the popups (rules.go)
 //	benchtool replace  -admin URL -id A -n N          one replace of audience A's members (audiences.go)
 //
 // openloop is the open-loop generator the issue asks for (vegeta is not available here): each
@@ -45,7 +46,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool seed|mix|warm|fill|openloop|wrkparse|judge|audiences|target|propagate|replace [flags] | query I")
+		fmt.Fprintln(os.Stderr, "usage: benchtool seed|mix|warm|fill|openloop|wrkparse|judge|audiences|target|rules|propagate|replace [flags] | query I")
 		os.Exit(2)
 	}
 	var err error
@@ -68,6 +69,8 @@ func main() {
 		err = audiences(os.Args[2:])
 	case "target":
 		err = target(os.Args[2:])
+	case "rules":
+		err = rulesCmd(os.Args[2:])
 	case "propagate":
 		err = propagate(os.Args[2:])
 	case "replace":
@@ -310,6 +313,9 @@ var regions = func() int {
 	}
 	return 8
 }()
+
+// benchAttrs: BENCH_ATTRS=1 adds the attributes run K's rules read to every GET (as in bench.lua).
+var benchAttrs = os.Getenv("BENCH_ATTRS") == "1"
 
 // query builds the GET query of pool user i: a stable platform/version/region per user, the same
 // mapping as loadtest/bench.lua.
@@ -735,5 +741,19 @@ func appendQuery(b []byte, i int) []byte {
 	b = strconv.AppendInt(b, int64(i%13), 10)
 	b = append(b, ".0&region=r"...)
 	b = strconv.AppendInt(b, int64(i%regions), 10)
-	return append(b, "&lang=en"...)
+	b = append(b, "&lang=en"...)
+	if benchAttrs {
+		b = appendAttrs(b, i)
+	}
+	return b
+}
+
+// appendAttrs appends user i's attributes as bench.lua's BENCH_ATTRS=1 sends them: plan pro for
+// an even uid and free for an odd one, build 9.2.0.
+func appendAttrs(b []byte, i int) []byte {
+	plan := "pro"
+	if i%2 != 0 {
+		plan = "free"
+	}
+	return append(append(append(b, "&attr.plan="...), plan...), "&attr.build=9.2.0"...)
 }
