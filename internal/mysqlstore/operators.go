@@ -40,13 +40,27 @@ func tokenHash(salt []byte, token string) []byte {
 	return h.Sum(nil)
 }
 
+// operatorLock names the lock of Sync, per database (lockName).
+const operatorLock = "popup_operator:"
+
 // Sync records, in one transaction, how ops differ from the operators stored by the last start
 // (added, removed, another role, another token), and stores ops in their place. Concurrent
-// starts take turns (the stored rows and the gap after them are locked: two first starts at once
-// deadlock, and the one MariaDB rolls back fails, to be retried); a start with the same operators
-// records nothing.
+// starts take turns under a named lock (an empty table has no row to lock); a start with the same
+// operators records nothing.
 func (l *OperatorLog) Sync(ctx context.Context, ops []ConfiguredOperator, at time.Time) error {
-	err := inTx(ctx, l.db, func(tx *sql.Tx) error {
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("record the operators: %w", err)
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(`+lockName+`, 10)`, operatorLock).Scan(&got); err != nil || got.Int64 != 1 {
+		return fmt.Errorf("record the operators: another start holds the lock (%v)", err)
+	}
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `DO RELEASE_LOCK(`+lockName+`)`, operatorLock)
+	}()
+	err = inTx(ctx, conn, func(tx *sql.Tx) error {
 		stored, err := readOperators(ctx, tx)
 		if err != nil {
 			return err
@@ -113,7 +127,7 @@ func (l *OperatorLog) Sync(ctx context.Context, ops []ConfiguredOperator, at tim
 }
 
 func readOperators(ctx context.Context, tx *sql.Tx) (map[string]storedOperator, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name, role, token_salt, token_hash FROM popup_operator FOR UPDATE`)
+	rows, err := tx.QueryContext(ctx, `SELECT name, role, token_salt, token_hash FROM popup_operator`)
 	if err != nil {
 		return nil, err
 	}

@@ -580,8 +580,11 @@ func dropErased(ctx context.Context, tx *sql.Tx, keyed *privacy.Keyed, events []
 	return kept, len(events) - len(kept), nil
 }
 
-// inTx runs fn in a transaction, committed when fn returns nil.
-func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+// inTx runs fn in a transaction of db (a pool or one of its connections), committed when fn
+// returns nil.
+func inTx(ctx context.Context, db interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}, fn func(*sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
