@@ -24,8 +24,10 @@ func newReader(t *testing.T, in *apitest.Instance) changeReader {
 func (c changeReader) page(t *testing.T, query string) ([]map[string]any, string) {
 	t.Helper()
 	got := c.Do(t, "GET", "/admin/v1/audit/changes?"+query, "", nil, http.StatusOK)
+	entries, ok := got.Body["entries"].([]any)
+	require.True(t, ok, "entries: %s", got.Raw)
 	out := []map[string]any{}
-	for _, e := range got.Body["entries"].([]any) {
+	for _, e := range entries {
 		out = append(out, e.(map[string]any))
 	}
 	next, _ := got.Body["next"].(string)
