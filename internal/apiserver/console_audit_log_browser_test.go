@@ -82,6 +82,7 @@ func TestConsoleAuditLogOfEveryResourceInWords(t *testing.T) {
 		return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }); })()`, &want)
 	assert.True(t, strings.HasPrefix(shown, want), "%q in the browser's locale (%q)", shown, want)
 	b.axeCheck("audit log of every resource")
+	b.shot("audit-all", "")
 
 	// one resource at a time, and by name whatever its case
 	b.pickAudit("experiments", "", 2)
