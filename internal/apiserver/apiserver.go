@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 	if err != nil {
 		return err
 	}
-	s := &server{cfg: cfg, log: log, now: hooks.Now, reg: prometheus.NewRegistry()}
+	s := &server{cfg: cfg, log: log, now: hooks.Now, reg: prometheus.NewRegistry(), ops: ops}
 	if s.now == nil {
 		s.now = func() time.Time { return time.Now().UTC() }
 	}
@@ -101,10 +101,20 @@ func adminOperators(cfg config.Config) ([]httpapi.Operator, error) {
 	return ops, nil
 }
 
+// recordOperators records in the audit log how the operators this start has differ from the
+// last start's (mysqlstore.OperatorLog).
+func (s *server) recordOperators(ctx context.Context) error {
+	ops := make([]mysqlstore.ConfiguredOperator, len(s.ops))
+	for i, op := range s.ops {
+		ops[i] = mysqlstore.ConfiguredOperator{Name: op.Name, Role: op.Role, Token: op.Token}
+	}
+	return mysqlstore.NewOperatorLog(s.db).Sync(ctx, ops, s.now())
+}
+
 // mysqlCheck pings MySQL and, the first time it answers, checks the schema (an unmigrated or
-// newer schema is fatal: mysqlstore.ErrSchema) and prewarms the pool. Only the check's own
-// goroutine calls it.
-func mysqlCheck(db *sql.DB, maxOpen int) func(context.Context) error {
+// newer schema is fatal: mysqlstore.ErrSchema), runs firstUp (until it succeeds) and prewarms the
+// pool. Only the check's own goroutine calls it.
+func mysqlCheck(db *sql.DB, maxOpen int, firstUp func(context.Context) error) func(context.Context) error {
 	schemaOK := false
 	return func(ctx context.Context) error {
 		ctx = mysqlstore.Ungated(ctx) // the check is what finds MySQL back: the gate would refuse it
@@ -115,6 +125,9 @@ func mysqlCheck(db *sql.DB, maxOpen int) func(context.Context) error {
 			return nil
 		}
 		if err := mysqlstore.CheckSchema(ctx, db); err != nil {
+			return err
+		}
+		if err := firstUp(ctx); err != nil {
 			return err
 		}
 		schemaOK = true

@@ -69,19 +69,20 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	res = in.adminDo(t, "GET", "/admin/v1/popups/"+itoa(id), nil)
 	assert.Equal(t, float64(3), res.Body["revision"], "explaining a draft saves nothing")
 
-	// the audit log, filtered by the popup: create, update, rollback, newest first, by admin
+	// the audit log, found by the popup's name: create, update, rollback, newest first, by admin
 	// (the rollout typed for the draft explain is not saved: leaving asks first)
 	b.run(chromedp.Click(`a[data-nav="audit"]`, chromedp.ByQuery))
 	b.answerDialog("unsaved", true)
-	b.waitFor(`document.querySelector('#a-popup')`)
-	b.fill("#a-popup", itoa(id))
+	b.waitFor(`document.querySelector('#a-name')`)
+	b.fill("#a-name", "SPRING sale")
 	b.run(chromedp.Click(`//button[text()="Apply filter"]`, chromedp.BySearch))
 	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 3`)
 	var actions []string
 	b.eval(`[...document.querySelectorAll('#audit-list .audit-entry')].map(e => e.dataset.action)`, &actions)
 	assert.Equal(t, []string{"rollback", "update", "create"}, actions)
-	assert.Contains(t, b.text("#audit-list .audit-entry"), "by admin")
+	assert.Contains(t, b.text("#audit-list .audit-entry"), "admin (admin) restored an earlier version of popup “spring sale”")
 	b.run(chromedp.Click(`#audit-list .audit-entry details summary`, chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#audit-list .audit-entry table.diff')`)
 	assert.Contains(t, b.text(`#audit-list .audit-entry table.diff`), "Spring sale: 2 days left")
 	b.fill("#a-actor", "nobody")
 	b.run(chromedp.Click(`//button[text()="Apply filter"]`, chromedp.BySearch))
@@ -90,6 +91,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.run(chromedp.Click(`//button[text()="Apply filter"]`, chromedp.BySearch))
 	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 3`)
 	b.run(chromedp.Click(`#audit-list .audit-entry details summary`, chromedp.ByQuery))
+	b.waitFor(`document.querySelector('#audit-list .audit-entry table.diff')`)
 	b.axeCheck("audit")
 	b.shot("audit", "")
 

@@ -411,7 +411,7 @@ func TestConsoleExperimentsFoundAndAudited(t *testing.T) {
 
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audit"))
 	b.waitFor(`document.querySelector('#audit-list .audit-entry[data-action="experiment_conclude"]')`)
-	assert.Contains(t, b.text(`#audit-list .audit-entry[data-action="experiment_conclude"] h2`), "experiment_conclude of popup #"+itoa(shipped)+" “shipped-test”")
+	assert.Contains(t, b.text(`#audit-list .audit-entry[data-action="experiment_conclude"]`), "admin (admin) concluded experiment “shipped-test” — variant Discount wins")
 
 	// a weight change kept in phase: the history names the field in words, the times in the team's zone
 	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(running), nil).Body

@@ -307,10 +307,11 @@ func TestConsoleAuditOlderEntries(t *testing.T) {
 	assert.False(t, shown, "Sign out is not shown on the sign-in screen")
 	b.signIn()
 
+	// every resource: the 55 popups and the operator the service started with
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audit"))
 	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 50`)
 	b.run(chromedp.Click("#audit-more", chromedp.ByQuery))
-	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 55 && document.getElementById('audit-more').getClientRects().length === 0`)
+	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 56 && document.getElementById('audit-more').getClientRects().length === 0`)
 	var ids []string
 	b.eval(`[...document.querySelectorAll('#audit-list .audit-entry')].map(e => e.dataset.id)`, &ids)
 	seen := map[string]bool{}
@@ -320,7 +321,7 @@ func TestConsoleAuditOlderEntries(t *testing.T) {
 	}
 
 	// a filtered log of one entry: no "Older entries" at all
-	b.fill("#a-popup", "1")
+	b.fill("#a-name", "audit 07")
 	b.run(chromedp.Click(`//button[text()="Apply filter"]`, chromedp.BySearch))
 	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 1`)
 	b.eval(`document.getElementById('audit-more').getClientRects().length > 0`, &shown)

@@ -35,6 +35,7 @@ import (
 // server is popup-api as Run wires it, step by step; closers run in reverse when Run returns.
 type server struct {
 	cfg     config.Config
+	ops     []httpapi.Operator // the admin API's, recorded at MySQL's first answer
 	log     *slog.Logger
 	now     func() time.Time
 	reg     *prometheus.Registry
@@ -95,7 +96,7 @@ func (s *server) stores() error {
 	}
 	s.db = db
 	s.closers = append(s.closers, db.Close)
-	s.mysqlDep.Check = mysqlCheck(db, cfg.MySQLMaxOpen)
+	s.mysqlDep.Check = mysqlCheck(db, cfg.MySQLMaxOpen, s.recordOperators)
 	ropts := redisstore.OptionsOf(cfg)
 	if s.rdb, err = s.redisClient(ropts); err != nil {
 		return err

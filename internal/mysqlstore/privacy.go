@@ -29,8 +29,8 @@ func (r *PrivacyRepo) Request(ctx context.Context, q privacy.Request) (string, e
 	err := inTx(ctx, r.db, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT id FROM privacy_erasure WHERE uid_hash = ? AND status = ? LIMIT 1 FOR UPDATE`,
 			q.UIDHash, privacy.Pending).Scan(&id)
-		if err == nil {
-			return nil
+		if err == nil { // asked again while pending: the same erasure, asked once more
+			return recordPrivacy(ctx, tx, q.At, q.Actor, popup.PrivacyErasureAsked, id, nil)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -38,7 +38,10 @@ func (r *PrivacyRepo) Request(ctx context.Context, q privacy.Request) (string, e
 		id = q.ID
 		_, err = tx.ExecContext(ctx, `INSERT INTO privacy_erasure (id, uid_hash, sealed_uid, status, requested_at, requested_by, requested_role)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, q.ID, q.UIDHash, q.Sealed, privacy.Pending, q.At, q.Actor.Name, q.Actor.Role.String())
-		return err
+		if err != nil {
+			return err
+		}
+		return recordPrivacy(ctx, tx, q.At, q.Actor, popup.PrivacyErasureAsked, id, nil)
 	})
 	if err != nil {
 		return "", err
@@ -307,12 +310,47 @@ func (r *PrivacyRepo) Finish(ctx context.Context, id string, removed map[string]
 	if err != nil {
 		return err
 	}
-	_, err = r.db.ExecContext(ctx, `UPDATE privacy_erasure SET status = ?, sealed_uid = NULL, done_at = ?, removed = ?,
-		lease_owner = NULL, lease_until = NULL WHERE id = ?`, privacy.Done, at, string(b), id)
+	var total int64
+	for _, n := range removed {
+		total += n
+	}
+	err = inTx(ctx, r.db, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE privacy_erasure SET status = ?, sealed_uid = NULL, done_at = ?, removed = ?,
+			lease_owner = NULL, lease_until = NULL WHERE id = ? AND status <> ?`, privacy.Done, at, string(b), id, privacy.Done)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // done before (a job run twice): recorded then
+		}
+		return recordPrivacy(ctx, tx, at, privacy.ErasureActor, popup.PrivacyErased, id, &total)
+	})
 	if err != nil {
 		return fmt.Errorf("finish erasure: %w", err)
 	}
 	return nil
+}
+
+// RecordExport adds an export of a user's data, made by actor at at, to the audit log (never
+// the uid).
+func (r *PrivacyRepo) RecordExport(ctx context.Context, actor popup.Actor, at time.Time) error {
+	if err := recordPrivacy(ctx, r.db, at, actor, popup.PrivacyExport, "", nil); err != nil {
+		return fmt.Errorf("record the export: %w", err)
+	}
+	return nil
+}
+
+// recordPrivacy writes one privacy request's change (privacy_request_change) through q.
+func recordPrivacy(ctx context.Context, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, at time.Time, actor popup.Actor, action, erasureID string, removed *int64) error {
+	var id any
+	if erasureID != "" {
+		id = erasureID
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO privacy_request_change (at, actor, actor_role, action, erasure_id, removed) VALUES (?, ?, ?, ?, ?, ?)`,
+		toDB(at), actor.Name, roleColumn(actor.Role), action, id, removed)
+	return err
 }
 
 // UserStateRows returns uid's rows of popup_user_state, by popup.
@@ -542,8 +580,11 @@ func dropErased(ctx context.Context, tx *sql.Tx, keyed *privacy.Keyed, events []
 	return kept, len(events) - len(kept), nil
 }
 
-// inTx runs fn in a transaction, committed when fn returns nil.
-func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+// inTx runs fn in a transaction of db (a pool or one of its connections), committed when fn
+// returns nil.
+func inTx(ctx context.Context, db interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}, fn func(*sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -113,6 +113,8 @@ type ExportStore interface {
 	GoalRows(ctx context.Context, uid string) ([]GoalAttribution, error)
 	UploadRows(ctx context.Context, uid string) ([]UploadRow, error)
 	KeptRows(ctx context.Context, uid string) ([]Kept, error)
+	// RecordExport adds the export, by actor at at, to the audit log (never the uid).
+	RecordExport(ctx context.Context, actor popup.Actor, at time.Time) error
 }
 
 // StatePeek reads the user's state in Redis without caching anything (redisstore.UserStore).
@@ -130,7 +132,8 @@ type AudienceSets interface {
 	Current(ctx context.Context, id int64) (*audience.Set, error)
 }
 
-// Exporter builds a user's export. Reading never writes: a user who has been erased stays so.
+// Exporter builds a user's export. It writes nothing of the user (a user who has been erased
+// stays so); the audit log records who exported when.
 type Exporter struct {
 	Store     ExportStore
 	States    StatePeek
@@ -139,8 +142,9 @@ type Exporter struct {
 	Now       func() time.Time
 }
 
-// Export returns what the service holds about uid (validated by the caller).
-func (x *Exporter) Export(ctx context.Context, uid string) (Export, error) {
+// Export returns what the service holds about uid (validated by the caller), asked by actor,
+// once the audit log has recorded it: an export it cannot record is not made.
+func (x *Exporter) Export(ctx context.Context, actor popup.Actor, uid string) (Export, error) {
 	out := Export{UID: uid, ExportedAt: x.Now().UTC(), State: []PopupState{}}
 	rows, err := x.Store.UserStateRows(ctx, uid)
 	if err != nil {
@@ -176,6 +180,9 @@ func (x *Exporter) Export(ctx context.Context, uid string) (Export, error) {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
 	if out.Audiences, err = x.memberships(ctx, uid); err != nil {
+		return Export{}, fmt.Errorf("export: %w", err)
+	}
+	if err := x.Store.RecordExport(ctx, actor, out.ExportedAt); err != nil {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
 	return out, nil

@@ -1,14 +1,17 @@
-// Package audit is the admin slice of the audit log's changes besides popups'
-// (GET /admin/v1/audit/changes?resource=): who changed which audience, goal, setting or holdout
-// phase, and when. The popups' audit (GET /admin/v1/audit, each popup before and after) is the
-// popups slice's.
+// Package audit is the admin slice of the audit log's changes (GET /admin/v1/audit/changes): who
+// changed which popup, experiment, audience, goal, setting, holdout phase, operator or privacy
+// request, and when, one resource at a time or all merged. The popups' audit with each popup
+// before and after (GET /admin/v1/audit) is the popups slice's.
 package audit
 
 import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,8 +25,7 @@ type API struct {
 	Changes ChangeLog
 }
 
-// ChangeLog reads the changes of audiences, goals, settings and the holdout
-// (mysqlstore.ChangeLog), newest first.
+// ChangeLog reads one resource's changes (mysqlstore.ChangeLog), newest first.
 type ChangeLog interface {
 	Changes(ctx context.Context, q popup.ResourceChangeQuery) ([]popup.ResourceChange, error)
 }
@@ -39,9 +41,12 @@ const (
 	maxLimit     = 500
 )
 
-// changeWire is one change on the wire. version is an audience's or goal's (null for the
-// others); added, removed and size an audience's; before and after a setting's values, or the
-// holdout's percentage.
+// changeWire is one change on the wire. name is the subject's name (a popup's, an audience's,
+// a goal's, a setting's, an operator's; null for the others); popup_id a popup's or an
+// experiment's popup; version an audience's or goal's version or a popup's revision (null for
+// the others); added, removed and size an audience's members (removed also what an erasure
+// removed); before and after a setting's values, the holdout's percentage, an operator's roles or
+// the variant a concluded experiment shipped.
 type changeWire struct {
 	ID       int64     `json:"id"`
 	Resource string    `json:"resource"`
@@ -50,6 +55,8 @@ type changeWire struct {
 	Role     *string   `json:"role"`
 	Action   string    `json:"action"`
 	Subject  string    `json:"subject"`
+	Name     *string   `json:"name"`
+	PopupID  *int64    `json:"popup_id"`
 	Version  *int64    `json:"version"`
 	Added    *int64    `json:"added"`
 	Removed  *int64    `json:"removed"`
@@ -65,21 +72,43 @@ func changeToWire(ch popup.ResourceChange) changeWire {
 		r := ch.Actor.Role.String()
 		w.Role = &r
 	}
+	if ch.Name != "" {
+		w.Name = &ch.Name
+	}
 	switch ch.Resource {
+	case popup.ChangePopups, popup.ChangeExperiments:
+		w.PopupID, w.Version = &ch.PopupID, &ch.Version
 	case popup.ChangeAudiences:
 		w.Version, w.Added, w.Removed, w.Size = &ch.Version, &ch.Added, &ch.Removed, &ch.Size
 	case popup.ChangeGoals:
 		w.Version = &ch.Version
+	case popup.ChangePrivacy:
+		if ch.Action == popup.PrivacyErased {
+			w.Removed = &ch.Removed
+		}
 	}
 	return w
 }
 
-// changes answers GET /admin/v1/audit/changes?resource=[&actor=][&before=][&limit=]: one page of
-// the resource's changes, newest first, as GET /admin/v1/audit pages the popups'.
+// maxNameFilter bounds the name filter: no subject's name is longer.
+const maxNameFilter = 400
+
+// resourceRule is the resource parameter's rule in the words of its error.
+var resourceRule = func() string {
+	names := make([]string, len(popup.ChangeResources))
+	for i, r := range popup.ChangeResources {
+		names[i] = string(r)
+	}
+	return "must be all, " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}()
+
+// changes answers GET /admin/v1/audit/changes[?resource=][&name=][&actor=][&before=][&limit=]: one
+// page of a resource's changes, or of every resource's merged (resource all or absent), newest
+// first, as GET /admin/v1/audit pages the popups'.
 func (a *API) changes(c *gin.Context) {
-	q := popup.ResourceChangeQuery{Resource: popup.ChangeResource(c.Query("resource"))}
-	if !slices.Contains(popup.ChangeResources, q.Resource) {
-		a.Fail(c, httpapi.QueryError("resource", "must be audiences, goals, settings or holdout"))
+	q := popup.ResourceChangeQuery{Resource: popup.ChangeResource(c.DefaultQuery("resource", string(popup.ChangeAll)))}
+	if q.Resource != popup.ChangeAll && !slices.Contains(popup.ChangeResources, q.Resource) {
+		a.Fail(c, httpapi.QueryError("resource", resourceRule))
 		return
 	}
 	if actor, ok := c.GetQuery("actor"); ok {
@@ -89,10 +118,12 @@ func (a *API) changes(c *gin.Context) {
 		}
 		q.Actor = actor
 	}
-	var aerr *httpapi.Error
-	if q.Before, aerr = httpapi.PositiveParam(c, "before"); aerr != nil {
-		a.Fail(c, httpapi.QueryError("before", "must be the next value of a previous page"))
-		return
+	if name, ok := c.GetQuery("name"); ok {
+		if strings.TrimSpace(name) == "" || utf8.RuneCountInString(name) > maxNameFilter {
+			a.Fail(c, httpapi.QueryError("name", "must be 1-"+strconv.Itoa(maxNameFilter)+" characters of the name to find"))
+			return
+		}
+		q.Name = strings.TrimSpace(name)
 	}
 	limit, aerr := httpapi.LimitParam(c, defaultLimit, maxLimit)
 	if aerr != nil {
@@ -100,12 +131,52 @@ func (a *API) changes(c *gin.Context) {
 		return
 	}
 	q.Limit = limit + 1 // one more tells whether there is a next page
+	if q.Resource == popup.ChangeAll {
+		a.all(c, q, limit)
+		return
+	}
+	if q.Before, aerr = httpapi.PositiveParam(c, "before"); aerr != nil {
+		a.Fail(c, httpapi.QueryError("before", "must be the next value of a previous page"))
+		return
+	}
 	changes, err := a.Changes.Changes(c.Request.Context(), q)
 	if err != nil {
 		a.Fail(c, err)
 		return
 	}
 	changes, next := httpapi.NextPage(changes, limit, func(ch popup.ResourceChange) int64 { return ch.ID })
+	a.page(c, changes, next)
+}
+
+// all answers one page of every resource's changes merged (merge.go).
+func (a *API) all(c *gin.Context, q popup.ResourceChangeQuery, limit int) {
+	var from *cursor
+	if v, ok := c.GetQuery("before"); ok {
+		cur, ok := parseCursor(v)
+		if !ok {
+			a.Fail(c, httpapi.QueryError("before", "must be the next value of a previous page"))
+			return
+		}
+		from = &cur
+	}
+	pages := make([][]popup.ResourceChange, len(popup.ChangeResources))
+	for rank, r := range popup.ChangeResources {
+		rq := q
+		rq.Resource, rq.ByTime = r, true
+		if from != nil {
+			from.after(&rq, rank)
+		}
+		var err error
+		if pages[rank], err = a.Changes.Changes(c.Request.Context(), rq); err != nil {
+			a.Fail(c, err)
+			return
+		}
+	}
+	changes, next := merge(pages, limit)
+	a.page(c, changes, next)
+}
+
+func (a *API) page(c *gin.Context, changes []popup.ResourceChange, next *string) {
 	out := make([]changeWire, len(changes))
 	for i, ch := range changes {
 		out[i] = changeToWire(ch)

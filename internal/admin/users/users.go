@@ -95,7 +95,7 @@ type Erasures interface {
 
 // Exports builds a user's export (privacy.Exporter).
 type Exports interface {
-	Export(ctx context.Context, uid string) (privacy.Export, error)
+	Export(ctx context.Context, actor popup.Actor, uid string) (privacy.Export, error)
 }
 
 var (
@@ -299,7 +299,7 @@ func (a *API) exportUser(c *gin.Context) {
 	if !ok {
 		return
 	}
-	x, err := a.Exports.Export(c.Request.Context(), uid)
+	x, err := a.Exports.Export(c.Request.Context(), httpapi.Actor(c), uid)
 	if err != nil {
 		a.Fail(c, err)
 		return
