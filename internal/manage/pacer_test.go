@@ -36,19 +36,12 @@ func TestPacerKeepsToTheRate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			p := newPacer(tt.rate, func() time.Time { return now })
-			var slept time.Duration
-			p.sleep = func(_ context.Context, d time.Duration) error {
-				slept += d
-				now = now.Add(d)
-				return nil
-			}
+			p, clk := fakePacer(tt.rate)
 			for i, s := range tt.steps {
-				now = now.Add(s.work)
-				slept = 0
+				clk.now = clk.now.Add(s.work)
+				clk.slept = 0
 				require.NoError(t, p.wait(context.Background(), s.n))
-				assert.Equal(t, s.want, slept, "step %d", i)
+				assert.Equal(t, s.want, clk.slept, "step %d", i)
 			}
 		})
 	}
@@ -67,17 +60,28 @@ func TestPacerWaitEndsWithItsContext(t *testing.T) {
 // uid; an unpaced sort has no pause.
 func TestSortPauseCountsAFractionOfAUid(t *testing.T) {
 	assert.Nil(t, newPacer(0, time.Now).sortPause(context.Background()))
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := newPacer(1_000_000, func() time.Time { return now })
-	var slept time.Duration
-	p.sleep = func(_ context.Context, d time.Duration) error {
-		slept += d
-		now = now.Add(d)
-		return nil
-	}
+	p, clk := fakePacer(1_000_000)
 	pause := p.sortPause(context.Background())
 	require.NoError(t, pause(20_000*sortPerUID)) // the burst
-	assert.Zero(t, slept)
+	assert.Zero(t, clk.slept)
 	require.NoError(t, pause(1_000_000*sortPerUID))
-	assert.Equal(t, time.Second, slept, "8 million fingerprints sorted: a million uids' time")
+	assert.Equal(t, time.Second, clk.slept, "8 million fingerprints sorted: a million uids' time")
+}
+
+// fakeClock is a pacer's clock that moves only when the pacer sleeps (slept adds up the
+// sleeps) or a test moves it.
+type fakeClock struct {
+	now   time.Time
+	slept time.Duration
+}
+
+func fakePacer(rate int) (*pacer, *fakeClock) {
+	clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p := newPacer(rate, func() time.Time { return clk.now })
+	p.sleep = func(_ context.Context, d time.Duration) error {
+		clk.slept += d
+		clk.now = clk.now.Add(d)
+		return nil
+	}
+	return p, clk
 }
