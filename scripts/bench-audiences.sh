@@ -19,6 +19,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 # The popups and users of the steady-state bench are not what this measures: a small stack starts sooner.
 export BENCH_CONFIGS=${BENCH_CONFIGS:-20} BENCH_UIDS=${BENCH_UIDS:-1000} BENCH_REGIONS=${BENCH_REGIONS:-8}
+# Unpaced uploads: the propagation after the 200 is what this measures (docs/PERFORMANCE.md).
+export POPUP_AUDIENCE_UPLOAD_RATE=${POPUP_AUDIENCE_UPLOAD_RATE:-0}
 configs=$BENCH_CONFIGS
 
 log() { printf '[bench-audiences] %s\n' "$*" >&2; }

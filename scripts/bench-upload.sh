@@ -9,6 +9,11 @@
 # 200 ms; its peak is VmHWM, reset before the upload.
 #   targets: peak RSS <= popup_audience_bytes after the upload + 128 MiB;
 #            the worst upload window's p99 <= 1.5 x the idle windows' median p99
+# The report also gives the CPU seconds popup-api, MariaDB, Redis and the uploading client spent
+# from the upload's start until the instance held the new set. BENCH_UPLOAD_PROFILE=DIR keeps, in
+# DIR, popup-api's CPU profile (cpu.prof) and runtime trace (trace.out) of the upload's first
+# BENCH_UPLOAD_PROFILE_SECONDS (8) and its log (run it with GODEBUG=gctrace=1 for the collector's
+# lines); profiling costs the GETs, so a profiled run's p99 is not the figure.
 # The report goes to loadtest/reports/bench-upload-STAMP.md (BENCH_STRICT=1: exit 1 on a FAIL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +37,10 @@ status_kb() { awk -v f="$1:" '$1 == f {print $2}' "/proc/$api_pid/status"; }
 metric() { metrics | awk -v m="$1" '$1 == m {printf "%d\n", $2}'; } # 2.1e+07 -> 21000000
 ( for _ in $(seq 1 9000); do status_kb VmRSS || break; sleep 0.2; done ) >"$run_dir/rss" 2>/dev/null &
 sampler=$!; pids+=($sampler)
+mysql_pid=$(cat "$run_dir/mariadb.pid") redis_pid=$(cat "$run_dir/redis.pid")
+cpu_mark() { # PHASE: the wall clock and popup-api's, MariaDB's and Redis's CPU ticks at its end
+  echo "$1 $(date +%s.%N) $(cpu_ticks "$api_pid") $(cpu_ticks "$mysql_pid") $(cpu_ticks "$redis_pid")" >>"$run_dir/cpu"
+}
 
 results="$run_dir/windows"
 : >"$results"
@@ -39,21 +48,34 @@ ol() { # one window of open-loop GETs; prints "PHASE p50 p99 max degraded non2xx
   bin/benchtool openloop -url "$api" -rate "$rate" -duration "${window}s" -uids "$BENCH_UIDS" -c 16 -json |
     jq -r --arg phase "$1" '[$phase, .p50_ms, .p99_ms, .max_ms, .degraded, .non_2xx, .errors] | @tsv' | tee -a "$results" >&2
 }
+cpu_mark start
 for _ in 1 2 3; do ol idle; done
 
+profile=${BENCH_UPLOAD_PROFILE:-}
 echo 5 >"/proc/$api_pid/clear_refs" # VmHWM from here on
 rss_before=$(status_kb VmRSS)
 bytes_before=$(metric popup_audience_bytes)
 log "replacing bench-exclude (audience $exclude) with $n uids; RSS ${rss_before} kB, sets ${bytes_before} B"
+cpu_mark idle
 bin/benchtool replace -admin "$admin" -token bench -id "$exclude" -n "$n" -prefix aud-ex2- >"$run_dir/replace.json" &
 upload=$!
+if [ -n "$profile" ]; then
+  mkdir -p "$profile"
+  secs=${BENCH_UPLOAD_PROFILE_SECONDS:-8}
+  curl -fsS -H 'Authorization: Bearer bench' -o "$profile/cpu.prof" "${admin}/debug/pprof/profile?seconds=${secs}" &
+  pids+=($!)
+  curl -fsS -H 'Authorization: Bearer bench' -o "$profile/trace.out" "${admin}/debug/pprof/trace?seconds=${secs}" &
+  pids+=($!)
+fi
 want=$((initial + n))
 for _ in $(seq 1 120); do # at most 120 windows
   ol upload
   if ! kill -0 "$upload" 2>/dev/null && [ "$(metric popup_audience_members)" = "$want" ]; then break; fi
 done
 wait "$upload"
+cpu_mark upload
 ol after
+if [ -n "$profile" ]; then cp "$run_dir/popup-api.log" "$profile/popup-api.log"; fi
 peak=$(status_kb VmHWM)
 rss_after=$(status_kb VmRSS)
 bytes_after=$(metric popup_audience_bytes)
@@ -65,11 +87,11 @@ report="loadtest/reports/bench-upload-${stamp}.md"
   echo "# make bench-upload ${stamp}"
   echo
   echo "one popup-api, one MariaDB, one Redis; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "a replace of $n uids over an audience of $initial, GETs at $rate/s in ${window}-s windows"
+  echo "a replace of $n uids over an audience of $initial, GETs at $rate/s in ${window}-s windows, POPUP_AUDIENCE_UPLOAD_RATE ${POPUP_AUDIENCE_UPLOAD_RATE:-unset (the default)}"
   echo
-  python3 - "$results" "$rss_before" "$peak" "$rss_after" "$bytes_before" "$bytes_after" "$run_dir/replace.json" "$run_dir/rss" <<'EOF'
+  python3 - "$results" "$rss_before" "$peak" "$rss_after" "$bytes_before" "$bytes_after" "$run_dir/replace.json" "$run_dir/rss" "$run_dir/cpu" "$clk" <<'EOF'
 import json, statistics, sys
-windows, rss_before, peak, rss_after, b_before, b_after, replace, samples = sys.argv[1:]
+windows, rss_before, peak, rss_after, b_before, b_after, replace, samples, cpu, clk = sys.argv[1:]
 rows = [l.rstrip("\n").split("\t") for l in open(windows) if l.strip()]
 p99 = lambda phase: [float(r[2]) for r in rows if r[0] == phase]
 idle, up = statistics.median(p99("idle")), max(p99("upload"))
@@ -86,6 +108,18 @@ print()
 print(f"upload: {rep['members']} members in {rep['seconds']:.1f} s")
 print(f"sets held: {float(b_before)/kib/kib:.1f} MiB before, {held:.1f} MiB after")
 print(f"popup-api RSS: {before_mib:.1f} MiB before, peak {peak_mib:.1f} MiB (VmHWM; sampled max {max(rss)/kib:.1f}), {after_mib:.1f} MiB after")
+marks = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in open(cpu) if l.strip()}
+(t0, *c0), (t1, *c1), (t2, *c2) = marks["start"], marks["idle"], marks["upload"]
+print()
+print(f"CPU, in cores (seconds of CPU a second) idle ({t1 - t0:.0f} s) and upload ({t2 - t1:.0f} s, until the set is held), and the upload's own CPU seconds (upload minus the idle rate):")
+print()
+print("| process | idle | upload | upload's own s |")
+print("|---|---|---|---|")
+for i, name in enumerate(["popup-api", "MariaDB", "Redis"]):
+    idle_rate = (c1[i] - c0[i]) / float(clk) / (t1 - t0)
+    up_s = (c2[i] - c1[i]) / float(clk)
+    print(f"| {name} | {idle_rate:.2f} | {up_s / (t2 - t1):.2f} | {up_s - idle_rate * (t2 - t1):.1f} |")
+print(f"| uploading client | - | - | {rep.get('cpu_seconds', 0):.1f} |")
 ok_rss = peak_mib <= held + 128
 ok_p99 = up <= 1.5 * idle
 print()

@@ -254,7 +254,7 @@ func (s *server) adminAPI(ops []httpapi.Operator) (*gin.Engine, error) {
 			Links: cfg.Links(), Stats: stats, ExperimentDays: stats, ExperimentGoals: stats, CampaignGoals: stats,
 			Holdout: holdoutReads{settings, stats}, Settings: settings, DefaultPacing: cfg.DefaultPacing(),
 			LogRetention: cfg.ActionLogRetention,
-			Audiences:    manage.NewAudiences(s.audiences, s.held, int64(cfg.AudienceMemory), now), AudienceSets: s.held,
+			Audiences:    manage.NewAudiences(s.audiences, s.held, int64(cfg.AudienceMemory), now).PaceUploads(cfg.AudienceUploadRate), AudienceSets: s.held,
 			Goals: manage.NewGoals(s.goals.source, now), GoalsChanged: s.goals.publish,
 			Erasures:   &privacy.Eraser{Store: privacyStore, Keyed: s.keyed, Now: now},
 			Exports:    &privacy.Exporter{Store: privacyStore, States: s.users, Audiences: s.audiences, Sets: s.held, Now: now},

@@ -41,10 +41,73 @@ func (b *Buffer) Append(fp uint64) {
 // Len is the number of fingerprints held.
 func (b *Buffer) Len() int { return len(b.fps) }
 
-// SortUnique sorts the fingerprints and drops repeats, in place (SortUnique).
-func (b *Buffer) SortUnique() {
-	slices.Sort(b.fps)
+// SortUnique sorts the fingerprints and drops repeats, in place (SortUnique). pause, when not
+// nil, is called between pieces of the work with the fingerprints each piece covered, about a
+// million at most: a sort of 20 million takes seconds of one core, and the process it shares with
+// the public API may rest there. An error from pause ends the sort, unfinished.
+func (b *Buffer) SortUnique(pause func(n int) error) error {
+	if err := sortPaced(b.fps, pause); err != nil {
+		return err
+	}
 	b.fps = slices.Compact(b.fps)
+	return nil
+}
+
+// sortPiece is about the most fingerprints sortPaced handles between two pauses.
+const sortPiece = 1 << 20
+
+// sortPaced sorts fps in place, pausing between pieces (SortUnique): an in-place distribution
+// of the fingerprints by their top byte (American flag sort), paused every sortPiece moves, then
+// each of the 256 runs sorted on its own, paused between runs. Fingerprints are uniform, so the
+// runs are of about len(fps)/256 each; any spread sorts right, only the pauses grow apart.
+func sortPaced(fps []uint64, pause func(n int) error) error {
+	if pause == nil || len(fps) <= sortPiece {
+		slices.Sort(fps)
+		return nil
+	}
+	var count [257]int
+	for _, fp := range fps {
+		count[fp>>56+1]++
+	}
+	var start, next [256]int
+	for d := range 256 {
+		count[d+1] += count[d]
+		start[d], next[d] = count[d], count[d]
+	}
+	moved := 0
+	for d := range 256 {
+		end := count[d+1]
+		for next[d] < end {
+			// Carry the fingerprint at next[d] to its own run, and the one found there to its own,
+			// until one belongs here.
+			v := fps[next[d]]
+			for t := int(v >> 56); t != d; t = int(v >> 56) {
+				fps[next[t]], v = v, fps[next[t]]
+				next[t]++
+				moved++
+			}
+			fps[next[d]] = v
+			next[d]++
+			if moved++; moved >= sortPiece {
+				if err := pause(moved); err != nil {
+					return err
+				}
+				moved = 0
+			}
+		}
+	}
+	piece := 0
+	for d := range 256 {
+		run := fps[start[d]:count[d+1]]
+		slices.Sort(run)
+		if piece += len(run); piece >= sortPiece || d == 255 {
+			if err := pause(piece); err != nil {
+				return err
+			}
+			piece = 0
+		}
+	}
+	return nil
 }
 
 // Fingerprints returns the fingerprints held, valid until Free.

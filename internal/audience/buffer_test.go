@@ -1,8 +1,11 @@
 package audience
 
 import (
+	"errors"
+	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,13 +34,60 @@ func TestBufferSortsUniqueAndSpillsPastItsRoom(t *testing.T) {
 			for _, fp := range tt.give {
 				b.Append(fp)
 			}
-			b.SortUnique()
+			require.NoError(t, b.SortUnique(nil))
 			assert.Equal(t, tt.want, b.Fingerprints())
 			b.Free()
 			assert.Zero(t, b.Len())
 			b.Free() // twice is harmless
 		})
 	}
+}
+
+// TestSortPausesBetweenPieces: a sort with a pause sorts as an unpaused one does, whatever the
+// spread of the top bytes, pausing between pieces of about sortPiece; an error from the pause
+// ends it.
+func TestSortPausesBetweenPieces(t *testing.T) {
+	const n = sortPiece + sortPiece/2
+	r := rand.New(rand.NewPCG(1, 2))
+	tests := []struct {
+		name string
+		fp   func(i int) uint64
+	}{
+		{"uniform", func(int) uint64 { return r.Uint64() }},
+		{"one top byte", func(int) uint64 { return 0xab<<56 | r.Uint64()>>8 }},
+		{"two top bytes, repeats", func(i int) uint64 { return uint64(i%2)<<63 | uint64(r.IntN(1000)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBuffer(n)
+			defer b.Free()
+			want := make([]uint64, n)
+			for i := range want {
+				want[i] = tt.fp(i)
+				b.Append(want[i])
+			}
+			slices.Sort(want)
+			want = slices.Compact(want)
+			var pauses, covered int
+			require.NoError(t, b.SortUnique(func(k int) error {
+				pauses++
+				covered += k
+				return nil
+			}))
+			assert.Equal(t, want, b.Fingerprints())
+			assert.GreaterOrEqual(t, pauses, 2, "pauses")
+			assert.GreaterOrEqual(t, covered, n, "the pieces cover every fingerprint")
+		})
+	}
+	t.Run("an error from the pause ends it", func(t *testing.T) {
+		b := NewBuffer(n)
+		defer b.Free()
+		for range n {
+			b.Append(r.Uint64())
+		}
+		stop := errors.New("stop")
+		assert.ErrorIs(t, b.SortUnique(func(int) error { return stop }), stop)
+	})
 }
 
 // TestBufferLeavesTheProcessOnFree: a buffer's pages are resident only once written, and leave

@@ -70,6 +70,7 @@ type Config struct {
 
 	AudienceMemory      ByteSize      `env:"AUDIENCE_MEMORY" envDefault:"256MiB"`
 	AudienceLoadTimeout time.Duration `env:"AUDIENCE_LOAD_TIMEOUT" envDefault:"60s"`
+	AudienceUploadRate  int           `env:"AUDIENCE_UPLOAD_RATE" envDefault:"2000000"`
 
 	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000"`
 	RecentStateCacheSize int `env:"RECENT_STATE_CACHE_SIZE" envDefault:"0"`
@@ -86,6 +87,11 @@ type Config struct {
 	// archived or ended this long ago.
 	StateRetention time.Duration `env:"STATE_RETENTION" envDefault:"2160h"`
 }
+
+// MinAudienceUploadRate is the slowest POPUP_AUDIENCE_UPLOAD_RATE other than 0: a replace of
+// the most members a contract allows (20,000,000) reads them and stores their fingerprints in
+// 40 s at it, well inside the admin listener's 2-minute timeout.
+const MinAudienceUploadRate = 1_000_000
 
 // Prefix is the environment prefix of every variable.
 const Prefix = "POPUP_"
@@ -175,6 +181,10 @@ func (c Config) Validate() error {
 	}
 	if c.AudienceLoadTimeout <= 0 {
 		bad("AUDIENCE_LOAD_TIMEOUT", "must be > 0")
+	}
+	if c.AudienceUploadRate < 0 || c.AudienceUploadRate > 0 && c.AudienceUploadRate < MinAudienceUploadRate {
+		bad("AUDIENCE_UPLOAD_RATE", "must be 0 (unpaced) or at least %d (the largest replace must fit the admin listener's timeout), got %d",
+			MinAudienceUploadRate, c.AudienceUploadRate)
 	}
 	if c.LocalAnswerCacheSize < 0 {
 		bad("LOCAL_ANSWER_CACHE_SIZE", "must be >= 0 (0 = off)")

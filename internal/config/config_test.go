@@ -88,6 +88,8 @@ func TestParseRejects(t *testing.T) {
 		{"CORS origin with a path", map[string]string{"POPUP_CORS_ORIGINS": "https://m.example.com,https://w.example.com/app"}, `POPUP_CORS_ORIGINS: entry 2 "https://w.example.com/app": an origin is scheme://host[:port]: no path`},
 		{"CORS star", map[string]string{"POPUP_CORS_ORIGINS": "*"}, "POPUP_CORS_ORIGINS: entry 1 \"*\": name each origin"},
 		{"uid HMAC max age under a second", map[string]string{"POPUP_UID_HMAC_MAX_AGE": "500ms"}, "POPUP_UID_HMAC_MAX_AGE"},
+		{"upload rate too slow for the admin timeout", map[string]string{"POPUP_AUDIENCE_UPLOAD_RATE": "999999"}, "POPUP_AUDIENCE_UPLOAD_RATE: must be 0 (unpaced) or at least 1000000"},
+		{"negative upload rate", map[string]string{"POPUP_AUDIENCE_UPLOAD_RATE": "-1"}, "POPUP_AUDIENCE_UPLOAD_RATE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

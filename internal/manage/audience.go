@@ -45,7 +45,7 @@ type AudienceStore interface {
 	// counts only once AudienceTx.SetAudienceMembers commits it. DropUpload removes a staged one.
 	StageUpload(ctx context.Context, id int64) (int64, error)
 	StageUIDs(ctx context.Context, upload int64, seq int, uids []byte) error
-	StageFingerprints(ctx context.Context, upload int64, fps []uint64) error
+	StageFingerprints(ctx context.Context, upload int64, fps []uint64, pace func(n int) error) error
 	DropUpload(ctx context.Context, upload int64) error
 	// Prune removes the uploads no version from base on reads; DropAudienceParts the uploads of
 	// a deleted audience.
@@ -99,6 +99,9 @@ type Audiences struct {
 	// memory is POPUP_AUDIENCE_MEMORY: what every instance may hold for all audiences' sets.
 	memory int64
 	now    func() time.Time
+	// uploadRate is POPUP_AUDIENCE_UPLOAD_RATE: the uids a second a member write reads and
+	// stores (0: as fast as it can).
+	uploadRate int
 }
 
 // NewAudiences returns the audience writes over store. held, when not nil, gives the sets the
@@ -106,6 +109,14 @@ type Audiences struct {
 // POPUP_AUDIENCE_MEMORY.
 func NewAudiences(store AudienceStore, held CurrentSets, memory int64, now func() time.Time) *Audiences {
 	return &Audiences{store: store, held: held, memory: memory, now: now}
+}
+
+// PaceUploads makes every member write read and store at most rate uids a second (0: as fast
+// as it can) and returns s: an upload then takes a bounded share of the CPU that the public
+// API of the same process, and MySQL, serve with.
+func (s *Audiences) PaceUploads(rate int) *Audiences {
+	s.uploadRate = rate
+	return s
 }
 
 // Get, List, UsedBy and History read the store.
@@ -318,7 +329,9 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 			_ = s.store.DropUpload(context.WithoutCancel(ctx), up.id) // what is left, a later prune takes
 		}
 	}()
-	if err := s.read(ctx, action, a.Key, src, others, &up); err != nil {
+	// Wall time, not s.now: the pacing is of real work.
+	pace := newPacer(s.uploadRate, time.Now)
+	if err := s.read(ctx, action, a.Key, src, others, &up, pace); err != nil {
 		return popup.MemberWrite{}, err
 	}
 	fps := up.fps.Fingerprints() // valid until up.fps.Free
@@ -341,7 +354,7 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 		ch := changeOf(action, cur, fps)
 		if action != popup.AudienceReplace || i == 0 {
 			// A replace stores the whole list whatever the current one; a delta only what changes it.
-			if err := s.store.StageFingerprints(ctx, up.id, ch.fps); err != nil {
+			if err := s.store.StageFingerprints(ctx, up.id, ch.fps, func(n int) error { return pace.wait(ctx, n) }); err != nil {
 				return popup.MemberWrite{}, err
 			}
 		}
@@ -368,6 +381,9 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 // worked out against.
 var errListMoved = errors.New("the member list changed meanwhile")
 
+// paceLines is how many lines a member write reads between two looks at its pacer.
+const paceLines = 4096
+
 // uidRowBytes is about what one staged row of uids holds.
 const uidRowBytes = 1 << 20
 
@@ -376,7 +392,7 @@ const uidRowBytes = 1 << 20
 // fingerprints deduplicated as they pile up so that the count limit and (for a replace) the
 // memory budget refuse an upload as soon as it is over, without reading the rest. After a bad
 // line nothing more is staged or kept, only the bad lines counted.
-func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key audience.Key, src popup.MemberLines, others int64, up *upload) error {
+func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key audience.Key, src popup.MemberLines, others int64, up *upload, pace *pacer) error {
 	var (
 		limit    = action.Limit()
 		stageUID = action != popup.AudienceRemove
@@ -405,10 +421,13 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 			return fmt.Errorf("read the upload: %w", err)
 		}
 		up.lines++
-		if up.lines%4096 == 0 {
+		if up.lines%paceLines == 0 {
 			// A long upload shares the process with the public listener: let waiting requests run
-			// now rather than at the scheduler's next preemption.
+			// now rather than at the scheduler's next preemption, and keep to the upload rate.
 			runtime.Gosched()
+			if err := pace.wait(ctx, paceLines); err != nil {
+				return err
+			}
 		}
 		// uid views b without a copy: it is used (checked, hashed, copied into row) before the
 		// next call.
@@ -425,7 +444,9 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 		}
 		up.fps.Append(audience.Fingerprint(key, uid))
 		if up.fps.Len() >= next {
-			up.fps.SortUnique()
+			if err := up.fps.SortUnique(pace.sortPause(ctx)); err != nil {
+				return err
+			}
 			if err := s.within(action, others, up.fps.Len()); err != nil {
 				return err
 			}
@@ -444,7 +465,9 @@ func (s *Audiences) read(ctx context.Context, action popup.AudienceAction, key a
 	if bad.Total > 0 {
 		return &bad
 	}
-	up.fps.SortUnique()
+	if err := up.fps.SortUnique(pace.sortPause(ctx)); err != nil {
+		return err
+	}
 	if err := s.within(action, others, up.fps.Len()); err != nil {
 		return err
 	}

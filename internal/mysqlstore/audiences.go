@@ -435,8 +435,9 @@ func (r *AudienceRepo) StageUIDs(ctx context.Context, upload int64, seq int, uid
 }
 
 // StageFingerprints writes a staged upload's fingerprints (sorted and distinct), in rows of
-// FingerprintsPerRow, replacing any it had.
-func (r *AudienceRepo) StageFingerprints(ctx context.Context, upload int64, fps []uint64) error {
+// FingerprintsPerRow, replacing any it had; pace, when not nil, is told the fingerprints of each
+// row written (an error from it ends the write).
+func (r *AudienceRepo) StageFingerprints(ctx context.Context, upload int64, fps []uint64, pace func(n int) error) error {
 	if _, err := r.db.ExecContext(ctx, `DELETE FROM audience_fps WHERE upload_id = ?`, upload); err != nil {
 		return fmt.Errorf("stage upload %d fingerprints: %w", upload, err)
 	}
@@ -447,6 +448,11 @@ func (r *AudienceRepo) StageFingerprints(ctx context.Context, upload int64, fps 
 		fps = fps[n:]
 		if err := execPrepared(ctx, r.db, `INSERT INTO audience_fps (upload_id, seq, fps) VALUES (?, ?, ?)`, upload, seq, buf); err != nil {
 			return fmt.Errorf("stage upload %d fingerprints: %w", upload, err)
+		}
+		if pace != nil {
+			if err := pace(n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -10,7 +10,8 @@ package main
 //	                    then wait until the API at -metrics serves it
 //	benchtool replace   -admin URL -token T -id A -n N -prefix P
 //	                    replace audience A's members with N uids P0 … P(N-1), streamed as text/plain;
-//	                    prints the upload's wall time and the audience's size as JSON (bench-upload.sh)
+//	                    prints the upload's wall time, the audience's size and the CPU seconds this
+//	                    process spent producing the body as JSON (bench-upload.sh)
 //	benchtool propagate -admin1 URL -metrics1 URL -admin2 URL -public2 URL -metrics2 URL -token T
 //	                    a 10M replace and a 10k delta through instance 1, timed until instance 2 serves
 //	                    them; prints one "propagate" results line per write (judge.go does the arithmetic)
@@ -27,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -498,6 +500,11 @@ func replaceMembers(args []string) error {
 	if err != nil {
 		return err
 	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return err
+	}
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{"audience": au.ID, "version": au.Version, "members": au.Size,
-		"seconds": time.Since(began).Seconds()})
+		"seconds": time.Since(began).Seconds(), "cpu_seconds": cpu.Seconds()})
 }
