@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 )
@@ -24,14 +25,14 @@ import (
 // window, counts for none; a goal without values sums nothing. (Before, the stats had no goals.)
 func TestConversionsOfEveryCampaign(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 	for _, g := range []map[string]any{{"key": "purchase", "name": "Purchase", "value": "sum", "window_hours": 24}, {"key": "signup", "name": "Sign-up", "window_hours": 1}} {
-		res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", g)
+		res := in.AdminDo(t, http.MethodPost, "/admin/v1/goals", g)
 		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	}
-	one := in.createPopup(t, popupSpec("campaign-one", nil))
-	two := in.createPopup(t, popupSpec("campaign-two", nil))
+	one := in.CreatePopup(t, apitest.PopupSpec("campaign-one", nil))
+	two := in.CreatePopup(t, apitest.PopupSpec("campaign-two", nil))
 	// Days of the reporting zone (UTC): everything at noon yesterday and today, well inside both.
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	at := today.Add(-12 * time.Hour) // yesterday noon
@@ -39,14 +40,14 @@ func TestConversionsOfEveryCampaign(t *testing.T) {
 	n := 0
 	show := func(uid string, popupID int64, when time.Time, clicked bool) {
 		n++
-		evs = append(evs, event.Event{ID: "i" + itoa(int64(n)), UID: uid, PopupID: popupID, Action: event.Impression, At: when, DecisionID: "d" + itoa(int64(n))})
+		evs = append(evs, event.Event{ID: "i" + apitest.Itoa(int64(n)), UID: uid, PopupID: popupID, Action: event.Impression, At: when, DecisionID: "d" + apitest.Itoa(int64(n))})
 		if clicked {
-			evs = append(evs, event.Event{ID: "c" + itoa(int64(n)), UID: uid, PopupID: popupID, Action: event.Click, At: when.Add(time.Second), DecisionID: "d" + itoa(int64(n))})
+			evs = append(evs, event.Event{ID: "c" + apitest.Itoa(int64(n)), UID: uid, PopupID: popupID, Action: event.Click, At: when.Add(time.Second), DecisionID: "d" + apitest.Itoa(int64(n))})
 		}
 	}
 	convert := func(uid, goal string, when time.Time, value float64) {
 		n++
-		evs = append(evs, event.Event{ID: "v" + itoa(int64(n)), UID: uid, Action: event.Conversion, Goal: goal, Value: value, At: when})
+		evs = append(evs, event.Event{ID: "v" + apitest.Itoa(int64(n)), UID: uid, Action: event.Conversion, Goal: goal, Value: value, At: when})
 	}
 	show("shown", one, at, false)
 	convert("shown", "purchase", at.Add(time.Hour), 30) // one, shown
@@ -64,9 +65,9 @@ func TestConversionsOfEveryCampaign(t *testing.T) {
 	show("before", one, at, false) // shown after the conversion: counts nothing
 	show("other", two, at, false)
 	convert("other", "purchase", at.Add(time.Hour), 90) // popup two only
-	require.NoError(t, mysqlstore.NewEventWriter(testDB(t, cfg)).WriteBatch(context.Background(), evs))
+	require.NoError(t, mysqlstore.NewEventWriter(apitest.DB(t, cfg)).WriteBatch(context.Background(), evs))
 
-	spec := newSpecChecker(t, in.public, in.admin)
+	spec := apitest.NewSpecChecker(t, in.Public, in.Admin)
 	auth := map[string]string{"Authorization": "Bearer " + cfg.AdminToken}
 	type conv struct {
 		users, conversions int64
@@ -74,7 +75,7 @@ func TestConversionsOfEveryCampaign(t *testing.T) {
 		mean               any
 	}
 	goalOf := func(id int64, query string) map[string][2]conv {
-		status, body, _ := spec.do(t, call{method: http.MethodGet, url: "http://" + in.admin + "/admin/v1/popups/" + itoa(id) + "/stats" + query, header: auth, want: []int{http.StatusOK}})
+		status, body, _ := spec.Do(t, apitest.Call{Method: http.MethodGet, URL: "http://" + in.Admin + "/admin/v1/popups/" + apitest.Itoa(id) + "/stats" + query, Header: auth, Want: []int{http.StatusOK}})
 		require.Equal(t, http.StatusOK, status)
 		var got struct {
 			Goals []struct {
@@ -110,7 +111,7 @@ func TestConversionsOfEveryCampaign(t *testing.T) {
 	assert.Equal(t, map[string][2]conv{"purchase": {{0, 0, 0, nil}, {0, 0, 0, nil}}, "signup": {{0, 0, 0, nil}, {0, 0, 0, nil}}},
 		goalOf(one, "?from="+d+"&to="+d))
 
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(one)+"/stats.csv", nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(one)+"/stats.csv", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	all, err := csv.NewReader(strings.NewReader(res.Raw)).ReadAll()
 	require.NoError(t, err, "every row as wide as the others")
@@ -133,13 +134,13 @@ func TestConversionsOfEveryCampaign(t *testing.T) {
 // after being shown and after clicking, from the stats answer, and passes axe.
 func TestConsoleConversionsOfACampaign(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum", "window_hours": 24})
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum", "window_hours": 24})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	id := in.createPopup(t, popupSpec("campaign", map[string]any{"image_url": ""}))
+	id := in.CreatePopup(t, apitest.PopupSpec("campaign", map[string]any{"image_url": ""}))
 	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	require.NoError(t, mysqlstore.NewEventWriter(testDB(t, cfg)).WriteBatch(context.Background(), []event.Event{
+	require.NoError(t, mysqlstore.NewEventWriter(apitest.DB(t, cfg)).WriteBatch(context.Background(), []event.Event{
 		{ID: "i1", UID: "u1", PopupID: id, Action: event.Impression, At: at, DecisionID: "d1"},
 		{ID: "c1", UID: "u1", PopupID: id, Action: event.Click, At: at.Add(time.Second), DecisionID: "d1"},
 		{ID: "i2", UID: "u2", PopupID: id, Action: event.Impression, At: at, DecisionID: "d2"},

@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // The console's Audiences page (issue 34) and the audience pickers of the popup form, in a real
@@ -44,7 +46,7 @@ func (b *browser) openAudience(id string) {
 
 func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	b := newBrowser(t, in)
 	b.signIn()
 
@@ -73,7 +75,7 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	assert.Equal(t, bar.Max, bar.Value, "all of them sent")
 	assert.Contains(t, b.text("#upload-status"), "Read 3 ids")
 	assert.Contains(t, b.text("#upload-result"), "3 added")
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Equal(t, float64(3), res.Body["size"])
 	assert.Equal(t, version, fmt.Sprint(res.Body["version"]))
@@ -91,7 +93,7 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	assert.Equal(t, "true", invalid)
 	assert.Equal(t, "3", b.text("#audience-size"))
 	assert.Equal(t, version, b.text("#audience-version"))
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
 	assert.Equal(t, float64(3), res.Body["size"], "nothing was written")
 	assert.Equal(t, version, fmt.Sprint(res.Body["version"]))
 	b.axeCheck("audience with a refused upload")
@@ -99,13 +101,13 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 
 	// changed behind the page's back: the upload is refused (412), nothing changes, and a reload
 	// shows the newer version
-	res = in.adminDo(t, http.MethodPut, "/admin/v1/audiences/"+id, map[string]any{"name": "VIPs", "description": "Changed elsewhere"})
+	res = in.AdminDo(t, http.MethodPut, "/admin/v1/audiences/"+id, map[string]any{"name": "VIPs", "description": "Changed elsewhere"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	uploaded, newer := version, fmt.Sprint(res.Body["version"])
 	b.uploadMembers(memberFile(t, "late.txt", "u9\n"), "add")
 	b.waitFor(`document.querySelector('#audience-stale')`)
 	assert.Contains(t, b.text("#audience-stale"), "changed by someone else")
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
 	assert.Equal(t, float64(3), res.Body["size"], "nothing was written")
 	b.run(chromedp.Click("#audience-reload", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#audience-version') && document.querySelector('#audience-version').textContent === ` + js(newer))
@@ -135,7 +137,7 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	b.fill("#aud-description", "Top spenders, from the CRM")
 	b.run(chromedp.Click("#audience-save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#audience-description') && document.querySelector('#audience-description').textContent === 'Top spenders, from the CRM'`)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
 	assert.Equal(t, "Top spenders, from the CRM", res.Body["description"])
 	version = fmt.Sprint(res.Body["version"])
 	assert.Equal(t, version, b.text("#audience-version"))
@@ -159,7 +161,7 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 	b.waitFor(`document.querySelector('#popup-form[data-revision="1"]')`)
 	var popupID string
 	b.eval(`document.querySelector('#popup-form').dataset.id`, &popupID)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+popupID, nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+popupID, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	targeting, _ := res.Body["targeting"].(map[string]any)
 	aud, _ := targeting["audiences"].(map[string]any)
@@ -184,8 +186,8 @@ func TestConsoleAudienceUploadCheckAndTarget(t *testing.T) {
 // A popup field error about an audience lands at its box, as other fields' errors do.
 func TestConsoleAudienceFieldErrorAtItsBox(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "Churned"})
+	in := apitest.Start(t, apitest.Config(t), nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "Churned"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	id := fmt.Sprint(res.Body["id"])
 	b := newBrowser(t, in)
@@ -194,7 +196,7 @@ func TestConsoleAudienceFieldErrorAtItsBox(t *testing.T) {
 	b.fill("#f-name", "gone audience")
 	b.run(chromedp.Click("#aud-exclude-"+id, chromedp.ByQuery))
 	// deleted behind the form's back: the save names targeting.audiences.exclude[0]
-	res = in.adminDo(t, http.MethodDelete, "/admin/v1/audiences/"+id, nil)
+	res = in.AdminDo(t, http.MethodDelete, "/admin/v1/audiences/"+id, nil)
 	require.Less(t, res.Status, 300, res.Raw)
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#aud-exclude-` + id + `[aria-invalid=true]')`)
@@ -207,12 +209,13 @@ func TestConsoleAudienceFieldErrorAtItsBox(t *testing.T) {
 // A viewer reads audiences but is offered no create, upload, edit or delete, and is told why.
 func TestConsoleAudienceViewerSeesNoUpload(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "VIPs"})
+	in, _ := apitest.StartWithRoles(t)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "VIPs"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	id := fmt.Sprint(res.Body["id"])
-	res = in.do(t, http.MethodPut, "http://"+in.admin+"/admin/v1/audiences/"+id+"/members", "u1\nu2\n",
-		map[string]string{"Authorization": "Bearer " + token, "Content-Type": "text/plain"})
+	res = in.Do(t, http.MethodPut, "http://"+in.Admin+"/admin/v1/audiences/"+id+"/members", "u1\nu2\n",
+		map[string]string{"Authorization": "Bearer " + apitest.Token, "Content-Type": "text/plain"})
+
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 
 	listSels := []string{"#audience-create"}
@@ -243,7 +246,7 @@ func TestConsoleAudienceViewerSeesNoUpload(t *testing.T) {
 		if i > 0 {
 			b = first.newTab()
 		}
-		b.signInAs(roleTokens[tt.role], tt.operator)
+		b.signInAs(apitest.RoleTokens[tt.role], tt.operator)
 		b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audiences"))
 		b.waitFor(`document.querySelector('#audience-table tbody tr')`)
 		assert.Equal(t, tt.list, b.offered(listSels...), "%s: the list", tt.role)
@@ -276,30 +279,30 @@ func wireID(id string) any {
 // change it; a publisher's delete is refused (409) and the page names the popup.
 func TestConsoleAudienceInUse(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "Churned"})
+	in, _ := apitest.StartWithRoles(t)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "Churned"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	id := fmt.Sprint(res.Body["id"])
-	popupID := in.createPopup(t, map[string]any{"name": "win-back", "status": "active", "title": "Come back",
+	popupID := in.CreatePopup(t, map[string]any{"name": "win-back", "status": "active", "title": "Come back",
 		"targeting": map[string]any{"audiences": map[string]any{"include": []any{res.Body["id"]}}}})
 
 	ed := newBrowser(t, in)
-	ed.signInAs(roleTokens["editor"], "ed")
+	ed.signInAs(apitest.RoleTokens["editor"], "ed")
 	ed.openAudience(id)
-	ed.waitFor(`document.querySelector('#audience-used-by a[href="#/popups/` + itoa(popupID) + `"]')`)
+	ed.waitFor(`document.querySelector('#audience-used-by a[href="#/popups/` + apitest.Itoa(popupID) + `"]')`)
 	assert.Equal(t, map[string]bool{"#audience-upload": false, "#audience-edit": false, "#audience-delete": false, "#readonly-note": true},
 		ed.offered("#audience-upload", "#audience-edit", "#audience-delete", "#readonly-note"))
 	assert.Contains(t, ed.text("#readonly-note"), "publisher role")
 
 	pat := ed.newTab()
-	pat.signInAs(roleTokens["publisher"], "pat")
+	pat.signInAs(apitest.RoleTokens["publisher"], "pat")
 	pat.openAudience(id)
 	pat.run(chromedp.Click("#audience-delete", chromedp.ByQuery))
 	pat.answerDialog("Delete", true)
 	pat.waitFor(`document.querySelector('#delete-error')`)
 	assert.Contains(t, pat.text("#delete-error"), "live popups use")
-	assert.Contains(t, pat.text(`#delete-error a[href="#/popups/`+itoa(popupID)+`"]`), "win-back")
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
+	assert.Contains(t, pat.text(`#delete-error a[href="#/popups/`+apitest.Itoa(popupID)+`"]`), "win-back")
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/audiences/"+id, nil)
 	assert.Equal(t, http.StatusOK, res.Status, "not deleted")
 	pat.axeCheck("audience delete refused")
 }
@@ -308,24 +311,26 @@ func TestConsoleAudienceInUse(t *testing.T) {
 // the audiences' sets.
 func TestConsoleAudienceReasonsInExplain(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	audience := func(name, members string) any {
-		res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": name})
+		res := in.AdminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": name})
 		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 		id := res.Body["id"]
-		res = in.do(t, http.MethodPut, "http://"+in.admin+"/admin/v1/audiences/"+fmt.Sprint(id)+"/members", members,
-			map[string]string{"Authorization": "Bearer " + token, "Content-Type": "text/plain"})
+		res = in.Do(t, http.MethodPut, "http://"+in.Admin+"/admin/v1/audiences/"+fmt.Sprint(id)+"/members", members,
+			map[string]string{"Authorization": "Bearer " + apitest.Token, "Content-Type": "text/plain"})
+
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		return id
 	}
 	vips, churned := audience("VIPs", "u1\n"), audience("Churned", "u2\n")
-	vipOffer := in.createPopup(t, map[string]any{"name": "vip offer", "status": "active", "title": "For VIPs",
+	vipOffer := in.CreatePopup(t, map[string]any{"name": "vip offer", "status": "active", "title": "For VIPs",
 		"targeting": map[string]any{"audiences": map[string]any{"include": []any{vips}}}})
-	stay := in.createPopup(t, map[string]any{"name": "stay with us", "status": "active", "title": "Hello",
+
+	stay := in.CreatePopup(t, map[string]any{"name": "stay with us", "status": "active", "title": "Hello",
 		"targeting": map[string]any{"audiences": map[string]any{"exclude": []any{churned}}}})
 
 	require.Eventually(t, func() bool {
-		return strings.Contains(in.metrics(t), "popup_audience_unbound_popups 0")
+		return strings.Contains(in.Metrics(t), "popup_audience_unbound_popups 0")
 	}, 10*time.Second, 20*time.Millisecond, "the instance loads both audiences")
 
 	b := newBrowser(t, in)
@@ -344,7 +349,7 @@ func TestConsoleAudienceReasonsInExplain(t *testing.T) {
 		{popup: stay, want: "in excluded audience “Churned”"},
 	}
 	for _, tt := range tests {
-		cell := `#explain-out tr[data-id="` + itoa(tt.popup) + `"] td[data-reason]`
+		cell := `#explain-out tr[data-id="` + apitest.Itoa(tt.popup) + `"] td[data-reason]`
 		b.waitFor(`document.querySelector(` + js(cell) + `)`)
 		assert.Equal(t, tt.want, b.text(cell))
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/apiserver/apitest"
-	"popupsvc/internal/config"
 	"popupsvc/internal/testenv"
 )
 
@@ -155,7 +154,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func newBrowser(t *testing.T, in *instance) *browser {
+func newBrowser(t *testing.T, in *apitest.Instance) *browser {
 	t.Helper()
 	axe := axeSource(t)
 	ex := browserLevel(sharedChromium(t))
@@ -166,7 +165,7 @@ func newBrowser(t *testing.T, in *instance) *browser {
 			t.Logf("disposing of the browser context: %v", err)
 		}
 	})
-	b := &browser{t: t, ctx: openTab(t, bc), origin: "http://" + in.admin, axe: axe, bc: bc}
+	b := &browser{t: t, ctx: openTab(t, bc), origin: "http://" + in.Admin, axe: axe, bc: bc}
 	b.listen()
 	return b
 }
@@ -238,7 +237,7 @@ func (b *browser) checkClean() {
 			continue
 		}
 		assert.True(b.t, strings.HasPrefix(u, b.origin+"/"), "request to another origin: %s", u)
-		assert.NotContains(b.t, u, token, "the token is in a URL")
+		assert.NotContains(b.t, u, apitest.Token, "the token is in a URL")
 	}
 }
 
@@ -359,12 +358,12 @@ func (b *browser) axeViolations(screen string) []axeViolation {
 // only in a later row is not.
 func TestConsoleAxeScope(t *testing.T) {
 	t.Parallel()
-	b := newBrowser(t, &instance{admin: "127.0.0.1:1"}) // no server: the pages are data: URLs
+	b := newBrowser(t, &apitest.Instance{Admin: "127.0.0.1:1"}) // no server: the pages are data: URLs
 	page := func(imageRow int, imageOutside bool) string {
 		var h strings.Builder
 		h.WriteString(`<!doctype html><html lang="en"><title>scope</title><main><table><thead><tr><th>n</th></tr></thead><tbody>`)
 		for i := 1; i <= 8; i++ {
-			cell := itoa(int64(i))
+			cell := apitest.Itoa(int64(i))
 			if i == imageRow {
 				cell = `<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">`
 			}
@@ -423,26 +422,9 @@ func (b *browser) newForm() {
 func (b *browser) signIn() {
 	b.t.Helper()
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
-	b.fill("#token", token)
+	b.fill("#token", apitest.Token)
 	b.run(chromedp.Click("#signin", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
-}
-
-// publicPopup polls GET /api/v1/popup for uid until want(popup) holds (a change is served within 2 s).
-func (in *instance) publicPopup(t *testing.T, uid string, want func(p map[string]any) bool) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, res := in.get(t, "uid="+uid+"&platform=ios&app_version=9.0.0")
-		p, _ := res.Body["popup"].(map[string]any)
-		if want(p) {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /api/v1/popup for %s never served the expected popup; last: %s", uid, res.Raw)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // createThroughForm fills the new-popup form, first with a bad rollout percent (the API's field
@@ -497,24 +479,19 @@ func (b *browser) createThroughForm(name, title string) int64 {
 	var id int64
 	_, err := fmt.Sscanf(hash, "#/popups/%d", &id)
 	require.NoError(t, err)
-	assert.Equal(t, itoa(id), b.attr("#popup-form", "data-id"))
+	assert.Equal(t, apitest.Itoa(id), b.attr("#popup-form", "data-id"))
 	return id
-}
-
-func startWorker(t *testing.T, cfg config.Config) {
-	t.Helper()
-	apitest.StartWorker(t, cfg)
 }
 
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
-	startWorker(t, cfg)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
+	apitest.StartWorker(t, cfg)
 	b := newBrowser(t, in)
 
 	// the static files load without the token, with the security headers
-	res, err := in.client.Get("http://" + in.admin + "/admin/ui/")
+	res, err := in.Client.Get("http://" + in.Admin + "/admin/ui/")
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
@@ -529,16 +506,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	var stored string
 	b.eval(`sessionStorage.getItem('popup-admin-token') || ''`, &stored)
 	assert.Empty(t, stored)
-	b.fill("#token", token)
+	b.fill("#token", apitest.Token)
 	b.run(chromedp.Click("#signin", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#popup-results[aria-busy=false]')`)
 	b.eval(`sessionStorage.getItem('popup-admin-token')`, &stored)
-	assert.Equal(t, token, stored)
+	assert.Equal(t, apitest.Token, stored)
 	b.axeCheck("popup list")
 
 	id := b.createThroughForm("winter sale", "Winter sale")
 	b.axeCheck("edit")
-	p := in.publicPopup(t, "u-1", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale" })
+	p := in.PublicPopup(t, "u-1", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale" })
 	assert.Equal(t, float64(id), p["id"])
 	assert.Equal(t, "Shop now", p["buttons"].([]any)[0].(map[string]any)["text"])
 	assert.Equal(t, map[string]any{"campaign": "winter"}, p["ext"])
@@ -551,8 +528,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialog("Publish", true)
 	b.waitFor(`document.querySelector('#toast').textContent.includes('Saved revision 2') && document.querySelector('#popup-form[data-revision="2"]')`)
-	in.publicPopup(t, "u-2", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale: last days" })
-	saved := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	in.PublicPopup(t, "u-2", func(p map[string]any) bool { return p != nil && p["title"] == "Winter sale: last days" })
+	saved := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, "2026-11-01T00:00:00Z", saved.Body["start_at"])
 	assert.Equal(t, "2026-12-31T23:59:00Z", saved.Body["end_at"])
 	var shown string
@@ -561,10 +538,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.shot("edit", "")
 
 	// today's numbers: two impressions (u-1, u-2) and a click, once the worker has counted them
-	require.Equal(t, http.StatusAccepted, in.action(t, id, map[string]any{"uid": "u-1", "action": "click"}).Status)
+	require.Equal(t, http.StatusAccepted, in.Action(t, id, map[string]any{"uid": "u-1", "action": "click"}).Status)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/stats", nil)
+		res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id)+"/stats", nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		if totals, _ := res.Body["totals"].(map[string]any); totals["impressions"] == 2.0 && totals["clicks"] == 1.0 {
 			break
@@ -581,16 +558,16 @@ func TestConsoleInBrowser(t *testing.T) {
 			"start_at": "2027-03-01T00:00:00Z", "end_at": "2027-03-31T00:00:00Z"},
 		{"name": "holiday banner", "status": "paused", "priority": 5, "title": "Happy holidays", "targeting": map[string]any{"langs": []string{"en", "de"}}},
 	} {
-		in.createPopup(t, p)
+		in.CreatePopup(t, p)
 	}
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups"))
 	b.waitFor(`document.querySelector('#popup-results[aria-busy=false] #popup-table')`)
-	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(id)+`"]`), "winter sale")
+	assert.Contains(t, b.text(`#popup-table tr[data-id="`+apitest.Itoa(id)+`"]`), "winter sale")
 	var today []string
-	b.eval(`[...document.querySelectorAll('#popup-table tr[data-id="`+itoa(id)+`"] td.num')].map(td => td.textContent)`, &today)
+	b.eval(`[...document.querySelectorAll('#popup-table tr[data-id="`+apitest.Itoa(id)+`"] td.num')].map(td => td.textContent)`, &today)
 	assert.Equal(t, []string{"50", "2", "50.0%"}, today, "priority, today's impressions and CTR")
 	var spark string
-	b.eval(`document.querySelector('#popup-table tr[data-id="`+itoa(id)+`"] svg.spark').getAttribute('aria-label')`, &spark)
+	b.eval(`document.querySelector('#popup-table tr[data-id="`+apitest.Itoa(id)+`"] svg.spark').getAttribute('aria-label')`, &spark)
 	assert.Contains(t, spark, "0, 0, 2", "the 14-day sparkline ends with today's 2")
 	assert.Contains(t, b.text(`#popup-table`), "android · v8.0.0–* · regions cn · 25% rollout")
 	b.fill("#filter-state", "paused")
@@ -609,20 +586,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitFor(`document.querySelector('#explain-out .candidates')`)
 	assert.Contains(t, b.text("#explain-out .verdict"), "no popup", "u-1 saw it a moment ago")
 	b.run(chromedp.Click(`#explain-out details[data-reason="reshow"] summary`, chromedp.ByQuery))
-	assert.Equal(t, "reshow", b.attr(`#explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
+	assert.Equal(t, "reshow", b.attr(`#explain-out tr[data-id="`+apitest.Itoa(id)+`"] td[data-reason]`, "data-reason"))
 	assert.Contains(t, b.text("#explain-out"), "Popups shown to this user today: 1")
 	b.fill("#x-uid", "u-new")
 	b.run(chromedp.Click("#explain", chromedp.ByQuery))
-	b.waitFor(`document.querySelector('#explain-out .verdict') && document.querySelector('#explain-out .verdict').textContent.includes('#` + itoa(id) + `')`)
+	b.waitFor(`document.querySelector('#explain-out .verdict') && document.querySelector('#explain-out .verdict').textContent.includes('#` + apitest.Itoa(id) + `')`)
 	b.axeCheck("explain")
 	b.shot("explain", "")
 
 	// pause with If-Match; a stale ETag is a 412 shown as "changed by someone else"
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id)))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id)))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"] #pause')`)
 	b.waitFor(`document.querySelector('#results-summary') && document.querySelector('#results-summary').textContent.includes('Impressions 2, unique users 2, clicks 1 (CTR 50.0%), closes 0 (close rate 0.0%); users reached ever 2')`)
-	in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), map[string]any{"name": "winter sale", "status": "active", "title": "changed elsewhere",
+	in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(id), map[string]any{"name": "winter sale", "status": "active", "title": "changed elsewhere",
 		"buttons": []map[string]any{{"text": "Shop now", "link_url": "https://shop.example/sale"}}, "targeting": map[string]any{"uids": []string{"qa-device-1"}}, "priority": 50})
+
 	b.run(chromedp.Click("#pause", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#form-errors .alert')`)
 	assert.Contains(t, b.text("#form-errors"), "changed by someone else")
@@ -630,7 +608,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]') && document.querySelector('#f-title').value === 'changed elsewhere'`)
 	b.run(chromedp.Click("#pause", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#toast').textContent.includes('Paused')`)
-	in.publicPopup(t, "u-3", func(p map[string]any) bool { return p == nil })
+	in.PublicPopup(t, "u-3", func(p map[string]any) bool { return p == nil })
 
 	// duplicate: a new draft, not saved until Create
 	b.waitFor(`document.querySelector('#popup-form[data-revision="4"] #duplicate')`)

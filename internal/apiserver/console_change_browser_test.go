@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // Change control in the console: a popup's history with field diffs, a rollback through the
@@ -18,7 +20,7 @@ import (
 // import checked by a dry run before it is applied.
 func TestConsoleHistoryAuditImport(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	b := newBrowser(t, in)
 	b.signIn()
 
@@ -27,7 +29,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialog("Publish", true)
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
-	in.publicPopup(t, "v-1", func(p map[string]any) bool { return p != nil && p["title"] == "Spring sale: 2 days left" })
+	in.PublicPopup(t, "v-1", func(p map[string]any) bool { return p != nil && p["title"] == "Spring sale: 2 days left" })
 
 	// history: revision 2 against 1 names the title, old and new
 	b.waitFor(`document.querySelector('#history li[data-revision="2"] table.diff')`)
@@ -43,7 +45,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.axeCheck("rollback dialog")
 	b.run(chromedp.KeyEvent(kb.Escape))
 	b.waitFor(`!document.getElementById('confirm').open && document.activeElement.matches('` + rollback + `')`)
-	res := in.adminDo(t, "GET", "/admin/v1/popups/"+itoa(id), nil)
+	res := in.AdminDo(t, "GET", "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, float64(2), res.Body["revision"])
 
 	// this time by keyboard: Tab from Cancel to the confirming button, Enter
@@ -53,7 +55,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.waitFor(`document.activeElement.id === 'confirm-ok'`)
 	b.run(chromedp.KeyEvent(kb.Enter))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]') && document.querySelector('#f-title').value === 'Spring sale'`)
-	in.publicPopup(t, "v-2", func(p map[string]any) bool { return p != nil && p["title"] == "Spring sale" })
+	in.PublicPopup(t, "v-2", func(p map[string]any) bool { return p != nil && p["title"] == "Spring sale" })
 	b.waitFor(`document.querySelector('#history li[data-revision="3"] table.diff')`)
 	b.shot("history", "#history-h")
 
@@ -65,8 +67,8 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.waitFor(`document.querySelector('#draft-explain-out .candidates')`)
 	assert.Contains(t, b.text("#draft-explain-out .verdict"), "no popup")
 	b.run(chromedp.Click(`#draft-explain-out details[data-reason="rollout"] summary`, chromedp.ByQuery))
-	assert.Equal(t, "rollout", b.attr(`#draft-explain-out tr[data-id="`+itoa(id)+`"] td[data-reason]`, "data-reason"))
-	res = in.adminDo(t, "GET", "/admin/v1/popups/"+itoa(id), nil)
+	assert.Equal(t, "rollout", b.attr(`#draft-explain-out tr[data-id="`+apitest.Itoa(id)+`"] td[data-reason]`, "data-reason"))
+	res = in.AdminDo(t, "GET", "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, float64(3), res.Body["revision"], "explaining a draft saves nothing")
 
 	// the audit log, filtered by the popup: create, update, rollback, newest first, by admin
@@ -74,7 +76,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.run(chromedp.Click(`a[data-nav="audit"]`, chromedp.ByQuery))
 	b.answerDialog("unsaved", true)
 	b.waitFor(`document.querySelector('#a-popup')`)
-	b.fill("#a-popup", itoa(id))
+	b.fill("#a-popup", apitest.Itoa(id))
 	b.run(chromedp.Click(`//button[text()="Apply filter"]`, chromedp.BySearch))
 	b.waitFor(`document.querySelectorAll('#audit-list .audit-entry').length === 3`)
 	var actions []string
@@ -97,7 +99,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/import"))
 	b.run(chromedp.Click("#export", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#export-out').textContent.includes('1 popup(s) exported')`)
-	exp := in.adminDo(t, "GET", "/admin/v1/export", nil)
+	exp := in.AdminDo(t, "GET", "/admin/v1/export", nil)
 	require.Equal(t, 200, exp.Status, exp.Raw)
 	edited := exp.Body
 	ps := edited["popups"].([]any)
@@ -115,14 +117,14 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 	assert.Contains(t, b.text("#import-out"), "would create 1, update 0, 1 unchanged")
 	b.axeCheck("import")
 	b.shot("import", "")
-	res = in.adminDo(t, "GET", "/admin/v1/popups?q=autumn", nil)
+	res = in.AdminDo(t, "GET", "/admin/v1/popups?q=autumn", nil)
 	assert.Empty(t, res.Body["popups"], "a dry run writes nothing")
 	b.run(chromedp.Click("#import-apply", chromedp.ByQuery))
 	b.waitFor(`document.getElementById('confirm').open`)
 	b.run(chromedp.Click("#confirm-ok", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#import-out').textContent.includes('Imported')`)
 	assert.Contains(t, b.text("#import-out"), "created 1, updated 0, 1 unchanged")
-	res = in.adminDo(t, "GET", "/admin/v1/popups?q=autumn", nil)
+	res = in.AdminDo(t, "GET", "/admin/v1/popups?q=autumn", nil)
 	assert.Len(t, res.Body["popups"], 1)
 }
 
@@ -138,15 +140,15 @@ func TestConsoleListOf10000Popups(t *testing.T) {
 		t.Skip("a measurement: set POPUP_CONSOLE_PERF=1")
 	}
 	const n = 10000
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	ps := make([]any, n)
 	for i := range ps {
 		ps[i] = map[string]any{"name": fmt.Sprintf("bulk-%05d", i), "priority": i, "title": fmt.Sprintf("Bulk %d", i),
 			"content": "An imported popup with a realistic amount of text in it.", "link_url": fmt.Sprintf("https://example.com/bulk/%d", i),
 			"targeting": map[string]any{"platforms": []string{"ios", "android", "web"}, "rollout_percent": 100}}
 	}
-	in.client.Timeout = 2 * time.Minute
-	res := in.adminDo(t, "POST", "/admin/v1/import", map[string]any{"popups": ps})
+	in.Client.Timeout = 2 * time.Minute
+	res := in.AdminDo(t, "POST", "/admin/v1/import", map[string]any{"popups": ps})
 	require.Equal(t, 200, res.Status, res.Raw)
 
 	b := newBrowser(t, in)

@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // Experiments in the console (docs/CONTRACT.md §10, issue 23): the popup form's Experiment
@@ -24,7 +26,7 @@ func vf(name string) string { return `[data-field="experiment.` + name + `"]` }
 
 func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	b := newBrowser(t, in)
 	b.signIn()
 	b.newForm()
@@ -76,7 +78,7 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	b.eval(`location.hash`, &hash)
 	_, err := fmt.Sscanf(hash, "#/popups/%d", &id)
 	require.NoError(t, err)
-	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	stored := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	e := stored.Body["experiment"].(map[string]any)
 	assert.Equal(t, "draft", e["status"])
 	assert.Equal(t, map[string]any{"weight": 20.0, "mode": "fall_through"}, e["control"])
@@ -91,11 +93,11 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	b.waitFor(`document.querySelector('#experiment-status .badge.running')`)
 	w := b.writes()
 	require.Len(t, w, 1)
-	assert.Contains(t, w[0], "POST /admin/v1/popups/"+itoa(id)+"/experiment/start ")
+	assert.Contains(t, w[0], "POST /admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start ")
 	assert.False(t, strings.HasSuffix(w[0], " -"), "the start carries If-Match: %s", w[0])
 	assert.True(t, b.has("#experiment-stop"), "a running experiment offers Stop")
 	assert.True(t, b.has("#experiment-remove[disabled]"), "a running experiment cannot be removed")
-	running := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	running := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	re := running.Body["experiment"].(map[string]any)
 	assert.Equal(t, "running", re["status"])
 	salt := re["salt"]
@@ -121,8 +123,8 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 		b.run(chromedp.Click("#phase-keep", chromedp.ByQuery))
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
-	assert.Contains(t, strings.Join(b.writes(), "\n"), "/admin/v1/popups/"+itoa(id)+"?accept_reassignment=true ")
-	kept := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)
+	assert.Contains(t, strings.Join(b.writes(), "\n"), "/admin/v1/popups/"+apitest.Itoa(id)+"?accept_reassignment=true ")
+	kept := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body["experiment"].(map[string]any)
 	assert.Equal(t, 1.0, kept["phase"])
 	assert.Equal(t, salt, kept["salt"])
 	assert.Equal(t, 40.0, kept["variants"].([]any)[0].(map[string]any)["weight"])
@@ -133,7 +135,7 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialog("new experiment phase", true)
 	b.waitFor(`document.querySelector('#popup-form[data-revision="4"]')`)
-	next := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)
+	next := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body["experiment"].(map[string]any)
 	assert.Equal(t, 2.0, next["phase"])
 	assert.NotEqual(t, salt, next["salt"])
 	assert.Contains(t, b.text("#experiment-status"), "phase 2")
@@ -158,14 +160,14 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 	assert.Equal(t, "Spring sale: 20% off", b.value("#f-title"), "the shipped variant's title is the popup's")
 	assert.True(t, b.has(vf("variants[0].weight")+"[disabled]"), "a concluded experiment is read-only")
 	assert.False(t, b.has("#experiment-start"), "a concluded experiment has no transitions")
-	assert.Equal(t, "concluded", in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)["status"])
+	assert.Equal(t, "concluded", in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body["experiment"].(map[string]any)["status"])
 
 	// a concluded experiment can only be removed (experiment null); then a new one may be added
 	b.run(chromedp.Click("#experiment-remove", chromedp.ByQuery))
 	assert.Contains(t, b.text("#experiment-removed"), "removed when you save")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#experiment-add')`)
-	gone := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	gone := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Nil(t, gone.Body["experiment"], gone.Raw)
 	assert.Equal(t, "Spring sale: 20% off", gone.Body["title"], "the shipped content stays")
 }
@@ -176,13 +178,14 @@ func TestConsoleExperimentEditStartNewPhaseConclude(t *testing.T) {
 // reaches it as a 412 first; the 409 is seen here by a write without it.
 func TestConsoleExperimentConflictsShown(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := in.createPopup(t, map[string]any{"name": "conflicts", "status": "draft", "title": "Own",
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.CreatePopup(t, map[string]any{"name": "conflicts", "status": "draft", "title": "Own",
 		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}})
+
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openPopup(id, 1)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	b.run(chromedp.Click("#experiment-start", chromedp.ByQuery))
 	b.answerDialog("Start the experiment", true)
@@ -192,7 +195,7 @@ func TestConsoleExperimentConflictsShown(t *testing.T) {
 	b.waitFor(`document.querySelector('#experiment-status .badge.running')`)
 
 	// stopped elsewhere while this page shows it running: the page's stop is a 409, named
-	res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/stop", nil)
+	res = in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/stop", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	b.eval(`(() => { const f = window.fetch; // the write without If-Match: see above
 		 window.fetch = (u, o) => { if (o && o.headers) delete o.headers['If-Match']; return f(u, o); }; return true; })()`, nil)
@@ -217,10 +220,10 @@ func (b *browser) answerDialogCheck(titlePart string, ok bool, check func()) {
 // the experiment and its results link, read-only.
 func TestConsoleExperimentFollowsTheRole(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
+	in, _ := apitest.StartWithRoles(t)
 	exp := map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}
-	draft := in.createPopup(t, map[string]any{"name": "draft test", "status": "draft", "title": "Own", "experiment": exp})
-	live := in.createPopup(t, map[string]any{"name": "live test", "status": "active", "title": "Own", "experiment": exp})
+	draft := in.CreatePopup(t, map[string]any{"name": "draft test", "status": "draft", "title": "Own", "experiment": exp})
+	live := in.CreatePopup(t, map[string]any{"name": "live test", "status": "active", "title": "Own", "experiment": exp})
 	// no Conclude: the experiments are drafts, which the API does not conclude (issue 41, 5)
 	sels := []string{"#experiment-start", "#experiment-conclude", "#experiment-remove", "#experiment-results-link", "#variant-add"}
 	mayAll := []string{"#experiment-start", "#experiment-remove", "#experiment-results-link", "#variant-add"}
@@ -247,10 +250,11 @@ func TestConsoleExperimentFollowsTheRole(t *testing.T) {
 // diff and the new phase.
 func TestConsoleExperimentNewPhaseInThePublishReview(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := in.createPopup(t, map[string]any{"name": "live test", "status": "active", "title": "Own",
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.CreatePopup(t, map[string]any{"name": "live test", "status": "active", "title": "Own",
 		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}})
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	b := newBrowser(t, in)
 	b.signIn()
@@ -262,7 +266,7 @@ func TestConsoleExperimentNewPhaseInThePublishReview(t *testing.T) {
 		assert.Contains(t, b.text("#confirm-body table"), "experiment › variant 2 › title")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
-	e := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)
+	e := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body["experiment"].(map[string]any)
 	assert.Equal(t, 2.0, e["phase"], "a variant's content changed: a new phase")
 	assert.Equal(t, "running", e["status"])
 }
@@ -272,14 +276,15 @@ func TestConsoleExperimentNewPhaseInThePublishReview(t *testing.T) {
 // review nor the stored popup changes it; picking another goal is reviewed and stored.
 func TestConsoleExperimentPrimaryGoal(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	for _, g := range []map[string]any{{"key": "purchase", "name": "Purchase", "value": "sum"}, {"key": "signup", "name": "Sign-up"}} {
-		res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", g)
+		res := in.AdminDo(t, http.MethodPost, "/admin/v1/goals", g)
 		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	}
-	id := in.createPopup(t, map[string]any{"name": "goal test", "status": "active", "title": "Own",
+	id := in.CreatePopup(t, map[string]any{"name": "goal test", "status": "active", "title": "Own",
 		"experiment": map[string]any{"primary_goal": "purchase",
 			"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}})
+
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openPopup(id, 1)
@@ -296,7 +301,7 @@ func TestConsoleExperimentPrimaryGoal(t *testing.T) {
 		assert.NotContains(t, diff, "primary goal")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
-	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	stored := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, 5.0, stored.Body["max_impressions"])
 	assert.Equal(t, "purchase", stored.Body["experiment"].(map[string]any)["primary_goal"], "a save of another field keeps the goal")
 
@@ -307,7 +312,7 @@ func TestConsoleExperimentPrimaryGoal(t *testing.T) {
 		assert.Contains(t, b.text("#confirm-body table"), "experiment › primary goal")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
-	stored = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	stored = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, "signup", stored.Body["experiment"].(map[string]any)["primary_goal"])
 	assert.Equal(t, "signup", b.value("#exp-primary-goal"))
 }

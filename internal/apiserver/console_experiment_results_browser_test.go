@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/mysqlstore"
 )
 
@@ -53,11 +54,12 @@ func execEach(t *testing.T, dsn, statement string, args [][]any) {
 
 // experimentPopup creates a popup with a running experiment of arms a and b at 50% each and
 // returns its id and the phase's salt.
-func experimentPopup(t *testing.T, in *instance, name string) (int64, string) {
+func experimentPopup(t *testing.T, in *apitest.Instance, name string) (int64, string) {
 	t.Helper()
-	id := in.createPopup(t, map[string]any{"name": name, "status": "active", "title": "Own",
+	id := in.CreatePopup(t, map[string]any{"name": name, "status": "active", "title": "Own",
 		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}})
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	return id, res.Body["experiment"].(map[string]any)["salt"].(string)
 }
@@ -106,8 +108,8 @@ func ciText(v any, signed bool) string {
 
 func TestConsoleExperimentResults(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 
 	// phase 1 of a fair experiment: b clicks more; then a new phase (weights change), so the page
 	// opens on the empty phase 2 and phase 1 is one choice away
@@ -119,11 +121,11 @@ func TestConsoleExperimentResults(t *testing.T) {
 		{"a", yesterday, 600, 700, 30, 34, 100}, {"a", today, 400, 500, 20, 22, 80},
 		{"b", yesterday, 590, 690, 50, 60, 90}, {"b", today, 410, 480, 40, 45, 70},
 	})
-	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(fair), nil).Body
+	p := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(fair), nil).Body
 	e := p["experiment"].(map[string]any)
 	e["variants"].([]any)[0].(map[string]any)["weight"] = 60
 	e["variants"].([]any)[1].(map[string]any)["weight"] = 40
-	res := in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(fair), p)
+	res := in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(fair), p)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	require.Equal(t, 2.0, res.Body["experiment"].(map[string]any)["phase"])
 
@@ -131,12 +133,12 @@ func TestConsoleExperimentResults(t *testing.T) {
 	b.signIn()
 	b.openPopup(fair, 3)
 	b.run(chromedp.Click("#experiment-results-link", chromedp.ByQuery))
-	b.waitFor(`location.hash === '#/popups/` + itoa(fair) + `/experiment' && document.querySelector('#phase-select')`)
+	b.waitFor(`location.hash === '#/popups/` + apitest.Itoa(fair) + `/experiment' && document.querySelector('#phase-select')`)
 	assert.Equal(t, "2", b.value("#phase-select"), "the current phase first")
 	b.fill("#phase-select", "1")
 	b.waitFor(`location.hash.endsWith('?phase=1') && document.querySelector('#experiment-meta') && document.querySelector('#experiment-meta').textContent.startsWith('Phase 1,')`)
 
-	want := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(fair)+"/experiment/results?phase=1", nil)
+	want := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(fair)+"/experiment/results?phase=1", nil)
 	require.Equal(t, http.StatusOK, want.Status, want.Raw)
 	for _, raw := range want.Body["arms"].([]any) {
 		a := raw.(map[string]any)
@@ -175,7 +177,7 @@ func TestConsoleExperimentResults(t *testing.T) {
 	insertExperimentDays(t, cfg.MySQLDSN, skewed, salt, []knownDay{
 		{"a", today, 1000, 1100, 40, 45, 100}, {"b", today, 700, 760, 70, 75, 60},
 	})
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(skewed) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(skewed) + "/experiment"))
 	b.waitFor(`document.title.startsWith('Experiment results: skewed test') && document.querySelector('#arms-table tr[data-arm="b"]')`)
 	assert.Equal(t, "alert", b.attr("#srm", "role"))
 	assert.Contains(t, b.attr("#srm", "class"), "srm-alarm")
@@ -210,16 +212,17 @@ func insertGoalCounts(t *testing.T, dsn string, popupID int64, salt string, rows
 // numbers the API answers, the goal tables stay, and axe passes.
 func TestConsoleExperimentGoalCharts(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 	for _, g := range []map[string]any{{"key": "purchase", "name": "Purchase", "value": "sum"}, {"key": "signup", "name": "Sign-up"}} {
-		res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", g)
+		res := in.AdminDo(t, http.MethodPost, "/admin/v1/goals", g)
 		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	}
-	id := in.createPopup(t, map[string]any{"name": "goal charts", "status": "active", "title": "Own", "experiment": map[string]any{
+	id := in.CreatePopup(t, map[string]any{"name": "goal charts", "status": "active", "title": "Own", "experiment": map[string]any{
 		"primary_goal": "purchase", "control": map[string]any{"weight": 20, "mode": "none"},
 		"variants": []map[string]any{{"key": "a", "weight": 40, "title": "A"}, {"key": "b", "weight": 40, "title": "B"}}}})
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	salt := res.Body["experiment"].(map[string]any)["salt"].(string)
 	today := time.Now().UTC().Format(time.DateOnly)
@@ -233,10 +236,10 @@ func TestConsoleExperimentGoalCharts(t *testing.T) {
 
 	b := newBrowser(t, in)
 	b.signIn()
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id) + "/experiment"))
 	b.waitFor(`document.querySelector('#chart-goal-signup-diff')`)
 
-	want := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/experiment/results", nil)
+	want := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/results", nil)
 	require.Equal(t, http.StatusOK, want.Status, want.Raw)
 	require.Equal(t, "control", want.Body["goal_baseline"])
 	for k, goal := range []string{"purchase", "signup"} {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/popup"
 )
 
@@ -20,38 +21,6 @@ import (
 // say a user in an arm gets, the reviews of the transitions and of a change to a concluded
 // experiment's content, the phases' verdicts, the results a marketer acts on, and finding and
 // auditing experiments.
-
-// startedExperiment creates a live popup "own" with variants a and discount at 45% each and a
-// control at 10% in mode, under a live "fallback" popup of lower priority, starts it and returns
-// both ids and the running experiment as the assignment sees it.
-func startedExperiment(t *testing.T, in *instance, mode string) (id, fallback int64, e *popup.Experiment) {
-	t.Helper()
-	return namedExperiment(t, in, "", mode)
-}
-
-// namedExperiment is startedExperiment with the popups' names suffixed, for a second one.
-func namedExperiment(t *testing.T, in *instance, suffix, mode string) (id, fallback int64, e *popup.Experiment) {
-	t.Helper()
-	fallback = in.createPopup(t, popupSpec("fallback"+suffix, map[string]any{"priority": 1, "title": "Fallback", "image_url": ""}))
-	id = in.createPopup(t, popupSpec("own"+suffix, map[string]any{"priority": 10, "title": "Own", "image_url": "",
-		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 45, "title": "A"}, {"key": "discount", "weight": 45, "title": "Discount"}},
-			"control": map[string]any{"weight": 10, "mode": mode}}}))
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
-	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	require.Equal(t, http.StatusOK, in.adminDo(t, http.MethodPost, "/admin/v1/cache/reload", nil).Status)
-	e = &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: res.Body["experiment"].(map[string]any)["salt"].(string),
-		Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlMode(mode)}}
-	return id, fallback, e
-}
-
-// shippedExperiment is namedExperiment concluded with variant: its content is the popup's now.
-func shippedExperiment(t *testing.T, in *instance, suffix, variant string) int64 {
-	t.Helper()
-	id, _, _ := namedExperiment(t, in, suffix, "none")
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/conclude", map[string]any{"variant": variant})
-	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	return id
-}
 
 // explainUser runs "Explain for a user" for uid and returns the verdict once shown.
 func (b *browser) explainUser(uid string) string {
@@ -72,21 +41,21 @@ func TestConsoleExplainNamesTheArm(t *testing.T) {
 	for _, mode := range []string{"none", "fall_through"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			in := start(t, testConfig(t), nil)
-			id, fallback, e := startedExperiment(t, in, mode)
-			users := armUsers(t, e, "ux-", 1)
+			in := apitest.Start(t, apitest.Config(t), nil)
+			id, fallback, e := in.StartedExperiment(t, mode)
+			users := apitest.ArmUsers(t, e, "ux-", 1)
 			control, discount := users[2][0], users[1][0]
 			b := newBrowser(t, in)
 			b.signIn()
 
 			verdict := b.explainUser(control)
 			assert.Equal(t, "control", b.attr("#explain-out .verdict", "data-arm"))
-			assert.Contains(t, verdict, "control group of popup #"+itoa(id)+" own")
+			assert.Contains(t, verdict, "control group of popup #"+apitest.Itoa(id)+" own")
 			if mode == "none" {
 				assert.Contains(t, verdict, "the app gets no popup")
 				assert.False(t, b.has("#explain-out .preview"), "nothing is drawn on the phone for a control user who gets nothing")
 			} else {
-				assert.Contains(t, verdict, "falls through: the app gets popup #"+itoa(fallback)+" fallback “Fallback”")
+				assert.Contains(t, verdict, "falls through: the app gets popup #"+apitest.Itoa(fallback)+" fallback “Fallback”")
 				assert.Equal(t, "Fallback", b.text("#explain-out .preview .pv-title"))
 			}
 			b.axeCheck("explain for a control user")
@@ -95,7 +64,7 @@ func TestConsoleExplainNamesTheArm(t *testing.T) {
 			}
 
 			verdict = b.explainUser(discount)
-			assert.Contains(t, verdict, "popup #"+itoa(id)+" own “Discount”, variant “discount” of its experiment")
+			assert.Contains(t, verdict, "popup #"+apitest.Itoa(id)+" own “Discount”, variant “discount” of its experiment")
 			assert.Equal(t, "Discount", b.text("#explain-out .preview .pv-title"))
 
 			// the edit page's "Try the draft on a user" answers the same
@@ -109,9 +78,9 @@ func TestConsoleExplainNamesTheArm(t *testing.T) {
 				assert.Contains(t, b.text("#draft-explain-out .verdict"), "the app gets no popup")
 				assert.False(t, b.has("#draft-explain-out .preview"))
 			} else {
-				assert.Contains(t, b.text("#draft-explain-out .verdict"), "the app gets popup #"+itoa(fallback))
+				assert.Contains(t, b.text("#draft-explain-out .verdict"), "the app gets popup #"+apitest.Itoa(fallback))
 			}
-			_, served := in.get(t, "uid="+control+"&platform=ios&app_version=9.0.0")
+			_, served := in.Get(t, "uid="+control+"&platform=ios&app_version=9.0.0")
 			if mode == "none" {
 				assert.Nil(t, served.Body["popup"], "the public API agrees: nothing")
 			} else {
@@ -126,8 +95,8 @@ func TestConsoleExplainNamesTheArm(t *testing.T) {
 // the served content agree. An edit of the shipped content is reviewed alike.
 func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := shippedExperiment(t, in, "", "discount")
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.ShippedExperiment(t, "", "discount")
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openPopup(id, 3)
@@ -153,13 +122,13 @@ func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
 	assert.Contains(t, strings.Join(b.writes(), "\n"), "/rollback?end_experiment=true ")
 	assert.True(t, b.has("#experiment-add"), "the experiment panel no longer says a variant shipped")
 	assert.False(t, b.has("#experiment-status"))
-	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	stored := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body
 	assert.Nil(t, stored["experiment"])
 	assert.Equal(t, "Own", stored["title"])
-	in.publicPopup(t, "after-console-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
+	in.PublicPopup(t, "after-console-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
 
 	// an edit of a shipped title: reviewed, ends the experiment
-	other := shippedExperiment(t, in, "-2", "a")
+	other := in.ShippedExperiment(t, "-2", "a")
 	b.openPopup(other, 3)
 	b.fill("#f-title", "A, reworded")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
@@ -167,7 +136,7 @@ func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
 		assert.Contains(t, b.text("#shipped-warning"), "variant “a” shipped")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="4"]')`)
-	assert.Nil(t, in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(other), nil).Body["experiment"])
+	assert.Nil(t, in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(other), nil).Body["experiment"])
 }
 
 // Issue 41, 4 and 5: Start is reviewed and says a draft popup reaches nobody; a never-run
@@ -175,9 +144,10 @@ func TestConsoleRollbackOfAShippedWinner(t *testing.T) {
 // a state refusal names the problem; with nobody exposed the results say "no data yet".
 func TestConsoleExperimentOffersWhatTheAPIAccepts(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := in.createPopup(t, popupSpec("draft-test", map[string]any{"status": "draft", "title": "Own", "image_url": "",
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.CreatePopup(t, apitest.PopupSpec("draft-test", map[string]any{"status": "draft", "title": "Own", "image_url": "",
 		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}}))
+
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openPopup(id, 1)
@@ -211,7 +181,7 @@ func TestConsoleExperimentOffersWhatTheAPIAccepts(t *testing.T) {
 	assert.True(t, b.has("#experiment-conclude"), "a running experiment may be concluded")
 
 	// the results page of a phase nobody was exposed in
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id) + "/experiment"))
 	b.waitFor(`document.querySelector('#srm')`)
 	assert.Contains(t, b.text("#srm"), "no data yet")
 	assert.NotContains(t, b.text("#srm"), "OK")
@@ -219,7 +189,7 @@ func TestConsoleExperimentOffersWhatTheAPIAccepts(t *testing.T) {
 	assert.Contains(t, b.text("#summary"), "The popup is a draft")
 
 	b.openPopup(id, 2)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/stop", nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/stop", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	b.eval(`(() => { const f = window.fetch; // the write without If-Match, so that the state refusal, not the 412, answers
 		 window.fetch = (u, o) => { if (o && o.headers) delete o.headers['If-Match']; return f(u, o); }; return true; })()`, nil)
@@ -232,12 +202,13 @@ func TestConsoleExperimentOffersWhatTheAPIAccepts(t *testing.T) {
 
 // discountPopup creates a live popup with a running experiment of a and discount at 45% each
 // and a control at 10% that shows nothing, and returns its id and the phase's salt.
-func discountPopup(t *testing.T, in *instance, name string) (int64, string) {
+func discountPopup(t *testing.T, in *apitest.Instance, name string) (int64, string) {
 	t.Helper()
-	id := in.createPopup(t, popupSpec(name, map[string]any{"title": "Own", "image_url": "",
+	id := in.CreatePopup(t, apitest.PopupSpec(name, map[string]any{"title": "Own", "image_url": "",
 		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 45, "title": "A"}, {"key": "discount", "weight": 45, "title": "Discount"}},
 			"control": map[string]any{"weight": 10, "mode": "none"}}}))
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	return id, res.Body["experiment"].(map[string]any)["salt"].(string)
 }
@@ -255,13 +226,13 @@ func phaseCounts(t *testing.T, dsn string, id int64, salt string, a, aClicked, d
 // phase 2 keeps phase 1's verdict readable.
 func TestConsolePhasesKeepTheVerdict(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 	id, salt := discountPopup(t, in, "phases")
 	phaseCounts(t, cfg.MySQLDSN, id, salt, 20000, 1000, 20000, 1400, 4444)
 	e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: salt,
 		Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlNone}}
-	moved := countedUsers(t, cfg.MySQLDSN, id, e, "p-", 300) // under 20/70/10
+	moved := apitest.CountedUsers(t, cfg.MySQLDSN, id, e, "p-", 300) // under 20/70/10
 
 	b := newBrowser(t, in)
 	b.signIn()
@@ -271,12 +242,12 @@ func TestConsolePhasesKeepTheVerdict(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialogCheck("Publish these changes", true, func() {
 		assert.Contains(t, b.text("#phase-verdict"), "Phase 1's verdict ends: it names variant “discount” the winner")
-		assert.Contains(t, b.text("#phase-keep-help"), itoa(moved)+" of the 300 users counted so far move to another arm")
+		assert.Contains(t, b.text("#phase-keep-help"), apitest.Itoa(moved)+" of the 300 users counted so far move to another arm")
 		b.axeCheck("the new-phase review with the verdict it ends")
 		b.shot("experiment-new-phase-verdict", "")
 	})
 	b.waitFor(`document.querySelector('#popup-form[data-revision="3"]')`)
-	require.Equal(t, 2.0, in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["experiment"].(map[string]any)["phase"])
+	require.Equal(t, 2.0, in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body["experiment"].(map[string]any)["phase"])
 
 	// phase 2 has no data: Conclude offers phase 1's winner, with its phase
 	b.run(chromedp.Click("#experiment-conclude", chromedp.ByQuery))
@@ -288,7 +259,7 @@ func TestConsolePhasesKeepTheVerdict(t *testing.T) {
 	})
 
 	// the results of phase 2 keep phase 1's verdict readable
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id) + "/experiment"))
 	b.waitFor(`document.querySelector('#earlier-verdicts li[data-phase="1"]')`)
 	assert.Contains(t, b.text(`#earlier-verdicts li[data-phase="1"]`), "variant “discount” won")
 	b.axeCheck("results of phase 2")
@@ -299,11 +270,11 @@ func TestConsolePhasesKeepTheVerdict(t *testing.T) {
 // statistician's table, shows differences in points, and fits 1366 px and a phone.
 func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 	open, openSalt := discountPopup(t, in, "not-sure")
 	phaseCounts(t, cfg.MySQLDSN, open, openSalt, 1000, 50, 1000, 60, 222)
-	want := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(open)+"/experiment/results", nil).Body
+	want := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(open)+"/experiment/results", nil).Body
 	need, ok := want["need"].(map[string]any)
 	require.True(t, ok, "the results estimate how many more users a decision needs: %v", want["need"])
 	require.Equal(t, "discount", need["leader"])
@@ -319,7 +290,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	b.eval(`document.activeElement.id`, &focused)
 	assert.Equal(t, "experiment-results-top", focused)
 	b.run(chromedp.KeyEvent(kb.Enter))
-	b.waitFor(`location.hash === '#/popups/` + itoa(open) + `/experiment'`)
+	b.waitFor(`location.hash === '#/popups/` + apitest.Itoa(open) + `/experiment'`)
 	b.waitFor(`document.querySelector('#summary') && document.querySelector('#summary-table')`)
 	more := int64(need["more_users"].(float64))
 	days := int64(math.Ceil(need["more_users"].(float64) / need["users_per_day"].(float64)))
@@ -341,7 +312,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 		b.eval(`document.documentElement.scrollWidth <= window.innerWidth &&
 			[...document.querySelectorAll('#summary-table, #summary, #results-actions')].every(el => el.getBoundingClientRect().right <= window.innerWidth)`, &fits)
 		assert.True(t, fits, "nothing of the summary is cut off at %d px", width)
-		b.axeCheck("results at " + itoa(width) + " px")
+		b.axeCheck("results at " + apitest.Itoa(width) + " px")
 	}
 	b.shot("experiment-results-phone", "")
 	b.run(emulation.SetDeviceMetricsOverride(1366, 900, 1, false))
@@ -357,7 +328,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 	// a winner: confident, shipped from the page
 	sure, sureSalt := discountPopup(t, in, "sure")
 	phaseCounts(t, cfg.MySQLDSN, sure, sureSalt, 20000, 1000, 20000, 1400, 4444)
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(sure) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(sure) + "/experiment"))
 	b.waitFor(`document.querySelector('#summary') && document.title.startsWith('Experiment results: sure ')`)
 	assert.Equal(t, "“discount” gets 2.0 points more users clicking than “a” (7.0% against 5.0%, +40%): confident — you can ship it.", b.text("#summary"))
 	b.shot("experiment-results", "")
@@ -369,7 +340,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 		assert.Equal(t, "discount", checked)
 	})
 	b.waitFor(`document.querySelector('#experiment-meta .badge.concluded')`)
-	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(sure), nil).Body
+	stored := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(sure), nil).Body
 	assert.Equal(t, "Discount", stored["title"])
 	assert.False(t, b.has("#results-actions"), "a concluded experiment has no actions left")
 	assert.Contains(t, b.text("#summary"), "variant “discount” was shipped as the popup's content for every user", "after Conclude the summary says what was shipped")
@@ -377,7 +348,7 @@ func TestConsoleResultsAMarketerActsOn(t *testing.T) {
 
 // withCommas is the page's rendering of a count (en-US grouping).
 func withCommas(n int64) string {
-	s := itoa(n)
+	s := apitest.Itoa(n)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
@@ -388,36 +359,36 @@ func withCommas(n int64) string {
 // history shows times in the team's zone and field names a person reads.
 func TestConsoleExperimentsFoundAndAudited(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	plain := in.createPopup(t, popupSpec("plain", map[string]any{"image_url": ""}))
+	in := apitest.Start(t, apitest.Config(t), nil)
+	plain := in.CreatePopup(t, apitest.PopupSpec("plain", map[string]any{"image_url": ""}))
 	running, _ := discountPopup(t, in, "running-test")
 	shipped, _ := discountPopup(t, in, "shipped-test")
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(shipped)+"/experiment/conclude", map[string]any{"variant": "discount"})
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(shipped)+"/experiment/conclude", map[string]any{"variant": "discount"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = in.adminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "America/New_York"})
+	res = in.AdminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "America/New_York"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 
 	b := newBrowser(t, in)
 	b.signIn()
-	b.waitFor(`document.querySelector('#popup-table tr[data-id="` + itoa(shipped) + `"]')`)
-	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(running)+`"] td.experiment`), "running")
-	assert.Contains(t, b.text(`#popup-table tr[data-id="`+itoa(shipped)+`"] td.experiment`), "concluded “discount” shipped")
-	assert.Equal(t, "—", b.text(`#popup-table tr[data-id="`+itoa(plain)+`"] td.experiment`))
+	b.waitFor(`document.querySelector('#popup-table tr[data-id="` + apitest.Itoa(shipped) + `"]')`)
+	assert.Contains(t, b.text(`#popup-table tr[data-id="`+apitest.Itoa(running)+`"] td.experiment`), "running")
+	assert.Contains(t, b.text(`#popup-table tr[data-id="`+apitest.Itoa(shipped)+`"] td.experiment`), "concluded “discount” shipped")
+	assert.Equal(t, "—", b.text(`#popup-table tr[data-id="`+apitest.Itoa(plain)+`"] td.experiment`))
 	b.fill("#filter-experiment", "running")
 	b.waitFor(`document.querySelectorAll('#popup-table tbody tr').length === 1 && location.hash.includes('experiment=running')`)
-	assert.Equal(t, itoa(running), b.attr("#popup-table tbody tr", "data-id"))
+	assert.Equal(t, apitest.Itoa(running), b.attr("#popup-table tbody tr", "data-id"))
 	b.axeCheck("list of running experiments")
 	b.shot("list-experiments", "")
 
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/audit"))
 	b.waitFor(`document.querySelector('#audit-list .audit-entry[data-action="experiment_conclude"]')`)
-	assert.Contains(t, b.text(`#audit-list .audit-entry[data-action="experiment_conclude"] h2`), "experiment_conclude of popup #"+itoa(shipped)+" “shipped-test”")
+	assert.Contains(t, b.text(`#audit-list .audit-entry[data-action="experiment_conclude"] h2`), "experiment_conclude of popup #"+apitest.Itoa(shipped)+" “shipped-test”")
 
 	// a weight change kept in phase: the history names the field in words, the times in the team's zone
-	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(running), nil).Body
+	p := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(running), nil).Body
 	p["experiment"].(map[string]any)["variants"].([]any)[0].(map[string]any)["weight"] = 40
 	p["experiment"].(map[string]any)["variants"].([]any)[1].(map[string]any)["weight"] = 50
-	res = in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(running)+"?accept_reassignment=true", p)
+	res = in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(running)+"?accept_reassignment=true", p)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	b.openPopup(running, 3)
 	b.waitFor(`document.querySelector('#history li[data-revision="3"] table.diff')`)
@@ -438,7 +409,7 @@ func TestConsoleExperimentsFoundAndAudited(t *testing.T) {
 // its diff.
 func TestConsoleExperimentOnAPhone(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	id, _ := discountPopup(t, in, "phone-test")
 	b := newBrowser(t, in)
 	b.signIn()

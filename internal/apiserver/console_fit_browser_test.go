@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // Results that fit (issue 53): an experiment shows its primary goal and the goals with data, not
@@ -38,16 +40,17 @@ const overflowing = `[...document.querySelectorAll('main table')].filter(t => t.
 
 func TestConsoleResultsFitTheScreen(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 	for _, g := range []map[string]any{{"key": "purchase", "name": "Purchase", "value": "sum"}, {"key": "signup", "name": "Sign-up"}, {"key": "newsletter", "name": "Newsletter"}} {
-		res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", g)
+		res := in.AdminDo(t, http.MethodPost, "/admin/v1/goals", g)
 		require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	}
-	id := in.createPopup(t, map[string]any{"name": "fits", "status": "active", "title": "Own", "experiment": map[string]any{
+	id := in.CreatePopup(t, map[string]any{"name": "fits", "status": "active", "title": "Own", "experiment": map[string]any{
 		"primary_goal": "purchase", "control": map[string]any{"weight": 20, "mode": "none"},
 		"variants": []map[string]any{{"key": "a", "weight": 40, "title": "A"}, {"key": "b", "weight": 40, "title": "B"}}}})
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	salt := res.Body["experiment"].(map[string]any)["salt"].(string)
 	today := time.Now().UTC().Format(time.DateOnly)
@@ -62,7 +65,7 @@ func TestConsoleResultsFitTheScreen(t *testing.T) {
 	b := newBrowser(t, in)
 	b.signIn()
 	b.run(emulation.SetDeviceMetricsOverride(1366, 900, 1, false))
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id) + "/experiment"))
 	b.waitFor(`document.querySelector('#goal-table-purchase') && document.querySelector('#summary-table')`)
 	assert.True(t, b.has("#goal-table-signup"), "a goal with data is shown")
 	assert.False(t, b.has("#goal-table-newsletter"), "a goal without a conversion is not a table of zeros")
@@ -83,7 +86,7 @@ func TestConsoleResultsFitTheScreen(t *testing.T) {
 		var scroll int64
 		b.eval(`document.documentElement.scrollWidth`, &scroll)
 		assert.LessOrEqual(t, scroll, width, "the page scrolls sideways at %d px", width)
-		b.axeCheck("experiment results at " + itoa(width) + " px")
+		b.axeCheck("experiment results at " + apitest.Itoa(width) + " px")
 	}
 	b.shot("experiment-results-goals-phone", "#goals")
 

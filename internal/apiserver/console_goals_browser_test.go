@@ -7,6 +7,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // The console's Goals page (issue 36) in a real Chromium against a real popup-api on MariaDB and
@@ -15,9 +17,9 @@ import (
 // checked with axe.
 func TestConsoleGoals(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
+	cfg := apitest.Config(t)
 	cfg.AdminTokens = []string{"vera@viewer:tok-viewer"}
-	in := start(t, cfg, nil)
+	in := apitest.Start(t, cfg, nil)
 	b := newBrowser(t, in)
 	b.signIn()
 
@@ -33,7 +35,7 @@ func TestConsoleGoals(t *testing.T) {
 	b.waitFor(`document.querySelector('#goal-create-errors').textContent.includes('1 field needs fixing')`)
 	assert.Equal(t, "true", b.attr("#new-goal-key", "aria-invalid"))
 	b.axeCheck("goals (a refused create)")
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/goals", nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/goals", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Empty(t, res.Body["goals"])
 
@@ -42,7 +44,7 @@ func TestConsoleGoals(t *testing.T) {
 	b.fill("#new-goal-cap", "100")
 	b.run(chromedp.Click("#goal-create-submit", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#new-goal-cap').getAttribute('aria-invalid') === 'true'`)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/goals", nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/goals", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Empty(t, res.Body["goals"])
 
@@ -53,7 +55,7 @@ func TestConsoleGoals(t *testing.T) {
 	b.waitFor(`document.querySelector('#goal-table tr[data-key="purchase"]')`)
 	assert.Contains(t, b.text(`#goal-table tr[data-key="purchase"]`), "48 h")
 	assert.Contains(t, b.text(`#goal-table tr[data-key="purchase"]`), "100")
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/goals/purchase", nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/goals/purchase", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Equal(t, "sum", res.Body["value"])
 	assert.Equal(t, 48.0, res.Body["window_hours"])
@@ -64,12 +66,12 @@ func TestConsoleGoals(t *testing.T) {
 	b.run(chromedp.Click("#goal-delete-purchase", chromedp.ByQuery))
 	b.answerDialog("Delete goal purchase", true)
 	b.waitFor(`document.querySelector('#goal-none')`)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/goals/purchase", nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/goals/purchase", nil)
 	assert.Equal(t, http.StatusNotFound, res.Status, res.Raw)
 
 	// a viewer (signed in last: the tabs share the token) reads, and is offered neither the form
 	// nor a delete
-	res = in.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "signup", "name": "Sign-up"})
+	res = in.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "signup", "name": "Sign-up"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	v := b.newTab()
 	v.signInAs("tok-viewer", "vera")

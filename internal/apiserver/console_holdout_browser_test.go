@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
@@ -24,9 +25,9 @@ import (
 // them) says what the popups add on each goal; a viewer reads it. Every state is checked with axe.
 func TestConsoleHoldout(t *testing.T) {
 	t.Parallel()
-	in, cfg := startWithRoles(t)
+	in, cfg := apitest.StartWithRoles(t)
 	b := newBrowser(t, in)
-	b.signInAs(roleTokens["admin"], "admin")
+	b.signInAs(apitest.RoleTokens["admin"], "admin")
 
 	b.run(chromedp.Click(`nav a[data-nav="holdout"]`, chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#holdout-none')`)
@@ -40,7 +41,7 @@ func TestConsoleHoldout(t *testing.T) {
 	b.waitFor(`document.querySelector('#holdout-percent-err')`)
 	assert.Equal(t, "true", b.attr("#holdout-percent", "aria-invalid"))
 	b.axeCheck("settings, a share over 20")
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/settings", nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/settings", nil)
 	assert.EqualValues(t, 0, res.Body["holdout_percent"], "nothing changed")
 
 	b.fill("#holdout-percent", "10")
@@ -48,12 +49,12 @@ func TestConsoleHoldout(t *testing.T) {
 	b.answerDialog("Start the holdout", true)
 	b.waitFor(`document.querySelector('#settings-out .alert.info')`)
 	assert.Contains(t, b.text("#settings-out"), "10% of users see no popup but the exempt ones")
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/settings", nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/settings", nil)
 	assert.EqualValues(t, 10, res.Body["holdout_percent"])
 	b.axeCheck("settings with a holdout")
 
 	// The popup form carries the exemption.
-	id := in.createPopup(t, popupSpec("notice", map[string]any{"status": "draft", "holdout_exempt": true, "image_url": ""}))
+	id := in.CreatePopup(t, apitest.PopupSpec("notice", map[string]any{"status": "draft", "holdout_exempt": true, "image_url": ""}))
 	b.openPopup(id, 1)
 	var checked bool
 	b.eval(`document.querySelector('#f-holdout-exempt').checked`, &checked)
@@ -61,9 +62,9 @@ func TestConsoleHoldout(t *testing.T) {
 
 	// The phase's counts, as the worker writes them: 100 users held out converting at 5%, 900
 	// others at 10%.
-	res = in.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase"})
+	res = in.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/holdout/results", nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/holdout/results", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	key := popup.Holdout{Salt: res.Body["salt"].(string), Phase: 1}.PhaseKey()
 	var evs []event.Event
@@ -80,7 +81,7 @@ func TestConsoleHoldout(t *testing.T) {
 			evs = append(evs, event.Event{ID: "order-" + uid, UID: uid, Action: event.Conversion, Goal: "purchase", At: at.Add(time.Minute)})
 		}
 	}
-	require.NoError(t, mysqlstore.NewEventWriter(testDB(t, cfg)).WriteBatch(context.Background(), evs))
+	require.NoError(t, mysqlstore.NewEventWriter(apitest.DB(t, cfg)).WriteBatch(context.Background(), evs))
 
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/holdout"))
 	b.waitFor(`document.querySelector('#holdout-summary li[data-goal="purchase"]')`)
@@ -88,7 +89,7 @@ func TestConsoleHoldout(t *testing.T) {
 	assert.Contains(t, b.text(`#holdout-summary li[data-goal="purchase"]`), "purchase:")
 	// Issue 49: the words are the API's, and the interval they quote is the one they rest on, in
 	// points (the page read "no clear difference" beside a relative interval excluding 0).
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/holdout/results", nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/holdout/results", nil)
 	effect := res.Body["effects"].([]any)[0].(map[string]any)
 	said := b.text(`#holdout-summary li[data-goal="purchase"]`)
 	assert.Equal(t, effect["summary"], said)
@@ -117,7 +118,7 @@ func TestConsoleHoldout(t *testing.T) {
 
 	// A viewer reads the page and has no Settings entry.
 	v := b.newTab()
-	v.signInAs(roleTokens["viewer"], "vera")
+	v.signInAs(apitest.RoleTokens["viewer"], "vera")
 	v.run(chromedp.Navigate(v.origin + "/admin/ui/#/holdout"))
 	v.waitFor(`document.querySelector('#holdout-summary li[data-goal="purchase"]')`)
 	assert.Equal(t, map[string]bool{"#nav-settings": false}, v.offered("#nav-settings"))

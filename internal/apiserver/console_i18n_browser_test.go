@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // The translations editor beside the default content, the missing strings per language, the
@@ -18,14 +20,15 @@ import (
 
 func TestConsoleTranslationsEditor(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := in.createPopup(t, popupSpec("i18n-console", map[string]any{"status": "draft", "image_url": "", "translations": map[string]any{
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.CreatePopup(t, apitest.PopupSpec("i18n-console", map[string]any{"status": "draft", "image_url": "", "translations": map[string]any{
 		"pt-BR": map[string]any{"title": "Olá", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}},
 	}}))
+
 	b := newBrowser(t, in)
 	b.signIn()
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id)))
-	b.waitFor(`document.querySelector('#popup-form[data-id="` + itoa(id) + `"]') && document.querySelector('#translations fieldset.translation')`)
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id)))
+	b.waitFor(`document.querySelector('#popup-form[data-id="` + apitest.Itoa(id) + `"]') && document.querySelector('#translations fieldset.translation')`)
 	b.waitFor(`document.querySelector('#missing-none')`)
 
 	// a new language starts empty: its strings are listed as missing
@@ -48,7 +51,7 @@ func TestConsoleTranslationsEditor(t *testing.T) {
 	b.waitFor(`document.querySelector('#missing-none')`)
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#popup-form').dataset.revision === '2'`)
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	de := res.Body["translations"].(map[string]any)["de"].(map[string]any)
 	assert.Equal(t, "Hallo", de["title"])
@@ -64,15 +67,15 @@ func TestConsoleTranslationsEditor(t *testing.T) {
 	assert.Contains(t, b.text("#translations-csv-errors"), "row 3, column de")
 	assert.Equal(t, 1, strings.Count(strings.ToLower(b.text("#translations-csv-errors")), "not applied"), "said once")
 	b.axeCheck("translation table refused")
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.EqualValues(t, 2, res.Body["revision"], "nothing applied")
 }
 
 func TestConsolePacingSettings(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
+	in, _ := apitest.StartWithRoles(t)
 	b := newBrowser(t, in)
-	b.signInAs(roleTokens["admin"], "admin")
+	b.signInAs(apitest.RoleTokens["admin"], "admin")
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/settings"))
 	b.waitFor(`document.querySelector('#min-gap') && document.querySelector('#daily-cap')`)
 
@@ -88,7 +91,7 @@ func TestConsolePacingSettings(t *testing.T) {
 	b.run(chromedp.Click("#settings-save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#settings-out .alert.info')`)
 	assert.Contains(t, b.text("#settings-out"), "at least 10 minutes between two popups, at most 3 a day")
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/settings", nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/settings", nil)
 	assert.EqualValues(t, 600, res.Body["min_gap_seconds"])
 	assert.EqualValues(t, 3, res.Body["daily_cap"])
 	b.axeCheck("settings with pacing")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 )
@@ -19,25 +20,26 @@ import (
 
 func TestConsoleResultsPerLocale(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
-	startWorker(t, cfg)
-	id := in.createPopup(t, popupSpec("per-locale", map[string]any{"image_url": "", "translations": map[string]any{
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
+	apitest.StartWorker(t, cfg)
+	id := in.CreatePopup(t, apitest.PopupSpec("per-locale", map[string]any{"image_url": "", "translations": map[string]any{
 		"pt-BR": map[string]any{"title": "Olá", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}}}}))
+
 	decisions := map[string]string{}
 	for _, u := range []struct{ uid, lang string }{{"l1", "pt-BR"}, {"l2", "pt-BR"}, {"l3", "fr"}} {
-		got, res := in.get(t, "platform=ios&app_version=1&uid="+u.uid+"&lang="+u.lang)
+		got, res := in.Get(t, "platform=ios&app_version=1&uid="+u.uid+"&lang="+u.lang)
 		require.Equal(t, id, got, res.Raw)
 		decisions[u.uid] = res.Body["decision_id"].(string)
 	}
 	for _, body := range []string{`{"uid":"l1","action":"click","decision_id":"` + decisions["l1"] + `"}`, `{"uid":"l3","action":"click"}`} {
-		res := in.action(t, id, body)
+		res := in.Action(t, id, body)
 		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	}
-	path := "/admin/v1/popups/" + itoa(id) + "/stats"
+	path := "/admin/v1/popups/" + apitest.Itoa(id) + "/stats"
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		res := in.adminDo(t, http.MethodGet, path, nil)
+		res := in.AdminDo(t, http.MethodGet, path, nil)
 		if totals, _ := res.Body["totals"].(map[string]any); totals["clicks"] == 2.0 {
 			break
 		}
@@ -63,10 +65,10 @@ func TestConsoleResultsPerLocale(t *testing.T) {
 
 func TestConsoleExperimentDaysInTheTeamsZone(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 	id, salt := experimentPopup(t, in, "zoned days")
-	res := in.adminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "Asia/Kolkata"})
+	res := in.AdminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "Asia/Kolkata"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	ctx := context.Background()
 	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, 2)

@@ -8,6 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // TestConsoleOffersAnAdminExportAndErase: the user page (Explain for a user) offers an admin the
@@ -15,17 +17,18 @@ import (
 // neither.
 func TestConsoleOffersAnAdminExportAndErase(t *testing.T) {
 	t.Parallel()
-	cfg := privacyConfig(t)
+	cfg := apitest.PrivacyConfig(t)
 	cfg.AdminTokens = []string{"pat@publisher:tok-publisher"}
-	in := start(t, cfg, nil)
-	startWorker(t, cfg)
-	db := testDB(t, cfg)
+	in := apitest.Start(t, cfg, nil)
+	apitest.StartWorker(t, cfg)
+	db := apitest.DB(t, cfg)
 	const uid = "console-erase-1"
-	id := in.createPopup(t, popupSpec("privacy-console", nil))
-	in.publicPopup(t, uid, func(p map[string]any) bool { return p != nil && int64(p["id"].(float64)) == id })
-	eventually(t, 15*time.Second, "the impression is written", func() bool {
-		return count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 1
+	id := in.CreatePopup(t, apitest.PopupSpec("privacy-console", nil))
+	in.PublicPopup(t, uid, func(p map[string]any) bool { return p != nil && int64(p["id"].(float64)) == id })
+	apitest.Eventually(t, 15*time.Second, "the impression is written", func() bool {
+		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 1
 	})
+
 	explain := func(b *browser) {
 		b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
 		b.fill("#x-uid", uid)
@@ -55,7 +58,7 @@ func TestConsoleOffersAnAdminExportAndErase(t *testing.T) {
 	b.axeCheck("erase confirmation")
 	b.run(chromedp.Click("#confirm-cancel", chromedp.ByQuery))
 	b.waitFor(`!document.getElementById('confirm').open`)
-	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM privacy_erasure`), "a cancelled erasure is not requested")
+	assert.Zero(t, apitest.Count(t, db, `SELECT COUNT(*) FROM privacy_erasure`), "a cancelled erasure is not requested")
 
 	b.run(chromedp.Click("#erase-user", chromedp.ByQuery))
 	b.waitFor(`document.getElementById('confirm').open`)
@@ -68,6 +71,6 @@ func TestConsoleOffersAnAdminExportAndErase(t *testing.T) {
 		b.eval(`document.querySelector('#privacy-out').textContent`, &outText)
 	}
 	assert.Contains(t, outText, "popup_action_log")
-	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid))
+	assert.Zero(t, apitest.Count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid))
 	b.axeCheck("erasure done")
 }

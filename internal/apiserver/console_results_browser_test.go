@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/popup"
 )
 
@@ -38,13 +39,13 @@ func (b *browser) waitList(want string) {
 
 func TestConsoleListStatesSortAndAddress(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	var ids []int64
 	for i := range 58 {
-		ids = append(ids, in.createPopup(t, map[string]any{"name": fmt.Sprintf("filler %02d", i), "status": "draft"}))
+		ids = append(ids, in.CreatePopup(t, map[string]any{"name": fmt.Sprintf("filler %02d", i), "status": "draft"}))
 	}
-	ended := in.createPopup(t, map[string]any{"name": "ended sale", "status": "active", "start_at": "2026-01-01T00:00:00Z", "end_at": "2026-02-01T00:00:00Z"})
-	scheduled := in.createPopup(t, map[string]any{"name": "next spring", "status": "active", "start_at": "2036-03-01T00:00:00Z", "title": "Spring is coming"})
+	ended := in.CreatePopup(t, map[string]any{"name": "ended sale", "status": "active", "start_at": "2026-01-01T00:00:00Z", "end_at": "2026-02-01T00:00:00Z"})
+	scheduled := in.CreatePopup(t, map[string]any{"name": "next spring", "status": "active", "start_at": "2036-03-01T00:00:00Z", "title": "Spring is coming"})
 	b := newBrowser(t, in)
 	b.signIn()
 
@@ -60,7 +61,7 @@ func TestConsoleListStatesSortAndAddress(t *testing.T) {
 
 	// each row shows its campaign state
 	state := func(id int64) string {
-		return b.text(`#popup-table tr[data-id="` + itoa(id) + `"] td[data-label="State"]`)
+		return b.text(`#popup-table tr[data-id="` + apitest.Itoa(id) + `"] td[data-label="State"]`)
 	}
 	assert.Equal(t, "ended", state(ended))
 	assert.Equal(t, "scheduled", state(scheduled))
@@ -125,7 +126,7 @@ func (b *browser) decision(prefix, out string, id int64, uid string) string {
 
 func TestConsoleDraftExplainIsTheSavedAnswer(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	b := newBrowser(t, in)
 	b.signIn()
 	b.newForm()
@@ -162,12 +163,12 @@ func TestConsoleDraftExplainIsTheSavedAnswer(t *testing.T) {
 	b.waitFor(`/^#\/popups\/\d+$/.test(location.hash) && document.querySelector('#popup-form[data-revision="1"]')`)
 	var id int64
 	b.eval(`Number(location.hash.split('/')[2])`, &id)
-	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	stored := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 
 	// live now (the seed omitted keeps it), explained for each user on the explain screen
 	p := stored.Body
 	p["status"] = "active"
-	res := in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), p)
+	res := in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(id), p)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/explain"))
 	b.waitFor(`document.querySelector('#x-uid')`)
@@ -193,26 +194,27 @@ func TestConsoleDraftExplainIsTheSavedAnswer(t *testing.T) {
 
 func TestConsoleResultsRangeZoneButtonsCSV(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
-	startWorker(t, cfg)
-	id := in.createPopup(t, map[string]any{"name": "results", "status": "active", "title": "Results",
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
+	apitest.StartWorker(t, cfg)
+	id := in.CreatePopup(t, map[string]any{"name": "results", "status": "active", "title": "Results",
 		"buttons": []map[string]any{{"text": "Yes", "link_url": "app://yes"}, {"text": "No", "link_url": "app://no"}}})
+
 	for _, uid := range []string{"r1", "r2", "r3", "r4"} {
-		got, _ := in.get(t, "uid="+uid+"&platform=ios&app_version=1")
+		got, _ := in.Get(t, "uid="+uid+"&platform=ios&app_version=1")
 		require.Equal(t, id, got)
 	}
 	for _, a := range []string{`{"uid":"r1","action":"click","button":0}`, `{"uid":"r2","action":"click","button":1}`,
 		`{"uid":"r3","action":"click"}`, `{"uid":"r4","action":"close"}`} {
-		res := in.action(t, id, a)
+		res := in.Action(t, id, a)
 		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	}
-	res := in.adminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "America/Los_Angeles"})
+	res := in.AdminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "America/Los_Angeles"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	path := "/admin/v1/popups/" + itoa(id) + "/stats"
+	path := "/admin/v1/popups/" + apitest.Itoa(id) + "/stats"
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		res = in.adminDo(t, http.MethodGet, path, nil)
+		res = in.AdminDo(t, http.MethodGet, path, nil)
 		if totals, _ := res.Body["totals"].(map[string]any); totals["clicks"] == 3.0 && totals["closes"] == 1.0 {
 			break
 		}
@@ -250,7 +252,7 @@ func TestConsoleResultsRangeZoneButtonsCSV(t *testing.T) {
 	b.run(chromedp.Click(`#results button[data-days="7"]`, chromedp.ByQuery))
 	b.waitFor(`document.querySelectorAll('#results-table tbody tr').length === 7`)
 	assert.Equal(t, today.AddDate(0, 0, -6).Format(time.DateOnly), b.value("#results-from"))
-	api := in.adminDo(t, http.MethodGet, path+"?from="+b.value("#results-from")+"&to="+b.value("#results-to"), nil)
+	api := in.AdminDo(t, http.MethodGet, path+"?from="+b.value("#results-from")+"&to="+b.value("#results-to"), nil)
 	require.Equal(t, http.StatusOK, api.Status, api.Raw)
 	assert.Equal(t, "America/Los_Angeles", api.Body["time_zone"])
 	var apiDates []string
@@ -300,9 +302,9 @@ func TestConsoleResultsRangeZoneButtonsCSV(t *testing.T) {
 
 func TestConsoleSettingsForAdminsOnly(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
+	in, _ := apitest.StartWithRoles(t)
 	b := newBrowser(t, in)
-	b.signInAs(roleTokens["admin"], "admin")
+	b.signInAs(apitest.RoleTokens["admin"], "admin")
 	b.waitFor(`document.querySelector('nav a[data-nav="settings"]')`)
 	b.run(chromedp.Click(`nav a[data-nav="settings"]`, chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#reporting-zone') && document.querySelector('#reporting-zone').value === 'UTC'`)
@@ -319,13 +321,13 @@ func TestConsoleSettingsForAdminsOnly(t *testing.T) {
 	b.run(chromedp.Click("#settings-save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#settings-out .alert.info')`)
 	assert.False(t, b.offered("#reporting-zone-err")["#reporting-zone-err"], "the error is gone")
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/settings", nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/settings", nil)
 	assert.Equal(t, "America/Los_Angeles", res.Body["reporting_time_zone"])
 	b.axeCheck("settings")
 	b.shot("settings", "")
 
 	e := b.newTab()
-	e.signInAs(roleTokens["editor"], "ed")
+	e.signInAs(apitest.RoleTokens["editor"], "ed")
 	assert.Equal(t, map[string]bool{`nav a[data-nav="settings"]`: false}, e.offered(`nav a[data-nav="settings"]`))
 	e.run(chromedp.Navigate(e.origin + "/admin/ui/#/settings"))
 	e.waitFor(`document.querySelector('#readonly-note')`)

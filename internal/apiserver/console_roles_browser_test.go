@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // The console reflects the operator's role (docs/CONTRACT.md §9, issue 22): it says who is
@@ -54,10 +56,10 @@ func want(sels []string, yes ...string) map[string]bool {
 
 func TestConsoleRolesOfferOnlyWhatTheRoleMay(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
-	draft := in.createPopup(t, map[string]any{"name": "a draft", "status": "draft", "title": "Draft title"})
-	live := in.createPopup(t, map[string]any{"name": "a live one", "status": "active", "title": "First"})
-	res := in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(live), map[string]any{"name": "a live one", "status": "active", "title": "Second"})
+	in, _ := apitest.StartWithRoles(t)
+	draft := in.CreatePopup(t, map[string]any{"name": "a draft", "status": "draft", "title": "Draft title"})
+	live := in.CreatePopup(t, map[string]any{"name": "a live one", "status": "active", "title": "First"})
+	res := in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(live), map[string]any{"name": "a live one", "status": "active", "title": "Second"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw) // revision 2: revision 1 can be rolled back to
 
 	listSels := []string{`main a[href="#/popups/new"]`, `nav a[data-nav="operators"]`}
@@ -109,7 +111,7 @@ func TestConsoleRolesOfferOnlyWhatTheRoleMay(t *testing.T) {
 		if i > 0 {
 			b = first.newTab() // a page of its own: its own sign-in
 		}
-		b.signInAs(roleTokens[tt.role], tt.operator)
+		b.signInAs(apitest.RoleTokens[tt.role], tt.operator)
 		assert.Contains(t, b.text("#whoami"), tt.who, tt.role)
 		assert.Equal(t, tt.list, b.offered(listSels...), "%s: the list", tt.role)
 
@@ -168,10 +170,10 @@ func TestConsoleRolesOfferOnlyWhatTheRoleMay(t *testing.T) {
 // the form no longer offers an editor, put back by hand) names the role needed and keeps the edits.
 func TestConsoleEditorSavesDraftsAndA403KeepsEdits(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
-	draft := in.createPopup(t, map[string]any{"name": "ed's draft", "status": "draft", "title": "Draft title"})
+	in, _ := apitest.StartWithRoles(t)
+	draft := in.CreatePopup(t, map[string]any{"name": "ed's draft", "status": "draft", "title": "Draft title"})
 	b := newBrowser(t, in)
-	b.signInAs(roleTokens["editor"], "ed")
+	b.signInAs(apitest.RoleTokens["editor"], "ed")
 
 	// a new draft
 	b.newForm()
@@ -180,7 +182,7 @@ func TestConsoleEditorSavesDraftsAndA403KeepsEdits(t *testing.T) {
 	assert.Equal(t, "Create draft", b.text("#save"))
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="1"]')`)
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups?q="+url.QueryEscape("ed's new one"), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups?q="+url.QueryEscape("ed's new one"), nil)
 	require.Len(t, res.Body["popups"], 1, res.Raw)
 	assert.Equal(t, "draft", res.Body["popups"].([]any)[0].(map[string]any)["status"])
 
@@ -190,7 +192,7 @@ func TestConsoleEditorSavesDraftsAndA403KeepsEdits(t *testing.T) {
 	assert.Equal(t, "Save draft", b.text("#save"))
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(draft), nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(draft), nil)
 	assert.Equal(t, "Edited by ed", res.Body["title"])
 	assert.Equal(t, "draft", res.Body["status"])
 
@@ -208,7 +210,7 @@ func TestConsoleEditorSavesDraftsAndA403KeepsEdits(t *testing.T) {
 	assert.Contains(t, msg, "kept", "the message says the edits are kept")
 	assert.Equal(t, "Unsaved words", b.value("#f-title"), "the edits are kept")
 	assert.Equal(t, []string{fmt.Sprintf(`PUT /admin/v1/popups/%d "2"`, draft)}, b.writes())
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(draft), nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(draft), nil)
 	assert.Equal(t, float64(2), res.Body["revision"], "nothing was written")
 	b.axeCheck("403 on save")
 }
@@ -218,8 +220,8 @@ func TestConsoleEditorSavesDraftsAndA403KeepsEdits(t *testing.T) {
 // names the role needed, and the title typed meanwhile stays in the form.
 func TestConsoleRoleChangedMeanwhile403KeepsEdits(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
-	live := in.createPopup(t, map[string]any{"name": "live", "status": "active", "title": "Stored"})
+	in, _ := apitest.StartWithRoles(t)
+	live := in.CreatePopup(t, map[string]any{"name": "live", "status": "active", "title": "Stored"})
 	b := newBrowser(t, in)
 	stub := `(() => { const f = window.fetch; window.fetch = (u, o) => String(u).endsWith('/admin/v1/me')
 		? Promise.resolve(new Response(JSON.stringify({operator: 'ed', role: 'publisher', can: {edit_drafts: true, publish: true, admin: false}}), {status: 200, headers: {'Content-Type': 'application/json'}}))
@@ -228,7 +230,7 @@ func TestConsoleRoleChangedMeanwhile403KeepsEdits(t *testing.T) {
 		_, err := page.AddScriptToEvaluateOnNewDocument(stub).Do(ctx)
 		return err
 	}))
-	b.signInAs(roleTokens["editor"], "ed (publisher)")
+	b.signInAs(apitest.RoleTokens["editor"], "ed (publisher)")
 	b.openPopup(live, 1)
 	b.fill("#f-title", "Typed meanwhile")
 	b.run(chromedp.Click("#pause", chromedp.ByQuery))
@@ -237,7 +239,7 @@ func TestConsoleRoleChangedMeanwhile403KeepsEdits(t *testing.T) {
 	assert.Contains(t, msg, "publisher role")
 	assert.Contains(t, msg, "kept")
 	assert.Equal(t, "Typed meanwhile", b.value("#f-title"), "the edits are kept")
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(live), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(live), nil)
 	assert.Equal(t, "active", res.Body["status"], "nothing was written")
 	assert.Equal(t, float64(1), res.Body["revision"])
 }
@@ -247,7 +249,7 @@ func TestConsoleRoleChangedMeanwhile403KeepsEdits(t *testing.T) {
 // so and offers no control, not even to an admin.
 func TestConsoleGrantsNothingWhenMeFails(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
+	in, _ := apitest.StartWithRoles(t)
 	b := newBrowser(t, in)
 	stub := `(() => { const f = window.fetch; window.fetch = (u, o) => String(u).endsWith('/admin/v1/me')
 		? Promise.resolve(new Response(JSON.stringify({error: {code: 'not_found', message: 'no such route'}}), {status: 404, headers: {'Content-Type': 'application/json'}}))
@@ -257,7 +259,7 @@ func TestConsoleGrantsNothingWhenMeFails(t *testing.T) {
 		return err
 	}))
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
-	b.fill("#token", roleTokens["admin"])
+	b.fill("#token", apitest.RoleTokens["admin"])
 	b.run(chromedp.Click("#signin", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#main .alert.error')`)
 	assert.Contains(t, b.text("#main .alert.error"), "Who is signed in cannot be read now")

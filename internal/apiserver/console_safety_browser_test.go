@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // The console is safe for several operators at once and says what it means (issue 22): every
@@ -60,7 +62,7 @@ func (b *browser) answerDialog(titlePart string, ok bool) {
 
 func (b *browser) openPopup(id int64, revision int) {
 	b.t.Helper()
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id)))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id)))
 	b.waitFor(fmt.Sprintf(`document.querySelector('#popup-form[data-id="%d"][data-revision="%d"]')`, id, revision))
 }
 
@@ -76,9 +78,9 @@ func (b *browser) value(sel string) string {
 // with the newer version, and re-applied onto it.
 func TestConsoleTwoTabsNeverOverwriteEachOther(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := in.createPopup(t, map[string]any{"name": "two tabs", "status": "active", "title": "First title"})
-	res := in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), map[string]any{"name": "two tabs", "status": "active", "title": "Second title"})
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.CreatePopup(t, map[string]any{"name": "two tabs", "status": "active", "title": "First title"})
+	res := in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(id), map[string]any{"name": "two tabs", "status": "active", "title": "Second title"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 
 	a := newBrowser(t, in)
@@ -101,7 +103,7 @@ func TestConsoleTwoTabsNeverOverwriteEachOther(t *testing.T) {
 	b.waitFor(`document.querySelector('#history .alert.error')`)
 	assert.Contains(t, b.text("#history .alert.error"), "changed by someone else")
 	assert.Equal(t, []string{fmt.Sprintf(`POST /admin/v1/popups/%d/rollback "2"`, id)}, b.writes(), "the rollback carried the version it was based on")
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, float64(3), res.Body["revision"])
 	assert.Equal(t, "A's title", res.Body["title"], "A's change is intact")
 
@@ -128,7 +130,7 @@ func TestConsoleTwoTabsNeverOverwriteEachOther(t *testing.T) {
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.answerDialog("Publish", true)
 	b.waitFor(`document.querySelector('#popup-form[data-revision="4"]')`)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, "A's title", res.Body["title"])
 	assert.Equal(t, "B's content", res.Body["content"])
 }
@@ -137,9 +139,9 @@ func TestConsoleTwoTabsNeverOverwriteEachOther(t *testing.T) {
 // sign-out or by reloading asks first; a draft offers no Pause; publishing shows the diff first.
 func TestConsoleUnsavedEditsAndPublishing(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	live := in.createPopup(t, map[string]any{"name": "live one", "status": "active", "title": "Stored title"})
-	draft := in.createPopup(t, map[string]any{"name": "draft one", "status": "draft", "title": "Draft title"})
+	in := apitest.Start(t, apitest.Config(t), nil)
+	live := in.CreatePopup(t, map[string]any{"name": "live one", "status": "active", "title": "Stored title"})
+	draft := in.CreatePopup(t, map[string]any{"name": "draft one", "status": "draft", "title": "Draft title"})
 	b := newBrowser(t, in)
 	b.signIn()
 
@@ -155,16 +157,16 @@ func TestConsoleUnsavedEditsAndPublishing(t *testing.T) {
 
 	// the live popup (leaving the draft's typed edit asks first): Enter writes nothing; Pause
 	// keeps the typed title
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(live)))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(live)))
 	b.answerDialog("unsaved", true)
-	b.waitFor(`document.querySelector('#popup-form[data-id="` + itoa(live) + `"][data-revision="1"]')`)
+	b.waitFor(`document.querySelector('#popup-form[data-id="` + apitest.Itoa(live) + `"][data-revision="1"]')`)
 	b.run(chromedp.Click("#f-title", chromedp.ByQuery), chromedp.KeyEvent(" (typed)"+kb.Enter))
 	assert.Empty(t, b.writes(), "Enter in a field of a live popup saves nothing")
 	b.run(chromedp.Click("#pause", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]') && document.querySelector('#pause').textContent === 'Resume'`)
 	assert.Equal(t, "Stored title (typed)", b.value("#f-title"), "Pause does not reload the stored version over typed edits")
 	assert.Equal(t, []string{fmt.Sprintf(`PUT /admin/v1/popups/%d "1"`, live)}, b.writes())
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(live), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(live), nil)
 	assert.Equal(t, "paused", res.Body["status"])
 	assert.Equal(t, "Stored title", res.Body["title"], "Pause writes the status only")
 
@@ -178,14 +180,14 @@ func TestConsoleUnsavedEditsAndPublishing(t *testing.T) {
 	b.answerDialog("unsaved", false)
 	var hash string
 	b.eval(`location.hash`, &hash)
-	assert.Equal(t, "#/popups/"+itoa(live), hash)
+	assert.Equal(t, "#/popups/"+apitest.Itoa(live), hash)
 	assert.Equal(t, "Stored title (typed)", b.value("#f-title"))
 	// sign-out too
 	b.run(chromedp.Click("#signout", chromedp.ByQuery))
 	b.answerDialog("unsaved", false)
 	var stored string
 	b.eval(`sessionStorage.getItem('popup-admin-token') || ''`, &stored)
-	assert.Equal(t, token, stored, "sign-out was cancelled")
+	assert.Equal(t, apitest.Token, stored, "sign-out was cancelled")
 
 	// publishing the edit: a review with the diff against the stored version, nothing written yet
 	b.spyWrites()
@@ -224,7 +226,7 @@ func TestConsoleUnsavedEditsAndPublishing(t *testing.T) {
 // night refused, and a uid with a space kept whole and named in the error.
 func TestConsoleFormSaysWhatItMeans(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	b := newBrowser(t, in)
 	b.run(emulation.SetTimezoneOverride("America/Los_Angeles"))
 	b.signIn()
@@ -276,7 +278,7 @@ func TestConsoleFormSaysWhatItMeans(t *testing.T) {
 	b.eval(`location.hash`, &hash)
 	_, err := fmt.Sscanf(hash, "#/popups/%d", &id)
 	require.NoError(t, err)
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, float64(7200), res.Body["reshow_after_seconds"])
 	assert.Equal(t, float64(0), res.Body["click_cooldown_seconds"], "a cleared click cooldown is the API's default")
 	assert.Equal(t, float64(7200), res.Body["close_cooldown_seconds"], "an empty close cooldown is the reshow interval")
@@ -295,9 +297,9 @@ func TestConsoleFormSaysWhatItMeans(t *testing.T) {
 // out on the sign-in screen).
 func TestConsoleAuditOlderEntries(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	for i := range 55 {
-		in.createPopup(t, map[string]any{"name": fmt.Sprintf("audit %02d", i), "status": "draft"})
+		in.CreatePopup(t, map[string]any{"name": fmt.Sprintf("audit %02d", i), "status": "draft"})
 	}
 	b := newBrowser(t, in)
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
@@ -332,7 +334,7 @@ func TestConsoleAuditOlderEntries(t *testing.T) {
 // grouped with counts; a group's rows only on demand.
 func TestConsoleExplainGroupsReasons(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	const n = 3000
 	ps := make([]any, n)
 	for i := range ps {
@@ -345,8 +347,8 @@ func TestConsoleExplainGroupsReasons(t *testing.T) {
 		}
 		ps[i] = p
 	}
-	in.client.Timeout = time.Minute
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": ps})
+	in.Client.Timeout = time.Minute
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": ps})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 
 	b := newBrowser(t, in)
@@ -380,28 +382,30 @@ func TestConsoleExplainGroupsReasons(t *testing.T) {
 // nothing scrolls sideways at 390 px.
 func TestConsoleListFreshAndSmallScreens(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
-	startWorker(t, cfg)
-	id := in.createPopup(t, map[string]any{"name": "counted", "status": "active", "title": "Counted", "priority": 1,
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
+	apitest.StartWorker(t, cfg)
+	id := in.CreatePopup(t, map[string]any{"name": "counted", "status": "active", "title": "Counted", "priority": 1,
 		"targeting": map[string]any{"regions": []string{"cn", "us", "de", "fr", "jp"}, "langs": []string{"en", "zh", "de"}}})
+
 	for i := range 8 {
-		in.createPopup(t, map[string]any{"name": fmt.Sprintf("filler with a rather long name %d", i), "status": "draft",
+		in.CreatePopup(t, map[string]any{"name": fmt.Sprintf("filler with a rather long name %d", i), "status": "draft",
 			"start_at": "2027-03-01T00:00:00Z", "end_at": "2027-03-31T00:00:00Z"})
+
 	}
 	b := newBrowser(t, in)
 	b.signIn()
-	row := `#popup-table tr[data-id="` + itoa(id) + `"] td.num`
+	row := `#popup-table tr[data-id="` + apitest.Itoa(id) + `"] td.num`
 	var nums []string
 	b.eval(`[...document.querySelectorAll('`+row+`')].map(td => td.textContent)`, &nums)
 	assert.Equal(t, []string{"1", "0", "—"}, nums)
 
 	// an impression, counted by the worker; the operator re-applies the filter
-	got, _ := in.get(t, "uid=u-1&platform=ios&app_version=9.0.0&region=cn&lang=en")
+	got, _ := in.Get(t, "uid=u-1&platform=ios&app_version=9.0.0&region=cn&lang=en")
 	require.Equal(t, id, got)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/stats", nil)
+		res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id)+"/stats", nil)
 		if totals, _ := res.Body["totals"].(map[string]any); totals["impressions"] == 1.0 {
 			break
 		}
@@ -421,7 +425,7 @@ func TestConsoleListFreshAndSmallScreens(t *testing.T) {
 
 	// a phone: no sideways scroll on the list or the form
 	b.run(emulation.SetDeviceMetricsOverride(390, 800, 2, true))
-	for _, screen := range []string{"#/popups", "#/popups/" + itoa(id)} {
+	for _, screen := range []string{"#/popups", "#/popups/" + apitest.Itoa(id)} {
 		b.run(chromedp.Navigate(b.origin + "/admin/ui/" + screen))
 		if screen == "#/popups" {
 			b.waitFor(`document.querySelector('#popup-results[aria-busy=false] #popup-table')`)

@@ -19,19 +19,19 @@ import (
 // as needing attention, with what to check. Each state is checked with axe.
 func TestConsoleStatus(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	cfg.PrivacyKey = privacyKey
+	cfg := apitest.Config(t)
+	cfg.PrivacyKey = apitest.PrivacyKey
 	cfg.AdminTokens = []string{"vera@viewer:tok-viewer"}
-	clk := newClock()
+	clk := apitest.NewClock()
 	clk.Advance(time.Since(clk.Now())) // today: the action log's days are made on MySQL's clock
-	in := start(t, cfg, clk)
+	in := apitest.Start(t, cfg, clk)
 	state := func() string {
-		res := in.adminDo(t, http.MethodGet, "/admin/v1/status", nil)
+		res := in.AdminDo(t, http.MethodGet, "/admin/v1/status", nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		s, _ := res.Body["state"].(string)
 		return s
 	}
-	eventually(t, 10*time.Second, "a healthy status", func() bool { return state() == "ok" })
+	apitest.Eventually(t, 10*time.Second, "a healthy status", func() bool { return state() == "ok" })
 
 	b := newBrowser(t, in)
 	b.signInAs("tok-viewer", "vera")
@@ -51,7 +51,7 @@ func TestConsoleStatus(t *testing.T) {
 	id := in.CreatePopup(t, apitest.PopupSpec("status-page", nil))
 	res := in.Action(t, id, map[string]any{"uid": "status-page-1", "action": "close"})
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
-	res = in.adminDo(t, http.MethodDelete, "/admin/v1/users/status-page-2", nil)
+	res = in.AdminDo(t, http.MethodDelete, "/admin/v1/users/status-page-2", nil)
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	clk.Advance(3 * time.Minute)
 	b.run(chromedp.Click("#status-refresh", chromedp.ByQuery))

@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // No traps (issue 53): a new popup does not start at the lowest priority; the publish review says
@@ -18,8 +20,8 @@ import (
 
 func TestConsoleReviewWarnsOfAHigherPriorityPopup(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	in.createPopup(t, map[string]any{"name": "Winter sale", "status": "active", "priority": 100, "title": "Winter"})
+	in := apitest.Start(t, apitest.Config(t), nil)
+	in.CreatePopup(t, map[string]any{"name": "Winter sale", "status": "active", "priority": 100, "title": "Winter"})
 	b := newBrowser(t, in)
 	b.signIn()
 	b.newForm()
@@ -63,15 +65,17 @@ func TestConsoleReviewWarnsOfAHigherPriorityPopup(t *testing.T) {
 
 func TestConsoleStatesInWordsAndLiveAudienceReplace(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "VIPs"})
+	in := apitest.Start(t, apitest.Config(t), nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "VIPs"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	aud := int64(res.Body["id"].(float64))
 	later := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Minute)
-	id := in.createPopup(t, map[string]any{"name": "VIP preview", "status": "active", "title": "VIP", "start_at": later.Format(time.RFC3339),
+	id := in.CreatePopup(t, map[string]any{"name": "VIP preview", "status": "active", "title": "VIP", "start_at": later.Format(time.RFC3339),
 		"targeting": map[string]any{"audiences": map[string]any{"include": []int64{aud}}}})
-	live := in.createPopup(t, map[string]any{"name": "VIP welcome", "status": "active", "title": "Hi",
+
+	live := in.CreatePopup(t, map[string]any{"name": "VIP welcome", "status": "active", "title": "Hi",
 		"targeting": map[string]any{"audiences": map[string]any{"include": []int64{aud}}}})
+
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openPopup(id, 1)
@@ -85,7 +89,7 @@ func TestConsoleStatesInWordsAndLiveAudienceReplace(t *testing.T) {
 		w := b.text("#replace-live")
 		assert.Contains(t, w, "VIP welcome")
 		assert.Contains(t, w, "VIP preview")
-		assert.Contains(t, b.attr(`#replace-live a[href="#/popups/`+itoa(live)+`"]`, "href"), itoa(live))
+		assert.Contains(t, b.attr(`#replace-live a[href="#/popups/`+apitest.Itoa(live)+`"]`, "href"), apitest.Itoa(live))
 		b.axeCheck("replace review of a live popup's audience")
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // Reviews that tell the truth (issue 53): a popup the operator has not changed is never "dirty"
@@ -22,8 +24,8 @@ import (
 // each, leaves it without a word (no "unsaved changes" prompt) and finds a save writes nothing.
 func TestConsoleUntouchedPopupIsNeverDirty(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "VIPs"})
+	in := apitest.Start(t, apitest.Config(t), nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "VIPs"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	aud := int64(res.Body["id"].(float64))
 	later := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Minute)
@@ -32,23 +34,23 @@ func TestConsoleUntouchedPopupIsNeverDirty(t *testing.T) {
 		spec map[string]any
 	}{
 		{"bare draft", map[string]any{"name": "bare", "status": "draft"}},
-		{"live with translations", popupSpec("translated", map[string]any{"status": "active", "image_alt": "a cart", "translations": map[string]any{
+		{"live with translations", apitest.PopupSpec("translated", map[string]any{"status": "active", "image_alt": "a cart", "translations": map[string]any{
 			"de":    map[string]any{"title": "Hallo", "content": "Inhalt", "buttons": []map[string]any{{"text": "Jetzt shoppen"}}},
 			"pt-BR": map[string]any{"title": "Olá", "content": "oi", "link_url": "https://example.com/pt", "buttons": []map[string]any{{"text": "Abrir", "link_url": "app://pt"}}},
 		}})},
-		{"empty translations", popupSpec("no-languages", map[string]any{"status": "active", "translations": map[string]any{}})},
-		{"two buttons, one translated", popupSpec("two-buttons", map[string]any{"status": "paused",
+		{"empty translations", apitest.PopupSpec("no-languages", map[string]any{"status": "active", "translations": map[string]any{}})},
+		{"two buttons, one translated", apitest.PopupSpec("two-buttons", map[string]any{"status": "paused",
 			"buttons":      []map[string]any{{"text": "Open", "link_url": "app://open"}, {"text": "Later"}},
 			"translations": map[string]any{"fr": map[string]any{"title": "Salut", "content": "salut", "buttons": []map[string]any{{"text": "Ouvrir"}, {"text": "Plus tard"}}}}})},
-		{"targeting and audiences", popupSpec("aimed", map[string]any{"status": "active", "priority": 7, "targeting": map[string]any{
+		{"targeting and audiences", apitest.PopupSpec("aimed", map[string]any{"status": "active", "priority": 7, "targeting": map[string]any{
 			"platforms": []string{"ios", "android"}, "min_app_version": "1.2.0", "max_app_version": "9.0.0", "regions": []string{"DE", "FR"},
 			"langs": []string{"de", "fr"}, "rollout_percent": 30, "uids": []string{"qa-1", "qa-2"},
 			"audiences": map[string]any{"include": []int64{aud}, "exclude": []int64{}},
 		}})},
-		{"schedule and rules", popupSpec("scheduled", map[string]any{"status": "active", "start_at": later.Format(time.RFC3339),
+		{"schedule and rules", apitest.PopupSpec("scheduled", map[string]any{"status": "active", "start_at": later.Format(time.RFC3339),
 			"end_at": later.Add(48 * time.Hour).Format(time.RFC3339), "reshow_after_seconds": 3600, "click_cooldown_seconds": 7200,
 			"max_impressions": 3, "exempt_from_caps": true, "holdout_exempt": true, "ext": map[string]any{"theme": "dark", "n": 2}})},
-		{"experiment with a control", popupSpec("tested", map[string]any{"status": "draft", "translations": map[string]any{
+		{"experiment with a control", apitest.PopupSpec("tested", map[string]any{"status": "draft", "translations": map[string]any{
 			"de": map[string]any{"title": "Test", "content": "test", "buttons": []map[string]any{{"text": "Los"}}}},
 			"experiment": map[string]any{"coverage_percent": 80, "variants": []map[string]any{
 				{"key": "a", "weight": 40, "title": "A"}, {"key": "b", "weight": 40, "title": "B", "buttons": []map[string]any{{"text": "Go", "link_url": "app://go"}},
@@ -61,7 +63,7 @@ func TestConsoleUntouchedPopupIsNeverDirty(t *testing.T) {
 		if _, ok := fx.spec["image_url"]; ok {
 			fx.spec["image_url"] = "" // no request to another origin
 		}
-		id := in.createPopup(t, fx.spec)
+		id := in.CreatePopup(t, fx.spec)
 		b.openPopup(id, 1)
 		var dirty bool
 		b.eval(`(async () => { const s = await import('/admin/ui/state.js'); return s.unsaved(); })()`, &dirty)
@@ -87,7 +89,7 @@ func TestConsoleUntouchedPopupIsNeverDirty(t *testing.T) {
 		if asked {
 			b.answerDialog("unsaved", true)
 		}
-		res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+		res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 		assert.EqualValues(t, 1, res.Body["revision"], "%s: nothing written", fx.name)
 	}
 }
@@ -97,10 +99,11 @@ func TestConsoleUntouchedPopupIsNeverDirty(t *testing.T) {
 // writes it. An upload that changes nothing writes nothing.
 func TestConsoleTranslationTableOfALivePopupIsReviewed(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := in.createPopup(t, popupSpec("table-live", map[string]any{"status": "active", "image_url": "", "translations": map[string]any{
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.CreatePopup(t, apitest.PopupSpec("table-live", map[string]any{"status": "active", "image_url": "", "translations": map[string]any{
 		"de": map[string]any{"title": "Hallo", "content": "Inhalt", "buttons": []map[string]any{{"text": "Jetzt shoppen"}}},
 	}}))
+
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openPopup(id, 1)
@@ -123,12 +126,12 @@ func TestConsoleTranslationTableOfALivePopupIsReviewed(t *testing.T) {
 		assert.Equal(t, [][]string{{"translation › de › title", "Hallo", "Servus"}}, rows)
 		b.axeCheck("translation table review")
 	})
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.EqualValues(t, 1, res.Body["revision"], "cancelled: nothing written")
 
 	upload("changed.csv", changed)
 	b.answerDialog("Publish these translations", true)
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
-	res = in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res = in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	assert.Equal(t, "Servus", res.Body["translations"].(map[string]any)["de"].(map[string]any)["title"])
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // TestConsoleUploadChoosesTheUIDColumn: a CSV export whose header has no uid column
@@ -15,10 +17,10 @@ import (
 // it adds the trimmed ids and the answer says duplicates and blank lines; axe on the screen.
 func TestConsoleUploadChoosesTheUIDColumn(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "CRM export"})
+	in := apitest.Start(t, apitest.Config(t), nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/audiences", map[string]any{"name": "CRM export"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	id := itoa(int64(res.Body["id"].(float64)))
+	id := apitest.Itoa(int64(res.Body["id"].(float64)))
 	b := newBrowser(t, in)
 	b.signIn()
 	b.openAudience(id)
@@ -38,7 +40,7 @@ func TestConsoleUploadChoosesTheUIDColumn(t *testing.T) {
 	b.waitFor(`document.querySelector('#upload-result')`)
 	assert.Contains(t, b.text("#upload-result"), "3 lines read, 2 added, 0 removed, 1 duplicate, 1 blank")
 	assert.Equal(t, "2", b.text("#audience-size"))
-	assert.Equal(t, []string{"vip-1", "vip-2"}, in.members(t, id), "stored trimmed, each once")
+	assert.Equal(t, []string{"vip-1", "vip-2"}, in.Members(t, id), "stored trimmed, each once")
 	b.run(emulation.SetDeviceMetricsOverride(390, 844, 2, true))
 	b.axeCheck("audience upload on a phone")
 	b.shot("audience-upload-phone", "#upload-h")

@@ -8,6 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // Issue 49, 2: on an experiment decided on purchase where variant a clicks far more and discount
@@ -17,22 +19,23 @@ import (
 // whom. (Before, the summary read "“a” is ahead of …" on clicks and the reason asked for clicks.)
 func TestConsoleVerdictOnThePrimaryGoal(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum"})
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	id := in.createPopup(t, popupSpec("verdict", map[string]any{"title": "Own", "image_url": "",
+	id := in.CreatePopup(t, apitest.PopupSpec("verdict", map[string]any{"title": "Own", "image_url": "",
 		"experiment": map[string]any{"primary_goal": "purchase",
 			"variants": []map[string]any{{"key": "a", "weight": 45, "title": "A"}, {"key": "discount", "weight": 45, "title": "Discount"}},
 			"control":  map[string]any{"weight": 10, "mode": "none"}}}))
-	res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res = in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	salt := res.Body["experiment"].(map[string]any)["salt"].(string)
 	// a clicks 3 times as often as discount; discount converts 7% against the control's 5% and a's 4%
 	phaseCounts(t, cfg.MySQLDSN, id, salt, 20000, 3000, 20000, 1000, 4444)
 	insertGoalCounts(t, cfg.MySQLDSN, id, salt, []knownGoal{
 		{"a", "purchase", 800, 800, 8000, 80000}, {"discount", "purchase", 1400, 1500, 14000, 140000}, {"control", "purchase", 222, 222, 2220, 22200}})
-	got := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/experiment/results", nil).Body
+	got := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/results", nil).Body
 	v := got["verdict"].(map[string]any)
 	require.Equal(t, "discount", v["winner"], "the verdict is purchase's: %v", v)
 	assert.Equal(t, "purchase", v["metric"])
@@ -42,7 +45,7 @@ func TestConsoleVerdictOnThePrimaryGoal(t *testing.T) {
 
 	b := newBrowser(t, in)
 	b.signIn()
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id) + "/experiment"))
 	b.waitFor(`document.querySelector('#summary') && document.title.startsWith('Experiment results: verdict ')`)
 	assert.Equal(t, wantSummary, b.text("#summary"), "the page shows the API's sentence")
 	assert.Equal(t, "purchase", b.attr("#summary-table", "data-metric"))
@@ -61,7 +64,7 @@ func TestConsoleVerdictOnThePrimaryGoal(t *testing.T) {
 		assert.Equal(t, "discount", checked, "Conclude offers the verdict's winner")
 	})
 	b.waitFor(`document.querySelector('#experiment-meta .badge.concluded')`)
-	stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	stored := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body
 	assert.Equal(t, "Discount", stored["title"], "the better converter's content is shipped")
 	summary := b.text("#summary")
 	assert.Regexp(t, `^Concluded on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC by [^:]+: variant “discount” was shipped as the popup's content for every user\. The verdict on Purchase named it`, summary)

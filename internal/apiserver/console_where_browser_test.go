@@ -7,6 +7,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // The popup form's Where and when section (issue 51) in a real Chromium against a real popup-api:
@@ -15,15 +17,16 @@ import (
 // the service refuses is shown at its condition; the list says it all in plain words.
 func TestConsoleWhereSection(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	id := in.createPopup(t, map[string]any{"name": "thanks", "status": "draft", "title": "Thanks!", "targeting": map[string]any{
+	in := apitest.Start(t, apitest.Config(t), nil)
+	id := in.CreatePopup(t, map[string]any{"name": "thanks", "status": "draft", "title": "Thanks!", "targeting": map[string]any{
 		"placements": []string{"checkout"},
 		"trigger":    map[string]any{"event": "purchase_completed", "conditions": []any{map[string]any{"attr": "amount", "op": "gte", "value": 30}}},
 		"rules":      []any{map[string]any{"conditions": []any{map[string]any{"attr": "plan", "op": "in", "value": []string{"pro", "team"}}}}}}})
+
 	b := newBrowser(t, in)
 	b.signIn()
 
-	summary := b.text(`#popup-table tr[data-id="` + itoa(id) + `"] td[data-label="Targeting"]`)
+	summary := b.text(`#popup-table tr[data-id="` + apitest.Itoa(id) + `"] td[data-label="Targeting"]`)
 	assert.Contains(t, summary, "checkout · on purchase_completed (amount ≥ 30) · plan is one of pro, team")
 
 	b.openPopup(id, 1)
@@ -53,7 +56,7 @@ func TestConsoleWhereSection(t *testing.T) {
 	b.fill("#targeting-rules-1--conditions-0--value", "@corp.com")
 	b.run(chromedp.Click("#save", chromedp.ByQuery))
 	b.waitFor(`document.querySelector('#popup-form[data-revision="2"]')`)
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	tg := res.Body["targeting"].(map[string]any)
 	assert.Equal(t, []any{"checkout"}, tg["placements"])

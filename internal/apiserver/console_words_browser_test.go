@@ -7,6 +7,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // Words a marketer knows (issue 53): no raw codes, patterns or engineers' terms on the screens an
@@ -26,14 +28,14 @@ func (b *browser) assertNoRawTerms(where string) {
 
 func TestConsoleSpeaksAMarketersWords(t *testing.T) {
 	t.Parallel()
-	in, _ := startWithRoles(t)
+	in, _ := apitest.StartWithRoles(t)
 	b := newBrowser(t, in)
 
 	// sign-in help: no developer command
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/"))
 	b.waitFor(`document.querySelector('#token-help')`)
 	b.assertNoRawTerms("sign-in")
-	b.signInAs(roleTokens["admin"], "admin")
+	b.signInAs(apitest.RoleTokens["admin"], "admin")
 
 	// settings: the gap as a duration with a unit, said in minutes; ending the holdout is titled so
 	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/settings"))
@@ -54,7 +56,7 @@ func TestConsoleSpeaksAMarketersWords(t *testing.T) {
 	})
 
 	// a popup's field errors and the review of a change say fields and spans in words
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups", map[string]any{"name": "words", "status": "active", "title": "Hi", "translations": map[string]any{}})
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups", map[string]any{"name": "words", "status": "active", "title": "Hi", "translations": map[string]any{}})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	id := int64(res.Body["id"].(float64))
 	b.openPopup(id, 1)

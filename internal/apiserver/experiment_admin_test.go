@@ -264,7 +264,7 @@ func TestExperimentAdminLifecycle(t *testing.T) {
 func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
 	t.Parallel()
 	api, cfg := startWithRoles(t)
-	db := testDB(t, cfg)
+	db := apitest.DB(t, cfg)
 	counts := func() tableCounts {
 		return tableCounts{countRows(t, db, "popup_config"), countRows(t, db, "popup_revision"), countRows(t, db, "popup_audit")}
 	}
@@ -304,7 +304,7 @@ func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
 				if k.body != "" {
 					body = k.body
 				}
-				res := api.as(t, roleTokens[role], http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.transition, body, nil)
+				res := api.As(t, apitest.RoleTokens[role], http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.transition, body, nil)
 				if want[role][i] == "200" {
 					require.Equal(t, http.StatusOK, res.Status, res.Raw)
 					return

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 )
@@ -21,41 +22,43 @@ import (
 // the real service and worker, the answer checked against api/openapi.yaml.
 func TestGoalValueCapInExperimentResults(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	api := start(t, cfg, nil)
-	startWorker(t, cfg)
-	c := expClient{s: newSpecChecker(t, api.public, api.admin), adm: "http://" + api.admin}
+	cfg := apitest.Config(t)
+	api := apitest.Start(t, cfg, nil)
+	apitest.StartWorker(t, cfg)
+	c := apitest.AdminClient{Spec: apitest.NewSpecChecker(t, api.Public, api.Admin), Base: "http://" + api.Admin}
 
-	g := c.do(t, "POST", "/admin/v1/goals", `{"key":"purchase","name":"Purchase","value":"sum","value_cap":100}`, nil, http.StatusCreated)
-	assert.Equal(t, 100.0, g.body["value_cap"])
-	c.do(t, "POST", "/admin/v1/goals", `{"key":"signup","name":"Sign-up"}`, nil, http.StatusCreated)
-	id := api.createPopup(t, popupSpec("cap-exp", map[string]any{"status": "active", "experiment": map[string]any{
+	g := c.Do(t, "POST", "/admin/v1/goals", `{"key":"purchase","name":"Purchase","value":"sum","value_cap":100}`, nil, http.StatusCreated)
+	assert.Equal(t, 100.0, g.Body["value_cap"])
+	c.Do(t, "POST", "/admin/v1/goals", `{"key":"signup","name":"Sign-up"}`, nil, http.StatusCreated)
+	id := api.CreatePopup(t, apitest.PopupSpec("cap-exp", map[string]any{"status": "active", "experiment": map[string]any{
 		"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}}))
-	res := api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res := api.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	for _, uid := range []string{"whale", "minnow"} {
-		eventually(t, 10*time.Second, "the experiment is served to "+uid, func() bool {
-			got, res := api.get(t, "uid="+uid+"&platform=ios&app_version=1.0.0")
+		apitest.Eventually(t, 10*time.Second, "the experiment is served to "+uid, func() bool {
+			got, res := api.Get(t, "uid="+uid+"&platform=ios&app_version=1.0.0")
 			return got == id && res.Body["variant"] != nil
 		})
+
 	}
-	key := api.ingestKey(t)
+	key := api.IngestKey(t)
 	for _, cv := range []map[string]any{
 		{"uid": "whale", "goal": "purchase", "event_id": "o1", "value": 6e11},
 		{"uid": "whale", "goal": "purchase", "event_id": "o2", "value": 4e11},
 		{"uid": "minnow", "goal": "purchase", "event_id": "o1", "value": 50},
 		{"uid": "minnow", "goal": "signup", "event_id": "s1"},
 	} {
-		res := api.conversionAs(t, key, cv)
+		res := api.ConversionAs(t, key, cv)
 		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	}
 
 	var raw, capped, signupCapped []any
-	eventually(t, 15*time.Second, "the results count both buyers' three orders", func() bool {
-		r := c.do(t, "GET", "/admin/v1/popups/"+itoa(id)+"/experiment/results", "", nil, http.StatusOK)
+	apitest.Eventually(t, 15*time.Second, "the results count both buyers' three orders", func() bool {
+		r := c.Do(t, "GET", "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/results", "", nil, http.StatusOK)
 		var convs float64
 		raw, capped, signupCapped = nil, nil, nil
-		for _, arm := range r.body["arms"].([]any) {
+		for _, arm := range r.Body["arms"].([]any) {
 			for _, g := range arm.(map[string]any)["goals"].([]any) {
 				g := g.(map[string]any)
 				if g["goal"] == "signup" {
@@ -68,6 +71,7 @@ func TestGoalValueCapInExperimentResults(t *testing.T) {
 		}
 		return convs == 3
 	})
+
 	var rawSum, cappedSum float64
 	for i := range raw {
 		rawSum += raw[i].(float64)
@@ -81,7 +85,7 @@ func TestGoalValueCapInExperimentResults(t *testing.T) {
 	// The console's goal table shows both sums.
 	b := newBrowser(t, api)
 	b.signIn()
-	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + itoa(id) + "/experiment"))
+	b.run(chromedp.Navigate(b.origin + "/admin/ui/#/popups/" + apitest.Itoa(id) + "/experiment"))
 	b.waitFor(`document.querySelector('#goal-table-purchase')`)
 	var heads []string
 	b.eval(`[...document.querySelectorAll('#goal-table-purchase thead th')].map(c => c.textContent).slice(-2)`, &heads)
@@ -93,9 +97,9 @@ func TestGoalValueCapInExperimentResults(t *testing.T) {
 	b.axeCheck("experiment results with a capped goal")
 
 	// The cap is read when the results are: removed, the capped sum goes.
-	c.do(t, "PUT", "/admin/v1/goals/purchase", `{"name":"Purchase","value":"sum","value_cap":null}`, nil, http.StatusOK)
-	r := c.do(t, "GET", "/admin/v1/popups/"+itoa(id)+"/experiment/results", "", nil, http.StatusOK)
-	for _, arm := range r.body["arms"].([]any) {
+	c.Do(t, "PUT", "/admin/v1/goals/purchase", `{"name":"Purchase","value":"sum","value_cap":null}`, nil, http.StatusOK)
+	r := c.Do(t, "GET", "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/results", "", nil, http.StatusOK)
+	for _, arm := range r.Body["arms"].([]any) {
 		assert.Nil(t, arm.(map[string]any)["goals"].([]any)[0].(map[string]any)["value_sum_capped"])
 	}
 }
@@ -104,11 +108,11 @@ func TestGoalValueCapInExperimentResults(t *testing.T) {
 // user's value, the sum of their conversions counted, at the goal's value_cap beside the raw sum.
 func TestGoalValueCapInCampaignConversions(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum", "value_cap": 100})
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase", "value": "sum", "value_cap": 100})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	id := in.createPopup(t, popupSpec("campaign-cap", nil))
+	id := in.CreatePopup(t, apitest.PopupSpec("campaign-cap", nil))
 	at := time.Now().UTC().Truncate(24 * time.Hour).Add(-12 * time.Hour)
 	evs := []event.Event{
 		{ID: "i1", UID: "whale", PopupID: id, Action: event.Impression, At: at, DecisionID: "d1"},
@@ -118,11 +122,11 @@ func TestGoalValueCapInCampaignConversions(t *testing.T) {
 		{ID: "c2", UID: "minnow", PopupID: id, Action: event.Click, At: at.Add(time.Second), DecisionID: "d2"},
 		{ID: "v3", UID: "minnow", Action: event.Conversion, Goal: "purchase", Value: 50, At: at.Add(time.Hour)},
 	}
-	require.NoError(t, mysqlstore.NewEventWriter(testDB(t, cfg)).WriteBatch(context.Background(), evs))
+	require.NoError(t, mysqlstore.NewEventWriter(apitest.DB(t, cfg)).WriteBatch(context.Background(), evs))
 
-	spec := newSpecChecker(t, in.public, in.admin)
-	status, body, _ := spec.do(t, call{method: http.MethodGet, url: "http://" + in.admin + "/admin/v1/popups/" + itoa(id) + "/stats",
-		header: map[string]string{"Authorization": "Bearer " + cfg.AdminToken}, want: []int{http.StatusOK}})
+	spec := apitest.NewSpecChecker(t, in.Public, in.Admin)
+	status, body, _ := spec.Do(t, apitest.Call{Method: http.MethodGet, URL: "http://" + in.Admin + "/admin/v1/popups/" + apitest.Itoa(id) + "/stats",
+		Header: map[string]string{"Authorization": "Bearer " + cfg.AdminToken}, Want: []int{http.StatusOK}})
 	require.Equal(t, http.StatusOK, status)
 	type conv struct {
 		ValueSum        float64  `json:"value_sum"`

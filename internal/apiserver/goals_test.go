@@ -207,8 +207,8 @@ func TestABatchRefusesOnlyTheConversionsOfARateLimitedUID(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ActionRateLimit = 2
 	api := start(t, cfg, nil)
-	startWorker(t, cfg)
-	db := testDB(t, cfg)
+	apitest.StartWorker(t, cfg)
+	db := apitest.DB(t, cfg)
 	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "signup", "name": "Sign-up"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
@@ -230,8 +230,8 @@ func TestABatchRefusesOnlyTheConversionsOfARateLimitedUID(t *testing.T) {
 	}
 	assert.Equal(t, []string{"conversions[3].uid", "conversions[5].uid"}, fields, "the hot uid's conversions over its limit of 2, and only those")
 	eventually(t, 15*time.Second, "the others are written", func() bool {
-		return count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'cold-%'`) == 2 &&
-			count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot'`) == 2
+		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'cold-%'`) == 2 &&
+			apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot'`) == 2
 	})
-	assert.Equal(t, 2, count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot' AND event_id IN ('e0', 'e2')`))
+	assert.Equal(t, 2, apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot' AND event_id IN ('e0', 'e2')`))
 }

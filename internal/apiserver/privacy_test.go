@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/apiserver/apitest"
-	"popupsvc/internal/config"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/privacy"
@@ -26,55 +24,18 @@ import (
 // The erasure and export of a user (docs/CONTRACT.md §12), through the real popup-api and
 // popup-worker, MariaDB and Redis.
 
-const privacyKey = "test-privacy-key-0123456789abcdef0123456789abcdef"
-
-// privacyConfig is testConfig with erasures on.
-func privacyConfig(t *testing.T) config.Config {
-	t.Helper()
-	cfg := testConfig(t)
-	cfg.PrivacyKey = privacyKey
-	return cfg
-}
-
-// count is the answer of query, a SELECT COUNT(*).
-func count(t *testing.T, db *sql.DB, query string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, db.QueryRow(query, args...).Scan(&n))
-	return n
-}
-
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	apitest.Eventually(t, d, what, cond)
 }
 
-// erase asks for uid's erasure and waits until it is done; it returns the status answer.
-func (in *instance) erase(t *testing.T, uid string) map[string]any {
-	t.Helper()
-	res := in.adminDo(t, http.MethodDelete, "/admin/v1/users/"+uid, nil)
-	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
-	id, _ := res.Body["erasure_id"].(string)
-	require.True(t, privacy.ValidID(id), res.Raw)
-	assert.Equal(t, "/admin/v1/erasures/"+id, res.Header.Get("Location"))
-	assert.NotContains(t, res.Raw, uid)
-	var status response
-	eventually(t, 60*time.Second, "the erasure is done", func() bool {
-		status = in.adminDo(t, http.MethodGet, "/admin/v1/erasures/"+id, nil)
-		require.Equal(t, http.StatusOK, status.Status, status.Raw)
-		return status.Body["status"] == "done"
-	})
-	assert.NotContains(t, status.Raw, uid)
-	return status.Body
-}
-
 func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	cfg := privacyConfig(t)
+	cfg := apitest.PrivacyConfig(t)
 	api := start(t, cfg, nil)
-	startWorker(t, cfg)
-	db := testDB(t, cfg)
+	apitest.StartWorker(t, cfg)
+	db := apitest.DB(t, cfg)
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	const uid = "erase-me.7f3a"
@@ -100,8 +61,8 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	res = api.action(t, id, click)
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	eventually(t, 15*time.Second, "the worker writes the impression and the click", func() bool {
-		return count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 2 &&
-			count(t, db, `SELECT COUNT(*) FROM popup_experiment_user WHERE uid = ?`, uid) == 1
+		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 2 &&
+			apitest.Count(t, db, `SELECT COUNT(*) FROM popup_experiment_user WHERE uid = ?`, uid) == 1
 	})
 
 	// The export holds all of it.
@@ -114,7 +75,7 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	assert.Len(t, res.Body["audiences"], 1, res.Raw)
 	assert.Equal(t, []any{}, res.Body["conversions"])
 
-	done := api.erase(t, uid)
+	done := api.Erase(t, uid)
 	removed, _ := done["removed"].(map[string]any)
 	assert.EqualValues(t, 2, removed[privacy.StoreActionLog], done)
 	assert.EqualValues(t, 1, removed[privacy.StoreUserState], done)
@@ -153,9 +114,9 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, traces, "the uid is still stored")
 	// The audit record holds the keyed hash, not the uid.
-	keyed, err := privacy.NewKeyed(privacyKey)
+	keyed, err := privacy.NewKeyed(apitest.PrivacyKey)
 	require.NoError(t, err)
-	assert.Equal(t, 1, count(t, db, `SELECT COUNT(*) FROM privacy_erasure WHERE uid_hash = ? AND status = 'done'
+	assert.Equal(t, 1, apitest.Count(t, db, `SELECT COUNT(*) FROM privacy_erasure WHERE uid_hash = ? AND status = 'done'
 		AND sealed_uid IS NULL AND requested_by = 'admin'`, keyed.UID(uid)))
 
 	// A new visit after the erasure is a new user: the popup shows again at once (its reshow
@@ -168,7 +129,7 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 		return got == other
 	})
 	eventually(t, 15*time.Second, "the new user's impression is written", func() bool {
-		return count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 1
+		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 1
 	})
 }
 
@@ -178,9 +139,9 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	cfg := privacyConfig(t)
+	cfg := apitest.PrivacyConfig(t)
 	api := start(t, cfg, nil) // no worker: the test plays it
-	db := testDB(t, cfg)
+	db := apitest.DB(t, cfg)
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	const uid = "queued-then-erased"
@@ -204,7 +165,7 @@ func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	keyed, err := privacy.NewKeyed(privacyKey)
+	keyed, err := privacy.NewKeyed(apitest.PrivacyKey)
 	require.NoError(t, err)
 	repo := mysqlstore.NewPrivacyRepo(db)
 	eraser := &privacy.Eraser{Store: repo, Cache: redisstore.NewEraser(rdb, keys), Keyed: keyed, Now: time.Now,
@@ -218,7 +179,7 @@ func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 		erased <- err
 	}()
 	eventually(t, 15*time.Second, "the tombstone is set", func() bool {
-		return count(t, db, `SELECT COUNT(*) FROM privacy_tombstone WHERE uid_hash = ?`, keyed.UID(uid)) == 1
+		return apitest.Count(t, db, `SELECT COUNT(*) FROM privacy_tombstone WHERE uid_hash = ?`, keyed.UID(uid)) == 1
 	})
 	select {
 	case err := <-erased:
@@ -240,9 +201,9 @@ func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the erasure did not finish once the batch was written")
 	}
-	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid))
-	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_user_state WHERE uid = ?`, uid))
-	assert.Zero(t, count(t, db, `SELECT COUNT(*) FROM popup_daily_stats`), "dropped events are not counted either")
+	assert.Zero(t, apitest.Count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid))
+	assert.Zero(t, apitest.Count(t, db, `SELECT COUNT(*) FROM popup_user_state WHERE uid = ?`, uid))
+	assert.Zero(t, apitest.Count(t, db, `SELECT COUNT(*) FROM popup_daily_stats`), "dropped events are not counted either")
 	traces, err := testenv.Traces(ctx, db, rdb, cfg.RedisPrefix, uid)
 	require.NoError(t, err)
 	assert.Empty(t, traces)
@@ -290,10 +251,10 @@ func TestErasureAPI(t *testing.T) {
 // against api/openapi.yaml.
 func TestPrivacyAnswersMatchOpenAPI(t *testing.T) {
 	t.Parallel()
-	cfg := privacyConfig(t)
+	cfg := apitest.PrivacyConfig(t)
 	cfg.AdminTokens = []string{"vera@viewer:tok-viewer"}
 	api := start(t, cfg, nil)
-	startWorker(t, cfg)
+	apitest.StartWorker(t, cfg)
 	off := start(t, testConfig(t), nil) // no POPUP_PRIVACY_KEY
 	s := newSpecChecker(t, api.admin, off.admin)
 	adm := "http://" + api.admin
@@ -336,10 +297,10 @@ func TestPrivacyAnswersMatchOpenAPI(t *testing.T) {
 // fails it until the export covers it.
 func TestTheExportHoldsEveryRowThatNamesTheUser(t *testing.T) {
 	t.Parallel()
-	cfg := privacyConfig(t)
+	cfg := apitest.PrivacyConfig(t)
 	api := start(t, cfg, nil)
-	startWorker(t, cfg)
-	db := testDB(t, cfg)
+	apitest.StartWorker(t, cfg)
+	db := apitest.DB(t, cfg)
 	ctx := context.Background()
 	const uid = "exp0rt-user.5c1e"
 
@@ -365,8 +326,8 @@ func TestTheExportHoldsEveryRowThatNamesTheUser(t *testing.T) {
 	res = api.conversion(t, map[string]any{"uid": uid, "goal": "purchase", "event_id": "order-1"})
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	eventually(t, 15*time.Second, "the worker writes the exposure and attributes the conversion", func() bool {
-		return count(t, db, `SELECT COUNT(*) FROM popup_experiment_goal_user WHERE uid = ?`, uid) == 1 &&
-			count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = ?`, uid) == 1
+		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_experiment_goal_user WHERE uid = ?`, uid) == 1 &&
+			apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = ?`, uid) == 1
 	})
 
 	res = api.adminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)

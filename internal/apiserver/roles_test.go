@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/config"
 )
 
@@ -18,20 +19,10 @@ import (
 // (docs/CONTRACT.md §9): what each role may write, that a refusal writes nothing, /me, and the
 // role in the audit log and the history.
 
-// roleTokens are the operators of rolesConfig, by role; "old" is declared without a role.
-var roleTokens = map[string]string{
-	"viewer":    "tok-viewer",
-	"editor":    "tok-editor",
-	"publisher": "tok-publisher",
-	"admin":     token,
-	"old":       "tok-old",
-}
-
 func startWithRoles(t *testing.T) (*instance, config.Config) {
 	t.Helper()
-	cfg := testConfig(t)
-	cfg.AdminTokens = []string{"vera@viewer:tok-viewer", "ed@editor:tok-editor", "pat@publisher:tok-publisher", "old:tok-old"}
-	return start(t, cfg, nil), cfg
+	in, cfg := apitest.StartWithRoles(t)
+	return wrap(in), cfg
 }
 
 // rawGet is a GET of the admin listener whose answer is not JSON (metrics, pprof).
@@ -54,7 +45,7 @@ type tableCounts struct{ popups, revisions, audits int }
 func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 	t.Parallel()
 	api, cfg := startWithRoles(t)
-	db := testDB(t, cfg)
+	db := apitest.DB(t, cfg)
 	counts := func() tableCounts {
 		return tableCounts{countRows(t, db, "popup_config"), countRows(t, db, "popup_revision"), countRows(t, db, "popup_audit")}
 	}
@@ -135,7 +126,7 @@ func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 				draftBefore := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(draft), nil)
 				liveBefore := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(live), nil)
 
-				res := api.as(t, roleTokens[role], req.method, req.path, req.body, nil)
+				res := api.As(t, apitest.RoleTokens[role], req.method, req.path, req.body, nil)
 
 				if w := want[role][i]; w == ok || w == created {
 					require.Equal(t, w, strconv.Itoa(res.Status), res.Raw)
@@ -155,13 +146,13 @@ func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 
 	t.Run("pprof is the admin's", func(t *testing.T) {
 		for role, want := range map[string]int{"viewer": 403, "editor": 403, "publisher": 403, "admin": 200, "old": 200} {
-			status, _ := api.rawGet(t, roleTokens[role], "/debug/pprof/")
+			status, _ := api.rawGet(t, apitest.RoleTokens[role], "/debug/pprof/")
 			assert.Equal(t, want, status, role)
 		}
 	})
 
 	t.Run("refusals are counted by the role needed", func(t *testing.T) {
-		status, metrics := api.rawGet(t, roleTokens["viewer"], "/metrics")
+		status, metrics := api.rawGet(t, apitest.RoleTokens["viewer"], "/metrics")
 		require.Equal(t, http.StatusOK, status, "every operator reads /metrics")
 		// From the table: the viewer's 10 editor + 2 publisher + 2 admin, the editor's 8
 		// publisher + 2 admin, the publisher's 2 admin; then pprof: 3 admin.
@@ -188,13 +179,13 @@ func TestMeSaysWhatTheRoleMayDo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.role, func(t *testing.T) {
-			res := api.as(t, roleTokens[tt.role], http.MethodGet, "/admin/v1/me", nil, nil)
+			res := api.As(t, apitest.RoleTokens[tt.role], http.MethodGet, "/admin/v1/me", nil, nil)
 			require.Equal(t, http.StatusOK, res.Status, res.Raw)
 			assert.Equal(t, map[string]any{"operator": tt.wantName, "role": tt.wantRole, "can": tt.wantCan}, res.Body)
 		})
 	}
 
-	res := api.as(t, token, http.MethodGet, "/admin/v1/operators", nil, nil)
+	res := api.As(t, token, http.MethodGet, "/admin/v1/operators", nil, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.JSONEq(t, `{"operators":[{"name":"admin","role":"admin"},{"name":"ed","role":"editor"},{"name":"old","role":"admin"},
 		{"name":"pat","role":"publisher"},{"name":"vera","role":"viewer"}]}`, res.Raw, "names and roles, by name; never a token")
@@ -209,10 +200,10 @@ func TestAViewerReadsEverything(t *testing.T) {
 	for _, path := range []string{"/admin/v1/popups", "/admin/v1/popups/" + id, "/admin/v1/popups/" + id + "/history",
 		"/admin/v1/popups/" + id + "/stats", "/admin/v1/stats", "/admin/v1/audit", "/admin/v1/export", "/admin/v1/users/u1/state",
 		"/admin/v1/preview?uid=u1&platform=ios&app_version=8.10.0", "/admin/v1/me"} {
-		res := api.as(t, viewer, http.MethodGet, path, nil, nil)
+		res := api.As(t, viewer, http.MethodGet, path, nil, nil)
 		assert.Equal(t, http.StatusOK, res.Status, "%s: %s", path, res.Raw)
 	}
-	res := api.as(t, viewer, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": "u1", "platform": "ios", "app_version": "8.10.0",
+	res := api.As(t, viewer, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": "u1", "platform": "ios", "app_version": "8.10.0",
 		"popup": popupSpec("a-draft-to-preview", nil)}, nil)
 	assert.Equal(t, http.StatusOK, res.Status, "a draft preview records nothing: a read; %s", res.Raw)
 	status, _ := api.rawGet(t, viewer, "/metrics")
@@ -222,27 +213,27 @@ func TestAViewerReadsEverything(t *testing.T) {
 func TestTheAuditLogAndTheHistoryRecordTheRole(t *testing.T) {
 	t.Parallel()
 	api, _ := startWithRoles(t)
-	res := api.as(t, "tok-editor", http.MethodPost, "/admin/v1/popups", popupSpec("roles-audited", map[string]any{"status": "draft"}), nil)
+	res := api.As(t, "tok-editor", http.MethodPost, "/admin/v1/popups", popupSpec("roles-audited", map[string]any{"status": "draft"}), nil)
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	id := itoa(int64(res.Body["id"].(float64)))
-	res = api.as(t, "tok-editor", http.MethodPut, "/admin/v1/popups/"+id, popupSpec("roles-audited", map[string]any{"status": "draft", "priority": 3}), nil)
+	res = api.As(t, "tok-editor", http.MethodPut, "/admin/v1/popups/"+id, popupSpec("roles-audited", map[string]any{"status": "draft", "priority": 3}), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = api.as(t, "tok-publisher", http.MethodPut, "/admin/v1/popups/"+id, popupSpec("roles-audited", map[string]any{"status": "active"}), nil)
+	res = api.As(t, "tok-publisher", http.MethodPut, "/admin/v1/popups/"+id, popupSpec("roles-audited", map[string]any{"status": "active"}), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = api.as(t, "tok-old", http.MethodDelete, "/admin/v1/popups/"+id, nil, nil)
+	res = api.As(t, "tok-old", http.MethodDelete, "/admin/v1/popups/"+id, nil, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = api.as(t, "tok-editor", http.MethodPost, "/admin/v1/popups/"+id+"/rollback", map[string]any{"revision": 1}, nil)
+	res = api.As(t, "tok-editor", http.MethodPost, "/admin/v1/popups/"+id+"/rollback", map[string]any{"revision": 1}, nil)
 	require.Equal(t, http.StatusForbidden, res.Status, res.Raw)
 
 	type row struct{ actor, role, action string }
 	var got []row
-	for _, e := range entries(t, api.as(t, "tok-viewer", http.MethodGet, "/admin/v1/audit?popup_id="+id, nil, nil)) {
+	for _, e := range apitest.Entries(t, api.As(t, "tok-viewer", http.MethodGet, "/admin/v1/audit?popup_id="+id, nil, nil)) {
 		got = append(got, row{e["actor"].(string), e["role"].(string), e["action"].(string)})
 	}
 	assert.Equal(t, []row{{"old", "admin", "archive"}, {"pat", "publisher", "update"}, {"ed", "editor", "update"}, {"ed", "editor", "create"}}, got,
 		"newest first, each with its actor's role; the refused rollback is not there")
 
-	res = api.as(t, "tok-viewer", http.MethodGet, "/admin/v1/popups/"+id+"/history", nil, nil)
+	res = api.As(t, "tok-viewer", http.MethodGet, "/admin/v1/popups/"+id+"/history", nil, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	var roles []string
 	for _, r := range res.Body["revisions"].([]any) {

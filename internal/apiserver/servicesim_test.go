@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/config"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/redisstore"
@@ -225,7 +226,7 @@ func newServiceSim(t *testing.T, users int) *serviceSim {
 	cfg := relaxedConfig(t)
 	cfg.KnownUsers = 2 * users
 	api := start(t, cfg, nil)
-	startWorker(t, cfg)
+	apitest.StartWorker(t, cfg)
 	return &serviceSim{api: api, cfg: cfg, Clients: 8, Seed: 23, Query: "platform=web&app_version=1", Batch: 500, ingestKey: api.ingestKey(t)}
 }
 
