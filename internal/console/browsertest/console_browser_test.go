@@ -1,4 +1,4 @@
-package apiserver_test
+package browsertest
 
 import (
 	"context"
@@ -33,6 +33,9 @@ import (
 // install, except under `make test` (POPUP_TEST_STRICT=1), where they fail.
 // POPUP_SCREENSHOTS=1 also writes the screenshots of docs/screenshots/.
 
+// q is the query of GET /api/v1/popup the tests serve their users with.
+const q = apitest.UserQuery
+
 // browser is one headless Chromium tab on the console of in.
 type browser struct {
 	t      *testing.T
@@ -61,7 +64,7 @@ func chromiumPath(t *testing.T) string {
 }
 
 // readAxe reads axe-core once for the package's browser tests.
-var readAxe = sync.OnceValues(func() ([]byte, error) { return os.ReadFile("../../node_modules/axe-core/axe.min.js") })
+var readAxe = sync.OnceValues(func() ([]byte, error) { return os.ReadFile("../../../node_modules/axe-core/axe.min.js") })
 
 func axeSource(t *testing.T) string {
 	t.Helper()
@@ -407,7 +410,7 @@ func (b *browser) shot(name, at string) {
 		const el = %s && document.querySelector(%s); if (el) el.scrollIntoView({block: 'start'}); else window.scrollTo(0, 0); })()`, sel, sel), nil))
 	var png []byte
 	b.run(chromedp.CaptureScreenshot(&png))
-	dir := "../../docs/screenshots"
+	dir := "../../../docs/screenshots"
 	require.NoError(b.t, os.MkdirAll(dir, 0o755))
 	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }

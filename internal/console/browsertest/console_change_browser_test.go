@@ -1,4 +1,4 @@
-package apiserver_test
+package browsertest
 
 import (
 	"fmt"
@@ -133,7 +133,7 @@ func TestConsoleHistoryAuditImport(t *testing.T) {
 // stamps performance.now() on the rendered list). A measurement, so it runs only with
 // POPUP_CONSOLE_PERF=1:
 //
-//	POPUP_CONSOLE_PERF=1 go test -count=1 -v -run TestConsoleListOf10000Popups ./internal/apiserver/
+//	POPUP_CONSOLE_PERF=1 go test -count=1 -v -run TestConsoleListOf10000Popups ./internal/console/browsertest/
 func TestConsoleListOf10000Popups(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("POPUP_CONSOLE_PERF") != "1" {
