@@ -84,7 +84,7 @@ func TestConversionsSimulatedThroughTheService(t *testing.T) {
 	require.NoError(t, err)
 	// The instance accepts the new goal (a conversion of a user nobody exposed counts nowhere).
 	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
-		return api.conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
+		return api.Conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
 	})
 
 	suffix := "~" + itoa(id) + "."

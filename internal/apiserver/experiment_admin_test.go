@@ -265,9 +265,7 @@ func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
 	t.Parallel()
 	api, cfg := startWithRoles(t)
 	db := apitest.DB(t, cfg)
-	counts := func() tableCounts {
-		return tableCounts{countRows(t, db, "popup_config"), countRows(t, db, "popup_revision"), countRows(t, db, "popup_audit")}
-	}
+	counts := func() apitest.WriteCounts { return apitest.PopupWriteCounts(t, db) }
 	// Each kind makes its popup (by the admin), brings its experiment where the transition
 	// applies, and names the transition.
 	type kind struct {

@@ -181,12 +181,6 @@ func TestGoalsAdmin(t *testing.T) {
 	})
 }
 
-// conversion posts one conversion to the public listener, with no credential.
-func (in *instance) conversion(t *testing.T, body any) response {
-	t.Helper()
-	return in.do(t, http.MethodPost, "http://"+in.public+"/api/v1/conversions", body, nil)
-}
-
 func (in *instance) ingestKey(t *testing.T) string {
 	t.Helper()
 	return in.IngestKey(t)
@@ -212,7 +206,7 @@ func TestABatchRefusesOnlyTheConversionsOfARateLimitedUID(t *testing.T) {
 	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "signup", "name": "Sign-up"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
-		return api.conversion(t, map[string]any{"uid": "probe", "goal": "signup", "event_id": "probe"}).Status == http.StatusAccepted
+		return api.Conversion(t, map[string]any{"uid": "probe", "goal": "signup", "event_id": "probe"}).Status == http.StatusAccepted
 	})
 	var batch []map[string]any
 	for i, uid := range []string{"hot", "cold-1", "hot", "hot", "cold-2", "hot"} {

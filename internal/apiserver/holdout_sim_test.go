@@ -103,7 +103,7 @@ func TestHoldoutSimulatedThroughTheService(t *testing.T) {
 			len(p.Candidates) > 0 && p.Candidates[0].Reason == "holdout"
 	})
 	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
-		return api.conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
+		return api.Conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
 	})
 
 	behave := func(u simUser, shown simShown, rng *rand.Rand) (simDoes, error) {

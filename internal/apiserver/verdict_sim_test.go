@@ -46,7 +46,7 @@ func TestVerdictSimulatedThroughTheService(t *testing.T) {
 		Variants: []popup.Variant{{Key: "a", Weight: 50}, {Key: "b", Weight: 50}}}))
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
-		return api.conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
+		return api.Conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
 	})
 	suffix := "~" + itoa(id) + "."
 	behave := func(u simUser, shown simShown, rng *rand.Rand) (simDoes, error) {

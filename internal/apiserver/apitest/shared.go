@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,4 +220,41 @@ func CountedUsers(t *testing.T, dsn string, id int64, e *popup.Experiment, prefi
 		}
 	}
 	return moved
+}
+
+// ErrCode is the error code of an error answer ("" for none).
+func ErrCode(res Response) string {
+	e, _ := res.Body["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// Conversion posts a conversion to the public listener, without a key.
+func (in *Instance) Conversion(t *testing.T, body any) Response {
+	t.Helper()
+	return in.Do(t, http.MethodPost, "http://"+in.Public+"/api/v1/conversions", body, nil)
+}
+
+// WaitServed waits until the admin preview serves popup id (the instance has loaded it).
+func (in *Instance) WaitServed(t *testing.T, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res := in.AdminDo(t, http.MethodGet, "/admin/v1/preview?uid=oa-probe&platform=ios&app_version=8.10.0", nil)
+		if res.Status == http.StatusOK && strings.Contains(res.Raw, `"id":`+id+`,`) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("popup %s not served within 10 s", id)
+}
+
+// WriteCounts are the rows of the tables a popup write adds to.
+type WriteCounts struct{ Popups, Revisions, Audits int }
+
+// PopupWriteCounts counts the rows a popup write adds to, to show that a refused one wrote nothing.
+func PopupWriteCounts(t *testing.T, db *sql.DB) WriteCounts {
+	t.Helper()
+	return WriteCounts{Count(t, db, "SELECT COUNT(*) FROM popup_config"), Count(t, db, "SELECT COUNT(*) FROM popup_revision"),
+		Count(t, db, "SELECT COUNT(*) FROM popup_audit")}
 }

@@ -1,4 +1,4 @@
-package apiserver_test
+package users_test
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
 	cfg := apitest.PrivacyConfig(t)
-	api := start(t, cfg, nil)
+	api := apitest.Start(t, cfg, nil)
 	apitest.StartWorker(t, cfg)
 	db := apitest.DB(t, cfg)
 	rdb := testenv.Redis(t)
@@ -41,32 +41,34 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	const uid = "erase-me.7f3a"
 
 	// The user is in an audience, sees a popup of a running experiment that targets it, and clicks.
-	aud := api.createAudience(t, "privacy-vips")
-	status, _, raw := api.send(t, token, http.MethodPost, "/admin/v1/audiences/"+aud+"/members/add", "text/plain",
+	aud := api.CreateAudience(t, "privacy-vips")
+	status, _, raw := api.Send(t, apitest.Token, http.MethodPost, "/admin/v1/audiences/"+aud+"/members/add", "text/plain",
 		strings.NewReader(uid+"\nsomeone-else\n"))
 	require.Equal(t, http.StatusOK, status, raw)
-	id := api.createPopup(t, popupSpec("privacy", map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("privacy", map[string]any{
 		"targeting":  map[string]any{"audiences": map[string]any{"include": []any{json.Number(aud)}}},
 		"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}},
 	}))
-	res := api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res := api.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	var shown response
-	eventually(t, 15*time.Second, "the popup is shown to the audience's member", func() bool {
+	var shown apitest.Response
+	apitest.Eventually(t, 15*time.Second, "the popup is shown to the audience's member", func() bool {
 		var got int64
-		got, shown = api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+		got, shown = api.Get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
 		return got == id
 	})
+
 	click := map[string]any{"uid": uid, "action": "click", "event_id": "ev-click-1", "decision_id": shown.Body["decision_id"]}
-	res = api.action(t, id, click)
+	res = api.Action(t, id, click)
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
-	eventually(t, 15*time.Second, "the worker writes the impression and the click", func() bool {
+	apitest.Eventually(t, 15*time.Second, "the worker writes the impression and the click", func() bool {
 		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 2 &&
 			apitest.Count(t, db, `SELECT COUNT(*) FROM popup_experiment_user WHERE uid = ?`, uid) == 1
 	})
 
 	// The export holds all of it.
-	res = api.adminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
+	res = api.AdminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Equal(t, uid, res.Body["uid"])
 	assert.Len(t, res.Body["state"], 1, res.Raw)
@@ -86,8 +88,8 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	assert.NotZero(t, removed[privacy.StoreRedisState], done)
 
 	// The audience has a new version without the uid, made by the erasure; the others stay.
-	assert.Equal(t, []string{"someone-else"}, api.members(t, aud))
-	status, hist, raw := api.send(t, token, http.MethodGet, "/admin/v1/audiences/"+aud+"/history", "", nil)
+	assert.Equal(t, []string{"someone-else"}, api.Members(t, aud))
+	status, hist, raw := api.Send(t, apitest.Token, http.MethodGet, "/admin/v1/audiences/"+aud+"/history", "", nil)
 	require.Equal(t, http.StatusOK, status, raw)
 	last := hist["changes"].([]any)[0].(map[string]any)
 	assert.Equal(t, "(erasure)", last["actor"])
@@ -96,14 +98,14 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 
 	// A retry of the click of before the erasure is accepted as a duplicate and writes nothing,
 	// not even the user's state in Redis.
-	res = api.action(t, id, click)
+	res = api.Action(t, id, click)
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	assert.Zero(t, rdb.Exists(ctx, keys.User(uid)).Val(), "the retry wrote the user's state")
 	assert.Zero(t, rdb.LLen(ctx, keys.Queue(keys.Shard(uid))).Val(), "the retry queued an event")
 
 	// An export after the erasure finds nothing and writes nothing.
-	res = api.adminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
+	res = api.AdminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	for _, list := range []string{"state", "actions", "experiments", "audiences"} {
 		assert.Equal(t, []any{}, res.Body[list], list)
@@ -121,16 +123,18 @@ func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 
 	// A new visit after the erasure is a new user: the popup shows again at once (its reshow
 	// interval held the old user's state), and its impression is written.
-	got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	got, _ := api.Get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
 	assert.Zero(t, got, "the audience no longer has the user")
-	other := api.createPopup(t, popupSpec("privacy-open", nil))
-	eventually(t, 15*time.Second, "the new user is shown the open popup", func() bool {
-		got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	other := api.CreatePopup(t, apitest.PopupSpec("privacy-open", nil))
+	apitest.Eventually(t, 15*time.Second, "the new user is shown the open popup", func() bool {
+		got, _ := api.Get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
 		return got == other
 	})
-	eventually(t, 15*time.Second, "the new user's impression is written", func() bool {
+
+	apitest.Eventually(t, 15*time.Second, "the new user's impression is written", func() bool {
 		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_action_log WHERE uid = ?`, uid) == 1
 	})
+
 }
 
 // TestAnEventQueuedBeforeTheErasureIsNotWritten holds the user's events in a worker's hands (a
@@ -140,18 +144,19 @@ func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
 	cfg := apitest.PrivacyConfig(t)
-	api := start(t, cfg, nil) // no worker: the test plays it
+	api := apitest.Start(t, cfg, nil) // no worker: the test plays it
 	db := apitest.DB(t, cfg)
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	const uid = "queued-then-erased"
 
-	id := api.createPopup(t, popupSpec("privacy-queued", nil))
-	eventually(t, 15*time.Second, "the popup is served", func() bool {
-		got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	id := api.CreatePopup(t, apitest.PopupSpec("privacy-queued", nil))
+	apitest.Eventually(t, 15*time.Second, "the popup is served", func() bool {
+		got, _ := api.Get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
 		return got == id
 	})
-	res := api.action(t, id, map[string]any{"uid": uid, "action": "close", "event_id": "ev-close-1"})
+
+	res := api.Action(t, id, map[string]any{"uid": uid, "action": "close", "event_id": "ev-close-1"})
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
 	queue := redisstore.NewQueue(rdb, keys, time.Minute)
@@ -171,16 +176,17 @@ func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 	eraser := &privacy.Eraser{Store: repo, Cache: redisstore.NewEraser(rdb, keys), Keyed: keyed, Now: time.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Owner: "test-eraser", Lease: 30 * time.Second,
 		Poll: time.Second, Settle: 10 * time.Millisecond, Drained: 20 * time.Second}
-	res = api.adminDo(t, http.MethodDelete, "/admin/v1/users/"+uid, nil)
+	res = api.AdminDo(t, http.MethodDelete, "/admin/v1/users/"+uid, nil)
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	erased := make(chan error, 1)
 	go func() {
 		_, err := eraser.RunOnce(ctx)
 		erased <- err
 	}()
-	eventually(t, 15*time.Second, "the tombstone is set", func() bool {
+	apitest.Eventually(t, 15*time.Second, "the tombstone is set", func() bool {
 		return apitest.Count(t, db, `SELECT COUNT(*) FROM privacy_tombstone WHERE uid_hash = ?`, keyed.UID(uid)) == 1
 	})
+
 	select {
 	case err := <-erased:
 		t.Fatalf("the erasure finished while a worker held the user's events: %v", err)
@@ -209,15 +215,15 @@ func TestAnEventQueuedBeforeTheErasureIsNotWritten(t *testing.T) {
 	assert.Empty(t, traces)
 
 	// A new visit is a new user's: the popup's reshow interval (a day) no longer hides it.
-	got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	got, _ := api.Get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
 	assert.Equal(t, id, got, "the erased impression still hides the popup")
 }
 
 func TestErasureAPI(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t) // no POPUP_PRIVACY_KEY
+	cfg := apitest.Config(t) // no POPUP_PRIVACY_KEY
 	cfg.AdminTokens = []string{"pat@publisher:tok-publisher"}
-	api := start(t, cfg, nil)
+	api := apitest.Start(t, cfg, nil)
 
 	tests := []struct {
 		name       string
@@ -227,18 +233,18 @@ func TestErasureAPI(t *testing.T) {
 		wantStatus int
 		wantCode   string
 	}{
-		{"erasures are off without a key", token, http.MethodDelete, "/admin/v1/users/u1", http.StatusNotImplemented, "erasure_not_configured"},
+		{"erasures are off without a key", apitest.Token, http.MethodDelete, "/admin/v1/users/u1", http.StatusNotImplemented, "erasure_not_configured"},
 		{"an erasure is an admin's", "tok-publisher", http.MethodDelete, "/admin/v1/users/u1", http.StatusForbidden, "forbidden"},
 		{"an export is an admin's", "tok-publisher", http.MethodGet, "/admin/v1/users/u1/export", http.StatusForbidden, "forbidden"},
 		{"a status is an admin's", "tok-publisher", http.MethodGet, "/admin/v1/erasures/0123456789abcdef0123456789abcdef", http.StatusForbidden, "forbidden"},
-		{"a bad uid", token, http.MethodDelete, "/admin/v1/users/bad%20uid", http.StatusBadRequest, "invalid_uid"},
-		{"a bad uid to export", token, http.MethodGet, "/admin/v1/users/bad%20uid/export", http.StatusBadRequest, "invalid_uid"},
-		{"a bad erasure id", token, http.MethodGet, "/admin/v1/erasures/nope", http.StatusBadRequest, "invalid_erasure_id"},
-		{"an unknown erasure", token, http.MethodGet, "/admin/v1/erasures/0123456789abcdef0123456789abcdef", http.StatusNotFound, "erasure_not_found"},
+		{"a bad uid", apitest.Token, http.MethodDelete, "/admin/v1/users/bad%20uid", http.StatusBadRequest, "invalid_uid"},
+		{"a bad uid to export", apitest.Token, http.MethodGet, "/admin/v1/users/bad%20uid/export", http.StatusBadRequest, "invalid_uid"},
+		{"a bad erasure id", apitest.Token, http.MethodGet, "/admin/v1/erasures/nope", http.StatusBadRequest, "invalid_erasure_id"},
+		{"an unknown erasure", apitest.Token, http.MethodGet, "/admin/v1/erasures/0123456789abcdef0123456789abcdef", http.StatusNotFound, "erasure_not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, body, raw := api.send(t, tt.tok, tt.method, tt.path, "", nil)
+			status, body, raw := api.Send(t, tt.tok, tt.method, tt.path, "", nil)
 			require.Equal(t, tt.wantStatus, status, raw)
 			e, _ := body["error"].(map[string]any)
 			assert.Equal(t, tt.wantCode, e["code"], raw)
@@ -253,39 +259,40 @@ func TestPrivacyAnswersMatchOpenAPI(t *testing.T) {
 	t.Parallel()
 	cfg := apitest.PrivacyConfig(t)
 	cfg.AdminTokens = []string{"vera@viewer:tok-viewer"}
-	api := start(t, cfg, nil)
+	api := apitest.Start(t, cfg, nil)
 	apitest.StartWorker(t, cfg)
-	off := start(t, testConfig(t), nil) // no POPUP_PRIVACY_KEY
-	s := newSpecChecker(t, api.admin, off.admin)
-	adm := "http://" + api.admin
-	auth := map[string]string{"Authorization": "Bearer " + token}
+	off := apitest.Start(t, apitest.Config(t), nil) // no POPUP_PRIVACY_KEY
+	s := apitest.NewSpecChecker(t, api.Admin, off.Admin)
+	adm := "http://" + api.Admin
+	auth := map[string]string{"Authorization": "Bearer " + apitest.Token}
 	viewer := map[string]string{"Authorization": "Bearer tok-viewer"}
 
-	_, body, _ := s.do(t, call{name: "erase", method: http.MethodDelete, url: adm + "/admin/v1/users/oa-erase", header: auth,
-		want: []int{http.StatusAccepted}})
+	_, body, _ := s.Do(t, apitest.Call{Name: "erase", Method: http.MethodDelete, URL: adm + "/admin/v1/users/oa-erase", Header: auth,
+		Want: []int{http.StatusAccepted}})
 	var erased struct {
 		ID string `json:"erasure_id"`
 	}
 	require.NoError(t, json.Unmarshal(body, &erased), "%s", body)
-	eventually(t, 60*time.Second, "the erasure is done", func() bool {
-		_, body, _ := s.do(t, call{name: "status", method: http.MethodGet, url: adm + "/admin/v1/erasures/" + erased.ID, header: auth,
-			want: []int{http.StatusOK}})
+	apitest.Eventually(t, 60*time.Second, "the erasure is done", func() bool {
+		_, body, _ := s.Do(t, apitest.Call{Name: "status", Method: http.MethodGet, URL: adm + "/admin/v1/erasures/" + erased.ID, Header: auth,
+			Want: []int{http.StatusOK}})
 		return strings.Contains(string(body), `"status":"done"`)
 	})
-	for _, c := range []call{
-		{name: "export", method: http.MethodGet, url: adm + "/admin/v1/users/oa-erase/export", header: auth, want: []int{http.StatusOK}},
-		{name: "export bad uid", method: http.MethodGet, url: adm + "/admin/v1/users/a%20b/export", header: auth, want: []int{http.StatusBadRequest}, errCode: "invalid_uid"},
-		{name: "export by a viewer", method: http.MethodGet, url: adm + "/admin/v1/users/oa-erase/export", header: viewer, want: []int{http.StatusForbidden}},
-		{name: "erase bad uid", method: http.MethodDelete, url: adm + "/admin/v1/users/a%20b", header: auth, want: []int{http.StatusBadRequest}, errCode: "invalid_uid"},
-		{name: "erase by a viewer", method: http.MethodDelete, url: adm + "/admin/v1/users/oa-erase", header: viewer, want: []int{http.StatusForbidden}},
-		{name: "erase without a key", method: http.MethodDelete, url: "http://" + off.admin + "/admin/v1/users/oa-erase", header: auth,
-			want: []int{http.StatusNotImplemented}, errCode: "erasure_not_configured"},
-		{name: "status bad id", method: http.MethodGet, url: adm + "/admin/v1/erasures/nope", header: auth, want: []int{http.StatusBadRequest}, errCode: "invalid_erasure_id"},
-		{name: "status unknown", method: http.MethodGet, url: adm + "/admin/v1/erasures/0123456789abcdef0123456789abcdef", header: auth,
-			want: []int{http.StatusNotFound}, errCode: "erasure_not_found"},
-		{name: "status by a viewer", method: http.MethodGet, url: adm + "/admin/v1/erasures/" + erased.ID, header: viewer, want: []int{http.StatusForbidden}},
+
+	for _, c := range []apitest.Call{
+		{Name: "export", Method: http.MethodGet, URL: adm + "/admin/v1/users/oa-erase/export", Header: auth, Want: []int{http.StatusOK}},
+		{Name: "export bad uid", Method: http.MethodGet, URL: adm + "/admin/v1/users/a%20b/export", Header: auth, Want: []int{http.StatusBadRequest}, ErrCode: "invalid_uid"},
+		{Name: "export by a viewer", Method: http.MethodGet, URL: adm + "/admin/v1/users/oa-erase/export", Header: viewer, Want: []int{http.StatusForbidden}},
+		{Name: "erase bad uid", Method: http.MethodDelete, URL: adm + "/admin/v1/users/a%20b", Header: auth, Want: []int{http.StatusBadRequest}, ErrCode: "invalid_uid"},
+		{Name: "erase by a viewer", Method: http.MethodDelete, URL: adm + "/admin/v1/users/oa-erase", Header: viewer, Want: []int{http.StatusForbidden}},
+		{Name: "erase without a key", Method: http.MethodDelete, URL: "http://" + off.Admin + "/admin/v1/users/oa-erase", Header: auth,
+			Want: []int{http.StatusNotImplemented}, ErrCode: "erasure_not_configured"},
+		{Name: "status bad id", Method: http.MethodGet, URL: adm + "/admin/v1/erasures/nope", Header: auth, Want: []int{http.StatusBadRequest}, ErrCode: "invalid_erasure_id"},
+		{Name: "status unknown", Method: http.MethodGet, URL: adm + "/admin/v1/erasures/0123456789abcdef0123456789abcdef", Header: auth,
+			Want: []int{http.StatusNotFound}, ErrCode: "erasure_not_found"},
+		{Name: "status by a viewer", Method: http.MethodGet, URL: adm + "/admin/v1/erasures/" + erased.ID, Header: viewer, Want: []int{http.StatusForbidden}},
 	} {
-		s.do(t, c)
+		s.Do(t, c)
 	}
 }
 
@@ -298,39 +305,42 @@ func TestPrivacyAnswersMatchOpenAPI(t *testing.T) {
 func TestTheExportHoldsEveryRowThatNamesTheUser(t *testing.T) {
 	t.Parallel()
 	cfg := apitest.PrivacyConfig(t)
-	api := start(t, cfg, nil)
+	api := apitest.Start(t, cfg, nil)
 	apitest.StartWorker(t, cfg)
 	db := apitest.DB(t, cfg)
 	ctx := context.Background()
 	const uid = "exp0rt-user.5c1e"
 
-	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase"})
+	res := api.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "purchase", "name": "Purchase"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	aud := api.createAudience(t, "export-vips")
-	status, _, raw := api.send(t, token, http.MethodPost, "/admin/v1/audiences/"+aud+"/members/add", "text/plain",
+	aud := api.CreateAudience(t, "export-vips")
+	status, _, raw := api.Send(t, apitest.Token, http.MethodPost, "/admin/v1/audiences/"+aud+"/members/add", "text/plain",
 		strings.NewReader(uid+"\nsomeone-else\n"))
 	require.Equal(t, http.StatusOK, status, raw)
 	// a draft whose targeting names the uid as a QA device, edited once: two revisions, two audit entries
-	qa := api.createPopup(t, popupSpec("export-qa", map[string]any{"status": "draft", "targeting": map[string]any{"uids": []string{uid}}}))
-	res = api.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(qa), popupSpec("export-qa", map[string]any{"status": "draft",
+	qa := api.CreatePopup(t, apitest.PopupSpec("export-qa", map[string]any{"status": "draft", "targeting": map[string]any{"uids": []string{uid}}}))
+	res = api.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(qa), apitest.PopupSpec("export-qa", map[string]any{"status": "draft",
 		"priority": 3, "targeting": map[string]any{"uids": []string{uid}}}))
+
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	id := api.createPopup(t, popupSpec("export-exp", map[string]any{"experiment": map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("export-exp", map[string]any{"experiment": map[string]any{
 		"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}}))
-	res = api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+
+	res = api.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	eventually(t, 15*time.Second, "the experiment is shown to the user", func() bool {
-		got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
+	apitest.Eventually(t, 15*time.Second, "the experiment is shown to the user", func() bool {
+		got, _ := api.Get(t, "uid="+uid+"&platform=ios&app_version=8.10.0")
 		return got == id
 	})
-	res = api.conversion(t, map[string]any{"uid": uid, "goal": "purchase", "event_id": "order-1"})
+
+	res = api.Conversion(t, map[string]any{"uid": uid, "goal": "purchase", "event_id": "order-1"})
 	require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
-	eventually(t, 15*time.Second, "the worker writes the exposure and attributes the conversion", func() bool {
+	apitest.Eventually(t, 15*time.Second, "the worker writes the exposure and attributes the conversion", func() bool {
 		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_experiment_goal_user WHERE uid = ?`, uid) == 1 &&
 			apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = ?`, uid) == 1
 	})
 
-	res = api.adminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
+	res = api.AdminDo(t, http.MethodGet, "/admin/v1/users/"+uid+"/export", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	n := func(key string) int64 {
 		list, ok := res.Body[key].([]any)

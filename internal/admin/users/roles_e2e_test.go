@@ -1,4 +1,4 @@
-package apiserver_test
+package users_test
 
 import (
 	"io"
@@ -12,26 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/apiserver/apitest"
-	"popupsvc/internal/config"
 )
 
 // Operator roles through the admin HTTP API against the real MariaDB and Redis
 // (docs/CONTRACT.md §9): what each role may write, that a refusal writes nothing, /me, and the
 // role in the audit log and the history.
 
-func startWithRoles(t *testing.T) (*instance, config.Config) {
-	t.Helper()
-	in, cfg := apitest.StartWithRoles(t)
-	return wrap(in), cfg
-}
-
 // rawGet is a GET of the admin listener whose answer is not JSON (metrics, pprof).
-func (in *instance) rawGet(t *testing.T, tok, path string) (int, string) {
+func rawGet(t *testing.T, in *apitest.Instance, tok, path string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+in.admin+path, nil)
+	req, err := http.NewRequest(http.MethodGet, "http://"+in.Admin+path, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+tok)
-	res, err := in.client.Do(req)
+	res, err := in.Client.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
@@ -39,16 +32,11 @@ func (in *instance) rawGet(t *testing.T, tok, path string) (int, string) {
 	return res.StatusCode, string(raw)
 }
 
-// tableCounts are the rows of the tables a popup write adds to.
-type tableCounts struct{ popups, revisions, audits int }
-
 func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 	t.Parallel()
-	api, cfg := startWithRoles(t)
+	api, cfg := apitest.StartWithRoles(t)
 	db := apitest.DB(t, cfg)
-	counts := func() tableCounts {
-		return tableCounts{countRows(t, db, "popup_config"), countRows(t, db, "popup_revision"), countRows(t, db, "popup_audit")}
-	}
+	counts := func() apitest.WriteCounts { return apitest.PopupWriteCounts(t, db) }
 
 	// request is one kind of write; draft and live are popups made for it by the admin.
 	type request struct {
@@ -60,44 +48,44 @@ func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 		req  func(name string, draft, live int64) request
 	}{
 		{"create a draft", func(name string, _, _ int64) request {
-			return request{http.MethodPost, "/admin/v1/popups", popupSpec(name+"-new", map[string]any{"status": "draft"})}
+			return request{http.MethodPost, "/admin/v1/popups", apitest.PopupSpec(name+"-new", map[string]any{"status": "draft"})}
 		}},
 		{"create an active popup", func(name string, _, _ int64) request {
-			return request{http.MethodPost, "/admin/v1/popups", popupSpec(name+"-new", nil)}
+			return request{http.MethodPost, "/admin/v1/popups", apitest.PopupSpec(name+"-new", nil)}
 		}},
 		{"edit a draft", func(name string, draft, _ int64) request {
-			return request{http.MethodPut, "/admin/v1/popups/" + itoa(draft), popupSpec(name+"-draft", map[string]any{"status": "draft", "priority": 7})}
+			return request{http.MethodPut, "/admin/v1/popups/" + apitest.Itoa(draft), apitest.PopupSpec(name+"-draft", map[string]any{"status": "draft", "priority": 7})}
 		}},
 		{"publish a draft", func(name string, draft, _ int64) request {
-			return request{http.MethodPut, "/admin/v1/popups/" + itoa(draft), popupSpec(name+"-draft", map[string]any{"status": "active"})}
+			return request{http.MethodPut, "/admin/v1/popups/" + apitest.Itoa(draft), apitest.PopupSpec(name+"-draft", map[string]any{"status": "active"})}
 		}},
 		{"edit a live popup", func(name string, _, live int64) request {
-			return request{http.MethodPut, "/admin/v1/popups/" + itoa(live), popupSpec(name+"-live", map[string]any{"priority": 7})}
+			return request{http.MethodPut, "/admin/v1/popups/" + apitest.Itoa(live), apitest.PopupSpec(name+"-live", map[string]any{"priority": 7})}
 		}},
 		{"unpublish a live popup", func(name string, _, live int64) request {
-			return request{http.MethodPut, "/admin/v1/popups/" + itoa(live), popupSpec(name+"-live", map[string]any{"status": "draft"})}
+			return request{http.MethodPut, "/admin/v1/popups/" + apitest.Itoa(live), apitest.PopupSpec(name+"-live", map[string]any{"status": "draft"})}
 		}},
 		{"archive a draft", func(_ string, draft, _ int64) request {
-			return request{http.MethodDelete, "/admin/v1/popups/" + itoa(draft), nil}
+			return request{http.MethodDelete, "/admin/v1/popups/" + apitest.Itoa(draft), nil}
 		}},
 		// The two saves that change nothing (the popup as created) write nothing when allowed,
 		// and are refused all the same to a role that may not make them: the role check comes
 		// before the no-op shortcut. The rollback below, to the revision the popup is at, is one
 		// too.
 		{"save a draft unchanged", func(name string, draft, _ int64) request {
-			return request{http.MethodPut, "/admin/v1/popups/" + itoa(draft), popupSpec(name+"-draft", map[string]any{"status": "draft"})}
+			return request{http.MethodPut, "/admin/v1/popups/" + apitest.Itoa(draft), apitest.PopupSpec(name+"-draft", map[string]any{"status": "draft"})}
 		}},
 		{"save a live popup unchanged", func(name string, _, live int64) request {
-			return request{http.MethodPut, "/admin/v1/popups/" + itoa(live), popupSpec(name+"-live", nil)}
+			return request{http.MethodPut, "/admin/v1/popups/" + apitest.Itoa(live), apitest.PopupSpec(name+"-live", nil)}
 		}},
 		{"roll back", func(_ string, _, live int64) request {
-			return request{http.MethodPost, "/admin/v1/popups/" + itoa(live) + "/rollback", map[string]any{"revision": 1}}
+			return request{http.MethodPost, "/admin/v1/popups/" + apitest.Itoa(live) + "/rollback", map[string]any{"revision": 1}}
 		}},
 		{"import", func(name string, _, _ int64) request {
-			return request{http.MethodPost, "/admin/v1/import", map[string]any{"popups": []any{popupSpec(name+"-imported", nil)}}}
+			return request{http.MethodPost, "/admin/v1/import", map[string]any{"popups": []any{apitest.PopupSpec(name+"-imported", nil)}}}
 		}},
 		{"dry-run import", func(name string, _, _ int64) request {
-			return request{http.MethodPost, "/admin/v1/import?dry_run=true", map[string]any{"popups": []any{popupSpec(name+"-imported", nil)}}}
+			return request{http.MethodPost, "/admin/v1/import?dry_run=true", map[string]any{"popups": []any{apitest.PopupSpec(name+"-imported", nil)}}}
 		}},
 		{"reload the cache", func(string, int64, int64) request { return request{http.MethodPost, "/admin/v1/cache/reload", nil} }},
 		{"list operators", func(string, int64, int64) request { return request{http.MethodGet, "/admin/v1/operators", nil} }},
@@ -119,12 +107,12 @@ func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 		for i, k := range kinds {
 			t.Run(role+" "+k.kind, func(t *testing.T) {
 				name := strings.ReplaceAll(role+" "+k.kind, " ", "-") // popupSpec's link_url ends with it
-				draft := api.createPopup(t, popupSpec(name+"-draft", map[string]any{"status": "draft"}))
-				live := api.createPopup(t, popupSpec(name+"-live", nil))
+				draft := api.CreatePopup(t, apitest.PopupSpec(name+"-draft", map[string]any{"status": "draft"}))
+				live := api.CreatePopup(t, apitest.PopupSpec(name+"-live", nil))
 				req := k.req(name, draft, live)
 				before := counts()
-				draftBefore := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(draft), nil)
-				liveBefore := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(live), nil)
+				draftBefore := api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(draft), nil)
+				liveBefore := api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(live), nil)
 
 				res := api.As(t, apitest.RoleTokens[role], req.method, req.path, req.body, nil)
 
@@ -138,21 +126,21 @@ func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 				assert.Equal(t, want[role][i], e["role_needed"])
 				assert.Regexp(t, regexp.MustCompile(`^[a-z].* needs the `+want[role][i]+` role; `+names[role]+` is `+article[role]+`$`), e["message"])
 				assert.Equal(t, before, counts(), "a refused write writes nothing: no popup, no revision, no audit entry")
-				assert.Equal(t, draftBefore.Raw, api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(draft), nil).Raw)
-				assert.Equal(t, liveBefore.Raw, api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(live), nil).Raw)
+				assert.Equal(t, draftBefore.Raw, api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(draft), nil).Raw)
+				assert.Equal(t, liveBefore.Raw, api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(live), nil).Raw)
 			})
 		}
 	}
 
 	t.Run("pprof is the admin's", func(t *testing.T) {
 		for role, want := range map[string]int{"viewer": 403, "editor": 403, "publisher": 403, "admin": 200, "old": 200} {
-			status, _ := api.rawGet(t, apitest.RoleTokens[role], "/debug/pprof/")
+			status, _ := rawGet(t, api, apitest.RoleTokens[role], "/debug/pprof/")
 			assert.Equal(t, want, status, role)
 		}
 	})
 
 	t.Run("refusals are counted by the role needed", func(t *testing.T) {
-		status, metrics := api.rawGet(t, apitest.RoleTokens["viewer"], "/metrics")
+		status, metrics := rawGet(t, api, apitest.RoleTokens["viewer"], "/metrics")
 		require.Equal(t, http.StatusOK, status, "every operator reads /metrics")
 		// From the table: the viewer's 10 editor + 2 publisher + 2 admin, the editor's 8
 		// publisher + 2 admin, the publisher's 2 admin; then pprof: 3 admin.
@@ -166,7 +154,7 @@ func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 
 func TestMeSaysWhatTheRoleMayDo(t *testing.T) {
 	t.Parallel()
-	api, _ := startWithRoles(t)
+	api, _ := apitest.StartWithRoles(t)
 	tests := []struct {
 		role, wantName, wantRole string
 		wantCan                  map[string]any
@@ -185,7 +173,7 @@ func TestMeSaysWhatTheRoleMayDo(t *testing.T) {
 		})
 	}
 
-	res := api.As(t, token, http.MethodGet, "/admin/v1/operators", nil, nil)
+	res := api.As(t, apitest.Token, http.MethodGet, "/admin/v1/operators", nil, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.JSONEq(t, `{"operators":[{"name":"admin","role":"admin"},{"name":"ed","role":"editor"},{"name":"old","role":"admin"},
 		{"name":"pat","role":"publisher"},{"name":"vera","role":"viewer"}]}`, res.Raw, "names and roles, by name; never a token")
@@ -193,9 +181,9 @@ func TestMeSaysWhatTheRoleMayDo(t *testing.T) {
 
 func TestAViewerReadsEverything(t *testing.T) {
 	t.Parallel()
-	api, _ := startWithRoles(t)
-	id := itoa(api.createPopup(t, popupSpec("read-me", nil)))
-	waitServed(t, api, id)
+	api, _ := apitest.StartWithRoles(t)
+	id := apitest.Itoa(api.CreatePopup(t, apitest.PopupSpec("read-me", nil)))
+	api.WaitServed(t, id)
 	const viewer = "tok-viewer"
 	for _, path := range []string{"/admin/v1/popups", "/admin/v1/popups/" + id, "/admin/v1/popups/" + id + "/history",
 		"/admin/v1/popups/" + id + "/stats", "/admin/v1/stats", "/admin/v1/audit", "/admin/v1/export", "/admin/v1/users/u1/state",
@@ -204,21 +192,21 @@ func TestAViewerReadsEverything(t *testing.T) {
 		assert.Equal(t, http.StatusOK, res.Status, "%s: %s", path, res.Raw)
 	}
 	res := api.As(t, viewer, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": "u1", "platform": "ios", "app_version": "8.10.0",
-		"popup": popupSpec("a-draft-to-preview", nil)}, nil)
+		"popup": apitest.PopupSpec("a-draft-to-preview", nil)}, nil)
 	assert.Equal(t, http.StatusOK, res.Status, "a draft preview records nothing: a read; %s", res.Raw)
-	status, _ := api.rawGet(t, viewer, "/metrics")
+	status, _ := rawGet(t, api, viewer, "/metrics")
 	assert.Equal(t, http.StatusOK, status)
 }
 
 func TestTheAuditLogAndTheHistoryRecordTheRole(t *testing.T) {
 	t.Parallel()
-	api, _ := startWithRoles(t)
-	res := api.As(t, "tok-editor", http.MethodPost, "/admin/v1/popups", popupSpec("roles-audited", map[string]any{"status": "draft"}), nil)
+	api, _ := apitest.StartWithRoles(t)
+	res := api.As(t, "tok-editor", http.MethodPost, "/admin/v1/popups", apitest.PopupSpec("roles-audited", map[string]any{"status": "draft"}), nil)
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	id := itoa(int64(res.Body["id"].(float64)))
-	res = api.As(t, "tok-editor", http.MethodPut, "/admin/v1/popups/"+id, popupSpec("roles-audited", map[string]any{"status": "draft", "priority": 3}), nil)
+	id := apitest.Itoa(int64(res.Body["id"].(float64)))
+	res = api.As(t, "tok-editor", http.MethodPut, "/admin/v1/popups/"+id, apitest.PopupSpec("roles-audited", map[string]any{"status": "draft", "priority": 3}), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = api.As(t, "tok-publisher", http.MethodPut, "/admin/v1/popups/"+id, popupSpec("roles-audited", map[string]any{"status": "active"}), nil)
+	res = api.As(t, "tok-publisher", http.MethodPut, "/admin/v1/popups/"+id, apitest.PopupSpec("roles-audited", map[string]any{"status": "active"}), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	res = api.As(t, "tok-old", http.MethodDelete, "/admin/v1/popups/"+id, nil, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
