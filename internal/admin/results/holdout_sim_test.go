@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/popup"
 )
 
@@ -70,10 +71,10 @@ func TestHoldoutSimulatedThroughTheService(t *testing.T) {
 	sim.Seed = 24
 	api := sim.api
 
-	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": convGoal, "name": "Purchase", "value": "sum"})
+	res := api.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": convGoal, "name": "Purchase", "value": "sum"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
-	campaign := api.createPopup(t, popupSpec("holdout-sim", map[string]any{"priority": 10}))
-	res = api.adminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "UTC", "holdout_percent": holdoutSimPercent})
+	campaign := api.CreatePopup(t, apitest.PopupSpec("holdout-sim", map[string]any{"priority": 10}))
+	res = api.AdminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "UTC", "holdout_percent": holdoutSimPercent})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	started := sim.holdoutResults(t)
 	require.Equal(t, 1, started.Phase)
@@ -92,8 +93,8 @@ func TestHoldoutSimulatedThroughTheService(t *testing.T) {
 			break
 		}
 	}
-	eventually(t, 10*time.Second, "the holdout is served", func() bool {
-		r := api.adminDo(t, http.MethodGet, "/admin/v1/preview?uid="+url.QueryEscape(probe.UID)+"&"+sim.Query, nil)
+	apitest.Eventually(t, 10*time.Second, "the holdout is served", func() bool {
+		r := api.AdminDo(t, http.MethodGet, "/admin/v1/preview?uid="+url.QueryEscape(probe.UID)+"&"+sim.Query, nil)
 		var p struct {
 			Candidates []struct {
 				Reason string `json:"reason"`
@@ -102,7 +103,8 @@ func TestHoldoutSimulatedThroughTheService(t *testing.T) {
 		return r.Status == http.StatusOK && json.Unmarshal([]byte(r.Raw), &p) == nil &&
 			len(p.Candidates) > 0 && p.Candidates[0].Reason == "holdout"
 	})
-	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
+
+	apitest.Eventually(t, 10*time.Second, "the goal is accepted", func() bool {
 		return api.Conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
 	})
 
@@ -179,7 +181,7 @@ func TestHoldoutSimulatedThroughTheService(t *testing.T) {
 // holdoutResults reads the global holdout's results (the latest phase).
 func (s *serviceSim) holdoutResults(t *testing.T) holdoutResults {
 	t.Helper()
-	res := s.api.adminDo(t, http.MethodGet, "/admin/v1/holdout/results", nil)
+	res := s.api.AdminDo(t, http.MethodGet, "/admin/v1/holdout/results", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	var got holdoutResults
 	require.NoError(t, json.Unmarshal([]byte(res.Raw), &got), res.Raw)

@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"context"
@@ -205,7 +205,7 @@ func (u simUser) rng(seed uint64) *rand.Rand {
 // serviceSim is a popup-api and a popup-worker on the test MariaDB and Redis, and the settings of
 // the simulated clients that drive them.
 type serviceSim struct {
-	api *instance
+	api *apitest.Instance
 	cfg config.Config
 	// Clients is how many users are driven at once (8).
 	Clients int
@@ -223,18 +223,18 @@ type serviceSim struct {
 // popup-worker, both stopped when the test ends.
 func newServiceSim(t *testing.T, users int) *serviceSim {
 	t.Helper()
-	cfg := relaxedConfig(t)
+	cfg := apitest.Config(t)
 	cfg.KnownUsers = 2 * users
-	api := start(t, cfg, nil)
+	api := apitest.Start(t, cfg, nil)
 	apitest.StartWorker(t, cfg)
-	return &serviceSim{api: api, cfg: cfg, Clients: 8, Seed: 23, Query: "platform=web&app_version=1", Batch: 500, ingestKey: api.ingestKey(t)}
+	return &serviceSim{api: api, cfg: cfg, Clients: 8, Seed: 23, Query: "platform=web&app_version=1", Batch: 500, ingestKey: api.IngestKey(t)}
 }
 
 // startExperiment starts popup id's experiment through the admin API and returns the salt the
 // server drew for its phase (server-managed, docs/CONTRACT.md §10: a case plans its users with it).
 func (s *serviceSim) startExperiment(t *testing.T, id int64) string {
 	t.Helper()
-	res := s.api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+	res := s.api.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	exp, _ := res.Body["experiment"].(map[string]any)
 	require.NotNil(t, exp, res.Raw)
@@ -254,7 +254,7 @@ func (s *serviceSim) drive(ctx context.Context, users []simUser, behave simBehav
 	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	public := "http://" + s.api.public
+	public := "http://" + s.api.Public
 	visits := make([]simVisit, len(users))
 	next := make(chan int)
 	g, ctx := errgroup.WithContext(ctx)
@@ -402,7 +402,7 @@ func (s *serviceSim) drain(t *testing.T) {
 	keys := redisstore.Keys{Prefix: s.cfg.RedisPrefix, Shards: s.cfg.Shards()}
 	q := redisstore.NewQueue(testenv.Redis(t), keys, s.cfg.WorkerLease)
 	var left, dead int64
-	eventually(t, 5*time.Minute, "the worker drains the queue", func() bool {
+	apitest.Eventually(t, 5*time.Minute, "the worker drains the queue", func() bool {
 		left, dead = 0, 0
 		for shard := range keys.Shards {
 			st, err := q.Stats(t.Context(), shard)
@@ -412,6 +412,7 @@ func (s *serviceSim) drain(t *testing.T) {
 		}
 		return left == 0
 	})
+
 	require.Zero(t, dead, "dead-lettered events")
 }
 
@@ -487,7 +488,7 @@ type expResults struct {
 // experimentResults reads popup id's experiment results (the current phase).
 func (s *serviceSim) experimentResults(t *testing.T, id int64) expResults {
 	t.Helper()
-	res := s.api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/experiment/results", nil)
+	res := s.api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/results", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	var got expResults
 	require.NoError(t, json.Unmarshal([]byte(res.Raw), &got), res.Raw)

@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"strconv"

@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"flag"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
 )
@@ -68,14 +69,15 @@ func TestConversionsSimulatedThroughTheService(t *testing.T) {
 	sim := newServiceSim(t, users)
 	api := sim.api
 
-	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": convGoal, "name": "Purchase", "value": "sum"})
+	res := api.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": convGoal, "name": "Purchase", "value": "sum"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	// The planned end is now: the results are read after it, as at the end of a fixed-horizon
 	// test (the simulation is its weeks in seconds).
 	plannedEnd := time.Now().UTC().Truncate(time.Second)
-	id := api.createPopup(t, popupSpec("conv-sim", map[string]any{"priority": 10, "experiment": map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("conv-sim", map[string]any{"priority": 10, "experiment": map[string]any{
 		"coverage_percent": 100, "primary_goal": convGoal, "planned_end_at": plannedEnd.Format(time.RFC3339),
 		"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}}))
+
 	salt := sim.startExperiment(t, id)
 	keys := []string{"a", "b"}
 	plan := planByWeights(users, keys, []int{50, 50})
@@ -83,17 +85,17 @@ func TestConversionsSimulatedThroughTheService(t *testing.T) {
 		Variants: []popup.Variant{{Key: "a", Weight: 50}, {Key: "b", Weight: 50}}}))
 	require.NoError(t, err)
 	// The instance accepts the new goal (a conversion of a user nobody exposed counts nowhere).
-	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
+	apitest.Eventually(t, 10*time.Second, "the goal is accepted", func() bool {
 		return api.Conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
 	})
 
-	suffix := "~" + itoa(id) + "."
+	suffix := "~" + apitest.Itoa(id) + "."
 	behave := func(u simUser, shown simShown, rng *rand.Rand) (simDoes, error) {
 		arm := slices.Index(keys, u.Group)
 		switch {
 		case shown.PopupID != id || shown.Variant != u.Group:
 			return simDoes{}, fmt.Errorf("shown popup %d variant %q, the plan (the documented assignment) gives popup %d variant %q", shown.PopupID, shown.Variant, id, u.Group)
-		case !strings.HasSuffix(shown.DecisionID, suffix+itoa(int64(arm))):
+		case !strings.HasSuffix(shown.DecisionID, suffix+apitest.Itoa(int64(arm))):
 			return simDoes{}, fmt.Errorf("decision_id %q does not name arm %d of popup %d", shown.DecisionID, arm, id)
 		}
 		var d simDoes

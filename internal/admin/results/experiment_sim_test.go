@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
 )
@@ -80,16 +81,17 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 	api := sim.api
 
 	// The popup users in the control fall through to, and the popup with the experiment above it.
-	other := api.createPopup(t, popupSpec("sim-other", map[string]any{"priority": 1}))
+	other := api.CreatePopup(t, apitest.PopupSpec("sim-other", map[string]any{"priority": 1}))
 	variants := make([]map[string]any, 0, len(simArms)-1)
 	for _, a := range simArms[:len(simArms)-1] {
 		variants = append(variants, map[string]any{"key": a.key, "weight": a.weight, "title": "variant " + a.key,
 			"content": "content " + a.key, "image_url": "", "link_url": "https://example.com/" + a.key, "buttons": []any{}, "ext": map[string]any{}})
 	}
-	id := api.createPopup(t, popupSpec("sim-experiment", map[string]any{"priority": 10, "experiment": map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("sim-experiment", map[string]any{"priority": 10, "experiment": map[string]any{
 		"coverage_percent": 100, "variants": variants, "planned_end_at": nil,
 		"control": map[string]any{"weight": simArms[len(simArms)-1].weight, "mode": "fall_through"},
 	}}))
+
 	salt := sim.startExperiment(t, id)
 	armOf := simArmGroup(simExperiment(salt))
 	keys, weights := make([]string, len(simArms)), make([]int, len(simArms))
@@ -102,14 +104,14 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 
 	// The preview names the arm each user would get, as the assignment says, recording nothing.
 	for i := range 20 {
-		uid := "preview-" + itoa(int64(i))
-		res := api.adminDo(t, http.MethodGet, "/admin/v1/preview?uid="+uid+"&platform=ios&app_version=8.10.0", nil)
+		uid := "preview-" + apitest.Itoa(int64(i))
+		res := api.AdminDo(t, http.MethodGet, "/admin/v1/preview?uid="+uid+"&platform=ios&app_version=8.10.0", nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		assert.Equal(t, armOf(uid), res.Body["arm"], "uid %s: %s", uid, res.Raw)
 	}
 
 	control := len(simArms) - 1
-	controlSuffix := "~" + itoa(id) + "." + strconv.Itoa(control)
+	controlSuffix := "~" + apitest.Itoa(id) + "." + strconv.Itoa(control)
 	// Each user clicks what it is shown with its arm's probability, else closes it with closeRate;
 	// every answer is checked, as it comes, against the arm the plan gave the user (the documented
 	// assignment's).
@@ -150,8 +152,10 @@ func TestExperimentSimulatedThroughTheService(t *testing.T) {
 		}
 	}
 	got := sim.experimentResults(t, id)
-	var otherStats resultsBody
-	res := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(other)+"/stats", nil)
+	var otherStats struct {
+		Totals struct{ Impressions, Clicks int64 } `json:"totals"`
+	}
+	res := api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(other)+"/stats", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	require.NoError(t, json.Unmarshal([]byte(res.Raw), &otherStats), res.Raw)
 

@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
 )
@@ -33,24 +34,26 @@ func TestVerdictSimulatedThroughTheService(t *testing.T) {
 	buyRate := map[string]float64{"a": 0.05, "b": 0.15}
 	sim := newServiceSim(t, users)
 	api := sim.api
-	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": convGoal, "name": "Purchase", "value": "sum"})
+	res := api.AdminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": convGoal, "name": "Purchase", "value": "sum"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	plannedEnd := time.Now().UTC().Truncate(time.Second)
-	id := api.createPopup(t, popupSpec("verdict-sim", map[string]any{"priority": 10, "title": "Own", "experiment": map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("verdict-sim", map[string]any{"priority": 10, "title": "Own", "experiment": map[string]any{
 		"coverage_percent": 100, "primary_goal": convGoal, "planned_end_at": plannedEnd.Format(time.RFC3339),
 		"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A clicks"}, {"key": "b", "weight": 50, "title": "B sells"}}}}))
+
 	salt := sim.startExperiment(t, id)
 	keys := []string{"a", "b"}
 	plan := planByWeights(users, keys, []int{50, 50})
 	planned, err := planUsers(plan, simArmGroup(&popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Phase: 1, Salt: salt,
 		Variants: []popup.Variant{{Key: "a", Weight: 50}, {Key: "b", Weight: 50}}}))
 	require.NoError(t, err)
-	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
+	apitest.Eventually(t, 10*time.Second, "the goal is accepted", func() bool {
 		return api.Conversion(t, map[string]any{"uid": "goal-probe", "goal": convGoal, "event_id": "probe"}).Status == http.StatusAccepted
 	})
-	suffix := "~" + itoa(id) + "."
+
+	suffix := "~" + apitest.Itoa(id) + "."
 	behave := func(u simUser, shown simShown, rng *rand.Rand) (simDoes, error) {
-		if shown.PopupID != id || shown.Variant != u.Group || !strings.HasSuffix(shown.DecisionID, suffix+itoa(int64(slices.Index(keys, u.Group)))) {
+		if shown.PopupID != id || shown.Variant != u.Group || !strings.HasSuffix(shown.DecisionID, suffix+apitest.Itoa(int64(slices.Index(keys, u.Group)))) {
 			return simDoes{}, fmt.Errorf("shown popup %d variant %q (decision %q), the plan gives variant %q", shown.PopupID, shown.Variant, shown.DecisionID, u.Group)
 		}
 		var d simDoes
@@ -96,9 +99,9 @@ func TestVerdictSimulatedThroughTheService(t *testing.T) {
 	assert.NotContains(t, v.Summary+v.Why, "click")
 
 	// Conclude with the variant the console pre-selects (the verdict's winner): b's content ships.
-	res = api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/conclude", map[string]any{"variant": *v.Winner})
+	res = api.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/conclude", map[string]any{"variant": *v.Winner})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	stored := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	stored := api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body
 	assert.Equal(t, "B sells", stored["title"], "the better converter's content is the popup's own")
 	after := sim.experimentResults(t, id).Verdict
 	require.NotNil(t, after.Shipped)

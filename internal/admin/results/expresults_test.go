@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/event"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/mysqlstore"
@@ -69,23 +70,24 @@ func armEvents(popupID int64, salt, prefix string, users map[string]int, clickEv
 func TestExperimentResultsAreTheStatsOfTheRollup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := newClock()
-	cfg := testConfig(t)
-	api := start(t, cfg, clk)
+	clk := apitest.NewClock()
+	cfg := apitest.Config(t)
+	api := apitest.Start(t, cfg, clk)
 	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, 2)
 	require.NoError(t, err)
 	defer db.Close()
 
-	id := api.createPopup(t, map[string]any{"name": "results", "status": "draft"})
+	id := api.CreatePopup(t, map[string]any{"name": "results", "status": "draft"})
 	put := func(a, b int) string {
-		res := api.adminDo(t, http.MethodPut, fmt.Sprintf("/admin/v1/popups/%d", id), map[string]any{"name": "results", "status": "draft",
+		res := api.AdminDo(t, http.MethodPut, fmt.Sprintf("/admin/v1/popups/%d", id), map[string]any{"name": "results", "status": "draft",
 			"experiment": map[string]any{"variants": []map[string]any{{"key": "a", "weight": a, "title": "A"}, {"key": "b", "weight": b, "title": "B"}},
 				"control": map[string]any{"weight": 20, "mode": "none"}}})
+
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		return res.Body["experiment"].(map[string]any)["salt"].(string)
 	}
 	salt1 := put(40, 40)
-	res := api.adminDo(t, http.MethodPost, fmt.Sprintf("/admin/v1/popups/%d/experiment/start", id), nil)
+	res := api.AdminDo(t, http.MethodPost, fmt.Sprintf("/admin/v1/popups/%d/experiment/start", id), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	salt2 := put(50, 30) // new weights once phase 1 has run: phase 2, a new salt
 	require.NotEqual(t, salt1, salt2)
@@ -99,7 +101,7 @@ func TestExperimentResultsAreTheStatsOfTheRollup(t *testing.T) {
 	}
 
 	get := func(query string) expResults {
-		res := api.adminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/experiment/results%s", id, query), nil)
+		res := api.AdminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/experiment/results%s", id, query), nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		var out expResults
 		require.NoError(t, json.Unmarshal([]byte(res.Raw), &out))
