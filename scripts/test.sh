@@ -114,11 +114,14 @@ race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath
 venv_test_pkgs() { grep -rl --include='*_test.go' POPUP_VENV internal cmd | xargs -n1 dirname | sort -u | sed 's|^|popupsvc/|'; }
 # The go stage's packages, the longest-running first: go test runs -p (the CPUs, 2 here) test
 # binaries at a time and starts them in the order it was given the packages, so one of these
-# named late (import-path order puts internal/mysqlstore after thirty others) would run on alone
-# after the rest. A package missing from long_test_pkgs only runs later in the stage.
-long_test_pkgs='popupsvc/internal/apiserver
-popupsvc/internal/console/browsertest
-popupsvc/internal/mysqlstore'
+# named late (import-path order puts the console's browser tests and internal/mysqlstore after
+# thirty others) would run on alone after the rest. A package missing from long_test_pkgs only
+# runs later in the stage.
+long_test_pkgs='popupsvc/internal/console/browsertest
+popupsvc/internal/apiserver
+popupsvc/internal/mysqlstore
+popupsvc/internal/admin/results
+popupsvc/internal/admin/users'
 go_test_pkgs() {
   local pkgs; pkgs=$(race_test_pkgs | grep -vxF "$(venv_test_pkgs)")
   grep -xF "$pkgs" <<<"$long_test_pkgs" || true
