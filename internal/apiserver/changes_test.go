@@ -20,9 +20,7 @@ import (
 
 func countRows(t *testing.T, db *sql.DB, table string) int {
 	t.Helper()
-	var n int
-	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+table).Scan(&n))
-	return n
+	return apitest.Count(t, db, "SELECT COUNT(*) FROM "+table)
 }
 
 func TestOperatorsAreAttributedInTheAuditLog(t *testing.T) {

@@ -1,7 +1,6 @@
 package users_test
 
 import (
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -17,20 +16,6 @@ import (
 // Operator roles through the admin HTTP API against the real MariaDB and Redis
 // (docs/CONTRACT.md §9): what each role may write, that a refusal writes nothing, /me, and the
 // role in the audit log and the history.
-
-// rawGet is a GET of the admin listener whose answer is not JSON (metrics, pprof).
-func rawGet(t *testing.T, in *apitest.Instance, tok, path string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+in.Admin+path, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	res, err := in.Client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, string(raw)
-}
 
 func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 	t.Parallel()
@@ -134,13 +119,13 @@ func TestEachRoleWritesWhatItMayAndARefusalWritesNothing(t *testing.T) {
 
 	t.Run("pprof is the admin's", func(t *testing.T) {
 		for role, want := range map[string]int{"viewer": 403, "editor": 403, "publisher": 403, "admin": 200, "old": 200} {
-			status, _ := rawGet(t, api, apitest.RoleTokens[role], "/debug/pprof/")
+			status, _ := api.RawGet(t, apitest.RoleTokens[role], "/debug/pprof/")
 			assert.Equal(t, want, status, role)
 		}
 	})
 
 	t.Run("refusals are counted by the role needed", func(t *testing.T) {
-		status, metrics := rawGet(t, api, apitest.RoleTokens["viewer"], "/metrics")
+		status, metrics := api.RawGet(t, apitest.RoleTokens["viewer"], "/metrics")
 		require.Equal(t, http.StatusOK, status, "every operator reads /metrics")
 		// From the table: the viewer's 10 editor + 2 publisher + 2 admin, the editor's 8
 		// publisher + 2 admin, the publisher's 2 admin; then pprof: 3 admin.
@@ -194,7 +179,7 @@ func TestAViewerReadsEverything(t *testing.T) {
 	res := api.As(t, viewer, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": "u1", "platform": "ios", "app_version": "8.10.0",
 		"popup": apitest.PopupSpec("a-draft-to-preview", nil)}, nil)
 	assert.Equal(t, http.StatusOK, res.Status, "a draft preview records nothing: a read; %s", res.Raw)
-	status, _ := rawGet(t, api, viewer, "/metrics")
+	status, _ := api.RawGet(t, viewer, "/metrics")
 	assert.Equal(t, http.StatusOK, status)
 }
 

@@ -93,19 +93,27 @@ func (in *Instance) As(t *testing.T, tok, method, path string, body any, header 
 	return in.Do(t, method, "http://"+in.Admin+path, body, h)
 }
 
-// Metrics is the admin listener's /metrics page.
-func (in *Instance) Metrics(t *testing.T) string {
+// RawGet is a GET of the admin listener, as the operator of token tok, whose answer is not JSON
+// (metrics, pprof): its status and body.
+func (in *Instance) RawGet(t *testing.T, tok, path string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+in.Admin+"/metrics", nil)
+	req, err := http.NewRequest(http.MethodGet, "http://"+in.Admin+path, nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+Token)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	res, err := in.Client.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
-	return string(body)
+	return res.StatusCode, string(raw)
+}
+
+// Metrics is the admin listener's /metrics page.
+func (in *Instance) Metrics(t *testing.T) string {
+	t.Helper()
+	status, body := in.RawGet(t, Token, "/metrics")
+	require.Equal(t, http.StatusOK, status, body)
+	return body
 }
 
 // PublicPopup polls GET /api/v1/popup for uid until want(popup) holds (a change is served within 2 s).
