@@ -112,7 +112,21 @@ race_test_pkgs() { go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath
 # The packages whose tests run .venv's Python (POPUP_VENV): the go-venv stage tests them once
 # venv is done, so that the go stage need not wait for pip.
 venv_test_pkgs() { grep -rl --include='*_test.go' POPUP_VENV internal cmd | xargs -n1 dirname | sort -u | sed 's|^|popupsvc/|'; }
-go_test_pkgs() { race_test_pkgs | grep -vxF "$(venv_test_pkgs)"; }
+# The go stage's packages, the longest-running first: go test runs -p (the CPUs, 2 here) test
+# binaries at a time and starts them in the order it was given the packages, so one of these
+# named late (import-path order puts the console's browser tests and internal/mysqlstore after
+# thirty others) would run on alone after the rest. A package missing from long_test_pkgs only
+# runs later in the stage.
+long_test_pkgs='popupsvc/internal/console/browsertest
+popupsvc/internal/apiserver
+popupsvc/internal/mysqlstore
+popupsvc/internal/admin/results
+popupsvc/internal/admin/users'
+go_test_pkgs() {
+  local pkgs; pkgs=$(race_test_pkgs | grep -vxF "$(venv_test_pkgs)")
+  grep -xF "$pkgs" <<<"$long_test_pkgs" || true
+  grep -vxF "$long_test_pkgs" <<<"$pkgs"
+}
 # test_deps PKG...: the packages outside this module that the tests of PKG import (chromedp,
 # kin-openapi, testify...): go build of a package does not compile its tests' imports.
 test_deps() {
@@ -201,9 +215,8 @@ ENV
 # -vet=off: the lint stage runs every analyzer of go test's vet (and more) on these packages
 # -parallel 4: most tests wait on servers, browsers and timers more than they compute
 # -timeout 15m: the alarm catches a hung test; internal/apiserver's tests, one process, ran past
-# go test's 10 minutes on a machine shared with other work once its console tests grew (their
-# sequential browser tests go first, the parallel ones wait for them). Splitting that package by
-# feature (its tests beside each admin slice) is the fix that shortens it, not this.
+# go test's 10 minutes on a machine shared with other work while the console's browser tests
+# were still among them (they are internal/console/browsertest's now, a process of their own).
 gotests() {
   export POPUP_TEST_TIMED_ELSEWHERE=1 # the timed stage runs them
   "${gotest[@]}" -vet=off -parallel 4 -timeout 15m ${GOTEST_FLAGS:-} $(go_test_pkgs)
@@ -251,10 +264,14 @@ chaos_faults() {
 }
 cluster() {
   # Several comma-separated seeds in POPUP_TEST_REDIS_ADDR make testenv (and the service) use
-  # a cluster. The adapters' packages run whole; apiserver only its Redis-facing tests.
+  # a cluster. The adapters' packages run whole; the other packages with tests marked
+  # testenv.RedisFacing (apiserver's, the admin slices' end-to-end tests) only those tests.
   export POPUP_TEST_REDIS_ADDR="$cluster_addr"
-  "${gotest[@]}" -timeout 5m ./internal/redisstore/ ./internal/drain/ ./cmd/popup-worker/
-  POPUP_TEST_REDIS_FACING_ONLY=1 "${gotest[@]}" -timeout 5m ./internal/apiserver/
+  local whole=(./internal/redisstore/ ./internal/drain/ ./cmd/popup-worker/)
+  "${gotest[@]}" -timeout 5m "${whole[@]}"
+  POPUP_TEST_REDIS_FACING_ONLY=1 "${gotest[@]}" -timeout 5m \
+    $(grep -rl --include='*_test.go' 'testenv\.RedisFacing(t)' internal cmd | xargs -n1 dirname | sort -u |
+      sed 's|^|./|; s|$|/|' | grep -vxF "$(printf '%s\n' "${whole[@]}")")
 }
 clients() {
   # at a lower CPU priority, as deploy: nothing waits for it until the go stage is done, and its

@@ -119,8 +119,8 @@ func TestAudienceTargetingServesMembersOnAllInstances(t *testing.T) {
 	for _, in := range []*instance{api, other} {
 		require.Eventually(t, func() bool { return !in.shows(t, "vip-1", id) }, 10*time.Second, 20*time.Millisecond)
 	}
-	assert.Contains(t, other.metrics(t), "popup_audiences_held 2")
-	assert.Contains(t, other.metrics(t), "popup_audience_unbound_popups 0")
+	assert.Contains(t, other.Metrics(t), "popup_audiences_held 2")
+	assert.Contains(t, other.Metrics(t), "popup_audience_unbound_popups 0")
 }
 
 // TestAudienceFailClosedWithMySQLDownAtStart: an instance that starts while MySQL is down takes
@@ -153,7 +153,7 @@ func TestAudienceFailClosedWithMySQLDownAtStart(t *testing.T) {
 	reason, aud := api.explainReason(t, "vip-1", id)
 	assert.Equal(t, "audience_not_loaded", reason)
 	assert.Equal(t, num64(t, vips), aud)
-	metrics := api.metrics(t)
+	metrics := api.Metrics(t)
 	assert.Contains(t, metrics, "popup_audience_unbound_popups 2")
 	assert.NotContains(t, metrics, "popup_audience_fail_closed_total 0")
 	assert.Contains(t, metrics, "popup_ready 1")
@@ -166,7 +166,7 @@ func TestAudienceFailClosedWithMySQLDownAtStart(t *testing.T) {
 	mysqlProxy.SetDown(true)
 	// The instance knows MySQL is down: every audience read now fails at the gate. (A loop, not
 	// require.Eventually: api.metrics may fail the test, which only the test's goroutine may do.)
-	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(api.metrics(t), `popup_dependency_up{dependency="mysql"} 0`); {
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(api.Metrics(t), `popup_dependency_up{dependency="mysql"} 0`); {
 		require.True(t, time.Now().Before(deadline), "popup-api never saw MySQL go down")
 		time.Sleep(50 * time.Millisecond)
 	}

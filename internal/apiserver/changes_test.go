@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
@@ -13,47 +12,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/config"
-	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // Change control through the admin HTTP API against the real MariaDB and Redis: operators,
 // audit log, history and rollback, list pages, export and import.
 
-func (in *instance) as(t *testing.T, tok, method, path string, body any, header map[string]string) response {
-	t.Helper()
-	h := map[string]string{"Authorization": "Bearer " + tok}
-	for k, v := range header {
-		h[k] = v
-	}
-	return in.do(t, method, "http://"+in.admin+path, body, h)
-}
-
-func testDB(t *testing.T, cfg config.Config) *sql.DB {
-	t.Helper()
-	db, err := mysqlstore.Open(context.Background(), cfg.MySQLDSN, 2)
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 func countRows(t *testing.T, db *sql.DB, table string) int {
 	t.Helper()
-	var n int
-	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+table).Scan(&n))
-	return n
-}
-
-func entries(t *testing.T, res response) []map[string]any {
-	t.Helper()
-	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	raw, ok := res.Body["entries"].([]any)
-	require.True(t, ok, res.Raw)
-	out := make([]map[string]any, len(raw))
-	for i, e := range raw {
-		out[i] = e.(map[string]any)
-	}
-	return out
+	return apitest.Count(t, db, "SELECT COUNT(*) FROM "+table)
 }
 
 func TestOperatorsAreAttributedInTheAuditLog(t *testing.T) {
@@ -65,23 +32,23 @@ func TestOperatorsAreAttributedInTheAuditLog(t *testing.T) {
 	cfg.AdminTokensFile = file
 	api := start(t, cfg, nil)
 
-	res := api.as(t, "tok-alice", http.MethodPost, "/admin/v1/popups", popupSpec("attributed", nil), nil)
+	res := api.As(t, "tok-alice", http.MethodPost, "/admin/v1/popups", popupSpec("attributed", nil), nil)
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	id := int64(res.Body["id"].(float64))
-	res = api.as(t, "tok-bob", http.MethodPut, "/admin/v1/popups/"+itoa(id), popupSpec("attributed", map[string]any{"priority": 5}),
+	res = api.As(t, "tok-bob", http.MethodPut, "/admin/v1/popups/"+itoa(id), popupSpec("attributed", map[string]any{"priority": 5}),
 		map[string]string{"If-Match": res.Header.Get("ETag")})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = api.as(t, "tok-carol", http.MethodDelete, "/admin/v1/popups/"+itoa(id), nil, nil)
+	res = api.As(t, "tok-carol", http.MethodDelete, "/admin/v1/popups/"+itoa(id), nil, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = api.as(t, token, http.MethodPost, "/admin/v1/popups", popupSpec("by admin", map[string]any{"link_url": "https://example.com/a"}), nil)
+	res = api.As(t, token, http.MethodPost, "/admin/v1/popups", popupSpec("by admin", map[string]any{"link_url": "https://example.com/a"}), nil)
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 
 	for _, tok := range []string{"tok-alic", "tok-alice2", "wrong", ""} {
-		res = api.as(t, tok, http.MethodGet, "/admin/v1/audit", nil, nil)
+		res = api.As(t, tok, http.MethodGet, "/admin/v1/audit", nil, nil)
 		assert.Equal(t, http.StatusUnauthorized, res.Status, "token %q", tok)
 	}
 
-	all := entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit", nil))
+	all := apitest.Entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit", nil))
 	require.Len(t, all, 4)
 	type row struct {
 		actor, action string
@@ -101,10 +68,10 @@ func TestOperatorsAreAttributedInTheAuditLog(t *testing.T) {
 	assert.Equal(t, float64(id), update["popup_id"])
 	assert.NotEmpty(t, update["at"])
 
-	bob := entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit?actor=bob", nil))
+	bob := apitest.Entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit?actor=bob", nil))
 	require.Len(t, bob, 1)
 	assert.Equal(t, "update", bob[0]["action"])
-	ofPopup := entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit?popup_id="+itoa(id), nil))
+	ofPopup := apitest.Entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit?popup_id="+itoa(id), nil))
 	assert.Len(t, ofPopup, 3)
 
 	// Pages of one, following next.
@@ -112,7 +79,7 @@ func TestOperatorsAreAttributedInTheAuditLog(t *testing.T) {
 	cursor := ""
 	for page := 0; page < 10; page++ {
 		res := api.adminDo(t, http.MethodGet, "/admin/v1/audit?limit=1"+cursor, nil)
-		es := entries(t, res)
+		es := apitest.Entries(t, res)
 		for _, e := range es {
 			ids = append(ids, e["id"].(float64))
 		}
@@ -149,7 +116,7 @@ func TestAFailedWriteLeavesNoRevisionAndNoAuditEntry(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
-	db := testDB(t, cfg)
+	db := apitest.DB(t, cfg)
 	api.createPopup(t, popupSpec("taken", nil))
 	res := api.adminDo(t, http.MethodPost, "/admin/v1/popups", popupSpec("other", nil))
 	require.Equal(t, http.StatusCreated, res.Status)
@@ -176,7 +143,7 @@ func TestAFailedWriteLeavesNoRevisionAndNoAuditEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := api.as(t, token, tt.method, tt.path, tt.body, tt.header)
+			res := api.As(t, token, tt.method, tt.path, tt.body, tt.header)
 			require.Equal(t, tt.wantStatus, res.Status, res.Raw)
 			assert.Equal(t, tt.wantCode, res.Body["error"].(map[string]any)["code"])
 			assert.Equal(t, audits, countRows(t, db, "popup_audit"), "no audit entry")
@@ -204,7 +171,7 @@ func TestHistoryAndRollbackPropagate(t *testing.T) {
 	const q = "uid=u1&platform=web&app_version=1"
 
 	id := a.createPopup(t, popupSpec("rolled", map[string]any{"title": "first", "reshow_after_seconds": 0}))
-	res := a.as(t, "tok-alice", http.MethodPut, "/admin/v1/popups/"+itoa(id), popupSpec("rolled", map[string]any{"title": "second", "reshow_after_seconds": 0}), nil)
+	res := a.As(t, "tok-alice", http.MethodPut, "/admin/v1/popups/"+itoa(id), popupSpec("rolled", map[string]any{"title": "second", "reshow_after_seconds": 0}), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 
 	res = a.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/history", nil)
@@ -221,9 +188,9 @@ func TestHistoryAndRollbackPropagate(t *testing.T) {
 	assert.Equal(t, float64(id), oldest["popup"].(map[string]any)["id"])
 
 	// A rollback honours If-Match like a PUT.
-	res = a.as(t, "tok-alice", http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback", map[string]any{"revision": 1}, map[string]string{"If-Match": `"1"`})
+	res = a.As(t, "tok-alice", http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback", map[string]any{"revision": 1}, map[string]string{"If-Match": `"1"`})
 	require.Equal(t, http.StatusPreconditionFailed, res.Status, res.Raw)
-	res = a.as(t, "tok-alice", http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback", map[string]any{"revision": 1}, map[string]string{"If-Match": `"2"`})
+	res = a.As(t, "tok-alice", http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback", map[string]any{"revision": 1}, map[string]string{"If-Match": `"2"`})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	began := time.Now()
 	assert.Equal(t, `"3"`, res.Header.Get("ETag"))
@@ -244,7 +211,7 @@ func TestHistoryAndRollbackPropagate(t *testing.T) {
 	assert.Equal(t, "first", title, "instance b serves the rolled-back content within 2 s")
 	t.Logf("rollback propagated in %s", time.Since(began))
 
-	log := entries(t, a.adminDo(t, http.MethodGet, "/admin/v1/audit?popup_id="+itoa(id)+"&limit=1", nil))
+	log := apitest.Entries(t, a.adminDo(t, http.MethodGet, "/admin/v1/audit?popup_id="+itoa(id)+"&limit=1", nil))
 	require.Len(t, log, 1)
 	assert.Equal(t, "rollback", log[0]["action"])
 	assert.Equal(t, "alice", log[0]["actor"])

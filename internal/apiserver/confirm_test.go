@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/testenv"
@@ -108,7 +109,7 @@ func TestUnconfirmedReservationExpiresWithoutTrace(t *testing.T) {
 	assert.Zero(t, today)
 	res = api.action(t, id, map[string]any{"uid": "d1", "action": "impression", "decision_id": dropped})
 	assert.Equal(t, http.StatusConflict, res.Status, res.Raw)
-	assert.Equal(t, "reservation_expired", errCode(res), res.Raw)
+	assert.Equal(t, "reservation_expired", apitest.ErrCode(res), res.Raw)
 	assert.Zero(t, rdb.LLen(ctx, keys.Queue(keys.Shard("d1"))).Val(), "a late confirmation counts nothing")
 
 	got, res = api.get(t, confirmQuery+"d1")
@@ -202,14 +203,7 @@ func TestConfirmInputErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := tt.give()
 			assert.Equal(t, tt.wantCode, res.Status, res.Raw)
-			assert.Equal(t, tt.wantErr, errCode(res), res.Raw)
+			assert.Equal(t, tt.wantErr, apitest.ErrCode(res), res.Raw)
 		})
 	}
-}
-
-// errCode is the error answer's code.
-func errCode(res response) string {
-	e, _ := res.Body["error"].(map[string]any)
-	code, _ := e["code"].(string)
-	return code
 }

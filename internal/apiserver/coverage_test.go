@@ -44,7 +44,7 @@ func TestWarnsOfAClusterRequiringFullCoverage(t *testing.T) {
 	logs := &lockedBuffer{}
 	api := launchLogged(t, cfg, nil, true, logs)
 	require.Eventually(t, func() bool {
-		return strings.Contains(api.metrics(t), "popup_redis_cluster_full_coverage_nodes 3")
+		return strings.Contains(api.Metrics(t), "popup_redis_cluster_full_coverage_nodes 3")
 	}, 15*time.Second, 50*time.Millisecond, "the coverage gauge")
 	warning := logs.String()
 	assert.Contains(t, warning, "level=WARN")

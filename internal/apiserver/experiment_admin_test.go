@@ -264,10 +264,8 @@ func TestExperimentAdminLifecycle(t *testing.T) {
 func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
 	t.Parallel()
 	api, cfg := startWithRoles(t)
-	db := testDB(t, cfg)
-	counts := func() tableCounts {
-		return tableCounts{countRows(t, db, "popup_config"), countRows(t, db, "popup_revision"), countRows(t, db, "popup_audit")}
-	}
+	db := apitest.DB(t, cfg)
+	counts := func() apitest.WriteCounts { return apitest.PopupWriteCounts(t, db) }
 	// Each kind makes its popup (by the admin), brings its experiment where the transition
 	// applies, and names the transition.
 	type kind struct {
@@ -304,7 +302,7 @@ func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
 				if k.body != "" {
 					body = k.body
 				}
-				res := api.as(t, roleTokens[role], http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.transition, body, nil)
+				res := api.As(t, apitest.RoleTokens[role], http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.transition, body, nil)
 				if want[role][i] == "200" {
 					require.Equal(t, http.StatusOK, res.Status, res.Raw)
 					return

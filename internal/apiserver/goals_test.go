@@ -181,12 +181,6 @@ func TestGoalsAdmin(t *testing.T) {
 	})
 }
 
-// conversion posts one conversion to the public listener, with no credential.
-func (in *instance) conversion(t *testing.T, body any) response {
-	t.Helper()
-	return in.do(t, http.MethodPost, "http://"+in.public+"/api/v1/conversions", body, nil)
-}
-
 func (in *instance) ingestKey(t *testing.T) string {
 	t.Helper()
 	return in.IngestKey(t)
@@ -207,12 +201,12 @@ func TestABatchRefusesOnlyTheConversionsOfARateLimitedUID(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ActionRateLimit = 2
 	api := start(t, cfg, nil)
-	startWorker(t, cfg)
-	db := testDB(t, cfg)
+	apitest.StartWorker(t, cfg)
+	db := apitest.DB(t, cfg)
 	res := api.adminDo(t, http.MethodPost, "/admin/v1/goals", map[string]any{"key": "signup", "name": "Sign-up"})
 	require.Equal(t, http.StatusCreated, res.Status, res.Raw)
 	eventually(t, 10*time.Second, "the goal is accepted", func() bool {
-		return api.conversion(t, map[string]any{"uid": "probe", "goal": "signup", "event_id": "probe"}).Status == http.StatusAccepted
+		return api.Conversion(t, map[string]any{"uid": "probe", "goal": "signup", "event_id": "probe"}).Status == http.StatusAccepted
 	})
 	var batch []map[string]any
 	for i, uid := range []string{"hot", "cold-1", "hot", "hot", "cold-2", "hot"} {
@@ -230,8 +224,8 @@ func TestABatchRefusesOnlyTheConversionsOfARateLimitedUID(t *testing.T) {
 	}
 	assert.Equal(t, []string{"conversions[3].uid", "conversions[5].uid"}, fields, "the hot uid's conversions over its limit of 2, and only those")
 	eventually(t, 15*time.Second, "the others are written", func() bool {
-		return count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'cold-%'`) == 2 &&
-			count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot'`) == 2
+		return apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid LIKE 'cold-%'`) == 2 &&
+			apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot'`) == 2
 	})
-	assert.Equal(t, 2, count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot' AND event_id IN ('e0', 'e2')`))
+	assert.Equal(t, 2, apitest.Count(t, db, `SELECT COUNT(*) FROM popup_conversion_log WHERE uid = 'hot' AND event_id IN ('e0', 'e2')`))
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/config"
@@ -49,6 +50,17 @@ func launch(t testing.TB, cfg config.Config, clk *clock, ready bool) *instance {
 func launchLogged(t testing.TB, cfg config.Config, clk *clock, ready bool, logs io.Writer) *instance {
 	t.Helper()
 	return wrap(apitest.LaunchLogged(t, cfg, clk, ready, logs))
+}
+
+func startWithRoles(t *testing.T) (*instance, config.Config) {
+	t.Helper()
+	in, cfg := apitest.StartWithRoles(t)
+	return wrap(in), cfg
+}
+
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	apitest.Eventually(t, d, what, cond)
 }
 
 func (in *instance) do(t *testing.T, method, url string, body any, header map[string]string) response {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 func readyVersion(t *testing.T, in *instance) float64 {
@@ -31,7 +33,7 @@ func TestImportDryRunAndRoundTrip(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
-	db := testDB(t, cfg)
+	db := apitest.DB(t, cfg)
 	kept := api.createPopup(t, popupSpec("kept", nil))
 	changed := api.createPopup(t, popupSpec("changed", nil))
 	archived := api.createPopup(t, popupSpec("archived", nil))
@@ -73,7 +75,7 @@ func TestImportDryRunAndRoundTrip(t *testing.T) {
 	assert.EqualValues(t, 2, res.Body["revision"])
 	res = api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(kept), nil)
 	assert.EqualValues(t, 1, res.Body["revision"], "an unchanged popup is not written")
-	log := entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit?popup_id="+itoa(changed)+"&limit=1", nil))
+	log := apitest.Entries(t, api.adminDo(t, http.MethodGet, "/admin/v1/audit?popup_id="+itoa(changed)+"&limit=1", nil))
 	assert.Equal(t, "import", log[0]["action"])
 	assert.Equal(t, "admin", log[0]["actor"])
 	assert.EqualValues(t, 0, log[0]["before"].(map[string]any)["priority"])
@@ -87,7 +89,7 @@ func TestImportErrorsNameThePopupAndTheField(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
-	db := testDB(t, cfg)
+	db := apitest.DB(t, cfg)
 	body := map[string]any{"popups": []any{
 		popupSpec("fine", nil),
 		popupSpec("bad-platform", map[string]any{"targeting": map[string]any{"platforms": []string{"symbian"}}}),

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/testenv"
@@ -28,7 +29,7 @@ func TestKnownUsersKeepMySQLOffTheFirstVisit(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.KnownUsers = 100_000
 	cfg.WarmInterval = 200 * time.Millisecond // the worker checks the filters this often
-	startWorker(t, cfg)
+	apitest.StartWorker(t, cfg)
 
 	// popup-api reaches MySQL through a proxy the test can take down; the worker does not.
 	apiCfg := cfg
@@ -98,7 +99,7 @@ func TestKnownUsersKeepMySQLOffTheFirstVisit(t *testing.T) {
 	// The worker may rebuild the filter (one uid) before the GET arrives; then the GET proves
 	// nothing about an untrusted filter, and the loss is made again (a bounded number of times).
 	untrusted := func() bool {
-		return regexp.MustCompile(`popup_user_state_misses_total\{answer="untrusted"\} [1-9]`).MatchString(api.metrics(t))
+		return regexp.MustCompile(`popup_user_state_misses_total\{answer="untrusted"\} [1-9]`).MatchString(api.Metrics(t))
 	}
 	for try := 0; try < 10; try++ {
 		all, err := testenv.RedisKeys(ctx, rdb, cfg.RedisPrefix+"*")
@@ -125,7 +126,7 @@ func TestKnownUsersKeepMySQLOffTheFirstVisit(t *testing.T) {
 	assert.Equal(t, "1", res.Header.Get("X-Popup-Degraded"), "the rebuilt filter knows the clicker")
 	mysqlProxy.SetDown(false)
 
-	m := api.metrics(t)
+	m := api.Metrics(t)
 	assert.Regexp(t, `popup_user_state_misses_total\{answer="new"\} [1-9]`, m)
 	assert.Regexp(t, `popup_user_state_misses_total\{answer="maybe"\} [1-9]`, m)
 	assert.Regexp(t, `popup_user_state_misses_total\{answer="untrusted"\} [1-9]`, m)

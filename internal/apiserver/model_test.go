@@ -118,7 +118,7 @@ func TestASaveThatChangesNothingWritesNothing(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	api := start(t, cfg, nil)
-	db := testDB(t, cfg)
+	db := apitest.DB(t, cfg)
 	id := api.createPopup(t, popupSpec("steady", nil))
 	res := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)

@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
@@ -101,8 +99,8 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &p))
 		strictID = itoa(p.ID)
 	}
-	waitServed(t, api, active)
-	waitServed(t, strict, strictID)
+	api.WaitServed(t, active)
+	strict.WaitServed(t, strictID)
 
 	// The popup as GET returns it, to send back on PUT.
 	_, stored, _ := s.do(t, call{method: http.MethodGet, url: adm + "/admin/v1/popups/" + active, header: auth, want: []int{http.StatusOK}})
@@ -396,20 +394,6 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	})
 }
 
-// waitServed waits until the instance serves popup id (config propagation is asynchronous).
-func waitServed(t *testing.T, in *instance, id string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		res := in.adminDo(t, http.MethodGet, "/admin/v1/preview?uid=oa-probe&platform=ios&app_version=8.10.0", nil)
-		if res.Status == http.StatusOK && bytes.Contains([]byte(res.Raw), []byte(`"id":`+id+`,`)) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("popup %s not served within 10 s", id)
-}
-
 // TestResponsesMatchOpenAPIWithDependenciesDown validates the answers of every route while MySQL,
 // then Redis, is unreachable (a proxy in front of each refuses connections): the degraded GET,
 // the 503s with Retry-After, readiness.
@@ -433,7 +417,7 @@ func TestResponsesMatchOpenAPIWithDependenciesDown(t *testing.T) {
 	var p struct{ ID int64 }
 	require.NoError(t, json.Unmarshal(body, &p), "%s", body)
 	id := itoa(p.ID)
-	waitServed(t, api, id)
+	api.WaitServed(t, id)
 
 	const (
 		ok, accepted, unavailable = http.StatusOK, http.StatusAccepted, http.StatusServiceUnavailable

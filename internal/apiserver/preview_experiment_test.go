@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"database/sql"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -9,31 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/popup"
 )
-
-// armUsers returns, for each arm of a running experiment (by index, the control last), the first
-// few uids with prefix the documented assignment puts in it.
-func armUsers(t *testing.T, e *popup.Experiment, prefix string, each int) [][]string {
-	t.Helper()
-	a := popup.NewAssigner(e)
-	out := make([][]string, e.ArmCount())
-	for i := 0; i < 100_000; i++ {
-		uid := prefix + itoa(int64(i))
-		if arm := a.Assign(uid); arm >= 0 && len(out[arm]) < each {
-			out[arm] = append(out[arm], uid)
-		}
-		full := true
-		for _, us := range out {
-			full = full && len(us) == each
-		}
-		if full {
-			return out
-		}
-	}
-	t.Fatalf("no %d users for every arm among 100,000", each)
-	return nil
-}
 
 // Both previews answer exactly what the public API then answers the same user (issue 41, 1): a
 // control with mode none gets no popup, a fall_through control the next popup, a variant its
@@ -60,7 +37,7 @@ func TestPreviewAnswersWhatThePublicAPIServes(t *testing.T) {
 		require.Equal(t, http.StatusOK, in.adminDo(t, http.MethodPost, "/admin/v1/cache/reload", nil).Status)
 		e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: salt,
 			Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlMode(mode)}}
-		users := armUsers(t, e, "x-"+mode+"-", 2)
+		users := apitest.ArmUsers(t, e, "x-"+mode+"-", 2)
 		wantArm := []string{"a", "discount", "control"}
 		for arm, uids := range users {
 			for _, uid := range uids {
@@ -106,7 +83,7 @@ func jsonOf(t *testing.T, v any) string {
 func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
 	t.Parallel()
 	in := start(t, testConfig(t), nil)
-	id := shippedExperiment(t, in, "", "discount")
+	id := in.ShippedExperiment(t, "", "discount")
 	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
 	require.Equal(t, "Discount", res.Body["title"])
 	rev := res.Body["revision"]
@@ -138,7 +115,7 @@ func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Equal(t, "Own", res.Body["title"])
 	assert.Nil(t, res.Body["experiment"], "the shipped state ended with the change")
-	in.publicPopup(t, "after-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
+	in.PublicPopup(t, "after-rollback", func(p map[string]any) bool { return p != nil && p["title"] == "Own" })
 }
 
 // The review of a new phase asks how many users keeping the assignment moves: counted user by
@@ -147,9 +124,9 @@ func TestReassignmentCountsTheUsersThatMove(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	in := start(t, cfg, nil)
-	id, _, e := startedExperiment(t, in, "none")
+	id, _, e := in.StartedExperiment(t, "none")
 	const users = 600
-	wantMoved := countedUsers(t, cfg.MySQLDSN, id, e, "r-", users)
+	wantMoved := apitest.CountedUsers(t, cfg.MySQLDSN, id, e, "r-", users)
 	require.Positive(t, wantMoved)
 	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
 	x := p["experiment"].(map[string]any)
@@ -161,27 +138,4 @@ func TestReassignmentCountsTheUsersThatMove(t *testing.T) {
 	assert.Equal(t, float64(wantMoved), res.Body["moved_users"])
 	assert.Equal(t, 1.0, res.Body["phase"])
 	assert.Equal(t, float64(2), in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["revision"], "nothing written")
-}
-
-// countedUsers writes n users (uids prefix0 …) into popup_experiment_user as the worker would have
-// counted them in e's phase, each in the arm the assignment gives, and returns how many of them
-// the weights 20/70/10 (a, discount, control) would move under the same salt: a keeps buckets
-// [0, 2000), discount takes [2000, 9000), the control keeps [9000, 10000).
-func countedUsers(t *testing.T, dsn string, id int64, e *popup.Experiment, prefix string, n int) int64 {
-	t.Helper()
-	db, err := sql.Open("mysql", dsn)
-	require.NoError(t, err)
-	defer db.Close()
-	assign := popup.NewAssigner(e)
-	var moved int64
-	for i := range n {
-		uid := prefix + itoa(int64(i))
-		arm := e.ArmKey(assign.Assign(uid))
-		_, err := db.ExecContext(t.Context(), `INSERT INTO popup_experiment_user (popup_id, salt, uid, arm, first_exposed_at) VALUES (?, ?, ?, ?, NOW(3))`, id, e.Salt, uid, arm)
-		require.NoError(t, err)
-		if b := popup.ArmBucket(e.Salt, uid); arm == "a" && b >= 2000 || arm == "discount" && b >= 9000 {
-			moved++
-		}
-	}
-	return moved
 }

@@ -12,7 +12,7 @@ import (
 	"popupsvc/internal/testenv"
 )
 
-const q = "uid=u1&platform=ios&app_version=8.10.0"
+const q = apitest.UserQuery
 
 func popupSpec(name string, extra map[string]any) map[string]any {
 	return apitest.PopupSpec(name, extra)

@@ -57,21 +57,6 @@ func (in *instance) status(t *testing.T, method, path string) (int, int) {
 	return res.StatusCode, len(body)
 }
 
-// metrics scrapes the admin listener's /metrics.
-func (in *instance) metrics(t *testing.T) string {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+in.admin+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := in.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
-	return string(body)
-}
-
 // requireAlive fails the test if popup-api has exited.
 func (in *instance) requireAlive(t *testing.T) {
 	t.Helper()
@@ -110,7 +95,7 @@ func TestStartsWithMySQLDownServesFromTheRedisCacheAndHeals(t *testing.T) {
 	assert.Equal(t, "mysql_unavailable", res.Body["error"].(map[string]any)["code"], res.Raw)
 	res = api.adminDo(t, http.MethodGet, "/admin/v1/popups", nil)
 	assert.Equal(t, http.StatusServiceUnavailable, res.Status, res.Raw)
-	metrics := api.metrics(t)
+	metrics := api.Metrics(t)
 	assert.Contains(t, metrics, `popup_dependency_up{dependency="mysql"} 0`)
 	assert.Contains(t, metrics, `popup_dependency_up{dependency="redis"} 1`)
 
@@ -118,7 +103,7 @@ func TestStartsWithMySQLDownServesFromTheRedisCacheAndHeals(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return api.adminDo(t, http.MethodPost, "/admin/v1/popups", popupSpec("after", nil)).Status == http.StatusCreated
 	}, 15*time.Second, 100*time.Millisecond, "admin writes work again once MySQL is back")
-	assert.Contains(t, api.metrics(t), `popup_dependency_up{dependency="mysql"} 1`)
+	assert.Contains(t, api.Metrics(t), `popup_dependency_up{dependency="mysql"} 1`)
 	api.requireAlive(t)
 }
 
