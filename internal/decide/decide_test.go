@@ -3,7 +3,6 @@ package decide_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,7 +46,7 @@ func (m *memStore) Get(_ context.Context, uid string, _ time.Time) (popup.Stored
 		return popup.StoredState{}, m.fail
 	}
 	st := m.states[uid]
-	st.Popups = maps.Clone(st.Popups)
+	st.Popups = st.Popups.Clone()
 	return popup.StoredState{UserState: st, Raw: strconv.Itoa(m.revs[uid])}, nil
 }
 
@@ -65,7 +64,7 @@ func (m *memStore) Record(_ context.Context, uid, prev string, next *popup.UserS
 	}
 	m.revs[uid]++
 	st := *next
-	st.Popups = maps.Clone(next.Popups)
+	st.Popups = next.Popups.Clone()
 	m.states[uid] = st
 	m.events = append(m.events, evs...)
 	return popup.Recorded, nil
@@ -160,11 +159,8 @@ func TestDecideShowsThenRemembersNothingUntilTheReshow(t *testing.T) {
 var hidden = active(9, func(p *popup.Popup) { p.Priority = 1 })
 
 func withHidden(st popup.UserState) popup.UserState {
-	st.Popups = maps.Clone(st.Popups)
-	if st.Popups == nil {
-		st.Popups = map[int64]popup.PopupState{}
-	}
-	st.Popups[9] = popup.PopupState{NextShowAt: t0.Add(48 * time.Hour), Impressions: 1, LastImpressionAt: t0}
+	st.Popups = st.Popups.Clone()
+	st.Popups.Set(9, popup.PopupState{NextShowAt: t0.Add(48 * time.Hour), Impressions: 1, LastImpressionAt: t0})
 	return st
 }
 
@@ -188,7 +184,7 @@ func TestLocalAnswerInvalidation(t *testing.T) {
 		{
 			name:     "held before the cooldown ends",
 			popups:   []popup.Popup{active(1, func(p *popup.Popup) { p.ClickCooldownSeconds = 86400 })},
-			state:    popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(5 * time.Hour), LastClickAt: t0.Add(-19 * time.Hour)}}},
+			state:    popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: t0.Add(5 * time.Hour), LastClickAt: t0.Add(-19 * time.Hour)}})},
 			at:       t0.Add(5*time.Hour - time.Second),
 			req:      iosReq,
 			wantRead: false,
@@ -196,7 +192,7 @@ func TestLocalAnswerInvalidation(t *testing.T) {
 		{
 			name:     "expires at the cooldown's end",
 			popups:   []popup.Popup{active(1, func(p *popup.Popup) { p.ClickCooldownSeconds = 86400 })},
-			state:    popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(5 * time.Hour), LastClickAt: t0.Add(-19 * time.Hour)}}},
+			state:    popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: t0.Add(5 * time.Hour), LastClickAt: t0.Add(-19 * time.Hour)}})},
 			at:       t0.Add(5 * time.Hour),
 			req:      iosReq,
 			wantRead: true, wantID: 1,
@@ -298,9 +294,9 @@ func TestLocalAnswerInvalidation(t *testing.T) {
 		{
 			name:   "another instance's impression only pushes the instant later: still held",
 			popups: []popup.Popup{active(1, nil)},
-			state:  popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}}},
+			state:  popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}})},
 			change: func(t *testing.T, f *fixture) {
-				f.store.set("u1", withHidden(popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(3 * time.Hour), Impressions: 2}}}))
+				f.store.set("u1", withHidden(popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: t0.Add(3 * time.Hour), Impressions: 2}})}))
 			},
 			at:       t0.Add(time.Hour - time.Second),
 			req:      iosReq,
@@ -333,7 +329,7 @@ func TestLocalAnswerInvalidation(t *testing.T) {
 func TestLocalAnswerNeverShowingIsHeldUntilAConfigChange(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1000, popup.Pacing{}, active(1, func(p *popup.Popup) { p.MaxImpressions = 1 }))
-	f.store.set("u1", popup.UserState{Popups: map[int64]popup.PopupState{1: {Impressions: 1}}})
+	f.store.set("u1", popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {Impressions: 1}})})
 	_, _, read := f.decide(t, iosReq, t0)
 	require.True(t, read)
 	_, _, read = f.decide(t, iosReq, t0.Add(1000*24*time.Hour))
@@ -468,7 +464,7 @@ func BenchmarkDecideSteadyState(b *testing.B) {
 			holder := &snapshot.Holder{}
 			holder.Store(snapshot.BuildWith(1, []popup.Popup{active(1, nil), hidden}, t0, popup.LinkSchemes{}, nil))
 			store := newMemStore()
-			store.set("u1", withHidden(popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}}}))
+			store.set("u1", withHidden(popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}})}))
 			d := &decide.Decider{Snapshots: holder, Users: store, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,
 				Local: decide.NewLocalAnswers(bc.size), Metrics: decide.NewMetrics(nil)}
 			ctx := context.Background()

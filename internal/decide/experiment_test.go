@@ -179,7 +179,7 @@ func TestDecideControlNoneRecordsAnExposureAndShowsNothing(t *testing.T) {
 	assert.Equal(t, 1, ev.Impressions)
 	st := f.state(uid, t0)
 	assert.Zero(t, st.ImpressionsOn(t0), "the daily count does not count an exposure")
-	assert.Equal(t, t0.Add(time.Hour), st.Popups[1].NextShowAt)
+	assert.Equal(t, t0.Add(time.Hour), st.Popups.Get(1).NextShowAt)
 
 	// Within the reshow interval nothing is recorded again: popup 2 is chosen as if 1 were hidden.
 	ans = f.decide(uid, t0.Add(time.Minute))
@@ -242,8 +242,8 @@ func TestDecideControlFallThroughShowsTheNextPopupInOneStep(t *testing.T) {
 			assert.Equal(t, 1, evs[1].DayCount, "the impression counts for the day, the exposure does not")
 			assert.Equal(t, tt.wantArms, evs[1].Arms)
 			st := f.state(uid, t0)
-			assert.Equal(t, 1, st.Popups[1].Impressions)
-			assert.Equal(t, 1, st.Popups[2].Impressions)
+			assert.Equal(t, 1, st.Popups.Get(1).Impressions)
+			assert.Equal(t, 1, st.Popups.Get(2).Impressions)
 			assert.Equal(t, 1, st.ImpressionsOn(t0))
 		})
 	}
@@ -435,7 +435,7 @@ func TestLocalAnswersHoldAcrossControlExposures(t *testing.T) {
 	}
 	st, err := f.store.Get(context.Background(), req.UID, t0)
 	require.NoError(t, err)
-	assert.Equal(t, 2, st.Popups[1].Impressions, "two exposures")
+	assert.Equal(t, 2, st.Popups.Get(1).Impressions, "two exposures")
 	assert.Zero(t, st.DayCount)
 }
 

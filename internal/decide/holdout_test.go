@@ -210,7 +210,7 @@ func BenchmarkDecideHoldout(b *testing.B) {
 			holder := &snapshot.Holder{}
 			holder.Store(s)
 			store := newMemStore()
-			st := withHidden(popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}}})
+			st := withHidden(popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: t0.Add(time.Hour), Impressions: 1}})})
 			st.Holdout = popup.HoldoutMark{Phase: 1, Day: popup.DayNumber(t0)}
 			store.set(bc.uid, st)
 			d := &decide.Decider{Snapshots: holder, Users: store, Breakers: breaker.NewSet(1, 5, time.Second, nil), Budget: time.Second,

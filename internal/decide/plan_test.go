@@ -105,7 +105,7 @@ func TestPlan(t *testing.T) {
 		{
 			name:    "nothing eligible: nothing recorded",
 			popups:  []popup.Popup{planPopup(1, 10, nil)},
-			state:   popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: hour, Impressions: 1}}},
+			state:   popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: hour, Impressions: 1}})},
 			uid:     "u1",
 			wantArm: -1,
 		},
@@ -127,7 +127,7 @@ func TestPlan(t *testing.T) {
 		{
 			name:      "a hidden popup: the next one",
 			popups:    []popup.Popup{planPopup(1, 10, nil), planPopup(2, 5, nil)},
-			state:     popup.UserState{Day: popup.DayNumber(pt0), DayCount: 1, Popups: map[int64]popup.PopupState{1: {NextShowAt: hour, Impressions: 1}}},
+			state:     popup.UserState{Day: popup.DayNumber(pt0), DayCount: 1, Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: hour, Impressions: 1}})},
 			uid:       "u1",
 			wantShown: 2, wantArm: -1, wantDecision: planIDText,
 			wantEvents: []planned{{Action: event.Impression, PopupID: 2, ID: planIDText, DayCount: 2, NextShowAt: hour}},
@@ -218,7 +218,7 @@ func TestPlan(t *testing.T) {
 				assert.Equal(t, tt.uid, ev.UID)
 				assert.Equal(t, pt0, ev.At)
 				assert.Equal(t, p.DecisionID, ev.DecisionID)
-				assert.Equal(t, ev.NextShowAt, st.Popups[ev.PopupID].NextShowAt, "the state to record holds popup %d's event", ev.PopupID)
+				assert.Equal(t, ev.NextShowAt, st.Popups.Get(ev.PopupID).NextShowAt, "the state to record holds popup %d's event", ev.PopupID)
 			}
 			ans := p.answer(7)
 			assert.Equal(t, tt.wantVariant, ans.Variant)
@@ -337,7 +337,7 @@ func BenchmarkPlanHoldout(b *testing.B) {
 			snap.SetHoldout(bc.hold)
 			req := popup.Request{UID: bc.uid, Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 			cands := snap.Candidates(&req)
-			st := popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: pt0.Add(time.Hour), Impressions: 1, LastImpressionAt: pt0}},
+			st := popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: pt0.Add(time.Hour), Impressions: 1, LastImpressionAt: pt0}}),
 				Holdout: popup.HoldoutMark{Phase: 1, Day: popup.DayNumber(pt0)}}
 			in := planInput{Snap: snap, Cands: cands, Req: req, State: &st, Now: pt0.Add(time.Minute), ID: planID}
 			if p := plan(&in); len(p.Events) != 0 {

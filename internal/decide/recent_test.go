@@ -2,7 +2,6 @@ package decide_test
 
 import (
 	"context"
-	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -31,7 +30,7 @@ func (r *recentMem) Record(ctx context.Context, uid, prev string, next *popup.Us
 		raw := strconv.Itoa(r.memStore.revs[uid])
 		r.memStore.mu.Unlock()
 		st := *next
-		st.Popups = maps.Clone(next.Popups)
+		st.Popups = next.Popups.Clone()
 		r.mu.Lock()
 		r.last[uid] = popup.StoredState{UserState: st, Raw: raw}
 		r.mu.Unlock()
@@ -43,7 +42,7 @@ func (r *recentMem) Recent(uid string) (popup.StoredState, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.last[uid]
-	st.UserState.Popups = maps.Clone(st.UserState.Popups)
+	st.UserState.Popups = st.UserState.Popups.Clone()
 	return st, ok
 }
 
@@ -69,7 +68,7 @@ func TestDecideRecordsARecentStateWithoutReadingIt(t *testing.T) {
 	assert.Equal(t, decide.Shown, kind)
 	assert.Equal(t, int64(1), id)
 	assert.False(t, read, "the state this process recorded is the stored one: no read")
-	assert.Equal(t, 2, f.store.states["u1"].Popups[1].Impressions, "both impressions recorded")
+	assert.Equal(t, 2, f.store.states["u1"].Popups.Get(1).Impressions, "both impressions recorded")
 }
 
 // TestDecideReadsWhenTheRecentStateIsNotTheStoredOne: u1 was shown popup 1 at t0 (reshow an
@@ -86,8 +85,8 @@ func TestDecideReadsWhenTheRecentStateIsNotTheStoredOne(t *testing.T) {
 		{
 			// The remembered state shows the popup again; the record on it conflicts.
 			name: "another instance showed it later", at: t0.Add(time.Hour + time.Minute),
-			stored: popup.UserState{Popups: map[int64]popup.PopupState{
-				1: {NextShowAt: t0.Add(2 * time.Hour), Impressions: 2, LastImpressionAt: t0.Add(time.Hour)}}},
+			stored: popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{
+				1: {NextShowAt: t0.Add(2 * time.Hour), Impressions: 2, LastImpressionAt: t0.Add(time.Hour)}})},
 			wantKind: decide.None, wantImpressions: 2,
 		},
 		{
@@ -108,7 +107,7 @@ func TestDecideReadsWhenTheRecentStateIsNotTheStoredOne(t *testing.T) {
 			kind, _, read := f.decide(t, iosReq, tt.at)
 			assert.Equal(t, tt.wantKind, kind)
 			assert.True(t, read, "the stored state was read")
-			assert.Equal(t, tt.wantImpressions, f.store.states["u1"].Popups[1].Impressions)
+			assert.Equal(t, tt.wantImpressions, f.store.states["u1"].Popups.Get(1).Impressions)
 		})
 	}
 }

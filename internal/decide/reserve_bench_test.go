@@ -67,8 +67,8 @@ func BenchmarkShownPopup(b *testing.B) {
 			// Every user returning, with one impression of the popup already.
 			_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, uid := range uids {
-					st := popup.UserState{Day: popup.DayNumber(t0), DayCount: 1, Popups: map[int64]popup.PopupState{
-						1: {Impressions: 1, LastImpressionAt: t0.Add(-time.Hour)}}}
+					st := popup.UserState{Day: popup.DayNumber(t0), DayCount: 1, Popups: popup.StatesOf(map[int64]popup.PopupState{
+						1: {Impressions: 1, LastImpressionAt: t0.Add(-time.Hour)}})}
 					p.Set(ctx, keys.User(uid), redisstore.AppendState(nil, &st), time.Hour)
 				}
 				return nil

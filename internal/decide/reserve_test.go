@@ -68,7 +68,7 @@ func TestConfirmedModeDegradesWhileRedisIsFrozen(t *testing.T) {
 	assert.EqualValues(t, 1, queued(), "one impression queued")
 	st, err := store.Get(ctx, iosReq.UID, t0)
 	require.NoError(t, err)
-	assert.Equal(t, 1, st.Popups[1].Impressions)
+	assert.Equal(t, 1, st.Popups.Get(1).Impressions)
 	assert.Zero(t, rdb.Exists(ctx, keys.Reservation(other.UID)).Val(), "the degraded decision reserved nothing")
 }
 

@@ -124,9 +124,9 @@ func recordMix(b *testing.B, e *env, n int) {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				ev := mixEvent(i, n)
-				st := &popup.UserState{Popups: map[int64]popup.PopupState{ev.PopupID: {
+				st := &popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{ev.PopupID: {
 					NextShowAt: ev.NextShowAt, Impressions: 1, LastImpressionAt: ev.At,
-				}}, Day: popup.DayNumber(ev.At), DayCount: 1, LastShownAt: ev.At}
+				}}), Day: popup.DayNumber(ev.At), DayCount: 1, LastShownAt: ev.At}
 				// the compare-and-set's prev: the state as the request read it
 				prev, err := e.rdb.Get(ctx, e.keys.User(ev.UID)).Result()
 				if err != nil && err != redis.Nil {

@@ -25,8 +25,8 @@ import (
 type hiddenUsers struct{}
 
 func (hiddenUsers) Get(context.Context, string, time.Time) (popup.StoredState, error) {
-	return popup.StoredState{UserState: popup.UserState{Popups: map[int64]popup.PopupState{
-		signedPopupID: {NextShowAt: t0.Add(24 * time.Hour), Impressions: 1}}}, Raw: "x"}, nil
+	return popup.StoredState{UserState: popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{
+		signedPopupID: {NextShowAt: t0.Add(24 * time.Hour), Impressions: 1}})}, Raw: "x"}, nil
 }
 
 func (hiddenUsers) Record(context.Context, string, string, *popup.UserState, []event.Event, bool) (popup.Outcome, error) {

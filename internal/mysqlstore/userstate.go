@@ -43,10 +43,7 @@ func (l *UserStateLoader) Load(ctx context.Context, uid string, now time.Time) (
 			return popup.UserState{}, fmt.Errorf("scan user state: %w", err)
 		}
 		ps.NextShowAt, ps.LastImpressionAt, ps.LastClickAt, ps.LastCloseAt = fromDB(next), fromDB(imp), fromDB(click), fromDB(closed)
-		if st.Popups == nil {
-			st.Popups = map[int64]popup.PopupState{}
-		}
-		st.Popups[id] = ps
+		st.Popups.Set(id, ps)
 		// The durable rows do not tell an impression's time from a control exposure's: the
 		// latest of either stands for the last shown time, which can only lengthen a min gap.
 		if ps.LastImpressionAt.After(st.LastShownAt) {

@@ -43,7 +43,7 @@ func TestUserStateLoadsTodaysCountFromTheStateRows(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, st.ImpressionsOn(today.Add(time.Hour)))
 	assert.Len(t, st.Popups, 2)
-	assert.Equal(t, today.Add(2*time.Minute), st.Popups[2].LastClickAt)
+	assert.Equal(t, today.Add(2*time.Minute), st.Popups.Get(2).LastClickAt)
 
 	st, err = l.Load(ctx, "u", today.Add(24*time.Hour))
 	require.NoError(t, err)

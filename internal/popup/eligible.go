@@ -51,7 +51,7 @@ func (c *Compiled) eligibleFrom(q *query, s *UserState, now, floor time.Time) ti
 	}
 	var st PopupState
 	if s != nil {
-		st = s.Popups[c.Popup.ID]
+		st = s.Popups.Get(c.Popup.ID)
 	}
 	if c.Popup.MaxImpressions > 0 && st.Impressions >= c.Popup.MaxImpressions {
 		return time.Time{}

@@ -16,7 +16,7 @@ func TestNextEligibleAt(t *testing.T) {
 	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 	tomorrow := time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC) // the end of now's UTC day
 	seenToday := func(popups map[int64]popup.PopupState, count int) *popup.UserState {
-		return &popup.UserState{Popups: popups, Day: popup.DayNumber(now), DayCount: count}
+		return &popup.UserState{Popups: popup.StatesOf(popups), Day: popup.DayNumber(now), DayCount: count}
 	}
 	tests := []struct {
 		name     string
@@ -152,9 +152,9 @@ func TestNextEligibleAtAgreesWithSelect(t *testing.T) {
 	t.Parallel()
 	req := popup.Request{UID: "u1", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}}
 	cs := candidates(t, spec{1, 50, window(now.Add(5*time.Hour), now.Add(day))}, spec{2, 10, nil}, spec{3, 5, rules(3600, 0, 3600, 1)})
-	state := &popup.UserState{Popups: map[int64]popup.PopupState{
+	state := &popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{
 		2: seen(now, now.Add(2*time.Hour)), 3: {Impressions: 1, NextShowAt: now.Add(time.Hour)},
-	}, Day: popup.DayNumber(now), DayCount: 1}
+	}), Day: popup.DayNumber(now), DayCount: 1}
 
 	at := popup.NextEligibleAt(cs, req, state, now, popup.Pacing{DailyCap: 2})
 	assert.Equal(t, now.Add(2*time.Hour), at)
@@ -178,7 +178,7 @@ func TestNextEligibleAtDoesNotAllocate(t *testing.T) {
 func randomCase(t *testing.T, rng *rand.Rand) ([]*popup.Compiled, *popup.UserState, popup.Pacing) {
 	n := 1 + rng.IntN(8)
 	specs := make([]spec, n)
-	state := &popup.UserState{Popups: map[int64]popup.PopupState{}, Day: popup.DayNumber(now), DayCount: rng.IntN(4),
+	state := &popup.UserState{Day: popup.DayNumber(now), DayCount: rng.IntN(4),
 		LastShownAt: now.Add(-time.Duration(rng.IntN(7200)) * time.Second)}
 	for i := range specs {
 		id := int64(i + 1)
@@ -197,7 +197,7 @@ func randomCase(t *testing.T, rng *rand.Rand) ([]*popup.Compiled, *popup.UserSta
 			}
 		}}
 		if rng.IntN(2) == 0 {
-			state.Popups[id] = seen(now.Add(-time.Hour), now.Add(time.Duration(rng.IntN(72)-12)*time.Hour))
+			state.Popups.Set(id, seen(now.Add(-time.Hour), now.Add(time.Duration(rng.IntN(72)-12)*time.Hour)))
 		}
 	}
 	pace := popup.Pacing{DailyCap: rng.IntN(4), MinGap: time.Duration(rng.IntN(3)) * time.Hour, HeldOut: rng.IntN(4) == 0}

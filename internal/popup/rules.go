@@ -61,7 +61,7 @@ var Forever = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 // UserState is all of one user's display state.
 type UserState struct {
-	Popups map[int64]PopupState // by popup id
+	Popups PopupStates // by popup id
 	// Day is the UTC day number (unix seconds / 86400, floored) that DayCount counts impressions
 	// of, for the service-wide daily cap. One counter suffices because only today matters.
 	Day      int32
@@ -115,7 +115,7 @@ func (c *Compiled) Eligible(s *UserState, now time.Time, pace Pacing) Reason {
 func (c *Compiled) ownRules(s *UserState, now time.Time) Reason {
 	var st PopupState
 	if s != nil {
-		st = s.Popups[c.Popup.ID]
+		st = s.Popups.Get(c.Popup.ID)
 	}
 	if c.Popup.MaxImpressions > 0 && st.Impressions >= c.Popup.MaxImpressions {
 		return ReasonMaxImpressions
@@ -135,12 +135,12 @@ func (c *Compiled) ownRules(s *UserState, now time.Time) Reason {
 // ApplyImpression records that the popup was returned to the user at at: it is hidden for
 // reshow_after_seconds, its impression count and the user's count for at's UTC day go up, and at
 // is the user's last shown time (the pacing's min gap) unless a later one is known.
-// The new state is stored in s (s must not be nil; its map is allocated if needed) and returned.
+// The new state is stored in s (s must not be nil) and returned.
 // Like every transition it only extends hiding, so a replayed or reordered event is harmless;
 // an impression from an older day than s.Day leaves the daily counter alone.
 func (c *Compiled) ApplyImpression(s *UserState, at time.Time) PopupState {
 	at = at.UTC()
-	st := s.Popups[c.Popup.ID]
+	st := s.Popups.Get(c.Popup.ID)
 	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.ReshowAfterSeconds))
 	st.Impressions++
 	st.LastImpressionAt = later(st.LastImpressionAt, at)
@@ -161,7 +161,7 @@ func (c *Compiled) ApplyImpression(s *UserState, at time.Time) PopupState {
 // shown. Like every transition it only extends hiding. The new state is stored in s and returned.
 func (c *Compiled) ApplyExposure(s *UserState, at time.Time) PopupState {
 	at = at.UTC()
-	st := s.Popups[c.Popup.ID]
+	st := s.Popups.Get(c.Popup.ID)
 	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.ReshowAfterSeconds))
 	st.Impressions++
 	st.LastImpressionAt = later(st.LastImpressionAt, at)
@@ -172,7 +172,7 @@ func (c *Compiled) ApplyExposure(s *UserState, at time.Time) PopupState {
 // for -1), or as long as it already was, whichever is later.
 func (c *Compiled) ApplyClick(s *UserState, at time.Time) PopupState {
 	at = at.UTC()
-	st := s.Popups[c.Popup.ID]
+	st := s.Popups.Get(c.Popup.ID)
 	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.ClickCooldownSeconds))
 	st.LastClickAt = later(st.LastClickAt, at)
 	return s.store(c.Popup.ID, st)
@@ -182,17 +182,14 @@ func (c *Compiled) ApplyClick(s *UserState, at time.Time) PopupState {
 // (Forever for -1), or as long as it already was, whichever is later.
 func (c *Compiled) ApplyClose(s *UserState, at time.Time) PopupState {
 	at = at.UTC()
-	st := s.Popups[c.Popup.ID]
+	st := s.Popups.Get(c.Popup.ID)
 	st.NextShowAt = later(st.NextShowAt, hideUntil(at, c.Popup.CloseCooldownSeconds))
 	st.LastCloseAt = later(st.LastCloseAt, at)
 	return s.store(c.Popup.ID, st)
 }
 
 func (s *UserState) store(id int64, st PopupState) PopupState {
-	if s.Popups == nil {
-		s.Popups = make(map[int64]PopupState)
-	}
-	s.Popups[id] = st
+	s.Popups.Set(id, st)
 	return st
 }
 

@@ -85,7 +85,7 @@ func TestEligible(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := compiled(t, id, orDefault(tt.rules, rules(3600, 7*86400, 7200, 3)))
-			s := &popup.UserState{Popups: map[int64]popup.PopupState{id: tt.state}, Day: tt.day, DayCount: tt.dayCount}
+			s := &popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{id: tt.state}), Day: tt.day, DayCount: tt.dayCount}
 
 			assert.Equal(t, tt.want, c.Eligible(s, tt.at, popup.Pacing{DailyCap: tt.dailyCap}))
 		})
@@ -245,7 +245,7 @@ func TestTransitionsOnlyExtendHiding(t *testing.T) {
 			}
 
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.want, s.Popups[1])
+			assert.Equal(t, tt.want, s.Popups.Get(1))
 		})
 	}
 }
@@ -264,7 +264,7 @@ func TestTransitionOrderDoesNotMatter(t *testing.T) {
 		for _, i := range order {
 			events[i].apply(c, &s, events[i].at)
 		}
-		assert.Equal(t, want, s.Popups[1], "order %v", order)
+		assert.Equal(t, want, s.Popups.Get(1), "order %v", order)
 	}
 }
 
@@ -307,8 +307,8 @@ func TestApplyKeepsOtherPopups(t *testing.T) {
 	b.ApplyClick(&s, now)
 
 	assert.Len(t, s.Popups, 2)
-	assert.Equal(t, 1, s.Popups[1].Impressions)
-	assert.Equal(t, now, s.Popups[2].LastClickAt)
+	assert.Equal(t, 1, s.Popups.Get(1).Impressions)
+	assert.Equal(t, now, s.Popups.Get(2).LastClickAt)
 }
 
 func TestMergeState(t *testing.T) {
@@ -393,10 +393,10 @@ func TestApplyExposureAdvancesTheRulesButNotTheDay(t *testing.T) {
 		{name: "first exposure: hidden for the reshow interval, counted, the day untouched", rules: rules(3600, 0, 0, 0),
 			want: popup.PopupState{NextShowAt: now.Add(3600e9), Impressions: 1, LastImpressionAt: now}},
 		{name: "the day's count stays", rules: rules(60, 0, 0, 3),
-			give: popup.UserState{Day: today, DayCount: 2, Popups: map[int64]popup.PopupState{1: {Impressions: 1}}},
+			give: popup.UserState{Day: today, DayCount: 2, Popups: popup.StatesOf(map[int64]popup.PopupState{1: {Impressions: 1}})},
 			want: popup.PopupState{NextShowAt: now.Add(60e9), Impressions: 2, LastImpressionAt: now}, wantDay: today, wantCount: 2},
 		{name: "a longer cooldown is kept", rules: rules(60, 0, -1, 0),
-			give: popup.UserState{Popups: map[int64]popup.PopupState{1: {NextShowAt: popup.Forever}}},
+			give: popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{1: {NextShowAt: popup.Forever}})},
 			want: popup.PopupState{NextShowAt: popup.Forever, Impressions: 1, LastImpressionAt: now}},
 	}
 	for _, tt := range tests {
@@ -407,7 +407,7 @@ func TestApplyExposureAdvancesTheRulesButNotTheDay(t *testing.T) {
 			got := c.ApplyExposure(&s, now)
 
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.want, s.Popups[1])
+			assert.Equal(t, tt.want, s.Popups.Get(1))
 			assert.Equal(t, tt.wantDay, s.Day)
 			assert.Equal(t, tt.wantCount, s.DayCount)
 		})

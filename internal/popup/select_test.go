@@ -51,7 +51,7 @@ func idOf(c *popup.Compiled) int64 {
 }
 
 func userState(popups map[int64]popup.PopupState) *popup.UserState {
-	return &popup.UserState{Popups: popups}
+	return &popup.UserState{Popups: popup.StatesOf(popups)}
 }
 
 func status(s popup.Status) func(*popup.Input) {
@@ -303,14 +303,14 @@ func benchTargeting(i int) func(*popup.Input) {
 func benchSetup(b *testing.B) ([]*popup.Compiled, popup.Request, *popup.UserState) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	state := &popup.UserState{Popups: map[int64]popup.PopupState{}, Day: popup.DayNumber(now), DayCount: 1}
+	state := &popup.UserState{Day: popup.DayNumber(now), DayCount: 1}
 	specs := make([]spec, 0, 10000)
 	for i := range 9999 {
 		id := int64(i + 1)
 		mod := benchTargeting(i)
 		if i%1000 == 999 { // one in a thousand matches but is cooling down for this user
 			mod = noChange
-			state.Popups[id] = seen(now.Add(-time.Minute), now.Add(time.Hour))
+			state.Popups.Set(id, seen(now.Add(-time.Minute), now.Add(time.Hour)))
 		}
 		specs = append(specs, spec{id: id, priority: 1 + rng.IntN(1000), mod: mod})
 	}

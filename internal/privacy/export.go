@@ -154,8 +154,8 @@ func (x *Exporter) Export(ctx context.Context, actor popup.Actor, uid string) (E
 	if err != nil {
 		return Export{}, fmt.Errorf("export: %w", err)
 	}
-	for id, ps := range live.Popups {
-		rows[id] = popup.MergeState(rows[id], ps)
+	for _, e := range live.Popups {
+		rows[e.ID] = popup.MergeState(rows[e.ID], e.PopupState)
 	}
 	for id, ps := range rows {
 		out.State = append(out.State, PopupState{PopupID: id, PopupState: ps})

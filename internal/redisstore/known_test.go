@@ -183,7 +183,7 @@ func (l *slowLoader) Load(ctx context.Context, uid string, now time.Time) (popup
 	case <-ctx.Done():
 		return popup.UserState{}, ctx.Err()
 	}
-	return popup.UserState{Popups: map[int64]popup.PopupState{7: {Impressions: 2}}}, nil
+	return popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{7: {Impressions: 2}})}, nil
 }
 
 // TestSharedStateLoadOutlivesItsCallers: a MySQL load that misses a request's budget fails that
@@ -206,7 +206,7 @@ func TestSharedStateLoadOutlivesItsCallers(t *testing.T) {
 		5*time.Second, 10*time.Millisecond, "the load finishes on its own and caches the state")
 	st, err := s.Get(context.Background(), "late", now)
 	require.NoError(t, err)
-	assert.Equal(t, 2, st.Popups[7].Impressions)
+	assert.Equal(t, 2, st.Popups.Get(7).Impressions)
 	assert.EqualValues(t, 1, loader.calls.Load(), "the next request was a Redis hit")
 
 	// Two requests of one uid share a load; the first hangs up.

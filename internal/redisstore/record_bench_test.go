@@ -54,8 +54,8 @@ func BenchmarkImpressionPath(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, uid := range uids {
-					st := popup.UserState{Day: popup.DayNumber(now), DayCount: 1, Popups: map[int64]popup.PopupState{
-						1: {Impressions: 1, LastImpressionAt: now.Add(-time.Hour)}}}
+					st := popup.UserState{Day: popup.DayNumber(now), DayCount: 1, Popups: popup.StatesOf(map[int64]popup.PopupState{
+						1: {Impressions: 1, LastImpressionAt: now.Add(-time.Hour)}})}
 					p.Set(ctx, keys.User(uid), redisstore.AppendState(nil, &st), time.Hour)
 				}
 				return nil
@@ -109,10 +109,10 @@ func impression(ctx context.Context, s *redisstore.UserStore, uid string, now ti
 				return 0, err
 			}
 		}
-		ps := st.UserState.Popups[1]
+		ps := st.UserState.Popups.Get(1)
 		ps.Impressions++
 		ps.LastImpressionAt = now
-		st.UserState.Popups[1] = ps
+		st.UserState.Popups.Set(1, ps)
 		st.UserState.DayCount++
 		id := "d-" + strconv.FormatInt(n, 36)
 		evs := []event.Event{{ID: id, UID: uid, PopupID: 1, Action: event.Impression, At: now,
@@ -170,7 +170,7 @@ func BenchmarkFirstVisitPath(b *testing.B) {
 				var out popup.Outcome
 				id := "d-" + strconv.FormatInt(n, 36)
 				evs := []event.Event{{ID: id, UID: uid, PopupID: 1, Action: event.Impression, At: now, DecisionID: id, Impressions: 1, DayCount: 1}}
-				st.UserState.Popups = map[int64]popup.PopupState{1: {Impressions: 1, LastImpressionAt: now}}
+				st.UserState.Popups = popup.StatesOf(map[int64]popup.PopupState{1: {Impressions: 1, LastImpressionAt: now}})
 				st.UserState.Day, st.UserState.DayCount = popup.DayNumber(now), 1
 				out, err = s.Record(rctx, uid, st.Raw, &st.UserState, evs, false)
 				if err == nil && out != popup.Recorded {

@@ -30,8 +30,8 @@ func TestRecordQueuesSeveralEventsInOneStep(t *testing.T) {
 			Arms: []event.ArmRef{{PopupID: 7, Salt: "3f9a0c2b7d1e4a65", Arm: "control"}}},
 		{ID: "d1~7.2", UID: "u1", PopupID: 8, Action: event.Impression, At: at, DecisionID: "d1~7.2", Impressions: 1, DayCount: 1},
 	}
-	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: map[int64]popup.PopupState{
-		7: {Impressions: 1, LastImpressionAt: at}, 8: {Impressions: 1, LastImpressionAt: at}}}
+	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: popup.StatesOf(map[int64]popup.PopupState{
+		7: {Impressions: 1, LastImpressionAt: at}, 8: {Impressions: 1, LastImpressionAt: at}})}
 
 	out, err := s.Record(ctx, "u1", "", next, evs, false)
 	require.NoError(t, err)
@@ -49,8 +49,8 @@ func TestRecordQueuesSeveralEventsInOneStep(t *testing.T) {
 	}
 	st, err := s.Get(ctx, "u1", at)
 	require.NoError(t, err)
-	assert.Equal(t, 1, st.UserState.Popups[7].Impressions)
-	assert.Equal(t, 1, st.UserState.Popups[8].Impressions)
+	assert.Equal(t, 1, st.UserState.Popups.Get(7).Impressions)
+	assert.Equal(t, 1, st.UserState.Popups.Get(8).Impressions)
 
 	// A second pair decided on the state before the first: a conflict, nothing queued.
 	out, err = s.Record(ctx, "u1", "", next, evs, false)
@@ -89,7 +89,7 @@ func TestRecentIsTheValueLastRecorded(t *testing.T) {
 	_, ok := s.Recent("u1")
 	assert.False(t, ok, "nothing recorded yet")
 
-	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: map[int64]popup.PopupState{7: {Impressions: 1, LastImpressionAt: at}}}
+	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: popup.StatesOf(map[int64]popup.PopupState{7: {Impressions: 1, LastImpressionAt: at}})}
 	out, err := s.Record(ctx, "u1", "", next, impression(1), false)
 	require.NoError(t, err)
 	require.Equal(t, popup.Recorded, out)
@@ -98,9 +98,9 @@ func TestRecentIsTheValueLastRecorded(t *testing.T) {
 	stored, err := rdb.Get(ctx, keys.User("u1")).Result()
 	require.NoError(t, err)
 	assert.Equal(t, stored, recent.Raw, "the stored value")
-	assert.Equal(t, 1, recent.UserState.Popups[7].Impressions)
+	assert.Equal(t, 1, recent.UserState.Popups.Get(7).Impressions)
 
-	recent.UserState.Popups[7] = popup.PopupState{Impressions: 2, LastImpressionAt: at}
+	recent.UserState.Popups.Set(7, popup.PopupState{Impressions: 2, LastImpressionAt: at})
 	out, err = s.Record(ctx, "u1", recent.Raw, &recent.UserState, impression(2), false)
 	require.NoError(t, err)
 	require.Equal(t, popup.Recorded, out, "a record on the remembered value")
@@ -109,15 +109,15 @@ func TestRecentIsTheValueLastRecorded(t *testing.T) {
 	other := redisstore.NewUserStore(rdb, keys, time.Hour, nil, 1, nil)
 	cur, err := other.Get(ctx, "u1", at)
 	require.NoError(t, err)
-	cur.UserState.Popups[7] = popup.PopupState{Impressions: 3, LastImpressionAt: at}
+	cur.UserState.Popups.Set(7, popup.PopupState{Impressions: 3, LastImpressionAt: at})
 	out, err = other.Record(ctx, "u1", cur.Raw, &cur.UserState, impression(3), false)
 	require.NoError(t, err)
 	require.Equal(t, popup.Recorded, out)
 
 	stale, ok := s.Recent("u1")
 	require.True(t, ok)
-	assert.Equal(t, 2, stale.UserState.Popups[7].Impressions)
-	stale.UserState.Popups[7] = popup.PopupState{Impressions: 3, LastImpressionAt: at}
+	assert.Equal(t, 2, stale.UserState.Popups.Get(7).Impressions)
+	stale.UserState.Popups.Set(7, popup.PopupState{Impressions: 3, LastImpressionAt: at})
 	out, err = s.Record(ctx, "u1", stale.Raw, &stale.UserState, impression(3), false)
 	require.NoError(t, err)
 	assert.Equal(t, popup.Conflict, out, "the script refuses the stale value")
@@ -141,7 +141,7 @@ func TestRecentIsBoundedAndOffByDefault(t *testing.T) {
 	remembered := 0
 	for i := range 200 {
 		uid := "u" + strconv.Itoa(i)
-		next := &popup.UserState{Popups: map[int64]popup.PopupState{7: {Impressions: 1, LastImpressionAt: at}}}
+		next := &popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{7: {Impressions: 1, LastImpressionAt: at}})}
 		evs := []event.Event{{ID: "d", UID: uid, PopupID: 7, Action: event.Impression, At: at, Impressions: 1}}
 		out, err := bounded.Record(ctx, uid, "", next, evs, false)
 		require.NoError(t, err)

@@ -44,9 +44,9 @@ func BenchmarkShownPopupSteps(b *testing.B) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	prev := string(redisstore.AppendState(nil, &popup.UserState{Day: popup.DayNumber(now), DayCount: 1,
-		Popups: map[int64]popup.PopupState{1: {Impressions: 1, LastImpressionAt: now.Add(-time.Hour)}}}))
+		Popups: popup.StatesOf(map[int64]popup.PopupState{1: {Impressions: 1, LastImpressionAt: now.Add(-time.Hour)}})}))
 	next := &popup.UserState{Day: popup.DayNumber(now), DayCount: 2,
-		Popups: map[int64]popup.PopupState{1: {Impressions: 2, LastImpressionAt: now, NextShowAt: now.Add(time.Hour)}}}
+		Popups: popup.StatesOf(map[int64]popup.PopupState{1: {Impressions: 2, LastImpressionAt: now, NextShowAt: now.Add(time.Hour)}})}
 	impression := func(uid string) []event.Event {
 		return []event.Event{{ID: "d-" + uid, UID: uid, PopupID: 1, Action: event.Impression, At: now, DecisionID: "d-" + uid,
 			Impressions: 2, DayCount: 2}}

@@ -52,8 +52,8 @@ func TestReservationLifecycle(t *testing.T) {
 	}
 
 	at := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
-	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: map[int64]popup.PopupState{
-		7: {Impressions: 1, LastImpressionAt: at}, 8: {Impressions: 1, LastImpressionAt: at, NextShowAt: at.Add(time.Hour)}}}
+	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: popup.StatesOf(map[int64]popup.PopupState{
+		7: {Impressions: 1, LastImpressionAt: at}, 8: {Impressions: 1, LastImpressionAt: at, NextShowAt: at.Add(time.Hour)}})}
 	evs := []event.Event{
 		{ID: "d1~7.2-x", UID: "u1", PopupID: 7, Action: event.Exposure, At: at, DecisionID: "d1~7.2", Impressions: 1,
 			Arms: []event.ArmRef{{PopupID: 7, Salt: "3f9a0c2b7d1e4a65", Arm: "control"}}},
@@ -111,7 +111,7 @@ func TestReservationLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, popup.Recorded, out)
 	click := []event.Event{{ID: "c1", UID: "u1", PopupID: 9, Action: event.Click, At: at}}
-	out, err = s.Record(ctx, "u1", st.Raw, &popup.UserState{Popups: map[int64]popup.PopupState{9: {LastClickAt: at}}}, click, true)
+	out, err = s.Record(ctx, "u1", st.Raw, &popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{9: {LastClickAt: at}})}, click, true)
 	require.NoError(t, err)
 	require.Equal(t, popup.Recorded, out)
 	out, err = s.Confirm(ctx, "u1", "d3", 7)
@@ -119,7 +119,7 @@ func TestReservationLifecycle(t *testing.T) {
 	assert.Equal(t, popup.Conflict, out)
 	cur, err := s.Get(ctx, "u1", at)
 	require.NoError(t, err)
-	replanned := &popup.UserState{Popups: map[int64]popup.PopupState{9: {LastClickAt: at}, 7: {Impressions: 2, LastImpressionAt: at}}}
+	replanned := &popup.UserState{Popups: popup.StatesOf(map[int64]popup.PopupState{9: {LastClickAt: at}, 7: {Impressions: 2, LastImpressionAt: at}})}
 	out, err = s.ConfirmOn(ctx, "u1", "d3", 7, cur.Raw, replanned, evs[1:])
 	require.NoError(t, err)
 	assert.Equal(t, popup.Recorded, out)

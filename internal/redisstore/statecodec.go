@@ -2,8 +2,8 @@ package redisstore
 
 import (
 	"errors"
-	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"popupsvc/internal/popup"
@@ -35,12 +35,6 @@ func AppendState(dst []byte, s *popup.UserState) []byte {
 	dst = strconv.AppendInt(dst, int64(s.Day), 10)
 	dst = append(dst, '|')
 	dst = strconv.AppendInt(dst, int64(s.DayCount), 10)
-	var idsBuf [16]int64
-	ids := idsBuf[:0]
-	for id := range s.Popups {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	if !s.LastShownAt.IsZero() || s.Holdout != (popup.HoldoutMark{}) {
 		dst = append(dst, "|0,"...)
 		dst = strconv.AppendInt(dst, int64(s.Holdout.Day), 10)
@@ -50,10 +44,11 @@ func AppendState(dst []byte, s *popup.UserState) []byte {
 		dst = appendMilli(dst, s.LastShownAt)
 		dst = append(dst, ",0,0"...)
 	}
-	for _, id := range ids {
-		ps := s.Popups[id]
+	for i := range s.Popups {
+		e := &s.Popups[i] // in id order: PopupStates keeps it
+		ps := &e.PopupState
 		dst = append(dst, '|')
-		dst = strconv.AppendInt(dst, id, 10)
+		dst = strconv.AppendInt(dst, e.ID, 10)
 		dst = append(dst, ',')
 		dst = appendMilli(dst, ps.NextShowAt)
 		dst = append(dst, ',')
@@ -75,7 +70,8 @@ func appendMilli(dst []byte, t time.Time) []byte {
 	return strconv.AppendInt(dst, t.UnixMilli(), 10)
 }
 
-// DecodeState parses a value written by AppendState.
+// DecodeState parses a value written by AppendState. A state with popup entries costs one
+// allocation (its PopupStates, sized from the count of separators); "1|0|0" none.
 func DecodeState(b string) (popup.UserState, error) {
 	var s popup.UserState
 	p := parser{s: b}
@@ -94,16 +90,21 @@ func DecodeState(b string) (popup.UserState, error) {
 			p.int('|')
 			continue
 		}
+		if s.Popups == nil && p.pos < len(p.s) {
+			// This entry and one per separator after it: the one allocation.
+			s.Popups = make(popup.PopupStates, 0, strings.Count(p.s[p.pos:], "|")+1)
+		}
 		var ps popup.PopupState
 		ps.NextShowAt = p.milli(',')
 		ps.Impressions = int(p.int(','))
 		ps.LastImpressionAt = p.milli(',')
 		ps.LastClickAt = p.milli(',')
 		ps.LastCloseAt = p.milli('|')
-		if s.Popups == nil {
-			s.Popups = make(map[int64]popup.PopupState, 4)
+		if n := len(s.Popups); n == 0 || s.Popups[n-1].ID < id {
+			s.Popups = append(s.Popups, popup.PopupEntry{ID: id, PopupState: ps})
+		} else {
+			s.Popups.Set(id, ps) // out of order or repeated: kept sorted, the last one wins
 		}
-		s.Popups[id] = ps
 	}
 	if p.err != nil {
 		return popup.UserState{}, p.err

@@ -441,7 +441,7 @@ func fill(args []string) error {
 					ver, _ := popup.ParseVersion("8." + strconv.Itoa(i%13) + ".0")
 					r := popup.Request{UID: "user-" + strconv.Itoa(i), Platform: platforms[i%3], AppVersion: ver,
 						Region: "r" + strconv.Itoa(i%regions), Lang: "en"}
-					st := popup.UserState{Popups: map[int64]popup.PopupState{}}
+					var st popup.UserState
 					cands := snap.Candidates(&r)
 					for n := 0; n < len(cands); n++ {
 						c := popup.Select(cands, r, &st, now, popup.Pacing{DailyCap: cfg.UserDailyCap})

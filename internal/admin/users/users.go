@@ -4,11 +4,9 @@
 package users
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -79,10 +77,9 @@ func (a *API) userState(c *gin.Context) {
 		return
 	}
 	views := []popupStateView{}
-	for id, ps := range st.Popups {
-		views = append(views, stateView(id, ps))
+	for _, e := range st.Popups { // in id order
+		views = append(views, stateView(e.ID, e.PopupState))
 	}
-	slices.SortFunc(views, func(x, y popupStateView) int { return cmp.Compare(x.PopupID, y.PopupID) })
 	c.JSON(http.StatusOK, gin.H{"uid": uid, "impressions_today": st.ImpressionsOn(now), "popups": views})
 }
 
