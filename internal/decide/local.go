@@ -43,7 +43,10 @@ type localShard struct {
 	hits atomic.Uint64
 	miss atomic.Uint64
 	evic atomic.Uint64
-	_    [64]byte // keeps neighbouring shards' locks off one cache line
+	// purged is the newest generation for which the shard dropped the older ones' entries
+	// (evict), under mu.
+	purged uint64
+	_      [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 // localEntry: nothing shows for the key before untilSec (unix seconds, rounded down so that
@@ -165,14 +168,51 @@ func (l *LocalAnswers) remember(k *localKey, gen uint64, now, until time.Time) {
 	sh := l.shard(k)
 	sh.mu.Lock()
 	if _, ok := sh.m[string(k.bytes())]; !ok && len(sh.m) >= l.perShard {
-		for old := range sh.m { // map order is random: a random victim
-			delete(sh.m, old)
-			sh.evic.Add(1)
-			break
-		}
+		sh.evic.Add(uint64(sh.evict(gen, now.Unix(), l.perShard)))
 	}
 	sh.m[string(k.bytes())] = localEntry{gen: gen, untilSec: untilSec}
 	sh.mu.Unlock()
+}
+
+// evictLooks is how many entries a full shard looks at for an expired one to drop.
+const evictLooks = 8
+
+// evict makes room in a full shard (its lock held) for an answer of generation gen. The first
+// time the shard makes room for a generation newer than any before, it drops every entry of an
+// older one: none can answer again (generations only grow), and left in place they would push
+// the new generation's answers out at random (about a third of a full cache's, after a config
+// change). One pass a shard per config change; otherwise an expired entry among the first
+// evictLooks in map order, else the first of them (map order is random, so the victim is too).
+// It returns how many entries it dropped.
+func (sh *localShard) evict(gen uint64, nowSec int64, size int) int {
+	if gen > sh.purged {
+		sh.purged = gen
+		before := len(sh.m)
+		for key, e := range sh.m {
+			if e.gen < gen {
+				delete(sh.m, key)
+			}
+		}
+		if len(sh.m) < size {
+			return before - len(sh.m)
+		}
+	}
+	var first string
+	looked := 0
+	for key, e := range sh.m {
+		if e.untilSec <= nowSec {
+			delete(sh.m, key)
+			return 1
+		}
+		if looked == 0 {
+			first = key
+		}
+		if looked++; looked == evictLooks {
+			break
+		}
+	}
+	delete(sh.m, first)
+	return 1
 }
 
 // Len is the number of entries held.

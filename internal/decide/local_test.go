@@ -191,3 +191,36 @@ func BenchmarkLocalAnswerRemember(b *testing.B) {
 		l.remember(&keys[i%len(keys)], 1, lt0, lt0.Add(time.Hour))
 	}
 }
+
+// TestLocalAnswersAfterAConfigChangeKeepTheNewGeneration fills the local answers with one
+// generation, then remembers as many answers of the next generation under other keys (a config
+// change that adds attributes to the keys, say): every new answer is held, the old ones gave way.
+// Evicting at random lost about a third of the new ones again.
+func TestLocalAnswersAfterAConfigChangeKeepTheNewGeneration(t *testing.T) {
+	const size = 20000
+	l := NewLocalAnswers(size)
+	for i := range 3 * size {
+		l.remember(keyOf("old"+strconv.Itoa(i)), 1, lt0, lt0.Add(time.Hour))
+	}
+	// each shard holds size/shards: remember that many new answers in every shard
+	perShard, shards := l.perShard, len(l.shards)
+	var keys []*localKey
+	counts := make(map[*localShard]int, shards)
+	for i := 0; len(keys) < perShard*shards; i++ {
+		k := keyOf("new" + strconv.Itoa(i))
+		if s := l.shard(k); counts[s] < perShard {
+			counts[s]++
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		l.remember(k, 2, lt0, lt0.Add(time.Hour))
+	}
+	held := 0
+	for _, k := range keys {
+		if l.lookup(k, 2, lt0) {
+			held++
+		}
+	}
+	assert.Equal(t, len(keys), held, "answers of the new generation evicted by each other")
+}
