@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -117,13 +118,48 @@ func StartRedisCluster(t testing.TB, masters int, args ...string) []*RedisProces
 	return nodes
 }
 
-// freePort is a free loopback TCP port (free when asked; the server binds it a moment later).
+// freePort is a loopback TCP port free when asked, for a server the test starts a moment later.
+// It lies below the kernel's ephemeral range: a port the kernel hands out (":0") can be given
+// again to any outgoing connection in that moment, and a redis-server of the timed stage once
+// failed to bind its cluster port so ("Address already in use"). Only another listener can take
+// a port outside the range, and the test's own listen here sees those.
 func freePort(t testing.TB) int {
 	t.Helper()
+	low := ephemeralLow()
+	for range 200 {
+		if low <= minPickedPort {
+			break
+		}
+		port := minPickedPort + rand.IntN(low-minPickedPort)
+		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			ln.Close()
+			return port
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// minPickedPort is the lowest port freePort picks: above the usual fixed service ports.
+const minPickedPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 when unreadable).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 // WaitReplicaLinked waits until the Redis replica at addr reports its link to its primary up and
