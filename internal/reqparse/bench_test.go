@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkScanQueryWhere is a homepage query's parsing as the API does it, ScanQuery then
-// Where: the plain query, and the same with the two attributes of make bench's run K (the
+// Where (then Release, where the API has answered): the plain query, and the same with the two attributes of make bench's run K (the
 // "rules" case of httpapi's BenchmarkGetPopupSteadyState). Their ratio is what the attributes add
 // to the parsing (docs/PERFORMANCE.md, "Rules").
 func BenchmarkScanQueryWhere(b *testing.B) {
@@ -29,6 +29,7 @@ func BenchmarkScanQueryWhere(b *testing.B) {
 				if _, perr := q.Where(); perr != nil {
 					b.Fatal(perr)
 				}
+				q.Release()
 			}
 			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
