@@ -136,6 +136,11 @@ func TestLocalKeyNamesWhatTheDecisionReads(t *testing.T) {
 	assert.NotEqual(t, keyFor(popup.Where{}, "plan"), keyFor(popup.Where{Attrs: attrs("plan", "")}, "plan"), "absent is not empty")
 	assert.NotEqual(t, keyFor(popup.Where{Attrs: attrs("a", "1")}, "a", "b"), keyFor(popup.Where{Attrs: attrs("b", "1")}, "a", "b"))
 	assert.Empty(t, keyFor(popup.Where{Event: "purchase"}), "an event request is decided in full")
+	// the values of the read keys in the keys' order, 0x02 for each one missing, whatever else
+	assert.Equal(t, home+"\x02\x012\x00\x02\x013\x00\x02",
+		keyFor(popup.Where{Attrs: attrs("e", "3", "a", "1", "c", "2", "g", "4")}, "b", "c", "d", "e", "f"))
+	assert.Empty(t, keyFor(popup.Where{Attrs: attrs("plan", "a\x00b")}, "plan"), "a NUL would end the value early")
+	assert.Empty(t, keyFor(popup.Where{Attrs: attrs("plan", "a\xffb")}, "plan"), "0xFF would start a placement")
 }
 
 func TestLocalAnswersConcurrentUse(t *testing.T) {
