@@ -81,7 +81,10 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 		} else {
 			pair, raw = raw, ""
 		}
-		key, val, _ := strings.Cut(pair, "=")
+		key, val := pair, ""
+		if i := strings.IndexByte(pair, '='); i >= 0 { // strings.Cut's search, without its dispatch
+			key, val = pair[:i], pair[i+1:]
+		}
 		var dst *string
 		var bit uint8
 		switch key {
@@ -126,9 +129,9 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 }
 
 // scanPair reads one attr.<key> or prop.<key> parameter into q, unescaping its key and value.
-// Its checks, and their order, are addPair's after the unescaping, but a key or a value that is
-// plainly valid (the common case: no escape, nothing to unescape) is read once, not three times
-// (for an escape, for its validity, ...).
+// Its checks, and their order, are addPair's after the unescaping; but a key or a value valid as
+// it stands (the common case) is read once, where the search for an escape and the validity check
+// each read it.
 func scanPair(q *HomepageQuery, key, val string) *Error {
 	prefix, dst := attrPrefix, &q.Attrs
 	if strings.HasPrefix(key, propPrefix) {
@@ -156,8 +159,14 @@ func scanPair(q *HomepageQuery, key, val string) *Error {
 			return nil // the first occurrence wins
 		}
 	}
-	if perr := checkPair(len(*dst), prefix, k, val, keyOK, valOK); perr != nil {
-		return perr
+	limit := rules.MaxRequestKeys
+	if prefix == propPrefix {
+		limit = rules.MaxProperties
+	}
+	if !keyOK || !valOK || len(*dst) == limit { // else nothing for checkPair to refuse
+		if perr := checkPair(len(*dst), prefix, k, val, keyOK, valOK); perr != nil {
+			return perr
+		}
 	}
 	if *dst == nil {
 		if q.buf == nil {
