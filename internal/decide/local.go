@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,21 +102,32 @@ func (k *localKey) build(r *popup.Request, ruleKeys []string) {
 	for _, part := range r.AppVersion {
 		b = binary.BigEndian.AppendUint32(b, part)
 	}
+	// ruleKeys and the attributes are both sorted by key: one walk through the two finds each
+	// key's value, without a lookup per key.
+	pairs, j := r.Attrs.Pairs(), 0
 	for _, key := range ruleKeys {
-		v, ok := r.Attrs.Get(key)
-		switch {
-		case !ok:
+		for j < len(pairs) && pairs[j].Key < key {
+			j++
+		}
+		if j == len(pairs) || pairs[j].Key != key {
 			if len(b) == len(k.buf) {
 				return
 			}
 			b = append(b, 2)
-		case len(b)+len(v)+2 > len(k.buf) || strings.IndexByte(v, 0) >= 0 || strings.IndexByte(v, 0xff) >= 0:
-			return
-		default:
-			b = append(b, 1)
-			b = append(b, v...)
-			b = append(b, 0)
+			continue
 		}
+		v := pairs[j].Value
+		if len(b)+len(v)+2 > len(k.buf) {
+			return
+		}
+		for i := 0; i < len(v); i++ {
+			if v[i] == 0 || v[i] == 0xff {
+				return
+			}
+		}
+		b = append(b, 1)
+		b = append(b, v...)
+		b = append(b, 0)
 	}
 	if p := r.Placement; p != "" && p != popup.DefaultPlacement {
 		if len(b)+1+len(p) > len(k.buf) {

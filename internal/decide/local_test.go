@@ -14,6 +14,7 @@ import (
 
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/rules"
+	"popupsvc/internal/testenv"
 )
 
 var lt0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -135,6 +136,11 @@ func TestLocalKeyNamesWhatTheDecisionReads(t *testing.T) {
 	assert.NotEqual(t, keyFor(popup.Where{}, "plan"), keyFor(popup.Where{Attrs: attrs("plan", "")}, "plan"), "absent is not empty")
 	assert.NotEqual(t, keyFor(popup.Where{Attrs: attrs("a", "1")}, "a", "b"), keyFor(popup.Where{Attrs: attrs("b", "1")}, "a", "b"))
 	assert.Empty(t, keyFor(popup.Where{Event: "purchase"}), "an event request is decided in full")
+	// the values of the read keys in the keys' order, 0x02 for each one missing, whatever else
+	assert.Equal(t, home+"\x02\x012\x00\x02\x013\x00\x02",
+		keyFor(popup.Where{Attrs: attrs("e", "3", "a", "1", "c", "2", "g", "4")}, "b", "c", "d", "e", "f"))
+	assert.Empty(t, keyFor(popup.Where{Attrs: attrs("plan", "a\x00b")}, "plan"), "a NUL would end the value early")
+	assert.Empty(t, keyFor(popup.Where{Attrs: attrs("plan", "a\xffb")}, "plan"), "0xFF would start a placement")
 }
 
 func TestLocalAnswersConcurrentUse(t *testing.T) {
@@ -223,4 +229,35 @@ func TestLocalAnswersAfterAConfigChangeKeepTheNewGeneration(t *testing.T) {
 		}
 	}
 	assert.Equal(t, len(keys), held, "answers of the new generation evicted by each other")
+}
+
+// BenchmarkLocalKey is a steady-state request's local-answer key and lookup (a hit), single
+// threaded: the plain homepage request, and the same carrying attr.plan and attr.build under a
+// snapshot whose rules read both (make bench's run K; docs/PERFORMANCE.md, "Rules").
+func BenchmarkLocalKey(b *testing.B) {
+	plain := popup.Request{UID: "user-1234", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
+	attrs := plain
+	attrs.Attrs = rules.NewAttrs([]rules.Pair{{Key: "plan", Value: "pro"}, {Key: "build", Value: "9.2.0"}})
+	for _, bc := range []struct {
+		name     string
+		req      popup.Request
+		ruleKeys []string
+	}{{"plain", plain, nil}, {"attrs", attrs, []string{"build", "plan"}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			l := NewLocalAnswers(1000)
+			var k localKey
+			k.build(&bc.req, bc.ruleKeys)
+			l.remember(&k, 1, lt0, lt0.Add(time.Hour))
+			b.ReportAllocs()
+			cpu0 := testenv.ProcessCPU(b)
+			for b.Loop() {
+				var k localKey
+				k.build(&bc.req, bc.ruleKeys)
+				if !l.lookup(&k, 1, lt0) {
+					b.Fatal("miss")
+				}
+			}
+			b.ReportMetric(float64(testenv.ProcessCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

@@ -131,10 +131,12 @@ var (
 func (p *Public) getPopup(c *gin.Context) {
 	q, perr := reqparse.ScanQuery(c.Request.URL.RawQuery)
 	if perr != nil {
+		q.Release()
 		writeError(c, p.Log, parseError(perr))
 		return
 	}
 	p.decision(c, &q)
+	q.Release() // the answer is written: nothing reads the attributes any more
 }
 
 // postDecision is GET /api/v1/popup's twin for a JSON body (attributes with types, more of them

@@ -51,8 +51,9 @@ func Select(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing)
 // no I/O, so a caller can skip reading the state when it fails. It prepares r once for all of cs
 // and does not allocate. r is only read (by pointer: the hot path passes it without a copy).
 //
-// The popups that target audiences are looked at only when no other matches: an audience check
-// reads the member set (a random place in megabytes), and the answer is the same in any order.
+// The popups that target audiences or carry rules are looked at only when no other matches
+// (costlyMatch): an audience check reads the member set (a random place in megabytes), rules
+// look the request's attributes up and compare them, and the answer is the same in any order.
 func AnyMatch(cs []*Compiled, r *Request, now time.Time) bool {
 	q := newQuery(r)
 	sec, nsec := now.Unix(), int32(now.Nanosecond())
@@ -61,7 +62,7 @@ func AnyMatch(cs []*Compiled, r *Request, now time.Time) bool {
 		if !c.active || c.windowReason(sec, nsec) != ReasonNone {
 			continue
 		}
-		if c.targetsAudiences() {
+		if c.costlyMatch() {
 			deferred = true
 			continue
 		}
@@ -73,12 +74,16 @@ func AnyMatch(cs []*Compiled, r *Request, now time.Time) bool {
 		return false
 	}
 	for _, c := range cs {
-		if c.targetsAudiences() && c.active && c.windowReason(sec, nsec) == ReasonNone && c.match(&q) == ReasonNone {
+		if c.costlyMatch() && c.active && c.windowReason(sec, nsec) == ReasonNone && c.match(&q) == ReasonNone {
 			return true
 		}
 	}
 	return false
 }
+
+// costlyMatch reports whether matching c takes more than comparing the request's fields: an
+// audience's membership test, or rules on the attributes.
+func (c *Compiled) costlyMatch() bool { return c.whereBits&whereRules != 0 || c.targetsAudiences() }
 
 // Candidate is one popup's verdict in an Explain: the admin preview's answer to "why not this one?".
 // Eligible is true for the chosen popup only, so Eligible == (Reason == ReasonNone); a popup that

@@ -166,3 +166,33 @@ func TestWhereKeepsLocalAnswersSound(t *testing.T) {
 	assert.Nil(t, popup.Select(all, r, st, next.Add(-time.Second), popup.Pacing{}))
 	assert.Same(t, c, popup.Select(all, r, st, next, popup.Pacing{}))
 }
+
+// TestAnyMatchWithRules: popups with rules are looked at after the others (AnyMatch) and give
+// the same answer as if they were not: rules that hold match, rules that fail do not, whatever
+// comes before or after them.
+func TestAnyMatchWithRules(t *testing.T) {
+	t.Parallel()
+	pro := targeting(popup.TargetingInput{Rules: []arules.Rule{{Conditions: []arules.Condition{
+		condition("plan", arules.OpIn, arules.Str("pro"), arules.Str("team"))}}}})
+	android := targeting(popup.TargetingInput{Platforms: []string{popup.PlatformAndroid}})
+	tests := []struct {
+		name string
+		plan string
+		give []spec
+		want bool
+	}{
+		{"rules that hold", "pro", []spec{{1, 10, pro}}, true},
+		{"rules that fail", "free", []spec{{1, 10, pro}}, false},
+		{"rules that fail, a plain popup after", "free", []spec{{1, 50, pro}, {2, 10, nil}}, true},
+		{"rules that fail, a plain popup for another platform after", "free", []spec{{1, 50, pro}, {2, 10, android}}, false},
+		{"rules that hold after a plain popup for another platform", "team", []spec{{1, 50, android}, {2, 10, pro}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := baseRequest(t)
+			r.Attrs = attrsOf("plan", tt.plan)
+			assert.Equal(t, tt.want, popup.AnyMatch(candidates(t, tt.give...), &r, whereT0))
+		})
+	}
+}

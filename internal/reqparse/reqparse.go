@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/jsonx"
@@ -35,12 +36,41 @@ type HomepageQuery struct {
 	// Attrs and Props are the attr.<key> and prop.<key> parameters (keys without the prefix), in
 	// the order sent, each within the limits (addPair); nil when none is sent. Where reads them.
 	Attrs, Props []rules.Pair
+	// buf holds ScanQuery's first pairs, from pairPool; nil when none was sent (or the query came
+	// from elsewhere). Release hands it back.
+	buf *pairBuf
+}
+
+// pairBuf is the room for a query's first attributes and properties: a query carrying a few
+// allocates nothing (the pairs live in a pooled pairBuf, and only more pairs than it holds grow
+// onto the heap), where a fresh slice for each was an allocation per request.
+type pairBuf struct {
+	attrs [8]rules.Pair
+	props [4]rules.Pair
+}
+
+var pairPool = sync.Pool{New: func() any { return new(pairBuf) }}
+
+// Release hands back the buffer ScanQuery kept q's attributes and properties in, for another
+// request's: q's Attrs and Props, and the popup.Where read from them, must not be used after.
+// Without it the buffer is left to the garbage collector, which costs an allocation, no more.
+func (q *HomepageQuery) Release() {
+	b := q.buf
+	if b == nil {
+		return
+	}
+	// no hold on the query's strings while pooled
+	clear(b.attrs[:min(len(q.Attrs), len(b.attrs))])
+	clear(b.props[:min(len(q.Props), len(b.props))])
+	q.buf, q.Attrs, q.Props = nil, nil, nil
+	pairPool.Put(b)
 }
 
 // ScanQuery reads the homepage fields out of a raw query string without building a url.Values
 // map; values are unescaped only when they contain an escape. The first occurrence of a key wins,
 // as with url.Values.Get (for an attribute too: the first attr.plan is the plan). A query
-// without attributes or event properties allocates nothing.
+// without escapes allocates nothing; one with attributes or event properties takes a pooled
+// buffer for them, which q.Release hands back.
 func ScanQuery(raw string) (HomepageQuery, *Error) {
 	var q HomepageQuery
 	var seen uint8 // bit i: the i-th field has appeared (the first occurrence wins, even if empty)
@@ -51,7 +81,10 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 		} else {
 			pair, raw = raw, ""
 		}
-		key, val, _ := strings.Cut(pair, "=")
+		key, val := pair, ""
+		if i := strings.IndexByte(pair, '='); i >= 0 { // strings.Cut's search, without its dispatch
+			key, val = pair[:i], pair[i+1:]
+		}
 		var dst *string
 		var bit uint8
 		switch key {
@@ -83,7 +116,7 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 			continue
 		}
 		seen |= bit
-		if strings.ContainsAny(val, "%+") {
+		if hasEscape(val) {
 			v, err := url.QueryUnescape(val)
 			if err != nil {
 				return q, &Error{Code: "invalid_query", Message: "query string has a malformed escape in " + key}
@@ -96,27 +129,82 @@ func ScanQuery(raw string) (HomepageQuery, *Error) {
 }
 
 // scanPair reads one attr.<key> or prop.<key> parameter into q, unescaping its key and value.
+// Its checks, and their order, are addPair's after the unescaping; but a key or a value valid as
+// it stands (the common case) is read once, where the search for an escape and the validity check
+// each read it.
 func scanPair(q *HomepageQuery, key, val string) *Error {
 	prefix, dst := attrPrefix, &q.Attrs
 	if strings.HasPrefix(key, propPrefix) {
 		prefix, dst = propPrefix, &q.Props
 	}
 	k := key[len(prefix):]
-	for _, s := range []*string{&k, &val} {
-		if strings.ContainsAny(*s, "%+") {
-			u, err := url.QueryUnescape(*s)
-			if err != nil {
-				return &Error{Code: "invalid_query", Message: "query string has a malformed escape in " + prefix + quoteShort(k)}
-			}
-			*s = u
+	// A valid key has no '%' or '+' (KeyRule); a plain value neither, by its definition.
+	keyOK, valOK := rules.ValidKey(k), plainValue(val)
+	if !keyOK && hasEscape(k) {
+		u, err := url.QueryUnescape(k)
+		if err != nil {
+			return &Error{Code: "invalid_query", Message: "query string has a malformed escape in " + prefix + quoteShort(k)}
 		}
+		k = u
+	}
+	if !valOK && hasEscape(val) {
+		u, err := url.QueryUnescape(val)
+		if err != nil {
+			return &Error{Code: "invalid_query", Message: "query string has a malformed escape in " + prefix + quoteShort(k)}
+		}
+		val = u
 	}
 	for _, p := range *dst {
 		if p.Key == k {
 			return nil // the first occurrence wins
 		}
 	}
-	return addPair(dst, prefix, k, val)
+	limit := rules.MaxRequestKeys
+	if prefix == propPrefix {
+		limit = rules.MaxProperties
+	}
+	if !keyOK || !valOK || len(*dst) == limit { // else nothing for checkPair to refuse
+		if perr := checkPair(len(*dst), prefix, k, val, keyOK, valOK); perr != nil {
+			return perr
+		}
+	}
+	if *dst == nil {
+		if q.buf == nil {
+			q.buf = pairPool.Get().(*pairBuf)
+		}
+		if prefix == attrPrefix {
+			*dst = q.buf.attrs[:0]
+		} else {
+			*dst = q.buf.props[:0]
+		}
+	}
+	*dst = append(*dst, rules.Pair{Key: k, Value: val})
+	return nil
+}
+
+// hasEscape reports whether a query string's key or value holds an escape: a '%' or a '+'.
+func hasEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '%' || c == '+' {
+			return true
+		}
+	}
+	return false
+}
+
+// plainValue reports whether s is a valid value as it stands, with no escape to undo: at most
+// MaxValueLen bytes of printable ASCII other than '%' and '+'. False says nothing either way
+// (unescape, then ValidValue decides).
+func plainValue(s string) bool {
+	if len(s) > rules.MaxValueLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '%' || c == '+' {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseConfirm reads the homepage's confirm flag: "1" or "true" asks for a decision that counts

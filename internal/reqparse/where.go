@@ -22,24 +22,33 @@ const (
 // against the limits and appends it to *dst: a 400 naming the parameter for a bad key, a bad value
 // or one too many.
 func addPair(dst *[]rules.Pair, prefix, key, val string) *Error {
-	code, limit, what := "invalid_attr", rules.MaxRequestKeys, "attributes"
-	if prefix == propPrefix {
-		code, limit, what = "invalid_event_property", rules.MaxProperties, "event properties"
-	}
-	if len(*dst) == limit {
-		return &Error{Code: code, Field: prefix + "*", Message: "at most " + strconv.Itoa(limit) + " " + what + " (" + prefix + "<key>) may be sent"}
-	}
-	if !rules.ValidKey(key) {
-		name := prefix + quoteShort(key)
-		return &Error{Code: code, Field: name, Message: name + ": the key must be " + rules.KeyRule}
-	}
-	if !rules.ValidValue(val) {
-		return &Error{Code: code, Field: prefix + key, Message: prefix + key + ": the value must be " + rules.ValueRule}
+	if perr := checkPair(len(*dst), prefix, key, val, false, false); perr != nil {
+		return perr
 	}
 	if *dst == nil {
 		*dst = make([]rules.Pair, 0, 8)
 	}
 	*dst = append(*dst, rules.Pair{Key: key, Value: val})
+	return nil
+}
+
+// checkPair is addPair's checks of a pair to add to have pairs: the limit, then the key, then the
+// value; keyOK and valOK say the key and the value are already known to be valid.
+func checkPair(have int, prefix, key, val string, keyOK, valOK bool) *Error {
+	code, limit, what := "invalid_attr", rules.MaxRequestKeys, "attributes"
+	if prefix == propPrefix {
+		code, limit, what = "invalid_event_property", rules.MaxProperties, "event properties"
+	}
+	if have == limit {
+		return &Error{Code: code, Field: prefix + "*", Message: "at most " + strconv.Itoa(limit) + " " + what + " (" + prefix + "<key>) may be sent"}
+	}
+	if !keyOK && !rules.ValidKey(key) {
+		name := prefix + quoteShort(key)
+		return &Error{Code: code, Field: name, Message: name + ": the key must be " + rules.KeyRule}
+	}
+	if !valOK && !rules.ValidValue(val) {
+		return &Error{Code: code, Field: prefix + key, Message: prefix + key + ": the value must be " + rules.ValueRule}
+	}
 	return nil
 }
 

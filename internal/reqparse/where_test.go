@@ -61,6 +61,10 @@ func TestQueryLimitsNameTheParameter(t *testing.T) {
 		{"21 properties", "uid=u1&event=e" + many("prop.", 21), "invalid_event_property", "prop.*"},
 		{"value over 256 characters", "uid=u1&attr.plan=" + strings.Repeat("é", 257), "invalid_attr", "attr.plan"},
 		{"value with a control character", "uid=u1&attr.plan=a%00b", "invalid_attr", "attr.plan"},
+		{"value with a raw control character", "uid=u1&attr.plan=a\tb", "invalid_attr", "attr.plan"},
+		{"value with a DEL", "uid=u1&attr.plan=a\x7fb", "invalid_attr", "attr.plan"},
+		{"value over 256 ASCII characters", "uid=u1&attr.plan=" + strings.Repeat("x", 257), "invalid_attr", "attr.plan"},
+		{"key with a '+'", "uid=u1&attr.a+b=v", "invalid_attr", `attr."a b"`},
 		{"value not UTF-8", "uid=u1&attr.plan=%FF", "invalid_attr", "attr.plan"},
 		{"key over 64 characters", "uid=u1&attr." + strings.Repeat("k", 65) + "=v", "invalid_attr", `attr."` + strings.Repeat("k", 64) + `"`},
 		{"empty key", "uid=u1&attr.=v", "invalid_attr", `attr.""`},
@@ -94,6 +98,62 @@ func TestQueryLimitsNameTheParameter(t *testing.T) {
 	if _, perr := q.Where(); perr != nil || len(q.Attrs) != 50 || len(q.Props) != 20 {
 		t.Fatalf("at the limits: %v, %d attrs, %d props", perr, len(q.Attrs), len(q.Props))
 	}
+}
+
+// TestScanQueryReadsValuesAsSent: a plain value is taken as it stands, an escaped one unescaped,
+// up to the limits.
+func TestScanQueryReadsValuesAsSent(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ give, want string }{
+		{"pro", "pro"},
+		{"", ""},
+		{"~!*()'$,;:@/?", "~!*()'$,;:@/?"},
+		{"a+b", "a b"},
+		{"%E2%82%AC5", "€5"},
+		{"%70ro", "pro"},
+		{"é", "é"},
+		{strings.Repeat("x", 256), strings.Repeat("x", 256)},
+		{strings.Repeat("%78", 256), strings.Repeat("x", 256)},
+	}
+	for _, tt := range tests {
+		q, perr := ScanQuery("uid=u1&attr.v=" + tt.give + "&attr.v=second")
+		if perr != nil {
+			t.Errorf("attr.v=%.40s: %v", tt.give, perr)
+			continue
+		}
+		if !reflect.DeepEqual(q.Attrs, []rules.Pair{{Key: "v", Value: tt.want}}) {
+			t.Errorf("attr.v=%.40s: %q, want %.40q", tt.give, q.Attrs, tt.want)
+		}
+	}
+}
+
+// TestScanQueryReleaseRecyclesThePairs: a query with attributes, parsed, decided and released,
+// allocates nothing; the next query's pairs are its own.
+func TestScanQueryReleaseRecyclesThePairs(t *testing.T) {
+	allocs := testing.AllocsPerRun(100, func() {
+		q, perr := ScanQuery("uid=user-123&platform=ios&app_version=8.10.0&attr.plan=pro&attr.build=9.2.0&prop.x=1&event=e")
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		if _, perr := q.Where(); perr != nil {
+			t.Fatal(perr)
+		}
+		q.Release()
+		if q.Attrs != nil || q.Props != nil {
+			t.Fatalf("released, still %v %v", q.Attrs, q.Props)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a query with attributes allocates %v times once released, want none", allocs)
+	}
+	q, _ := ScanQuery("attr.a=1&attr.b=2")
+	q.Release()
+	q, _ = ScanQuery("attr.c=3")
+	if !reflect.DeepEqual(q.Attrs, []rules.Pair{{Key: "c", Value: "3"}}) || q.Props != nil {
+		t.Errorf("after a released query: %v, %v", q.Attrs, q.Props)
+	}
+	q.Release()
+	q.Release() // twice: nothing more to hand back
 }
 
 // TestDecisionBodyIsTheQuery: a body reads into the HomepageQuery its query string twin gives:

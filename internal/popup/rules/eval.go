@@ -18,10 +18,29 @@ type Attrs struct{ pairs []Pair }
 
 // NewAttrs sorts pairs by key (in place) and keeps the first of a repeated key.
 func NewAttrs(pairs []Pair) Attrs {
-	slices.SortStableFunc(pairs, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
-	pairs = slices.CompactFunc(pairs, func(a, b Pair) bool { return a.Key == b.Key })
+	if len(pairs) > smallSort {
+		slices.SortStableFunc(pairs, func(a, b Pair) int { return strings.Compare(a.Key, b.Key) })
+	} else {
+		// A request's few attributes: an insertion sort (stable: it moves a pair only past
+		// greater keys) without the generic sort's calls, and a single pass over pairs already
+		// in order.
+		for i := 1; i < len(pairs); i++ {
+			for j := i; j > 0 && pairs[j].Key < pairs[j-1].Key; j-- {
+				pairs[j], pairs[j-1] = pairs[j-1], pairs[j]
+			}
+		}
+	}
+	for i := 1; i < len(pairs); i++ {
+		if pairs[i].Key == pairs[i-1].Key {
+			pairs = slices.CompactFunc(pairs, func(a, b Pair) bool { return a.Key == b.Key })
+			break
+		}
+	}
 	return Attrs{pairs: pairs}
 }
+
+// smallSort is the most pairs NewAttrs sorts by insertion.
+const smallSort = 12
 
 // Len is the number of attributes.
 func (a *Attrs) Len() int { return len(a.pairs) }
