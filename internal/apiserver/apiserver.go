@@ -23,6 +23,7 @@ import (
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
@@ -86,14 +87,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) 
 // adminOperators is every operator of the admin API, each with its role: POPUP_ADMIN_TOKENS,
 // POPUP_ADMIN_TOKENS_FILE and POPUP_ADMIN_TOKEN (the operator "admin", role admin). None at all
 // is httpapi.ErrNoToken.
-func adminOperators(cfg config.Config) ([]httpapi.Operator, error) {
-	named, err := cfg.Operators()
+func adminOperators(cfg config.Config) ([]operator.Operator, error) {
+	ops, err := cfg.Operators()
 	if err != nil {
 		return nil, err
-	}
-	ops := make([]httpapi.Operator, 0, len(named))
-	for _, op := range named {
-		ops = append(ops, httpapi.Operator{Name: op.Name, Role: op.Role, Token: op.Token})
 	}
 	if len(ops) == 0 {
 		return nil, httpapi.ErrNoToken
@@ -104,11 +101,7 @@ func adminOperators(cfg config.Config) ([]httpapi.Operator, error) {
 // recordOperators records in the audit log how the operators this start has differ from the
 // last start's (mysqlstore.OperatorLog).
 func (s *server) recordOperators(ctx context.Context) error {
-	ops := make([]mysqlstore.ConfiguredOperator, len(s.ops))
-	for i, op := range s.ops {
-		ops[i] = mysqlstore.ConfiguredOperator{Name: op.Name, Role: op.Role, Token: op.Token}
-	}
-	return mysqlstore.NewOperatorLog(s.db).Sync(ctx, ops, s.now())
+	return mysqlstore.NewOperatorLog(s.db).Sync(ctx, s.ops, s.now())
 }
 
 // mysqlCheck pings MySQL and, the first time it answers, checks the schema (an unmigrated or

@@ -26,6 +26,7 @@ import (
 	"popupsvc/internal/manage"
 	"popupsvc/internal/memlimit"
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/privacy"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/snapshot"
@@ -35,7 +36,7 @@ import (
 // server is popup-api as Run wires it, step by step; closers run in reverse when Run returns.
 type server struct {
 	cfg     config.Config
-	ops     []httpapi.Operator // the admin API's, recorded at MySQL's first answer
+	ops     []operator.Operator // the admin API's, recorded at MySQL's first answer
 	log     *slog.Logger
 	now     func() time.Time
 	reg     *prometheus.Registry
@@ -239,7 +240,7 @@ func (s *server) publicAPI() error {
 }
 
 // adminAPI: the admin shell and its feature slices (internal/admin).
-func (s *server) adminAPI(ops []httpapi.Operator) (*gin.Engine, error) {
+func (s *server) adminAPI(ops []operator.Operator) (*gin.Engine, error) {
 	cfg, db, now := s.cfg, s.db, s.now
 	// A reload republishes every config, so concurrent admin writes share one (each still returns
 	// only after a reload that began after its commit): a bulk import costs O(n), not O(n²).

@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"popupsvc/internal/cors"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/privacy"
 	"popupsvc/internal/uidauth"
@@ -263,37 +264,27 @@ func nameVars(err error) error {
 	return errors.Join(out...)
 }
 
-// Operator is one named admin token and the operator's role.
-type Operator struct {
-	Name  string
-	Role  popup.Role
-	Token string
-}
-
-// AdminOperatorName is the operator of POPUP_ADMIN_TOKEN.
-const AdminOperatorName = "admin"
-
 // Operators returns every admin operator: those of ADMIN_TOKENS, then of ADMIN_TOKENS_FILE (read
 // now), then "admin" (role admin) for ADMIN_TOKEN. An entry is name:token or name@role:token
-// (popup.ParseOperator; without a role, admin). Names must be 1-64 characters of [A-Za-z0-9_.-]
+// (operator.Parse; without a role, admin). Names must be 1-64 characters of [A-Za-z0-9_.-]
 // and unique, roles known, tokens non-empty and unique; an error names the variable and the
 // entry's position or the file's line, and the entry without its token, never a token.
-func (c Config) Operators() ([]Operator, error) {
+func (c Config) Operators() ([]operator.Operator, error) {
 	var (
-		ops   []Operator
+		ops   []operator.Operator
 		errs  []error
-		check popup.Operators
+		check operator.Set
 	)
 	add := func(where, entry string) {
-		name, role, token, err := popup.ParseOperator(entry)
+		op, err := operator.Parse(entry)
 		if err == nil {
-			err = check.Add(name, role, token)
+			err = check.Add(op)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			return
 		}
-		ops = append(ops, Operator{Name: name, Role: role, Token: token})
+		ops = append(ops, op)
 	}
 	for i, entry := range c.AdminTokens {
 		add(fmt.Sprintf("%sADMIN_TOKENS: pair %d", Prefix, i+1), entry)
@@ -311,7 +302,7 @@ func (c Config) Operators() ([]Operator, error) {
 		}
 	}
 	if c.AdminToken != "" {
-		add(Prefix+"ADMIN_TOKEN", AdminOperatorName+"@"+popup.RoleAdmin.String()+":"+c.AdminToken)
+		add(Prefix+"ADMIN_TOKEN", operator.AdminName+"@"+popup.RoleAdmin.String()+":"+c.AdminToken)
 	}
 	return ops, errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
@@ -154,13 +155,13 @@ func TestOperatorsFromEveryVariable(t *testing.T) {
 	require.NoError(t, err)
 	ops, err := c.Operators()
 	require.NoError(t, err)
-	assert.Equal(t, []Operator{
-		{"alice", popup.RoleAdmin, "tok-a"}, // no role: admin, as before roles existed
-		{"bob", popup.RoleEditor, "tok:b"},
-		{"carol", popup.RoleAdmin, "tok-c"},
-		{"dave", popup.RoleViewer, "tok-d"},
-		{"erin", popup.RolePublisher, "tok@e"}, // '@' in a token is the token's
-		{"admin", popup.RoleAdmin, "tok-admin"},
+	assert.Equal(t, []operator.Operator{
+		{Name: "alice", Role: popup.RoleAdmin, Token: "tok-a"}, // no role: admin, as before roles existed
+		{Name: "bob", Role: popup.RoleEditor, Token: "tok:b"},
+		{Name: "carol", Role: popup.RoleAdmin, Token: "tok-c"},
+		{Name: "dave", Role: popup.RoleViewer, Token: "tok-d"},
+		{Name: "erin", Role: popup.RolePublisher, Token: "tok@e"}, // '@' in a token is the token's
+		{Name: "admin", Role: popup.RoleAdmin, Token: "tok-admin"},
 	}, ops)
 	s := c.String()
 	for _, secret := range []string{"tok-a", "tok:b", "tok-admin"} {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http/pprof"
@@ -11,18 +10,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
 // Admin serves the admin listener: the shell the admin features (internal/admin, one package a
-// feature) hang their routes on. It owns what every route shares: the operators' bearer tokens,
-// the role guards and the log and count of refusals, the operators' own routes (/me,
-// /operators), metrics and pprof. Every route needs the bearer token of an operator, and the
-// operator's role must allow what the request does (docs/CONTRACT.md §9).
+// feature) hang their routes on. It owns what every route shares: the auth of the operators'
+// bearer tokens (operator.Keys), the role guards and the log and count of refusals, the
+// operators' own routes (/me, /operators), metrics and pprof. Every route needs the bearer token
+// of an operator, and the operator's role must allow what the request does (docs/CONTRACT.md §9).
 type Admin struct {
 	// Operators hold the admin tokens (POPUP_ADMIN_TOKENS, POPUP_ADMIN_TOKENS_FILE); Token, when
 	// set, is one more, of the operator "admin" with role admin (POPUP_ADMIN_TOKEN).
-	Operators []Operator
+	Operators []operator.Operator
 	Token     string
 	// Registerer takes the admin API's own series (popup_admin_forbidden_total); nil: unregistered.
 	Registerer prometheus.Registerer
@@ -40,9 +40,12 @@ var ErrNoToken = errors.New("no admin token (POPUP_ADMIN_TOKEN, POPUP_ADMIN_TOKE
 func (a *Admin) Router() (*gin.Engine, error) {
 	ops := a.Operators
 	if a.Token != "" {
-		ops = append(slices.Clip(ops), Operator{Name: AdminOperator, Role: popup.RoleAdmin, Token: a.Token})
+		ops = append(slices.Clip(ops), operator.Operator{Name: operator.AdminName, Role: popup.RoleAdmin, Token: a.Token})
 	}
-	keys, err := operatorKeys(ops)
+	if len(ops) == 0 {
+		return nil, ErrNoToken
+	}
+	keys, err := operator.NewKeys(ops)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +75,9 @@ func (a *Admin) Router() (*gin.Engine, error) {
 	return r, nil
 }
 
-// auth finds the operator of the bearer token (matchOperator: constant time, every token
+// auth finds the operator of the bearer token (operator.Keys.Match: constant time, every token
 // compared) and leaves it, with its role, for the handlers.
-func (a *Admin) auth(c *gin.Context, keys []operatorKey) {
+func (a *Admin) auth(c *gin.Context, keys operator.Keys) {
 	const prefix = "Bearer "
 	h := c.GetHeader("Authorization")
 	var (
@@ -82,7 +85,7 @@ func (a *Admin) auth(c *gin.Context, keys []operatorKey) {
 		ok  bool
 	)
 	if len(h) > len(prefix) && h[:len(prefix)] == prefix {
-		act, ok = matchOperator(keys, h[len(prefix):], subtle.ConstantTimeCompare)
+		act, ok = keys.Match(h[len(prefix):])
 	}
 	if !ok {
 		c.Header("WWW-Authenticate", `Bearer realm="popup-admin"`)

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,59 +9,9 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
-
-// Operator is one named holder of an admin token: every write is attributed to its name, and its
-// role says what it may do (popup.Role; docs/CONTRACT.md §9).
-type Operator struct {
-	Name  string
-	Role  popup.Role
-	Token string
-}
-
-// AdminOperator is the name of the operator whose token is POPUP_ADMIN_TOKEN (role admin).
-const AdminOperator = "admin"
-
-// operatorKey is an operator's token as the auth check compares it: its SHA-256, so every
-// comparison is of 32 bytes whatever the tokens' lengths.
-type operatorKey struct {
-	actor popup.Actor
-	sum   [sha256.Size]byte
-}
-
-// operatorKeys checks the operators (named, with a role, unique names and tokens, non-empty
-// tokens: popup.Operators) and hashes their tokens. No operator at all is ErrNoToken.
-func operatorKeys(ops []Operator) ([]operatorKey, error) {
-	if len(ops) == 0 {
-		return nil, ErrNoToken
-	}
-	var check popup.Operators
-	keys := make([]operatorKey, 0, len(ops))
-	for i, op := range ops {
-		if err := check.Add(op.Name, op.Role, op.Token); err != nil {
-			return nil, fmt.Errorf("operator %d: %w", i+1, err)
-		}
-		keys = append(keys, operatorKey{actor: popup.Actor{Name: op.Name, Role: op.Role}, sum: sha256.Sum256([]byte(op.Token))})
-	}
-	return keys, nil
-}
-
-// matchOperator returns the operator whose token is given. It compares against every key,
-// whether or not an earlier one matched, each comparison in constant time (eq is
-// subtle.ConstantTimeCompare; a test counts its calls), so the time taken says nothing about
-// which token, or how much of one, matched.
-func matchOperator(keys []operatorKey, given string, eq func(x, y []byte) int) (popup.Actor, bool) {
-	sum := sha256.Sum256([]byte(given))
-	found := -1
-	for i := range keys {
-		found = subtle.ConstantTimeSelect(eq(sum[:], keys[i].sum[:]), i, found)
-	}
-	if found < 0 {
-		return popup.Actor{}, false
-	}
-	return keys[found].actor, true
-}
 
 // Where auth leaves the authenticated operator in the gin context, and where writeError leaves a
 // refusal for the admin router's refusal log (logRefusal).
@@ -143,10 +91,11 @@ type operatorView struct {
 }
 
 // operators answers every operator's name and role, by name; never a token.
-func operators(keys []operatorKey) gin.HandlerFunc {
-	out := make([]operatorView, len(keys))
-	for i, k := range keys {
-		out[i] = operatorView{Name: k.actor.Name, Role: k.actor.Role.String()}
+func operators(keys operator.Keys) gin.HandlerFunc {
+	actors := keys.Actors()
+	out := make([]operatorView, len(actors))
+	for i, act := range actors {
+		out[i] = operatorView{Name: act.Name, Role: act.Role.String()}
 	}
 	slices.SortFunc(out, func(x, y operatorView) int { return cmp.Compare(x.Name, y.Name) })
 	return func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"operators": out}) }

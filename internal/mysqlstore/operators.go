@@ -10,15 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
-
-// ConfiguredOperator is one operator popup-api starts with (POPUP_ADMIN_TOKENS…).
-type ConfiguredOperator struct {
-	Name  string
-	Role  popup.Role
-	Token string
-}
 
 // OperatorLog keeps the operators of the last popup-api start (popup_operator) and records how
 // each start's differ (popup_operator_change): the audit log's operators.
@@ -43,11 +37,12 @@ func tokenHash(salt []byte, token string) []byte {
 // operatorLock names the lock of Sync, per database (lockName).
 const operatorLock = "popup_operator:"
 
-// Sync records, in one transaction, how ops differ from the operators stored by the last start
+// Sync records, in one transaction, how ops (the operators popup-api starts with:
+// POPUP_ADMIN_TOKENS…) differ from the operators stored by the last start
 // (added, removed, another role, another token), and stores ops in their place. Concurrent
 // starts take turns under a named lock (an empty table has no row to lock); a start with the same
 // operators records nothing.
-func (l *OperatorLog) Sync(ctx context.Context, ops []ConfiguredOperator, at time.Time) error {
+func (l *OperatorLog) Sync(ctx context.Context, ops []operator.Operator, at time.Time) error {
 	conn, err := l.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("record the operators: %w", err)

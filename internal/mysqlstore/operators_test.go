@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/mysqlstore"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
@@ -21,7 +22,7 @@ func TestConcurrentFirstStartsRecordEachOperatorOnce(t *testing.T) {
 	db := openAt(t, 0)
 	_, err := mysqlstore.Migrate(ctx, db)
 	require.NoError(t, err)
-	ops := []mysqlstore.ConfiguredOperator{{Name: "ana", Role: popup.RoleEditor, Token: "t-ana"}, {Name: "admin", Role: popup.RoleAdmin, Token: "t-admin"}}
+	ops := []operator.Operator{{Name: "ana", Role: popup.RoleEditor, Token: "t-ana"}, {Name: "admin", Role: popup.RoleAdmin, Token: "t-admin"}}
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)

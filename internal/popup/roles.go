@@ -3,7 +3,11 @@ package popup
 import "fmt"
 
 // Role is what an admin operator may do. Roles are ordered: each has the rights of the ones
-// below it (viewer < editor < publisher < admin). The zero value is no role, which nothing allows.
+// below it (viewer < editor < publisher < admin). The zero value is no role, which nothing
+// allows. Roles and the rule of which role each popup write needs (Write.Needs) are the
+// domain's: the rule is stated in popup statuses and change kinds and decided in the write's
+// transaction, every change record keeps the actor's role, and a refusal is a domain error
+// (CodeForbidden). The operators who hold the roles, and their tokens, are internal/operator's.
 type Role uint8
 
 // The roles, least first.

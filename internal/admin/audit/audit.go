@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/httpapi"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
@@ -112,8 +113,8 @@ func (a *API) changes(c *gin.Context) {
 		return
 	}
 	if actor, ok := c.GetQuery("actor"); ok {
-		if !popup.ValidOperatorName(actor) {
-			a.Fail(c, httpapi.QueryError("actor", "must be an operator name: "+popup.OperatorNameRule))
+		if !operator.ValidName(actor) {
+			a.Fail(c, httpapi.QueryError("actor", "must be an operator name: "+operator.NameRule))
 			return
 		}
 		q.Actor = actor

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"popupsvc/internal/httpapi"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
@@ -261,8 +262,8 @@ func (a *API) audit(c *gin.Context) {
 		return
 	}
 	if actor, ok := c.GetQuery("actor"); ok {
-		if !popup.ValidOperatorName(actor) {
-			a.Fail(c, httpapi.QueryError("actor", "must be an operator name: "+popup.OperatorNameRule))
+		if !operator.ValidName(actor) {
+			a.Fail(c, httpapi.QueryError("actor", "must be an operator name: "+operator.NameRule))
 			return
 		}
 		q.Actor = actor

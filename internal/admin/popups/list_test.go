@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/httpapi"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
@@ -107,7 +108,7 @@ var listNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 func newListAdmin(t *testing.T, repo PopupRepo, reloads *int) http.Handler {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := &httpapi.Admin{Operators: []httpapi.Operator{{Name: "alice", Role: popup.RoleAdmin, Token: "token-alice"}}, Log: log,
+	a := &httpapi.Admin{Operators: []operator.Operator{{Name: "alice", Role: popup.RoleAdmin, Token: "token-alice"}}, Log: log,
 		Slices: []httpapi.Slice{&API{Repo: repo, Shared: &httpapi.Shared{Log: log, Now: func() time.Time { return listNow },
 			Reload: func(context.Context) (int64, error) {
 				*reloads++

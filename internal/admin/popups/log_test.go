@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/httpapi"
+	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
 )
 
@@ -35,7 +36,7 @@ func TestAWriteIsAttributedAndLoggedOnceWithoutTheToken(t *testing.T) {
 	var logged bytes.Buffer
 	repo := &createOnlyRepo{}
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	a := &httpapi.Admin{Operators: []httpapi.Operator{{Name: "alice", Role: popup.RoleAdmin, Token: "secret-alice-token"}, {Name: "bob", Role: popup.RoleEditor, Token: "secret-bob-token"}},
+	a := &httpapi.Admin{Operators: []operator.Operator{{Name: "alice", Role: popup.RoleAdmin, Token: "secret-alice-token"}, {Name: "bob", Role: popup.RoleEditor, Token: "secret-bob-token"}},
 		Log: log, Slices: []httpapi.Slice{&API{Shared: &httpapi.Shared{Log: log, Now: time.Now,
 			Reload: func(context.Context) (int64, error) { return 1, nil }}, Repo: repo}}}
 	r, err := a.Router()
@@ -62,7 +63,7 @@ func TestARefusalIsLoggedAtWarnAndCountedWithoutTheToken(t *testing.T) {
 	repo := &createOnlyRepo{}
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	a := &httpapi.Admin{Operators: []httpapi.Operator{{Name: "vera", Role: popup.RoleViewer, Token: "secret-vera-token"}}, Registerer: reg,
+	a := &httpapi.Admin{Operators: []operator.Operator{{Name: "vera", Role: popup.RoleViewer, Token: "secret-vera-token"}}, Registerer: reg,
 		Log: log, Slices: []httpapi.Slice{&API{Shared: &httpapi.Shared{Log: log, Now: time.Now,
 			Reload: func(context.Context) (int64, error) { return 1, nil }}, Repo: repo}}}
 	r, err := a.Router()
