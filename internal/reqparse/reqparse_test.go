@@ -145,6 +145,7 @@ func FuzzActionBody(f *testing.F) {
 	f.Add(`{"uid":"u1","action":"close","decision_id":"d"}`)
 	f.Add(`{"uid":`)
 	f.Add(`{"uid":"u1","action":"click","button":3}`)
+	f.Add(`{"uid":"u1","action":"impression","decision_id":"d~1"}`)
 	codes := []string{"invalid_json", "invalid_uid", "invalid_action", "invalid_event_id", "invalid_decision_id", "invalid_button"}
 	f.Fuzz(func(t *testing.T, body string) {
 		b, perr := DecodeActionBody([]byte(body))
@@ -156,7 +157,8 @@ func FuzzActionBody(f *testing.F) {
 			return
 		}
 		// Whatever is accepted is fit to queue: valid uid, a known action, valid ids.
-		if !validID(b.UID) || (b.Action != "click" && b.Action != "close") ||
+		if !validID(b.UID) || (b.Action != "click" && b.Action != "close" && b.Action != "impression") ||
+			(b.Action == "impression" && b.DecisionID == "") ||
 			(b.EventID != "" && !validID(b.EventID)) || (b.DecisionID != "" && !validDecisionID(b.DecisionID)) ||
 			(b.Button != 0 && b.Action != "click") {
 			t.Errorf("DecodeActionBody(%q) accepted %+v", body, b)
