@@ -9,6 +9,11 @@
 #   drained before the next run).
 # BENCH_AB_OPEN_RATE=N adds, after each wrk run, an open-loop run at N req/s (benchtool openloop,
 # same duration) and prints its latency line: the tail at a fixed rate for each value.
+# BENCH_CONNS (64): wrk's connections in the measured runs (the warm-up after a restart keeps 64).
+# BENCH_AB_PROFILE=PREFIX: a CPU profile of popup-api during each run, PREFIX-MIX-VALUE-rROUND.prof
+# (BENCH_DURATION, in seconds, less 2 s; merge a value's rounds with go tool pprof -proto A B C >MERGED).
+# Each line also gives Redis's state reads and record scripts per request (INFO commandstats: the
+# GETs less the one each record script runs itself, and the EVALSHAs) that a value costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -18,6 +23,7 @@ export BENCH_UIDS=${BENCH_UIDS:-20000} BENCH_REGIONS=${BENCH_REGIONS:-8}
 unset BENCH_QUERY_REGION
 rounds=${BENCH_ROUNDS:-2}
 duration=${BENCH_DURATION:-8s}
+conns=${BENCH_CONNS:-64}
 mixes=${BENCH_AB_MIXES:-read rec}
 log() { printf '[bench-ab] %s\n' "$*" >&2; }
 
@@ -32,22 +38,32 @@ restart_api() { # VALUE
   wrk -t2 -c64 -d3s -s loadtest/bench.lua "$api" >/dev/null # warm the process up
 }
 degraded() { metrics | awk '/^popup_degraded_responses_total/ {n+=$2} END {printf "%d", n}'; }
+calls() { # "GET EVALSHA": Redis's calls of each so far
+  redis-cli -p "$redis_port" info commandstats | tr -d '\r' |
+    awk -F'[:=,]' '$1=="cmdstat_get" {g=$3} $1=="cmdstat_evalsha" {e=$3} END {printf "%d %d\n", g, e}'
+}
 results="$run_dir/ab.txt"
 for r in $(seq 1 "$rounds"); do
   for v in $values; do
     restart_api "$v"
     for mix in $mixes; do
       region=; [ "$mix" = rec ] && region=rec
-      c0=$(cpu_ticks "$api_pid"); d0=$(degraded)
-      out=$(BENCH_QUERY_REGION=$region wrk -t2 -c64 -d"$duration" --latency -s loadtest/bench.lua "$api")
-      c1=$(cpu_ticks "$api_pid"); d1=$(degraded)
+      read -r g0 e0 < <(calls); c0=$(cpu_ticks "$api_pid"); d0=$(degraded)
+      if [[ -n ${BENCH_AB_PROFILE:-} ]]; then
+        curl -fsS -H 'Authorization: Bearer bench' -o "${BENCH_AB_PROFILE}-${mix}-${v}-r${r}.prof" \
+          "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=$(( ${duration%s} - 2 ))" & prof_pid=$!
+      fi
+      out=$(BENCH_QUERY_REGION=$region wrk -t2 -c"$conns" -d"$duration" --latency -s loadtest/bench.lua "$api")
+      c1=$(cpu_ticks "$api_pid"); d1=$(degraded); read -r g1 e1 < <(calls)
+      if [[ -n ${prof_pid:-} ]]; then wait "$prof_pid" || true; prof_pid=; fi
       rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
       n=$(awk '/requests in/ {print $1}' <<<"$out")
       p99=$(awk '$1=="99%" {print $2}' <<<"$out")
       bad=$(awk '/Non-2xx/ {n+=$NF} END {print n+0}' <<<"$out")
       per_cpu=$(awk -v n="$n" -v c=$((c1 - c0)) -v t="$clk" 'BEGIN {printf "%d", (c>0)?n/(c/t):0}')
+      per_req=$(awk -v n="$n" -v g=$((g1 - g0)) -v e=$((e1 - e0)) 'BEGIN {printf "state reads %.3f, scripts %.3f", (g-e)/n, e/n}')
       # a degraded answer skipped Redis: cheap, and not an answer; a run with many is suspect
-      echo "round $r $mix $var=$v: $rps req/s, p99 $p99, $per_cpu req/API-CPU-s, non-2xx $bad, degraded $((d1 - d0))"
+      echo "round $r $mix $var=$v: $rps req/s, p99 $p99, $per_cpu req/API-CPU-s, non-2xx $bad, degraded $((d1 - d0)), Redis calls/req: $per_req"
       echo "$mix $v $rps $per_cpu" >>"$results"
       if [[ -n ${BENCH_AB_OPEN_RATE:-} ]]; then
         echo "round $r $mix $var=$v open loop: $(bin/benchtool openloop -url "$api" -rate "$BENCH_AB_OPEN_RATE" -duration "$duration" -uids "$BENCH_UIDS" -c "${BENCH_OPEN_CONNS:-64}")"
