@@ -220,3 +220,22 @@ func TestContractContentsListEverySection(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentSizes holds the front door and the figure documents to their budgets: README is
+// what it is, the two commands, a tour and links; PERFORMANCE and RELIABILITY hold the current
+// figures with their commands, not their history (CONTRIBUTING.md, "Documents describe the
+// present"). A figure measured again replaces the old one where it stands.
+func TestDocumentSizes(t *testing.T) {
+	for _, d := range []struct {
+		path string
+		max  int
+	}{{"README.md", 12 << 10}, {"docs/PERFORMANCE.md", 30 << 10}, {"docs/RELIABILITY.md", 30 << 10}} {
+		fi, err := os.Stat(filepath.Join(repoRoot, d.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > int64(d.max) {
+			t.Errorf("%s is %d bytes, over its %d: trim or replace in place, history goes in commit messages", d.path, fi.Size(), d.max)
+		}
+	}
+}
