@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,11 +22,13 @@ import (
 
 // BenchmarkShownPopupSteps is the Redis server's CPU for each store call of a shown popup
 // (docs/PERFORMANCE.md, "A shown popup in each mode"): the state's GET, then the record script
-// (the impression at the GET), or the reserve script and the confirm script (confirm=1). Each
-// step runs on users of its own (a confirmation on a reservation made before the timer), 64 at
-// a time, through the service's client and Pipeline with known users on, against a
-// redis-server of the benchmark's own (testenv.RedisServer), whose CPU (INFO cpu) it reports
-// per call as redis-cpu-ns/op.
+// (the impression at the GET), or the reserve script and the confirm script (confirm=1); and the
+// parts the floor of a confirmed impression is made of (docs/PERFORMANCE.md): a plain SET NX PX
+// of a reservation's size, a script that does nothing, and one that makes one SET. Each step
+// runs on users of its own (a confirmation on a reservation made before the timer), 64 at a
+// time, through the service's client and Pipeline with known users on, against a redis-server of
+// the benchmark's own (testenv.RedisServer), whose CPU (INFO cpu) it reports per call as
+// redis-cpu-ns/op.
 func BenchmarkShownPopupSteps(b *testing.B) {
 	addr := testenv.RedisServer(b)
 	cfg, err := config.Parse(map[string]string{"POPUP_REDIS_ADDR": addr, "POPUP_REDIS_TIMEOUT": "1s"})
@@ -54,7 +58,7 @@ func BenchmarkShownPopupSteps(b *testing.B) {
 	var round atomic.Int64
 	steps := []struct {
 		name string
-		prep func(uid string)
+		prep func(uid string) error
 		step func(uid string) error
 	}{
 		{"get", nil, func(uid string) error { _, err := store.Get(ctx, uid, now); return err }},
@@ -62,11 +66,26 @@ func BenchmarkShownPopupSteps(b *testing.B) {
 			return want(store.Record(ctx, uid, prev, next, impression(uid), false))
 		}},
 		{"reserve", nil, func(uid string) error {
-			return want(store.Reserve(ctx, uid, prev, next, "d-"+uid, 1, impression(uid), time.Minute))
+			return want(store.Reserve(ctx, uid, prev, next, "d-"+uid, 1, impression(uid), time.Hour))
 		}},
-		{"confirm", func(uid string) {
-			require.NoError(b, want(store.Reserve(ctx, uid, prev, next, "d-"+uid, 1, impression(uid), time.Minute)))
+		{"confirm", func(uid string) error {
+			return want(store.Reserve(ctx, uid, prev, next, "d-"+uid, 1, impression(uid), time.Hour))
 		}, func(uid string) error { return want(store.Confirm(ctx, uid, "d-"+uid, 1)) }},
+		{"set nx", nil, func(uid string) error {
+			key := keys.Reservation(uid)
+			return pipe.Do(ctx, key, redis.NewStatusCmd(ctx, "set", key, reservationSized, "nx", "px", 30000))
+		}},
+		{"empty script", nil, func(uid string) error {
+			key := keys.Reservation(uid)
+			return pipe.Do(ctx, key, redis.NewCmd(ctx, "evalsha", emptyScript.Hash(), 4, key, key, key, key, "a", 1, 2, 0))
+		}},
+		{"one-SET script", nil, func(uid string) error {
+			key := keys.Reservation(uid)
+			return pipe.Do(ctx, key, redis.NewCmd(ctx, "evalsha", oneSetScript.Hash(), 4, key, key, key, key, "a", 30000, 2, 0))
+		}},
+	}
+	for _, sc := range []*redis.Script{emptyScript, oneSetScript} {
+		require.NoError(b, sc.Load(ctx, rdb).Err())
 	}
 	for _, tt := range steps {
 		b.Run(tt.name, func(b *testing.B) {
@@ -81,9 +100,22 @@ func BenchmarkShownPopupSteps(b *testing.B) {
 			})
 			require.NoError(b, err)
 			if tt.prep != nil {
-				for _, uid := range uids {
-					tt.prep(uid)
+				// 64 at a time, as the steps run.
+				var taken, failed atomic.Int64
+				var wg sync.WaitGroup
+				for range 64 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := taken.Add(1) - 1; i < int64(len(uids)); i = taken.Add(1) - 1 {
+							if tt.prep(uids[i]) != nil {
+								failed.Add(1)
+							}
+						}
+					}()
 				}
+				wg.Wait()
+				require.Zero(b, failed.Load())
 			}
 			var seq, failed atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores
@@ -102,6 +134,15 @@ func BenchmarkShownPopupSteps(b *testing.B) {
 		})
 	}
 }
+
+// The floor's parts in BenchmarkShownPopupSteps: a value of the size of the benchmark's
+// reservations (two states and an impression event: 236 bytes), a script that does nothing and
+// one that makes one SET.
+var (
+	reservationSized = strings.Repeat("r", 236)
+	emptyScript      = redis.NewScript(`return 0`)
+	oneSetScript     = redis.NewScript(`redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 0`)
+)
 
 // want is nil for a Recorded outcome.
 func want(out popup.Outcome, err error) error {
