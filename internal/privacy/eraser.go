@@ -59,7 +59,7 @@ type Job struct {
 
 // Cache is the Redis side of an erasure (redisstore.Eraser).
 type Cache interface {
-	// EraseState deletes the uid's state and action rate counter.
+	// EraseState deletes the uid's state, action rate counter and reservation.
 	EraseState(ctx context.Context, uid string) (int64, error)
 	// ReplaceMarkers replaces each of the uid's event-id markers by one named hash(event id),
 	// with the marker's remaining life.

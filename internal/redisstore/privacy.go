@@ -37,9 +37,11 @@ type Eraser struct {
 // NewEraser returns the eraser of keys' layout.
 func NewEraser(rdb redis.UniversalClient, keys Keys) *Eraser { return &Eraser{rdb: rdb, keys: keys} }
 
-// EraseState deletes uid's state and action rate counter; it returns how many existed.
+// EraseState deletes uid's state, action rate counter and reservation (a pending one, whose
+// confirmation would otherwise write the state and events planned for uid after the erasure, or
+// the confirmed one's marker); it returns how many existed.
 func (e *Eraser) EraseState(ctx context.Context, uid string) (int64, error) {
-	return e.rdb.Del(ctx, e.keys.User(uid), e.keys.RateLimit(uid)).Result()
+	return e.rdb.Del(ctx, e.keys.User(uid), e.keys.RateLimit(uid), e.keys.Reservation(uid)).Result()
 }
 
 // replaceMarkerScript swaps one event-id marker for the erased marker that stands for it, with

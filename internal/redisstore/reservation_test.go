@@ -128,3 +128,38 @@ func TestReservationLifecycle(t *testing.T) {
 	assert.Equal(t, replanned.Popups, st.Popups)
 	assert.Len(t, queued(), 4, "the click and the re-planned impression")
 }
+
+// TestErasureEndsAPendingReservation: erasing a user removes a reservation still waiting for its
+// confirmation (it names the uid, and holds the state and events planned for it), so a
+// confirmation that arrives after the erasure finds nothing: it writes no state and queues no
+// event of the erased user, and no key names the uid any more.
+func TestErasureEndsAPendingReservation(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rdb := testenv.Redis(t)
+	keys := Keys{Prefix: testenv.RedisPrefix(t), Shards: 1}
+	s := NewUserStore(rdb, keys, time.Hour, nil, 1, nil)
+	const uid = "erased-while-reserved"
+	at := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	next := &popup.UserState{Day: popup.DayNumber(at), DayCount: 1, Popups: popup.StatesOf(map[int64]popup.PopupState{
+		8: {Impressions: 1, LastImpressionAt: at}})}
+	evs := []event.Event{{ID: "d9", UID: uid, PopupID: 8, Action: event.Impression, At: at, DecisionID: "d9", Impressions: 1, DayCount: 1}}
+	out, err := s.Reserve(ctx, uid, "", next, "d9", 8, evs, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, popup.Recorded, out)
+
+	_, err = NewEraser(rdb, keys).EraseState(ctx, uid)
+	require.NoError(t, err)
+	all, err := testenv.RedisKeys(ctx, rdb, keys.Prefix+"*")
+	require.NoError(t, err)
+	for _, k := range all {
+		assert.NotContains(t, k, uid, "a key names the erased uid")
+	}
+
+	out, err = s.Confirm(ctx, uid, "d9", 8)
+	require.NoError(t, err)
+	assert.Equal(t, popup.Expired, out, "the reservation went with the erasure")
+	assert.Zero(t, rdb.Exists(ctx, keys.User(uid)).Val(), "no state of the erased user again")
+	assert.Zero(t, rdb.LLen(ctx, keys.Queue(0)).Val(), "no event of the erased user queued")
+}
