@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/rules"
 	"popupsvc/internal/snapshot"
+	"popupsvc/internal/testenv"
 )
 
 // mixPopups is the popup list of make bench's revisit mix (loadtest/benchtool mix.go, issue 57) as
@@ -125,21 +125,13 @@ func revisitMix(b *testing.B, ps []popup.Popup, reqs []popup.Request) {
 		d.Decide(ctx, reqs[k], at(k))
 	}
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := testenv.ProcessCPU(b)
 	b.ResetTimer()
 	for k := warm; k < warm+b.N; k++ {
 		d.Decide(ctx, reqs[k], at(k))
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(testenv.ProcessCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkDecideCapped is one decision of the revisit mix for a user who has reached the daily
@@ -163,11 +155,11 @@ func BenchmarkDecideCapped(b *testing.B) {
 		b.Fatalf("want a capped user, got %v", a.Kind)
 	}
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := testenv.ProcessCPU(b)
 	b.ResetTimer()
 	for range b.N {
 		d.Decide(ctx, req, t0)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(testenv.ProcessCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 }
