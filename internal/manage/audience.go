@@ -384,8 +384,10 @@ var errListMoved = errors.New("the member list changed meanwhile")
 // paceLines is how many lines a member write reads between two looks at its pacer.
 const paceLines = 4096
 
-// uidRowBytes is about what one staged row of uids holds.
-const uidRowBytes = 1 << 20
+// uidRowBytes is about what one staged row of uids holds: small enough that the store writes it
+// without a copy (mysqlstore.StageRowBytes; a row of a megabyte cost two, about 640 MB of garbage
+// for a 20 M replace, a collection every second while it ran), large enough that the rows are few.
+const uidRowBytes = 128 << 10
 
 // read streams the body into up: each uid checked and fingerprinted under key, its bytes staged
 // in rows of about uidRowBytes (a replace's and an add's: what the list streams back), the
