@@ -525,6 +525,10 @@ type change struct {
 	added, removed, size int64
 }
 
+// yieldEvery is how many fingerprints a long pass over a list (changeOf) handles between two
+// yields to the requests of the process: well under a millisecond.
+const yieldEvery = 1 << 16
+
 // changeOf works out the change of action with the sorted, distinct fps against cur.
 func changeOf(action popup.AudienceAction, cur *audience.Set, fps []uint64) change {
 	old := cur.Fingerprints()
@@ -532,7 +536,10 @@ func changeOf(action popup.AudienceAction, cur *audience.Set, fps []uint64) chan
 	only := make([]uint64, 0)   // in fps, not in old (an add's)
 	common := make([]uint64, 0) // in fps and old (a remove's)
 	i := 0
-	for _, fp := range fps {
+	for k, fp := range fps {
+		if k%yieldEvery == yieldEvery-1 {
+			runtime.Gosched() // a replace's 20 M are tens of milliseconds: let requests in between
+		}
 		for i < len(old) && old[i] < fp {
 			i++
 		}
