@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # bench-upload.sh (`make bench-upload`): what a large audience replace costs the popup-api that
-# takes it (issue 54, docs/PERFORMANCE.md "Audience uploads and memory"). On the private stack of
-# benchstack.sh the audiences of the steady-state case (bench-include and bench-exclude,
-# BENCH_UPLOAD_INITIAL members each, 1,000,000) target half the popups. Then open-loop GETs at
-# BENCH_UPLOAD_RATE a second (500) in windows of BENCH_UPLOAD_WINDOW seconds (10): three idle,
-# then windows while bench-exclude is replaced by BENCH_UPLOAD_N uids (20,000,000) through the
-# same popup-api and until it holds the new set, then one more. popup-api's RSS is sampled every
+# takes it (docs/PERFORMANCE.md "Uploads and memory"). On the private stack of benchstack.sh
+# the audiences of the steady-state case (bench-include and bench-exclude, BENCH_UPLOAD_INITIAL
+# members each, 1,000,000) target half the popups. Then open-loop GETs at BENCH_UPLOAD_RATE a
+# second (500) in windows of BENCH_UPLOAD_WINDOW seconds (10): three idle, then windows while
+# bench-exclude is replaced by BENCH_UPLOAD_N uids (20,000,000) through the same popup-api and
+# until it holds the new set, then BENCH_UPLOAD_AFTER (1) more. popup-api's RSS is sampled every
 # 200 ms; its peak is VmHWM, reset before the upload.
 #   targets: peak RSS <= popup_audience_bytes after the upload + 128 MiB;
 #            the worst upload window's p99 <= 1.5 x the idle windows' median p99
-# The report also gives the CPU seconds popup-api, MariaDB, Redis and the uploading client spent
-# from the upload's start until the instance held the new set. BENCH_UPLOAD_PROFILE=DIR keeps, in
-# DIR, popup-api's CPU profile (cpu.prof) and runtime trace (trace.out) of the upload's first
-# BENCH_UPLOAD_PROFILE_SECONDS (8) and its log (run it with GODEBUG=gctrace=1 for the collector's
-# lines); profiling costs the GETs, so a profiled run's p99 is not the figure.
-# The report goes to loadtest/reports/bench-upload-STAMP.md (BENCH_STRICT=1: exit 1 on a FAIL).
+# Each window's row also gives the CPU (in cores) of popup-api, MariaDB and Redis, InnoDB's
+# history list length at its end (undo the purge has yet to remove) and, when popup-api runs with
+# GODEBUG=gctrace=1, its collections. The report gives the CPU seconds popup-api, MariaDB, Redis
+# and the uploading client spent from the upload's start until the instance held the new set.
+# BENCH_UPLOAD_PIN=1 puts what a GET touches (popup-api, Redis, the open-loop client) on CPU 0 and
+# MariaDB, popup-worker and the uploading client on the other CPUs, in the idle windows as in the
+# upload's: on two shared cores MariaDB's work for the upload (as much CPU as popup-api's own)
+# otherwise delays the GETs, where a deployment runs it on a host of its own.
+# BENCH_UPLOAD_PROFILE=DIR keeps, in DIR, popup-api's CPU profile (cpu.prof) and runtime trace
+# (trace.out) of the upload's first BENCH_UPLOAD_PROFILE_SECONDS (8), its allocation profiles
+# before and after (allocs-before.prof, allocs-after.prof: `go tool pprof -base`) and its log;
+# profiling costs the GETs, so a profiled run's p99 is not the figure. BENCH_UPLOAD_LOG=FILE keeps
+# the log. The report goes to loadtest/reports/bench-upload-STAMP.md (BENCH_STRICT=1: exit 1 on
+# a FAIL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -38,15 +46,40 @@ metric() { metrics | awk -v m="$1" '$1 == m {printf "%d\n", $2}'; } # 2.1e+07 ->
 ( for _ in $(seq 1 9000); do status_kb VmRSS || break; sleep 0.2; done ) >"$run_dir/rss" 2>/dev/null &
 sampler=$!; pids+=($sampler)
 mysql_pid=$(cat "$run_dir/mariadb.pid") redis_pid=$(cat "$run_dir/redis.pid")
+getter=() uploader=()
+if [ "${BENCH_UPLOAD_PIN:-0}" = 1 ]; then
+  # What a GET touches (popup-api, Redis, the open-loop client) on CPU 0; the upload's other
+  # parties (MariaDB, the uploading client) and popup-worker on the others, as the separate
+  # hosts of a deployment would be. All threads, from the idle windows on.
+  last=$(($(nproc) - 1))
+  for p in "$api_pid" "$redis_pid"; do taskset -a -p -c 0 "$p" >/dev/null; done
+  for p in "$mysql_pid" "$worker_pid"; do taskset -a -p -c "1-$last" "$p" >/dev/null; done
+  getter=(taskset -c 0) uploader=(taskset -c "1-$last")
+fi
 cpu_mark() { # PHASE: the wall clock and popup-api's, MariaDB's and Redis's CPU ticks at its end
   echo "$1 $(date +%s.%N) $(cpu_ticks "$api_pid") $(cpu_ticks "$mysql_pid") $(cpu_ticks "$redis_pid")" >>"$run_dir/cpu"
 }
 
 results="$run_dir/windows"
 : >"$results"
-ol() { # one window of open-loop GETs; prints "PHASE p50 p99 max degraded non2xx errors"
-  bin/benchtool openloop -url "$api" -rate "$rate" -duration "${window}s" -uids "$BENCH_UIDS" -c 16 -json |
-    jq -r --arg phase "$1" '[$phase, .p50_ms, .p99_ms, .max_ms, .degraded, .non_2xx, .errors] | @tsv' | tee -a "$results" >&2
+sock="$run_dir/mariadb.sock"
+history_len() { # InnoDB's history list length: undo that purge has yet to remove
+  mariadb --no-defaults --socket="$sock" -uroot -N -e "SELECT count FROM information_schema.INNODB_METRICS WHERE name = 'trx_rseg_history_len'" 2>/dev/null || echo -
+}
+gc_cycles() { # popup-api's collections so far, when it runs with GODEBUG=gctrace=1 (else -)
+  case "${GODEBUG:-}" in *gctrace=1*) grep -c '^gc ' "$run_dir/popup-api.log" || true ;; *) echo - ;; esac
+}
+ol() { # one window of open-loop GETs; prints "PHASE p50 p99 max degraded non2xx errors" and the
+  # window's CPU, in cores, of popup-api, MariaDB and Redis, the history list length at its end and
+  # popup-api's collections in it
+  local t0 a0 m0 r0 g0 t1 a1 m1 r1 g1
+  t0=$(date +%s.%N) a0=$(cpu_ticks "$api_pid") m0=$(cpu_ticks "$mysql_pid") r0=$(cpu_ticks "$redis_pid") g0=$(gc_cycles)
+  "${getter[@]}" bin/benchtool openloop -url "$api" -rate "$rate" -duration "${window}s" -uids "$BENCH_UIDS" -c 16 -json >"$run_dir/ol.json"
+  t1=$(date +%s.%N) a1=$(cpu_ticks "$api_pid") m1=$(cpu_ticks "$mysql_pid") r1=$(cpu_ticks "$redis_pid") g1=$(gc_cycles)
+  local cpu; cpu=$(awk -v c="$clk" -v d="$(echo "$t1 - $t0" | bc)" -v a=$((a1 - a0)) -v m=$((m1 - m0)) -v r=$((r1 - r0)) \
+    'BEGIN {printf "%.2f\t%.2f\t%.2f", a/c/d, m/c/d, r/c/d}')
+  printf '%s\t%s\t%s\t%s\n' "$(jq -r --arg phase "$1" '[$phase, .p50_ms, .p99_ms, .max_ms, .degraded, .non_2xx, .errors] | @tsv' "$run_dir/ol.json")" \
+    "$cpu" "$(history_len)" "$([ "$g0" = - ] && echo - || echo $((g1 - g0)))" | tee -a "$results" >&2
 }
 cpu_mark start
 for _ in 1 2 3; do ol idle; done
@@ -57,10 +90,11 @@ rss_before=$(status_kb VmRSS)
 bytes_before=$(metric popup_audience_bytes)
 log "replacing bench-exclude (audience $exclude) with $n uids; RSS ${rss_before} kB, sets ${bytes_before} B"
 cpu_mark idle
-bin/benchtool replace -admin "$admin" -token bench -id "$exclude" -n "$n" -prefix aud-ex2- >"$run_dir/replace.json" &
+"${uploader[@]}" bin/benchtool replace -admin "$admin" -token bench -id "$exclude" -n "$n" -prefix aud-ex2- >"$run_dir/replace.json" &
 upload=$!
 if [ -n "$profile" ]; then
   mkdir -p "$profile"
+  curl -fsS -H 'Authorization: Bearer bench' -o "$profile/allocs-before.prof" "${admin}/debug/pprof/allocs"
   secs=${BENCH_UPLOAD_PROFILE_SECONDS:-8}
   curl -fsS -H 'Authorization: Bearer bench' -o "$profile/cpu.prof" "${admin}/debug/pprof/profile?seconds=${secs}" &
   pids+=($!)
@@ -74,8 +108,12 @@ for _ in $(seq 1 120); do # at most 120 windows
 done
 wait "$upload"
 cpu_mark upload
-ol after
-if [ -n "$profile" ]; then cp "$run_dir/popup-api.log" "$profile/popup-api.log"; fi
+for _ in $(seq 1 "${BENCH_UPLOAD_AFTER:-1}"); do ol after; done
+if [ -n "$profile" ]; then
+  cp "$run_dir/popup-api.log" "$profile/popup-api.log"
+  curl -fsS -H 'Authorization: Bearer bench' -o "$profile/allocs-after.prof" "${admin}/debug/pprof/allocs"
+fi
+if [ -n "${BENCH_UPLOAD_LOG:-}" ]; then cp "$run_dir/popup-api.log" "$BENCH_UPLOAD_LOG"; fi
 peak=$(status_kb VmHWM)
 rss_after=$(status_kb VmRSS)
 bytes_after=$(metric popup_audience_bytes)
@@ -100,8 +138,8 @@ held = float(b_after) / kib / kib
 peak_mib, before_mib, after_mib = int(peak) / kib, int(rss_before) / kib, int(rss_after) / kib
 rep = json.load(open(replace))
 rss = [int(x) for x in open(samples) if x.strip()]
-print("| phase | p50 ms | p99 ms | max ms | degraded | non-2xx | errors |")
-print("|---|---|---|---|---|---|---|")
+print("| phase | p50 ms | p99 ms | max ms | degraded | non-2xx | errors | popup-api cores | MariaDB cores | Redis cores | InnoDB history | GCs |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
 print()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"unsafe"
@@ -72,6 +73,11 @@ const MaxMembers = 1<<32 - 1
 // BytesPerMember is what a Set costs a member at most, index included (for memory budgets).
 const BytesPerMember = 8 + 2*4.0/bucketTarget
 
+// yieldEvery is how many fingerprints NewSet checks or indexes between two yields to the other
+// goroutines: a set of 20 M takes tens of milliseconds to build, where the process's requests
+// should wait well under one.
+const yieldEvery = 1 << 16
+
 // NewSet returns the set of fps (sorted and distinct: SortUnique) for version of audience id,
 // fingerprinted under key. It keeps fps; the caller must not change it afterwards.
 func NewSet(id, version int64, key Key, fps []uint64) (*Set, error) {
@@ -81,6 +87,9 @@ func NewSet(id, version int64, key Key, fps []uint64) (*Set, error) {
 	for i := 1; i < len(fps); i++ {
 		if fps[i] <= fps[i-1] {
 			return nil, errors.New("audience fingerprints must be sorted and distinct")
+		}
+		if i%yieldEvery == 0 {
+			runtime.Gosched()
 		}
 	}
 	s := &Set{id: id, version: version, key: key, fps: fps}
@@ -95,6 +104,9 @@ func NewSet(id, version int64, key Key, fps []uint64) (*Set, error) {
 	for i, fp := range fps {
 		for top := int(fp >> s.shift); b <= top; b++ {
 			s.index[b] = uint32(i)
+		}
+		if i%yieldEvery == yieldEvery-1 {
+			runtime.Gosched()
 		}
 	}
 	for ; b < len(s.index); b++ {

@@ -384,8 +384,10 @@ var errListMoved = errors.New("the member list changed meanwhile")
 // paceLines is how many lines a member write reads between two looks at its pacer.
 const paceLines = 4096
 
-// uidRowBytes is about what one staged row of uids holds.
-const uidRowBytes = 1 << 20
+// uidRowBytes is about what one staged row of uids holds: small enough that the store writes it
+// without a copy (mysqlstore.StageRowBytes; a row of a megabyte cost two, about 640 MB of garbage
+// for a 20 M replace, a collection every second while it ran), large enough that the rows are few.
+const uidRowBytes = 128 << 10
 
 // read streams the body into up: each uid checked and fingerprinted under key, its bytes staged
 // in rows of about uidRowBytes (a replace's and an add's: what the list streams back), the
@@ -523,6 +525,10 @@ type change struct {
 	added, removed, size int64
 }
 
+// yieldEvery is how many fingerprints a long pass over a list (changeOf) handles between two
+// yields to the requests of the process: well under a millisecond.
+const yieldEvery = 1 << 16
+
 // changeOf works out the change of action with the sorted, distinct fps against cur.
 func changeOf(action popup.AudienceAction, cur *audience.Set, fps []uint64) change {
 	old := cur.Fingerprints()
@@ -530,7 +536,10 @@ func changeOf(action popup.AudienceAction, cur *audience.Set, fps []uint64) chan
 	only := make([]uint64, 0)   // in fps, not in old (an add's)
 	common := make([]uint64, 0) // in fps and old (a remove's)
 	i := 0
-	for _, fp := range fps {
+	for k, fp := range fps {
+		if k%yieldEvery == yieldEvery-1 {
+			runtime.Gosched() // a replace's 20 M are tens of milliseconds: let requests in between
+		}
 		for i < len(old) && old[i] < fp {
 			i++
 		}

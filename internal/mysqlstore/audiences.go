@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -29,6 +31,10 @@ type AudienceRepo struct {
 	db *sql.DB
 	// onLoad, when set, is told the bytes of a base set about to be read (memlimit.Governor).
 	onLoad func(bytes int64)
+	// stmts are the staging statements, prepared on first use and kept: an upload writes
+	// thousands of rows, each then one round trip instead of three (prepare, execute, close).
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
 }
 
 // NewAudienceRepo returns a repository over db.
@@ -41,9 +47,16 @@ func (r *AudienceRepo) OnLoad(f func(bytes int64)) *AudienceRepo {
 	return r
 }
 
-// FingerprintsPerRow is how many fingerprints one audience_fps row holds (1 MiB of them): a
-// 10-million-member list is 77 rows.
-const FingerprintsPerRow = 1 << 17
+// FingerprintsPerRow is how many fingerprints one audience_fps row holds (128 KiB of them): a
+// 10-million-member list is 611 rows. A row stays under StageRowBytes.
+const FingerprintsPerRow = StageRowBytes / 8
+
+// StageRowBytes is the most a staged row (of fingerprints or of uids) should hold: the MySQL
+// driver keeps a connection's packet buffer for reuse only up to 256 KiB, so a larger row costs
+// two copies of itself in garbage on every statement that writes it, and one on every read (a
+// 20 M replace: about a gigabyte, a collection every second on the process that serves the
+// public API), where a row of this size costs none once the buffer has grown to it.
+const StageRowBytes = 128 << 10
 
 const audienceColumns = `id, name, description, size, version, created_at, updated_at, fp_key`
 
@@ -428,7 +441,7 @@ func (r *AudienceRepo) StageUpload(ctx context.Context, id int64) (int64, error)
 
 // StageUIDs writes row seq of a staged upload's uids (newline-joined).
 func (r *AudienceRepo) StageUIDs(ctx context.Context, upload int64, seq int, uids []byte) error {
-	if err := execPrepared(ctx, r.db, `INSERT INTO audience_uids (upload_id, seq, uids) VALUES (?, ?, ?)`, upload, seq, uids); err != nil {
+	if err := r.execPrepared(ctx, `INSERT INTO audience_uids (upload_id, seq, uids) VALUES (?, ?, ?)`, upload, seq, uids); err != nil {
 		return fmt.Errorf("stage upload %d uids: %w", upload, err)
 	}
 	return nil
@@ -446,7 +459,7 @@ func (r *AudienceRepo) StageFingerprints(ctx context.Context, upload int64, fps 
 		n := min(len(fps), FingerprintsPerRow)
 		buf = audience.AppendFingerprints(buf[:0], fps[:n])
 		fps = fps[n:]
-		if err := execPrepared(ctx, r.db, `INSERT INTO audience_fps (upload_id, seq, fps) VALUES (?, ?, ?)`, upload, seq, buf); err != nil {
+		if err := r.execPrepared(ctx, `INSERT INTO audience_fps (upload_id, seq, fps) VALUES (?, ?, ?)`, upload, seq, buf); err != nil {
 			return fmt.Errorf("stage upload %d fingerprints: %w", upload, err)
 		}
 		if pace != nil {
@@ -458,16 +471,26 @@ func (r *AudienceRepo) StageFingerprints(ctx context.Context, upload int64, fps 
 	return nil
 }
 
-// execPrepared runs query once as a server-side prepared statement: a row of a megabyte goes
-// out in the binary protocol as it is, where the pool's client-side interpolation escapes it
-// into a query string, several times its size in garbage and CPU on the serving process.
-func execPrepared(ctx context.Context, db *sql.DB, query string, args ...any) error {
-	stmt, err := db.PrepareContext(ctx, query)
-	if err != nil {
-		return err
+// execPrepared runs query as a server-side prepared statement, prepared once per repository: a
+// row goes out in the binary protocol as it is, where the pool's client-side interpolation
+// escapes it into a query string, several times its size in garbage and CPU on the serving
+// process.
+func (r *AudienceRepo) execPrepared(ctx context.Context, query string, args ...any) error {
+	r.stmtMu.Lock()
+	stmt := r.stmts[query]
+	if stmt == nil {
+		var err error
+		if stmt, err = r.db.PrepareContext(ctx, query); err != nil {
+			r.stmtMu.Unlock()
+			return err
+		}
+		if r.stmts == nil {
+			r.stmts = make(map[string]*sql.Stmt)
+		}
+		r.stmts[query] = stmt
 	}
-	defer stmt.Close()
-	_, err = stmt.ExecContext(ctx, args...)
+	r.stmtMu.Unlock()
+	_, err := stmt.ExecContext(ctx, args...)
 	return err
 }
 
@@ -526,17 +549,20 @@ func (r *AudienceRepo) dropUploads(ctx context.Context, where string, args ...an
 	return err
 }
 
-// dropParts deletes the fps and uids rows of uploads, a row at a time per statement batch so
-// that no statement holds gigabytes of undo.
+// dropRows is how many staged rows (about 16 MiB) one statement of dropParts deletes.
+const dropRows = 16 << 20 / StageRowBytes
+
+// dropParts deletes the fps and uids rows of uploads, dropRows a statement so that no statement
+// holds gigabytes of undo.
 func dropParts(ctx context.Context, db *sql.DB, uploads []int64) error {
 	for _, up := range uploads {
 		for _, table := range []string{"audience_fps", "audience_uids"} {
 			for {
-				res, err := db.ExecContext(ctx, `DELETE FROM `+table+` WHERE upload_id = ? LIMIT 16`, up)
+				res, err := db.ExecContext(ctx, `DELETE FROM `+table+` WHERE upload_id = ? LIMIT `+strconv.Itoa(dropRows), up)
 				if err != nil {
 					return fmt.Errorf("drop upload %d parts: %w", up, err)
 				}
-				if n, _ := res.RowsAffected(); n < 16 {
+				if n, _ := res.RowsAffected(); n < dropRows {
 					break
 				}
 			}

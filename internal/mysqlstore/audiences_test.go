@@ -130,8 +130,9 @@ func TestLoadSetWithAndWithoutASetHeld(t *testing.T) {
 	assert.ErrorIs(t, err, popup.ErrAudienceNotFound)
 }
 
-// A replace of 300,000 members is stored as runs of sorted fingerprints, a MiB a row, never a row
-// a member; a refused upload leaves no staged rows.
+// A replace of 300,000 members is stored as runs of sorted fingerprints, 128 KiB a row, never a
+// row a member, and no row of fingerprints or uids past what the driver writes without a copy
+// (StageRowBytes, under its 256 KiB buffer); a refused upload leaves no staged rows.
 func TestAudienceStorageShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -139,17 +140,19 @@ func TestAudienceStorageShape(t *testing.T) {
 	a, err := f.svc.Create(ctx, audienceAdmin, popup.AudienceMeta{Name: "a"})
 	require.NoError(t, err)
 	f.write(t, a.ID, popup.AudienceReplace, uids("member-", 0, 300_000)...)
-	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_fps`), "300,000 fingerprints in rows of 131,072")
+	assert.Equal(t, 19, f.count(t, `SELECT COUNT(*) FROM audience_fps`), "300,000 fingerprints in rows of 16,384")
 	assert.Equal(t, 300_000*8, f.count(t, `SELECT SUM(LENGTH(fps)) FROM audience_fps`))
-	assert.Equal(t, 4, f.count(t, `SELECT COUNT(*) FROM audience_uids`), "3.9 MB of uids in rows of about a MiB")
+	assert.Equal(t, mysqlstore.StageRowBytes, f.count(t, `SELECT MAX(LENGTH(fps)) FROM audience_fps`))
+	assert.Equal(t, 32, f.count(t, `SELECT COUNT(*) FROM audience_uids`), "3.9 MB of uids in rows of about 128 KiB")
+	assert.Less(t, f.count(t, `SELECT MAX(LENGTH(uids)) FROM audience_uids`), mysqlstore.StageRowBytes+128)
 
 	_, err = f.svc.WriteMembers(ctx, audienceAdmin, a.ID, popup.AudienceAdd, nil,
 		uidLines(append(uids("new-", 0, 200_000), "bad uid")))
 	var bad *popup.InvalidMembersError
 	require.ErrorAs(t, err, &bad)
 	assert.Equal(t, 1, f.count(t, `SELECT COUNT(*) FROM audience_uploads`), "the refused upload is dropped")
-	assert.Equal(t, 3, f.count(t, `SELECT COUNT(*) FROM audience_fps`))
-	assert.Equal(t, 4, f.count(t, `SELECT COUNT(*) FROM audience_uids`))
+	assert.Equal(t, 19, f.count(t, `SELECT COUNT(*) FROM audience_fps`))
+	assert.Equal(t, 32, f.count(t, `SELECT COUNT(*) FROM audience_uids`))
 
 	_, err = f.svc.Delete(ctx, audienceAdmin, a.ID, nil)
 	require.NoError(t, err)
