@@ -73,10 +73,11 @@ const MaxMembers = 1<<32 - 1
 // BytesPerMember is what a Set costs a member at most, index included (for memory budgets).
 const BytesPerMember = 8 + 2*4.0/bucketTarget
 
-// yieldEvery is how many fingerprints NewSet checks or indexes between two yields to the other
-// goroutines: a set of 20 M takes tens of milliseconds to build, where the process's requests
-// should wait well under one.
-const yieldEvery = 1 << 16
+// YieldEvery is how many fingerprints a long pass over a list (NewSet's check and index, an
+// upload's comparison with the set it replaces) handles between two yields to the other
+// goroutines: a pass over 20 M takes tens of milliseconds, where the process's requests should
+// wait well under one.
+const YieldEvery = 1 << 16
 
 // NewSet returns the set of fps (sorted and distinct: SortUnique) for version of audience id,
 // fingerprinted under key. It keeps fps; the caller must not change it afterwards.
@@ -88,7 +89,7 @@ func NewSet(id, version int64, key Key, fps []uint64) (*Set, error) {
 		if fps[i] <= fps[i-1] {
 			return nil, errors.New("audience fingerprints must be sorted and distinct")
 		}
-		if i%yieldEvery == 0 {
+		if i%YieldEvery == 0 {
 			runtime.Gosched()
 		}
 	}
@@ -105,7 +106,7 @@ func NewSet(id, version int64, key Key, fps []uint64) (*Set, error) {
 		for top := int(fp >> s.shift); b <= top; b++ {
 			s.index[b] = uint32(i)
 		}
-		if i%yieldEvery == yieldEvery-1 {
+		if i%YieldEvery == YieldEvery-1 {
 			runtime.Gosched()
 		}
 	}

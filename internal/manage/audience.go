@@ -525,10 +525,6 @@ type change struct {
 	added, removed, size int64
 }
 
-// yieldEvery is how many fingerprints a long pass over a list (changeOf) handles between two
-// yields to the requests of the process: well under a millisecond.
-const yieldEvery = 1 << 16
-
 // changeOf works out the change of action with the sorted, distinct fps against cur.
 func changeOf(action popup.AudienceAction, cur *audience.Set, fps []uint64) change {
 	old := cur.Fingerprints()
@@ -537,7 +533,7 @@ func changeOf(action popup.AudienceAction, cur *audience.Set, fps []uint64) chan
 	common := make([]uint64, 0) // in fps and old (a remove's)
 	i := 0
 	for k, fp := range fps {
-		if k%yieldEvery == yieldEvery-1 {
+		if k%audience.YieldEvery == audience.YieldEvery-1 {
 			runtime.Gosched() // a replace's 20 M are tens of milliseconds: let requests in between
 		}
 		for i < len(old) && old[i] < fp {
