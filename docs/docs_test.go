@@ -1,6 +1,6 @@
 // Package docs_test keeps the documents' references true: every Markdown link and image points at
-// a file (and heading) that exists, every repository path a document names exists, and
-// docs/CONTRACT.md's contents list every section. It reads files only (no network, no git).
+// a file (and heading) that exists, every repository path a document names exists, every test a
+// document names is declared where it says, and docs/CONTRACT.md's contents list every section. It reads files only (no network, no git).
 package docs_test
 
 import (
@@ -187,6 +187,34 @@ func TestDocumentPathsExist(t *testing.T) {
 				}
 				if !exists(path) {
 					t.Errorf("%s:%d: names %s, which does not exist", doc, n, path)
+				}
+			}
+		}
+	}
+}
+
+// testRef is a test a document names by its file and its function (file_test.go:TestName), as
+// SECURITY.md names the proof of each control.
+var testRef = regexp.MustCompile(`((?:api|clients|cmd|deploy|docs|internal|loadtest|scripts|sysctl|tools)/[A-Za-z0-9_.\-/]*_test\.go):((?:Test|Benchmark|Fuzz|Example)\w*)`)
+
+// TestDocumentTestNamesExist: every test a document names as file_test.go:TestName is declared in
+// that file, so that a document does not cite a test that a move deleted or renamed as the proof
+// of what it says. (A missing file is TestDocumentPathsExist's to report.)
+func TestDocumentTestNamesExist(t *testing.T) {
+	t.Parallel()
+	for _, doc := range documents(t) {
+		text, err := os.ReadFile(filepath.Join(repoRoot, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range prose(string(text)) {
+			for _, m := range testRef.FindAllStringSubmatch(line, -1) {
+				src, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(m[1])))
+				if err != nil {
+					continue
+				}
+				if !regexp.MustCompile(`(?m)^func ` + m[2] + `\(`).Match(src) {
+					t.Errorf("%s:%d: names %s:%s, which that file does not declare", doc, n, m[1], m[2])
 				}
 			}
 		}

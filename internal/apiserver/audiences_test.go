@@ -38,8 +38,6 @@ func (in *instance) members(t testing.TB, id string) []string {
 
 func num(v any) int64 { return apitest.Num(v) }
 
-func uidLines(n int) string { return apitest.UIDLines(n) }
-
 // BenchmarkAudienceTenMillionUpload replaces an audience's members with 10,000,000 uids over
 // loopback, the admin listener's two-minute read timeout in force, then streams them back
 // (docs/PERFORMANCE.md, "Audiences", has the figures and the command). The upload is unpaced

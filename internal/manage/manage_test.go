@@ -46,7 +46,7 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	mem := managetest.NewMemory(func() time.Time { return t0 })
 	svc := manage.New(mem, func() time.Time { return t0 })
-	live, err := svc.Create(ctx, admin, withExperiment(build(t, popup.Input{Name: "live", Title: "first"})))
+	live, err := svc.Create(ctx, admin, withExperiment(build(t, popup.Input{Name: "live", Creative: popup.Creative{Title: "first"}})))
 	require.NoError(t, err)
 	live.Title = "second"
 	live, changed, err := svc.Update(ctx, admin, live.ID, live, popup.UpdateOptions{})
@@ -379,7 +379,7 @@ func TestImport(t *testing.T) {
 			version := f.mem.Version()
 			ps := make([]popup.Popup, len(tt.give))
 			for i, name := range tt.give {
-				ps[i] = build(t, popup.Input{Name: name, Title: "imported"})
+				ps[i] = build(t, popup.Input{Name: name, Creative: popup.Creative{Title: "imported"}})
 			}
 			got, err := f.svc.Import(ctx, tt.actor, ps, popup.ImportOptions{DryRun: tt.dryRun})
 			if tt.wantErr != nil {

@@ -309,6 +309,8 @@ func TestWriteBatchRetriesADeadlock(t *testing.T) {
 	defer other.Rollback()
 	_, err = other.ExecContext(ctx, "INSERT INTO popup_user_state (uid, popup_id) VALUES ('zzz', 1)")
 	require.NoError(t, err)
+	var otherConn int64
+	require.NoError(t, other.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&otherConn))
 	filler := make([]string, 2000)
 	for i := range filler {
 		filler[i] = fmt.Sprintf("('filler-%d', 'f', 1, 'click', NOW())", i)
@@ -322,7 +324,7 @@ func TestWriteBatchRetriesADeadlock(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.WriteBatch(ctx, events) }()
-	time.Sleep(500 * time.Millisecond) // the writer now holds ('aaa', 1) and waits for ('zzz', 1)
+	waitStateUpsertBlockedBy(t, db, otherConn) // the writer now holds ('aaa', 1) and waits for ('zzz', 1)
 
 	_, err = other.ExecContext(ctx, "INSERT INTO popup_user_state (uid, popup_id) VALUES ('aaa', 1)")
 	require.NoError(t, err, "the writer, not this transaction, is the deadlock victim")
@@ -334,6 +336,25 @@ func TestWriteBatchRetriesADeadlock(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, at(100), got[0].NextShowAt)
 	assert.Equal(t, at(200), got[1].NextShowAt)
+}
+
+// waitStateUpsertBlockedBy waits until a user-state upsert waits for a lock that MySQL
+// connection conn holds. The upsert takes its rows in order, so a writer of ('aaa', 1) and
+// ('zzz', 1) that waits for the holder of ('zzz', 1) already holds ('aaa', 1). (A fixed sleep
+// could lose the race on a busy machine: the other transaction would take ('aaa', 1) first and
+// no deadlock would form.)
+// Polled every 150 ms: MariaDB refreshes these tables' cache only when it was last read over
+// 100 ms before, so a faster poll keeps reading the state of its first read.
+func waitStateUpsertBlockedBy(t *testing.T, db *sql.DB, conn int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var n int
+		err := db.QueryRow(`SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w
+			JOIN information_schema.INNODB_TRX holder ON holder.trx_id = w.blocking_trx_id
+			JOIN information_schema.INNODB_TRX waiter ON waiter.trx_id = w.requesting_trx_id
+			WHERE holder.trx_mysql_thread_id = ? AND waiter.trx_query LIKE 'INSERT INTO popup_user_state%'`, conn).Scan(&n)
+		return err == nil && n > 0
+	}, 20*time.Second, 150*time.Millisecond, "the writer never waited for the other transaction's row")
 }
 
 // innodbDeadlocks reads MariaDB's count of detected deadlocks (the test harness runs MariaDB).

@@ -28,7 +28,7 @@ func experimentRepo(t *testing.T) (*writableRepo, time.Time) {
 // experiment and a control.
 func withExperiment(t *testing.T, name string, status popup.Status) popup.Popup {
 	t.Helper()
-	return mustBuild(t, popup.Input{Name: name, Status: &status, Title: "own", Experiment: &popup.Experiment{
+	return mustBuild(t, popup.Input{Name: name, Status: &status, Experiment: &popup.Experiment{
 		Status: popup.ExperimentDraft, CoveragePercent: 100,
 		Variants: []popup.Variant{
 			{Key: "a", Weight: 40, Creative: popup.Creative{Title: "A"}},
@@ -36,7 +36,7 @@ func withExperiment(t *testing.T, name string, status popup.Status) popup.Popup 
 				Buttons: []popup.Button{{Text: "Go", LinkURL: "https://example.com/go"}}, Ext: json.RawMessage(`{"k":"b"}`)}},
 		},
 		Control: &popup.Control{Weight: 20, Mode: popup.ControlNone},
-	}})
+	}, Creative: popup.Creative{Title: "own"}})
 }
 
 func transition(action popup.ChangeKind) popup.ExperimentTransition {
@@ -118,7 +118,7 @@ func TestExperimentPhaseRulesOnUpdate(t *testing.T) {
 	assert.Empty(t, kept.Experiment.ConcludedVariant)
 
 	// A running experiment cannot be removed.
-	bare := mustBuild(t, popup.Input{Name: "exp", Title: "own"})
+	bare := mustBuild(t, popup.Input{Name: "exp", Creative: popup.Creative{Title: "own"}})
 	_, _, err = repo.Update(ctx, as("alice"), p.ID, bare, popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrExperimentRunning)
 	_, err = repo.Transition(ctx, as("alice"), p.ID, transition(popup.ChangeExperimentStop), nil)
@@ -217,7 +217,7 @@ func TestHistoryAndRollbackRestoreAnExperiment(t *testing.T) {
 	repo, _ := experimentRepo(t)
 	p, err := repo.Create(ctx, as("alice"), withExperiment(t, "exp", popup.StatusActive))
 	require.NoError(t, err)
-	_, _, err = repo.Update(ctx, as("alice"), p.ID, mustBuild(t, popup.Input{Name: "exp", Title: "own"}), popup.UpdateOptions{})
+	_, _, err = repo.Update(ctx, as("alice"), p.ID, mustBuild(t, popup.Input{Name: "exp", Creative: popup.Creative{Title: "own"}}), popup.UpdateOptions{})
 	require.NoError(t, err)
 
 	revs, err := repo.History(ctx, p.ID)

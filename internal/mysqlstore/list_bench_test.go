@@ -22,9 +22,9 @@ func BenchmarkFind10k(b *testing.B) {
 	const n = 10000
 	ps := make([]popup.Popup, n)
 	for i := range ps {
-		p, err := popup.Input{Name: fmt.Sprintf("bulk-%05d", i), Priority: ptr(i % 100), Title: fmt.Sprintf("Bulk %d", i),
-			Content:   "An imported popup with a realistic amount of text in it.",
-			LinkURL:   fmt.Sprintf("https://example.com/bulk/%d", i),
+		p, err := popup.Input{Name: fmt.Sprintf("bulk-%05d", i), Priority: ptr(i % 100),
+			Creative: popup.Creative{Title: fmt.Sprintf("Bulk %d", i), Content: "An imported popup with a realistic amount of text in it.",
+				LinkURL: fmt.Sprintf("https://example.com/bulk/%d", i)},
 			Targeting: &popup.TargetingInput{Platforms: []string{"ios", "android", "web"}}}.BuildWith(popup.LinkSchemes{})
 		require.NoError(b, err)
 		ps[i] = p

@@ -90,12 +90,12 @@ func TestTheBucketSeedNeverChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "draft-seed", given.BucketSeed, "a create keeps the draft's seed")
 
-	kept, _, err := repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "new"}), popup.UpdateOptions{})
+	kept, _, err := repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Creative: popup.Creative{Title: "new"}}), popup.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "draft-seed", kept.BucketSeed, "an update without a seed keeps the stored one")
-	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "newer", BucketSeed: "draft-seed"}), popup.UpdateOptions{})
+	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", BucketSeed: "draft-seed", Creative: popup.Creative{Title: "newer"}}), popup.UpdateOptions{})
 	require.NoError(t, err, "the same seed sent back")
-	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", Title: "x", BucketSeed: "other"}), popup.UpdateOptions{})
+	_, _, err = repo.Update(ctx, as("bob"), given.ID, mustBuild(t, popup.Input{Name: "given", BucketSeed: "other", Creative: popup.Creative{Title: "x"}}), popup.UpdateOptions{})
 	require.ErrorIs(t, err, popup.ErrBucketSeedChanged)
 
 	back, changed, err := repo.Rollback(ctx, as("bob"), given.ID, 1, popup.UpdateOptions{})
@@ -105,7 +105,7 @@ func TestTheBucketSeedNeverChanges(t *testing.T) {
 
 	res, err := repo.Import(ctx, as("carol"), []popup.Popup{
 		mustBuild(t, popup.Input{Name: "new one"}),
-		mustBuild(t, popup.Input{Name: "given", Title: "imported"}),
+		mustBuild(t, popup.Input{Name: "given", Creative: popup.Creative{Title: "imported"}}),
 	}, popup.ImportOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, popup.ImportResult{Created: 1, Updated: 1}, res)
@@ -129,16 +129,16 @@ func TestSavesThatChangeNothingWriteNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(testenv.MySQL(t))
-	p, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a", Title: "t"}))
+	p, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: "a", Creative: popup.Creative{Title: "t"}}))
 	require.NoError(t, err)
 	version, err := repo.Version(ctx)
 	require.NoError(t, err)
 
-	same, changed, err := repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), popup.UpdateOptions{IfRevision: []int64{1}})
+	same, changed, err := repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Creative: popup.Creative{Title: "t"}}), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.NoError(t, err)
 	assert.False(t, changed)
 	assert.Equal(t, p, same, "the stored popup, revision and times unchanged")
-	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "t"}), popup.UpdateOptions{IfRevision: []int64{7}})
+	_, _, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Creative: popup.Creative{Title: "t"}}), popup.UpdateOptions{IfRevision: []int64{7}})
 	require.ErrorIs(t, err, popup.ErrRevisionMismatch, "a stale If-Match is refused even when nothing would change")
 	same, changed, err = repo.Rollback(ctx, as("bob"), p.ID, 1, popup.UpdateOptions{})
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestSavesThatChangeNothingWriteNothing(t *testing.T) {
 	assert.Len(t, log, 1, "no audit entry beyond the create")
 
 	// A real change still writes.
-	_, changed, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Title: "u"}), popup.UpdateOptions{IfRevision: []int64{1}})
+	_, changed, err = repo.Update(ctx, as("bob"), p.ID, mustBuild(t, popup.Input{Name: "a", Creative: popup.Creative{Title: "u"}}), popup.UpdateOptions{IfRevision: []int64{1}})
 	require.NoError(t, err)
 	assert.True(t, changed)
 }
@@ -173,7 +173,7 @@ func TestFindSortsPagesAndCounts(t *testing.T) {
 		if i%2 == 1 {
 			name = fmt.Sprintf("N%02d", i/2)
 		}
-		_, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: name, Priority: ptr(i % 3), Title: "title " + strconv.Itoa(i)}))
+		_, err := repo.Create(ctx, as("alice"), mustBuild(t, popup.Input{Name: name, Priority: ptr(i % 3), Creative: popup.Creative{Title: "title " + strconv.Itoa(i)}}))
 		require.NoError(t, err)
 	}
 	_, err := db.ExecContext(ctx, `UPDATE popup_config SET updated_at = IF(id % 2 = 0, '2026-01-01 00:00:00', '2026-02-01 00:00:00')`)
@@ -239,10 +239,10 @@ func TestFindSearchesAndFiltersByState(t *testing.T) {
 	past, future, farPast := now.Add(-time.Hour), now.Add(time.Hour), now.Add(-2*time.Hour)
 	ids := map[string]int64{}
 	for _, in := range []popup.Input{
-		{Name: "draft", Status: ptr(popup.StatusDraft), Content: "Summer SALE inside"},
-		{Name: "scheduled", StartAt: &future, Title: "Café"},
+		{Name: "draft", Status: ptr(popup.StatusDraft), Creative: popup.Creative{Content: "Summer SALE inside"}},
+		{Name: "scheduled", StartAt: &future, Creative: popup.Creative{Title: "Café"}},
 		{Name: "running", StartAt: &past, EndAt: &future},
-		{Name: "open", Title: `100% "off"`},
+		{Name: "open", Creative: popup.Creative{Title: `100% "off"`}},
 		{Name: "paused", Status: ptr(popup.StatusPaused)},
 		{Name: "ended", StartAt: &farPast, EndAt: &past},
 		{Name: "archived", Status: ptr(popup.StatusArchived)},

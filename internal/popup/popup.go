@@ -208,15 +208,10 @@ type Input struct {
 	MaxImpressions       *int
 	ExemptFromCaps       bool
 	HoldoutExempt        bool
-	Title                string
-	Content              string
-	ImageURL             string
-	ImageAlt             string
-	LinkURL              string
-	Buttons              []Button
-	Ext                  json.RawMessage
-	Translations         []Translation
-	Experiment           *Experiment // nil = none; its server-managed fields are ignored (KeepExperiment)
+	// Creative is the popup's own content, taken as it is (BuildWith compacts ext, defaults it
+	// to {}, and validates it).
+	Creative
+	Experiment *Experiment // nil = none; its server-managed fields are ignored (KeepExperiment)
 }
 
 // BuildWith validates in, links checked against the allow-list links (the zero LinkSchemes: http,
@@ -240,16 +235,7 @@ func (in Input) BuildWith(links LinkSchemes) (Popup, error) {
 		ExemptFromCaps:       in.ExemptFromCaps,
 		HoldoutExempt:        in.HoldoutExempt,
 		Experiment:           in.Experiment,
-		Creative: Creative{
-			Title:        in.Title,
-			Content:      in.Content,
-			ImageURL:     in.ImageURL,
-			ImageAlt:     in.ImageAlt,
-			LinkURL:      in.LinkURL,
-			Buttons:      in.Buttons,
-			Ext:          in.Ext,
-			Translations: in.Translations,
-		},
+		Creative:             in.Creative,
 	}
 	// A close is a stronger "not now" than merely seeing the popup, so by default it hides the
 	// popup exactly as long as an impression does, whatever reshow interval was chosen.

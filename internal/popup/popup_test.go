@@ -119,7 +119,7 @@ func TestBuildKeepsSuppliedZeroValues(t *testing.T) {
 		Name: "x", Status: ptr(popup.StatusPaused), Priority: ptr(0),
 		Targeting:          &popup.TargetingInput{RolloutPercent: ptr(0)},
 		ReshowAfterSeconds: ptr[int64](0), ClickCooldownSeconds: ptr[int64](-1), CloseCooldownSeconds: ptr[int64](-1),
-		MaxImpressions: ptr(0), Ext: json.RawMessage(`null`),
+		MaxImpressions: ptr(0), Creative: popup.Creative{Ext: json.RawMessage(`null`)},
 	}
 
 	got, err := in.BuildWith(popup.LinkSchemes{})

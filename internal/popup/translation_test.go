@@ -13,8 +13,8 @@ import (
 // translated is a minimal valid Input with a title, content and two buttons, translated into
 // the given locales.
 func translated(locales ...string) popup.Input {
-	in := popup.Input{Name: "sale", Title: "Sale", Content: "Half off", LinkURL: "https://example.com/sale",
-		Buttons: []popup.Button{{Text: "Open", LinkURL: "https://example.com/open"}, {Text: "Later"}}}
+	in := popup.Input{Name: "sale", Creative: popup.Creative{Title: "Sale", Content: "Half off", LinkURL: "https://example.com/sale",
+		Buttons: []popup.Button{{Text: "Open", LinkURL: "https://example.com/open"}, {Text: "Later"}}}}
 	for _, l := range locales {
 		in.Translations = append(in.Translations, popup.Translation{Locale: l, Title: l + " title", Content: l + " content",
 			Buttons: []popup.Button{{Text: l + " open"}, {Text: l + " later"}}})

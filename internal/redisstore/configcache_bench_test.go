@@ -19,11 +19,12 @@ func BenchmarkDecodeConfig(b *testing.B) {
 	popups := make([]popup.Popup, 1000)
 	for i := range popups {
 		rollout := 10 + i%90
-		p, err := popup.Input{Name: "p" + strconv.Itoa(i), Title: "Campaign " + strconv.Itoa(i),
-			Content: "A popup with a realistic amount of text in it.", LinkURL: "https://example.com/c/" + strconv.Itoa(i),
-			Buttons:   []popup.Button{{Text: "Open", LinkURL: "https://example.com/o"}, {Text: "Later"}},
-			Targeting: &popup.TargetingInput{Platforms: []string{"ios"}, Regions: []string{"cn", "us"}, MinAppVersion: "8.1.0", RolloutPercent: &rollout},
-			Ext:       json.RawMessage(`{"theme":"dark"}`)}.BuildWith(popup.LinkSchemes{})
+		p, err := popup.Input{Name: "p" + strconv.Itoa(i),
+			Creative: popup.Creative{Title: "Campaign " + strconv.Itoa(i), Content: "A popup with a realistic amount of text in it.",
+				LinkURL: "https://example.com/c/" + strconv.Itoa(i),
+				Buttons: []popup.Button{{Text: "Open", LinkURL: "https://example.com/o"}, {Text: "Later"}},
+				Ext:     json.RawMessage(`{"theme":"dark"}`)},
+			Targeting: &popup.TargetingInput{Platforms: []string{"ios"}, Regions: []string{"cn", "us"}, MinAppVersion: "8.1.0", RolloutPercent: &rollout}}.BuildWith(popup.LinkSchemes{})
 		require.NoError(b, err)
 		p.ID = int64(i + 1)
 		popups[i] = p

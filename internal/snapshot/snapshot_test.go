@@ -84,7 +84,7 @@ func TestCandidatesNeverChangeTheDecision(t *testing.T) {
 
 func TestBuildPreEncodesThePublicShape(t *testing.T) {
 	t.Parallel()
-	p, err := popup.Input{Name: "x", Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com/go"}}}.BuildWith(popup.LinkSchemes{})
+	p, err := popup.Input{Name: "x", Creative: popup.Creative{Title: "T", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com/go"}}}}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p.ID = 7
 	s := BuildWith(3, []popup.Popup{p}, t0, popup.LinkSchemes{}, nil)
@@ -97,7 +97,7 @@ func TestBuildPreEncodesThePublicShape(t *testing.T) {
 
 func TestBuildLeavesOutStoredLinksTheAllowListRefuses(t *testing.T) {
 	t.Parallel()
-	ok, err := popup.Input{Name: "ok", LinkURL: "https://e.com"}.BuildWith(popup.LinkSchemes{})
+	ok, err := popup.Input{Name: "ok", Creative: popup.Creative{LinkURL: "https://e.com"}}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	ok.ID = 1
 	deepLink := ok
@@ -187,11 +187,11 @@ func TestBuildShowsEmptyButtonsAndExtForAPopupWithoutThem(t *testing.T) {
 // each variant's: the popup's id with the variant's content.
 func TestEntryEncodesEachVariant(t *testing.T) {
 	t.Parallel()
-	p, err := popup.Input{Name: "exp", Title: "Own", Experiment: &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100,
+	p, err := popup.Input{Name: "exp", Experiment: &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100,
 		Variants: []popup.Variant{
 			{Key: "a", Weight: 50, Creative: popup.Creative{Title: "A", LinkURL: "https://a.example.com"}},
 			{Key: "b", Weight: 50, Creative: popup.Creative{Title: "B", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://b.example.com"}}, Ext: json.RawMessage(`{"k":1}`)}},
-		}, Phase: 1, Salt: "3f9a0c2b7d1e4a65"}}.BuildWith(popup.LinkSchemes{})
+		}, Phase: 1, Salt: "3f9a0c2b7d1e4a65"}, Creative: popup.Creative{Title: "Own"}}.BuildWith(popup.LinkSchemes{})
 	require.NoError(t, err)
 	p.ID = 9
 	plain, err := popup.Input{Name: "plain"}.BuildWith(popup.LinkSchemes{})

@@ -18,33 +18,26 @@ import (
 // adminPopup is a popup as the admin API shows it: the domain popup plus the server-managed
 // fields (id, state, revision, created_at, updated_at). What GET returns, PUT accepts back.
 type adminPopup struct {
-	ID                   int64             `json:"id"`
-	Name                 string            `json:"name"`
-	BucketSeed           string            `json:"bucket_seed"`
-	Status               string            `json:"status"`
-	State                string            `json:"state"` // computed at the time of the answer
-	Priority             int               `json:"priority"`
-	StartAt              *time.Time        `json:"start_at"`
-	EndAt                *time.Time        `json:"end_at"`
-	Targeting            adminTargeting    `json:"targeting"`
-	ReshowAfterSeconds   int64             `json:"reshow_after_seconds"`
-	ClickCooldownSeconds int64             `json:"click_cooldown_seconds"`
-	CloseCooldownSeconds int64             `json:"close_cooldown_seconds"`
-	MaxImpressions       int               `json:"max_impressions"`
-	ExemptFromCaps       bool              `json:"exempt_from_caps"`
-	HoldoutExempt        bool              `json:"holdout_exempt"`
-	Title                string            `json:"title"`
-	Content              string            `json:"content"`
-	ImageURL             string            `json:"image_url"`
-	ImageAlt             string            `json:"image_alt"`
-	LinkURL              string            `json:"link_url"`
-	Buttons              []adminButton     `json:"buttons"`
-	Ext                  json.RawMessage   `json:"ext"`
-	Translations         adminTranslations `json:"translations"`
-	Experiment           *adminExperiment  `json:"experiment"` // null: none
-	CreatedAt            time.Time         `json:"created_at"`
-	UpdatedAt            time.Time         `json:"updated_at"`
-	Revision             int64             `json:"revision"`
+	ID                   int64          `json:"id"`
+	Name                 string         `json:"name"`
+	BucketSeed           string         `json:"bucket_seed"`
+	Status               string         `json:"status"`
+	State                string         `json:"state"` // computed at the time of the answer
+	Priority             int            `json:"priority"`
+	StartAt              *time.Time     `json:"start_at"`
+	EndAt                *time.Time     `json:"end_at"`
+	Targeting            adminTargeting `json:"targeting"`
+	ReshowAfterSeconds   int64          `json:"reshow_after_seconds"`
+	ClickCooldownSeconds int64          `json:"click_cooldown_seconds"`
+	CloseCooldownSeconds int64          `json:"close_cooldown_seconds"`
+	MaxImpressions       int            `json:"max_impressions"`
+	ExemptFromCaps       bool           `json:"exempt_from_caps"`
+	HoldoutExempt        bool           `json:"holdout_exempt"`
+	adminCreative
+	Experiment *adminExperiment `json:"experiment"` // null: none
+	CreatedAt  time.Time        `json:"created_at"`
+	UpdatedAt  time.Time        `json:"updated_at"`
+	Revision   int64            `json:"revision"`
 }
 
 type adminTargeting struct {
@@ -200,8 +193,15 @@ type adminExperiment struct {
 }
 
 type adminVariant struct {
-	Key          string            `json:"key"`
-	Weight       int               `json:"weight"`
+	Key    string `json:"key"`
+	Weight int    `json:"weight"`
+	adminCreative
+}
+
+// adminCreative is a creative (popup.Creative) on the admin wire, out: the popup's own content
+// and each variant's. Both embed it, so that a content field is written here once; encoding/json
+// writes its fields where it is embedded.
+type adminCreative struct {
 	Title        string            `json:"title"`
 	Content      string            `json:"content"`
 	ImageURL     string            `json:"image_url"`
@@ -210,6 +210,11 @@ type adminVariant struct {
 	Buttons      []adminButton     `json:"buttons"`
 	Ext          json.RawMessage   `json:"ext"`
 	Translations adminTranslations `json:"translations"`
+}
+
+func creativeToWire(c popup.Creative) adminCreative {
+	return adminCreative{Title: c.Title, Content: c.Content, ImageURL: c.ImageURL, ImageAlt: c.ImageAlt, LinkURL: c.LinkURL,
+		Buttons: buttonsToWire(c.Buttons), Ext: extOrEmpty(c.Ext), Translations: translationsToWire(c.Translations)}
 }
 
 type adminControl struct {
@@ -243,8 +248,7 @@ func experimentToWire(e *popup.Experiment) *adminExperiment {
 		out.PrimaryGoal = &e.PrimaryGoal
 	}
 	for i, v := range e.Variants {
-		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, Title: v.Title, Content: v.Content, ImageURL: v.ImageURL, ImageAlt: v.ImageAlt,
-			LinkURL: v.LinkURL, Buttons: buttonsToWire(v.Buttons), Ext: extOrEmpty(v.Ext), Translations: translationsToWire(v.Translations)}
+		out.Variants[i] = adminVariant{Key: v.Key, Weight: v.Weight, adminCreative: creativeToWire(v.Creative)}
 	}
 	if c := e.Control; c != nil {
 		out.Control = &adminControl{Weight: c.Weight, Mode: string(c.Mode)}
@@ -270,10 +274,8 @@ func toWire(p popup.Popup, now time.Time) adminPopup {
 			Placements: placements, Trigger: trigger, Rules: rs},
 		ReshowAfterSeconds: p.ReshowAfterSeconds, ClickCooldownSeconds: p.ClickCooldownSeconds,
 		CloseCooldownSeconds: p.CloseCooldownSeconds, MaxImpressions: p.MaxImpressions, ExemptFromCaps: p.ExemptFromCaps,
-		HoldoutExempt: p.HoldoutExempt,
-		Title:         p.Title, Content: p.Content, ImageURL: p.ImageURL, ImageAlt: p.ImageAlt, LinkURL: p.LinkURL, Buttons: buttonsToWire(p.Buttons), Ext: extOrEmpty(p.Ext),
-		Translations: translationsToWire(p.Translations),
-		Experiment:   experimentToWire(p.Experiment), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
+		HoldoutExempt: p.HoldoutExempt, adminCreative: creativeToWire(p.Creative),
+		Experiment: experimentToWire(p.Experiment), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Revision: p.Revision,
 	}
 }
 
@@ -304,14 +306,7 @@ type adminPopupInput struct {
 	MaxImpressions       *int                  `json:"max_impressions"`
 	ExemptFromCaps       bool                  `json:"exempt_from_caps"`
 	HoldoutExempt        bool                  `json:"holdout_exempt"`
-	Title                string                `json:"title"`
-	Content              string                `json:"content"`
-	ImageURL             string                `json:"image_url"`
-	ImageAlt             string                `json:"image_alt"`
-	LinkURL              string                `json:"link_url"`
-	Buttons              []adminButton         `json:"buttons"`
-	Ext                  json.RawMessage       `json:"ext"`
-	Translations         []popup.Translation   `json:"-"`          // decoded by decodeTranslations
+	Creative             adminCreativeInput    `json:"-"`          // decoded by its fields
 	Experiment           *adminExperimentInput `json:"experiment"` // nil: none (absent or null)
 }
 
@@ -333,6 +328,12 @@ type adminExperimentInput struct {
 type adminVariantInput struct {
 	Key      string
 	Weight   int
+	Creative adminCreativeInput
+}
+
+// adminCreativeInput is a creative as POST and PUT accept it: the popup's own content and each
+// variant's, decoded by the same fields.
+type adminCreativeInput struct {
 	Title    string
 	Content  string
 	ImageURL string
@@ -342,6 +343,23 @@ type adminVariantInput struct {
 	Ext      json.RawMessage
 	// Translations are decoded by decodeTranslations.
 	Translations []popup.Translation
+}
+
+// fields maps every key of a creative to where it is decoded, in the order of the JSON shape.
+func (in *adminCreativeInput) fields() []httpapi.InputField {
+	return []httpapi.InputField{
+		{Key: "title", Dst: &in.Title}, {Key: "content", Dst: &in.Content}, {Key: "image_url", Dst: &in.ImageURL},
+		{Key: "image_alt", Dst: &in.ImageAlt}, {Key: "link_url", Dst: &in.LinkURL}, {Key: "buttons", Dst: &in.Buttons}, {Key: "ext", Dst: &in.Ext},
+		{Key: "translations", Decode: func(raw json.RawMessage, path string) []popup.FieldError {
+			return decodeTranslations(raw, path, &in.Translations)
+		}},
+	}
+}
+
+// creative is the domain's creative of in; ext is left as sent (BuildWith compacts it).
+func (in *adminCreativeInput) creative() popup.Creative {
+	return popup.Creative{Title: in.Title, Content: in.Content, ImageURL: in.ImageURL, ImageAlt: in.ImageAlt, LinkURL: in.LinkURL,
+		Buttons: buttonsFromWire(in.Buttons), Ext: in.Ext, Translations: in.Translations}
 }
 
 type adminControlInput struct {
@@ -374,14 +392,8 @@ func (in *adminExperimentInput) decodeVariants(raw json.RawMessage, path string)
 	in.Variants = make([]adminVariantInput, len(list))
 	for i, r := range list {
 		v := &in.Variants[i]
-		fes = append(fes, httpapi.DecodeObject(r, path+"["+strconv.Itoa(i)+"]", "a variant", []httpapi.InputField{
-			{Key: "key", Dst: &v.Key}, {Key: "weight", Dst: &v.Weight}, {Key: "title", Dst: &v.Title},
-			{Key: "content", Dst: &v.Content}, {Key: "image_url", Dst: &v.ImageURL}, {Key: "image_alt", Dst: &v.ImageAlt}, {Key: "link_url", Dst: &v.LinkURL},
-			{Key: "buttons", Dst: &v.Buttons}, {Key: "ext", Dst: &v.Ext},
-			{Key: "translations", Decode: func(raw json.RawMessage, path string) []popup.FieldError {
-				return decodeTranslations(raw, path, &v.Translations)
-			}},
-		})...)
+		fields := append([]httpapi.InputField{{Key: "key", Dst: &v.Key}, {Key: "weight", Dst: &v.Weight}}, v.Creative.fields()...)
+		fes = append(fes, httpapi.DecodeObject(r, path+"["+strconv.Itoa(i)+"]", "a variant", fields)...)
 	}
 	return fes
 }
@@ -431,9 +443,7 @@ func fromWire(in adminPopupInput) popup.Input {
 		Name: in.Name, BucketSeed: in.BucketSeed, Priority: in.Priority, StartAt: in.StartAt, EndAt: in.EndAt,
 		ReshowAfterSeconds: in.ReshowAfterSeconds, ClickCooldownSeconds: in.ClickCooldownSeconds,
 		CloseCooldownSeconds: in.CloseCooldownSeconds, MaxImpressions: in.MaxImpressions, ExemptFromCaps: in.ExemptFromCaps,
-		HoldoutExempt: in.HoldoutExempt,
-		Title:         in.Title, Content: in.Content, ImageURL: in.ImageURL, ImageAlt: in.ImageAlt, LinkURL: in.LinkURL, Ext: in.Ext,
-		Translations: in.Translations,
+		HoldoutExempt: in.HoldoutExempt, Creative: in.Creative.creative(),
 	}
 	if in.Status != nil {
 		s := popup.Status(*in.Status)
@@ -456,7 +466,6 @@ func fromWire(in adminPopupInput) popup.Input {
 			}
 		}
 	}
-	out.Buttons = buttonsFromWire(in.Buttons)
 	out.Experiment = experimentFromWire(in.Experiment)
 	return out
 }
@@ -492,8 +501,7 @@ func experimentFromWire(in *adminExperimentInput) *popup.Experiment {
 		e.PlannedEndAt = &t
 	}
 	for i, v := range in.Variants {
-		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: popup.Creative{Title: v.Title, Content: v.Content,
-			ImageURL: v.ImageURL, ImageAlt: v.ImageAlt, LinkURL: v.LinkURL, Buttons: buttonsFromWire(v.Buttons), Ext: v.Ext, Translations: v.Translations}}
+		e.Variants[i] = popup.Variant{Key: v.Key, Weight: v.Weight, Creative: v.Creative.creative()}
 	}
 	if c := in.Control; c != nil {
 		e.Control = &popup.Control{Weight: c.Weight, Mode: popup.ControlNone}
@@ -509,24 +517,23 @@ func experimentFromWire(in *adminExperimentInput) *popup.Experiment {
 // decoded into a value that is then dropped.
 func (in *adminPopupInput) inputFields() []httpapi.InputField {
 	var ignored json.RawMessage
-	return []httpapi.InputField{
+	fields := []httpapi.InputField{
 		{Key: "id", Dst: &in.ID}, {Key: "name", Dst: &in.Name}, {Key: "bucket_seed", Dst: &in.BucketSeed}, {Key: "status", Dst: &in.Status},
 		{Key: "state", Dst: &ignored}, {Key: "priority", Dst: &in.Priority},
 		{Key: "start_at", Dst: &in.StartAt}, {Key: "end_at", Dst: &in.EndAt}, {Key: "targeting", Dst: &in.Targeting},
 		{Key: "reshow_after_seconds", Dst: &in.ReshowAfterSeconds}, {Key: "click_cooldown_seconds", Dst: &in.ClickCooldownSeconds},
 		{Key: "close_cooldown_seconds", Dst: &in.CloseCooldownSeconds}, {Key: "max_impressions", Dst: &in.MaxImpressions},
 		{Key: "exempt_from_caps", Dst: &in.ExemptFromCaps}, {Key: "holdout_exempt", Dst: &in.HoldoutExempt},
-		{Key: "title", Dst: &in.Title}, {Key: "content", Dst: &in.Content}, {Key: "image_url", Dst: &in.ImageURL}, {Key: "image_alt", Dst: &in.ImageAlt}, {Key: "link_url", Dst: &in.LinkURL},
-		{Key: "buttons", Dst: &in.Buttons}, {Key: "ext", Dst: &in.Ext},
-		{Key: "translations", Decode: func(raw json.RawMessage, path string) []popup.FieldError {
-			return decodeTranslations(raw, path, &in.Translations)
-		}},
-		{Key: "experiment", Decode: func(raw json.RawMessage, path string) (fes []popup.FieldError) {
+	}
+	fields = append(fields, in.Creative.fields()...)
+	return append(fields,
+		httpapi.InputField{Key: "experiment", Decode: func(raw json.RawMessage, path string) (fes []popup.FieldError) {
 			in.Experiment, fes = decodeExperiment(raw, path)
 			return fes
 		}},
-		{Key: "created_at", Dst: &ignored}, {Key: "updated_at", Dst: &ignored}, {Key: "revision", Dst: &ignored},
-	}
+		httpapi.InputField{Key: "created_at", Dst: &ignored}, httpapi.InputField{Key: "updated_at", Dst: &ignored},
+		httpapi.InputField{Key: "revision", Dst: &ignored},
+	)
 }
 
 // decodePopupBody decodes a popup body. Every problem is an *httpapi.Error with code invalid_json: a

@@ -86,9 +86,9 @@ func TestWireRoundTripIsLossless(t *testing.T) {
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	links, err := popup.ParseLinkSchemes([]string{"https", "app"})
 	require.NoError(t, err)
-	want, err := popup.Input{Name: "n", BucketSeed: "seed-9", Priority: ptrTo(7), StartAt: &start, Title: "t", LinkURL: "app://x",
+	want, err := popup.Input{Name: "n", BucketSeed: "seed-9", Priority: ptrTo(7), StartAt: &start,
 		Targeting: &popup.TargetingInput{Platforms: []string{"ios"}, Regions: []string{"cn"}, RolloutPercent: ptrTo(30), UIDs: []string{"qa"}},
-		Buttons:   []popup.Button{{Text: "Go", LinkURL: "https://e.com"}}, Ext: json.RawMessage(`{"a":1}`)}.BuildWith(links)
+		Creative:  popup.Creative{Title: "t", LinkURL: "app://x", Buttons: []popup.Button{{Text: "Go", LinkURL: "https://e.com"}}, Ext: json.RawMessage(`{"a":1}`)}}.BuildWith(links)
 	require.NoError(t, err)
 	want.ID, want.Revision = 9, 4
 

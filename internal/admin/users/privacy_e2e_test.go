@@ -24,11 +24,6 @@ import (
 // The erasure and export of a user (docs/CONTRACT.md §12), through the real popup-api and
 // popup-worker, MariaDB and Redis.
 
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	apitest.Eventually(t, d, what, cond)
-}
-
 func TestErasureLeavesNoTraceOfTheUser(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)

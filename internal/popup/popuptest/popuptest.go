@@ -66,7 +66,8 @@ func FullTranslation(locale, path string) popup.Translation {
 }
 
 // ZeroFields returns the paths of the zero-valued fields in v (a struct, or a pointer to one),
-// recursing into structs, pointers and the elements of slices.
+// recursing into structs (an embedded one too, exported or not), pointers and the elements of
+// slices.
 func ZeroFields(v any) []string {
 	var out []string
 	walk(reflect.ValueOf(v), reflect.TypeOf(v).String(), &out)
@@ -87,7 +88,7 @@ func walk(v reflect.Value, path string, out *[]string) {
 		}
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Type().Field(i)
-			if f.IsExported() {
+			if f.IsExported() || f.Anonymous { // an embedded struct's fields are the outer's
 				walk(v.Field(i), path+"."+f.Name, out)
 			}
 		}
