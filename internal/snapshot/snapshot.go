@@ -109,13 +109,16 @@ type Snapshot struct {
 	// Gen numbers the snapshots a Holder published, in order: a new config version and new
 	// audience sets under the same version each make a new Gen, so a remembered answer carries
 	// the Gen it was decided under (decide.LocalAnswers).
-	Gen      uint64
-	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
-	entries  map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
-	places   map[string]*placeIndex
-	home     *placeIndex // places[popup.DefaultPlacement], the placement most requests name
-	BuiltAt  time.Time
-	Problems []error // popups that failed to compile (kept out; logged by the refresher)
+	Gen     uint64
+	Ordered []*popup.Compiled // active popups in selection order (priority desc, id asc)
+	entries map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
+	places  map[string]*placeIndex
+	home    *placeIndex // places[popup.DefaultPlacement], the placement most requests name
+	// plainAudiences are, by placement, the audiences that the active popups a plain request for
+	// it could be shown target (Memberships).
+	plainAudiences map[string][]int64
+	BuiltAt        time.Time
+	Problems       []error // popups that failed to compile (kept out; logged by the refresher)
 	// CapExempt says whether any active popup is exempt from the pacing (ExemptFromCaps): when
 	// none is, nothing can show to a user the pacing holds, and a decision need not walk the
 	// candidates to find that out (decide's plan).
@@ -213,7 +216,61 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 	popup.SortForSelection(s.Ordered)
 	s.places = buildPlaces(s.Ordered, now)
 	s.home = s.places[popup.DefaultPlacement]
+	s.plainAudiences = plainAudiences(s.Ordered)
 	return s
+}
+
+// plainAudiences files the audiences each active popup without a trigger targets under every
+// placement it lists, sorted, each once. Unlike the candidate index it keeps the popups that
+// have ended: the lists depend on the config version alone, so two snapshots of one version
+// (on other audience sets, built at other times) number a placement's audiences alike.
+func plainAudiences(ordered []*popup.Compiled) map[string][]int64 {
+	out := map[string][]int64{}
+	for _, c := range ordered {
+		ids := c.Popup.Targeting.Audiences.IDs()
+		if len(ids) == 0 || c.TriggerEvent() != "" {
+			continue
+		}
+		for _, pl := range c.Popup.Targeting.PlacementsOr() {
+			out[pl] = append(out[pl], ids...)
+		}
+	}
+	for pl, ids := range out {
+		slices.Sort(ids)
+		out[pl] = slices.Compact(ids)
+	}
+	return out
+}
+
+// MaxMembershipAudiences is how many audiences Memberships can describe: two bits each, in 62
+// bits.
+const MaxMembershipAudiences = 31
+
+// Memberships describes what the audience checks of a plain request for placement ("": the
+// default) by uid can answer: for each audience the placement's popups target (in the order
+// of plainAudiences), whether the snapshot holds its set and whether uid is a member. Under one
+// config version, two snapshots with equal Memberships for a request answer every audience
+// check of its candidates alike, whatever else their sets hold. ok is false for a placement
+// whose popups target more than MaxMembershipAudiences audiences.
+func (s *Snapshot) Memberships(placement, uid string) (m uint64, ok bool) {
+	if placement == "" {
+		placement = popup.DefaultPlacement
+	}
+	ids := s.plainAudiences[placement]
+	if len(ids) > MaxMembershipAudiences {
+		return 0, false
+	}
+	for i, id := range ids {
+		set := s.Audiences.Get(id)
+		if set == nil {
+			continue // not held: both bits clear
+		}
+		m |= 1 << (2 * i)
+		if set.Contains(uid) {
+			m |= 2 << (2 * i)
+		}
+	}
+	return m, true
 }
 
 // HoldoutRefs are a holdout phase's arm references, by group, shared by every event that names
