@@ -25,9 +25,10 @@ func audienceSet(t *testing.T, id, version int64, uids ...string) *audience.Set 
 	return s
 }
 
-// TestLocalAnswersAcrossNewAudienceSets: new audience sets under the same config version end a
+// TestLocalAnswersAcrossNewAudienceSets: new audience sets under the same config end a
 // remembered "nothing" only when they change the user's membership in an audience a popup of
-// the request's placement targets; a config version ends it whatever the sets.
+// the request's placement targets; a config version that changes a popup ends it whatever the
+// sets.
 func TestLocalAnswersAcrossNewAudienceSets(t *testing.T) {
 	t.Parallel()
 	// Popup 1 (the homepage) shows to members of audience 1 outside audience 3: u1 is in both,
@@ -51,20 +52,25 @@ func TestLocalAnswersAcrossNewAudienceSets(t *testing.T) {
 		return audience.NewSets(gen, held, nil)
 	}
 	before := map[int64][]string{1: {"u1", "u2"}, 2: {"u2"}, 3: {"u1"}}
+	withoutU1 := map[int64][]string{1: {"u1", "u2"}, 2: {"u2"}, 3: {"u4"}}
 	tests := []struct {
 		name     string
 		version  int64              // of the second snapshot
+		retitle  bool               // whether it changes popup 1's title
 		after    map[int64][]string // its sets, by audience id
 		wantRead bool
 		wantID   int64
 	}{
-		{"an audience no popup of the placement targets: held", 1, map[int64][]string{1: {"u1", "u2"}, 2: {"u1", "u2"}, 3: {"u1"}}, false, 0},
-		{"a targeted audience, the user still a member: held", 1, map[int64][]string{1: {"u1", "u3"}, 2: {"u2"}, 3: {"u1"}}, false, 0},
-		{"a targeted exclusion, the user still out of it: held", 1, map[int64][]string{1: {"u1", "u2"}, 2: {"u2"}, 3: {"u1", "u4"}}, false, 0},
-		{"a targeted exclusion that lets the user go: dropped, shows", 1, map[int64][]string{1: {"u1", "u2"}, 2: {"u2"}, 3: {"u4"}}, true, 1},
-		{"a targeted inclusion that drops the user: dropped", 1, map[int64][]string{1: {"u2"}, 2: {"u2"}, 3: {"u1"}}, true, 0},
-		{"a targeted audience no longer held: dropped", 1, map[int64][]string{1: {"u1", "u2"}, 2: {"u2"}}, true, 0},
-		{"a config version, the same members: dropped", 2, before, true, 0},
+		{"an audience no popup of the placement targets: held", 1, false, map[int64][]string{1: {"u1", "u2"}, 2: {"u1", "u2"}, 3: {"u1"}}, false, 0},
+		{"a targeted audience, the user still a member: held", 1, false, map[int64][]string{1: {"u1", "u3"}, 2: {"u2"}, 3: {"u1"}}, false, 0},
+		{"a targeted exclusion, the user still out of it: held", 1, false, map[int64][]string{1: {"u1", "u2"}, 2: {"u2"}, 3: {"u1", "u4"}}, false, 0},
+		{"a targeted exclusion that lets the user go: dropped, shows", 1, false, withoutU1, true, 1},
+		{"a targeted inclusion that drops the user: dropped", 1, false, map[int64][]string{1: {"u2"}, 2: {"u2"}, 3: {"u1"}}, true, 0},
+		{"a targeted audience no longer held: dropped", 1, false, map[int64][]string{1: {"u1", "u2"}, 2: {"u2"}}, true, 0},
+		// An audience's new members bump the config version, popups unchanged, to be announced.
+		{"a config version of the same popups, the same members: held", 2, false, before, false, 0},
+		{"a config version of the same popups, the user out of the exclusion: dropped, shows", 2, false, withoutU1, true, 1},
+		{"a config version that changes a popup, the same members: dropped", 2, true, before, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +83,12 @@ func TestLocalAnswersAcrossNewAudienceSets(t *testing.T) {
 			_, _, read = f.decide(t, iosReq, t0.Add(time.Second))
 			require.False(t, read, "remembered")
 
-			f.publishOn(t, tt.version, sets(t, 2, tt.after), popups...)
+			next := popups
+			if tt.retitle {
+				next = append([]popup.Popup(nil), popups...)
+				next[0].Creative.Title = "new title"
+			}
+			f.publishOn(t, tt.version, sets(t, 2, tt.after), next...)
 			kind, id, read := f.decide(t, iosReq, t0.Add(2*time.Second))
 			assert.Equal(t, tt.wantRead, read, "store read")
 			assert.Equal(t, tt.wantID, id)

@@ -16,8 +16,8 @@ import (
 
 // LocalAnswers remembers, per process, that nothing can show to a user until some instant: the
 // answer popup.NextEligibleAt gave after a full decision that chose nothing. Until then, or until
-// the config version changes or the user's membership in an audience the placement's popups
-// target does, the same request (uid, platform, app version, region, language, placement, and
+// the config changes or the user's membership in an audience the placement's popups target
+// does, the same request (uid, platform, app version, region, language, placement, and
 // the values of the attributes the placement's rules read) is answered without reading the
 // user's state from Redis. A request carrying an event is always decided in full: it is a
 // moment, not a state to remember.
@@ -25,13 +25,15 @@ import (
 // It is safe without any coordination between instances because every display rule only
 // extends hiding: an impression another instance records, a click, a close, can only push that
 // instant later, never earlier. Only the snapshot can make something eligible sooner, and it
-// does so through its config version or an audience check's answer alone: every entry carries
-// the version it was decided under and the request's snapshot.Memberships then (whether each
-// audience the placement's popups target was held, and whether the uid was a member). A new
-// config version ends every entry. New audience sets (a new snapshot.Snapshot.Gen under the same
-// version) end only the entries whose memberships they change: for the others every audience
-// check of every candidate answers as before, so the decision would too. An entry whose
-// placement targets more audiences than snapshot.MaxMembershipAudiences ends with any new Gen.
+// does so through its config or an audience check's answer alone: every entry carries the
+// config it was decided under (snapshot.Snapshot.Config) and the request's
+// snapshot.Memberships then (whether each audience the placement's popups target was held, and
+// whether the uid was a member). A new config ends every entry. New audience sets (a new
+// snapshot.Snapshot.Gen of the same Config, under the same config version or a version that
+// only announces an audience's new members) end only the entries whose memberships they change:
+// for the others every audience check of every candidate answers as before, so the decision
+// would too. An entry whose placement targets more audiences than
+// snapshot.MaxMembershipAudiences ends with any new Gen.
 //
 // Memory is bounded: at most the configured number of entries, in shards with their own lock;
 // a full shard evicts an entry at random to make room.
@@ -49,18 +51,18 @@ type localShard struct {
 	miss atomic.Uint64
 	evic atomic.Uint64
 	kept atomic.Uint64
-	// purged is the newest config version for which the shard dropped the older ones' entries
-	// (evict), under mu.
-	purged int64
+	// purged is the newest config (snapshot.Snapshot.Config) for which the shard dropped the
+	// older ones' entries (evict), under mu.
+	purged uint64
 	_      [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 // localEntry: nothing shows for the key before untilSec (unix seconds, rounded down so that
 // the entry ends no later than the computed instant) under snapshot generation gen, and under
-// any snapshot of config version with the same members.
+// any snapshot of config with the same members.
 type localEntry struct {
 	gen      uint64
-	version  int64
+	config   uint64
 	untilSec int64
 	// members are the request's snapshot.Memberships under gen with membersKnown set; 0 when the
 	// placement targets too many audiences for them.
@@ -188,10 +190,10 @@ func (l *LocalAnswers) lookup(k *localKey, snap *snapshot.Snapshot, r *popup.Req
 }
 
 // carry reports whether e, k's entry of another generation than snap's, holds under snap too:
-// the same config version, and the same memberships (see LocalAnswers). An entry of an older
+// the same config, and the same memberships (see LocalAnswers). An entry of an older
 // generation that holds is moved to snap's, so that the next lookup is the plain one.
 func (sh *localShard) carry(k *localKey, e localEntry, snap *snapshot.Snapshot, r *popup.Request) bool {
-	if e.version != snap.Version || e.members&membersKnown == 0 || membersOf(snap, r) != e.members {
+	if e.config != snap.Config || e.members&membersKnown == 0 || membersOf(snap, r) != e.members {
 		return false
 	}
 	if e.gen < snap.Gen {
@@ -219,11 +221,11 @@ func (l *LocalAnswers) remember(k *localKey, snap *snapshot.Snapshot, r *popup.R
 			return
 		}
 	}
-	e := localEntry{gen: snap.Gen, version: snap.Version, untilSec: untilSec, members: membersOf(snap, r)}
+	e := localEntry{gen: snap.Gen, config: snap.Config, untilSec: untilSec, members: membersOf(snap, r)}
 	sh := l.shard(k)
 	sh.mu.Lock()
 	if _, ok := sh.m[string(k.bytes())]; !ok && len(sh.m) >= l.perShard {
-		sh.evic.Add(uint64(sh.evict(snap.Version, now.Unix(), l.perShard)))
+		sh.evic.Add(uint64(sh.evict(snap.Config, now.Unix(), l.perShard)))
 	}
 	sh.m[string(k.bytes())] = e
 	sh.mu.Unlock()
@@ -232,19 +234,19 @@ func (l *LocalAnswers) remember(k *localKey, snap *snapshot.Snapshot, r *popup.R
 // evictLooks is how many entries a full shard looks at for an expired one to drop.
 const evictLooks = 8
 
-// evict makes room in a full shard (its lock held) for an answer of config version. The first
-// time the shard makes room for a version newer than any before, it drops every entry of an
-// older one: none can answer again (versions only grow), and left in place they would push the
-// new version's answers out at random (about a third of a full cache's, after a config change).
+// evict makes room in a full shard (its lock held) for an answer of config. The first time the
+// shard makes room for a config newer than any before, it drops every entry of an older one:
+// none can answer again (configs only grow), and left in place they would push the new
+// config's answers out at random (about a third of a full cache's, after a config change).
 // One pass a shard per config change; otherwise an expired entry among the first evictLooks in
 // map order, else the first of them (map order is random, so the victim is too). It returns how
 // many entries it dropped.
-func (sh *localShard) evict(version int64, nowSec int64, size int) int {
-	if version > sh.purged {
-		sh.purged = version
+func (sh *localShard) evict(config uint64, nowSec int64, size int) int {
+	if config > sh.purged {
+		sh.purged = config
 		before := len(sh.m)
 		for key, e := range sh.m {
-			if e.version < version {
+			if e.config < config {
 				delete(sh.m, key)
 			}
 		}

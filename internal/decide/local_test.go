@@ -20,10 +20,10 @@ import (
 
 var lt0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// gens are snapshots without popups, gens[n] of generation and config version n: a new one is
-// a config change. anyReq is a request of the plain kind the keys are built from.
+// gens are snapshots without popups, gens[n] of generation, config version and Config n: a new
+// one is a config change. anyReq is a request of the plain kind the keys are built from.
 var (
-	gens   = [...]*snapshot.Snapshot{nil, {Gen: 1, Version: 1}, {Gen: 2, Version: 2}}
+	gens   = [...]*snapshot.Snapshot{nil, {Gen: 1, Version: 1, Config: 1}, {Gen: 2, Version: 2, Config: 2}}
 	anyReq = &popup.Request{UID: "u1", Platform: popup.PlatformIOS}
 )
 

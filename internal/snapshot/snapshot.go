@@ -5,6 +5,7 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -109,7 +110,13 @@ type Snapshot struct {
 	// Gen numbers the snapshots a Holder published, in order: a new config version and new
 	// audience sets under the same version each make a new Gen, so a remembered answer carries
 	// the Gen it was decided under (decide.LocalAnswers).
-	Gen     uint64
+	Gen uint64
+	// Config numbers the distinct configs a Holder published (Holder.Store sets it with Gen): a
+	// new config version whose popups, pacing and holdout are the current snapshot's keeps its
+	// Config, as new audience sets do; any other gets the next. A new member list of an audience
+	// that popups use is such a version: it bumps the version only so that every instance hears
+	// of it. A remembered answer carries the Config it was decided under (decide.LocalAnswers).
+	Config  uint64
 	Ordered []*popup.Compiled // active popups in selection order (priority desc, id asc)
 	entries map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
 	places  map[string]*placeIndex
@@ -374,14 +381,58 @@ func (h *Holder) Store(s *Snapshot) bool {
 		if cur != nil && (cur.Version > s.Version || cur.Version == s.Version && audienceGen(cur) > audienceGen(s)) {
 			return false
 		}
-		s.Gen = 1
+		s.Gen, s.Config = 1, 1
 		if cur != nil {
-			s.Gen = cur.Gen + 1
+			s.Gen, s.Config = cur.Gen+1, cur.Config
+			if !sameConfig(cur, s) {
+				s.Config++
+			}
 		}
 		if h.p.CompareAndSwap(cur, s) {
 			return true
 		}
 	}
+}
+
+// sameConfig reports whether a and b decide alike on the same audience sets: one config version,
+// or the same popups (every field, times compared as instants), pacing and holdout. It may say
+// no for two that are alike (a time of another location nested deeper), never yes for two that
+// are not.
+func sameConfig(a, b *Snapshot) bool {
+	if a.Version == b.Version {
+		return true
+	}
+	if a.Pacing != b.Pacing || !sameHoldout(a.Holdout, b.Holdout) || len(a.entries) != len(b.entries) || len(a.Ordered) != len(b.Ordered) {
+		return false
+	}
+	for id, ea := range a.entries {
+		eb, ok := b.entries[id]
+		if !ok || !samePopup(ea.Popup, eb.Popup) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameHoldout(a, b popup.Holdout) bool {
+	if !a.StartedAt.Equal(b.StartedAt) || !a.EndedAt.Equal(b.EndedAt) {
+		return false
+	}
+	a.StartedAt, a.EndedAt, b.StartedAt, b.EndedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return a == b
+}
+
+func samePopup(a, b popup.Popup) bool {
+	if !sameInstant(a.StartAt, b.StartAt) || !sameInstant(a.EndAt, b.EndAt) || !a.CreatedAt.Equal(b.CreatedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return false
+	}
+	a.StartAt, a.EndAt, a.CreatedAt, a.UpdatedAt = nil, nil, time.Time{}, time.Time{}
+	b.StartAt, b.EndAt, b.CreatedAt, b.UpdatedAt = nil, nil, time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
+}
+
+func sameInstant(a, b *time.Time) bool {
+	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
 }
 
 func audienceGen(s *Snapshot) uint64 {
