@@ -9,10 +9,11 @@
 # 200 ms; its peak is VmHWM, reset before the upload.
 #   targets: peak RSS <= popup_audience_bytes after the upload + 128 MiB;
 #            the worst upload window's p99 <= 1.5 x the idle windows' median p99
-# Each window's row also gives the CPU (in cores) of popup-api, MariaDB and Redis, InnoDB's
-# history list length at its end (undo the purge has yet to remove) and, when popup-api runs with
-# GODEBUG=gctrace=1, its collections. The report gives the CPU seconds popup-api, MariaDB, Redis
-# and the uploading client spent from the upload's start until the instance held the new set.
+# Each window's row also gives the CPU (in cores) of popup-api, MariaDB and Redis, Redis's calls a
+# second (the GETs the local answers did not answer go there), InnoDB's history list length at its
+# end (undo the purge has yet to remove) and, when popup-api runs with GODEBUG=gctrace=1, its
+# collections. The report gives the CPU seconds popup-api, MariaDB, Redis and the uploading
+# client spent from the upload's start until the instance held the new set.
 # BENCH_UPLOAD_PIN=1 puts what a GET touches (popup-api, Redis, the open-loop client) on CPU 0 and
 # MariaDB, popup-worker and the uploading client on the other CPUs, in the idle windows as in the
 # upload's: on two shared cores MariaDB's work for the upload (as much CPU as popup-api's own)
@@ -66,18 +67,21 @@ sock="$run_dir/mariadb.sock"
 history_len() { # InnoDB's history list length: undo that purge has yet to remove
   mariadb --no-defaults --socket="$sock" -uroot -N -e "SELECT count FROM information_schema.INNODB_METRICS WHERE name = 'trx_rseg_history_len'" 2>/dev/null || echo -
 }
+redis_calls() { # the commands Redis has processed so far
+  redis-cli -p "$redis_port" INFO stats | awk -F: '$1 == "total_commands_processed" {printf "%d\n", $2}'
+}
 gc_cycles() { # popup-api's collections so far, when it runs with GODEBUG=gctrace=1 (else -)
   case "${GODEBUG:-}" in *gctrace=1*) grep -c '^gc ' "$run_dir/popup-api.log" || true ;; *) echo - ;; esac
 }
 ol() { # one window of open-loop GETs; prints "PHASE p50 p99 max degraded non2xx errors" and the
-  # window's CPU, in cores, of popup-api, MariaDB and Redis, the history list length at its end and
-  # popup-api's collections in it
-  local t0 a0 m0 r0 g0 t1 a1 m1 r1 g1
-  t0=$(date +%s.%N) a0=$(cpu_ticks "$api_pid") m0=$(cpu_ticks "$mysql_pid") r0=$(cpu_ticks "$redis_pid") g0=$(gc_cycles)
+  # window's CPU, in cores, of popup-api, MariaDB and Redis, Redis's calls a second, the history
+  # list length at its end and popup-api's collections in it
+  local t0 a0 m0 r0 c0 g0 t1 a1 m1 r1 c1 g1
+  t0=$(date +%s.%N) a0=$(cpu_ticks "$api_pid") m0=$(cpu_ticks "$mysql_pid") r0=$(cpu_ticks "$redis_pid") c0=$(redis_calls) g0=$(gc_cycles)
   "${getter[@]}" bin/benchtool openloop -url "$api" -rate "$rate" -duration "${window}s" -uids "$BENCH_UIDS" -c 16 -json >"$run_dir/ol.json"
-  t1=$(date +%s.%N) a1=$(cpu_ticks "$api_pid") m1=$(cpu_ticks "$mysql_pid") r1=$(cpu_ticks "$redis_pid") g1=$(gc_cycles)
-  local cpu; cpu=$(awk -v c="$clk" -v d="$(echo "$t1 - $t0" | bc)" -v a=$((a1 - a0)) -v m=$((m1 - m0)) -v r=$((r1 - r0)) \
-    'BEGIN {printf "%.2f\t%.2f\t%.2f", a/c/d, m/c/d, r/c/d}')
+  t1=$(date +%s.%N) a1=$(cpu_ticks "$api_pid") m1=$(cpu_ticks "$mysql_pid") r1=$(cpu_ticks "$redis_pid") c1=$(redis_calls) g1=$(gc_cycles)
+  local cpu; cpu=$(awk -v c="$clk" -v d="$(echo "$t1 - $t0" | bc)" -v a=$((a1 - a0)) -v m=$((m1 - m0)) -v r=$((r1 - r0)) -v n=$((c1 - c0)) \
+    'BEGIN {printf "%.2f\t%.2f\t%.2f\t%.0f", a/c/d, m/c/d, r/c/d, n/d}')
   printf '%s\t%s\t%s\t%s\n' "$(jq -r --arg phase "$1" '[$phase, .p50_ms, .p99_ms, .max_ms, .degraded, .non_2xx, .errors] | @tsv' "$run_dir/ol.json")" \
     "$cpu" "$(history_len)" "$([ "$g0" = - ] && echo - || echo $((g1 - g0)))" | tee -a "$results" >&2
 }
@@ -138,8 +142,8 @@ held = float(b_after) / kib / kib
 peak_mib, before_mib, after_mib = int(peak) / kib, int(rss_before) / kib, int(rss_after) / kib
 rep = json.load(open(replace))
 rss = [int(x) for x in open(samples) if x.strip()]
-print("| phase | p50 ms | p99 ms | max ms | degraded | non-2xx | errors | popup-api cores | MariaDB cores | Redis cores | InnoDB history | GCs |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| phase | p50 ms | p99 ms | max ms | degraded | non-2xx | errors | popup-api cores | MariaDB cores | Redis cores | Redis calls/s | InnoDB history | GCs |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
 print()

@@ -125,7 +125,7 @@ func (d *Decider) decide(ctx context.Context, req popup.Request, now time.Time, 
 	var key localKey
 	if d.Local != nil {
 		key.build(&req, snap.RuleKeys(req.Placement))
-		if d.Local.lookup(&key, snap.Gen, now) {
+		if d.Local.lookup(&key, snap, &req, now) {
 			d.Metrics.count(outLocalNone)
 			return Answer{Kind: None, Version: snap.Version}
 		}
@@ -164,7 +164,7 @@ func (d *Decider) decide(ctx context.Context, req popup.Request, now time.Time, 
 		if len(p.Events) == 0 {
 			br.Success()
 			if d.Local != nil {
-				d.Local.remember(&key, snap.Gen, now, nothingUntil(snap, cands, req, &st.UserState, now, p.HeldOut))
+				d.Local.remember(&key, snap, &req, now, nothingUntil(snap, cands, req, &st.UserState, now, p.HeldOut))
 			}
 			d.Metrics.count(outNoneEligible)
 			return Answer{Kind: None, Version: snap.Version}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/breaker"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/event"
@@ -110,7 +111,13 @@ func newFixture(t *testing.T, cacheSize int, pace popup.Pacing, popups ...popup.
 
 func (f *fixture) publish(t *testing.T, version int64, popups ...popup.Popup) {
 	t.Helper()
-	s := snapshot.BuildWith(version, popups, t0, popup.LinkSchemes{}, nil)
+	f.publishOn(t, version, nil, popups...)
+}
+
+// publishOn publishes popups as version bound to the audience sets (nil: none held).
+func (f *fixture) publishOn(t *testing.T, version int64, sets *audience.Sets, popups ...popup.Popup) {
+	t.Helper()
+	s := snapshot.BuildWith(version, popups, t0, popup.LinkSchemes{}, sets)
 	s.Pacing = f.pace
 	s.SetHoldout(f.hold)
 	require.Empty(t, s.Problems)

@@ -16,16 +16,24 @@ import (
 
 // LocalAnswers remembers, per process, that nothing can show to a user until some instant: the
 // answer popup.NextEligibleAt gave after a full decision that chose nothing. Until then, or until
-// the snapshot changes (its config version or the audience sets it was built on), the same request
-// (uid, platform, app version, region, language, placement, and the values of the attributes the
-// placement's rules read) is answered without reading the user's state from Redis. A request
-// carrying an event is always decided in full: it is a moment, not a state to remember.
+// the config changes or the user's membership in an audience the placement's popups target
+// does, the same request (uid, platform, app version, region, language, placement, and
+// the values of the attributes the placement's rules read) is answered without reading the
+// user's state from Redis. A request carrying an event is always decided in full: it is a
+// moment, not a state to remember.
 //
 // It is safe without any coordination between instances because every display rule only
 // extends hiding: an impression another instance records, a click, a close, can only push that
-// instant later, never earlier. Only a config change can make something eligible sooner, and
-// every entry carries the snapshot generation it was decided on (snapshot.Snapshot.Gen): a new
-// config version and a new version of an audience each make a new generation.
+// instant later, never earlier. Only the snapshot can make something eligible sooner, and it
+// does so through its config or an audience check's answer alone: every entry carries the
+// config it was decided under (snapshot.Snapshot.Config) and the request's
+// snapshot.Memberships then (whether each audience the placement's popups target was held, and
+// whether the uid was a member). A new config ends every entry. New audience sets (a new
+// snapshot.Snapshot.Gen of the same Config, under the same config version or a version that
+// only announces an audience's new members) end only the entries whose memberships they change:
+// for the others every audience check of every candidate answers as before, so the decision
+// would too. An entry whose placement targets more audiences than
+// snapshot.MaxMembershipAudiences ends with any new Gen.
 //
 // Memory is bounded: at most the configured number of entries, in shards with their own lock;
 // a full shard evicts an entry at random to make room.
@@ -42,17 +50,36 @@ type localShard struct {
 	hits atomic.Uint64
 	miss atomic.Uint64
 	evic atomic.Uint64
-	// purged is the newest generation for which the shard dropped the older ones' entries
-	// (evict), under mu.
+	kept atomic.Uint64
+	// purged is the newest config (snapshot.Snapshot.Config) for which the shard dropped the
+	// older ones' entries (evict), under mu.
 	purged uint64
 	_      [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 // localEntry: nothing shows for the key before untilSec (unix seconds, rounded down so that
-// the entry ends no later than the computed instant) under snapshot generation gen.
+// the entry ends no later than the computed instant) under snapshot generation gen, and under
+// any snapshot of config with the same members.
 type localEntry struct {
 	gen      uint64
+	config   uint64
 	untilSec int64
+	// members are the request's snapshot.Memberships under gen with membersKnown set; 0 when the
+	// placement targets too many audiences for them.
+	members uint64
+}
+
+// membersKnown marks a localEntry's members as described (snapshot.Memberships uses the 62 low
+// bits).
+const membersKnown = 1 << 63
+
+// membersOf is what a localEntry keeps of r's memberships under snap.
+func membersOf(snap *snapshot.Snapshot, r *popup.Request) uint64 {
+	m, ok := snap.Memberships(r.Placement, r.UID)
+	if !ok {
+		return 0
+	}
+	return m | membersKnown
 }
 
 const maxLocalShards = 64
@@ -145,8 +172,8 @@ func (l *LocalAnswers) shard(k *localKey) *localShard {
 	return &l.shards[maphash.Bytes(l.seed, k.bytes())&l.mask]
 }
 
-// lookup reports whether nothing can show for k under snapshot generation gen at now.
-func (l *LocalAnswers) lookup(k *localKey, gen uint64, now time.Time) bool {
+// lookup reports whether nothing can show for k, the key of r, under snap at now.
+func (l *LocalAnswers) lookup(k *localKey, snap *snapshot.Snapshot, r *popup.Request, now time.Time) bool {
 	if k.n == 0 {
 		return false
 	}
@@ -154,7 +181,7 @@ func (l *LocalAnswers) lookup(k *localKey, gen uint64, now time.Time) bool {
 	sh.mu.RLock()
 	e, ok := sh.m[string(k.bytes())]
 	sh.mu.RUnlock()
-	if ok && e.gen == gen && now.Unix() < e.untilSec {
+	if ok && now.Unix() < e.untilSec && (e.gen == snap.Gen || sh.carry(k, e, snap, r)) {
 		sh.hits.Add(1)
 		return true
 	}
@@ -162,9 +189,28 @@ func (l *LocalAnswers) lookup(k *localKey, gen uint64, now time.Time) bool {
 	return false
 }
 
-// remember records that nothing can show for k under generation gen before until (zero: ever). An
-// until not after now is not worth an entry.
-func (l *LocalAnswers) remember(k *localKey, gen uint64, now, until time.Time) {
+// carry reports whether e, k's entry of another generation than snap's, holds under snap too:
+// the same config, and the same memberships (see LocalAnswers). An entry of an older
+// generation that holds is moved to snap's, so that the next lookup is the plain one.
+func (sh *localShard) carry(k *localKey, e localEntry, snap *snapshot.Snapshot, r *popup.Request) bool {
+	if e.config != snap.Config || e.members&membersKnown == 0 || membersOf(snap, r) != e.members {
+		return false
+	}
+	if e.gen < snap.Gen {
+		sh.mu.Lock()
+		if cur, ok := sh.m[string(k.bytes())]; ok && cur == e { // not replaced meanwhile
+			cur.gen = snap.Gen
+			sh.m[string(k.bytes())] = cur
+			sh.kept.Add(1)
+		}
+		sh.mu.Unlock()
+	}
+	return true
+}
+
+// remember records that nothing can show for k, the key of r, under snap before until (zero:
+// ever). An until not after now is not worth an entry.
+func (l *LocalAnswers) remember(k *localKey, snap *snapshot.Snapshot, r *popup.Request, now, until time.Time) {
 	if k.n == 0 {
 		return
 	}
@@ -175,31 +221,32 @@ func (l *LocalAnswers) remember(k *localKey, gen uint64, now, until time.Time) {
 			return
 		}
 	}
+	e := localEntry{gen: snap.Gen, config: snap.Config, untilSec: untilSec, members: membersOf(snap, r)}
 	sh := l.shard(k)
 	sh.mu.Lock()
 	if _, ok := sh.m[string(k.bytes())]; !ok && len(sh.m) >= l.perShard {
-		sh.evic.Add(uint64(sh.evict(gen, now.Unix(), l.perShard)))
+		sh.evic.Add(uint64(sh.evict(snap.Config, now.Unix(), l.perShard)))
 	}
-	sh.m[string(k.bytes())] = localEntry{gen: gen, untilSec: untilSec}
+	sh.m[string(k.bytes())] = e
 	sh.mu.Unlock()
 }
 
 // evictLooks is how many entries a full shard looks at for an expired one to drop.
 const evictLooks = 8
 
-// evict makes room in a full shard (its lock held) for an answer of generation gen. The first
-// time the shard makes room for a generation newer than any before, it drops every entry of an
-// older one: none can answer again (generations only grow), and left in place they would push
-// the new generation's answers out at random (about a third of a full cache's, after a config
-// change). One pass a shard per config change; otherwise an expired entry among the first
-// evictLooks in map order, else the first of them (map order is random, so the victim is too).
-// It returns how many entries it dropped.
-func (sh *localShard) evict(gen uint64, nowSec int64, size int) int {
-	if gen > sh.purged {
-		sh.purged = gen
+// evict makes room in a full shard (its lock held) for an answer of config. The first time the
+// shard makes room for a config newer than any before, it drops every entry of an older one:
+// none can answer again (configs only grow), and left in place they would push the new
+// config's answers out at random (about a third of a full cache's, after a config change).
+// One pass a shard per config change; otherwise an expired entry among the first evictLooks in
+// map order, else the first of them (map order is random, so the victim is too). It returns how
+// many entries it dropped.
+func (sh *localShard) evict(config uint64, nowSec int64, size int) int {
+	if config > sh.purged {
+		sh.purged = config
 		before := len(sh.m)
 		for key, e := range sh.m {
-			if e.gen < gen {
+			if e.config < config {
 				delete(sh.m, key)
 			}
 		}
@@ -258,6 +305,9 @@ func (l *LocalAnswers) Collectors() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "popup_local_answers_misses_total",
 			Help: "Homepage requests the local answers could not answer (no entry, expired, or an older config)."},
 			func() float64 { return l.sum(func(s *localShard) *atomic.Uint64 { return &s.miss }) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "popup_local_answers_kept_total",
+			Help: "Local answers carried over to new audience sets that left the user's memberships as they were."},
+			func() float64 { return l.sum(func(s *localShard) *atomic.Uint64 { return &s.kept }) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "popup_local_answers_evictions_total",
 			Help: "Local answers dropped to stay within POPUP_LOCAL_ANSWER_CACHE_SIZE."},
 			func() float64 { return l.sum(func(s *localShard) *atomic.Uint64 { return &s.evic }) }),

@@ -14,10 +14,20 @@ import (
 
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/rules"
+	"popupsvc/internal/snapshot"
 	"popupsvc/internal/testenv"
 )
 
 var lt0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// gens are snapshots without popups, gens[n] of generation, config version and Config n: a new
+// one is a config change. anyReq is a request of the plain kind the keys are built from.
+var (
+	gens   = [...]*snapshot.Snapshot{nil, {Gen: 1, Version: 1, Config: 1}, {Gen: 2, Version: 2, Config: 2}}
+	anyReq = &popup.Request{UID: "u1", Platform: popup.PlatformIOS}
+)
+
+func gen(n int) *snapshot.Snapshot { return gens[n] }
 
 func keyOf(uid string) *localKey {
 	var k localKey
@@ -42,7 +52,7 @@ func TestLocalAnswersStayWithinTheirSize(t *testing.T) {
 			prometheus.NewPedanticRegistry().MustRegister(l.Collectors()...)
 			const inserts = 3 * 100000
 			for i := 0; i < min(inserts, 3*tt.size+100); i++ {
-				l.remember(keyOf("u"+strconv.Itoa(i)), 1, lt0, lt0.Add(time.Hour))
+				l.remember(keyOf("u"+strconv.Itoa(i)), gen(1), anyReq, lt0, lt0.Add(time.Hour))
 			}
 			n := min(inserts, 3*tt.size+100)
 			assert.LessOrEqual(t, l.Len(), tt.size)
@@ -78,15 +88,15 @@ func TestLocalAnswersCountHitsAndMisses(t *testing.T) {
 	t.Parallel()
 	l := NewLocalAnswers(100)
 	k := keyOf("u1")
-	assert.False(t, l.lookup(k, 1, lt0), "empty")
-	l.remember(k, 1, lt0, lt0.Add(time.Minute))
-	assert.True(t, l.lookup(k, 1, lt0.Add(59*time.Second)))
-	assert.False(t, l.lookup(k, 1, lt0.Add(time.Minute)), "expired")
-	assert.False(t, l.lookup(k, 2, lt0), "older config")
-	l.remember(k, 2, lt0, time.Time{})
-	assert.True(t, l.lookup(k, 2, lt0.Add(10000*24*time.Hour)), "never eligible: held until the config changes")
-	l.remember(keyOf("u2"), 2, lt0, lt0) // an instant not after now is not remembered
-	assert.False(t, l.lookup(keyOf("u2"), 2, lt0))
+	assert.False(t, l.lookup(k, gen(1), anyReq, lt0), "empty")
+	l.remember(k, gen(1), anyReq, lt0, lt0.Add(time.Minute))
+	assert.True(t, l.lookup(k, gen(1), anyReq, lt0.Add(59*time.Second)))
+	assert.False(t, l.lookup(k, gen(1), anyReq, lt0.Add(time.Minute)), "expired")
+	assert.False(t, l.lookup(k, gen(2), anyReq, lt0), "older config")
+	l.remember(k, gen(2), anyReq, lt0, time.Time{})
+	assert.True(t, l.lookup(k, gen(2), anyReq, lt0.Add(10000*24*time.Hour)), "never eligible: held until the config changes")
+	l.remember(keyOf("u2"), gen(2), anyReq, lt0, lt0) // an instant not after now is not remembered
+	assert.False(t, l.lookup(keyOf("u2"), gen(2), anyReq, lt0))
 	assert.Equal(t, float64(2), value(t, l, "popup_local_answers_hits_total"))
 	assert.Equal(t, float64(4), value(t, l, "popup_local_answers_misses_total"))
 }
@@ -97,9 +107,9 @@ func TestLocalKeyRejectsOversizedRequests(t *testing.T) {
 	long := string(make([]byte, 600))
 	k.build(&popup.Request{UID: long, Platform: popup.PlatformIOS}, nil)
 	l := NewLocalAnswers(10)
-	l.remember(&k, 1, lt0, time.Time{})
+	l.remember(&k, gen(1), anyReq, lt0, time.Time{})
 	assert.Zero(t, l.Len())
-	assert.False(t, l.lookup(&k, 1, lt0))
+	assert.False(t, l.lookup(&k, gen(1), anyReq, lt0))
 
 	// attribute values that do not fit: no key either
 	var ka localKey
@@ -153,8 +163,8 @@ func TestLocalAnswersConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 2000; i++ {
 				k := keyOf("u" + strconv.Itoa((g*7919+i)%3000))
-				if !l.lookup(k, 1, lt0) {
-					l.remember(k, 1, lt0, lt0.Add(time.Hour))
+				if !l.lookup(k, gen(1), anyReq, lt0) {
+					l.remember(k, gen(1), anyReq, lt0, lt0.Add(time.Hour))
 				}
 			}
 		}()
@@ -170,13 +180,13 @@ func BenchmarkLocalAnswerHit(b *testing.B) {
 	req := popup.Request{UID: "user-1234567", Platform: popup.PlatformIOS, AppVersion: popup.Version{8, 10}, Region: "us", Lang: "en"}
 	var k localKey
 	k.build(&req, nil)
-	l.remember(&k, 1, lt0, lt0.Add(time.Hour))
+	l.remember(&k, gen(1), anyReq, lt0, lt0.Add(time.Hour))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			var k localKey
 			k.build(&req, nil)
-			if !l.lookup(&k, 1, lt0) {
+			if !l.lookup(&k, gen(1), anyReq, lt0) {
 				b.Fatal("miss")
 			}
 		}
@@ -194,7 +204,7 @@ func BenchmarkLocalAnswerRemember(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		l.remember(&keys[i%len(keys)], 1, lt0, lt0.Add(time.Hour))
+		l.remember(&keys[i%len(keys)], gen(1), anyReq, lt0, lt0.Add(time.Hour))
 	}
 }
 
@@ -206,7 +216,7 @@ func TestLocalAnswersAfterAConfigChangeKeepTheNewGeneration(t *testing.T) {
 	const size = 20000
 	l := NewLocalAnswers(size)
 	for i := range 3 * size {
-		l.remember(keyOf("old"+strconv.Itoa(i)), 1, lt0, lt0.Add(time.Hour))
+		l.remember(keyOf("old"+strconv.Itoa(i)), gen(1), anyReq, lt0, lt0.Add(time.Hour))
 	}
 	// each shard holds size/shards: remember that many new answers in every shard
 	perShard, shards := l.perShard, len(l.shards)
@@ -220,11 +230,11 @@ func TestLocalAnswersAfterAConfigChangeKeepTheNewGeneration(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		l.remember(k, 2, lt0, lt0.Add(time.Hour))
+		l.remember(k, gen(2), anyReq, lt0, lt0.Add(time.Hour))
 	}
 	held := 0
 	for _, k := range keys {
-		if l.lookup(k, 2, lt0) {
+		if l.lookup(k, gen(2), anyReq, lt0) {
 			held++
 		}
 	}
@@ -247,13 +257,13 @@ func BenchmarkLocalKey(b *testing.B) {
 			l := NewLocalAnswers(1000)
 			var k localKey
 			k.build(&bc.req, bc.ruleKeys)
-			l.remember(&k, 1, lt0, lt0.Add(time.Hour))
+			l.remember(&k, gen(1), anyReq, lt0, lt0.Add(time.Hour))
 			b.ReportAllocs()
 			cpu0 := testenv.ProcessCPU(b)
 			for b.Loop() {
 				var k localKey
 				k.build(&bc.req, bc.ruleKeys)
-				if !l.lookup(&k, 1, lt0) {
+				if !l.lookup(&k, gen(1), anyReq, lt0) {
 					b.Fatal("miss")
 				}
 			}

@@ -5,6 +5,7 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -109,13 +110,22 @@ type Snapshot struct {
 	// Gen numbers the snapshots a Holder published, in order: a new config version and new
 	// audience sets under the same version each make a new Gen, so a remembered answer carries
 	// the Gen it was decided under (decide.LocalAnswers).
-	Gen      uint64
-	Ordered  []*popup.Compiled // active popups in selection order (priority desc, id asc)
-	entries  map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
-	places   map[string]*placeIndex
-	home     *placeIndex // places[popup.DefaultPlacement], the placement most requests name
-	BuiltAt  time.Time
-	Problems []error // popups that failed to compile (kept out; logged by the refresher)
+	Gen uint64
+	// Config numbers the distinct configs a Holder published (Holder.Store sets it with Gen): a
+	// new config version whose popups, pacing and holdout are the current snapshot's keeps its
+	// Config, as new audience sets do; any other gets the next. A new member list of an audience
+	// that popups use is such a version: it bumps the version only so that every instance hears
+	// of it. A remembered answer carries the Config it was decided under (decide.LocalAnswers).
+	Config  uint64
+	Ordered []*popup.Compiled // active popups in selection order (priority desc, id asc)
+	entries map[int64]*Entry  // every non-archived popup, for actions and for the answer's JSON
+	places  map[string]*placeIndex
+	home    *placeIndex // places[popup.DefaultPlacement], the placement most requests name
+	// plainAudiences are, by placement, the audiences that the active popups a plain request for
+	// it could be shown target (Memberships).
+	plainAudiences map[string][]int64
+	BuiltAt        time.Time
+	Problems       []error // popups that failed to compile (kept out; logged by the refresher)
 	// CapExempt says whether any active popup is exempt from the pacing (ExemptFromCaps): when
 	// none is, nothing can show to a user the pacing holds, and a decision need not walk the
 	// candidates to find that out (decide's plan).
@@ -213,7 +223,61 @@ func BuildWith(version int64, popups []popup.Popup, now time.Time, links popup.L
 	popup.SortForSelection(s.Ordered)
 	s.places = buildPlaces(s.Ordered, now)
 	s.home = s.places[popup.DefaultPlacement]
+	s.plainAudiences = plainAudiences(s.Ordered)
 	return s
+}
+
+// plainAudiences files the audiences each active popup without a trigger targets under every
+// placement it lists, sorted, each once. Unlike the candidate index it keeps the popups that
+// have ended: the lists depend on the config version alone, so two snapshots of one version
+// (on other audience sets, built at other times) number a placement's audiences alike.
+func plainAudiences(ordered []*popup.Compiled) map[string][]int64 {
+	out := map[string][]int64{}
+	for _, c := range ordered {
+		ids := c.Popup.Targeting.Audiences.IDs()
+		if len(ids) == 0 || c.TriggerEvent() != "" {
+			continue
+		}
+		for _, pl := range c.Popup.Targeting.PlacementsOr() {
+			out[pl] = append(out[pl], ids...)
+		}
+	}
+	for pl, ids := range out {
+		slices.Sort(ids)
+		out[pl] = slices.Compact(ids)
+	}
+	return out
+}
+
+// MaxMembershipAudiences is how many audiences Memberships can describe: two bits each, in 62
+// bits.
+const MaxMembershipAudiences = 31
+
+// Memberships describes what the audience checks of a plain request for placement ("": the
+// default) by uid can answer: for each audience the placement's popups target (in the order
+// of plainAudiences), whether the snapshot holds its set and whether uid is a member. Under one
+// config version, two snapshots with equal Memberships for a request answer every audience
+// check of its candidates alike, whatever else their sets hold. ok is false for a placement
+// whose popups target more than MaxMembershipAudiences audiences.
+func (s *Snapshot) Memberships(placement, uid string) (m uint64, ok bool) {
+	if placement == "" {
+		placement = popup.DefaultPlacement
+	}
+	ids := s.plainAudiences[placement]
+	if len(ids) > MaxMembershipAudiences {
+		return 0, false
+	}
+	for i, id := range ids {
+		set := s.Audiences.Get(id)
+		if set == nil {
+			continue // not held: both bits clear
+		}
+		m |= 1 << (2 * i)
+		if set.Contains(uid) {
+			m |= 2 << (2 * i)
+		}
+	}
+	return m, true
 }
 
 // HoldoutRefs are a holdout phase's arm references, by group, shared by every event that names
@@ -317,14 +381,58 @@ func (h *Holder) Store(s *Snapshot) bool {
 		if cur != nil && (cur.Version > s.Version || cur.Version == s.Version && audienceGen(cur) > audienceGen(s)) {
 			return false
 		}
-		s.Gen = 1
+		s.Gen, s.Config = 1, 1
 		if cur != nil {
-			s.Gen = cur.Gen + 1
+			s.Gen, s.Config = cur.Gen+1, cur.Config
+			if !sameConfig(cur, s) {
+				s.Config++
+			}
 		}
 		if h.p.CompareAndSwap(cur, s) {
 			return true
 		}
 	}
+}
+
+// sameConfig reports whether a and b decide alike on the same audience sets: one config version,
+// or the same popups (every field, times compared as instants), pacing and holdout. It may say
+// no for two that are alike (a time of another location nested deeper), never yes for two that
+// are not.
+func sameConfig(a, b *Snapshot) bool {
+	if a.Version == b.Version {
+		return true
+	}
+	if a.Pacing != b.Pacing || !sameHoldout(a.Holdout, b.Holdout) || len(a.entries) != len(b.entries) || len(a.Ordered) != len(b.Ordered) {
+		return false
+	}
+	for id, ea := range a.entries {
+		eb, ok := b.entries[id]
+		if !ok || !samePopup(ea.Popup, eb.Popup) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameHoldout(a, b popup.Holdout) bool {
+	if !a.StartedAt.Equal(b.StartedAt) || !a.EndedAt.Equal(b.EndedAt) {
+		return false
+	}
+	a.StartedAt, a.EndedAt, b.StartedAt, b.EndedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return a == b
+}
+
+func samePopup(a, b popup.Popup) bool {
+	if !sameInstant(a.StartAt, b.StartAt) || !sameInstant(a.EndAt, b.EndAt) || !a.CreatedAt.Equal(b.CreatedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return false
+	}
+	a.StartAt, a.EndAt, a.CreatedAt, a.UpdatedAt = nil, nil, time.Time{}, time.Time{}
+	b.StartAt, b.EndAt, b.CreatedAt, b.UpdatedAt = nil, nil, time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
+}
+
+func sameInstant(a, b *time.Time) bool {
+	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
 }
 
 func audienceGen(s *Snapshot) uint64 {

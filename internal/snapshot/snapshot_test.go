@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 )
@@ -134,6 +135,70 @@ func TestHolderNeverGoesBack(t *testing.T) {
 	assert.False(t, h.Store(BuildWith(1, nil, t0, popup.LinkSchemes{}, nil)))
 	assert.EqualValues(t, 2, h.Load().Version)
 	assert.True(t, h.Store(BuildWith(3, nil, t0, popup.LinkSchemes{}, nil)))
+}
+
+// TestHolderKeepsTheConfigOfAVersionThatChangesNothing: a snapshot keeps the current one's
+// Config when it is of the same version (new audience sets) or of a version whose popups,
+// pacing and holdout are the same (an audience's new members, announced); anything else that
+// changes them is a new Config.
+func TestHolderKeepsTheConfigOfAVersionThatChangesNothing(t *testing.T) {
+	t.Parallel()
+	start := t0.Add(time.Hour)
+	base := func() []popup.Popup {
+		p := wherePopup(t, 1, 5, popup.TargetingInput{Audiences: popup.AudienceRefs{Include: []int64{1}}})
+		p.StartAt = &start
+		return []popup.Popup{p, wherePopup(t, 2, 4, popup.TargetingInput{})}
+	}
+	tests := []struct {
+		name     string
+		version  int64
+		edit     func(s *[]popup.Popup, pace *popup.Pacing, hold *popup.Holdout)
+		sameConf bool
+	}{
+		{"the same version (new audience sets)", 1, nil, true},
+		{"another version, the same popups and settings", 2, nil, true},
+		{"another version, a start at the same instant elsewhere", 2, func(s *[]popup.Popup, _ *popup.Pacing, _ *popup.Holdout) {
+			at := start.In(time.FixedZone("UTC+8", 8*3600))
+			(*s)[0].StartAt = &at
+		}, true},
+		{"a popup's title", 2, func(s *[]popup.Popup, _ *popup.Pacing, _ *popup.Holdout) { (*s)[0].Title = "new" }, false},
+		{"a popup's start", 2, func(s *[]popup.Popup, _ *popup.Pacing, _ *popup.Holdout) {
+			later := start.Add(time.Second)
+			(*s)[0].StartAt = &later
+		}, false},
+		{"a popup's audiences", 2, func(s *[]popup.Popup, _ *popup.Pacing, _ *popup.Holdout) {
+			(*s)[0].Targeting.Audiences.Include = []int64{2}
+		}, false},
+		{"a popup removed", 2, func(s *[]popup.Popup, _ *popup.Pacing, _ *popup.Holdout) { *s = (*s)[:1] }, false},
+		{"a popup paused", 2, func(s *[]popup.Popup, _ *popup.Pacing, _ *popup.Holdout) { (*s)[1].Status = popup.StatusPaused }, false},
+		{"the pacing", 2, func(_ *[]popup.Popup, pace *popup.Pacing, _ *popup.Holdout) { pace.DailyCap = 3 }, false},
+		{"the holdout", 2, func(_ *[]popup.Popup, _ *popup.Pacing, hold *popup.Holdout) {
+			*hold = popup.Holdout{Percent: 5, Salt: "s", Phase: 1, StartedAt: t0}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h Holder
+			first := BuildWith(1, base(), t0, popup.LinkSchemes{}, nil)
+			require.Empty(t, first.Problems)
+			require.True(t, h.Store(first))
+			popups, pace, hold := base(), popup.Pacing{}, popup.Holdout{}
+			if tt.edit != nil {
+				tt.edit(&popups, &pace, &hold)
+			}
+			next := BuildWith(tt.version, popups, t0, popup.LinkSchemes{}, audience.NewSets(1, nil, nil))
+			next.Pacing = pace
+			next.SetHoldout(hold)
+			require.Empty(t, next.Problems)
+			require.True(t, h.Store(next))
+			assert.Equal(t, first.Gen+1, next.Gen)
+			if tt.sameConf {
+				assert.Equal(t, first.Config, next.Config)
+			} else {
+				assert.Equal(t, first.Config+1, next.Config)
+			}
+		})
+	}
 }
 
 // BenchmarkSelect10k compares selection over every active popup with selection over the

@@ -3,10 +3,12 @@ package snapshot
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/audience"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popup/rules"
 )
@@ -130,4 +132,68 @@ func placementPopups(b testing.TB, n, places int) []popup.Popup {
 		out = append(out, wherePopup(b, int64(i), i%100, tg))
 	}
 	return out
+}
+
+// TestMembershipsDescribeThePlacementsAudienceChecks: for each audience the plain popups of a
+// placement target (those that have ended too, not those waiting for an event), whether it is
+// held and whether the uid is a member; a placement with more audiences than fit describes none.
+func TestMembershipsDescribeThePlacementsAudienceChecks(t *testing.T) {
+	t.Parallel()
+	ended := t0.Add(-time.Hour)
+	aud := func(in, ex []int64) popup.TargetingInput {
+		return popup.TargetingInput{Audiences: popup.AudienceRefs{Include: in, Exclude: ex}}
+	}
+	over := wherePopup(t, 5, 1, popup.TargetingInput{Placements: []string{"crowded"}})
+	for id := int64(100); id < 100+MaxMembershipAudiences+1; id++ { // 20 included at most
+		refs := &over.Targeting.Audiences
+		if len(refs.Include) < 20 {
+			refs.Include = append(refs.Include, id)
+		} else {
+			refs.Exclude = append(refs.Exclude, id)
+		}
+	}
+	old := wherePopup(t, 4, 1, aud([]int64{50}, nil))
+	old.EndAt = &ended
+	trig := aud([]int64{40}, nil)
+	trig.Trigger = &popup.Trigger{Event: "level_up"}
+	checkout := aud([]int64{20}, nil)
+	checkout.Placements = []string{"checkout"}
+	key := audience.Key{7}
+	set := func(id int64, uids ...string) *audience.Set {
+		var fps []uint64
+		for _, u := range uids {
+			fps = append(fps, audience.Fingerprint(key, u))
+		}
+		s, err := audience.NewSet(id, 1, key, audience.SortUnique(fps))
+		require.NoError(t, err)
+		return s
+	}
+	sets := audience.NewSets(1, map[int64]*audience.Set{10: set(10, "u1"), 20: set(20, "u2"), 30: set(30, "u2"), 40: set(40, "u1")}, nil)
+	s := BuildWith(1, []popup.Popup{
+		wherePopup(t, 1, 9, aud([]int64{10}, []int64{30})), // home: 10 and 30
+		wherePopup(t, 2, 8, checkout),
+		wherePopup(t, 3, 7, trig),
+		old, // home, ended: 50, not held
+		over,
+	}, t0, popup.LinkSchemes{}, sets)
+	require.Empty(t, s.Problems)
+	const held, member = 1, 2
+	tests := []struct {
+		placement, uid string
+		want           uint64
+		wantOK         bool
+	}{
+		{"", "u1", held | member | held<<2, true}, // home's 10, 30, 50
+		{popup.DefaultPlacement, "u2", held | (held|member)<<2, true},
+		{"home", "u3", held | held<<2, true},
+		{"checkout", "u1", held, true},
+		{"checkout", "u2", held | member, true},
+		{"nowhere", "u1", 0, true},
+		{"crowded", "u1", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := s.Memberships(tt.placement, tt.uid)
+		assert.Equal(t, tt.wantOK, ok, "%s %s", tt.placement, tt.uid)
+		assert.Equal(t, tt.want, got, "%s %s", tt.placement, tt.uid)
+	}
 }
