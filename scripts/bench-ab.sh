@@ -14,6 +14,9 @@
 # (BENCH_DURATION, in seconds, less 2 s; merge a value's rounds with go tool pprof -proto A B C >MERGED).
 # Each line also gives Redis's state reads and record scripts per request (INFO commandstats: the
 # GETs less the one each record script runs itself, and the EVALSHAs) that a value costs.
+# BENCH_AB_BARE=1 adds, after each mix's runs of a round, the same wrk run against a bare net/http
+# server (loadtest/refserver) answering that mix's answer size, and prints each value's API CPU per
+# request over the bare server's (the median of the rounds): make bench's (b) ratio for one stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -43,6 +46,19 @@ calls() { # "GET EVALSHA": Redis's calls of each so far
     awk -F'[:=,]' '$1=="cmdstat_get" {g=$3} $1=="cmdstat_evalsha" {e=$3} END {printf "%d %d\n", g, e}'
 }
 results="$run_dir/ab.txt"
+if [ "${BENCH_AB_BARE:-0}" = 1 ]; then
+  # one bare server per mix, each answering as many bytes as that mix's answers
+  declare -A bare_url bare_pid
+  for mix in $mixes; do
+    q=$(bin/benchtool query 0); [ "$mix" = rec ] && q=$(sed 's/region=r[0-9]*/region=rec/' <<<"$q")
+    size=$(curl -fsS "${api}${q}" | wc -c)
+    bare_port=$(scripts/services.sh free-port 1)
+    bin/refserver -addr "127.0.0.1:${bare_port}" -size "$size" >>"$run_dir/ref.log" 2>&1 & pids+=($!)
+    bare_pid[$mix]=$!; bare_url[$mix]="http://127.0.0.1:${bare_port}"
+    for _ in $(seq 1 50); do curl -fsS -o /dev/null "${bare_url[$mix]}/" 2>/dev/null && break; sleep 0.1; done
+    log "bare server for $mix: $size B"
+  done
+fi
 for r in $(seq 1 "$rounds"); do
   for v in $values; do
     restart_api "$v"
@@ -71,6 +87,17 @@ for r in $(seq 1 "$rounds"); do
       [ "$mix" = rec ] && wait_drained
     done
   done
+  if [ "${BENCH_AB_BARE:-0}" = 1 ]; then
+    for mix in $mixes; do
+      c0=$(cpu_ticks "${bare_pid[$mix]}")
+      out=$(wrk -t2 -c"$conns" -d"$duration" -s loadtest/bench.lua "${bare_url[$mix]}")
+      c1=$(cpu_ticks "${bare_pid[$mix]}")
+      n=$(awk '/requests in/ {print $1}' <<<"$out")
+      per_cpu=$(awk -v n="$n" -v c=$((c1 - c0)) -v t="$clk" 'BEGIN {printf "%d", (c>0)?n/(c/t):0}')
+      echo "round $r $mix bare: $(awk '/^Requests\/sec/ {print $2}' <<<"$out") req/s, $per_cpu req/CPU-s"
+      echo "$mix bare $r $per_cpu" >>"$results.bare"
+    done
+  fi
 done
 # Ratios to the first value, per round (the rounds alternate, so neighbours share the machine's
 # mood), then their median: req/s and req per API CPU-second.
@@ -89,3 +116,19 @@ awk -v first="$first" -v vals="$values" -v mixes="$mixes" '
       printf "  %-5s %s: req/s x%.3f (range %.3f-%.3f), req/CPU-s x%.3f\n", M[i], V[j], median(r,m), lo, hi, median(c,m)
     }
   }' "$results"
+if [ "${BENCH_AB_BARE:-0}" = 1 ]; then
+  echo "API CPU per request / the bare server's, median over $rounds rounds (range):"
+  # per round: bare req/CPU-s over the value's (both are requests per CPU-second)
+  awk -v vals="$values" -v mixes="$mixes" '
+    FILENAME ~ /bare$/ { bare[$1, $3]=$4; next }
+    { k=$1 SUBSEP $2; n[k]++; cpu[k, n[k]]=$4 }
+    function median(a, m,   i, j, t) { for (i=1;i<=m;i++) for (j=i+1;j<=m;j++) if (a[j]<a[i]) {t=a[i];a[i]=a[j];a[j]=t}; return (m%2)?a[(m+1)/2]:(a[m/2]+a[m/2+1])/2 }
+    END {
+      nm=split(mixes, M, " "); nv=split(vals, V, " ")
+      for (i=1;i<=nm;i++) for (j=1;j<=nv;j++) {
+        k=M[i] SUBSEP V[j]; m=n[k]; delete r; lo=1e9; hi=0
+        for (x=1;x<=m;x++) { r[x]=(cpu[k,x]>0)?bare[M[i],x]/cpu[k,x]:0; if (r[x]<lo) lo=r[x]; if (r[x]>hi) hi=r[x] }
+        printf "  %-5s %s: %.2f (%.2f-%.2f)\n", M[i], V[j], median(r,m), lo, hi
+      }
+    }' "$results.bare" "$results"
+fi
