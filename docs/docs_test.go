@@ -249,6 +249,56 @@ func TestContractContentsListEverySection(t *testing.T) {
 	}
 }
 
+// apiName is a name docs/CONTRACT.md may use for an api/openapi.yaml schema (two or more capitalised
+// words: `PopupInput`) or operation (lower camel case: `popupStats`).
+var apiName = regexp.MustCompile("`([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)`")
+
+// notAPINames are names of that form in docs/CONTRACT.md that are not openapi.yaml's: a Go
+// constant, a partition's name pattern, a driver parameter and a CSV column in an example.
+var notAPINames = map[string]bool{"ClockSkew": true, "pYYYYMMDD": true, "parseTime": true, "userId": true}
+
+// TestContractNamesOpenAPIShapes: docs/CONTRACT.md leaves the HTTP shapes to api/openapi.yaml and
+// names the schema or operation to open instead, so every such name must be one the spec has (a
+// schema, an inline schema's title, a parameter or an operationId) or an alert of
+// deploy/prometheus/popup-alerts.yml: a renamed schema fails here, not in a reader's search.
+func TestContractNamesOpenAPIShapes(t *testing.T) {
+	t.Parallel()
+	read := func(path string) string {
+		b, err := os.ReadFile(filepath.Join(repoRoot, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	spec, alerts := read("api/openapi.yaml"), read("deploy/prometheus/popup-alerts.yml")
+	known := map[string]bool{}
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^    ([A-Za-z0-9]+):\s*$`),      // components' schemas, parameters, responses
+		regexp.MustCompile(`(?m)operationId:\s*([A-Za-z0-9]+)`), // operations
+		regexp.MustCompile(`(?m)title:\s*([A-Za-z0-9]+)\s*$`),   // inline schemas
+		regexp.MustCompile(`(?m)alert:\s*([A-Za-z0-9]+)`),       // alerts
+	} {
+		for _, m := range re.FindAllStringSubmatch(spec+"\n"+alerts, -1) {
+			known[m[1]] = true
+		}
+	}
+	checked := 0
+	for n, line := range prose(read("docs/CONTRACT.md")) {
+		for _, m := range apiName.FindAllStringSubmatch(line, -1) {
+			if notAPINames[m[1]] {
+				continue
+			}
+			checked++
+			if !known[m[1]] {
+				t.Errorf("docs/CONTRACT.md:%d names `%s`, which is no schema, operation or parameter of api/openapi.yaml (nor an alert)", n, m[1])
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d names in docs/CONTRACT.md: is the pattern still right?", checked)
+	}
+}
+
 // TestDocumentSizes holds the front door and the figure documents to their budgets: README is
 // what it is, the two commands, a tour and links; PERFORMANCE and RELIABILITY hold the current
 // figures with their commands, not their history (CONTRIBUTING.md, "Documents describe the
