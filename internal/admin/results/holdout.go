@@ -10,6 +10,7 @@ import (
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // HoldoutReads reads the global holdout's results (docs/CONTRACT.md §15): its phases, the
@@ -18,7 +19,7 @@ import (
 // experiment's (ExperimentDays, ExperimentGoals) of popup.HoldoutPopupID.
 type HoldoutReads interface {
 	HoldoutPhases(ctx context.Context) ([]popup.HoldoutPhase, error)
-	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error)
+	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]report.GoalCount, error)
 }
 
 var errNoHoldoutPhase = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "phase_not_found", Message: "the holdout has no such phase",
@@ -177,8 +178,8 @@ func holdoutCohort(c *gin.Context, h popup.Holdout, now time.Time) (from, to tim
 }
 
 // daysWithin is the rows of days whose day is in [from, to] (YYYY-MM-DD).
-func daysWithin(days []popup.ExperimentDay, from, to string) []popup.ExperimentDay {
-	var out []popup.ExperimentDay
+func daysWithin(days []report.ExperimentDay, from, to string) []report.ExperimentDay {
+	var out []report.ExperimentDay
 	for _, d := range days {
 		if d.Day >= from && d.Day <= to {
 			out = append(out, d)
