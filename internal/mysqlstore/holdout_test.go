@@ -69,7 +69,7 @@ func TestHoldoutPhasesAreTheSettingsHistory(t *testing.T) {
 	require.NoError(t, err)
 	ended1, ended2 := cur, second
 	ended1.EndedAt, ended2.EndedAt = at.Add(2*time.Hour), at.Add(3*time.Hour)
-	assert.Equal(t, []popup.HoldoutPhase{
+	assert.Equal(t, []report.HoldoutPhase{
 		{Holdout: ended2, StartedBy: "bob", EndedBy: "carol"},
 		{Holdout: ended1, StartedBy: "alice", EndedBy: "bob"},
 	}, phases)

@@ -18,7 +18,7 @@ import (
 // exposed between two instants (mysqlstore.StatsRepo); its groups' days and whole counts are an
 // experiment's (ExperimentDays, ExperimentGoals) of popup.HoldoutPopupID.
 type HoldoutReads interface {
-	HoldoutPhases(ctx context.Context) ([]popup.HoldoutPhase, error)
+	HoldoutPhases(ctx context.Context) ([]report.HoldoutPhase, error)
 	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]report.GoalCount, error)
 }
 
@@ -40,7 +40,7 @@ type holdoutPhaseBody struct {
 	EndedBy   *string    `json:"ended_by"`
 }
 
-func holdoutPhaseToWire(p popup.HoldoutPhase) holdoutPhaseBody {
+func holdoutPhaseToWire(p report.HoldoutPhase) holdoutPhaseBody {
 	w := holdoutPhaseBody{Phase: p.Phase, Percent: p.Percent, Salt: p.Salt, Running: p.Running(), StartedAt: p.StartedAt, StartedBy: p.StartedBy}
 	if !p.EndedAt.IsZero() {
 		at, by := p.EndedAt, p.EndedBy

@@ -85,7 +85,7 @@ func (r *Reports) Experiment(ctx context.Context, id int64, phase int, loc *time
 
 // HoldoutPhases are the holdout's phases, the latest first, and phase n's (0: the latest);
 // errNoHoldout when there never was one, errNoHoldoutPhase for a phase it never had.
-func (r *Reports) HoldoutPhases(ctx context.Context, n int) (cur popup.HoldoutPhase, phases []popup.HoldoutPhase, err error) {
+func (r *Reports) HoldoutPhases(ctx context.Context, n int) (cur report.HoldoutPhase, phases []report.HoldoutPhase, err error) {
 	if r.Holdout == nil {
 		return cur, nil, errNoHoldout
 	}
@@ -108,7 +108,7 @@ func (r *Reports) HoldoutPhases(ctx context.Context, n int) (cur popup.HoldoutPh
 
 // HoldoutResults are phase cur's groups compared on every goal: over every user of the phase, or with
 // cohort only the users it first exposed on the days from..to of loc (both included).
-func (r *Reports) HoldoutResults(ctx context.Context, cur popup.HoldoutPhase, from, to time.Time, cohort bool, loc *time.Location) (results.HoldoutResults, error) {
+func (r *Reports) HoldoutResults(ctx context.Context, cur report.HoldoutPhase, from, to time.Time, cohort bool, loc *time.Location) (results.HoldoutResults, error) {
 	key := cur.PhaseKey()
 	// The goals before the exposures (goalsThenExposures says why).
 	goals, counts, _, err := r.goalCounts(ctx, func(ctx context.Context) ([]report.GoalCount, error) {
