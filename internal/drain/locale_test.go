@@ -12,7 +12,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // TestResultsPerLocaleThroughTheDrain queues impressions in two locales and clicks that name
@@ -87,18 +87,18 @@ func TestResultsPerLocaleThroughTheDrain(t *testing.T) {
 	assert.Equal(t, map[string]string{"c1": "pt-BR", "c2": "pt-BR", "c4": "", "c5": "", "c6": "", "c7": "", "c8": "default", "c9": "pt-BR"}, got,
 		"the log holds each click's attributed locale")
 
-	q := popup.StatsQuery{Bounds: popup.DayBounds(t0, t0, time.UTC), UTC: true, Uniques: true}
+	q := report.StatsQuery{Bounds: report.DayBounds(t0, t0, time.UTC), UTC: true, Uniques: true}
 	s, err := mysqlstore.NewStatsRepo(e.db).PopupStats(ctx, 1, q)
 	require.NoError(t, err)
 	one, two := int64(1), int64(2)
-	assert.Equal(t, []popup.LocaleCount{
+	assert.Equal(t, []report.LocaleCount{
 		{Locale: "default", Impressions: 1, Clicks: 1, Users: &one},
 		{Locale: "pt-BR", Impressions: 2, Clicks: 3, Users: &two},
 	}, s.Locales)
 	assert.Equal(t, int64(4), s.Days[0].Impressions, "the totals hold the impression without a locale")
 	assert.Equal(t, int64(8), s.Days[0].Clicks, "and the clicks without one")
 
-	other, err := mysqlstore.NewStatsRepo(e.db).PopupStats(ctx, 1, popup.StatsQuery{Bounds: popup.DayBounds(t0.AddDate(0, 0, 1), t0.AddDate(0, 0, 1), time.UTC), Uniques: true})
+	other, err := mysqlstore.NewStatsRepo(e.db).PopupStats(ctx, 1, report.StatsQuery{Bounds: report.DayBounds(t0.AddDate(0, 0, 1), t0.AddDate(0, 0, 1), time.UTC), Uniques: true})
 	require.NoError(t, err)
 	assert.Empty(t, other.Locales, "a range without events has no locale")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // CampaignGoals returns popup id's conversions on each of goals whose time is in [from, to)
@@ -19,8 +20,8 @@ import (
 // With a value cap, each user's value (the sum of their values counted) is capped in the capped
 // sums. Queries: per goal, a range of the conversion log's (goal_key, event_at) index, each conversion
 // probing the action log's (uid, event_at) index twice.
-func (r *StatsRepo) CampaignGoals(ctx context.Context, id int64, goals []popup.Goal, from, to time.Time) ([]popup.CampaignGoal, error) {
-	out := make([]popup.CampaignGoal, 0, len(goals))
+func (r *StatsRepo) CampaignGoals(ctx context.Context, id int64, goals []popup.Goal, from, to time.Time) ([]report.CampaignGoal, error) {
+	out := make([]report.CampaignGoal, 0, len(goals))
 	for _, g := range goals {
 		// The window is [exposure, exposure + window): an impression at or before the conversion,
 		// less than a window earlier (popup.Goal.Counts).
@@ -42,7 +43,7 @@ func (r *StatsRepo) CampaignGoals(ctx context.Context, id int64, goals []popup.G
 			            WHERE c.goal_key = ? AND c.event_at >= ? AND c.event_at < ? AND `+touched+`) x
 			      GROUP BY x.uid) y`,
 			cap, cap, id, "click", win, g.Key, toDB(from), toDB(to), id, "impression", win)
-		cg := popup.CampaignGoal{Goal: g}
+		cg := report.CampaignGoal{Goal: g}
 		var shownCapped, clickedCapped sql.NullFloat64
 		if err := row.Scan(&cg.Shown.ConvertedUsers, &cg.Shown.Conversions, &cg.Shown.ValueSum,
 			&cg.Clicked.ConvertedUsers, &cg.Clicked.Conversions, &cg.Clicked.ValueSum, &shownCapped, &clickedCapped); err != nil {

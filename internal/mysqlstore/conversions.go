@@ -11,6 +11,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // Conversions in the worker's batch transaction (docs/CONTRACT.md §14): the conversion log,
@@ -365,7 +366,7 @@ func addGoalArms(ctx context.Context, tx *sql.Tx, keys []goalUserKey, adds map[g
 // the per-arm sums cannot be capped after the fact, so that one is summed from the users' rows
 // (popup_experiment_goal_user) of the capped goals alone, in the same grouped statement. A user
 // an erasure removed is no longer in them: the capped sum leaves them out, the raw sum keeps them.
-func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error) {
+func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) ([]report.GoalCount, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT e.arm, e.goal_key, e.converted_users, e.conversions, e.value_sum, e.value_sq_sum,
 			CASE WHEN pg.value_cap IS NOT NULL THEN COALESCE(c.capped, 0) END
 		FROM popup_experiment_goal e
@@ -383,7 +384,7 @@ func (r *StatsRepo) GoalCounts(ctx context.Context, popupID int64, salt string) 
 // GoalCountsExposedIn reads what GoalCounts reads for the phase's users first exposed in
 // [from, to) alone (a cohort: docs/CONTRACT.md §15), summed from the users' rows; a user an
 // erasure removed is no longer in them.
-func (r *StatsRepo) GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error) {
+func (r *StatsRepo) GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]report.GoalCount, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT g.arm, g.goal_key, COUNT(*), SUM(g.conversions), SUM(g.value_sum), SUM(g.value_sum * g.value_sum),
 			CASE WHEN MAX(pg.value_cap) IS NOT NULL THEN SUM(LEAST(g.value_sum, pg.value_cap)) END
 		FROM popup_experiment_goal_user g JOIN popup_experiment_user u ON u.popup_id = g.popup_id AND u.salt = g.salt AND u.uid = g.uid
@@ -398,12 +399,12 @@ func (r *StatsRepo) GoalCountsExposedIn(ctx context.Context, popupID int64, salt
 
 // scanGoalCounts reads rows of (arm, goal, converted users, conversions, value sum, square sum,
 // capped value sum or NULL).
-func scanGoalCounts(rows *sql.Rows) ([]popup.GoalCount, error) {
+func scanGoalCounts(rows *sql.Rows) ([]report.GoalCount, error) {
 	defer rows.Close()
-	var out []popup.GoalCount
+	var out []report.GoalCount
 	for rows.Next() {
 		var (
-			g      popup.GoalCount
+			g      report.GoalCount
 			capped sql.NullFloat64
 		)
 		if err := rows.Scan(&g.Arm, &g.Goal, &g.ConvertedUsers, &g.Conversions, &g.ValueSum, &g.ValueSqSum, &capped); err != nil {

@@ -12,6 +12,7 @@ import (
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 	"popupsvc/internal/testenv"
 )
 
@@ -31,11 +32,11 @@ func createGoal(t *testing.T, db *sql.DB, g popup.Goal) {
 }
 
 // goalArms reads popup_experiment_goal as arm/goal → counts.
-func goalArms(t *testing.T, db *sql.DB, popupID int64, salt string) map[string]popup.GoalCount {
+func goalArms(t *testing.T, db *sql.DB, popupID int64, salt string) map[string]report.GoalCount {
 	t.Helper()
 	counts, err := mysqlstore.NewStatsRepo(db).GoalCounts(context.Background(), popupID, salt)
 	require.NoError(t, err)
-	out := map[string]popup.GoalCount{}
+	out := map[string]report.GoalCount{}
 	for _, c := range counts {
 		out[c.Arm+"/"+c.Goal] = c
 	}
@@ -80,11 +81,11 @@ func TestConversionsAreAttributedOnceWithinTheWindow(t *testing.T) {
 		conversion("o10", "u1", "purchase", 1, t0.Add(29*time.Minute)), // before popup 2 exposed u1: popup 1 only
 	}
 	require.NoError(t, w.WriteBatch(ctx, batch))
-	want1 := map[string]popup.GoalCount{
+	want1 := map[string]report.GoalCount{
 		"a/purchase": {Arm: "a", Goal: "purchase", ConvertedUsers: 1, Conversions: 3, ValueSum: 16, ValueSqSum: 256},
 		"b/signup":   {Arm: "b", Goal: "signup", ConvertedUsers: 1, Conversions: 2},
 	}
-	want2 := map[string]popup.GoalCount{
+	want2 := map[string]report.GoalCount{
 		"control/purchase": {Arm: "control", Goal: "purchase", ConvertedUsers: 1, Conversions: 2, ValueSum: 15, ValueSqSum: 225},
 	}
 	assert.Equal(t, want1, goalArms(t, db, 1, "s1"))
@@ -106,5 +107,5 @@ func TestConversionsAreAttributedOnceWithinTheWindow(t *testing.T) {
 		conversion("o11", "u1", "purchase", 4, t0.Add(3*time.Hour)),
 	}))
 	got := goalArms(t, db, 1, "s1")["a/purchase"]
-	assert.Equal(t, popup.GoalCount{Arm: "a", Goal: "purchase", ConvertedUsers: 1, Conversions: 4, ValueSum: 20, ValueSqSum: 400}, got)
+	assert.Equal(t, report.GoalCount{Arm: "a", Goal: "purchase", ConvertedUsers: 1, Conversions: 4, ValueSum: 20, ValueSqSum: 400}, got)
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"popupsvc/internal/event"
-	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // The experiment rollup (docs/CONTRACT.md §10 "Results"): per phase (popup, salt) and user, the
@@ -347,11 +347,11 @@ var experimentCounts = []string{"exposed_users", "exposures", "clicked_users", "
 // hours' days when loc is UTC, apart otherwise). Queries: three ranges of the tables' primary keys
 // by (popup_id, salt) prefix, one of them for the first and last quarter hours, which bound the
 // days.
-func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt string, loc *time.Location) ([]popup.ExperimentDay, error) {
+func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt string, loc *time.Location) ([]report.ExperimentDay, error) {
 	type key struct{ day, arm, zone string }
 	idx := map[key]int{}
-	var out []popup.ExperimentDay
-	add := func(d popup.ExperimentDay) {
+	var out []report.ExperimentDay
+	add := func(d report.ExperimentDay) {
 		k := key{d.Day, d.Arm, d.Zone}
 		i, ok := idx[k]
 		if !ok {
@@ -366,7 +366,7 @@ func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt stri
 		o.Clicks += d.Clicks
 		o.Closes += d.Closes
 	}
-	fail := func(err error) ([]popup.ExperimentDay, error) {
+	fail := func(err error) ([]report.ExperimentDay, error) {
 		return nil, fmt.Errorf("read experiment results of popup %d: %w", popupID, err)
 	}
 	rows, err := r.db.QueryContext(ctx, `SELECT DATE_FORMAT(day, '%Y-%m-%d'), arm, exposed_users, exposures, clicked_users, clicks, closes
@@ -375,7 +375,7 @@ func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt stri
 		return fail(err)
 	}
 	err = scanRows(rows, func(rows *sql.Rows) error {
-		d := popup.ExperimentDay{Zone: "UTC"}
+		d := report.ExperimentDay{Zone: "UTC"}
 		if err := rows.Scan(&d.Day, &d.Arm, &d.ExposedUsers, &d.Exposures, &d.ClickedUsers, &d.Clicks, &d.Closes); err != nil {
 			return err
 		}
@@ -393,7 +393,7 @@ func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt stri
 	if !first.Valid {
 		return out, nil
 	}
-	q := popup.StatsQuery{Bounds: popup.DayBounds(localDate(first.Time, loc), localDate(last.Time, loc), loc)}
+	q := report.StatsQuery{Bounds: report.DayBounds(localDate(first.Time, loc), localDate(last.Time, loc), loc)}
 	day, args := dayOf(slotMinutes, 60, q, nil)
 	rows, err = r.db.QueryContext(ctx, `SELECT `+day+` AS d, arm, SUM(exposed_users), SUM(exposures), SUM(clicked_users), SUM(clicks), SUM(closes)
 		FROM popup_experiment_slot WHERE popup_id = ? AND salt = ? GROUP BY d, arm`, append(args, popupID, salt)...)
@@ -403,7 +403,7 @@ func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt stri
 	zone := loc.String()
 	err = scanRows(rows, func(rows *sql.Rows) error {
 		var i int
-		d := popup.ExperimentDay{Zone: zone}
+		d := report.ExperimentDay{Zone: zone}
 		if err := rows.Scan(&i, &d.Arm, &d.ExposedUsers, &d.Exposures, &d.ClickedUsers, &d.Clicks, &d.Closes); err != nil {
 			return err
 		}
@@ -420,7 +420,7 @@ func (r *StatsRepo) ExperimentDays(ctx context.Context, popupID int64, salt stri
 	return out, nil
 }
 
-// localDate is t's calendar date in loc, as midnight UTC (popup.DayBounds' dates).
+// localDate is t's calendar date in loc, as midnight UTC (report.DayBounds' dates).
 func localDate(t time.Time, loc *time.Location) time.Time {
 	y, m, d := t.In(loc).Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)

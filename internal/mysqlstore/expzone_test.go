@@ -10,7 +10,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 	"popupsvc/internal/testenv"
 )
 
@@ -48,19 +48,19 @@ func TestExperimentDaysFollowTheZone(t *testing.T) {
 	stats := mysqlstore.NewStatsRepo(db)
 	tests := []struct {
 		zone string
-		want []popup.ExperimentDay
+		want []report.ExperimentDay
 	}{
-		{zone: "Asia/Kolkata", want: []popup.ExperimentDay{
+		{zone: "Asia/Kolkata", want: []report.ExperimentDay{
 			{Day: "2026-02-27", Zone: "UTC", Arm: "a", ExposedUsers: 5, Exposures: 6, ClickedUsers: 1, Clicks: 1, Closes: 2},
 			{Day: "2026-03-01", Zone: "UTC", Arm: "a", ExposedUsers: 3, Exposures: 3},
 			{Day: "2026-03-01", Zone: "Asia/Kolkata", Arm: "a", ExposedUsers: 1, Exposures: 1},
 			{Day: "2026-03-02", Zone: "Asia/Kolkata", Arm: "a", ExposedUsers: 1, Exposures: 2, ClickedUsers: 1, Clicks: 2},
 		}},
-		{zone: "UTC", want: []popup.ExperimentDay{
+		{zone: "UTC", want: []report.ExperimentDay{
 			{Day: "2026-02-27", Zone: "UTC", Arm: "a", ExposedUsers: 5, Exposures: 6, ClickedUsers: 1, Clicks: 1, Closes: 2},
 			{Day: "2026-03-01", Zone: "UTC", Arm: "a", ExposedUsers: 5, Exposures: 6, ClickedUsers: 1, Clicks: 2},
 		}},
-		{zone: "America/Los_Angeles", want: []popup.ExperimentDay{
+		{zone: "America/Los_Angeles", want: []report.ExperimentDay{
 			{Day: "2026-02-27", Zone: "UTC", Arm: "a", ExposedUsers: 5, Exposures: 6, ClickedUsers: 1, Clicks: 1, Closes: 2},
 			{Day: "2026-03-01", Zone: "UTC", Arm: "a", ExposedUsers: 3, Exposures: 3},
 			{Day: "2026-03-01", Zone: "America/Los_Angeles", Arm: "a", ExposedUsers: 2, Exposures: 3, ClickedUsers: 1, Clicks: 2},

@@ -11,6 +11,7 @@ import (
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 	"popupsvc/internal/testenv"
 )
 
@@ -68,7 +69,7 @@ func TestHoldoutPhasesAreTheSettingsHistory(t *testing.T) {
 	require.NoError(t, err)
 	ended1, ended2 := cur, second
 	ended1.EndedAt, ended2.EndedAt = at.Add(2*time.Hour), at.Add(3*time.Hour)
-	assert.Equal(t, []popup.HoldoutPhase{
+	assert.Equal(t, []report.HoldoutPhase{
 		{Holdout: ended2, StartedBy: "bob", EndedBy: "carol"},
 		{Holdout: ended1, StartedBy: "alice", EndedBy: "bob"},
 	}, phases)
@@ -121,7 +122,7 @@ func TestHoldoutIsCountedOnceAndAttributed(t *testing.T) {
 		}
 		assert.Equal(t, map[string]int64{"holdout": 2, "others": 2}, users, when)
 		assert.Equal(t, map[string]int64{"holdout": 3, "others": 2}, exposures, when)
-		assert.Equal(t, map[string]popup.GoalCount{
+		assert.Equal(t, map[string]report.GoalCount{
 			"holdout/purchase": {Arm: "holdout", Goal: "purchase", ConvertedUsers: 1, Conversions: 1, ValueSum: 10, ValueSqSum: 100},
 			"others/purchase":  {Arm: "others", Goal: "purchase", ConvertedUsers: 1, Conversions: 1, ValueSum: 5, ValueSqSum: 25},
 		}, goalArms(t, db, popup.HoldoutPopupID, key), when)
@@ -139,7 +140,7 @@ func TestHoldoutIsCountedOnceAndAttributed(t *testing.T) {
 	// The users first exposed on t0's day alone: h1, o1 and o2 (h2 came two days later).
 	cohort, err := stats.GoalCountsExposedIn(ctx, popup.HoldoutPopupID, key, t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour))
 	require.NoError(t, err)
-	assert.Equal(t, []popup.GoalCount{
+	assert.Equal(t, []report.GoalCount{
 		{Arm: "holdout", Goal: "purchase", ConvertedUsers: 1, Conversions: 1, ValueSum: 10, ValueSqSum: 100},
 		{Arm: "others", Goal: "purchase", ConvertedUsers: 1, Conversions: 1, ValueSum: 5, ValueSqSum: 25},
 	}, cohort)

@@ -11,6 +11,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // Results per locale (docs/CONTRACT.md §8 "Results per locale", migration 00018). An impression
@@ -154,13 +155,13 @@ func addLocaleStats(ctx context.Context, tx *sql.Tx, counts []localeCount) error
 // range of popup_locale_slot_stats) and, when users is true, the distinct users shown it in each
 // locale over the range (the action log's (popup_id, action, event_at, uid, locale) index alone),
 // sorted by locale with popup.DefaultLocale first.
-func (r *StatsRepo) localeStats(ctx context.Context, id int64, q popup.StatsQuery, users bool) ([]popup.LocaleCount, error) {
+func (r *StatsRepo) localeStats(ctx context.Context, id int64, q report.StatsQuery, users bool) ([]report.LocaleCount, error) {
 	from, to := q.Bounds[0].UTC(), q.Bounds[q.Days()].UTC()
-	byLocale := map[string]*popup.LocaleCount{}
-	at := func(l string) *popup.LocaleCount {
+	byLocale := map[string]*report.LocaleCount{}
+	at := func(l string) *report.LocaleCount {
 		c, ok := byLocale[l]
 		if !ok {
-			c = &popup.LocaleCount{Locale: l}
+			c = &report.LocaleCount{Locale: l}
 			byLocale[l] = c
 		}
 		return c
@@ -203,7 +204,7 @@ func (r *StatsRepo) localeStats(ctx context.Context, id int64, q popup.StatsQuer
 			return nil, fmt.Errorf("count unique users per locale: %w", err)
 		}
 	}
-	out := make([]popup.LocaleCount, 0, len(byLocale))
+	out := make([]report.LocaleCount, 0, len(byLocale))
 	for _, c := range byLocale {
 		if users && c.Users == nil {
 			zero := int64(0) // counts without a user the log keeps: clicks on impressions before the range
@@ -211,7 +212,7 @@ func (r *StatsRepo) localeStats(ctx context.Context, id int64, q popup.StatsQuer
 		}
 		out = append(out, *c)
 	}
-	slices.SortFunc(out, func(a, b popup.LocaleCount) int {
+	slices.SortFunc(out, func(a, b report.LocaleCount) int {
 		return cmp.Or(-cmp.Compare(boolInt(a.Locale == popup.DefaultLocale), boolInt(b.Locale == popup.DefaultLocale)),
 			strings.Compare(a.Locale, b.Locale))
 	})

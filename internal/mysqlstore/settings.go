@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // SettingsRepo reads and writes the team's settings (popup_setting: one row per name).
@@ -181,13 +182,13 @@ func (r *SettingsRepo) SetPacing(ctx context.Context, actor string, p popup.Paci
 // holdoutColumns are what scanHoldout reads.
 const holdoutColumns = "phase, percent, salt, started_at, ended_at, started_by, COALESCE(ended_by, '')"
 
-func scanHoldout(s interface{ Scan(...any) error }) (popup.HoldoutPhase, error) {
+func scanHoldout(s interface{ Scan(...any) error }) (report.HoldoutPhase, error) {
 	var (
-		p     popup.HoldoutPhase
+		p     report.HoldoutPhase
 		ended sql.NullTime
 	)
 	if err := s.Scan(&p.Phase, &p.Percent, &p.Salt, &p.StartedAt, &ended, &p.StartedBy, &p.EndedBy); err != nil {
-		return popup.HoldoutPhase{}, err
+		return report.HoldoutPhase{}, err
 	}
 	p.StartedAt = p.StartedAt.UTC()
 	if ended.Valid {
@@ -217,13 +218,13 @@ func (r *SettingsRepo) Holdout(ctx context.Context) (popup.Holdout, error) {
 }
 
 // HoldoutPhases returns every holdout phase, the latest first.
-func (r *SettingsRepo) HoldoutPhases(ctx context.Context) ([]popup.HoldoutPhase, error) {
+func (r *SettingsRepo) HoldoutPhases(ctx context.Context) ([]report.HoldoutPhase, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT `+holdoutColumns+` FROM popup_holdout_phase ORDER BY phase DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("read holdout phases: %w", err)
 	}
 	defer rows.Close()
-	var out []popup.HoldoutPhase
+	var out []report.HoldoutPhase
 	for rows.Next() {
 		p, err := scanHoldout(rows)
 		if err != nil {

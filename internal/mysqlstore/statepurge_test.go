@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 	"popupsvc/internal/testenv"
 )
 
@@ -82,7 +82,7 @@ func TestStatePurgeRemovesOnlyRowsNoDecisionCanUseAndKeepsTheReach(t *testing.T)
 	}
 	stats := mysqlstore.NewStatsRepo(db)
 	reached := func(name string) int64 {
-		s, err := stats.PopupStats(ctx, ids[name], popup.StatsQuery{Bounds: []time.Time{now.Truncate(day), now.Truncate(day).Add(day)}, UTC: true})
+		s, err := stats.PopupStats(ctx, ids[name], report.StatsQuery{Bounds: []time.Time{now.Truncate(day), now.Truncate(day).Add(day)}, UTC: true})
 		require.NoError(t, err)
 		return s.UsersReached
 	}

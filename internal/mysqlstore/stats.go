@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // StatsRepo reads operators' results: the counters the worker keeps in popup_daily_stats (UTC
@@ -27,34 +28,34 @@ func NewStatsRepo(db *sql.DB) *StatsRepo { return &StatsRepo{db: db} }
 // popup_slot_stats and popup_locale_slot_stats; for uniques, ranges of the action log's
 // (popup_id, action, event_at, uid, locale) index; a range count of popup_user_state's
 // (popup_id, impressions) index.
-func (r *StatsRepo) PopupStats(ctx context.Context, id int64, q popup.StatsQuery) (popup.Stats, error) {
+func (r *StatsRepo) PopupStats(ctx context.Context, id int64, q report.StatsQuery) (report.Stats, error) {
 	var one int
 	err := r.db.QueryRowContext(ctx, "SELECT 1 FROM popup_config WHERE id = ?", id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return popup.Stats{}, popup.ErrNotFound
+		return report.Stats{}, popup.ErrNotFound
 	}
 	if err != nil {
-		return popup.Stats{}, fmt.Errorf("read popup %d: %w", id, err)
+		return report.Stats{}, fmt.Errorf("read popup %d: %w", id, err)
 	}
 	all, err := r.counts(ctx, id, q)
 	if err != nil {
-		return popup.Stats{}, err
+		return report.Stats{}, err
 	}
-	s := popup.Stats{PopupID: id, Days: newDays(q)}
+	s := report.Stats{PopupID: id, Days: newDays(q)}
 	if len(all) > 0 {
 		s = all[0]
 	}
 	if q.Uniques {
 		if err := r.uniques(ctx, &s, q); err != nil {
-			return popup.Stats{}, err
+			return report.Stats{}, err
 		}
 	}
 	if s.Locales, err = r.localeStats(ctx, id, q, q.Uniques && s.Users != nil); err != nil {
-		return popup.Stats{}, err
+		return report.Stats{}, err
 	}
 	reached, err := r.usersReached(ctx, []int64{id})
 	if err != nil {
-		return popup.Stats{}, err
+		return report.Stats{}, err
 	}
 	s.UsersReached = reached[id]
 	return s, nil
@@ -64,7 +65,7 @@ func (r *StatsRepo) PopupStats(ctx context.Context, id int64, q popup.StatsQuery
 // reached, by popup id (no unique users: they would read the action log of every popup).
 // Queries: ranges of popup_daily_stats' and popup_slot_stats' slot indexes, and one grouped
 // range count of popup_user_state's (popup_id, impressions) index for the popups found.
-func (r *StatsRepo) AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.Stats, error) {
+func (r *StatsRepo) AllStats(ctx context.Context, q report.StatsQuery) ([]report.Stats, error) {
 	all, err := r.counts(ctx, 0, q)
 	if err != nil || len(all) == 0 {
 		return all, err
@@ -86,22 +87,22 @@ func (r *StatsRepo) AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.S
 func dateArg(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // newDays is q's every day, zero and complete.
-func newDays(q popup.StatsQuery) []popup.DayCount {
-	days := make([]popup.DayCount, q.Days())
+func newDays(q report.StatsQuery) []report.DayCount {
+	days := make([]report.DayCount, q.Days())
 	for i := range days {
-		days[i] = popup.DayCount{Day: q.Bounds[i], Complete: true}
+		days[i] = report.DayCount{Day: q.Bounds[i], Complete: true}
 	}
 	return days
 }
 
 // byPopup collects rows per popup (ordered by popup id), each with q's every day.
 type byPopup struct {
-	q   popup.StatsQuery
-	out []popup.Stats
+	q   report.StatsQuery
+	out []report.Stats
 	idx map[int64]int
 }
 
-func (b *byPopup) days(id int64) []popup.DayCount {
+func (b *byPopup) days(id int64) []report.DayCount {
 	if b.idx == nil {
 		b.idx = map[int64]int{}
 	}
@@ -109,13 +110,13 @@ func (b *byPopup) days(id int64) []popup.DayCount {
 	if !ok {
 		i = len(b.out)
 		b.idx[id] = i
-		b.out = append(b.out, popup.Stats{PopupID: id, Days: newDays(b.q)})
+		b.out = append(b.out, report.Stats{PopupID: id, Days: newDays(b.q)})
 	}
 	return b.out[i].Days
 }
 
-func (b *byPopup) result() []popup.Stats {
-	slices.SortFunc(b.out, func(x, y popup.Stats) int { return cmp.Compare(x.PopupID, y.PopupID) })
+func (b *byPopup) result() []report.Stats {
+	slices.SortFunc(b.out, func(x, y report.Stats) int { return cmp.Compare(x.PopupID, y.PopupID) })
 	return b.out
 }
 
@@ -129,7 +130,7 @@ func popupFilter(id int64, args []any) (string, []any) {
 
 // dayOf is the SQL of the 1-based index of the day of q holding a time expression (in whole
 // units of unit seconds since 1970): MySQL's INTERVAL() binary-searches the day boundaries.
-func dayOf(expr string, unit int64, q popup.StatsQuery, args []any) (string, []any) {
+func dayOf(expr string, unit int64, q report.StatsQuery, args []any) (string, []any) {
 	var sb strings.Builder
 	sb.WriteString("INTERVAL(")
 	sb.WriteString(expr)
@@ -150,7 +151,7 @@ const (
 // UTC days are popup_daily_stats' rows (complete, kept forever) with the named buttons' clicks
 // from popup_slot_stats; another zone's days are sums of popup_slot_stats' quarter hours, marked
 // incomplete where a UTC day they overlap has slot counts short of its daily row.
-func (r *StatsRepo) counts(ctx context.Context, id int64, q popup.StatsQuery) ([]popup.Stats, error) {
+func (r *StatsRepo) counts(ctx context.Context, id int64, q report.StatsQuery) ([]report.Stats, error) {
 	b := &byPopup{q: q}
 	n := q.Days()
 	from, to := q.Bounds[0], q.Bounds[n]
@@ -164,7 +165,7 @@ func (r *StatsRepo) counts(ctx context.Context, id int64, q popup.StatsQuery) ([
 		err = scanRows(rows, func(rows *sql.Rows) error {
 			var pid int64
 			var day time.Time
-			var c popup.DayCount
+			var c report.DayCount
 			if err := rows.Scan(&pid, &day, &c.Impressions, &c.Clicks, &c.Closes); err != nil {
 				return err
 			}
@@ -231,7 +232,7 @@ func (r *StatsRepo) counts(ctx context.Context, id int64, q popup.StatsQuery) ([
 // never got (days before the action log was kept when the table was installed). Both tables
 // count the same accepted events in one transaction since, so equal sums mean every event of
 // that UTC day is in the slots.
-func (r *StatsRepo) markIncomplete(ctx context.Context, id int64, q popup.StatsQuery, b *byPopup) error {
+func (r *StatsRepo) markIncomplete(ctx context.Context, id int64, q report.StatsQuery, b *byPopup) error {
 	n := q.Days()
 	first := q.Bounds[0].UTC().Truncate(24 * time.Hour)
 	end := q.Bounds[n].UTC()
@@ -297,7 +298,7 @@ func (r *StatsRepo) markIncomplete(ctx context.Context, id int64, q popup.StatsQ
 
 // uniques counts the distinct users shown the popup on each day of q the action log keeps
 // whole, and over the range when it keeps all of it.
-func (r *StatsRepo) uniques(ctx context.Context, s *popup.Stats, q popup.StatsQuery) error {
+func (r *StatsRepo) uniques(ctx context.Context, s *report.Stats, q report.StatsQuery) error {
 	n := q.Days()
 	k := 0
 	for k < n && q.Bounds[k].Before(q.LogKeptSince) {

@@ -13,7 +13,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 	"popupsvc/internal/testenv"
 )
 
@@ -132,8 +132,8 @@ func TestStatsRepoReadsTheRollupAndReach(t *testing.T) {
 	repo := mysqlstore.NewStatsRepo(db)
 
 	day := func(d int) time.Time { return time.Date(2026, 3, d, 0, 0, 0, 0, time.UTC) }
-	utcDays := func(from, to time.Time) popup.StatsQuery {
-		return popup.StatsQuery{Bounds: popup.DayBounds(from, to, time.UTC), UTC: true}
+	utcDays := func(from, to time.Time) report.StatsQuery {
+		return report.StatsQuery{Bounds: report.DayBounds(from, to, time.UTC), UTC: true}
 	}
 	s, err := repo.PopupStats(ctx, 2, utcDays(day(1), day(3)))
 	require.NoError(t, err)
@@ -242,8 +242,8 @@ func TestMigration3UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	assert.Equal(t, logCounts(t, db), got)
 	assert.Equal(t, int64(2), got[dayKey{7, "2026-03-01", "impression"}])
 
-	s, err := mysqlstore.NewStatsRepo(db).AllStats(ctx, popup.StatsQuery{
-		Bounds: popup.DayBounds(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), time.UTC), UTC: true})
+	s, err := mysqlstore.NewStatsRepo(db).AllStats(ctx, report.StatsQuery{
+		Bounds: report.DayBounds(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), time.UTC), UTC: true})
 	require.NoError(t, err)
 	require.Len(t, s, 2)
 	assert.Equal(t, int64(3), s[0].UsersReached, "popup 7: u1, u2, u3")

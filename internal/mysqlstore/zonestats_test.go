@@ -12,7 +12,7 @@ import (
 
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
-	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 	"popupsvc/internal/testenv"
 )
 
@@ -31,9 +31,9 @@ func date(t *testing.T, s string) time.Time {
 }
 
 // zoneQuery is the days from..to of loc, with the whole log kept.
-func zoneQuery(t *testing.T, from, to string, loc *time.Location) popup.StatsQuery {
+func zoneQuery(t *testing.T, from, to string, loc *time.Location) report.StatsQuery {
 	t.Helper()
-	return popup.StatsQuery{Bounds: popup.DayBounds(date(t, from), date(t, to), loc), UTC: loc == time.UTC, Uniques: true}
+	return report.StatsQuery{Bounds: report.DayBounds(date(t, from), date(t, to), loc), UTC: loc == time.UTC, Uniques: true}
 }
 
 // impressionAt is an impression of popup 1 by uid at a UTC time.
@@ -54,7 +54,7 @@ func newStatsDB(t *testing.T) *sql.DB {
 }
 
 // dayImpressions is date → impressions of the answer's days.
-func dayImpressions(s popup.Stats) map[string]int64 {
+func dayImpressions(s report.Stats) map[string]int64 {
 	out := map[string]int64{}
 	for _, d := range s.Days {
 		out[d.Day.Format(time.DateOnly)] = d.Impressions

@@ -152,19 +152,6 @@ func UnknownGoal(field, key string) error {
 	return &Error{code: CodeValidationFailed, msg: msg, field: field, answer: fieldSlot + ": " + msg}
 }
 
-// GoalCount is one arm's counts of one goal in an experiment phase (popup_experiment_goal).
-type GoalCount struct {
-	Arm            string
-	Goal           string
-	ConvertedUsers int64   // exposed users of the arm who converted at least once
-	Conversions    int64   // their attributed conversions
-	ValueSum       float64 // the sum of the conversions' values
-	ValueSqSum     float64 // the sum over users of the square of each user's value
-	// ValueSumCapped is the sum over users of min(the user's value, the goal's ValueCap); nil
-	// when the goal has no cap.
-	ValueSumCapped *float64
-}
-
 // SameCap reports whether two caps are equal (both none, or the same number).
 func SameCap(a, b *float64) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)

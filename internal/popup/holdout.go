@@ -29,13 +29,6 @@ type Holdout struct {
 	EndedAt time.Time
 }
 
-// HoldoutPhase is a phase as the setting's history keeps it: who started it and who ended it
-// ("" while it runs).
-type HoldoutPhase struct {
-	Holdout
-	StartedBy, EndedBy string
-}
-
 // MaxHoldoutPercent bounds holdout_percent: peers recommend 1-10%, and a holdout larger than a
 // fifth of the users costs more reach than any measurement needs.
 const MaxHoldoutPercent = 20

@@ -1,4 +1,9 @@
-// Package popup holds the popup domain: configs, their validation, targeting, display rules and selection.
+// Package popup holds the popup domain, pure: configs and their validation, targeting, display
+// rules, selection, experiment and holdout assignment, goals, audiences' records, roles and the
+// rights of a write, and errors with stable codes. The reporting read models (a popup's stats
+// over days, its conversions on the goals, an experiment arm's days and goal counts, the
+// holdout's phase history) are not rules of the domain: they live in internal/report, which the adapter that fills them and the
+// results that serve them import.
 package popup
 
 import (

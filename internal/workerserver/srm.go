@@ -11,6 +11,7 @@ import (
 
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // srmEvery is how often the sample-ratio check of running experiments is refreshed
@@ -22,8 +23,8 @@ const srmEvery = time.Minute
 // experiment's current phase counts, and computes its results as the results endpoint does. A popup whose experiment
 // no longer runs loses its series.
 type srmMonitor struct {
-	popups func(ctx context.Context) ([]popup.Popup, error)                                                    // the live popups with an experiment (PopupRepo.ListWithExperiments)
-	days   func(ctx context.Context, id int64, salt string, loc *time.Location) ([]popup.ExperimentDay, error) // a phase's counts
+	popups func(ctx context.Context) ([]popup.Popup, error)                                                     // the live popups with an experiment (PopupRepo.ListWithExperiments)
+	days   func(ctx context.Context, id int64, salt string, loc *time.Location) ([]report.ExperimentDay, error) // a phase's counts
 	now    func() time.Time
 	log    *slog.Logger
 	alarm  *prometheus.GaugeVec
@@ -32,7 +33,7 @@ type srmMonitor struct {
 }
 
 func newSRMMonitor(popups func(context.Context) ([]popup.Popup, error),
-	days func(context.Context, int64, string, *time.Location) ([]popup.ExperimentDay, error), log *slog.Logger, reg prometheus.Registerer) *srmMonitor {
+	days func(context.Context, int64, string, *time.Location) ([]report.ExperimentDay, error), log *slog.Logger, reg prometheus.Registerer) *srmMonitor {
 	m := &srmMonitor{popups: popups, days: days, now: time.Now, log: log, shown: map[string]bool{},
 		alarm: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "popup_experiment_srm_alarm",

@@ -13,12 +13,13 @@ import (
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // ExperimentDays reads an experiment phase's per-arm counts per day of a time zone
 // (mysqlstore.StatsRepo).
 type ExperimentDays interface {
-	ExperimentDays(ctx context.Context, popupID int64, salt string, loc *time.Location) ([]popup.ExperimentDay, error)
+	ExperimentDays(ctx context.Context, popupID int64, salt string, loc *time.Location) ([]report.ExperimentDay, error)
 	// ExperimentUserArms calls each with every user a phase counted and the arm it counted them in.
 	ExperimentUserArms(ctx context.Context, popupID int64, salt string, each func(uid, arm string)) error
 }
@@ -267,7 +268,7 @@ func (a *API) phaseAndZone(c *gin.Context) (phase int, zone string, loc *time.Lo
 
 // ExperimentGoals reads an experiment phase's counts per arm and goal (mysqlstore.StatsRepo).
 type ExperimentGoals interface {
-	GoalCounts(ctx context.Context, popupID int64, salt string) ([]popup.GoalCount, error)
+	GoalCounts(ctx context.Context, popupID int64, salt string) ([]report.GoalCount, error)
 }
 
 // toResultsWire is the results' admin shape; status is the experiment's (current) status.

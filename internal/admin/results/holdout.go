@@ -10,6 +10,7 @@ import (
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // HoldoutReads reads the global holdout's results (docs/CONTRACT.md §15): its phases, the
@@ -17,8 +18,8 @@ import (
 // exposed between two instants (mysqlstore.StatsRepo); its groups' days and whole counts are an
 // experiment's (ExperimentDays, ExperimentGoals) of popup.HoldoutPopupID.
 type HoldoutReads interface {
-	HoldoutPhases(ctx context.Context) ([]popup.HoldoutPhase, error)
-	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]popup.GoalCount, error)
+	HoldoutPhases(ctx context.Context) ([]report.HoldoutPhase, error)
+	GoalCountsExposedIn(ctx context.Context, popupID int64, salt string, from, to time.Time) ([]report.GoalCount, error)
 }
 
 var errNoHoldoutPhase = httpapi.NewError(httpapi.Problem{Status: http.StatusNotFound, Code: "phase_not_found", Message: "the holdout has no such phase",
@@ -39,7 +40,7 @@ type holdoutPhaseBody struct {
 	EndedBy   *string    `json:"ended_by"`
 }
 
-func holdoutPhaseToWire(p popup.HoldoutPhase) holdoutPhaseBody {
+func holdoutPhaseToWire(p report.HoldoutPhase) holdoutPhaseBody {
 	w := holdoutPhaseBody{Phase: p.Phase, Percent: p.Percent, Salt: p.Salt, Running: p.Running(), StartedAt: p.StartedAt, StartedBy: p.StartedBy}
 	if !p.EndedAt.IsZero() {
 		at, by := p.EndedAt, p.EndedBy
@@ -177,8 +178,8 @@ func holdoutCohort(c *gin.Context, h popup.Holdout, now time.Time) (from, to tim
 }
 
 // daysWithin is the rows of days whose day is in [from, to] (YYYY-MM-DD).
-func daysWithin(days []popup.ExperimentDay, from, to string) []popup.ExperimentDay {
-	var out []popup.ExperimentDay
+func daysWithin(days []report.ExperimentDay, from, to string) []report.ExperimentDay {
+	var out []report.ExperimentDay
 	for _, d := range days {
 		if d.Day >= from && d.Day <= to {
 			out = append(out, d)

@@ -6,6 +6,7 @@ import (
 
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // Reports is the slice's read service: the use cases of the experiment and holdout results,
@@ -52,7 +53,7 @@ func (r *Reports) Experiment(ctx context.Context, id int64, phase int, loc *time
 		return "", results.Results{}, errNoPhase
 	}
 	// The goals before the exposures (goalsThenExposures says why).
-	goals, counts, withGoals, err := r.goalCounts(ctx, func(ctx context.Context) ([]popup.GoalCount, error) {
+	goals, counts, withGoals, err := r.goalCounts(ctx, func(ctx context.Context) ([]report.GoalCount, error) {
 		return r.ExperimentGoals.GoalCounts(ctx, id, exp.Salt)
 	})
 	if err != nil {
@@ -84,7 +85,7 @@ func (r *Reports) Experiment(ctx context.Context, id int64, phase int, loc *time
 
 // HoldoutPhases are the holdout's phases, the latest first, and phase n's (0: the latest);
 // errNoHoldout when there never was one, errNoHoldoutPhase for a phase it never had.
-func (r *Reports) HoldoutPhases(ctx context.Context, n int) (cur popup.HoldoutPhase, phases []popup.HoldoutPhase, err error) {
+func (r *Reports) HoldoutPhases(ctx context.Context, n int) (cur report.HoldoutPhase, phases []report.HoldoutPhase, err error) {
 	if r.Holdout == nil {
 		return cur, nil, errNoHoldout
 	}
@@ -107,13 +108,13 @@ func (r *Reports) HoldoutPhases(ctx context.Context, n int) (cur popup.HoldoutPh
 
 // HoldoutResults are phase cur's groups compared on every goal: over every user of the phase, or with
 // cohort only the users it first exposed on the days from..to of loc (both included).
-func (r *Reports) HoldoutResults(ctx context.Context, cur popup.HoldoutPhase, from, to time.Time, cohort bool, loc *time.Location) (results.HoldoutResults, error) {
+func (r *Reports) HoldoutResults(ctx context.Context, cur report.HoldoutPhase, from, to time.Time, cohort bool, loc *time.Location) (results.HoldoutResults, error) {
 	key := cur.PhaseKey()
 	// The goals before the exposures (goalsThenExposures says why).
-	goals, counts, _, err := r.goalCounts(ctx, func(ctx context.Context) ([]popup.GoalCount, error) {
+	goals, counts, _, err := r.goalCounts(ctx, func(ctx context.Context) ([]report.GoalCount, error) {
 		if cohort {
 			// Midnight of the zone's first day to midnight after its last: the users first exposed then.
-			bounds := popup.DayBounds(from, to, loc)
+			bounds := report.DayBounds(from, to, loc)
 			return r.Holdout.GoalCountsExposedIn(ctx, popup.HoldoutPopupID, key, bounds[0], bounds[len(bounds)-1])
 		}
 		return r.ExperimentGoals.GoalCounts(ctx, popup.HoldoutPopupID, key)
@@ -140,7 +141,7 @@ func (r *Reports) HoldoutResults(ctx context.Context, cur popup.HoldoutPhase, fr
 // user's exposure (the same batch's or an earlier one's), so exposures read later hold every user
 // the counts read earlier name: a batch committed between the reads adds exposures without their
 // conversions, never conversions of users not yet exposed (converted users above exposed ones).
-func (r *Reports) goalCounts(ctx context.Context, counts func(context.Context) ([]popup.GoalCount, error)) (goals []popup.Goal, got []popup.GoalCount, withGoals bool, err error) {
+func (r *Reports) goalCounts(ctx context.Context, counts func(context.Context) ([]report.GoalCount, error)) (goals []popup.Goal, got []report.GoalCount, withGoals bool, err error) {
 	if r.Goals == nil || r.ExperimentGoals == nil {
 		return nil, nil, false, nil
 	}

@@ -16,15 +16,16 @@ import (
 
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // StatsReader reads operators' results (mysqlstore.StatsRepo) over the days of a
-// popup.StatsQuery: per popup, every day of it, and the users reached. PopupStats returns
+// report.StatsQuery: per popup, every day of it, and the users reached. PopupStats returns
 // popup.ErrNotFound for an unknown popup and counts unique users when the query asks; AllStats
 // returns only popups with events in the range.
 type StatsReader interface {
-	PopupStats(ctx context.Context, id int64, q popup.StatsQuery) (popup.Stats, error)
-	AllStats(ctx context.Context, q popup.StatsQuery) ([]popup.Stats, error)
+	PopupStats(ctx context.Context, id int64, q report.StatsQuery) (report.Stats, error)
+	AllStats(ctx context.Context, q report.StatsQuery) ([]report.Stats, error)
 }
 
 // Stats ranges: the default is the last statsDefaultDays days ending today; longer than
@@ -83,7 +84,7 @@ type popupStatsBody struct {
 // CampaignGoals reads a popup's conversions on goals between two instants
 // (mysqlstore.StatsRepo.CampaignGoals).
 type CampaignGoals interface {
-	CampaignGoals(ctx context.Context, id int64, goals []popup.Goal, from, to time.Time) ([]popup.CampaignGoal, error)
+	CampaignGoals(ctx context.Context, id int64, goals []popup.Goal, from, to time.Time) ([]report.CampaignGoal, error)
 }
 
 // campaignGoalBody is a popup's conversions on one goal: after being shown the popup, and after
@@ -111,7 +112,7 @@ type campaignConversionsBody struct {
 	MeanValueCapped *float64 `json:"mean_value_capped"`
 }
 
-func campaignConversionsToWire(g popup.Goal, c popup.CampaignConversions) campaignConversionsBody {
+func campaignConversionsToWire(g popup.Goal, c report.CampaignConversions) campaignConversionsBody {
 	w := campaignConversionsBody{ConvertedUsers: c.ConvertedUsers, Conversions: c.Conversions, ValueSum: c.ValueSum}
 	if g.Value == popup.GoalValueSum && c.ConvertedUsers > 0 {
 		w.MeanValue = finite(c.ValueSum / float64(c.ConvertedUsers))
@@ -185,7 +186,7 @@ type statsListBody struct {
 type statsParams struct {
 	from, to time.Time // dates (midnight UTC stands for the date)
 	zone     string
-	q        popup.StatsQuery
+	q        report.StatsQuery
 }
 
 // popupStats answers GET /admin/v1/popups/:id/stats: every day of the range in the zone, its
@@ -248,19 +249,19 @@ func (a *API) popupResults(c *gin.Context) (popupStatsBody, error) {
 // byLocale is the results per locale shown, in the store's order, then what the totals hold
 // beyond them (impressions recorded without a locale, clicks whose impression was not found) as
 // the entry of locale null, when there is any: the entries add up to the totals.
-func byLocale(locales []popup.LocaleCount, t statsTotals) []localeResult {
+func byLocale(locales []report.LocaleCount, t statsTotals) []localeResult {
 	out := make([]localeResult, 0, len(locales)+1)
 	imp, clk := t.Impressions, t.Clicks
 	for i := range locales {
 		l := &locales[i]
 		out = append(out, localeResult{Locale: &l.Locale, Impressions: l.Impressions, Users: l.Users, Clicks: l.Clicks,
-			CTR: popup.CTR(l.Clicks, l.Impressions)})
+			CTR: report.CTR(l.Clicks, l.Impressions)})
 		imp -= l.Impressions
 		clk -= l.Clicks
 	}
 	if imp > 0 || clk > 0 {
 		imp, clk = max(imp, 0), max(clk, 0)
-		out = append(out, localeResult{Impressions: imp, Clicks: clk, CTR: popup.CTR(clk, imp)})
+		out = append(out, localeResult{Impressions: imp, Clicks: clk, CTR: report.CTR(clk, imp)})
 	}
 	return out
 }
@@ -314,7 +315,7 @@ func (a *API) statsParams(c *gin.Context) (statsParams, error) {
 	if retention <= 0 {
 		retention = defaultLogRetention
 	}
-	p.q = popup.StatsQuery{Bounds: popup.DayBounds(from, to, loc), UTC: loc == time.UTC || p.zone == "UTC",
+	p.q = report.StatsQuery{Bounds: report.DayBounds(from, to, loc), UTC: loc == time.UTC || p.zone == "UTC",
 		LogKeptSince: a.Now().Add(-retention)}
 	return p, nil
 }
@@ -401,7 +402,7 @@ type buttonCol struct {
 
 // buttonColumns lists the button columns of a popup's results: its current buttons, any other
 // index clicked in the range (a button since removed, text ""), then "unspecified".
-func buttonColumns(s popup.Stats, buttons []popup.Button) []buttonCol {
+func buttonColumns(s report.Stats, buttons []popup.Button) []buttonCol {
 	n := len(buttons)
 	for _, d := range s.Days {
 		for i := range d.Buttons {
@@ -421,7 +422,7 @@ func buttonColumns(s popup.Stats, buttons []popup.Button) []buttonCol {
 
 // statsSeries turns a popup's days into the answer's days and totals; cols, when not nil, adds
 // the clicks per button.
-func statsSeries(s popup.Stats, cols []buttonCol) ([]statsDay, statsTotals) {
+func statsSeries(s report.Stats, cols []buttonCol) ([]statsDay, statsTotals) {
 	days := make([]statsDay, len(s.Days))
 	t := statsTotals{UsersReached: s.UsersReached, Complete: true}
 	var totalByCol []int64
@@ -431,7 +432,7 @@ func statsSeries(s popup.Stats, cols []buttonCol) ([]statsDay, statsTotals) {
 	for i := range s.Days {
 		d := &s.Days[i]
 		days[i] = statsDay{Date: d.Day.Format(time.DateOnly), Impressions: d.Impressions, Users: d.Users, Clicks: d.Clicks,
-			Closes: d.Closes, CTR: popup.CTR(d.Clicks, d.Impressions), CloseRate: popup.CloseRate(d.Closes, d.Impressions), Complete: d.Complete}
+			Closes: d.Closes, CTR: report.CTR(d.Clicks, d.Impressions), CloseRate: report.CloseRate(d.Closes, d.Impressions), Complete: d.Complete}
 		if cols != nil {
 			days[i].ClicksByButton = make([]buttonClicks, len(cols))
 			for j, col := range cols {
@@ -451,8 +452,8 @@ func statsSeries(s popup.Stats, cols []buttonCol) ([]statsDay, statsTotals) {
 		t.Closes += d.Closes
 		t.Complete = t.Complete && d.Complete
 	}
-	t.CTR = popup.CTR(t.Clicks, t.Impressions)
-	t.CloseRate = popup.CloseRate(t.Closes, t.Impressions)
+	t.CTR = report.CTR(t.Clicks, t.Impressions)
+	t.CloseRate = report.CloseRate(t.Closes, t.Impressions)
 	for j := range cols {
 		bc := buttonClicks{Text: &cols[j].text, Clicks: totalByCol[j]}
 		if cols[j].index >= 0 {

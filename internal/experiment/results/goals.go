@@ -8,6 +8,7 @@ import (
 
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // Goals on an experiment's results (docs/CONTRACT.md §14): per arm and goal, the converted users
@@ -39,7 +40,7 @@ type GoalResult struct {
 // goalArms is every arm's results on goal g from its counts by arm (byArm, in the order of arms),
 // each compared with arms[base], with the input and analysis of the rates (the verdict's). Only
 // arms' keys, weights and exposed users are read.
-func goalArms(g popup.Goal, arms []Arm, byArm []popup.GoalCount, base int, opts stats.Options, plannedEnd, now time.Time) ([]GoalResult, stats.Input, stats.Result, error) {
+func goalArms(g popup.Goal, arms []Arm, byArm []report.GoalCount, base int, opts stats.Options, plannedEnd, now time.Time) ([]GoalResult, stats.Input, stats.Result, error) {
 	in := stats.Input{Arms: make([]stats.Arm, len(arms)), Control: base, Now: now, Options: opts, PlannedEnd: plannedEnd}
 	values := make([]stats.ValueArm, len(arms))
 	for i, a := range arms {
@@ -84,7 +85,7 @@ func goalArms(g popup.Goal, arms []Arm, byArm []popup.GoalCount, base int, opts 
 // the phase's counts. With e.PrimaryGoal one of goals, that goal's rate decides the verdict (and
 // how long until a decision) instead of the click-through rate; the sample-ratio check still
 // voids it.
-func AddGoals(res *Results, e *popup.Experiment, goals []popup.Goal, counts []popup.GoalCount, now time.Time) error {
+func AddGoals(res *Results, e *popup.Experiment, goals []popup.Goal, counts []report.GoalCount, now time.Time) error {
 	goals = slices.Clone(goals)
 	slices.SortFunc(goals, func(a, b popup.Goal) int { return strings.Compare(a.Key, b.Key) })
 	base := 0
@@ -97,7 +98,7 @@ func AddGoals(res *Results, e *popup.Experiment, goals []popup.Goal, counts []po
 		plannedEnd = *e.PlannedEndAt
 	}
 	for _, g := range goals {
-		byArm := make([]popup.GoalCount, len(res.Arms))
+		byArm := make([]report.GoalCount, len(res.Arms))
 		for _, c := range counts {
 			if i := e.ArmIndex(c.Arm); i >= 0 && c.Goal == g.Key {
 				byArm[i] = c

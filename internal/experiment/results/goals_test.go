@@ -10,6 +10,7 @@ import (
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 var (
@@ -23,7 +24,7 @@ func TestAddGoalsComparesEveryArmWithTheControl(t *testing.T) {
 	res, err := results.Compute(e, days(map[string]int64{"a": 8000, "b": 8000, "control": 4000}, map[string]int64{"a": 400, "b": 800}), now)
 	require.NoError(t, err)
 	require.Equal(t, "b", res.Winner, "the click-through rate decides without a primary goal")
-	counts := []popup.GoalCount{
+	counts := []report.GoalCount{
 		{Arm: "a", Goal: "purchase", ConvertedUsers: 400, Conversions: 450, ValueSum: 12000, ValueSqSum: 400 * 2000},
 		{Arm: "b", Goal: "purchase", ConvertedUsers: 410, Conversions: 420, ValueSum: 12500, ValueSqSum: 410 * 2000},
 		{Arm: "control", Goal: "purchase", ConvertedUsers: 120, Conversions: 130, ValueSum: 3000, ValueSqSum: 120 * 1500},
@@ -85,9 +86,9 @@ func TestAddGoalsPrimaryGoalDecidesTheVerdict(t *testing.T) {
 			e.PrimaryGoal = "purchase"
 			res, err := results.Compute(e, days(tt.exposed, map[string]int64{"a": 900, "b": 400}), now)
 			require.NoError(t, err)
-			var counts []popup.GoalCount
+			var counts []report.GoalCount
 			for arm, n := range tt.converted {
-				counts = append(counts, popup.GoalCount{Arm: arm, Goal: "purchase", ConvertedUsers: n, Conversions: n})
+				counts = append(counts, report.GoalCount{Arm: arm, Goal: "purchase", ConvertedUsers: n, Conversions: n})
 			}
 			require.NoError(t, results.AddGoals(&res, e, []popup.Goal{purchase}, counts, now))
 			assert.Equal(t, "purchase", res.PrimaryGoal)

@@ -9,6 +9,7 @@ import (
 
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // The global holdout's results (docs/CONTRACT.md §15): a holdout phase is counted as the
@@ -30,7 +31,7 @@ type HoldoutResults struct {
 
 // Holdout analyses phase h from its groups' days (rows of any other arm are left out) and goal
 // counts, on goals, at now.
-func Holdout(h popup.Holdout, days []ArmDay, goals []popup.Goal, counts []popup.GoalCount, now time.Time) (HoldoutResults, error) {
+func Holdout(h popup.Holdout, days []ArmDay, goals []popup.Goal, counts []report.GoalCount, now time.Time) (HoldoutResults, error) {
 	res := HoldoutResults{Phase: h, Options: DefaultOptions, Groups: []Arm{
 		{Key: string(popup.HoldoutHeld), Weight: h.Percent, Control: true},
 		{Key: string(popup.HoldoutOthers), Weight: 100 - h.Percent},
@@ -55,7 +56,7 @@ func Holdout(h popup.Holdout, days []ArmDay, goals []popup.Goal, counts []popup.
 	goals = slices.Clone(goals)
 	slices.SortFunc(goals, func(a, b popup.Goal) int { return strings.Compare(a.Key, b.Key) })
 	for _, g := range goals {
-		byGroup := make([]popup.GoalCount, len(res.Groups))
+		byGroup := make([]report.GoalCount, len(res.Groups))
 		for _, c := range counts {
 			if i := group(c.Arm); i >= 0 && c.Goal == g.Key {
 				byGroup[i] = c

@@ -12,6 +12,7 @@ import (
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // TestHoldoutComparesTheOthersWithTheHoldout: the holdout is every goal's baseline, the others'
@@ -20,7 +21,7 @@ import (
 func TestHoldoutComparesTheOthersWithTheHoldout(t *testing.T) {
 	t.Parallel()
 	h := popup.Holdout{Percent: 10, Salt: "5a175a175a175a17", Phase: 2, StartedAt: now.Add(-7 * 24 * time.Hour)}
-	counts := []popup.GoalCount{
+	counts := []report.GoalCount{
 		{Arm: "holdout", Goal: "purchase", ConvertedUsers: 50, Conversions: 60, ValueSum: 1000, ValueSqSum: 50 * 400},
 		{Arm: "others", Goal: "purchase", ConvertedUsers: 540, Conversions: 700, ValueSum: 12000, ValueSqSum: 540 * 400},
 		{Arm: "others", Goal: "signup", ConvertedUsers: 90},
@@ -76,7 +77,7 @@ func TestHoldoutEffectWordsTheIntervalItQuotes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			counts := []popup.GoalCount{{Arm: "holdout", Goal: "purchase", ConvertedUsers: tt.held}, {Arm: "others", Goal: "purchase", ConvertedUsers: tt.others}}
+			counts := []report.GoalCount{{Arm: "holdout", Goal: "purchase", ConvertedUsers: tt.held}, {Arm: "others", Goal: "purchase", ConvertedUsers: tt.others}}
 			res, err := results.Holdout(h, days(map[string]int64{"holdout": 1000, "others": 9000}, nil), []popup.Goal{purchase}, counts, now)
 			require.NoError(t, err)
 			c := res.Groups[1].Goals[0].Comparison

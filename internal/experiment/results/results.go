@@ -13,10 +13,11 @@ import (
 
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
-// ArmDay is one arm's counts on one UTC day of the phase.
-type ArmDay = popup.ExperimentDay
+// ArmDay is one arm's counts on one day of the phase (the read model mysqlstore fills).
+type ArmDay = report.ExperimentDay
 
 // Counts are an arm's totals over the phase.
 type Counts struct {

@@ -10,6 +10,7 @@ import (
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // decided is the results of an experiment (variants a and b, 50/50, and with mode a control)
@@ -21,9 +22,9 @@ func decided(t *testing.T, mode popup.ControlMode, primary string, exposed, clic
 	e.PrimaryGoal = primary
 	res, err := results.Compute(e, days(exposed, clicked), now)
 	require.NoError(t, err)
-	var counts []popup.GoalCount
+	var counts []report.GoalCount
 	for arm, n := range converted {
-		counts = append(counts, popup.GoalCount{Arm: arm, Goal: "purchase", ConvertedUsers: n, Conversions: n})
+		counts = append(counts, report.GoalCount{Arm: arm, Goal: "purchase", ConvertedUsers: n, Conversions: n})
 	}
 	require.NoError(t, results.AddGoals(&res, e, []popup.Goal{purchase, signup}, counts, now))
 	results.Decide(&res, in)

@@ -13,6 +13,7 @@ import (
 	"popupsvc/internal/experiment/simtest"
 	"popupsvc/internal/experiment/stats"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // Simulations of experiments decided on a goal (docs/CONTRACT.md §14) through the real
@@ -26,7 +27,7 @@ var purchase = popup.Goal{Key: "purchase", Name: "Purchase", Window: 72 * time.H
 
 // simulate assigns users n0 … n0+users-1 of exp and draws their clicks and conversions with the
 // rates of their arm; it returns the phase's days (one) and goal counts.
-func simulate(exp *popup.Experiment, rng *rand.Rand, n0, users int, ctr, conv []float64, into map[string]*[2]popup.ExperimentDay) {
+func simulate(exp *popup.Experiment, rng *rand.Rand, n0, users int, ctr, conv []float64, into map[string]*[2]report.ExperimentDay) {
 	as := popup.NewAssigner(exp)
 	for n := n0; n < n0+users; n++ {
 		arm := as.Assign(uid(n))
@@ -47,15 +48,15 @@ func simulate(exp *popup.Experiment, rng *rand.Rand, n0, users int, ctr, conv []
 }
 
 // look is the results of the counts so far, decided on the primary goal.
-func look(t *testing.T, exp *popup.Experiment, counts map[string]*[2]popup.ExperimentDay, now time.Time) results.Results {
+func look(t *testing.T, exp *popup.Experiment, counts map[string]*[2]report.ExperimentDay, now time.Time) results.Results {
 	t.Helper()
-	var days []popup.ExperimentDay
-	var goals []popup.GoalCount
+	var days []report.ExperimentDay
+	var goals []report.GoalCount
 	for arm, d := range counts {
 		day := d[0]
 		day.Day, day.Arm = "2026-11-01", arm
 		days = append(days, day)
-		goals = append(goals, popup.GoalCount{Arm: arm, Goal: purchase.Key, ConvertedUsers: d[1].ClickedUsers, Conversions: d[1].ClickedUsers})
+		goals = append(goals, report.GoalCount{Arm: arm, Goal: purchase.Key, ConvertedUsers: d[1].ClickedUsers, Conversions: d[1].ClickedUsers})
 	}
 	res, err := results.Compute(exp, days, now)
 	require.NoError(t, err)
@@ -63,10 +64,10 @@ func look(t *testing.T, exp *popup.Experiment, counts map[string]*[2]popup.Exper
 	return res
 }
 
-func emptyCounts(exp *popup.Experiment) map[string]*[2]popup.ExperimentDay {
-	out := map[string]*[2]popup.ExperimentDay{}
+func emptyCounts(exp *popup.Experiment) map[string]*[2]report.ExperimentDay {
+	out := map[string]*[2]report.ExperimentDay{}
 	for i := range exp.ArmCount() {
-		out[exp.ArmKey(i)] = &[2]popup.ExperimentDay{}
+		out[exp.ArmKey(i)] = &[2]report.ExperimentDay{}
 	}
 	return out
 }

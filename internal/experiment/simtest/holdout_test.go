@@ -11,6 +11,7 @@ import (
 	"popupsvc/internal/experiment/results"
 	"popupsvc/internal/experiment/simtest"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 // TestHoldoutRecoversTheLiftOfPopups: a 10% global holdout (docs/CONTRACT.md §15) through the
@@ -29,7 +30,7 @@ func TestHoldoutRecoversTheLiftOfPopups(t *testing.T) {
 	h := popup.Holdout{Percent: 10, Salt: "5eedh01d0u7a11ed", Phase: 1, StartedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
 	check := h.Check()
 	held := make([]bool, users)
-	days := []popup.ExperimentDay{{Day: "2026-11-01", Arm: string(popup.HoldoutHeld)}, {Day: "2026-11-01", Arm: string(popup.HoldoutOthers)}}
+	days := []report.ExperimentDay{{Day: "2026-11-01", Arm: string(popup.HoldoutHeld)}, {Day: "2026-11-01", Arm: string(popup.HoldoutOthers)}}
 	for n := range users {
 		held[n] = check.Holds(uid(n))
 		g := 1
@@ -53,7 +54,7 @@ func TestHoldoutRecoversTheLiftOfPopups(t *testing.T) {
 				converted[g]++
 			}
 		}
-		counts := []popup.GoalCount{
+		counts := []report.GoalCount{
 			{Arm: string(popup.HoldoutHeld), Goal: purchase.Key, ConvertedUsers: converted[0], Conversions: converted[0]},
 			{Arm: string(popup.HoldoutOthers), Goal: purchase.Key, ConvertedUsers: converted[1], Conversions: converted[1]},
 		}

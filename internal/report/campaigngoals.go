@@ -1,11 +1,13 @@
-package popup
+package report
+
+import "popupsvc/internal/popup"
 
 // CampaignGoal is a popup's conversions on one goal over a range of conversion times
 // (docs/CONTRACT.md §8 "Conversions"): each conversion counts for every popup the user was shown
 // within the goal's window before it (Shown), and, beside, for every popup the user clicked
 // within the window before it (Clicked, a part of Shown).
 type CampaignGoal struct {
-	Goal    Goal
+	Goal    popup.Goal
 	Shown   CampaignConversions
 	Clicked CampaignConversions
 }

@@ -1,4 +1,4 @@
-package popup
+package report
 
 import "time"
 
@@ -48,7 +48,7 @@ type Stats struct {
 // locale), and the distinct users shown it in that locale (a user shown two locales counts in
 // each); Users is nil when the action log no longer keeps the whole range.
 type LocaleCount struct {
-	Locale      string // a translation's tag or DefaultLocale
+	Locale      string // a translation's tag or popup.DefaultLocale
 	Impressions int64
 	Clicks      int64
 	Users       *int64

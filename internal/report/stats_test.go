@@ -1,4 +1,4 @@
-package popup_test
+package report_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"popupsvc/internal/popup"
+	"popupsvc/internal/report"
 )
 
 func TestDayBounds(t *testing.T) {
@@ -44,7 +44,7 @@ func TestDayBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := popup.DayBounds(date(tt.from), date(tt.to), tt.loc)
+			got := report.DayBounds(date(tt.from), date(tt.to), tt.loc)
 			var s []string
 			for _, b := range got {
 				s = append(s, b.UTC().Format(time.RFC3339))
@@ -56,6 +56,6 @@ func TestDayBounds(t *testing.T) {
 
 func TestUnspecifiedClicks(t *testing.T) {
 	t.Parallel()
-	d := popup.DayCount{Clicks: 10, Buttons: map[int]int64{0: 3, 2: 4}}
+	d := report.DayCount{Clicks: 10, Buttons: map[int]int64{0: 3, 2: 4}}
 	assert.Equal(t, int64(3), d.Unspecified())
 }
