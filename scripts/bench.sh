@@ -110,6 +110,8 @@ log() { printf '[bench] %s\n' "$*" >&2; }
 
 source scripts/benchstack.sh
 
+# the local answers' misses so far: GETs that read the user's state from Redis (decide.LocalAnswers)
+local_misses() { metrics | awk '/^popup_local_answers_misses_total/ {n+=$2} END {printf "%d", n}'; }
 degraded() { metrics | awk '/^popup_degraded_responses_total/ {n+=$2} END {printf "%d", n}'; } # every label
 # MySQL loads of user state by the API: the state misses the known-users filter could not answer
 loads() { metrics | awk '/^popup_user_state_misses_total\{answer="(maybe|untrusted)"\}/ {n+=$2} END {printf "%d", n}'; }
@@ -186,7 +188,7 @@ rules_warm_mix() {
 # (BENCH_ATTRS=1), and without rules or attributes, the order alternating by round, each after
 # rules_warm_NAMES on the same requests; one KIND record (rulesteady or rulemix)
 rules_round() {
-  local kind=$1 names=$2 r=$3 script=$4 order rec mode attrs k_rps k_p99 k_reqs k_bad d0 d1 t0 t1
+  local kind=$1 names=$2 r=$3 script=$4 order rec mode attrs k_rps k_p99 k_reqs k_bad d0 d1 t0 t1 m0 m1
   read -r k_rps _ _ _ k_bad < <(BENCH_WRK_SCRIPT=$script wrk_run "$ref_s")
   if [ "$k_bad" != 0 ]; then log "the reference server answered errors: this run compares nothing; stopping"; exit 1; fi
   order="on off"; [ $((r % 2)) = 0 ] && order="off on"
@@ -195,14 +197,15 @@ rules_round() {
     attrs=0; [ "$mode" = on ] && attrs=1
     rules "$mode" "$names"
     BENCH_ATTRS=$attrs "rules_warm_$names"
-    d0=$(degraded); t0=$(cpu_ticks "$api_pid")
+    d0=$(degraded); t0=$(cpu_ticks "$api_pid"); m0=$(local_misses)
     if [ -n "${BENCH_PROFILE:-}" ] && [ "$r" = 1 ]; then
       curl -fsS -H 'Authorization: Bearer bench' -o "${BENCH_PROFILE%.prof}-${kind}-${mode}.prof" \
         "http://127.0.0.1:${admin_port}/debug/pprof/profile?seconds=4" & prof_pid=$!
     fi
     read -r k_rps _ k_p99 k_reqs k_bad < <(BENCH_ATTRS=$attrs BENCH_WRK_SCRIPT=$script wrk_run "$api")
-    t1=$(cpu_ticks "$api_pid"); d1=$(degraded)
+    t1=$(cpu_ticks "$api_pid"); d1=$(degraded); m1=$(local_misses)
     if [ -n "${prof_pid:-}" ]; then wait "$prof_pid" || true; prof_pid=; fi
+    log "$kind round $r rules $mode: local-answer misses $((m1 - m0)) of $k_reqs requests"
     [ "$names" = mix ] && wait_drained
     rec+=" ${mode}_rps=$k_rps ${mode}_p99=$k_p99 ${mode}_reqs=$k_reqs ${mode}_bad=$k_bad ${mode}_d0=$d0 ${mode}_d1=$d1 ${mode}_p0=$t0 ${mode}_p1=$t1"
   done
