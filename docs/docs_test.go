@@ -127,39 +127,33 @@ func exists(path string) bool {
 // exists, and a #fragment names one of that document's headings.
 func TestDocumentLinksResolve(t *testing.T) {
 	t.Parallel()
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(filepath.Join(repoRoot, doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n, line := range prose(string(text)) {
-			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
-				target := m[1]
-				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+	eachProseLine(t, func(doc string, n int, line string) {
+		for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, frag, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(doc), file)))
+				if !exists(path) {
+					t.Errorf("%s:%d: link to %s: no such file", doc, n, target)
 					continue
-				}
-				file, frag, _ := strings.Cut(target, "#")
-				path := doc
-				if file != "" {
-					path = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(doc), file)))
-					if !exists(path) {
-						t.Errorf("%s:%d: link to %s: no such file", doc, n, target)
-						continue
-					}
-				}
-				if frag == "" || !strings.HasSuffix(path, ".md") {
-					continue
-				}
-				linked, err := os.ReadFile(filepath.Join(repoRoot, path))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.ContainsFunc(sections(string(linked)), func(s section) bool { return s.anchor == frag }) {
-					t.Errorf("%s:%d: link to %s: %s has no heading #%s", doc, n, target, path, frag)
 				}
 			}
+			if frag == "" || !strings.HasSuffix(path, ".md") {
+				continue
+			}
+			linked, err := os.ReadFile(filepath.Join(repoRoot, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(sections(string(linked)), func(s section) bool { return s.anchor == frag }) {
+				t.Errorf("%s:%d: link to %s: %s has no heading #%s", doc, n, target, path, frag)
+			}
 		}
-	}
+	})
 }
 
 // TestDocumentPathsExist: every repository path a document names in its prose (docs/X.md,
@@ -167,30 +161,24 @@ func TestDocumentLinksResolve(t *testing.T) {
 // '<', '{', "PID", "PORT" in the path) are not paths and are left out; so is a path inside a URL.
 func TestDocumentPathsExist(t *testing.T) {
 	t.Parallel()
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(filepath.Join(repoRoot, doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n, line := range prose(string(text)) {
-			for _, loc := range repoPath.FindAllStringIndex(line, -1) {
-				if loc[0] > 0 && strings.ContainsRune("/.-_@:~$", rune(line[loc[0]-1])) ||
-					loc[0] > 0 && isWordByte(line[loc[0]-1]) {
-					continue // part of a URL, a longer path or a word
-				}
-				path := strings.TrimRight(line[loc[0]:loc[1]], ".-")
-				if end := loc[1]; end < len(line) && strings.ContainsRune("*<{", rune(line[end])) {
-					continue
-				}
-				if strings.Contains(path, "PID") || strings.Contains(path, "PORT") {
-					continue
-				}
-				if !exists(path) {
-					t.Errorf("%s:%d: names %s, which does not exist", doc, n, path)
-				}
+	eachProseLine(t, func(doc string, n int, line string) {
+		for _, loc := range repoPath.FindAllStringIndex(line, -1) {
+			if loc[0] > 0 && strings.ContainsRune("/.-_@:~$", rune(line[loc[0]-1])) ||
+				loc[0] > 0 && isWordByte(line[loc[0]-1]) {
+				continue // part of a URL, a longer path or a word
+			}
+			path := strings.TrimRight(line[loc[0]:loc[1]], ".-")
+			if end := loc[1]; end < len(line) && strings.ContainsRune("*<{", rune(line[end])) {
+				continue
+			}
+			if strings.Contains(path, "PID") || strings.Contains(path, "PORT") {
+				continue
+			}
+			if !exists(path) {
+				t.Errorf("%s:%d: names %s, which does not exist", doc, n, path)
 			}
 		}
-	}
+	})
 }
 
 // testRef is a test a document names by its file and its function (file_test.go:TestName), as
@@ -202,21 +190,29 @@ var testRef = regexp.MustCompile(`((?:api|clients|cmd|deploy|docs|internal|loadt
 // of what it says. (A missing file is TestDocumentPathsExist's to report.)
 func TestDocumentTestNamesExist(t *testing.T) {
 	t.Parallel()
+	eachProseLine(t, func(doc string, n int, line string) {
+		for _, m := range testRef.FindAllStringSubmatch(line, -1) {
+			src, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(m[1])))
+			if err != nil {
+				continue
+			}
+			if !regexp.MustCompile(`(?m)^func ` + m[2] + `\(`).Match(src) {
+				t.Errorf("%s:%d: names %s:%s, which that file does not declare", doc, n, m[1], m[2])
+			}
+		}
+	})
+}
+
+// eachProseLine calls f with every prose line of every document, numbered as prose numbers them.
+func eachProseLine(t *testing.T, f func(doc string, n int, line string)) {
+	t.Helper()
 	for _, doc := range documents(t) {
 		text, err := os.ReadFile(filepath.Join(repoRoot, doc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for n, line := range prose(string(text)) {
-			for _, m := range testRef.FindAllStringSubmatch(line, -1) {
-				src, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(m[1])))
-				if err != nil {
-					continue
-				}
-				if !regexp.MustCompile(`(?m)^func ` + m[2] + `\(`).Match(src) {
-					t.Errorf("%s:%d: names %s:%s, which that file does not declare", doc, n, m[1], m[2])
-				}
-			}
+			f(doc, n, line)
 		}
 	}
 }
