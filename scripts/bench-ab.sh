@@ -50,12 +50,9 @@ if [ "${BENCH_AB_BARE:-0}" = 1 ]; then
   # one bare server per mix, each answering as many bytes as that mix's answers
   declare -A bare_url bare_pid
   for mix in $mixes; do
-    q=$(bin/benchtool query 0); [ "$mix" = rec ] && q=$(sed 's/region=r[0-9]*/region=rec/' <<<"$q")
-    size=$(curl -fsS "${api}${q}" | wc -c)
-    bare_port=$(scripts/services.sh free-port 1)
-    bin/refserver -addr "127.0.0.1:${bare_port}" -size "$size" >>"$run_dir/ref.log" 2>&1 & pids+=($!)
-    bare_pid[$mix]=$!; bare_url[$mix]="http://127.0.0.1:${bare_port}"
-    for _ in $(seq 1 50); do curl -fsS -o /dev/null "${bare_url[$mix]}/" 2>/dev/null && break; sleep 0.1; done
+    path=steady; [ "$mix" = rec ] && path=rec
+    size=$(answer_size "$path")
+    start_bare "$size"; bare_pid[$mix]=$bare_started_pid; bare_url[$mix]=$bare_started_url
     log "bare server for $mix: $size B"
   done
 fi

@@ -142,16 +142,9 @@ procs="$api_pid $redis_pid $worker_pid $mysqld_pid"
 
 # The bare servers answer a body of the API's size on each path: "no popup" for the steady state,
 # the record popup for the impression path (this one GET records one impression, drained below).
-steady_size=$(curl -fsS "${api}$(bin/benchtool query 0)" | wc -c)
-rec_size=$(curl -fsS "${api}$(bin/benchtool query 0 | sed 's/region=r[0-9]*/region=rec/')" | wc -c)
-read -r ref_s_port ref_c_port <<<"$(scripts/services.sh free-port 2 | tr '\n' ' ')"
-bin/refserver -addr "127.0.0.1:${ref_s_port}" -size "$steady_size" >>"$run_dir/ref.log" 2>&1 & ref_s_pid=$!; pids+=($ref_s_pid)
-bin/refserver -addr "127.0.0.1:${ref_c_port}" -size "$rec_size" >>"$run_dir/ref.log" 2>&1 & ref_c_pid=$!; pids+=($ref_c_pid)
-ref_s="http://127.0.0.1:${ref_s_port}"; ref_c="http://127.0.0.1:${ref_c_port}"
-for u in "$ref_s" "$ref_c"; do
-  for _ in $(seq 1 50); do curl -fsS -o /dev/null "$u/" 2>/dev/null && break; sleep 0.1; done
-  curl -fsS -o /dev/null "$u/" # the reference must answer 200 too
-done
+steady_size=$(answer_size steady); rec_size=$(answer_size rec)
+start_bare "$steady_size"; ref_s_pid=$bare_started_pid ref_s=$bare_started_url
+start_bare "$rec_size"; ref_c_pid=$bare_started_pid ref_c=$bare_started_url
 log "answer sizes: steady ${steady_size} B, impression ${rec_size} B (the bare servers answer the same)"
 wait_drained
 
@@ -329,7 +322,7 @@ if [ "${BENCH_CONVERSIONS:-1}" = 1 ]; then
     [ "$code" = 202 ] && break; sleep 0.2
   done
   [ "$code" = 202 ] || { log "popup-api does not accept the goal bench (${code}) after 10 s; stopping"; exit 1; }
-  rec_id=$(curl -fsS "${api}$(bin/benchtool query 0 | sed 's/region=r[0-9]*/region=rec/')" |
+  rec_id=$(curl -fsS "${api}$(query_of rec)" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["popup"]["id"])')
   export BENCH_ACTION_POPUP=$rec_id BENCH_GOAL=bench
   for r in $(seq 1 "${BENCH_CONVERSION_ROUNDS:-2}"); do

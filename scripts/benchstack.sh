@@ -79,3 +79,20 @@ wait_drained
 metrics() { curl -fsS -H 'Authorization: Bearer bench' "http://127.0.0.1:${admin_port}/metrics"; }
 clk=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; } # user + system CPU of PID, in clock ticks
+# query_of steady|rec: user 0's GET query on that path: "no popup", or the record popup (such a GET
+# records one impression)
+query_of() {
+  local q; q=$(bin/benchtool query 0)
+  if [ "$1" = rec ]; then sed 's/region=r[0-9]*/region=rec/' <<<"$q"; else echo "$q"; fi
+}
+# answer_size steady|rec: the bytes of the API's answer on that path, which a bare server answers
+answer_size() { curl -fsS "${api}$(query_of "$1")" | wc -c; }
+# start_bare SIZE: a bare server (loadtest/refserver) answering SIZE bytes on a free port, once it
+# answers 200; sets bare_started_pid and bare_started_url
+start_bare() {
+  local port; port=$(scripts/services.sh free-port 1)
+  bin/refserver -addr "127.0.0.1:${port}" -size "$1" >>"$run_dir/ref.log" 2>&1 & bare_started_pid=$!; pids+=($!)
+  bare_started_url="http://127.0.0.1:${port}"
+  for _ in $(seq 1 50); do curl -fsS -o /dev/null "$bare_started_url/" 2>/dev/null && break; sleep 0.1; done
+  curl -fsS -o /dev/null "$bare_started_url/" # the reference must answer 200 too
+}
