@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"database/sql"
 	"io"
 	"net/http"
 	"testing"
@@ -56,6 +57,14 @@ func startWithRoles(t *testing.T) (*instance, config.Config) {
 	t.Helper()
 	in, cfg := apitest.StartWithRoles(t)
 	return wrap(in), cfg
+}
+
+func relaxedConfig(t *testing.T) config.Config { t.Helper(); return apitest.RelaxedConfig(t) }
+
+func startWithWorker(t *testing.T) (config.Config, *instance, *sql.DB) {
+	t.Helper()
+	cfg, in, db := apitest.StartWithWorker(t)
+	return cfg, wrap(in), db
 }
 
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {

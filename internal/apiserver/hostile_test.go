@@ -2,23 +2,16 @@ package apiserver_test
 
 import (
 	"context"
-	"database/sql"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/apiserver/apitest"
-	"popupsvc/internal/config"
-	"popupsvc/internal/drain"
-	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/redisstore"
 	"popupsvc/internal/testenv"
 )
@@ -256,49 +249,6 @@ func TestClicksFollowTheLifecycle(t *testing.T) {
 			assert.Equal(t, tt.want, res.Status, res.Raw)
 		})
 	}
-}
-
-// relaxedConfig is testConfig with a request budget that a loaded machine (or -race) does not
-// overrun: these tests pin which status an action gets, and a 503 for a slow first state load
-// would hide it.
-func relaxedConfig(t *testing.T) config.Config {
-	t.Helper()
-	cfg := testConfig(t)
-	cfg.RequestBudget = 2 * time.Second
-	return cfg
-}
-
-// startWithWorker starts a popup-api (relaxedConfig) and a drain of its queue into its MySQL in
-// this process (runWorker); db is a connection to that MySQL, closed when the test ends.
-func startWithWorker(t *testing.T) (config.Config, *instance, *sql.DB) {
-	t.Helper()
-	cfg := relaxedConfig(t)
-	api := start(t, cfg, nil)
-	db, err := mysqlstore.Open(context.Background(), cfg.MySQLDSN, 2)
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	runWorker(t, cfg, db)
-	return cfg, api, db
-}
-
-// runWorker drains the queue into MySQL in this process until the test ends.
-func runWorker(t *testing.T, cfg config.Config, db *sql.DB) {
-	t.Helper()
-	rdb := testenv.Redis(t)
-	keys := redisstore.Keys{Prefix: cfg.RedisPrefix, Shards: cfg.Shards()}
-	d := drain.New(redisstore.NewQueue(rdb, keys, cfg.WorkerLease), mysqlstore.NewEventWriter(db), drain.Config{
-		Worker: drain.WorkerID(), Shards: cfg.Shards(), BatchSize: 100, FlushEvery: 20 * time.Millisecond,
-		Lease: cfg.WorkerLease, Grace: time.Second,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)), drain.NewMetrics(prometheus.NewRegistry()))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("drain: %v", err)
-		}
-	})
 }
 
 func TestOneEventIDOfTwoUsersCountsForBoth(t *testing.T) {
