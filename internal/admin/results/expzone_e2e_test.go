@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/event"
 	"popupsvc/internal/mysqlstore"
 )
@@ -32,18 +33,18 @@ type expZoneDay struct {
 func TestExperimentDaysInTheTeamsZone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := testConfig(t)
-	api := start(t, cfg, newClock())
+	cfg := apitest.Config(t)
+	api := apitest.Start(t, cfg, apitest.NewClock())
 	db, err := mysqlstore.Open(ctx, cfg.MySQLDSN, 2)
 	require.NoError(t, err)
 	defer db.Close()
 
-	id := api.createPopup(t, map[string]any{"name": "zoned", "status": "draft", "experiment": map[string]any{
+	id := api.CreatePopup(t, map[string]any{"name": "zoned", "status": "draft", "experiment": map[string]any{
 		"variants": []map[string]any{{"key": "a", "weight": 50, "title": "A"}, {"key": "b", "weight": 50, "title": "B"}}}})
-	res := api.adminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d", id), nil)
+	res := api.AdminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d", id), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	salt := res.Body["experiment"].(map[string]any)["salt"].(string)
-	res = api.adminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "Asia/Kolkata"})
+	res = api.AdminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "Asia/Kolkata"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 
 	ev := func(evID, uid string, a event.Action, at string) event.Event {
@@ -62,7 +63,7 @@ func TestExperimentDaysInTheTeamsZone(t *testing.T) {
 	require.NoError(t, err)
 
 	get := func(query string) (string, []expZoneDay) {
-		res := api.adminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/experiment/results%s", id, query), nil)
+		res := api.AdminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/experiment/results%s", id, query), nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		var out struct {
 			TimeZone string       `json:"time_zone"`
@@ -86,7 +87,7 @@ func TestExperimentDaysInTheTeamsZone(t *testing.T) {
 		{Day: "2026-11-20", TimeZone: "UTC", Arm: "a", ExposedUsers: 2, Exposures: 2, ClickedUsers: 1, Clicks: 1},
 	}, days)
 
-	res = api.adminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/experiment/results?tz=Mars/Olympus", id), nil)
+	res = api.AdminDo(t, http.MethodGet, fmt.Sprintf("/admin/v1/popups/%d/experiment/results?tz=Mars/Olympus", id), nil)
 	require.Equal(t, http.StatusBadRequest, res.Status, res.Raw)
 	assert.Contains(t, res.Raw, `"field":"tz"`)
 }

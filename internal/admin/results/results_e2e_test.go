@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/testenv"
 )
 
@@ -50,14 +51,14 @@ type resultsBody struct {
 func TestResultsThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	_, api, db := startWithWorker(t)
+	_, api, db := apitest.StartWithWorker(t)
 	ctx := context.Background()
 
-	id := api.createPopup(t, popupSpec("results", map[string]any{"buttons": []map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("results", map[string]any{"buttons": []map[string]any{
 		{"text": "Yes", "link_url": "app://yes"}, {"text": "=No", "link_url": "app://no"}}}))
 	uids := []string{"r1", "r2", "r3", "r4"}
 	for _, uid := range uids {
-		got, _ := api.get(t, "uid="+uid+"&platform=ios&app_version=1")
+		got, _ := api.Get(t, "uid="+uid+"&platform=ios&app_version=1")
 		require.Equal(t, id, got)
 	}
 	for _, a := range []struct {
@@ -74,7 +75,7 @@ func TestResultsThroughTheAPI(t *testing.T) {
 		{`{"uid":"r4","action":"click","button":"0"}`, http.StatusBadRequest, "invalid_button"},
 		{`{"uid":"r4","action":"close","button":0}`, http.StatusBadRequest, "invalid_button"},
 	} {
-		res := api.action(t, id, a.body)
+		res := api.Action(t, id, a.body)
 		require.Equal(t, a.want, res.Status, "%s: %s", a.body, res.Raw)
 		if a.code != "" {
 			assert.Equal(t, a.code, res.Body["error"].(map[string]any)["code"], res.Raw)
@@ -87,13 +88,13 @@ func TestResultsThroughTheAPI(t *testing.T) {
 	}, 15*time.Second, 20*time.Millisecond, "the worker writes the 4 impressions and 4 actions")
 
 	// The team reports in Los Angeles days.
-	res := api.adminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "America/Los_Angeles"})
+	res := api.AdminDo(t, http.MethodPut, "/admin/v1/settings", map[string]any{"reporting_time_zone": "America/Los_Angeles"})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
-	res = api.adminDo(t, http.MethodGet, "/admin/v1/settings", nil)
+	res = api.AdminDo(t, http.MethodGet, "/admin/v1/settings", nil)
 	assert.Equal(t, "America/Los_Angeles", res.Body["reporting_time_zone"])
 
-	path := "/admin/v1/popups/" + itoa(id) + "/stats"
-	res = api.adminDo(t, http.MethodGet, path, nil)
+	path := "/admin/v1/popups/" + apitest.Itoa(id) + "/stats"
+	res = api.AdminDo(t, http.MethodGet, path, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	var body resultsBody
 	require.NoError(t, json.Unmarshal([]byte(res.Raw), &body))
@@ -111,17 +112,17 @@ func TestResultsThroughTheAPI(t *testing.T) {
 	assert.Equal(t, []resultsButton{{Button: &zero, Text: "Yes", Clicks: 1}, {Button: &one, Text: "=No", Clicks: 1}, {Text: "unspecified", Clicks: 1}}, tot.ClicksByButton)
 
 	// The CSV holds exactly the same numbers.
-	req, err := http.NewRequest(http.MethodGet, "http://"+api.admin+path+".csv", nil)
+	req, err := http.NewRequest(http.MethodGet, "http://"+api.Admin+path+".csv", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	hres, err := api.client.Do(req)
+	req.Header.Set("Authorization", "Bearer "+apitest.Token)
+	hres, err := api.Client.Do(req)
 	require.NoError(t, err)
 	raw, err := io.ReadAll(hres.Body)
 	hres.Body.Close()
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, hres.StatusCode, string(raw))
 	assert.Equal(t, "text/csv; charset=utf-8", hres.Header.Get("Content-Type"))
-	assert.Equal(t, `attachment; filename="popup-`+itoa(id)+`-`+body.From+`-`+body.To+`.csv"`, hres.Header.Get("Content-Disposition"))
+	assert.Equal(t, `attachment; filename="popup-`+apitest.Itoa(id)+`-`+body.From+`-`+body.To+`.csv"`, hres.Header.Get("Content-Disposition"))
 	records, err := csv.NewReader(strings.NewReader(string(raw))).ReadAll()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"date", "impressions", "users", "clicks", "closes", "ctr", "close_rate",
@@ -133,10 +134,10 @@ func TestResultsThroughTheAPI(t *testing.T) {
 		if d.Users != nil {
 			users = strconv.FormatInt(*d.Users, 10)
 		}
-		want := []string{d.Date, itoa(d.Impressions), users, itoa(d.Clicks), itoa(d.Closes),
+		want := []string{d.Date, apitest.Itoa(d.Impressions), users, apitest.Itoa(d.Clicks), apitest.Itoa(d.Closes),
 			strconv.FormatFloat(d.CTR, 'g', -1, 64), strconv.FormatFloat(d.CloseRate, 'g', -1, 64)}
 		for _, b := range d.ClicksByButton {
-			want = append(want, itoa(b.Clicks))
+			want = append(want, apitest.Itoa(b.Clicks))
 		}
 		want = append(want, strconv.FormatBool(d.Complete))
 		assert.Equal(t, want, records[1+i], "row %d", i+1)
@@ -145,7 +146,7 @@ func TestResultsThroughTheAPI(t *testing.T) {
 	// Bad parameters get the JSON 400 on both routes.
 	for _, p := range []string{"?tz=Nowhere/City", "?from=2026-13-01", "?from=2026-12-02&to=2026-12-01", "?from=2025-01-01&to=2026-12-01"} {
 		for _, route := range []string{path, path + ".csv"} {
-			res := api.adminDo(t, http.MethodGet, route+p, nil)
+			res := api.AdminDo(t, http.MethodGet, route+p, nil)
 			assert.Equal(t, http.StatusBadRequest, res.Status, "%s%s: %s", route, p, res.Raw)
 		}
 	}

@@ -1,4 +1,4 @@
-package apiserver_test
+package results_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/testenv"
 )
 
@@ -30,14 +31,14 @@ type localeEntry struct {
 func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	_, api, db := startWithWorker(t)
+	_, api, db := apitest.StartWithWorker(t)
 	ctx := context.Background()
 
-	id := api.createPopup(t, popupSpec("by-locale", map[string]any{"translations": map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("by-locale", map[string]any{"translations": map[string]any{
 		"pt-BR": map[string]any{"title": "Olá", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}}}}))
 	decisions := map[string]string{}
 	for _, u := range []struct{ uid, lang, want string }{{"l1", "pt-BR", "pt-BR"}, {"l2", "pt-BR", "pt-BR"}, {"l3", "fr", "default"}} {
-		got, res := api.get(t, "platform=ios&app_version=1&uid="+u.uid+"&lang="+u.lang)
+		got, res := api.Get(t, "platform=ios&app_version=1&uid="+u.uid+"&lang="+u.lang)
 		require.Equal(t, id, got, res.Raw)
 		require.Equal(t, u.want, res.Body["locale"])
 		decisions[u.uid] = res.Body["decision_id"].(string)
@@ -46,7 +47,7 @@ func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 		`{"uid":"l1","action":"click","decision_id":"` + decisions["l1"] + `"}`,
 		`{"uid":"l3","action":"click"}`, // no decision: no locale known
 	} {
-		res := api.action(t, id, body)
+		res := api.Action(t, id, body)
 		require.Equal(t, http.StatusAccepted, res.Status, res.Raw)
 	}
 	require.Eventually(t, func() bool {
@@ -54,8 +55,8 @@ func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 		return db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log WHERE popup_id = ?`, id).Scan(&n) == nil && n == 5
 	}, 15*time.Second, 20*time.Millisecond, "the worker writes the 3 impressions and 2 clicks")
 
-	path := "/admin/v1/popups/" + itoa(id) + "/stats?tz=Asia/Kolkata"
-	res := api.adminDo(t, http.MethodGet, path, nil)
+	path := "/admin/v1/popups/" + apitest.Itoa(id) + "/stats?tz=Asia/Kolkata"
+	res := api.AdminDo(t, http.MethodGet, path, nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	var body struct {
 		Totals   resultsDay    `json:"totals"`
@@ -71,7 +72,7 @@ func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 	}, body.ByLocale)
 	assert.Equal(t, [2]int64{3, 2}, [2]int64{body.Totals.Impressions, body.Totals.Clicks}, "the entries add up to the totals")
 
-	res = api.adminDo(t, http.MethodGet, strings.Replace(path, "/stats?", "/stats.csv?", 1), nil)
+	res = api.AdminDo(t, http.MethodGet, strings.Replace(path, "/stats?", "/stats.csv?", 1), nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	records, err := csv.NewReader(strings.NewReader(res.Raw)).ReadAll()
 	require.NoError(t, err)
@@ -90,10 +91,10 @@ func TestResultsPerLocaleThroughTheAPI(t *testing.T) {
 func TestResultsCountTheLanguageServed(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	_, api, db := startWithWorker(t)
+	_, api, db := apitest.StartWithWorker(t)
 	ctx := context.Background()
 
-	id := api.createPopup(t, popupSpec("served-locale", map[string]any{"translations": map[string]any{
+	id := api.CreatePopup(t, apitest.PopupSpec("served-locale", map[string]any{"translations": map[string]any{
 		"pt-BR": map[string]any{"title": "Olá", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}}}}))
 	for _, u := range []struct{ uid, lang, want string }{
 		{"s1", "pt-PT", "pt-BR"},
@@ -101,7 +102,7 @@ func TestResultsCountTheLanguageServed(t *testing.T) {
 		{"s3", "pt-PT%2Cpt%3Bq%3D0.9%2Cen%3Bq%3D0.8", "pt-BR"},
 		{"s4", "fr-FR", "default"},
 	} {
-		got, res := api.get(t, "platform=ios&app_version=1&uid="+u.uid+"&lang="+u.lang)
+		got, res := api.Get(t, "platform=ios&app_version=1&uid="+u.uid+"&lang="+u.lang)
 		require.Equal(t, id, got, res.Raw)
 		require.Equal(t, u.want, res.Body["locale"], u.lang)
 	}
@@ -110,7 +111,7 @@ func TestResultsCountTheLanguageServed(t *testing.T) {
 		{"pt-BR%2Cpt%3Bq%3D0.9", "pt-BR", "exact"},
 		{"fr", "default", "default"},
 	} {
-		res := api.adminDo(t, http.MethodGet, "/admin/v1/preview?uid=x1&platform=ios&app_version=1&lang="+tt.lang, nil)
+		res := api.AdminDo(t, http.MethodGet, "/admin/v1/preview?uid=x1&platform=ios&app_version=1&lang="+tt.lang, nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		assert.Equal(t, tt.locale, res.Body["locale"], tt.lang)
 		assert.Equal(t, tt.match, res.Body["locale_match"], tt.lang)
@@ -120,7 +121,7 @@ func TestResultsCountTheLanguageServed(t *testing.T) {
 		return db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_action_log WHERE popup_id = ?`, id).Scan(&n) == nil && n == 4
 	}, 15*time.Second, 20*time.Millisecond, "the worker writes the 4 impressions")
 
-	res := api.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id)+"/stats", nil)
+	res := api.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id)+"/stats", nil)
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	var body struct {
 		ByLocale []localeEntry `json:"by_locale"`
