@@ -26,6 +26,11 @@ func testConfig(t testing.TB) config.Config       { t.Helper(); return apitest.C
 func tightBudgets(t *testing.T, c *config.Config) { t.Helper(); apitest.TightBudgets(t, c) }
 func itoa(n int64) string                         { return apitest.Itoa(n) }
 
+func countRows(t *testing.T, db *sql.DB, table string) int {
+	t.Helper()
+	return apitest.Count(t, db, "SELECT COUNT(*) FROM "+table)
+}
+
 // instance is one running popup-api (apitest.Instance) with the fields and methods the tests
 // name.
 type instance struct {
@@ -51,12 +56,6 @@ func launch(t testing.TB, cfg config.Config, clk *clock, ready bool) *instance {
 func launchLogged(t testing.TB, cfg config.Config, clk *clock, ready bool, logs io.Writer) *instance {
 	t.Helper()
 	return wrap(apitest.LaunchLogged(t, cfg, clk, ready, logs))
-}
-
-func startWithRoles(t *testing.T) (*instance, config.Config) {
-	t.Helper()
-	in, cfg := apitest.StartWithRoles(t)
-	return wrap(in), cfg
 }
 
 func relaxedConfig(t *testing.T) config.Config { t.Helper(); return apitest.RelaxedConfig(t) }

@@ -47,7 +47,8 @@ func (s *specChecker) do(t *testing.T, c call) (status int, body []byte, header 
 
 // TestResponsesMatchOpenAPI sends every route of both listeners good and bad requests against a
 // real popup-api on MariaDB and Redis, and validates every answer against api/openapi.yaml. (The
-// experiment routes are driven through the same checker by TestExperimentAdminLifecycle.)
+// experiment routes are driven through the same checker by TestExperimentAdminLifecycle, in
+// internal/admin/popups.)
 func TestResponsesMatchOpenAPI(t *testing.T) {
 	t.Parallel()
 	clk := newClock()

@@ -1,4 +1,4 @@
-package apiserver_test
+package popups_test
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // expClient sends the admin requests of the experiment tests through the OpenAPI checker, so
 // every answer is also checked against api/openapi.yaml.
 type expClient struct {
-	s   *specChecker
+	s   *apitest.SpecChecker
 	adm string
 }
 
@@ -28,7 +28,7 @@ type expAnswer struct {
 
 func (c expClient) do(t *testing.T, method, path, body string, header map[string]string, want int) expAnswer {
 	t.Helper()
-	a := apitest.AdminClient{Spec: c.s.SpecChecker, Base: c.adm}.Do(t, method, path, body, header, want)
+	a := apitest.AdminClient{Spec: c.s, Base: c.adm}.Do(t, method, path, body, header, want)
 	return expAnswer{status: a.Status, body: a.Body, raw: a.Raw, etag: a.ETag}
 }
 
@@ -43,7 +43,7 @@ func experimentOf(t *testing.T, a expAnswer) map[string]any {
 // errorOf is an error answer's code and its first field ("" for none).
 func (a expAnswer) errorOf(t *testing.T) (code, field string) {
 	t.Helper()
-	return errorOf(t, response{Status: a.status, Body: a.body, Raw: a.raw})
+	return apitest.ErrorOf(t, apitest.Response{Status: a.status, Body: a.body, Raw: a.raw})
 }
 
 const expBody = `{"name":%q,"status":%q,"title":"own","link_url":"https://example.com/own","experiment":{
@@ -92,15 +92,15 @@ func setWeights(ws ...float64) func(map[string]any) {
 // refusals, history and rollback, export and import, the audit log and the draft preview.
 func TestExperimentAdminLifecycle(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
+	cfg := apitest.Config(t)
 	cfg.AdminTokens = []string{"ed@editor:tok-editor"}
-	api := start(t, cfg, newClock())
-	c := expClient{s: newSpecChecker(t, api.public, api.admin), adm: "http://" + api.admin}
+	api := apitest.Start(t, cfg, apitest.NewClock())
+	c := expClient{s: apitest.NewSpecChecker(t, api.Public, api.Admin), adm: "http://" + api.Admin}
 	editor := func() map[string]string { return map[string]string{"Authorization": "Bearer tok-editor"} }
 	ifMatch := func(etag string) map[string]string { return map[string]string{"If-Match": etag} }
 
 	created := c.do(t, "POST", "/admin/v1/popups", expPopup("exp-live", "active"), nil, http.StatusCreated)
-	id := itoa(int64(created.body["id"].(float64)))
+	id := apitest.Itoa(int64(created.body["id"].(float64)))
 	e := experimentOf(t, created)
 	assert.Equal(t, "draft", e["status"])
 	assert.Equal(t, 1.0, e["phase"])
@@ -223,7 +223,7 @@ func TestExperimentAdminLifecycle(t *testing.T) {
 
 	t.Run("transitions of a popup without an experiment, or of none", func(t *testing.T) {
 		bare := c.do(t, "POST", "/admin/v1/popups", `{"name":"exp-bare"}`, nil, http.StatusCreated)
-		a := c.do(t, "POST", "/admin/v1/popups/"+itoa(int64(bare.body["id"].(float64)))+"/experiment/stop", "", nil, http.StatusConflict)
+		a := c.do(t, "POST", "/admin/v1/popups/"+apitest.Itoa(int64(bare.body["id"].(float64)))+"/experiment/stop", "", nil, http.StatusConflict)
 		code, _ := a.errorOf(t)
 		assert.Equal(t, "experiment_missing", code)
 		c.do(t, "POST", "/admin/v1/popups/999999999/experiment/start", "", nil, http.StatusNotFound)
@@ -233,12 +233,12 @@ func TestExperimentAdminLifecycle(t *testing.T) {
 
 	t.Run("an editor runs a draft's experiment, not a live one's", func(t *testing.T) {
 		draft := c.do(t, "POST", "/admin/v1/popups", expPopup("exp-draft", "draft"), editor(), http.StatusCreated)
-		did := itoa(int64(draft.body["id"].(float64)))
+		did := apitest.Itoa(int64(draft.body["id"].(float64)))
 		c.do(t, "POST", "/admin/v1/popups/"+did+"/experiment/start", "", editor(), http.StatusOK)
 		c.do(t, "POST", "/admin/v1/popups/"+did+"/experiment/stop", "", editor(), http.StatusOK)
 		c.do(t, "POST", "/admin/v1/popups/"+did+"/experiment/conclude", `{"variant":"a"}`, editor(), http.StatusOK)
 		live := c.do(t, "POST", "/admin/v1/popups", expPopup("exp-live-2", "active"), nil, http.StatusCreated)
-		a := c.do(t, "POST", "/admin/v1/popups/"+itoa(int64(live.body["id"].(float64)))+"/experiment/start", "", editor(), http.StatusForbidden)
+		a := c.do(t, "POST", "/admin/v1/popups/"+apitest.Itoa(int64(live.body["id"].(float64)))+"/experiment/start", "", editor(), http.StatusForbidden)
 		assert.Equal(t, "publisher", a.body["error"].(map[string]any)["role_needed"])
 	})
 
@@ -263,7 +263,7 @@ func TestExperimentAdminLifecycle(t *testing.T) {
 // a refused transition writes nothing.
 func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
 	t.Parallel()
-	api, cfg := startWithRoles(t)
+	api, cfg := apitest.StartWithRoles(t)
 	db := apitest.DB(t, cfg)
 	counts := func() apitest.WriteCounts { return apitest.PopupWriteCounts(t, db) }
 	// Each kind makes its popup (by the admin), brings its experiment where the transition
@@ -292,9 +292,9 @@ func TestExperimentTransitionsNeedWhatAPutNeeds(t *testing.T) {
 				name := strings.ReplaceAll("roles "+role+" "+k.name, " ", "-")
 				var p map[string]any
 				require.NoError(t, json.Unmarshal([]byte(expPopup(name, k.status)), &p))
-				id := itoa(api.createPopup(t, p))
+				id := apitest.Itoa(api.CreatePopup(t, p))
 				if k.setUp != "" {
-					res := api.adminDo(t, http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.setUp, nil)
+					res := api.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+id+"/experiment/"+k.setUp, nil)
 					require.Equal(t, http.StatusOK, res.Status, res.Raw)
 				}
 				before := counts()

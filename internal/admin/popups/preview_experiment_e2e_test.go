@@ -1,4 +1,4 @@
-package apiserver_test
+package popups_test
 
 import (
 	"encoding/json"
@@ -17,24 +17,24 @@ import (
 // content; `arm` names the user's arm in the experiment and `arms` every arm the decision passed.
 func TestPreviewAnswersWhatThePublicAPIServes(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
-	other := in.createPopup(t, popupSpec("fallback", map[string]any{"priority": 1, "title": "Fallback"}))
+	in := apitest.Start(t, apitest.Config(t), nil)
+	other := in.CreatePopup(t, apitest.PopupSpec("fallback", map[string]any{"priority": 1, "title": "Fallback"}))
 	variants := []map[string]any{{"key": "a", "weight": 45, "title": "A"}, {"key": "discount", "weight": 45, "title": "Discount"}}
-	body := popupSpec("own", map[string]any{"priority": 10, "title": "Own",
+	body := apitest.PopupSpec("own", map[string]any{"priority": 10, "title": "Own",
 		"experiment": map[string]any{"variants": variants, "control": map[string]any{"weight": 10, "mode": "none"}}})
-	id := in.createPopup(t, body)
+	id := in.CreatePopup(t, body)
 
 	for _, mode := range []string{"none", "fall_through"} {
 		if mode == "fall_through" {
-			p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+			p := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body
 			p["experiment"].(map[string]any)["control"] = map[string]any{"weight": 10, "mode": mode}
-			res := in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), p)
+			res := in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(id), p)
 			require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		}
-		res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/start", nil)
+		res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/start", nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 		salt := res.Body["experiment"].(map[string]any)["salt"].(string)
-		require.Equal(t, http.StatusOK, in.adminDo(t, http.MethodPost, "/admin/v1/cache/reload", nil).Status)
+		require.Equal(t, http.StatusOK, in.AdminDo(t, http.MethodPost, "/admin/v1/cache/reload", nil).Status)
 		e := &popup.Experiment{Status: popup.ExperimentRunning, CoveragePercent: 100, Salt: salt,
 			Variants: []popup.Variant{{Key: "a", Weight: 45}, {Key: "discount", Weight: 45}}, Control: &popup.Control{Weight: 10, Mode: popup.ControlMode(mode)}}
 		users := apitest.ArmUsers(t, e, "x-"+mode+"-", 2)
@@ -42,13 +42,13 @@ func TestPreviewAnswersWhatThePublicAPIServes(t *testing.T) {
 		for arm, uids := range users {
 			for _, uid := range uids {
 				q := "uid=" + uid + "&platform=ios&app_version=9.0.0"
-				explained := in.adminDo(t, http.MethodGet, "/admin/v1/preview?"+q, nil)
+				explained := in.AdminDo(t, http.MethodGet, "/admin/v1/preview?"+q, nil)
 				require.Equal(t, http.StatusOK, explained.Status, explained.Raw)
-				draft := in.adminDo(t, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": uid, "platform": "ios", "app_version": "9.0.0",
-					"popup": in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body})
+				draft := in.AdminDo(t, http.MethodPost, "/admin/v1/preview", map[string]any{"uid": uid, "platform": "ios", "app_version": "9.0.0",
+					"popup": in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body})
 				require.Equal(t, http.StatusOK, draft.Status, draft.Raw)
-				_, served := in.get(t, q)
-				for name, got := range map[string]response{"GET preview": explained, "POST preview": draft} {
+				_, served := in.Get(t, q)
+				for name, got := range map[string]apitest.Response{"GET preview": explained, "POST preview": draft} {
 					assert.JSONEq(t, jsonOf(t, served.Body["popup"]), jsonOf(t, got.Body["popup"]), "%s of %s (%s, mode %s) is what the public API served", name, uid, wantArm[arm], mode)
 					assert.Equal(t, wantArm[arm], got.Body["arm"], "%s names the arm of %s", name, uid)
 					wantSteps := []any{map[string]any{"popup_id": float64(id), "arm": wantArm[arm]}}
@@ -65,7 +65,7 @@ func TestPreviewAnswersWhatThePublicAPIServes(t *testing.T) {
 				}
 			}
 		}
-		res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/stop", nil)
+		res = in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/stop", nil)
 		require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	}
 }
@@ -82,36 +82,36 @@ func jsonOf(t *testing.T, v any) string {
 // shipped while the app serves other content (issue 41, 2; docs/CONTRACT.md §10).
 func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
 	t.Parallel()
-	in := start(t, testConfig(t), nil)
+	in := apitest.Start(t, apitest.Config(t), nil)
 	id := in.ShippedExperiment(t, "", "discount")
-	res := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil)
+	res := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil)
 	require.Equal(t, "Discount", res.Body["title"])
 	rev := res.Body["revision"]
 
-	refused := func(res response, field string) {
+	refused := func(res apitest.Response, field string) {
 		t.Helper()
 		require.Equal(t, http.StatusConflict, res.Status, res.Raw)
 		e := res.Body["error"].(map[string]any)
 		assert.Equal(t, "experiment_shipped", e["code"])
 		assert.Contains(t, e["message"], "end_experiment=true")
 		assert.Equal(t, field, e["fields"].([]any)[0].(map[string]any)["field"])
-		stored := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+		stored := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body
 		assert.Equal(t, rev, stored["revision"], "nothing written")
 		assert.Equal(t, "concluded", stored["experiment"].(map[string]any)["status"])
 	}
-	refused(in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback", map[string]any{"revision": 1}), "experiment")
-	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	refused(in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/rollback", map[string]any{"revision": 1}), "experiment")
+	p := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body
 	p["title"] = "Reworded"
-	refused(in.adminDo(t, http.MethodPut, "/admin/v1/popups/"+itoa(id), p), "experiment")
-	refused(in.adminDo(t, http.MethodPost, "/admin/v1/import?dry_run=true", map[string]any{"popups": []any{p}}), "popups[0].experiment")
-	refused(in.adminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": []any{p}}), "popups[0].experiment")
-	bad := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback?end_experiment=maybe", map[string]any{"revision": 1})
+	refused(in.AdminDo(t, http.MethodPut, "/admin/v1/popups/"+apitest.Itoa(id), p), "experiment")
+	refused(in.AdminDo(t, http.MethodPost, "/admin/v1/import?dry_run=true", map[string]any{"popups": []any{p}}), "popups[0].experiment")
+	refused(in.AdminDo(t, http.MethodPost, "/admin/v1/import", map[string]any{"popups": []any{p}}), "popups[0].experiment")
+	bad := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/rollback?end_experiment=maybe", map[string]any{"revision": 1})
 	require.Equal(t, http.StatusBadRequest, bad.Status, bad.Raw)
 	assert.Contains(t, bad.Raw, "end_experiment")
 
 	// with end_experiment=true the rollback writes the old content and removes the experiment:
 	// what the popup says and what the app is served agree
-	res = in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/rollback?end_experiment=true", map[string]any{"revision": 1})
+	res = in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/rollback?end_experiment=true", map[string]any{"revision": 1})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Equal(t, "Own", res.Body["title"])
 	assert.Nil(t, res.Body["experiment"], "the shipped state ended with the change")
@@ -122,20 +122,20 @@ func TestChangingShippedContentEndsTheExperiment(t *testing.T) {
 // user from the phase's rows in popup_experiment_user (issue 41, 3).
 func TestReassignmentCountsTheUsersThatMove(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	in := start(t, cfg, nil)
+	cfg := apitest.Config(t)
+	in := apitest.Start(t, cfg, nil)
 	id, _, e := in.StartedExperiment(t, "none")
 	const users = 600
 	wantMoved := apitest.CountedUsers(t, cfg.MySQLDSN, id, e, "r-", users)
 	require.Positive(t, wantMoved)
-	p := in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body
+	p := in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body
 	x := p["experiment"].(map[string]any)
 	x["variants"].([]any)[0].(map[string]any)["weight"] = 20
 	x["variants"].([]any)[1].(map[string]any)["weight"] = 70
-	res := in.adminDo(t, http.MethodPost, "/admin/v1/popups/"+itoa(id)+"/experiment/reassignment", map[string]any{"popup": p})
+	res := in.AdminDo(t, http.MethodPost, "/admin/v1/popups/"+apitest.Itoa(id)+"/experiment/reassignment", map[string]any{"popup": p})
 	require.Equal(t, http.StatusOK, res.Status, res.Raw)
 	assert.Equal(t, float64(users), res.Body["exposed_users"])
 	assert.Equal(t, float64(wantMoved), res.Body["moved_users"])
 	assert.Equal(t, 1.0, res.Body["phase"])
-	assert.Equal(t, float64(2), in.adminDo(t, http.MethodGet, "/admin/v1/popups/"+itoa(id), nil).Body["revision"], "nothing written")
+	assert.Equal(t, float64(2), in.AdminDo(t, http.MethodGet, "/admin/v1/popups/"+apitest.Itoa(id), nil).Body["revision"], "nothing written")
 }
