@@ -13,12 +13,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/apiserver/apitest"
 	"popupsvc/internal/testenv"
 )
 
 // These tests serve popups that target audiences (docs/CONTRACT.md §2 Targeting, §11): the
 // membership each instance holds, its propagation to a second instance, fail-closed answers,
 // and the atomic swap of a new version under load.
+
+func (in *instance) send(t testing.TB, tok, method, path, contentType string, body io.Reader, header ...string) (int, map[string]any, string) {
+	t.Helper()
+	return in.Send(t, tok, method, path, contentType, body, header...)
+}
+
+func (in *instance) createAudience(t testing.TB, name string) string {
+	t.Helper()
+	return in.CreateAudience(t, name)
+}
+
+func num(v any) int64 { return apitest.Num(v) }
 
 // putMembers replaces audience id's members (text/plain) and returns the new version.
 func (in *instance) putMembers(t testing.TB, id, path string, uids ...string) {

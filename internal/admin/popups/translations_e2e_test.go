@@ -2,6 +2,7 @@ package popups_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -108,4 +109,32 @@ func TestTranslationTableRoundTrip(t *testing.T) {
 
 	status, _, body = api.CSVDo(t, http.MethodPut, path, good, map[string]string{"If-Match": tag})
 	assert.Equal(t, http.StatusPreconditionFailed, status, body)
+}
+
+// TestTranslationTableForSpreadsheets: the table downloads with a UTF-8 BOM (Excel then reads
+// "você" right), goes back up with or without it, a spreadsheet is refused saying "save it as
+// CSV", and a bad cell's message says "not applied" once.
+func TestTranslationTableForSpreadsheets(t *testing.T) {
+	t.Parallel()
+	api := apitest.Start(t, apitest.Config(t), nil)
+	id := api.CreatePopup(t, apitest.PopupSpec("sheet", map[string]any{"translations": map[string]any{
+		"pt-BR": map[string]any{"title": "Olá você", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}}}}))
+	path := "/admin/v1/popups/" + apitest.Itoa(id) + "/translations.csv"
+	status, _, table := api.Send(t, apitest.Token, "GET", path, "", nil)
+	require.Equal(t, http.StatusOK, status, table)
+	require.True(t, strings.HasPrefix(table, "\ufeffkey,default,pt-BR\n"), "a BOM, then the header: %q", table[:min(len(table), 40)])
+	assert.Contains(t, table, "Olá você")
+
+	for _, body := range []string{table, strings.TrimPrefix(table, "\ufeff")} {
+		status, _, raw := api.Send(t, apitest.Token, "PUT", path, "text/csv", strings.NewReader(body))
+		require.Equal(t, http.StatusOK, status, raw)
+	}
+	status, body, raw := api.Send(t, apitest.Token, "PUT", path, "text/csv", strings.NewReader("PK\x03\x04\x14\x00\x06\x00xl/workbook.xml"))
+	require.Equal(t, http.StatusUnsupportedMediaType, status, raw)
+	assert.Contains(t, body["error"].(map[string]any)["message"], "save it as CSV")
+
+	status, body, raw = api.Send(t, apitest.Token, "PUT", path, "text/csv", strings.NewReader("key,default,xx-notatag-x\ntitle,T,t\n"))
+	require.Equal(t, http.StatusBadRequest, status, raw)
+	msg := body["error"].(map[string]any)["message"].(string)
+	assert.Equal(t, 1, strings.Count(strings.ToLower(msg), "not applied"), msg)
 }

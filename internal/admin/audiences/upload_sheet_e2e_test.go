@@ -1,4 +1,4 @@
-package apiserver_test
+package audiences_test
 
 import (
 	"net/http"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"popupsvc/internal/apiserver/apitest"
 )
 
 // TestAudienceUploadsFromSpreadsheets: what a spreadsheet user uploads, against the real stack.
@@ -15,8 +17,8 @@ import (
 // are trimmed; a text file's header line is not a member; the answer counts repeats and blanks.
 func TestAudienceUploadsFromSpreadsheets(t *testing.T) {
 	t.Parallel()
-	api := startAudiences(t)
-	id := api.createAudience(t, "crm")
+	api := apitest.StartAudiences(t)
+	id := api.CreateAudience(t, "crm")
 	base := "/admin/v1/audiences/" + id
 
 	refused := []struct {
@@ -38,9 +40,9 @@ func TestAudienceUploadsFromSpreadsheets(t *testing.T) {
 			wantStatus: 400, wantCode: "invalid_query", wantMessage: "uid_column"},
 	}
 	for _, tt := range refused {
-		status, body, raw := api.send(t, "tok-editor", "PUT", base+tt.path, tt.ctype, strings.NewReader(tt.body))
+		status, body, raw := api.Send(t, "tok-editor", "PUT", base+tt.path, tt.ctype, strings.NewReader(tt.body))
 		if tt.path != "/members" && !strings.HasPrefix(tt.path, "/members?") {
-			status, body, raw = api.send(t, "tok-editor", "POST", base+tt.path, tt.ctype, strings.NewReader(tt.body))
+			status, body, raw = api.Send(t, "tok-editor", "POST", base+tt.path, tt.ctype, strings.NewReader(tt.body))
 		}
 		require.Equal(t, tt.wantStatus, status, "%s: %s", tt.name, raw)
 		e, _ := body["error"].(map[string]any)
@@ -51,7 +53,7 @@ func TestAudienceUploadsFromSpreadsheets(t *testing.T) {
 			assert.Equal(t, []any{"customer_id", "email"}, e["columns"], tt.name)
 		}
 	}
-	assert.Empty(t, api.members(t, id), "nothing refused was written")
+	assert.Empty(t, api.Members(t, id), "nothing refused was written")
 
 	written := []struct {
 		name, method, path, ctype, body          string
@@ -66,41 +68,13 @@ func TestAudienceUploadsFromSpreadsheets(t *testing.T) {
 			wantLines: 3, wantDup: 1, wantBlank: 2, wantAdded: 2, wantHeader: "customer_id"},
 	}
 	for _, tt := range written {
-		status, body, raw := api.send(t, "tok-editor", tt.method, base+tt.path, tt.ctype, strings.NewReader(tt.body))
+		status, body, raw := api.Send(t, "tok-editor", tt.method, base+tt.path, tt.ctype, strings.NewReader(tt.body))
 		require.Equal(t, http.StatusOK, status, "%s: %s", tt.name, raw)
-		assert.Equal(t, tt.wantLines, num(body["lines"]), tt.name)
-		assert.Equal(t, tt.wantDup, num(body["duplicates"]), tt.name)
-		assert.Equal(t, tt.wantBlank, num(body["blank"]), tt.name)
-		assert.Equal(t, tt.wantAdded, num(body["added"]), tt.name)
+		assert.Equal(t, tt.wantLines, apitest.Num(body["lines"]), tt.name)
+		assert.Equal(t, tt.wantDup, apitest.Num(body["duplicates"]), tt.name)
+		assert.Equal(t, tt.wantBlank, apitest.Num(body["blank"]), tt.name)
+		assert.Equal(t, tt.wantAdded, apitest.Num(body["added"]), tt.name)
 		assert.Equal(t, tt.wantHeader, body["header"], tt.name)
 	}
-	assert.Equal(t, []string{"vip-1", "vip-2", "vip-3", "vip-4"}, api.members(t, id), "trimmed, no header, each once")
-}
-
-// TestTranslationTableForSpreadsheets: the table downloads with a UTF-8 BOM (Excel then reads
-// "você" right), goes back up with or without it, a spreadsheet is refused saying "save it as
-// CSV", and a bad cell's message says "not applied" once.
-func TestTranslationTableForSpreadsheets(t *testing.T) {
-	t.Parallel()
-	api := start(t, testConfig(t), nil)
-	id := api.createPopup(t, popupSpec("sheet", map[string]any{"translations": map[string]any{
-		"pt-BR": map[string]any{"title": "Olá você", "content": "oi", "buttons": []map[string]any{{"text": "Abrir"}}}}}))
-	path := "/admin/v1/popups/" + itoa(id) + "/translations.csv"
-	status, _, table := api.send(t, token, "GET", path, "", nil)
-	require.Equal(t, http.StatusOK, status, table)
-	require.True(t, strings.HasPrefix(table, "\ufeffkey,default,pt-BR\n"), "a BOM, then the header: %q", table[:min(len(table), 40)])
-	assert.Contains(t, table, "Olá você")
-
-	for _, body := range []string{table, strings.TrimPrefix(table, "\ufeff")} {
-		status, _, raw := api.send(t, token, "PUT", path, "text/csv", strings.NewReader(body))
-		require.Equal(t, http.StatusOK, status, raw)
-	}
-	status, body, raw := api.send(t, token, "PUT", path, "text/csv", strings.NewReader("PK\x03\x04\x14\x00\x06\x00xl/workbook.xml"))
-	require.Equal(t, http.StatusUnsupportedMediaType, status, raw)
-	assert.Contains(t, body["error"].(map[string]any)["message"], "save it as CSV")
-
-	status, body, raw = api.send(t, token, "PUT", path, "text/csv", strings.NewReader("key,default,xx-notatag-x\ntitle,T,t\n"))
-	require.Equal(t, http.StatusBadRequest, status, raw)
-	msg := body["error"].(map[string]any)["message"].(string)
-	assert.Equal(t, 1, strings.Count(strings.ToLower(msg), "not applied"), msg)
+	assert.Equal(t, []string{"vip-1", "vip-2", "vip-3", "vip-4"}, api.Members(t, id), "trimmed, no header, each once")
 }
