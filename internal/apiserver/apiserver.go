@@ -19,12 +19,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/config"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/manage"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popuplist"
 )
 
 // Hooks let a caller observe the running server (tests bind to port 0).
@@ -139,10 +141,10 @@ type popupStore struct {
 // popupReads are the popup repository's reads the admin API makes.
 type popupReads interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
-	Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error)
+	Find(ctx context.Context, q popuplist.Query) (popuplist.Page, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
-	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
+	Audit(ctx context.Context, q changelog.AuditQuery) ([]changelog.AuditEntry, error)
 }
 
 // holdoutReads are the holdout's results' reads (results.HoldoutReads): its phases from the

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/popup"
 )
 
@@ -32,8 +33,8 @@ type changeSource struct {
 
 // experimentActions is the SQL list of ChangeExperiments' actions.
 var experimentActions = func() string {
-	quoted := make([]string, len(popup.ExperimentChanges))
-	for i, k := range popup.ExperimentChanges {
+	quoted := make([]string, len(changelog.ExperimentChanges))
+	for i, k := range changelog.ExperimentChanges {
 		quoted[i] = "'" + string(k) + "'"
 	}
 	return "(" + strings.Join(quoted, ", ") + ")"
@@ -41,31 +42,31 @@ var experimentActions = func() string {
 
 const popupAuditName = `JSON_VALUE(COALESCE(c.after_state, c.before_state), '$.name')`
 
-var changeSources = map[popup.ChangeResource]changeSource{
-	popup.ChangePopups: {
+var changeSources = map[changelog.ChangeResource]changeSource{
+	changelog.ChangePopups: {
 		columns: `c.id, c.at, c.actor, c.actor_role, c.action, CAST(c.popup_id AS CHAR), ` + popupAuditName + `, c.revision, 0, 0, 0,
 			NULL, NULL, c.popup_id FROM popup_audit c`,
 		name: popupAuditName, where: `c.action NOT IN ` + experimentActions},
-	popup.ChangeExperiments: {
+	changelog.ChangeExperiments: {
 		columns: `c.id, c.at, c.actor, c.actor_role, c.action, CAST(c.popup_id AS CHAR), ` + popupAuditName + `, c.revision, 0, 0, 0,
 			NULL, IF(c.action = '` + string(popup.ChangeExperimentConclude) + `', JSON_VALUE(c.after_state, '$.experiment.concluded_variant'), NULL),
 			c.popup_id FROM popup_audit c`,
 		name: popupAuditName, where: `c.action IN ` + experimentActions},
-	popup.ChangeAudiences: {
+	changelog.ChangeAudiences: {
 		columns: `c.id, c.at, c.actor, c.actor_role, c.action, CAST(c.audience_id AS CHAR), a.name, c.version, c.added, c.removed, c.size,
 			NULL, NULL, NULL FROM audience_changes c LEFT JOIN audiences a ON a.id = c.audience_id`,
 		name: `a.name`},
-	popup.ChangeGoals: {
+	changelog.ChangeGoals: {
 		columns: `c.id, c.at, c.actor, c.actor_role, c.action, c.goal_key, ` + goalChangeName + `, c.version, 0, 0, 0, NULL, NULL, NULL
 			FROM popup_goal_change c`,
 		name: goalChangeName},
-	popup.ChangeSettings: {
+	changelog.ChangeSettings: {
 		columns: `c.id, c.at, c.actor, NULL, 'update', c.name, c.name, 0, 0, 0, 0, c.old_value, c.new_value, NULL FROM popup_setting_change c`,
 		name:    `c.name`},
-	popup.ChangeOperators: {
+	changelog.ChangeOperators: {
 		columns: `c.id, c.at, c.actor, NULL, c.action, c.name, c.name, 0, 0, 0, 0, c.old_role, c.new_role, NULL FROM popup_operator_change c`,
 		name:    `c.name`},
-	popup.ChangePrivacy: {
+	changelog.ChangePrivacy: {
 		columns: `c.id, c.at, c.actor, c.actor_role, c.action, COALESCE(c.erasure_id, ''), NULL, 0, 0, COALESCE(c.removed, 0), 0, NULL, NULL, NULL
 			FROM privacy_request_change c`,
 		name: `NULL`},
@@ -81,8 +82,8 @@ func likeContains(s string) string {
 }
 
 // Changes returns q's changes, newest first.
-func (r *ChangeLog) Changes(ctx context.Context, q popup.ResourceChangeQuery) ([]popup.ResourceChange, error) {
-	if q.Resource == popup.ChangeHoldout {
+func (r *ChangeLog) Changes(ctx context.Context, q changelog.ResourceChangeQuery) ([]changelog.ResourceChange, error) {
+	if q.Resource == changelog.ChangeHoldout {
 		return r.holdoutChanges(ctx, q)
 	}
 	src, ok := changeSources[q.Resource]
@@ -108,9 +109,9 @@ func (r *ChangeLog) Changes(ctx context.Context, q popup.ResourceChangeQuery) ([
 		return nil, fmt.Errorf("changes of %s: %w", q.Resource, err)
 	}
 	defer rows.Close()
-	out := []popup.ResourceChange{}
+	out := []changelog.ResourceChange{}
 	for rows.Next() {
-		c := popup.ResourceChange{Resource: q.Resource}
+		c := changelog.ResourceChange{Resource: q.Resource}
 		var (
 			role, name, before, after sql.NullString
 			popupID                   sql.NullInt64
@@ -131,16 +132,16 @@ func (r *ChangeLog) Changes(ctx context.Context, q popup.ResourceChangeQuery) ([
 
 // holdoutChanges are the holdout's phases as changes: phase n's start has id 2n, its end 2n+1.
 // A phase has no name: a name filter matches none.
-func (r *ChangeLog) holdoutChanges(ctx context.Context, q popup.ResourceChangeQuery) ([]popup.ResourceChange, error) {
+func (r *ChangeLog) holdoutChanges(ctx context.Context, q changelog.ResourceChangeQuery) ([]changelog.ResourceChange, error) {
 	if q.Name != "" {
-		return []popup.ResourceChange{}, nil
+		return []changelog.ResourceChange{}, nil
 	}
 	rows, err := r.db.QueryContext(ctx, `SELECT `+holdoutColumns+` FROM popup_holdout_phase ORDER BY phase DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("changes of the holdout: %w", err)
 	}
 	defer rows.Close()
-	var all []popup.ResourceChange
+	var all []changelog.ResourceChange
 	for rows.Next() {
 		p, err := scanHoldout(rows)
 		if err != nil {
@@ -148,26 +149,26 @@ func (r *ChangeLog) holdoutChanges(ctx context.Context, q popup.ResourceChangeQu
 		}
 		phase, percent := strconv.Itoa(p.Phase), strconv.Itoa(p.Percent)
 		if !p.EndedAt.IsZero() {
-			all = append(all, popup.ResourceChange{ID: int64(2*p.Phase + 1), Resource: popup.ChangeHoldout, At: p.EndedAt,
+			all = append(all, changelog.ResourceChange{ID: int64(2*p.Phase + 1), Resource: changelog.ChangeHoldout, At: p.EndedAt,
 				Actor: popup.Actor{Name: p.EndedBy}, Action: "end", Subject: phase, Before: &percent})
 		}
-		all = append(all, popup.ResourceChange{ID: int64(2 * p.Phase), Resource: popup.ChangeHoldout, At: p.StartedAt,
+		all = append(all, changelog.ResourceChange{ID: int64(2 * p.Phase), Resource: changelog.ChangeHoldout, At: p.StartedAt,
 			Actor: popup.Actor{Name: p.StartedBy}, Action: "start", Subject: phase, After: &percent})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("changes of the holdout: %w", err)
 	}
-	out := slices.DeleteFunc(all, func(c popup.ResourceChange) bool {
+	out := slices.DeleteFunc(all, func(c changelog.ResourceChange) bool {
 		return (q.Actor != "" && c.Actor.Name != q.Actor) || (q.Before > 0 && c.ID >= q.Before) ||
 			(q.ByTime && !q.Until.IsZero() && !(c.At.Before(q.Until) || (c.At.Equal(q.Until) && c.ID < q.UntilID)))
 	})
 	if q.ByTime {
-		slices.SortStableFunc(out, func(x, y popup.ResourceChange) int {
+		slices.SortStableFunc(out, func(x, y changelog.ResourceChange) int {
 			return cmp.Or(y.At.Compare(x.At), cmp.Compare(y.ID, x.ID))
 		})
 	}
 	if out == nil {
-		out = []popup.ResourceChange{}
+		out = []changelog.ResourceChange{}
 	}
 	return out[:min(len(out), q.Limit)], nil
 }

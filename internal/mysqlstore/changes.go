@@ -12,8 +12,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/popupdoc"
+	"popupsvc/internal/popuplist"
 )
 
 // encodeDoc is p as popup_revision and popup_audit store it (popupdoc.Revision).
@@ -122,10 +124,10 @@ func nameTaken(err error) error {
 	return err
 }
 
-// Find returns one page of popups and the number matching the filters (see popup.ListQuery).
+// Find returns one page of popups and the number matching the filters (see popuplist.Query).
 // Pages continue by keyset, (sort key, id) past the previous page's last popup, so a page costs
 // the same wherever it is and popups sharing a key are neither repeated nor skipped.
-func (r *PopupRepo) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error) {
+func (r *PopupRepo) Find(ctx context.Context, q popuplist.Query) (popuplist.Page, error) {
 	filter, filterArgs := listFilter(q)
 	where, args := filter, slices.Clone(filterArgs)
 	col, value := sortColumn(q.Sort.Key, q.After)
@@ -148,21 +150,21 @@ func (r *PopupRepo) Find(ctx context.Context, q popup.ListQuery) (popup.ListPage
 	}
 	ps, err := queryPopups(ctx, r.db, `SELECT `+popupColumns+` FROM popup_config WHERE `+where+` ORDER BY `+order+` LIMIT ?`, append(args, q.Limit)...)
 	if err != nil {
-		return popup.ListPage{}, err
+		return popuplist.Page{}, err
 	}
 	// A first page that is not full holds every match: no need to count them again (a search
 	// that finds a few popups scans the table once, not twice).
 	total := len(ps)
 	if q.After != nil || len(ps) == q.Limit {
 		if err := r.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM popup_config WHERE `+filter, filterArgs...).Scan(&total); err != nil {
-			return popup.ListPage{}, fmt.Errorf("count popups: %w", err)
+			return popuplist.Page{}, fmt.Errorf("count popups: %w", err)
 		}
 	}
-	return popup.ListPage{Popups: ps, Total: total}, nil
+	return popuplist.Page{Popups: ps, Total: total}, nil
 }
 
 // listFilter is the WHERE clause of q's filters (not its page).
-func listFilter(q popup.ListQuery) (string, []any) {
+func listFilter(q popuplist.Query) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -185,9 +187,9 @@ func listFilter(q popup.ListQuery) (string, []any) {
 	}
 	switch q.Experiment {
 	case "":
-	case popup.ExperimentNone:
+	case popuplist.ExperimentNone:
 		where = append(where, "(experiment IS NULL OR experiment = 'null')")
-	case popup.ExperimentAny:
+	case popuplist.ExperimentAny:
 		where = append(where, "experiment IS NOT NULL AND experiment <> 'null'")
 	default:
 		// the experiment's document (popupdoc) holds its status at "status"
@@ -241,16 +243,16 @@ var stateConds = map[popup.CampaignState]string{
 }
 
 // sortColumn is the column of a sort key and the value of pos in it.
-func sortColumn(k popup.SortKey, pos *popup.ListPosition) (col string, value any) {
+func sortColumn(k popuplist.SortKey, pos *popuplist.Position) (col string, value any) {
 	if pos == nil {
-		pos = &popup.ListPosition{}
+		pos = &popuplist.Position{}
 	}
 	switch k {
-	case popup.SortByUpdatedAt:
+	case popuplist.SortByUpdatedAt:
 		return "updated_at", pos.UpdatedAt.UTC()
-	case popup.SortByName:
+	case popuplist.SortByName:
 		return "name", pos.Name
-	case popup.SortByPriority:
+	case popuplist.SortByPriority:
 		return "priority", pos.Priority
 	}
 	return "id", pos.ID
@@ -300,8 +302,8 @@ func (r *PopupRepo) History(ctx context.Context, id int64) ([]popup.Revision, er
 	return out, nil
 }
 
-// Audit returns audit entries newest first (see popup.AuditQuery).
-func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error) {
+// Audit returns audit entries newest first (see changelog.AuditQuery).
+func (r *PopupRepo) Audit(ctx context.Context, q changelog.AuditQuery) ([]changelog.AuditEntry, error) {
 	var (
 		where []string
 		args  []any
@@ -324,10 +326,10 @@ func (r *PopupRepo) Audit(ctx context.Context, q popup.AuditQuery) ([]popup.Audi
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	defer rows.Close()
-	out := []popup.AuditEntry{}
+	out := []changelog.AuditEntry{}
 	for rows.Next() {
 		var (
-			e             popup.AuditEntry
+			e             changelog.AuditEntry
 			role          sql.NullString
 			action        string
 			before, after []byte

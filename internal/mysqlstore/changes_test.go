@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/testenv"
@@ -54,7 +55,7 @@ func TestMigration4UpgradesAVersion2DatabaseHoldingData(t *testing.T) {
 	assert.Equal(t, int64(250), hist[0].Popup.StartAt.UnixMilli()%1000)
 
 	// A rollback to the migrated revision works; the audit log starts at the first write.
-	log, err := repo.Audit(ctx, popup.AuditQuery{Limit: 10})
+	log, err := repo.Audit(ctx, changelog.AuditQuery{Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, log)
 	_, _, err = repo.Update(ctx, as("alice"), 1, mustBuild(t, popup.Input{Name: "sale", Creative: popup.Creative{Title: "new"}}), popup.UpdateOptions{})
@@ -101,7 +102,7 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 		revs = append(revs, h.Revision)
 	}
 	assert.Equal(t, []int64{3, 2, 1}, revs)
-	log, err := repo.Audit(ctx, popup.AuditQuery{PopupID: p.ID, Limit: 10})
+	log, err := repo.Audit(ctx, changelog.AuditQuery{PopupID: p.ID, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, log, 3, "failed writes leave no entry")
 	assert.Equal(t, popup.ChangeArchive, log[0].Action)
@@ -109,7 +110,7 @@ func TestEveryWriteRecordsARevisionAndAnAuditEntry(t *testing.T) {
 	assert.Equal(t, popup.StatusArchived, log[0].After.Status)
 	assert.Equal(t, "t", log[0].Before.Title)
 	assert.Nil(t, log[2].Before)
-	page, err := repo.Audit(ctx, popup.AuditQuery{Actor: "bob", Before: log[0].ID, Limit: 10})
+	page, err := repo.Audit(ctx, changelog.AuditQuery{Actor: "bob", Before: log[0].ID, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page, 1)
 	assert.Equal(t, popup.ChangeUpdate, page[0].Action)
@@ -165,7 +166,7 @@ func TestMigration6KeepsEntriesWrittenBeforeRolesWithoutARole(t *testing.T) {
 	require.Len(t, hist, 2)
 	assert.Equal(t, []string{"ed", "alice"}, []string{hist[0].Actor, hist[1].Actor})
 	assert.Equal(t, []popup.Role{popup.RoleEditor, 0}, []popup.Role{hist[0].Role, hist[1].Role}, "the old revision has no role")
-	log, err := repo.Audit(ctx, popup.AuditQuery{Limit: 10})
+	log, err := repo.Audit(ctx, changelog.AuditQuery{Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, log, 2, "the old entry is kept")
 	assert.Equal(t, []popup.Role{popup.RoleEditor, 0}, []popup.Role{log[0].Role, log[1].Role})
@@ -229,7 +230,7 @@ func TestTheRoleCheckReadsTheStoredStatusInTheWrite(t *testing.T) {
 	after, err := repo.Get(ctx, p.ID)
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "refused writes change nothing")
-	log, err := repo.Audit(ctx, popup.AuditQuery{Limit: 10})
+	log, err := repo.Audit(ctx, changelog.AuditQuery{Limit: 10})
 	require.NoError(t, err)
 	assert.Len(t, log, 2, "refused writes are not audited")
 	var n int

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popuplist"
 	"popupsvc/internal/testenv"
 )
 
@@ -46,7 +48,7 @@ func transition(action popup.ChangeKind) popup.ExperimentTransition {
 // lastAction is the action of popup id's newest audit entry.
 func lastAction(t *testing.T, repo *writableRepo, id int64) popup.ChangeKind {
 	t.Helper()
-	entries, err := repo.Audit(context.Background(), popup.AuditQuery{PopupID: id, Limit: 1})
+	entries, err := repo.Audit(context.Background(), changelog.AuditQuery{PopupID: id, Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	return entries[0].Action
@@ -376,19 +378,19 @@ func TestFindFiltersByExperiment(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		give popup.ExperimentFilter
+		give popuplist.ExperimentFilter
 		want []string
 	}{
 		{"", []string{"plain", "draft", "running", "stopped", "concluded"}},
-		{popup.ExperimentAny, []string{"draft", "running", "stopped", "concluded"}},
-		{popup.ExperimentNone, []string{"plain"}},
-		{popup.ExperimentFilter(popup.ExperimentRunning), []string{"running"}},
-		{popup.ExperimentFilter(popup.ExperimentConcluded), []string{"concluded"}},
-		{popup.ExperimentFilter(popup.ExperimentDraft), []string{"draft"}},
+		{popuplist.ExperimentAny, []string{"draft", "running", "stopped", "concluded"}},
+		{popuplist.ExperimentNone, []string{"plain"}},
+		{popuplist.ExperimentFilter(popup.ExperimentRunning), []string{"running"}},
+		{popuplist.ExperimentFilter(popup.ExperimentConcluded), []string{"concluded"}},
+		{popuplist.ExperimentFilter(popup.ExperimentDraft), []string{"draft"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.give), func(t *testing.T) {
-			page, err := repo.Find(ctx, popup.ListQuery{Experiment: tt.give, Sort: popup.ListSort{Key: popup.SortByID}, Limit: 100, Now: time.Now()})
+			page, err := repo.Find(ctx, popuplist.Query{Experiment: tt.give, Sort: popuplist.Sort{Key: popuplist.SortByID}, Limit: 100, Now: time.Now()})
 			require.NoError(t, err)
 			var got []string
 			for _, p := range page.Popups {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popuplist"
 	"popupsvc/internal/testenv"
 )
 
@@ -34,15 +35,15 @@ func BenchmarkFind10k(b *testing.B) {
 
 	for _, tt := range []struct {
 		name string
-		q    popup.ListQuery
+		q    popuplist.Query
 	}{
-		{name: "by id", q: popup.ListQuery{}},
-		{name: "newest updated first", q: popup.ListQuery{Sort: popup.ListSort{Key: popup.SortByUpdatedAt, Desc: true}}},
-		{name: "by name, deep page", q: popup.ListQuery{Sort: popup.ListSort{Key: popup.SortByName}, After: &popup.ListPosition{ID: 9000, Name: "bulk-08999"}}},
-		{name: "by priority desc, deep page", q: popup.ListQuery{Sort: popup.ListSort{Key: popup.SortByPriority, Desc: true}, After: &popup.ListPosition{ID: 5000, Priority: 50}}},
-		{name: "state running", q: popup.ListQuery{State: popup.StateRunning}},
-		{name: "search title and content", q: popup.ListQuery{Search: "bulk 9999"}},
-		{name: "search no match", q: popup.ListQuery{Search: "nothing like this"}},
+		{name: "by id", q: popuplist.Query{}},
+		{name: "newest updated first", q: popuplist.Query{Sort: popuplist.Sort{Key: popuplist.SortByUpdatedAt, Desc: true}}},
+		{name: "by name, deep page", q: popuplist.Query{Sort: popuplist.Sort{Key: popuplist.SortByName}, After: &popuplist.Position{ID: 9000, Name: "bulk-08999"}}},
+		{name: "by priority desc, deep page", q: popuplist.Query{Sort: popuplist.Sort{Key: popuplist.SortByPriority, Desc: true}, After: &popuplist.Position{ID: 5000, Priority: 50}}},
+		{name: "state running", q: popuplist.Query{State: popup.StateRunning}},
+		{name: "search title and content", q: popuplist.Query{Search: "bulk 9999"}},
+		{name: "search no match", q: popuplist.Query{Search: "nothing like this"}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			q := tt.q

@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/mysqlstore"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popuplist"
 	"popupsvc/internal/testenv"
 )
 
@@ -151,7 +153,7 @@ func TestSavesThatChangeNothingWriteNothing(t *testing.T) {
 	hist, err := repo.History(ctx, p.ID)
 	require.NoError(t, err)
 	assert.Len(t, hist, 1, "no revision")
-	log, err := repo.Audit(ctx, popup.AuditQuery{PopupID: p.ID, Limit: 10})
+	log, err := repo.Audit(ctx, changelog.AuditQuery{PopupID: p.ID, Limit: 10})
 	require.NoError(t, err)
 	assert.Len(t, log, 1, "no audit entry beyond the create")
 
@@ -181,13 +183,13 @@ func TestFindSortsPagesAndCounts(t *testing.T) {
 
 	for _, sort := range []string{"id", "-id", "updated_at", "-updated_at", "name", "-name", "priority", "-priority"} {
 		t.Run(sort, func(t *testing.T) {
-			s, ok := popup.ParseListSort(sort)
+			s, ok := popuplist.ParseSort(sort)
 			require.True(t, ok)
-			all, err := repo.Find(ctx, popup.ListQuery{Sort: s, Limit: 1000})
+			all, err := repo.Find(ctx, popuplist.Query{Sort: s, Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, all.Popups, 25)
 			var paged []int64
-			q := popup.ListQuery{Sort: s, Limit: 4}
+			q := popuplist.Query{Sort: s, Limit: 4}
 			for {
 				page, err := repo.Find(ctx, q)
 				require.NoError(t, err)
@@ -198,7 +200,7 @@ func TestFindSortsPagesAndCounts(t *testing.T) {
 				if len(page.Popups) < q.Limit {
 					break
 				}
-				pos := popup.PositionOf(page.Popups[len(page.Popups)-1])
+				pos := popuplist.PositionOf(page.Popups[len(page.Popups)-1])
 				q.After = &pos
 			}
 			want := make([]int64, len(all.Popups))
@@ -214,12 +216,12 @@ func TestFindSortsPagesAndCounts(t *testing.T) {
 }
 
 // order is >= 0 when a may come before b in sort s (ties by id in the same direction).
-func order(s popup.ListSort, a, b popup.Popup) int {
+func order(s popuplist.Sort, a, b popup.Popup) int {
 	var c int
 	switch s.Key {
-	case popup.SortByPriority:
+	case popuplist.SortByPriority:
 		c = b.Priority - a.Priority
-	case popup.SortByUpdatedAt:
+	case popuplist.SortByUpdatedAt:
 		c = b.UpdatedAt.Compare(a.UpdatedAt)
 	}
 	if c == 0 {
@@ -251,7 +253,7 @@ func TestFindSearchesAndFiltersByState(t *testing.T) {
 		require.NoError(t, err)
 		ids[in.Name] = p.ID
 	}
-	names := func(q popup.ListQuery) []string {
+	names := func(q popuplist.Query) []string {
 		t.Helper()
 		q.Limit, q.Now = 100, now
 		page, err := repo.Find(ctx, q)
@@ -266,21 +268,21 @@ func TestFindSearchesAndFiltersByState(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		give popup.ListQuery
+		give popuplist.Query
 		want []string
 	}{
-		{name: "draft", give: popup.ListQuery{State: popup.StateDraft}, want: []string{"draft"}},
-		{name: "scheduled", give: popup.ListQuery{State: popup.StateScheduled}, want: []string{"scheduled"}},
-		{name: "running", give: popup.ListQuery{State: popup.StateRunning}, want: []string{"running", "open"}},
-		{name: "paused", give: popup.ListQuery{State: popup.StatePaused}, want: []string{"paused"}},
-		{name: "ended", give: popup.ListQuery{State: popup.StateEnded}, want: []string{"ended"}},
-		{name: "archived", give: popup.ListQuery{State: popup.StateArchived}, want: []string{"archived"}},
-		{name: "search in content, any case", give: popup.ListQuery{Search: "sale"}, want: []string{"draft"}},
-		{name: "search in title, accents", give: popup.ListQuery{Search: "CAFÉ"}, want: []string{"scheduled"}},
-		{name: "search with wildcards and quotes", give: popup.ListQuery{Search: `0% "off`}, want: []string{"open"}},
-		{name: "search in name", give: popup.ListQuery{Search: "unn"}, want: []string{"running"}},
-		{name: "search by id", give: popup.ListQuery{Search: strconv.FormatInt(ids["paused"], 10)}, want: []string{"paused"}},
-		{name: "search and state", give: popup.ListQuery{Search: "e", State: popup.StateRunning}, want: []string{"open"}},
+		{name: "draft", give: popuplist.Query{State: popup.StateDraft}, want: []string{"draft"}},
+		{name: "scheduled", give: popuplist.Query{State: popup.StateScheduled}, want: []string{"scheduled"}},
+		{name: "running", give: popuplist.Query{State: popup.StateRunning}, want: []string{"running", "open"}},
+		{name: "paused", give: popuplist.Query{State: popup.StatePaused}, want: []string{"paused"}},
+		{name: "ended", give: popuplist.Query{State: popup.StateEnded}, want: []string{"ended"}},
+		{name: "archived", give: popuplist.Query{State: popup.StateArchived}, want: []string{"archived"}},
+		{name: "search in content, any case", give: popuplist.Query{Search: "sale"}, want: []string{"draft"}},
+		{name: "search in title, accents", give: popuplist.Query{Search: "CAFÉ"}, want: []string{"scheduled"}},
+		{name: "search with wildcards and quotes", give: popuplist.Query{Search: `0% "off`}, want: []string{"open"}},
+		{name: "search in name", give: popuplist.Query{Search: "unn"}, want: []string{"running"}},
+		{name: "search by id", give: popuplist.Query{Search: strconv.FormatInt(ids["paused"], 10)}, want: []string{"paused"}},
+		{name: "search and state", give: popuplist.Query{Search: "e", State: popup.StateRunning}, want: []string{"open"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

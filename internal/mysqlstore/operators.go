@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/operator"
-	"popupsvc/internal/popup"
 )
 
 // OperatorLog keeps the operators of the last popup-api start (popup_operator) and records how
@@ -60,9 +60,9 @@ func (l *OperatorLog) Sync(ctx context.Context, ops []operator.Operator, at time
 		if err != nil {
 			return err
 		}
-		record := func(name string, action popup.OperatorChange, oldRole, newRole any) error {
+		record := func(name string, action changelog.OperatorChange, oldRole, newRole any) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO popup_operator_change (at, actor, name, action, old_role, new_role) VALUES (?, ?, ?, ?, ?, ?)`,
-				toDB(at), popup.ConfigurationActor, name, string(action), oldRole, newRole)
+				toDB(at), changelog.ConfigurationActor, name, string(action), oldRole, newRole)
 			return err
 		}
 		seen := map[string]bool{}
@@ -72,16 +72,16 @@ func (l *OperatorLog) Sync(ctx context.Context, ops []operator.Operator, at time
 			was, ok := stored[op.Name]
 			switch {
 			case !ok:
-				err = record(op.Name, popup.OperatorAdded, nil, role)
+				err = record(op.Name, changelog.OperatorAdded, nil, role)
 			case was.role != role:
-				err = record(op.Name, popup.OperatorRole, was.role, role)
+				err = record(op.Name, changelog.OperatorRole, was.role, role)
 			}
 			if err != nil {
 				return err
 			}
 			sameToken := ok && bytes.Equal(tokenHash(was.salt, op.Token), was.hash)
 			if ok && !sameToken {
-				if err := record(op.Name, popup.OperatorToken, nil, nil); err != nil {
+				if err := record(op.Name, changelog.OperatorToken, nil, nil); err != nil {
 					return err
 				}
 			}
@@ -106,7 +106,7 @@ func (l *OperatorLog) Sync(ctx context.Context, ops []operator.Operator, at time
 		}
 		slices.Sort(names)
 		for _, name := range names {
-			if err := record(name, popup.OperatorRemoved, stored[name].role, nil); err != nil {
+			if err := record(name, changelog.OperatorRemoved, stored[name].role, nil); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM popup_operator WHERE name = ?`, name); err != nil {

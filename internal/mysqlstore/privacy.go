@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/event"
 	"popupsvc/internal/popup"
 	"popupsvc/internal/privacy"
@@ -30,7 +31,7 @@ func (r *PrivacyRepo) Request(ctx context.Context, q privacy.Request) (string, e
 		err := tx.QueryRowContext(ctx, `SELECT id FROM privacy_erasure WHERE uid_hash = ? AND status = ? LIMIT 1 FOR UPDATE`,
 			q.UIDHash, privacy.Pending).Scan(&id)
 		if err == nil { // asked again while pending: the same erasure, asked once more
-			return recordPrivacy(ctx, tx, q.At, q.Actor, popup.PrivacyErasureAsked, id, nil)
+			return recordPrivacy(ctx, tx, q.At, q.Actor, changelog.PrivacyErasureAsked, id, nil)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -41,7 +42,7 @@ func (r *PrivacyRepo) Request(ctx context.Context, q privacy.Request) (string, e
 		if err != nil {
 			return err
 		}
-		return recordPrivacy(ctx, tx, q.At, q.Actor, popup.PrivacyErasureAsked, id, nil)
+		return recordPrivacy(ctx, tx, q.At, q.Actor, changelog.PrivacyErasureAsked, id, nil)
 	})
 	if err != nil {
 		return "", err
@@ -323,7 +324,7 @@ func (r *PrivacyRepo) Finish(ctx context.Context, id string, removed map[string]
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err // done before (a job run twice): recorded then
 		}
-		return recordPrivacy(ctx, tx, at, privacy.ErasureActor, popup.PrivacyErased, id, &total)
+		return recordPrivacy(ctx, tx, at, privacy.ErasureActor, changelog.PrivacyErased, id, &total)
 	})
 	if err != nil {
 		return fmt.Errorf("finish erasure: %w", err)
@@ -334,7 +335,7 @@ func (r *PrivacyRepo) Finish(ctx context.Context, id string, removed map[string]
 // RecordExport adds an export of a user's data, made by actor at at, to the audit log (never
 // the uid).
 func (r *PrivacyRepo) RecordExport(ctx context.Context, actor popup.Actor, at time.Time) error {
-	if err := recordPrivacy(ctx, r.db, at, actor, popup.PrivacyExport, "", nil); err != nil {
+	if err := recordPrivacy(ctx, r.db, at, actor, changelog.PrivacyExport, "", nil); err != nil {
 		return fmt.Errorf("record the export: %w", err)
 	}
 	return nil

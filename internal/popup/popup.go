@@ -2,8 +2,10 @@
 // rules, selection, experiment and holdout assignment, goals, audiences' records, roles and the
 // rights of a write, and errors with stable codes. The reporting read models (a popup's stats
 // over days, its conversions on the goals, an experiment arm's days and goal counts, the
-// holdout's phase history) are not rules of the domain: they live in internal/report, which the adapter that fills them and the
-// results that serve them import.
+// holdout's phase history) are not rules of the domain: they live in internal/report, which the
+// adapter that fills them and the results that serve them import. For the same reason the change
+// log's read models live in internal/changelog and the admin list of popups in
+// internal/popuplist.
 package popup
 
 import (

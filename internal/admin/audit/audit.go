@@ -15,9 +15,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/operator"
-	"popupsvc/internal/popup"
 )
 
 // API serves the audit log: a read, every operator's.
@@ -28,7 +28,7 @@ type API struct {
 
 // ChangeLog reads one resource's changes (mysqlstore.ChangeLog), newest first.
 type ChangeLog interface {
-	Changes(ctx context.Context, q popup.ResourceChangeQuery) ([]popup.ResourceChange, error)
+	Changes(ctx context.Context, q changelog.ResourceChangeQuery) ([]changelog.ResourceChange, error)
 }
 
 // Register adds the change log's route.
@@ -66,7 +66,7 @@ type changeWire struct {
 	After    *string   `json:"after"`
 }
 
-func changeToWire(ch popup.ResourceChange) changeWire {
+func changeToWire(ch changelog.ResourceChange) changeWire {
 	w := changeWire{ID: ch.ID, Resource: string(ch.Resource), At: ch.At, Actor: ch.Actor.Name, Action: ch.Action,
 		Subject: ch.Subject, Before: ch.Before, After: ch.After}
 	if ch.Actor.Role.Valid() {
@@ -77,14 +77,14 @@ func changeToWire(ch popup.ResourceChange) changeWire {
 		w.Name = &ch.Name
 	}
 	switch ch.Resource {
-	case popup.ChangePopups, popup.ChangeExperiments:
+	case changelog.ChangePopups, changelog.ChangeExperiments:
 		w.PopupID, w.Version = &ch.PopupID, &ch.Version
-	case popup.ChangeAudiences:
+	case changelog.ChangeAudiences:
 		w.Version, w.Added, w.Removed, w.Size = &ch.Version, &ch.Added, &ch.Removed, &ch.Size
-	case popup.ChangeGoals:
+	case changelog.ChangeGoals:
 		w.Version = &ch.Version
-	case popup.ChangePrivacy:
-		if ch.Action == popup.PrivacyErased {
+	case changelog.ChangePrivacy:
+		if ch.Action == changelog.PrivacyErased {
 			w.Removed = &ch.Removed
 		}
 	}
@@ -96,8 +96,8 @@ const maxNameFilter = 400
 
 // resourceRule is the resource parameter's rule in the words of its error.
 var resourceRule = func() string {
-	names := make([]string, len(popup.ChangeResources))
-	for i, r := range popup.ChangeResources {
+	names := make([]string, len(changelog.ChangeResources))
+	for i, r := range changelog.ChangeResources {
 		names[i] = string(r)
 	}
 	return "must be all, " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
@@ -107,8 +107,8 @@ var resourceRule = func() string {
 // page of a resource's changes, or of every resource's merged (resource all or absent), newest
 // first, as GET /admin/v1/audit pages the popups'.
 func (a *API) changes(c *gin.Context) {
-	q := popup.ResourceChangeQuery{Resource: popup.ChangeResource(c.DefaultQuery("resource", string(popup.ChangeAll)))}
-	if q.Resource != popup.ChangeAll && !slices.Contains(popup.ChangeResources, q.Resource) {
+	q := changelog.ResourceChangeQuery{Resource: changelog.ChangeResource(c.DefaultQuery("resource", string(changelog.ChangeAll)))}
+	if q.Resource != changelog.ChangeAll && !slices.Contains(changelog.ChangeResources, q.Resource) {
 		a.Fail(c, httpapi.QueryError("resource", resourceRule))
 		return
 	}
@@ -132,7 +132,7 @@ func (a *API) changes(c *gin.Context) {
 		return
 	}
 	q.Limit = limit + 1 // one more tells whether there is a next page
-	if q.Resource == popup.ChangeAll {
+	if q.Resource == changelog.ChangeAll {
 		a.all(c, q, limit)
 		return
 	}
@@ -145,12 +145,12 @@ func (a *API) changes(c *gin.Context) {
 		a.Fail(c, err)
 		return
 	}
-	changes, next := httpapi.NextPage(changes, limit, func(ch popup.ResourceChange) int64 { return ch.ID })
+	changes, next := httpapi.NextPage(changes, limit, func(ch changelog.ResourceChange) int64 { return ch.ID })
 	a.page(c, changes, next)
 }
 
 // all answers one page of every resource's changes merged (merge.go).
-func (a *API) all(c *gin.Context, q popup.ResourceChangeQuery, limit int) {
+func (a *API) all(c *gin.Context, q changelog.ResourceChangeQuery, limit int) {
 	var from *cursor
 	if v, ok := c.GetQuery("before"); ok {
 		cur, ok := parseCursor(v)
@@ -160,8 +160,8 @@ func (a *API) all(c *gin.Context, q popup.ResourceChangeQuery, limit int) {
 		}
 		from = &cur
 	}
-	pages := make([][]popup.ResourceChange, len(popup.ChangeResources))
-	for rank, r := range popup.ChangeResources {
+	pages := make([][]changelog.ResourceChange, len(changelog.ChangeResources))
+	for rank, r := range changelog.ChangeResources {
 		rq := q
 		rq.Resource, rq.ByTime = r, true
 		if from != nil {
@@ -177,7 +177,7 @@ func (a *API) all(c *gin.Context, q popup.ResourceChangeQuery, limit int) {
 	a.page(c, changes, next)
 }
 
-func (a *API) page(c *gin.Context, changes []popup.ResourceChange, next *string) {
+func (a *API) page(c *gin.Context, changes []changelog.ResourceChange, next *string) {
 	out := make([]changeWire, len(changes))
 	for i, ch := range changes {
 		out[i] = changeToWire(ch)

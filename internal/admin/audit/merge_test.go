@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"popupsvc/internal/popup"
+	"popupsvc/internal/changelog"
 )
 
 func TestCursorsReadBackAndRefuseWhatIsNotOne(t *testing.T) {
@@ -30,30 +30,30 @@ func TestCursorsReadBackAndRefuseWhatIsNotOne(t *testing.T) {
 func TestTheMergedLogIsNewestFirstThenByResourceThenByID(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	ch := func(r popup.ChangeResource, id int64, sec int) popup.ResourceChange {
-		return popup.ResourceChange{Resource: r, ID: id, At: t0.Add(time.Duration(sec) * time.Second)}
+	ch := func(r changelog.ChangeResource, id int64, sec int) changelog.ResourceChange {
+		return changelog.ResourceChange{Resource: r, ID: id, At: t0.Add(time.Duration(sec) * time.Second)}
 	}
-	goals := []popup.ResourceChange{ch(popup.ChangeGoals, 9, 5), ch(popup.ChangeGoals, 8, 5), ch(popup.ChangeGoals, 7, 1)}
-	popups := []popup.ResourceChange{ch(popup.ChangePopups, 30, 5), ch(popup.ChangePopups, 20, 3)}
-	privacy := []popup.ResourceChange{ch(popup.ChangePrivacy, 2, 7)}
-	page, next := merge([][]popup.ResourceChange{goals, popups, privacy}, 4)
-	assert.Equal(t, []popup.ResourceChange{privacy[0], popups[0], goals[0], goals[1]}, page)
+	goals := []changelog.ResourceChange{ch(changelog.ChangeGoals, 9, 5), ch(changelog.ChangeGoals, 8, 5), ch(changelog.ChangeGoals, 7, 1)}
+	popups := []changelog.ResourceChange{ch(changelog.ChangePopups, 30, 5), ch(changelog.ChangePopups, 20, 3)}
+	privacy := []changelog.ResourceChange{ch(changelog.ChangePrivacy, 2, 7)}
+	page, next := merge([][]changelog.ResourceChange{goals, popups, privacy}, 4)
+	assert.Equal(t, []changelog.ResourceChange{privacy[0], popups[0], goals[0], goals[1]}, page)
 	require.NotNil(t, next)
 	cur, ok := parseCursor(*next)
 	require.True(t, ok)
-	assert.Equal(t, cursor{At: goals[1].At, Rank: popup.ChangeGoals.Rank(), ID: 8}, cur)
+	assert.Equal(t, cursor{At: goals[1].At, Rank: changelog.ChangeGoals.Rank(), ID: 8}, cur)
 
-	page, next = merge([][]popup.ResourceChange{goals[2:], popups[1:]}, 4)
-	assert.Equal(t, []popup.ResourceChange{popups[1], goals[2]}, page)
+	page, next = merge([][]changelog.ResourceChange{goals[2:], popups[1:]}, 4)
+	assert.Equal(t, []changelog.ResourceChange{popups[1], goals[2]}, page)
 	assert.Nil(t, next)
 	page, _ = merge(nil, 4)
 	assert.NotNil(t, page, "an empty page is a list")
 
 	for _, tc := range []struct {
-		r    popup.ChangeResource
+		r    changelog.ChangeResource
 		want int64
-	}{{popup.ChangePopups, 0}, {popup.ChangeGoals, 8}, {popup.ChangePrivacy, math.MaxInt64}} {
-		var q popup.ResourceChangeQuery
+	}{{changelog.ChangePopups, 0}, {changelog.ChangeGoals, 8}, {changelog.ChangePrivacy, math.MaxInt64}} {
+		var q changelog.ResourceChangeQuery
 		cur.after(&q, tc.r.Rank())
 		assert.Equal(t, []any{cur.At, tc.want}, []any{q.Until, q.UntilID}, tc.r)
 	}

@@ -14,9 +14,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popuplist"
 )
 
 // Change control on the admin API: paginated list, history and rollback, audit log, export and
@@ -41,7 +43,7 @@ func (a *API) list(c *gin.Context) {
 		a.Fail(c, aerr)
 		return
 	}
-	q := popup.ListQuery{IncludeArchived: includeArchived, Search: c.Query("q"), Now: a.Now()}
+	q := popuplist.Query{IncludeArchived: includeArchived, Search: c.Query("q"), Now: a.Now()}
 	if s, ok := c.GetQuery("status"); ok {
 		if q.Status = popup.Status(s); !q.Status.Valid() {
 			a.Fail(c, httpapi.QueryError("status", "must be active, draft, paused or archived"))
@@ -54,7 +56,7 @@ func (a *API) list(c *gin.Context) {
 			return
 		}
 	}
-	if q.Experiment = popup.ExperimentFilter(c.Query("experiment")); !q.Experiment.Valid() {
+	if q.Experiment = popuplist.ExperimentFilter(c.Query("experiment")); !q.Experiment.Valid() {
 		a.Fail(c, httpapi.QueryError("experiment", "must be any, none, draft, running, stopped or concluded"))
 		return
 	}
@@ -63,7 +65,7 @@ func (a *API) list(c *gin.Context) {
 		return
 	}
 	var ok bool
-	if q.Sort, ok = popup.ParseListSort(c.Query("sort")); !ok {
+	if q.Sort, ok = popuplist.ParseSort(c.Query("sort")); !ok {
 		a.Fail(c, httpapi.QueryError("sort", "must be id, updated_at, name or priority, optionally prefixed by - for descending"))
 		return
 	}
@@ -109,14 +111,14 @@ type listCursor struct {
 }
 
 // encodeCursor is the cursor of the page after p in sort order: base64url of listCursor's JSON.
-func encodeCursor(p popup.Popup, sort popup.ListSort) string {
+func encodeCursor(p popup.Popup, sort popuplist.Sort) string {
 	c := listCursor{Sort: sort.String(), ID: p.ID}
 	switch sort.Key {
-	case popup.SortByUpdatedAt:
+	case popuplist.SortByUpdatedAt:
 		c.UpdatedAt = &p.UpdatedAt
-	case popup.SortByName:
+	case popuplist.SortByName:
 		c.Name = &p.Name
-	case popup.SortByPriority:
+	case popuplist.SortByPriority:
 		c.Priority = &p.Priority
 	}
 	raw, _ := json.Marshal(c) // a struct of strings, numbers and a time: cannot fail
@@ -126,10 +128,10 @@ func encodeCursor(p popup.Popup, sort popup.ListSort) string {
 // decodeCursor reads a cursor of a page of the list sorted by sort; ok is false for anything
 // else (garbage, or a cursor of another sort, which would skip or repeat popups). A positive
 // decimal id, the cursor before lists could be sorted, still continues the list in id order.
-func decodeCursor(v string, sort popup.ListSort) (pos *popup.ListPosition, ok bool) {
-	if sort == (popup.ListSort{Key: popup.SortByID}) {
+func decodeCursor(v string, sort popuplist.Sort) (pos *popuplist.Position, ok bool) {
+	if sort == (popuplist.Sort{Key: popuplist.SortByID}) {
 		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return &popup.ListPosition{ID: id}, id > 0
+			return &popuplist.Position{ID: id}, id > 0
 		}
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(v)
@@ -142,19 +144,19 @@ func decodeCursor(v string, sort popup.ListSort) (pos *popup.ListPosition, ok bo
 	if dec.Decode(&c) != nil || c.Sort != sort.String() || c.ID <= 0 {
 		return nil, false
 	}
-	pos = &popup.ListPosition{ID: c.ID}
+	pos = &popuplist.Position{ID: c.ID}
 	switch sort.Key {
-	case popup.SortByUpdatedAt:
+	case popuplist.SortByUpdatedAt:
 		ok = c.UpdatedAt != nil
 		if ok {
 			pos.UpdatedAt = *c.UpdatedAt
 		}
-	case popup.SortByName:
+	case popuplist.SortByName:
 		ok = c.Name != nil
 		if ok {
 			pos.Name = *c.Name
 		}
-	case popup.SortByPriority:
+	case popuplist.SortByPriority:
 		ok = c.Priority != nil
 		if ok {
 			pos.Priority = *c.Priority
@@ -254,7 +256,7 @@ func wirePtr(p *popup.Popup, now time.Time) *adminPopup {
 
 func (a *API) audit(c *gin.Context) {
 	var (
-		q    popup.AuditQuery
+		q    changelog.AuditQuery
 		aerr *httpapi.Error
 	)
 	if q.PopupID, aerr = httpapi.PositiveParam(c, "popup_id"); aerr != nil {
@@ -283,7 +285,7 @@ func (a *API) audit(c *gin.Context) {
 		a.Fail(c, err)
 		return
 	}
-	entries, next := httpapi.NextPage(entries, limit, func(e popup.AuditEntry) int64 { return e.ID })
+	entries, next := httpapi.NextPage(entries, limit, func(e changelog.AuditEntry) int64 { return e.ID })
 	out := make([]auditView, len(entries))
 	now := a.Now()
 	for i, e := range entries {

@@ -18,6 +18,7 @@ import (
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/operator"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popuplist"
 )
 
 func TestListCursorsRoundTripAndBelongToOneSort(t *testing.T) {
@@ -25,24 +26,24 @@ func TestListCursorsRoundTripAndBelongToOneSort(t *testing.T) {
 	p := popup.Popup{ID: 42, Name: "Spring, \"sale\"", Priority: -3, UpdatedAt: time.Date(2026, 2, 3, 4, 5, 6, 789_000_000, time.UTC)}
 	for _, s := range []string{"id", "-id", "updated_at", "-updated_at", "name", "-name", "priority", "-priority"} {
 		t.Run(s, func(t *testing.T) {
-			sort, ok := popup.ParseListSort(s)
+			sort, ok := popuplist.ParseSort(s)
 			require.True(t, ok)
 			cursor := encodeCursor(p, sort)
 			pos, ok := decodeCursor(cursor, sort)
 			require.True(t, ok)
-			want := popup.ListPosition{ID: 42}
+			want := popuplist.Position{ID: 42}
 			switch sort.Key {
-			case popup.SortByUpdatedAt:
+			case popuplist.SortByUpdatedAt:
 				want.UpdatedAt = p.UpdatedAt
-			case popup.SortByName:
+			case popuplist.SortByName:
 				want.Name = p.Name
-			case popup.SortByPriority:
+			case popuplist.SortByPriority:
 				want.Priority = p.Priority
 			}
 			assert.Equal(t, want, *pos)
 			for _, other := range []string{"id", "-id", "updated_at", "-name", "priority"} {
 				if other != s {
-					o, _ := popup.ParseListSort(other)
+					o, _ := popuplist.ParseSort(other)
 					_, ok := decodeCursor(cursor, o)
 					assert.False(t, ok, "a cursor of %s is refused by %s", s, other)
 				}
@@ -53,12 +54,12 @@ func TestListCursorsRoundTripAndBelongToOneSort(t *testing.T) {
 
 func TestListCursorRefusesWhatNoPageGave(t *testing.T) {
 	t.Parallel()
-	byID, _ := popup.ParseListSort("id")
-	byName, _ := popup.ParseListSort("name")
+	byID, _ := popuplist.ParseSort("id")
+	byName, _ := popuplist.ParseSort("name")
 	tests := []struct {
 		name string
 		give string
-		sort popup.ListSort
+		sort popuplist.Sort
 		want bool
 	}{
 		{name: "a decimal id continues the id order (cursors before sorting)", give: "17", sort: byID, want: true},
@@ -87,12 +88,12 @@ func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s
 type listRepo struct {
 	PopupRepo
 	popups []popup.Popup
-	got    popup.ListQuery
+	got    popuplist.Query
 }
 
-func (r *listRepo) Find(_ context.Context, q popup.ListQuery) (popup.ListPage, error) {
+func (r *listRepo) Find(_ context.Context, q popuplist.Query) (popuplist.Page, error) {
 	r.got = q
-	return popup.ListPage{Popups: r.popups[:min(q.Limit, len(r.popups))], Total: len(r.popups)}, nil
+	return popuplist.Page{Popups: r.popups[:min(q.Limit, len(r.popups))], Total: len(r.popups)}, nil
 }
 
 func (r *listRepo) Update(context.Context, popup.Actor, int64, popup.Popup, popup.UpdateOptions) (popup.Popup, bool, error) {
@@ -142,7 +143,7 @@ func TestListParameters(t *testing.T) {
 		{name: "sort two dashes", give: "sort=--id", wantField: "sort"},
 		{name: "sort empty", give: "sort=", wantField: ""},
 		{name: "state unknown", give: "state=active", wantField: "state"},
-		{name: "cursor of another sort", give: "sort=name&cursor=" + encodeCursor(popup.Popup{ID: 3}, popup.ListSort{Key: popup.SortByID}), wantField: "cursor"},
+		{name: "cursor of another sort", give: "sort=name&cursor=" + encodeCursor(popup.Popup{ID: 3}, popuplist.Sort{Key: popuplist.SortByID}), wantField: "cursor"},
 		{name: "cursor garbage", give: "cursor=abc", wantField: "cursor"},
 	}
 	for _, tt := range tests {
@@ -183,7 +184,7 @@ func TestListAnswersTotalStateAndANextCursorOfItsSort(t *testing.T) {
 	h := newListAdmin(t, repo, &reloads)
 	rec := serveAdmin(t, h, http.MethodGet, "/admin/v1/popups?sort=-name&limit=2&state=ended&q=x", "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-	assert.Equal(t, popup.ListQuery{State: popup.StateEnded, Now: listNow, Search: "x", Sort: popup.ListSort{Key: popup.SortByName, Desc: true}, Limit: 3}, repo.got)
+	assert.Equal(t, popuplist.Query{State: popup.StateEnded, Now: listNow, Search: "x", Sort: popuplist.Sort{Key: popuplist.SortByName, Desc: true}, Limit: 3}, repo.got)
 	var body struct {
 		Popups []adminPopup `json:"popups"`
 		Next   *string      `json:"next"`
@@ -195,9 +196,9 @@ func TestListAnswersTotalStateAndANextCursorOfItsSort(t *testing.T) {
 	assert.Equal(t, "ended", body.Popups[0].State, "the state at the server's now")
 	assert.Equal(t, "draft", body.Popups[1].State)
 	require.NotNil(t, body.Next)
-	pos, ok := decodeCursor(*body.Next, popup.ListSort{Key: popup.SortByName, Desc: true})
+	pos, ok := decodeCursor(*body.Next, popuplist.Sort{Key: popuplist.SortByName, Desc: true})
 	require.True(t, ok)
-	assert.Equal(t, popup.ListPosition{ID: 2, Name: "b"}, *pos)
+	assert.Equal(t, popuplist.Position{ID: 2, Name: "b"}, *pos)
 }
 
 // TestSavesThatChangeNothingAreNotPropagated: an update or rollback the store reports as

@@ -10,9 +10,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"popupsvc/internal/changelog"
 	"popupsvc/internal/decide"
 	"popupsvc/internal/httpapi"
 	"popupsvc/internal/popup"
+	"popupsvc/internal/popuplist"
 )
 
 // PopupRepo is the durable popup store the admin API reads (mysqlstore.PopupRepo) and the popup
@@ -24,7 +26,7 @@ import (
 // would give two live popups one name returns popup.ErrNameTaken.
 type PopupRepo interface {
 	List(ctx context.Context, includeArchived bool) ([]popup.Popup, error)
-	Find(ctx context.Context, q popup.ListQuery) (popup.ListPage, error)
+	Find(ctx context.Context, q popuplist.Query) (popuplist.Page, error)
 	Get(ctx context.Context, id int64) (popup.Popup, error)
 	Create(ctx context.Context, actor popup.Actor, p popup.Popup) (popup.Popup, error)
 	Update(ctx context.Context, actor popup.Actor, id int64, p popup.Popup, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error)
@@ -32,7 +34,7 @@ type PopupRepo interface {
 	Archive(ctx context.Context, actor popup.Actor, id int64, ifRevision []int64) (popup.Popup, error)
 	Rollback(ctx context.Context, actor popup.Actor, id, toRevision int64, opts popup.UpdateOptions) (stored popup.Popup, changed bool, err error)
 	History(ctx context.Context, id int64) ([]popup.Revision, error)
-	Audit(ctx context.Context, q popup.AuditQuery) ([]popup.AuditEntry, error)
+	Audit(ctx context.Context, q changelog.AuditQuery) ([]changelog.AuditEntry, error)
 	Import(ctx context.Context, actor popup.Actor, ps []popup.Popup, opts popup.ImportOptions) (popup.ImportResult, error)
 }
 

@@ -1,9 +1,44 @@
-package popup
+// Package changelog holds the change log's read models: a popup's audit entries (AuditEntry,
+// AuditQuery, GET /admin/v1/audit) and every resource's changes (ResourceChange,
+// ResourceChangeQuery, ChangeResource, GET /admin/v1/audit/changes), with the names the log
+// gives operators' and privacy requests' changes. mysqlstore fills them; the popups and audit
+// admin slices (internal/admin/popups, internal/admin/audit) serve them.
+//
+// Why a package of its own rather than internal/popup or a slice: no rule of publishing or
+// deciding reads the log, so the domain does not carry it; and the adapter that fills it must not
+// import an HTTP slice. It imports only the domain, for the records an entry carries (a popup, an
+// actor, a role, a kind of change).
+package changelog
 
 import (
 	"slices"
 	"time"
+
+	"popupsvc/internal/popup"
 )
+
+// AuditEntry records one write: who did what to which popup, and the popup before and after
+// (Before is nil for a create).
+type AuditEntry struct {
+	ID       int64
+	At       time.Time
+	Actor    string
+	Role     popup.Role // the actor's role at the write; 0 for writes from before roles were recorded
+	Action   popup.ChangeKind
+	PopupID  int64
+	Revision int64
+	Before   *popup.Popup
+	After    *popup.Popup
+}
+
+// AuditQuery selects audit entries, newest first: of one popup and/or one actor when set, with an
+// id below Before when set, at most Limit.
+type AuditQuery struct {
+	PopupID int64
+	Actor   string
+	Before  int64
+	Limit   int
+}
 
 // ChangeResource names what a change of the audit log (GET /admin/v1/audit/changes?resource=)
 // was made to.
@@ -14,7 +49,8 @@ const (
 	// ChangePopups are the popups' writes (popup_audit) but their experiments' transitions.
 	ChangePopups ChangeResource = "popups"
 	// ChangeExperiments are the experiments' transitions and reassignments (the popup_audit rows
-	// of ChangeExperimentStart, ChangeExperimentStop, ChangeExperimentConclude, ChangeReassign).
+	// of popup.ChangeExperimentStart, ChangeExperimentStop, ChangeExperimentConclude and
+	// ChangeReassign).
 	ChangeExperiments ChangeResource = "experiments"
 	ChangeAudiences   ChangeResource = "audiences"
 	ChangeGoals       ChangeResource = "goals"
@@ -35,7 +71,8 @@ var ChangeResources = []ChangeResource{ChangePopups, ChangeExperiments, ChangeAu
 	ChangeSettings, ChangeHoldout, ChangeOperators, ChangePrivacy}
 
 // ExperimentChanges are the popup changes the audit log lists under ChangeExperiments.
-var ExperimentChanges = []ChangeKind{ChangeExperimentStart, ChangeExperimentStop, ChangeExperimentConclude, ChangeReassign}
+var ExperimentChanges = []popup.ChangeKind{popup.ChangeExperimentStart, popup.ChangeExperimentStop,
+	popup.ChangeExperimentConclude, popup.ChangeReassign}
 
 // Rank is the resource's place in ChangeResources (-1 for none).
 func (r ChangeResource) Rank() int { return slices.Index(ChangeResources, r) }
@@ -89,7 +126,7 @@ type ResourceChange struct {
 	ID       int64
 	Resource ChangeResource
 	At       time.Time
-	Actor    Actor
+	Actor    popup.Actor
 	Action   string
 	Subject  string
 	Name     string
