@@ -15,18 +15,18 @@ import "time"
 // transition of a user's state only extends hiding (see ApplyImpression, ApplyClick,
 // ApplyClose), so a "nothing until t" stays true however that user's state changes meanwhile:
 // a caller may remember it until t or until the config changes, whichever comes first.
-// It does not allocate.
+// It is derived from the eligibility rule (reason), not a second copy of it: it asks reason about
+// each popup once, at the instant every hiding that ends (the pacing, the schedule's start,
+// next_show_at) has ended. It does not allocate.
 func NextEligibleAt(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing) time.Time {
 	q := newQuery(&r)
 	paced := pace.until(s, now)
+	atNow, atPaced := newDecision(&q, s, now, pace), newDecision(&q, s, paced, pace)
 	var earliest time.Time
 	for _, c := range cs {
-		if pace.HeldOut && !c.Popup.HoldoutExempt {
-			continue // never, for a user held out (as long as the config holds them out)
-		}
-		floor := now
+		d, floor := &atNow, now
 		if !c.Popup.ExemptFromCaps {
-			floor = paced
+			d, floor = &atPaced, paced
 		}
 		if !earliest.IsZero() && !earliest.After(floor) {
 			// c cannot show before its floor, so it cannot make the answer earlier: a capped
@@ -36,38 +36,40 @@ func NextEligibleAt(cs []*Compiled, r Request, s *UserState, now time.Time, pace
 			}
 			continue
 		}
-		if t := c.eligibleFrom(&q, s, now, floor); !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
+		if t := c.eligibleFrom(d, floor, pace); !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
 			earliest = t
 		}
 	}
 	return earliest
 }
 
-// eligibleFrom is the earliest instant at or after floor (itself at or after now: when the
-// pacing lets c through) at which c passes every check for q and s, or the zero time for never.
-func (c *Compiled) eligibleFrom(q *query, s *UserState, now, floor time.Time) time.Time {
-	if !c.active || c.match(q) != ReasonNone {
-		return time.Time{}
-	}
-	var st PopupState
-	if s != nil {
-		st = s.Popups.Get(c.Popup.ID)
-	}
-	if c.Popup.MaxImpressions > 0 && st.Impressions >= c.Popup.MaxImpressions {
-		return time.Time{}
-	}
-	t := floor
+// eligibleFrom is the earliest instant at or after floor (d's instant: the one from which the
+// pacing lets c through, at or after now) at which reason finds nothing for c, or the zero time
+// for never. Before the instant t it asks about, c is hidden by the pacing, its schedule's start
+// or its next_show_at (which the cooldowns set), and every one of those has ended at t: what
+// reason finds at t (status, an ended schedule, targeting, the holdout, max_impressions) holds
+// for good, as far as this config goes. floor is d.now, passed apart: an answer derived from d
+// would move d's query to the heap (escape analysis does not tell d's fields apart).
+func (c *Compiled) eligibleFrom(d *decision, floor time.Time, pace Pacing) time.Time {
+	t, later := floor, false
 	if start := c.Popup.StartAt; start != nil && start.After(t) {
-		t = *start
+		t, later = *start, true
 	}
-	if st.NextShowAt.After(t) {
-		t = st.NextShowAt
+	if d.s != nil {
+		if next := d.s.Popups.Get(c.Popup.ID).NextShowAt; next.After(t) {
+			t, later = next, true
+		}
 	}
-	if !t.Before(Forever) {
-		return time.Time{} // hidden forever (a cooldown of -1)
+	at := d // prepared for floor
+	if later {
+		if !t.Before(Forever) {
+			return time.Time{} // hidden forever (a cooldown of -1)
+		}
+		dt := newDecision(d.q, d.s, t, pace)
+		at = &dt
 	}
-	if c.windowReason(t.Unix(), int32(t.Nanosecond())) == ReasonEnded {
-		return time.Time{} // the schedule is over before the popup could show again
+	if c.reason(at) != ReasonNone {
+		return time.Time{}
 	}
 	return t.UTC()
 }

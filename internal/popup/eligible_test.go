@@ -248,9 +248,9 @@ func TestNextEligibleAtIsWhenReasonClears(t *testing.T) {
 	}
 }
 
-// TestSelectIsTheFirstWithNoReason checks Select's cheap rejections against the eligibility rule:
-// over random cases and instants, Select chooses what Explain (which reports the rule for every
-// candidate) chooses.
+// TestSelectIsTheFirstWithNoReason holds Select to the eligibility rule: over random cases and
+// instants, Select chooses what Explain (which reports the rule for every candidate) chooses. Both
+// call reason today; the test is there for the day someone writes Select's checks out for speed.
 func TestSelectIsTheFirstWithNoReason(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(51, 4))

@@ -100,15 +100,19 @@ func (s *UserState) ImpressionsOn(now time.Time) int {
 // whose cooldown still covers now, else a close whose cooldown still covers now, else the reshow
 // interval after an impression.
 func (c *Compiled) Eligible(s *UserState, now time.Time, pace Pacing) Reason {
-	if pace.HeldOut && !c.Popup.HoldoutExempt {
+	d := decision{s: s, now: now, paced: pace.reason(s, now), heldOut: pace.HeldOut}
+	return c.display(&d)
+}
+
+// display is Eligible for a prepared decision: the part of reason after targeting.
+func (c *Compiled) display(d *decision) Reason {
+	if d.heldOut && !c.Popup.HoldoutExempt {
 		return ReasonHoldout
 	}
-	if !c.Popup.ExemptFromCaps {
-		if r := pace.reason(s, now); r != ReasonNone {
-			return r
-		}
+	if d.paced != ReasonNone && !c.Popup.ExemptFromCaps {
+		return d.paced
 	}
-	return c.ownRules(s, now)
+	return c.ownRules(d.s, d.now)
 }
 
 // ownRules applies the popup's own display rules (Eligible without the pacing).

@@ -21,25 +21,15 @@ func SortForSelection(cs []*Compiled) {
 
 // Select returns the highest-priority popup user state s may see at now: the first candidate, in
 // the given order (see SortForSelection), for which reason (the one eligibility rule, which Explain
-// reports) finds nothing: active, in its window, matching r and eligible by the display rules. A
-// capped or cooling-down popup falls through to the next. It returns nil if none qualifies. s may
-// be nil (no state); pace is the team's pacing (its zero value: none). Select records nothing: the
-// caller applies the impression. It does not allocate.
+// reports and NextEligibleAt inverts) finds nothing. A capped or cooling-down popup falls through
+// to the next. It returns nil if none qualifies. s may be nil (no state); pace is the team's
+// pacing (its zero value: none). Select records nothing: the caller applies the impression. It
+// does not allocate.
 func Select(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing) *Compiled {
-	// The pacing is the same for every candidate: while it holds, only exempt popups can be chosen.
-	paced := pace.reason(s, now) != ReasonNone
 	q := newQuery(&r)
-	sec, nsec := now.Unix(), int32(now.Nanosecond())
+	d := newDecision(&q, s, now, pace)
 	for _, c := range cs {
-		// reason's checks, the cheap rejections first and the pacing and holdout read once, so
-		// that the common case, a popup that does not apply, costs no call. Calling reason
-		// itself here costs 28% more instructions over 10,000 candidates (BenchmarkSelect10k
-		// under callgrind); TestSelectIsTheFirstWithNoReason holds the two to the same answer.
-		if !c.active || c.windowReason(sec, nsec) != ReasonNone || c.platforms != 0 && c.platforms&q.platform == 0 ||
-			paced && !c.Popup.ExemptFromCaps || pace.HeldOut && !c.Popup.HoldoutExempt {
-			continue
-		}
-		if c.match(&q) == ReasonNone && c.ownRules(s, now) == ReasonNone {
+		if c.reason(&d) == ReasonNone {
 			return c
 		}
 	}
@@ -109,8 +99,9 @@ type Candidate struct {
 func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing) (chosen *Compiled, out []Candidate) {
 	out = make([]Candidate, 0, len(cs))
 	q := newQuery(&r)
+	d := newDecision(&q, s, now, pace)
 	for _, c := range cs {
-		reason := c.reason(&q, s, now, pace)
+		reason := c.reason(&d)
 		switch {
 		case reason == ReasonNone && chosen == nil:
 			chosen = c
@@ -137,19 +128,37 @@ func Explain(cs []*Compiled, r Request, s *UserState, now time.Time, pace Pacing
 	return chosen, out
 }
 
-// reason is the eligibility rule: the first check that rules c out for q and s at now, in this
-// order: status, window, targeting, then the display rules (Eligible); ReasonNone when c may show.
-// Select chooses by it, Explain reports it, and NextEligibleAt names the instant from which it
-// finds nothing (TestNextEligibleAtIsWhenReasonClears).
-func (c *Compiled) reason(q *query, s *UserState, now time.Time, pace Pacing) Reason {
+// decision is what every candidate of one decision is checked against, prepared once: the
+// request, the user's state, the instant and what the team's pacing and holdout say at it.
+type decision struct {
+	q       *query
+	s       *UserState
+	now     time.Time
+	sec     int64
+	nsec    int32
+	paced   Reason // the pacing's reason at now (the daily cap, the min gap or none)
+	heldOut bool
+}
+
+func newDecision(q *query, s *UserState, now time.Time, pace Pacing) decision {
+	return decision{q: q, s: s, now: now, sec: now.Unix(), nsec: int32(now.Nanosecond()),
+		paced: pace.reason(s, now), heldOut: pace.HeldOut}
+}
+
+// reason is the eligibility rule, the only one: the first check that rules c out for d, in this
+// order: status, window, targeting, then the display rules (display); ReasonNone when c may show.
+// Select chooses by it, Explain reports it, and NextEligibleAt finds the instant from which it
+// finds nothing (TestNextEligibleAtIsWhenReasonClears). The pacing and the holdout are read once
+// per decision (newDecision), not once per popup.
+func (c *Compiled) reason(d *decision) Reason {
 	if !c.active {
 		return ReasonNotActive
 	}
-	if reason := c.windowReason(now.Unix(), int32(now.Nanosecond())); reason != ReasonNone {
+	if reason := c.windowReason(d.sec, d.nsec); reason != ReasonNone {
 		return reason
 	}
-	if reason := c.match(q); reason != ReasonNone {
+	if reason := c.match(d.q); reason != ReasonNone {
 		return reason
 	}
-	return c.Eligible(s, now, pace)
+	return c.display(d)
 }
