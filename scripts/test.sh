@@ -14,7 +14,7 @@
 #            typescript (npm ci); the OpenAPI Generator CLI and the Kotlin build's downloads
 #            (scripts/clients.sh fetch)
 #   venv     .venv with locust, schemathesis and scipy (loadtest/requirements.txt), for the smoke
-#            and go-venv stages
+#            and go-venv stages and the clients stage's last step
 #   stack    MariaDB, Redis and the Redis Cluster of this run
 #   lint     go vet's and staticcheck's checks (tools/popup-lint), both build-tag sets (the
 #            service's and the chaos suite's), and gofmt; not on deploy/ and tools/ (lint says
@@ -39,7 +39,7 @@
 #            clients (Python and Kotlin driven against the API, Kotlin compiled by Maven; Swift and
 #            TypeScript generated without a warning, TypeScript compiled, the guide's Swift checked
 #            against the Swift client) against a popup-api + popup-worker of its own
-#            (scripts/clients.sh), beside the go stage
+#            (scripts/clients.sh), beside the go stage; all but the Python client beside venv too
 #   cluster  the Redis-facing tests again against the Redis Cluster, beside the chaos stage
 #   chaos-faults  the fast subset of `make chaos` whose checks are not timings (MariaDB down at
 #            start and meanwhile, SIGTERM under load, the worker kill storm: nothing lost,
@@ -280,7 +280,7 @@ clients() {
   # Java and Chromium would otherwise take CPU from the smoke's load and the go stage's timings
   renice -n 10 -p "$BASHPID" >/dev/null
   stage_await_mark compile-plain binaries
-  stage_await venv # the generated Python client
+  # (not venv: clients.sh's last step, the Python client, waits for the install under way itself)
   scripts/clients.sh test
 }
 smoke() {
