@@ -43,6 +43,7 @@ type server struct {
 	closers []func() error
 
 	db                 *sql.DB
+	stageDB            *sql.DB // the audience uploads' staged rows (mysqlstore.NewStagingPool)
 	rdb, cfgRDB        redis.UniversalClient
 	keys               redisstore.Keys
 	metrics            *httpapi.Metrics
@@ -90,13 +91,17 @@ func (s *server) stores() error {
 	// Every MySQL call of popup-api but the hot path's state loads passes the gate: refused at
 	// once with a 503 while MySQL is known down, and MySQL marked down by a call that finds it
 	// unreachable.
-	db, err := mysqlstore.NewGatedPool(cfg.MySQLDSN, cfg.MySQLMaxOpen,
-		&mysqlstore.Gate{Down: s.mysqlDep.Down, Failed: s.mysqlDep.Failed, Err: httpapi.ErrMySQLUnavailable})
+	gate := &mysqlstore.Gate{Down: s.mysqlDep.Down, Failed: s.mysqlDep.Failed, Err: httpapi.ErrMySQLUnavailable}
+	db, err := mysqlstore.NewGatedPool(cfg.MySQLDSN, cfg.MySQLMaxOpen, gate)
 	if err != nil {
 		return err
 	}
 	s.db = db
 	s.closers = append(s.closers, db.Close)
+	if s.stageDB, err = mysqlstore.NewStagingPool(cfg.MySQLDSN, gate); err != nil {
+		return err
+	}
+	s.closers = append(s.closers, s.stageDB.Close)
 	s.mysqlDep.Check = mysqlCheck(db, cfg.MySQLMaxOpen, s.recordOperators)
 	ropts := redisstore.OptionsOf(cfg)
 	if s.rdb, err = s.redisClient(ropts); err != nil {
@@ -137,7 +142,7 @@ func (s *server) snapshots() error {
 	// generation of sets rebuilds the snapshot.
 	// The collector's limit follows the audience sets held and loading (internal/memlimit).
 	budget := memlimit.New()
-	s.audiences = audienceStore{mysqlstore.NewAudienceRepo(s.db).OnLoad(budget.Loading)}
+	s.audiences = audienceStore{mysqlstore.NewAudienceRepo(s.db).StageThrough(s.stageDB).OnLoad(budget.Loading)}
 	s.loader = &snapshot.AudienceLoader{Source: s.audiences, Memory: int64(cfg.AudienceMemory), Poll: audiencePoll, Log: log,
 		OnChange: func(*audience.Sets) { s.refresher.Rebuild() }, Budget: budget}
 	s.refresher.Audiences = s.loader

@@ -29,6 +29,8 @@ import (
 // order, each upload holding only the fingerprints that really change the list.
 type AudienceRepo struct {
 	db *sql.DB
+	// stage is the pool the staged rows are written through (StageThrough; nil: db).
+	stage *sql.DB
 	// onLoad, when set, is told the bytes of a base set about to be read (memlimit.Governor).
 	onLoad func(bytes int64)
 	// stmts are the staging statements, prepared on first use and kept: an upload writes
@@ -39,6 +41,13 @@ type AudienceRepo struct {
 
 // NewAudienceRepo returns a repository over db.
 func NewAudienceRepo(db *sql.DB) *AudienceRepo { return &AudienceRepo{db: db} }
+
+// StageThrough makes r write the rows of a staged upload (StageUIDs, StageFingerprints) through
+// stage, a pool that speaks the binary character set (NewStagingPool), and returns r.
+func (r *AudienceRepo) StageThrough(stage *sql.DB) *AudienceRepo {
+	r.stage = stage
+	return r
+}
 
 // OnLoad makes r tell f the bytes of every base set it is about to read, before it reads it,
 // and returns r.
@@ -471,16 +480,20 @@ func (r *AudienceRepo) StageFingerprints(ctx context.Context, upload int64, fps 
 	return nil
 }
 
-// execPrepared runs query as a server-side prepared statement, prepared once per repository: a
-// row goes out in the binary protocol as it is, where the pool's client-side interpolation
-// escapes it into a query string, several times its size in garbage and CPU on the serving
-// process.
+// execPrepared runs query as a server-side prepared statement on the staging pool (StageThrough),
+// prepared once per repository: a row goes out in the binary protocol as it is, where the pool's
+// client-side interpolation escapes it into a query string, several times its size in garbage
+// and CPU on the serving process.
 func (r *AudienceRepo) execPrepared(ctx context.Context, query string, args ...any) error {
 	r.stmtMu.Lock()
 	stmt := r.stmts[query]
 	if stmt == nil {
+		db := r.db
+		if r.stage != nil {
+			db = r.stage
+		}
 		var err error
-		if stmt, err = r.db.PrepareContext(ctx, query); err != nil {
+		if stmt, err = db.PrepareContext(ctx, query); err != nil {
 			r.stmtMu.Unlock()
 			return err
 		}

@@ -30,9 +30,34 @@ type audienceFixture struct {
 
 func newAudienceFixture(t *testing.T) audienceFixture {
 	t.Helper()
-	db := testenv.MySQL(t)
-	repo := mysqlstore.NewAudienceRepo(db)
+	dsn := testenv.MySQLDSN(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := mysqlstore.Open(ctx, dsn, 8)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	stage, err := mysqlstore.NewStagingPool(dsn, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { stage.Close() })
+	repo := mysqlstore.NewAudienceRepo(db).StageThrough(stage)
 	return audienceFixture{db: db, repo: repo, svc: manage.NewAudiences(audienceStore{repo}, nil, 1<<30, time.Now)}
+}
+
+// The staging pool's connections speak binary, so that MySQL stores a staged row as the bytes
+// sent instead of scanning it as utf8mb4 text first (NewStagingPool), and its one connection
+// serves statement after statement.
+func TestTheStagingPoolSpeaksBinary(t *testing.T) {
+	t.Parallel()
+	stage, err := mysqlstore.NewStagingPool(testenv.MySQLDSN(t, false), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { stage.Close() })
+	for range 2 {
+		var client, conn string
+		require.NoError(t, stage.QueryRow(`SELECT @@character_set_client, @@character_set_connection`).Scan(&client, &conn))
+		assert.Equal(t, "binary", client)
+		assert.Equal(t, "binary", conn)
+	}
+	assert.Equal(t, 1, stage.Stats().MaxOpenConnections)
 }
 
 func (f audienceFixture) write(t *testing.T, id int64, action popup.AudienceAction, uids ...string) popup.MemberWrite {

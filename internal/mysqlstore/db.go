@@ -29,11 +29,14 @@ func NewPool(dsn string, maxOpen int) (*sql.DB, error) {
 	return pool(connector, maxOpen), nil
 }
 
-// newConnector is the MySQL connector of dsn with the parameters NewPool promises.
-func newConnector(dsn string) (driver.Connector, error) {
+// newConnector is the MySQL connector of dsn with the parameters NewPool promises, then opts.
+func newConnector(dsn string, opts ...mysql.Option) (driver.Connector, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse MySQL DSN: %w", err)
+	}
+	if err := cfg.Apply(opts...); err != nil {
+		return nil, fmt.Errorf("MySQL DSN: %w", err)
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Gate is the rule "MySQL is down: fail at once" of a pool built by NewGatedPool. It lives
@@ -68,6 +71,25 @@ func NewGatedPool(dsn string, maxOpen int, g *Gate) (*sql.DB, error) {
 		return nil, err
 	}
 	return pool(gatedConnector{Connector: connector, gate: g}, maxOpen), nil
+}
+
+// NewStagingPool is the pool an audience upload stages its rows through
+// (AudienceRepo.StageThrough), gated by g when g is not nil: one connection, open while it is
+// used and a minute after, that speaks the binary character set. A staged row is bytes (uids,
+// or fingerprints) sent as a statement's parameter: on a utf8mb4 connection MySQL first scans
+// it as text, character by character (about 30% of MariaDB's CPU on a 20 M replace); on a
+// binary one it stores it as it is.
+func NewStagingPool(dsn string, g *Gate) (*sql.DB, error) {
+	connector, err := newConnector(dsn, mysql.Charset("binary", ""))
+	if err != nil {
+		return nil, err
+	}
+	if g != nil {
+		connector = gatedConnector{Connector: connector, gate: g}
+	}
+	db := pool(connector, 1)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db, nil
 }
 
 type gatedConnector struct {
