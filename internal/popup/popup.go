@@ -463,19 +463,28 @@ func (r AudienceRefs) validate(v *validator) {
 const UIDRule = "1-64 characters of [A-Za-z0-9_.:-]"
 
 // ValidUID reports whether s is a well-formed user id: 1-64 characters of [A-Za-z0-9_.:-].
-// It is on the hot path of every homepage request, so it does not allocate.
+// It is on the hot path of every homepage request, so it does not allocate, and it checks every
+// uid of an audience upload (20 million of them), so it looks each byte up in a table.
 func ValidUID(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !isAlnum(c) && c != '_' && c != '.' && c != ':' && c != '-' {
+		if !uidByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// uidByte[c] reports whether c may be in a uid: one load where the comparisons took up to eight.
+var uidByte = func() (t [256]bool) {
+	for c := range t {
+		b := byte(c)
+		t[c] = isAlnum(b) || b == '_' || b == '.' || b == ':' || b == '-'
+	}
+	return t
+}()
 
 // validCode reports whether s is a region or language code: 1-16 characters of [A-Za-z0-9_-].
 // The alphabet is deliberately loose ("cn", "CN", "zh-Hans", "en_US") because matching is by

@@ -546,6 +546,13 @@ func TestValidUID(t *testing.T) {
 			assert.Equal(t, tt.want, popup.ValidUID(tt.give))
 		})
 	}
+	// Every byte, alone and inside a uid: exactly the rule's alphabet.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-"
+	for c := range 256 {
+		want := strings.IndexByte(alphabet, byte(c)) >= 0
+		assert.Equal(t, want, popup.ValidUID(string([]byte{byte(c)})), "byte %#x", c)
+		assert.Equal(t, want, popup.ValidUID("ab"+string([]byte{byte(c)})+"cd"), "byte %#x inside", c)
+	}
 }
 
 func TestStatusValid(t *testing.T) {
