@@ -58,8 +58,6 @@ func launchLogged(t testing.TB, cfg config.Config, clk *clock, ready bool, logs 
 	return wrap(apitest.LaunchLogged(t, cfg, clk, ready, logs))
 }
 
-func relaxedConfig(t *testing.T) config.Config { t.Helper(); return apitest.RelaxedConfig(t) }
-
 func startWithWorker(t *testing.T) (config.Config, *instance, *sql.DB) {
 	t.Helper()
 	cfg, in, db := apitest.StartWithWorker(t)

@@ -230,7 +230,7 @@ func TestListIncludeArchivedFlag(t *testing.T) {
 func TestClicksFollowTheLifecycle(t *testing.T) {
 	t.Parallel()
 	testenv.RedisFacing(t)
-	api := start(t, relaxedConfig(t), nil)
+	api := start(t, apitest.RelaxedConfig(t), nil)
 	tests := []struct {
 		status string
 		want   int
