@@ -500,6 +500,7 @@ func openloop(args []string) error {
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the generator (it shares the cores with the server)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	hist := fs.String("hist", "", "write latency percentiles (0-100 in 0.1 steps) to this CSV file")
+	raw := fs.String("raw", "", "append each answered request's intended send time (Unix ns) and latency (ns) to this file, one request a line")
 	batch := fs.Int("batch", 0, "0: GET /api/v1/popup; N: POST /api/v1/conversions/batch with N conversions (1-500) of random pool users")
 	goal := fs.String("goal", "bench", "the goal of -batch's conversions")
 	fs.Parse(args) // ExitOnError
@@ -554,6 +555,11 @@ func openloop(args []string) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	if *raw != "" { // before ok below reuses lat's array
+		if err := appendRaw(*raw, start, interval, lat); err != nil {
+			return err
+		}
+	}
 	ok := lat[:0]
 	for _, l := range lat {
 		if l >= 0 {
@@ -586,6 +592,28 @@ func openloop(args []string) error {
 	fmt.Printf("openloop: rate %d/s for %s over %d conns: sent %d completed %d errors %d non-2xx %d degraded %d late(>1ms) %d | p50 %.2f ms p90 %.2f p99 %.2f p99.9 %.2f max %.2f\n",
 		*rate, *dur, *conns, total, len(ok), errs.Load(), non2xx.Load(), degraded.Load(), late.Load(), pct(.5), pct(.9), pct(.99), pct(.999), pct(1))
 	return nil
+}
+
+// appendRaw appends to file, for each slot i answered (lat[i] >= 0), its intended send time in
+// Unix nanoseconds and its latency in nanoseconds: the raw readings a caller pools across runs,
+// or cuts at instants of its own (make bench-upload's upload).
+func appendRaw(file string, start time.Time, interval float64, lat []time.Duration) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	t0 := start.UnixNano()
+	for i, l := range lat {
+		if l >= 0 {
+			fmt.Fprintf(w, "%d %d\n", t0+int64(float64(i)*interval), int64(l))
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Header names and values openloop looks for, compared case-insensitively.
