@@ -100,7 +100,7 @@ func (s *UserState) ImpressionsOn(now time.Time) int {
 // whose cooldown still covers now, else a close whose cooldown still covers now, else the reshow
 // interval after an impression.
 func (c *Compiled) Eligible(s *UserState, now time.Time, pace Pacing) Reason {
-	d := decision{s: s, now: now, paced: pace.reason(s, now), heldOut: pace.HeldOut}
+	d := newDecision(nil, s, now, pace) // display reads no query
 	return c.display(&d)
 }
 
