@@ -139,6 +139,31 @@ func TestJudgeComputesEachTargetFromTheReadings(t *testing.T) {
 	assert.NotContains(t, out.String(), "FAIL")
 }
 
+func TestJudgeLeavesOutTheOpenLoopTargetWhenNoOpenRoundRan(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"open rounds", results(false), "| (d) open-loop p99 at 450 req/s (half the API's best), api / bare | 1.200 (rounds: 1.200) | <= 1.5 | PASS |\n| (e) first-visit"},
+		{"BENCH_OPEN_ROUNDS=0", results(false)[:strings.LastIndex(results(false), "\nopen ")], ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, err := parseRecords(strings.NewReader(tt.in))
+			require.NoError(t, err)
+			b, err := compute(recs)
+			require.NoError(t, err)
+
+			var out bytes.Buffer
+			b.report(&out)
+			if tt.want == "" {
+				assert.NotContains(t, out.String(), "(d) open-loop", "no open-loop round, no verdict on it")
+				assert.Contains(t, out.String(), "| (c) API CPU per steady-state request / bare CPU per request |")
+			} else {
+				assert.Contains(t, out.String(), tt.want, "(d) in its place, after (c)")
+			}
+		})
+	}
+}
+
 func TestJudgeFailsADegradedAnswerAndAQueueThatNeverDrained(t *testing.T) {
 	recs, err := parseRecords(strings.NewReader(results(true)))
 	require.NoError(t, err)
@@ -307,11 +332,11 @@ func TestJudgeMixComparesTheAPIWithTheBareServer(t *testing.T) {
 	}
 }
 
-// ruleRound is one round of the rules case on a load (kind rulesteady or rulemix): bare 100k req/s,
-// 81k with the rules (and the attributes), 82k without.
+// ruleRound is one round of the rules case on a load (kind rulesteady or rulemix): each API run's
+// bare run 100k req/s, 81k with the rules (and the attributes), 82k without.
 func ruleRound(kind string, round int, order string) string {
-	return fmt.Sprintf("%s r=%d order=%s a_rps=100000 on_rps=81000 on_p99=2 on_reqs=648000 on_bad=0 on_d0=0 on_d1=0 on_p0=0 on_p1=648 "+
-		"off_rps=82000 off_p99=2 off_reqs=640000 off_bad=0 off_d0=0 off_d1=0 off_p0=648 off_p1=1224\n", kind, round, order)
+	return fmt.Sprintf("%s r=%d order=%s on_bare=100000 on_rps=81000 on_p99=2 on_reqs=648000 on_bad=0 on_d0=0 on_d1=0 on_p0=0 on_p1=648 "+
+		"off_bare=100000 off_rps=82000 off_p99=2 off_reqs=640000 off_bad=0 off_d0=0 off_d1=0 off_p0=648 off_p1=1224\n", kind, round, order)
 }
 
 func TestJudgeRulesLossIsTheRatioWithoutMinusWithOnEachLoad(t *testing.T) {
@@ -325,6 +350,8 @@ func TestJudgeRulesLossIsTheRatioWithoutMinusWithOnEachLoad(t *testing.T) {
 			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | 0.010 (rounds: 0.010; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.010) | <= 0.02 | PASS |", true},
 		{"steady state 0.03 behind", "rulesteady", "on_rps=81000", "on_rps=79000", 0.03,
 			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | 0.030 (rounds: 0.030; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.030) | <= 0.02 | FAIL |", false},
+		{"each run against its own bare run", "rulesteady", "on_bare=100000", "on_bare=90000", -0.08,
+			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | -0.080 (rounds: -0.080; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds -0.080) | <= 0.02 | PASS |", true},
 		{"the mix within 0.02", "rulemix", "", "", 0.01,
 			"| (k) revisit-mix ratio without rules − with two rules and a second placement on half the mix's popups | 0.010 (rounds: 0.010; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.010) | <= 0.02 | PASS |", true},
 		{"the mix with a degraded answer", "rulemix", "on_d1=0", "on_d1=2", 0.01,
@@ -373,7 +400,7 @@ func TestJudgeRulesTakesTheMedianOverRoundsAndShowsEachOrder(t *testing.T) {
 }
 
 func TestJudgeRefusesARulesRecordWithoutARun(t *testing.T) {
-	recs, err := parseRecords(strings.NewReader("meta clk=100\nrulemix r=1 order=on-off a_rps=1000 on_rps=900"))
+	recs, err := parseRecords(strings.NewReader("meta clk=100\nrulemix r=1 order=on-off on_bare=1000 on_rps=900"))
 	require.NoError(t, err)
 
 	_, err = compute(recs)
