@@ -43,6 +43,8 @@ func main() {
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	trips := flag.Int("trips", 2, "Redis round trips a request: 2 (GET, then EVALSHA) or 1 (EVALSHA)")
 	client := flag.String("client", "goredis", "goredis: the service's client and autopipeliner; raw: rawClient")
+	flushDelay := flag.Duration("flush-delay", 0, "goredis: the autopipeliner's MaxFlushDelay, a wait for more commands after each flush (0: none, the service's)")
+	fullDuplex := flag.Bool("full-duplex", false, "goredis: the autopipeliner's FullDuplex mode (a writer and a reader on one connection)")
 	flag.Parse()
 	if *trips != 1 && *trips != 2 {
 		log.Fatalf("-trips must be 1 or 2, not %d", *trips)
@@ -56,7 +58,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pipe, err := redisstore.NewPipeline(rdb)
+	// The service's autopipeliner of a single node (redisstore.Pipeline) is the client's
+	// AsyncAutoPipeline with go-redis's default options; the flags change those options only.
+	opts := redis.DefaultAutoPipelineOptions()
+	opts.MaxFlushDelay, opts.FullDuplex = *flushDelay, *fullDuplex
+	pipe, err := rdb.AsyncAutoPipelineWithOptions(opts)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,7 +82,8 @@ func main() {
 		log.Fatalf("-client must be goredis or raw, not %q", *client)
 	}
 
-	log.Printf("floorserver on %s, body %d bytes, %d Redis round trips a request, client %s", *addr, len(body), *trips, *client)
+	log.Printf("floorserver on %s, body %d bytes, %d Redis round trips a request, client %s, flush delay %s, full duplex %t",
+		*addr, len(body), *trips, *client, *flushDelay, *fullDuplex)
 	err = http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/debug/pprof/profile" { // scripts/bench-floor.sh's BENCH_FLOOR_PROFILE
 			pprof.Profile(w, r)
@@ -106,7 +113,7 @@ func main() {
 // floor runs a request's commands through the service's autopipeliner, or raw when set.
 type floor struct {
 	hash, state, event, ttl string
-	pipe                    *redisstore.Pipeline
+	pipe                    *redis.AutoPipeliner
 	raw                     *rawClient
 }
 
@@ -117,7 +124,7 @@ func (f *floor) get(ctx context.Context, key string) (string, error) {
 		return c.reply, c.err
 	}
 	cmd := redis.NewStringCmd(ctx, "get", key)
-	if err := f.pipe.Do(ctx, key, cmd); err != nil && err != redis.Nil {
+	if err := f.pipe.Submit(ctx, cmd).WaitContext(ctx); err != nil && err != redis.Nil {
 		return "", err
 	}
 	return cmd.Val(), nil
@@ -128,7 +135,7 @@ func (f *floor) record(ctx context.Context, key, prev string) error {
 	if f.raw != nil {
 		return f.raw.do("evalsha", f.hash, "2", key, "floor:q", prev, f.state, f.ttl, f.event).err
 	}
-	return f.pipe.Do(ctx, key, redis.NewCmd(ctx, "evalsha", f.hash, 2, key, "floor:q", prev, f.state, f.ttl, f.event))
+	return f.pipe.Submit(ctx, redis.NewCmd(ctx, "evalsha", f.hash, 2, key, "floor:q", prev, f.state, f.ttl, f.event)).WaitContext(ctx)
 }
 
 // query is the first value of name in a raw query string, unescaped as it stands.
