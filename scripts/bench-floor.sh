@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # bench-floor.sh: the impression path's floor (issue 55). One stack (scripts/benchstack.sh,
-# BENCH_UIDS users warmed); per round (BENCH_ROUNDS, 3), the order rotating, the same wrk load of
-# make bench's run C (every GET shows the record popup) of BENCH_DURATION (8s) against:
+# BENCH_UIDS users warmed, 20,000); per round (BENCH_ROUNDS, 3), the order rotating, make bench's
+# run C load (every GET shows the record popup) for BENCH_DURATION (8s) with BENCH_CONNS (64) wrk
+# connections against:
 #   bare    loadtest/refserver answering the impression answer's size (make bench's A')
 #   floor2  loadtest/floorserver: that answer after a Redis GET and a record-shaped EVALSHA through
 #           the service's Redis client and autopipeliner, nothing else
 #   floor1  floorserver -trips 1: the EVALSHA alone (a state already known)
-#   raw2    floorserver -client raw: floor2's commands through the least a pipelining client does
+#   raw2    floorserver -client raw: floor2's commands through a minimal full-duplex client
 #   win2    floor2 with a 100 µs wait for more commands after each flush (go-redis's MaxFlushDelay)
 #   fd2     floor2 with go-redis's full-duplex autopipeliner (a writer and a reader on one connection)
-# BENCH_FLOOR_SERVERS ("bare floor2 floor1 raw2 api") picks them; bare is always run. BENCH_CONNS
-# (64) is wrk's connections.
 #   api     popup-api itself (its answer, its GET and record script, its queued impression, which
-#           the worker drains after the run)
-# For each: req/s and the server's CPU-µs per request (/proc, its process only); then the medians
-# over the rounds of each server's CPU per request over bare's: make bench's (b) CPU ratio for the
-# API, and the same ratio for a server that does nothing but the two Redis round trips.
+#           the worker drains meanwhile and after the run: the floors' events are not drained)
+# BENCH_FLOOR_SERVERS ("floor2 floor1 raw2 api") picks them; bare always runs, once a round.
+# For each: req/s, p99 and the server's CPU-µs per request (/proc, its process only); then the
+# medians over the rounds of each server's CPU per request over the round's bare run's: make
+# bench's (b) CPU ratio for the API, and the same ratio for servers that do no more than the
+# Redis round trips. The readings go to loadtest/reports/bench-floor-STAMP.txt.
 # BENCH_FLOOR_PROFILE=PREFIX: a CPU profile of each server but bare over each run but its last 2 s,
-# PREFIX-SERVER-rROUND.prof (merge a server's rounds with go tool pprof -proto A B C >MERGED).
+# PREFIX-SERVER-rROUND.prof (merge a server's rounds with go tool pprof -proto A B C >MERGED); the
+# profiler's own CPU then counts in those servers' figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -26,6 +28,10 @@ export BENCH_UIDS=${BENCH_UIDS:-20000} BENCH_REGIONS=${BENCH_REGIONS:-8}
 unset BENCH_QUERY_REGION
 rounds=${BENCH_ROUNDS:-3}
 duration=${BENCH_DURATION:-8s}
+secs=${duration%s}
+if [ -n "${BENCH_FLOOR_PROFILE:-}" ] && ! [ "$secs" -gt 2 ] 2>/dev/null; then
+  log "BENCH_FLOOR_PROFILE needs BENCH_DURATION in seconds, over 2 (got $duration)"; exit 2
+fi
 log() { printf '[bench-floor] %s\n' "$*" >&2; }
 
 source scripts/benchstack.sh
@@ -63,11 +69,11 @@ for r in $(seq 1 "$rounds"); do
     if [ -n "${BENCH_FLOOR_PROFILE:-}" ] && [ "$s" != bare ]; then
       prof_url="${url[$s]}/debug/pprof/profile" auth=()
       [ "$s" = api ] && prof_url="http://127.0.0.1:${admin_port}/debug/pprof/profile" auth=(-H 'Authorization: Bearer bench')
-      curl -fsS "${auth[@]}" -o "${BENCH_FLOOR_PROFILE}-$s-r$r.prof" "$prof_url?seconds=$((${duration%s} - 2))" & prof_pid=$!
+      curl -fsS "${auth[@]}" -o "${BENCH_FLOOR_PROFILE}-$s-r$r.prof" "$prof_url?seconds=$((secs - 2))" & prof_pid=$!
     fi
     out=$(BENCH_QUERY_REGION=rec wrk -t2 -c"${BENCH_CONNS:-64}" -d"$duration" --latency -s loadtest/bench.lua "${url[$s]}")
     t1=$(cpu_ticks "${pid[$s]}"); d1=$(degraded)
-    if [ -n "$prof_pid" ]; then wait "$prof_pid"; fi
+    if [ -n "$prof_pid" ]; then wait "$prof_pid" || log "$s round $r: no profile"; fi
     read -r rps _ p99 reqs bad < <(bin/benchtool wrkparse <<<"$out")
     [ "$s" = api ] && bad=$((bad + d1 - d0))
     if [ "$bad" != 0 ]; then log "$s round $r: $bad errors or degraded answers; this run measures nothing"; exit 1; fi
@@ -77,6 +83,7 @@ for r in $(seq 1 "$rounds"); do
     [ "$s" = api ] && wait_drained
   done
 done
+cp "$table" "loadtest/reports/bench-floor-$(date -u +%Y%m%dT%H%M%SZ).txt" # round server req/s p99 CPU-µs
 # the medians of each round's CPU per request over its bare run's
 awk '{cpu[$1" "$2] = $5; rps[$1" "$2] = $3; p99[$1" "$2] = $4; if ($1 > n) n = $1}
   function median(a, k,   i, j, t) { for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }

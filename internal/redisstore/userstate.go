@@ -330,8 +330,8 @@ func (s *UserStore) Record(ctx context.Context, uid string, prev string, next *p
 	ev := &evs[0]
 	user := s.keys.User(uid)
 	sk := s.shardArgs[s.keys.Shard(uid)]
-	// EVALSHA's arguments, built in one slice with the constant ones boxed once (see
-	// recordArgs): the record path's allocations are most of what it costs popup-api
+	// EVALSHA's arguments, built in one slice with the constant ones boxed once (recordHash
+	// and the others above): every allocation here is paid on every impression
 	// (docs/PERFORMANCE.md, "The record path's CPU").
 	cmdArgs := make([]any, 0, 40)
 	cmdArgs = append(cmdArgs, "evalsha", recordHash, 3, user, sk.queue, sk.known)

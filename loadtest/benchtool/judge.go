@@ -503,7 +503,8 @@ func compute(recs []record) (bench, error) {
 // onOff reads a with-and-without record: the bare run (a_rps), then on_* and off_* readings of the
 // API's runs (req/s, p99, requests, non-2xx and socket errors, degraded counter and API CPU ticks
 // before and after). With paired, each API run has a bare run of its own, on the same requests,
-// just before it (on_bare, off_bare) instead of the one a_rps.
+// just before it (on_bare, off_bare) instead of the one a_rps; a results file of before that
+// change, without them, is read as it was written.
 func (rd *reader) onOff(r record, clk float64, paired bool) onOffRow {
 	row := onOffRow{
 		round: rd.num(r, "r"), order: r.v["order"],
@@ -512,7 +513,7 @@ func (rd *reader) onOff(r record, clk float64, paired bool) onOffRow {
 		onCPU:  perK([]float64{rd.num(r, "on_p0")}, []float64{rd.num(r, "on_p1")}, rd.num(r, "on_reqs"), clk)[0],
 		offCPU: perK([]float64{rd.num(r, "off_p0")}, []float64{rd.num(r, "off_p1")}, rd.num(r, "off_reqs"), clk)[0],
 	}
-	if paired {
+	if _, ok := r.v["on_bare"]; paired && ok {
 		row.onBare, row.offBare = rd.num(r, "on_bare"), rd.num(r, "off_bare")
 	} else {
 		row.onBare = rd.num(r, "a_rps")

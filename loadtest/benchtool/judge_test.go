@@ -352,6 +352,8 @@ func TestJudgeRulesLossIsTheRatioWithoutMinusWithOnEachLoad(t *testing.T) {
 			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | 0.030 (rounds: 0.030; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.030) | <= 0.02 | FAIL |", false},
 		{"each run against its own bare run", "rulesteady", "on_bare=100000", "on_bare=90000", -0.08,
 			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | -0.080 (rounds: -0.080; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds -0.080) | <= 0.02 | PASS |", true},
+		{"an older results file, one bare run a round", "rulesteady", "on_bare=100000", "a_rps=100000", 0.01,
+			"| (k) steady-state ratio without rules − with two rules and a second placement on half the popups | 0.010 (rounds: 0.010;", true},
 		{"the mix within 0.02", "rulemix", "", "", 0.01,
 			"| (k) revisit-mix ratio without rules − with two rules and a second placement on half the mix's popups | 0.010 (rounds: 0.010; API CPU-ms/1k with 10.0, without 9.0; mean of on-off rounds 0.010) | <= 0.02 | PASS |", true},
 		{"the mix with a degraded answer", "rulemix", "on_d1=0", "on_d1=2", 0.01,
