@@ -251,11 +251,22 @@ func (b *browser) run(actions ...chromedp.Action) {
 	require.NoError(b.t, chromedp.Run(ctx, actions...))
 }
 
-// text waits for sel and returns its text.
+// visible is a page condition: an element matches sel and has a box, as chromedp's visibility
+// check has it.
+func visible(sel string) string {
+	return `(() => { const el = document.querySelector(` + js(sel) + `); return !!el && !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length); })()`
+}
+
+// text waits for sel and returns its text (innerText, as chromedp.Text reads it). Both in the
+// page: chromedp's own queries (WaitVisible, Text) look nodes up in its copy of the DOM, which is
+// filled from the browser's DOM events; a query made as a navigation ends can find its node ids
+// before that copy has them and then wait for them in vain until the step's deadline
+// (chromedp/chromedp#1593): a sign-in form on the screen for seconds, never seen.
 func (b *browser) text(sel string) string {
 	b.t.Helper()
+	b.waitFor(visible(sel))
 	var s string
-	b.run(chromedp.WaitVisible(sel), chromedp.Text(sel, &s))
+	b.eval(`document.querySelector(`+js(sel)+`).innerText`, &s)
 	return s
 }
 
@@ -265,13 +276,14 @@ func (b *browser) eval(expr string, out any) {
 	b.run(chromedp.Evaluate(expr, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
 }
 
-// fill sets an input's value as a paste would, firing input and change.
+// fill sets an input's value as a paste would, firing input and change, once sel is visible
+// (waited for in the page, as text does).
 func (b *browser) fill(sel, value string) {
 	b.t.Helper()
+	b.waitFor(visible(sel))
 	v, _ := json.Marshal(value)
-	s, _ := json.Marshal(sel)
-	b.run(chromedp.WaitVisible(sel), chromedp.Evaluate(fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s;
-		el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); })()`, s, v), nil))
+	b.run(chromedp.Evaluate(fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s;
+		el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); })()`, js(sel), v), nil))
 }
 
 // waitFor waits until a JavaScript condition is true. The page checks it every 10 ms and answers
@@ -686,10 +698,12 @@ func mustJSON(t *testing.T, v any) string {
 	return string(raw)
 }
 
+// attr waits for sel to be visible and returns its attribute name ("" when it has none), both in
+// the page, as text does.
 func (b *browser) attr(sel, name string) string {
 	b.t.Helper()
+	b.waitFor(visible(sel))
 	var v string
-	var ok bool
-	b.run(chromedp.WaitVisible(sel), chromedp.AttributeValue(sel, name, &v, &ok))
+	b.eval(`document.querySelector(`+js(sel)+`).getAttribute(`+js(name)+`) ?? ''`, &v)
 	return v
 }
