@@ -452,16 +452,16 @@ func compute(recs []record) (bench, error) {
 			b.opens = append(b.opens, row)
 			b.errs += row.errs
 		case "audsteady":
-			row := rd.onOff(r, clk, false)
+			row := rd.onOff(r, clk)
 			row.errs += rd.num(r, "fc1") - rd.num(r, "fc0")
 			b.audiences = append(b.audiences, row)
 			b.errs += row.errs
 		case "rulesteady":
-			row := rd.onOff(r, clk, true)
+			row := rd.onOff(r, clk)
 			b.ruleSteady = append(b.ruleSteady, row)
 			b.errs += row.errs
 		case "rulemix":
-			row := rd.onOff(r, clk, true)
+			row := rd.onOff(r, clk)
 			b.ruleMix = append(b.ruleMix, row)
 			b.errs += row.errs
 		case "ingest":
@@ -502,10 +502,10 @@ func compute(recs []record) (bench, error) {
 
 // onOff reads a with-and-without record: the bare run (a_rps), then on_* and off_* readings of the
 // API's runs (req/s, p99, requests, non-2xx and socket errors, degraded counter and API CPU ticks
-// before and after). With paired, each API run has a bare run of its own, on the same requests,
-// just before it (on_bare, off_bare) instead of the one a_rps; a results file of before that
-// change, without them, is read as it was written.
-func (rd *reader) onOff(r record, clk float64, paired bool) onOffRow {
+// before and after). A record with on_bare and off_bare ((k) since each API run has a bare run of
+// its own, on the same requests, just before it) takes each run against its own; one without them
+// ((g), or (k) of an older results file) takes both against a_rps.
+func (rd *reader) onOff(r record, clk float64) onOffRow {
 	row := onOffRow{
 		round: rd.num(r, "r"), order: r.v["order"],
 		onRPS: rd.num(r, "on_rps"), onP99: rd.num(r, "on_p99"), offRPS: rd.num(r, "off_rps"), offP99: rd.num(r, "off_p99"),
@@ -513,7 +513,7 @@ func (rd *reader) onOff(r record, clk float64, paired bool) onOffRow {
 		onCPU:  perK([]float64{rd.num(r, "on_p0")}, []float64{rd.num(r, "on_p1")}, rd.num(r, "on_reqs"), clk)[0],
 		offCPU: perK([]float64{rd.num(r, "off_p0")}, []float64{rd.num(r, "off_p1")}, rd.num(r, "off_reqs"), clk)[0],
 	}
-	if _, ok := r.v["on_bare"]; paired && ok {
+	if _, ok := r.v["on_bare"]; ok {
 		row.onBare, row.offBare = rd.num(r, "on_bare"), rd.num(r, "off_bare")
 	} else {
 		row.onBare = rd.num(r, "a_rps")

@@ -1,12 +1,14 @@
 // Command floorserver is the impression path's floor: loadtest/refserver's bare answer, plus what
 // every shown popup needs of Redis and nothing else. Per request it reads the user's state (one
 // GET) and runs one EVALSHA that compares it, writes the new state and queues an event: the record
-// script's shape (internal/redisstore), through the service's own Redis client and autopipeliner.
-// No decision, no Gin, no metrics, no budget, no event encoding.
+// script's shape (internal/redisstore), through the service's own Redis client and autopipeliner,
+// after reading the uid with the service's own query parser (internal/reqparse). No decision, no
+// Gin, no metrics, no budget, no event encoding.
 //
 // Its CPU per request over refserver's is what the two round trips cost any server built on this
-// client; popup-api's over floorserver's is what the service adds to them (scripts/bench-floor.sh,
-// docs/PERFORMANCE.md "The record path's CPU"). -trips 1 runs the EVALSHA alone: the floor of an
+// client; popup-api sits above it by its own work and by the worker's draining beside it, which
+// the floor's events do not get (scripts/bench-floor.sh, docs/PERFORMANCE.md "The record path's
+// CPU"). -trips 1 runs the EVALSHA alone: the floor of an
 // impression whose state is already known (a remembered state).
 package main
 
@@ -23,6 +25,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"popupsvc/internal/redisstore"
+	"popupsvc/internal/reqparse"
+	"popupsvc/loadtest/bareanswer"
 )
 
 // recordScript is the record script's work for a returning user without an event id: compare,
@@ -49,10 +53,7 @@ func main() {
 	if *trips != 1 && *trips != 2 {
 		log.Fatalf("-trips must be 1 or 2, not %d", *trips)
 	}
-	prefix := `{"popup":{"id":1,"title":"`
-	suffix := `"},"decision_id":"0123456789abcdef-1","config_version":1}`
-	body := []byte(prefix + strings.Repeat("x", max(*size-len(prefix)-len(suffix), 0)) + suffix)
-	length := strconv.Itoa(len(body))
+	answer := bareanswer.New(*size)
 
 	rdb, err := redisstore.NewClient(redisstore.ClientOptions{Addrs: []string{*redisAddr}, Timeout: time.Second, PoolSize: 64})
 	if err != nil {
@@ -84,14 +85,19 @@ func main() {
 	}
 
 	log.Printf("floorserver on %s, body %d bytes, %d Redis round trips a request, client %s, flush delay %s, full duplex %t",
-		*addr, len(body), *trips, *client, *flushDelay, *fullDuplex)
+		*addr, answer.Len(), *trips, *client, *flushDelay, *fullDuplex)
 	err = http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/debug/pprof/profile" { // scripts/bench-floor.sh's BENCH_FLOOR_PROFILE
 			pprof.Profile(w, r)
 			return
 		}
-		uid := query(r.URL.RawQuery, "uid")
-		key := "floor:{" + uid + "}:s"
+		q, perr := reqparse.ScanQuery(r.URL.RawQuery) // the uid as popup-api reads it
+		q.Release()                                   // the uid is the query's, not the pooled buffer's
+		if perr != nil {
+			http.Error(w, perr.Error(), http.StatusBadRequest)
+			return
+		}
+		key := "floor:{" + q.UID + "}:s"
 		prev, err := f.state, error(nil)
 		if *trips == 2 {
 			prev, err = f.get(r.Context(), key)
@@ -103,10 +109,7 @@ func main() {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		h := w.Header()
-		h["Content-Type"] = []string{"application/json; charset=utf-8"}
-		h["Content-Length"] = []string{length}
-		w.Write(body) // benchmark floor
+		answer.Write(w)
 	}))
 	log.Fatal(err)
 }
@@ -140,16 +143,4 @@ func (f *floor) record(ctx context.Context, key, prev string) error {
 		return f.raw.do("evalsha", f.hash, "2", key, "floor:q", prev, f.state, f.ttl, f.event).err
 	}
 	return f.pipe.Submit(ctx, redis.NewCmd(ctx, "evalsha", f.boxed[0], 2, key, "floor:q", prev, f.boxed[1], f.boxed[2], f.boxed[3])).WaitContext(ctx)
-}
-
-// query is the first value of name in a raw query string, unescaped as it stands.
-func query(raw, name string) string {
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		if k, v, _ := strings.Cut(pair, "="); k == name {
-			return v
-		}
-	}
-	return ""
 }

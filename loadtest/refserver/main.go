@@ -7,25 +7,16 @@ import (
 	"flag"
 	"log"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"popupsvc/loadtest/bareanswer"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18090", "listen address")
 	size := flag.Int("size", 320, "body size in bytes")
 	flag.Parse()
-	prefix := `{"popup":{"id":1,"title":"`
-	suffix := `"},"decision_id":"0123456789abcdef-1","config_version":1}`
-	pad := max(*size-len(prefix)-len(suffix), 0)
-	body := []byte(prefix + strings.Repeat("x", pad) + suffix)
-	length := strconv.Itoa(len(body))
-	log.Printf("refserver on %s, body %d bytes", *addr, len(body))
-	err := http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = []string{"application/json; charset=utf-8"}
-		h["Content-Length"] = []string{length}
-		w.Write(body) // benchmark reference
-	}))
+	answer := bareanswer.New(*size)
+	log.Printf("refserver on %s, body %d bytes", *addr, answer.Len())
+	err := http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { answer.Write(w) }))
 	log.Fatal(err)
 }
