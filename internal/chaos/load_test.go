@@ -193,9 +193,20 @@ const recoveredStretch = 500 * time.Millisecond
 // none failed before that). It fails the test when no normal request followed.
 func recovery(t *testing.T, rec *recorder, heal time.Duration) time.Duration {
 	t.Helper()
+	last, _, normalAfter := recoveryOf(rec.all(), heal, rec.now())
+	require.True(t, normalAfter, "the service never answered normally after the fault was healed")
+	return last
+}
+
+// recoveryOf reads outs, recorded by now, as recovery does: how long after heal the service kept
+// failing (last); whether it is back, a recoveredStretch from heal+last in which every request
+// started was normal and some were, past by another recoveredStretch so that the requests
+// started in it have had time to end and be recorded (a request of a healthy service takes
+// milliseconds); and whether any normal request started after heal+last.
+func recoveryOf(outs []outcome, heal, now time.Duration) (last time.Duration, back, normalAfter bool) {
 	var bad []outcome
 	var good []time.Duration // starts of normal requests after heal
-	for _, o := range rec.all() {
+	for _, o := range outs {
 		switch {
 		case o.at < heal:
 		case o.ok():
@@ -210,15 +221,14 @@ func recovery(t *testing.T, rec *recorder, heal time.Duration) time.Duration {
 		i, _ := slices.BinarySearch(good, from)
 		return i < len(good) && good[i] < to
 	}
-	var last time.Duration // relative to heal
 	for _, o := range bad {
 		if o.at >= heal+last+recoveredStretch && normalIn(heal+last, heal+last+recoveredStretch) {
 			break
 		}
 		last = max(last, o.at+o.took-heal)
 	}
-	require.True(t, normalIn(heal+last, rec.now()+time.Hour), "the service never answered normally after the fault was healed")
-	return last
+	back = now >= heal+last+2*recoveredStretch && normalIn(heal+last, heal+last+recoveredStretch)
+	return last, back, normalIn(heal+last, now+time.Hour)
 }
 
 // requests returns the outcomes of both kinds that started in [from, to).

@@ -122,20 +122,24 @@ func runRedisFault(t *testing.T, name string, inject func(*stack, *testenv.Proxy
 	c.requireNoLoss(t)
 }
 
-// waitNormal waits until a GET and an action started after since have both been answered
-// normally.
+// waitNormal waits, while the load runs, until a GET and an action started after since have both
+// been answered normally and the service is back as recovery reads it (recoveryOf).
 func waitNormal(t *testing.T, rec *recorder, since, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		var get, act bool
-		for _, o := range rec.all() {
+		outs := rec.all()
+		for _, o := range outs {
 			if o.at >= since && o.ok() {
 				get = get || o.kind == kindGet
 				act = act || o.kind == kindAction
 			}
 		}
-		if get && act {
+		// Back as recovery reads it, not at the first normal answers: breakers of other uid
+		// shards may still be open then, and a scenario that stops its load at once would end
+		// on their degraded answers.
+		if _, back, _ := recoveryOf(outs, since, rec.now()); get && act && back {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
