@@ -92,12 +92,16 @@ const (
 
 // knownAddScript sets bits of a filter. With ARGV[1] not empty, only while the filter's rebuild
 // id is ARGV[1] (a rebuild's step: it refreshes the rebuild's lease too); returns 0 when the
-// filter is no longer that rebuild's.
+// filter is no longer that rebuild's, and then drops the lease if the rebuild still holds it (a
+// filter lost mid-rebuild is rebuilt at the next check, not after the lease runs out).
 //
 //	KEYS[1] filter  KEYS[2] lease (a rebuild's step)  ARGV[1] rebuild id or ''  ARGV[2] lease ms  ARGV[3..] offsets
 var knownAddScript = redis.NewScript(`
 if ARGV[1] ~= '' then
-  if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[1] then return 0 end
+  if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[1] then
+    if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+    return 0
+  end
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
 for i = 3, #ARGV do redis.call('SETBIT', KEYS[1], ARGV[i], 1) end
@@ -116,14 +120,16 @@ redis.call('SETRANGE', KEYS[1], 0, ARGV[1] .. '\0')
 return 1
 `)
 
-// knownFinishScript marks a filter complete if it is still the rebuild's, and drops the lease.
+// knownFinishScript marks a filter complete if it is still the rebuild's, and drops the lease
+// if the rebuild holds it, either way.
 //
 //	KEYS[1] filter  KEYS[2] lease  ARGV[1] rebuild id
 var knownFinishScript = redis.NewScript(`
-if redis.call('GETRANGE', KEYS[1], 0, 7) ~= ARGV[1] then return 0 end
-redis.call('SETRANGE', KEYS[1], 8, '\1')
+local ours = redis.call('GETRANGE', KEYS[1], 0, 7) == ARGV[1]
+if ours then redis.call('SETRANGE', KEYS[1], 8, '\1') end
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
-return 1
+if ours then return 1 end
+return 0
 `)
 
 // Complete reports whether shard's filter is complete (trusted).

@@ -150,7 +150,8 @@ func TestKnownUsersLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, again, "a complete filter needs no rebuild")
 
-	// Lost during a rebuild: the rebuild notices at its next step and cannot finish.
+	// Lost during a rebuild: the rebuild notices at its next step, cannot finish, and lets go
+	// of its lease, so the next check begins again at once (not when the lease runs out).
 	require.NoError(t, rdb.Del(ctx, f.Key(shard)).Err())
 	r, err = f.BeginRebuild(ctx, rdb, shard, 60_000)
 	require.NoError(t, err)
@@ -159,10 +160,25 @@ func TestKnownUsersLifecycle(t *testing.T) {
 	ok, err = r.Add(ctx, []string{"dave"})
 	require.NoError(t, err)
 	assert.False(t, ok)
+	next, err := f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	require.NotNil(t, next, "a step that finds the filter lost lets go of the lease")
 	ok, err = r.Finish(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Equal(t, KnownUntrusted, check("erin"))
+	other, err = f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	assert.Nil(t, other, "the old rebuild's Finish leaves the new one's lease alone")
+
+	// Lost just before Finish: Finish lets go of the lease.
+	require.NoError(t, rdb.Del(ctx, f.Key(shard)).Err())
+	ok, err = next.Finish(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	r, err = f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	assert.NotNil(t, r, "a Finish that finds the filter lost lets go of the lease")
 }
 
 // slowLoader stands in for MySQL in the tests of the shared load: it answers after delay.

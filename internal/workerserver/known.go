@@ -99,8 +99,10 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 	for shard := range k.shards {
 		r, err := k.f.BeginRebuild(ctx, k.rdb, shard, knownLease.Milliseconds())
 		if err != nil {
+			// the shards begun so far are rebuilt all the same: their leases would keep
+			// every worker out of them until they ran out
 			k.log.Warn("known-users filter check", "shard", shard, "err", err)
-			return
+			break
 		}
 		if r != nil {
 			active = append(active, r)
