@@ -25,7 +25,8 @@
 # otherwise delays the GETs, where a deployment runs it on a host of its own.
 # BENCH_UPLOAD_PROFILE=DIR keeps, in DIR, popup-api's CPU profile (cpu.prof) and runtime trace
 # (trace.out) of the upload's first BENCH_UPLOAD_PROFILE_SECONDS (8), its allocation profiles
-# before and after (allocs-before.prof, allocs-after.prof: `go tool pprof -base`) and its log;
+# before and after (allocs-before.prof, allocs-after.prof: `go tool pprof -base`), its log and
+# every GET's send time and latency (lat-idle, lat-upload: nanoseconds) with the uploads' spans;
 # profiling costs the GETs, so a profiled run's p99 is not the figure. BENCH_UPLOAD_LOG=FILE keeps
 # the log. The report goes to loadtest/reports/bench-upload-STAMP.md (BENCH_STRICT=1: exit 1 on
 # a FAIL).
@@ -143,6 +144,7 @@ done
 for _ in $(seq 1 "${BENCH_UPLOAD_AFTER:-1}"); do ol after; done
 if [ -n "$profile" ]; then
   cp "$run_dir/popup-api.log" "$profile/popup-api.log"
+  cp "$run_dir/lat-idle" "$run_dir/lat-upload" "$run_dir/spans" "$profile/"
   curl -fsS -H 'Authorization: Bearer bench' -o "$profile/allocs-after.prof" "${admin}/debug/pprof/allocs"
 fi
 if [ -n "${BENCH_UPLOAD_LOG:-}" ]; then cp "$run_dir/popup-api.log" "$BENCH_UPLOAD_LOG"; fi
