@@ -132,6 +132,14 @@ if ours then return 1 end
 return 0
 `)
 
+// knownAbandonScript drops a rebuild's lease if the rebuild still holds it.
+//
+//	KEYS[1] lease  ARGV[1] rebuild id
+var knownAbandonScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`)
+
 // Complete reports whether shard's filter is complete (trusted).
 func (f *KnownUsers) Complete(ctx context.Context, rdb redis.UniversalClient, shard int) (bool, error) {
 	flag, err := rdb.GetRange(ctx, f.Key(shard), 8, 8).Result()
@@ -198,6 +206,16 @@ func (r *Rebuild) Shard() int { return r.shard }
 // was lost, or another worker took over): stop.
 func (r *Rebuild) Add(ctx context.Context, uids []string) (bool, error) {
 	return r.f.add(ctx, r.rdb, r.shard, r.id, r.leaseMS, uids)
+}
+
+// Abandon gives up the rebuild (a failed step: MySQL or Redis refused): its lease is dropped if
+// it still holds it, so that the next check begins again instead of waiting for the lease to
+// run out. The bits it set stay; the filter stays incomplete.
+func (r *Rebuild) Abandon(ctx context.Context) error {
+	if err := knownAbandonScript.Run(ctx, r.rdb, []string{r.f.LeaseKey(r.shard)}, r.id).Err(); err != nil {
+		return fmt.Errorf("known users: abandon rebuild: %w", err)
+	}
+	return nil
 }
 
 // Finish marks the filter complete; false means it is no longer this rebuild's.

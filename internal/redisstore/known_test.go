@@ -179,6 +179,16 @@ func TestKnownUsersLifecycle(t *testing.T) {
 	r, err = f.BeginRebuild(ctx, rdb, shard, 60_000)
 	require.NoError(t, err)
 	assert.NotNil(t, r, "a Finish that finds the filter lost lets go of the lease")
+
+	// A rebuild given up after a failed step lets go of its lease, and of no other's.
+	require.NoError(t, r.Abandon(ctx))
+	next, err = f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	require.NotNil(t, next, "an abandoned rebuild holds no lease")
+	require.NoError(t, r.Abandon(ctx))
+	other, err = f.BeginRebuild(ctx, rdb, shard, 60_000)
+	require.NoError(t, err)
+	assert.Nil(t, other, "abandoning an old rebuild leaves the new one's lease alone")
 }
 
 // slowLoader stands in for MySQL in the tests of the shared load: it answers after delay.

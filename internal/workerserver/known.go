@@ -126,7 +126,8 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 		uids, err := k.scan(ctx, after, chunk)
 		if err != nil {
 			k.rebuilds.WithLabelValues("error").Add(float64(len(active)))
-			k.log.Warn("known-users rebuild: read MySQL; trying again later", "err", err)
+			k.log.Warn("known-users rebuild: read MySQL; trying again at the next check", "err", err)
+			k.abandon(ctx, active)
 			return
 		}
 		byShard := make(map[int][]string, len(active))
@@ -140,7 +141,8 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 			switch {
 			case err != nil:
 				k.rebuilds.WithLabelValues("error").Inc()
-				k.log.Warn("known-users rebuild: write Redis; trying again later", "shard", r.Shard(), "err", err)
+				k.log.Warn("known-users rebuild: write Redis; trying again at the next check", "shard", r.Shard(), "err", err)
+				k.abandon(ctx, []*redisstore.Rebuild{r})
 			case !ok:
 				k.rebuilds.WithLabelValues("lost").Inc()
 				k.log.Warn("known-users filter lost or taken over during its rebuild; starting again later", "shard", r.Shard())
@@ -156,6 +158,7 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 		}
 		after = uids[len(uids)-1]
 		if !backoff.Wait(ctx, pace-time.Since(began)) {
+			k.abandon(context.WithoutCancel(ctx), active)
 			return
 		}
 	}
@@ -172,6 +175,16 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 			k.rebuilds.WithLabelValues("done").Inc()
 			k.complete.WithLabelValues(shard).Set(1)
 			k.log.Info("known-users filter rebuilt", "shard", r.Shard(), "uids_scanned", total)
+		}
+	}
+}
+
+// abandon gives up rebuilds that cannot go on, dropping their leases (best effort: a lease
+// that stays runs out after knownLease).
+func (k *knownUsers) abandon(ctx context.Context, rs []*redisstore.Rebuild) {
+	for _, r := range rs {
+		if err := r.Abandon(ctx); err != nil {
+			k.log.Warn("known-users rebuild: drop the lease", "shard", r.Shard(), "err", err)
 		}
 	}
 }
