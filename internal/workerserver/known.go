@@ -127,7 +127,7 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 		if err != nil {
 			k.rebuilds.WithLabelValues("error").Add(float64(len(active)))
 			k.log.Warn("known-users rebuild: read MySQL; trying again at the next check", "err", err)
-			k.abandon(ctx, active)
+			k.abandon(context.WithoutCancel(ctx), active) // the scan's error may be ctx's own
 			return
 		}
 		byShard := make(map[int][]string, len(active))
@@ -142,10 +142,10 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 			case err != nil:
 				k.rebuilds.WithLabelValues("error").Inc()
 				k.log.Warn("known-users rebuild: write Redis; trying again at the next check", "shard", r.Shard(), "err", err)
-				k.abandon(ctx, []*redisstore.Rebuild{r})
+				k.abandon(context.WithoutCancel(ctx), []*redisstore.Rebuild{r})
 			case !ok:
 				k.rebuilds.WithLabelValues("lost").Inc()
-				k.log.Warn("known-users filter lost or taken over during its rebuild; starting again later", "shard", r.Shard())
+				k.log.Warn("known-users filter lost or taken over during its rebuild; starting again at the next check", "shard", r.Shard())
 			default:
 				kept = append(kept, r)
 			}
@@ -169,6 +169,7 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 		case err != nil:
 			k.rebuilds.WithLabelValues("error").Inc()
 			k.log.Warn("known-users rebuild: finish", "shard", r.Shard(), "err", err)
+			k.abandon(context.WithoutCancel(ctx), []*redisstore.Rebuild{r})
 		case !ok:
 			k.rebuilds.WithLabelValues("lost").Inc()
 		default:
