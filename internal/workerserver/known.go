@@ -95,7 +95,17 @@ func (k *knownUsers) run(ctx context.Context) {
 }
 
 func (k *knownUsers) rebuild(ctx context.Context) {
-	var active []*redisstore.Rebuild
+	// active: begun and not ended; failed: ended on an error. Both let go of their leases when
+	// this returns, so that the next check begins them again instead of waiting for the leases
+	// to run out; past ctx, whose end may be why they stopped.
+	var active, failed []*redisstore.Rebuild
+	defer func() {
+		for _, r := range append(failed, active...) {
+			if err := r.Abandon(context.WithoutCancel(ctx)); err != nil {
+				k.log.Warn("known-users rebuild: drop the lease", "shard", r.Shard(), "err", err)
+			}
+		}
+	}()
 	for shard := range k.shards {
 		r, err := k.f.BeginRebuild(ctx, k.rdb, shard, knownLease.Milliseconds())
 		if err != nil {
@@ -127,7 +137,6 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 		if err != nil {
 			k.rebuilds.WithLabelValues("error").Add(float64(len(active)))
 			k.log.Warn("known-users rebuild: read MySQL; trying again at the next check", "err", err)
-			k.abandon(context.WithoutCancel(ctx), active) // the scan's error may be ctx's own
 			return
 		}
 		byShard := make(map[int][]string, len(active))
@@ -142,7 +151,7 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 			case err != nil:
 				k.rebuilds.WithLabelValues("error").Inc()
 				k.log.Warn("known-users rebuild: write Redis; trying again at the next check", "shard", r.Shard(), "err", err)
-				k.abandon(context.WithoutCancel(ctx), []*redisstore.Rebuild{r})
+				failed = append(failed, r)
 			case !ok:
 				k.rebuilds.WithLabelValues("lost").Inc()
 				k.log.Warn("known-users filter lost or taken over during its rebuild; starting again at the next check", "shard", r.Shard())
@@ -158,34 +167,25 @@ func (k *knownUsers) rebuild(ctx context.Context) {
 		}
 		after = uids[len(uids)-1]
 		if !backoff.Wait(ctx, pace-time.Since(began)) {
-			k.abandon(context.WithoutCancel(ctx), active)
 			return
 		}
 	}
-	for _, r := range active {
+	finishing := active
+	active = nil
+	for _, r := range finishing {
 		ok, err := r.Finish(ctx)
 		shard := strconv.Itoa(r.Shard())
 		switch {
 		case err != nil:
 			k.rebuilds.WithLabelValues("error").Inc()
 			k.log.Warn("known-users rebuild: finish", "shard", r.Shard(), "err", err)
-			k.abandon(context.WithoutCancel(ctx), []*redisstore.Rebuild{r})
+			failed = append(failed, r)
 		case !ok:
 			k.rebuilds.WithLabelValues("lost").Inc()
 		default:
 			k.rebuilds.WithLabelValues("done").Inc()
 			k.complete.WithLabelValues(shard).Set(1)
 			k.log.Info("known-users filter rebuilt", "shard", r.Shard(), "uids_scanned", total)
-		}
-	}
-}
-
-// abandon gives up rebuilds that cannot go on, dropping their leases (best effort: a lease
-// that stays runs out after knownLease).
-func (k *knownUsers) abandon(ctx context.Context, rs []*redisstore.Rebuild) {
-	for _, r := range rs {
-		if err := r.Abandon(ctx); err != nil {
-			k.log.Warn("known-users rebuild: drop the lease", "shard", r.Shard(), "err", err)
 		}
 	}
 }
