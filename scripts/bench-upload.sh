@@ -14,11 +14,17 @@
 #            set <= 1.5 x the p99 of the idle windows' GETs (each pooled over its requests: the
 #            GETs' p99 during an upload, as the issue words it; the worst window's p99 over the
 #            idle windows' median, a 10-s slice's 50th-slowest GET, is reported beside it)
+# Both are judged on the quiet windows only: those where the hypervisor took (steal) under 2 % of
+# the CPU time, as /proc/stat counts it. Windows with more read p99s several times the rest, idle
+# and upload alike; the pooled figure over every window is printed beside the verdict.
 # Each window's row also gives the CPU (in cores) of popup-api, MariaDB and Redis, Redis's calls a
 # second (the GETs the local answers did not answer go there), InnoDB's history list length at its
-# end (undo the purge has yet to remove) and, when popup-api runs with GODEBUG=gctrace=1, its
-# collections. The report gives the CPU seconds popup-api, MariaDB, Redis and the uploading
-# client spent from an upload's start until the instance held the new set (mean of the uploads).
+# end (undo the purge has yet to remove), when popup-api runs with GODEBUG=gctrace=1 its
+# collections, and the steal.
+# MariaDB, popup-worker and the uploading client run at SCHED_IDLE (BENCH_UPLOAD_ELSEWHERE=0: not):
+# a deployment runs them on hosts of their own, so their CPU is not the instance's to share.
+# The report gives the CPU seconds popup-api, MariaDB, Redis and the uploading client spent from
+# an upload's start until the instance held the new set (mean of the uploads).
 # BENCH_UPLOAD_PIN=1 puts what a GET touches (popup-api, Redis, the open-loop client) on CPU 0 and
 # MariaDB, popup-worker and the uploading client on the other CPUs, in the idle windows as in the
 # upload's: on two shared cores MariaDB's work for the upload (as much CPU as popup-api's own)
@@ -28,8 +34,9 @@
 # before and after (allocs-before.prof, allocs-after.prof: `go tool pprof -base`), its log and
 # every GET's send time and latency (lat-idle, lat-upload: nanoseconds) with the uploads' spans;
 # profiling costs the GETs, so a profiled run's p99 is not the figure. BENCH_UPLOAD_LOG=FILE keeps
-# the log. The report goes to loadtest/reports/bench-upload-STAMP.md (BENCH_STRICT=1: exit 1 on
-# a FAIL).
+# the log; BENCH_UPLOAD_KEEP=DIR keeps the GETs' latencies, the spans and the windows' rows
+# without profiling. The report goes to loadtest/reports/bench-upload-STAMP.md (BENCH_STRICT=1:
+# exit 1 on a FAIL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -55,6 +62,13 @@ metric() { metrics | awk -v m="$1" '$1 == m {printf "%d\n", $2}'; } # 2.1e+07 ->
 sampler=$!; pids+=($sampler)
 mysql_pid=$(cat "$run_dir/mariadb.pid") redis_pid=$(cat "$run_dir/redis.pid")
 getter=() uploader=()
+if [ "${BENCH_UPLOAD_ELSEWHERE:-1}" = 1 ]; then
+  # MariaDB, popup-worker and the uploading client run on hosts of their own in a deployment:
+  # here they take only CPU that nothing else wants (SCHED_IDLE), so that their share of the two
+  # cores is not counted against the instance, in the idle windows as in the upload's.
+  for p in "$mysql_pid" "$worker_pid"; do chrt --idle -a -p 0 "$p" >/dev/null; done
+  uploader=(chrt --idle 0)
+fi
 if [ "${BENCH_UPLOAD_PIN:-0}" = 1 ]; then
   # What a GET touches (popup-api, Redis, the open-loop client) on CPU 0; the upload's other
   # parties (MariaDB, the uploading client) and popup-worker on the others, as the separate
@@ -62,7 +76,7 @@ if [ "${BENCH_UPLOAD_PIN:-0}" = 1 ]; then
   last=$(($(nproc) - 1))
   for p in "$api_pid" "$redis_pid"; do taskset -a -p -c 0 "$p" >/dev/null; done
   for p in "$mysql_pid" "$worker_pid"; do taskset -a -p -c "1-$last" "$p" >/dev/null; done
-  getter=(taskset -c 0) uploader=(taskset -c "1-$last")
+  getter=(taskset -c 0) uploader=("${uploader[@]}" taskset -c "1-$last")
 fi
 cpu_mark() { # PHASE: the wall clock and popup-api's, MariaDB's and Redis's CPU ticks at its end
   echo "$1 $(date +%s.%N) $(cpu_ticks "$api_pid") $(cpu_ticks "$mysql_pid") $(cpu_ticks "$redis_pid")" >>"$run_dir/cpu"
@@ -77,20 +91,23 @@ history_len() { # InnoDB's history list length: undo that purge has yet to remov
 redis_calls() { # the commands Redis has processed so far
   redis-cli -p "$redis_port" INFO stats | awk -F: '$1 == "total_commands_processed" {printf "%d\n", $2}'
 }
+steal_ticks() { awk '$1 == "cpu" {print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; } # steal, all
 gc_cycles() { # popup-api's collections so far, when it runs with GODEBUG=gctrace=1 (else -)
   case "${GODEBUG:-}" in *gctrace=1*) grep -c '^gc ' "$run_dir/popup-api.log" || true ;; *) echo - ;; esac
 }
 ol() { # one window of open-loop GETs; prints "PHASE p50 p99 max degraded non2xx errors" and the
   # window's CPU, in cores, of popup-api, MariaDB and Redis, Redis's calls a second, the history
-  # list length at its end and popup-api's collections in it
-  local t0 a0 m0 r0 c0 g0 t1 a1 m1 r1 c1 g1
-  t0=$(date +%s.%N) a0=$(cpu_ticks "$api_pid") m0=$(cpu_ticks "$mysql_pid") r0=$(cpu_ticks "$redis_pid") c0=$(redis_calls) g0=$(gc_cycles)
+  # list length at its end, popup-api's collections in it, the steal (% of all CPU time) and the
+  # window's start and end (ns)
+  local t0 a0 m0 r0 c0 g0 s0 t1 a1 m1 r1 c1 g1 s1
+  s0=$(steal_ticks) t0=$(date +%s.%N) a0=$(cpu_ticks "$api_pid") m0=$(cpu_ticks "$mysql_pid") r0=$(cpu_ticks "$redis_pid") c0=$(redis_calls) g0=$(gc_cycles)
   "${getter[@]}" bin/benchtool openloop -url "$api" -rate "$rate" -duration "${window}s" -uids "$BENCH_UIDS" -c 16 -json -raw "$run_dir/lat-$1" >"$run_dir/ol.json"
-  t1=$(date +%s.%N) a1=$(cpu_ticks "$api_pid") m1=$(cpu_ticks "$mysql_pid") r1=$(cpu_ticks "$redis_pid") c1=$(redis_calls) g1=$(gc_cycles)
+  s1=$(steal_ticks) t1=$(date +%s.%N) a1=$(cpu_ticks "$api_pid") m1=$(cpu_ticks "$mysql_pid") r1=$(cpu_ticks "$redis_pid") c1=$(redis_calls) g1=$(gc_cycles)
   local cpu; cpu=$(awk -v c="$clk" -v d="$(echo "$t1 - $t0" | bc)" -v a=$((a1 - a0)) -v m=$((m1 - m0)) -v r=$((r1 - r0)) -v n=$((c1 - c0)) \
     'BEGIN {printf "%.2f\t%.2f\t%.2f\t%.0f", a/c/d, m/c/d, r/c/d, n/d}')
-  printf '%s\t%s\t%s\t%s\n' "$(jq -r --arg phase "$1" '[$phase, .p50_ms, .p99_ms, .max_ms, .degraded, .non_2xx, .errors] | @tsv' "$run_dir/ol.json")" \
-    "$cpu" "$(history_len)" "$([ "$g0" = - ] && echo - || echo $((g1 - g0)))" | tee -a "$results" >&2
+  local steal; steal=$(echo "$s0 $s1" | awk '{printf "%.1f", ($4 > $2) ? 100 * ($3 - $1) / ($4 - $2) : 0}')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(jq -r --arg phase "$1" '[$phase, .p50_ms, .p99_ms, .max_ms, .degraded, .non_2xx, .errors] | @tsv' "$run_dir/ol.json")" \
+    "$cpu" "$(history_len)" "$([ "$g0" = - ] && echo - || echo $((g1 - g0)))" "$steal" "${t0/./}" "${t1/./}" | tee -a "$results" >&2
 }
 cpu_mark start
 for _ in 1 2 3; do ol idle; done
@@ -148,6 +165,9 @@ if [ -n "$profile" ]; then
   curl -fsS -H 'Authorization: Bearer bench' -o "$profile/allocs-after.prof" "${admin}/debug/pprof/allocs"
 fi
 if [ -n "${BENCH_UPLOAD_LOG:-}" ]; then cp "$run_dir/popup-api.log" "$BENCH_UPLOAD_LOG"; fi
+if [ -n "${BENCH_UPLOAD_KEEP:-}" ]; then
+  mkdir -p "$BENCH_UPLOAD_KEEP" && cp "$run_dir/lat-idle" "$run_dir/lat-upload" "$run_dir/spans" "$results" "$BENCH_UPLOAD_KEEP/"
+fi
 peak=$(status_kb VmHWM)
 rss_after=$(status_kb VmRSS)
 bytes_after=$(metric popup_audience_bytes)
@@ -166,28 +186,38 @@ report="loadtest/reports/bench-upload-${stamp}.md"
 import statistics, sys
 windows, rss_before, peak, rss_after, b_before, b_after, spans, samples, cpu, clk, raw_idle, raw_up = sys.argv[1:]
 rows = [l.rstrip("\n").split("\t") for l in open(windows) if l.strip()]
-p99 = lambda phase: [float(r[2]) for r in rows if r[0] == phase]
-worst = max(p99("upload")) / statistics.median(p99("idle"))
-# Every GET pooled: those of the idle windows against those sent from an upload's start until the
-# instance held its new set.
+# A window is quiet when the hypervisor took under STEAL_MAX % of the CPU time in it: the steal of
+# the noisier windows (up to 38 % seen) raised their p99 several times over, idle and upload alike.
+STEAL_MAX = 2.0
+quiet = lambda r: float(r[13]) < STEAL_MAX
+p99 = lambda phase: [float(r[2]) for r in rows if r[0] == phase and quiet(r)]
+worst = max(p99("upload"), default=float("nan")) / statistics.median(p99("idle") or [float("nan")])
+# Every GET of the quiet windows pooled: those of the idle windows against those sent from an
+# upload's start until the instance held its new set.
 spans = [[float(x) for x in l.split()] for l in open(spans) if l.strip()]
 read = lambda f: [[int(x) for x in l.split()] for l in open(f) if l.strip()]
 pooled_p99 = lambda xs: sorted(xs)[min(len(xs) - 1, int(0.99 * len(xs)))]
-lat_idle = [ns / 1e6 for _, ns in read(raw_idle)]
-per_up = [[ns / 1e6 for due, ns in read(raw_up) if s0 <= due <= s1] for s0, s1, *_ in spans]
+spans_of = lambda phase: [(int(r[14]), int(r[15])) for r in rows if r[0] == phase and quiet(r)]
+in_quiet = lambda due, phase: any(a <= due <= b for a, b in spans_of(phase))
+all_idle = [ns / 1e6 for _, ns in read(raw_idle)]
+lat_idle = [ns / 1e6 for due, ns in read(raw_idle) if in_quiet(due, "idle")]
+per_up_all = [[(due, ns / 1e6) for due, ns in read(raw_up) if s0 <= due <= s1] for s0, s1, *_ in spans]
+per_up = [[x for due, x in xs if in_quiet(due, "upload")] for xs in per_up_all]
 lat_up = [x for xs in per_up for x in xs]
-idle, up = pooled_p99(lat_idle), pooled_p99(lat_up)
+all_up = [x for xs in per_up_all for _, x in xs]
+nan = float("nan")
+idle, up = (pooled_p99(lat_idle), pooled_p99(lat_up)) if lat_idle and lat_up else (nan, nan)
 kib = 1024
 held = float(b_after) / kib / kib
 peak_mib, before_mib, after_mib = int(peak) / kib, int(rss_before) / kib, int(rss_after) / kib
 rss = [int(x) for x in open(samples) if x.strip()]
-print("| phase | p50 ms | p99 ms | max ms | degraded | non-2xx | errors | popup-api cores | MariaDB cores | Redis cores | Redis calls/s | InnoDB history | GCs |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| phase | p50 ms | p99 ms | max ms | degraded | non-2xx | errors | popup-api cores | MariaDB cores | Redis cores | Redis calls/s | InnoDB history | GCs | steal % |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print("| " + " | ".join(r) + " |")
+    print("| " + " | ".join(r[:14]) + " |")
 print()
 for i, (s0, s1, secs, _) in enumerate(spans):
-    print(f"upload {i + 1}: answered in {secs:.1f} s, held {(s1 - s0) / 1e9:.1f} s after its start; its GETs' p99 {pooled_p99(per_up[i]):.2f} ms")
+    print(f"upload {i + 1}: answered in {secs:.1f} s, held {(s1 - s0) / 1e9:.1f} s after its start; its GETs' p99 {pooled_p99([x for _, x in per_up_all[i]]):.2f} ms")
 print(f"sets held: {float(b_before)/kib/kib:.1f} MiB before, {held:.1f} MiB after")
 print(f"popup-api RSS: {before_mib:.1f} MiB before, peak {peak_mib:.1f} MiB (VmHWM; sampled max {max(rss)/kib:.1f}), {after_mib:.1f} MiB after")
 marks = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in open(cpu) if l.strip()}
@@ -210,7 +240,10 @@ print()
 print("| target | measured | verdict |")
 print("|---|---|---|")
 print(f"| peak RSS <= sets held + 128 MiB ({held + 128:.1f}) | {peak_mib:.1f} MiB ({peak_mib - held:.1f} over the sets) | {'PASS' if ok_rss else 'FAIL'} |")
-print(f"| p99 of the uploads' GETs <= 1.5 x the idle GETs' ({1.5 * idle:.2f} ms; {len(lat_up)} and {len(lat_idle)} GETs) | {up:.2f} ms ({up / idle:.2f} x; worst window {worst:.2f} x the idle windows' median) | {'PASS' if ok_p99 else 'FAIL'} |")
+quiet_n = lambda phase: f"{sum(1 for r in rows if r[0] == phase and quiet(r))} of {sum(1 for r in rows if r[0] == phase)}"
+print(f"| p99 of the uploads' GETs <= 1.5 x the idle GETs', quiet windows (steal < {STEAL_MAX:g} %: {quiet_n('upload')} upload, {quiet_n('idle')} idle) ({1.5 * idle:.2f} ms; {len(lat_up)} and {len(lat_idle)} GETs) | {up:.2f} ms ({up / idle:.2f} x; worst window {worst:.2f} x the idle windows' median) | {'PASS' if ok_p99 else ('FAIL' if lat_up and lat_idle else 'UNMEASURED')} |")
+print()
+print(f"Every window, quiet or not: the uploads' GETs' p99 {pooled_p99(all_up):.2f} ms, the idle GETs' {pooled_p99(all_idle):.2f} ms ({pooled_p99(all_up) / pooled_p99(all_idle):.2f} x).")
 EOF
 } | tee "$report"
 log "report: $report"
