@@ -71,7 +71,7 @@ type Config struct {
 
 	AudienceMemory      ByteSize      `env:"AUDIENCE_MEMORY" envDefault:"256MiB"`
 	AudienceLoadTimeout time.Duration `env:"AUDIENCE_LOAD_TIMEOUT" envDefault:"60s"`
-	AudienceUploadRate  int           `env:"AUDIENCE_UPLOAD_RATE" envDefault:"2000000"`
+	AudienceUploadRate  int           `env:"AUDIENCE_UPLOAD_RATE" envDefault:"1000000"`
 
 	LocalAnswerCacheSize int `env:"LOCAL_ANSWER_CACHE_SIZE" envDefault:"100000"`
 	RecentStateCacheSize int `env:"RECENT_STATE_CACHE_SIZE" envDefault:"0"`
@@ -90,8 +90,10 @@ type Config struct {
 }
 
 // MinAudienceUploadRate is the slowest POPUP_AUDIENCE_UPLOAD_RATE other than 0: a replace of
-// the most members a contract allows (20,000,000) reads them and stores their fingerprints in
-// 40 s at it, well inside the admin listener's 2-minute timeout.
+// the most members a contract allows (20,000,000) is answered in 49 s at it (`make
+// bench-upload`), well inside the admin listener's 2-minute timeout. It is also the default: the
+// public GETs' p99 during such a replace read 1.38-1.59 times an idle instance's at this rate,
+// 2.02-2.51 times at twice it (docs/PERFORMANCE.md, "Uploads and memory").
 const MinAudienceUploadRate = 1_000_000
 
 // Prefix is the environment prefix of every variable.
