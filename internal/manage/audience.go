@@ -382,10 +382,9 @@ func (s *Audiences) writeMembers(ctx context.Context, actor popup.Actor, id int6
 var errListMoved = errors.New("the member list changed meanwhile")
 
 // paceLines is how many lines a member write reads between two looks at its pacer, and two
-// yields to the requests: at most about a quarter of a millisecond of reading (popup-api spends
-// 3.9-4.8 CPU-s on a whole 20 M replace). On one P (GOMAXPROCS=1) the public GETs wait for each stretch; at 4,096
-// they waited 438-488 ms in all during a 20 M replace's first 24 s, at 1,024 249-326 ms
-// (runtime traces of `BENCH_UPLOAD_PIN=1 make bench-upload`).
+// yields to the requests: under 0.4 ms of reading (popup-api's own CPU for a whole 20 M replace,
+// its sort and staging included, read 3.4-7.5 s in `make bench-upload`). On one P (GOMAXPROCS=1)
+// the public GETs wait out each stretch; 075deda's message has the traces that chose 1,024.
 const paceLines = 1024
 
 // uidRowBytes is about what one staged row of uids holds: small enough that the store writes it
